@@ -8,5 +8,8 @@ export default defineConfig({
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // CI reads the counts from a JSON report; people read the default output.
+    reporters: process.env.POSD_VITEST_JSON ? ['default', 'json'] : ['default'],
+    outputFile: process.env.POSD_VITEST_JSON ? { json: process.env.POSD_VITEST_JSON } : undefined,
   },
 });

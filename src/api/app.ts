@@ -1,0 +1,165 @@
+import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from '../context.js';
+import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
+import { AccountsService } from '../modules/accounts/service.js';
+import { Authenticator } from './auth.js';
+import { IdempotencyStore, registerIdempotency } from './idempotency.js';
+import { WindowLimiter } from './rate-limit.js';
+import { createValidatorCompiler, fieldErrors } from './validation.js';
+import type { ApiApp, PosdModule } from './module.js';
+
+const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
+
+function errorBody(code: keyof typeof ERRORS, extra: Partial<ErrorBody> = {}): ErrorBody {
+  return { message: ERRORS[code].message, code, ...extra };
+}
+
+function headerValue(req: FastifyRequest, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** Maps anything thrown to the spec's error body; nothing escapes as a bare 500 page. */
+function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (err instanceof ApiError) {
+    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+    return reply.code(err.status).send(err.body());
+  }
+  const fe = err as FastifyError & { validationContext?: string };
+  if (fe.validation) {
+    return reply.code(400).send(errorBody('validation_error', { errors: fieldErrors(fe.validation as never, fe.validationContext) }));
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return reply.code(413).send(errorBody('payload_too_large'));
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return reply.code(400).send(errorBody('invalid_json'));
+  }
+  if (err instanceof SyntaxError) return reply.code(400).send(errorBody('invalid_json'));
+  const status = fe.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return reply.code(status).send(errorBody('validation_error', { message: fe.message }));
+  }
+  req.log.error({ err }, 'request failed');
+  return reply.code(500).send(errorBody('internal_error'));
+}
+
+/**
+ * The HTTP application as a plugin tree that never listens (`server.ts` listens; tests build the
+ * same app and call `listen({port: 0})`). No business rules here: authentication and account
+ * context, limits, idempotency, the error body and OpenAPI, then each module's routes.
+ */
+export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
+  const { config } = ctx;
+  const app = Fastify({
+    loggerInstance: ctx.log,
+    // Per-request lines would dominate the log of a busy till; errors are logged where they happen.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.http.body_limit_bytes,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
+
+  app.setValidatorCompiler(createValidatorCompiler());
+  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply));
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send(errorBody('route_not_found', { message: `No such endpoint: ${req.method} ${req.url.split('?')[0]}` })),
+  );
+
+  // Every body is read as JSON whatever its content type (curl -d sends form encoding by default);
+  // an empty body is an empty object, so POSTs without parameters need no body at all.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, {});
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return done(new ApiError('invalid_json'), undefined);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return done(new ApiError('invalid_json'), undefined);
+    done(null, parsed);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'posd commerce and payments API', version: '1.0.0' },
+      servers: [{ url: '/api' }],
+      components: { securitySchemes: { secretKey: { type: 'apiKey', in: 'header', name: 'X-SECRET-KEY' } } },
+      security: [{ secretKey: [] }],
+    },
+  });
+
+  const blocked = new Set(config.blocking.ips);
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.url === '/healthz') return;
+    const key = headerValue(req, 'x-secret-key') ?? '';
+    const agent = headerValue(req, 'user-agent') ?? '';
+    if (
+      blocked.has(req.ip) ||
+      config.blocking.key_prefixes.some((p) => p && key.startsWith(p)) ||
+      config.blocking.user_agents.some((u) => u && agent.includes(u))
+    ) {
+      return reply.code(503).send(errorBody('blocked'));
+    }
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const authenticator = new Authenticator(accounts);
+  const idempotency = new IdempotencyStore(ctx.db, ctx.clock, ctx.bootId);
+  const perKey = new WindowLimiter(config.limits.per_key_per_second, 1000, ctx.clock);
+  const usersWindowMs = config.limits.users_window_seconds * 1000;
+  const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
+  const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
+
+  const limited = (seconds: number) => new ApiError('rate_limited', { headers: { 'Retry-After': String(seconds) } });
+
+  await app.register(
+    async (api) => {
+      api.decorateRequest('auth', null as never);
+      api.addHook('onRequest', async (req) => {
+        if (USERS_PATH.test(req.url)) {
+          const wait = usersPerIp.hit(req.ip);
+          if (wait) throw limited(wait);
+        }
+        const query = req.query as Record<string, unknown> | undefined;
+        const alias = typeof query?.account_id === 'string' ? query.account_id : undefined;
+        req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), headerValue(req, 'x-account-id') ?? alias);
+        const wait = perKey.hit(req.auth.keyId);
+        if (wait) throw limited(wait);
+        if (req.auth.environment === 'test' && req.auth.kind === 'account' && USERS_PATH.test(req.url)) {
+          const w = usersPerTestKey.hit(req.auth.keyId);
+          if (w) throw limited(w);
+        }
+        if (req.auth.kind === 'organization' && req.method !== 'GET' && req.method !== 'HEAD') {
+          throw new ApiError('organization_key_unsupported');
+        }
+      });
+      // `account_id` in a body is the older spelling of X-ACCOUNT-ID on endpoints that took it.
+      api.addHook('preValidation', async (req) => {
+        const body = req.body as Record<string, unknown> | undefined;
+        const alias = body && typeof body.account_id === 'string' ? body.account_id : undefined;
+        if (alias && !headerValue(req, 'x-account-id') && alias !== req.auth.account?.id) {
+          req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), alias);
+        }
+      });
+      registerIdempotency(api, idempotency);
+      for (const m of modules) if (m.api) await m.api(api, ctx);
+    },
+    { prefix: '/api' },
+  );
+
+  for (const m of modules) if (m.root) await m.root(app, ctx);
+  return app;
+}

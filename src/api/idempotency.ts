@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../db/database.js';
+import { ApiError } from '../errors.js';
+import { isoTime, type Clock } from '../clock.js';
+
+interface IdemRow {
+  fingerprint: string;
+  state: 'running' | 'done';
+  boot_id: string;
+  status_code: number | null;
+  response: string | null;
+  content_type: string | null;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    idempotency?: { scope: string; key: string };
+  }
+}
+
+/**
+ * `Idempotency-Key` on every POST (gaps.md): the first response is stored and replayed for the same
+ * key and account; another request under the same key answers 422; a second one while the first runs
+ * answers 409. A point-of-sale program retries over a flaky store network: this makes it safe.
+ *
+ * The stored response is written right after the handler's own transaction commits, in the same
+ * turn of the event loop, before the response leaves; a request whose process died before that is
+ * recognised by its boot id and may run again, so natural keys (terminal `external_id`) stay the
+ * second guard for money.
+ */
+export class IdempotencyStore {
+  private readonly stmts;
+
+  constructor(
+    db: Db,
+    private readonly clock: Clock,
+    private readonly bootId: string,
+  ) {
+    this.stmts = {
+      get: db.prepare('SELECT fingerprint, state, boot_id, status_code, response, content_type FROM idempotency_keys WHERE scope = ? AND key = ?'),
+      claim: db.prepare(
+        `INSERT INTO idempotency_keys (scope, key, fingerprint, state, boot_id, created_at)
+         VALUES (?, ?, ?, 'running', ?, ?)
+         ON CONFLICT(scope, key) DO UPDATE SET fingerprint = excluded.fingerprint, boot_id = excluded.boot_id,
+           created_at = excluded.created_at
+         WHERE idempotency_keys.state = 'running' AND idempotency_keys.boot_id <> excluded.boot_id`,
+      ),
+      finish: db.prepare(
+        `UPDATE idempotency_keys SET state = 'done', status_code = ?, response = ?, content_type = ?
+         WHERE scope = ? AND key = ? AND state = 'running'`,
+      ),
+      release: db.prepare(`DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'running'`),
+      prune: db.prepare('DELETE FROM idempotency_keys WHERE created_at < ?'),
+    };
+  }
+
+  /** Returns a stored response to replay, or claims the key for this request. */
+  begin(scope: string, key: string, fingerprint: string): IdemRow | null {
+    const existing = this.stmts.get.get(scope, key) as IdemRow | undefined;
+    if (existing) {
+      if (existing.fingerprint !== fingerprint) throw new ApiError('idempotency_key_reused');
+      if (existing.state === 'done') return existing;
+      if (existing.boot_id === this.bootId) throw new ApiError('idempotency_key_in_use');
+    }
+    const claimed = this.stmts.claim.run(scope, key, fingerprint, this.bootId, isoTime(this.clock.now()));
+    if (claimed.changes === 0) throw new ApiError('idempotency_key_in_use');
+    return null;
+  }
+
+  finish(scope: string, key: string, status: number, body: string, contentType: string | null): void {
+    this.stmts.finish.run(status, body, contentType, scope, key);
+  }
+
+  release(scope: string, key: string): void {
+    this.stmts.release.run(scope, key);
+  }
+
+  prune(retentionHours: number): number {
+    return this.stmts.prune.run(isoTime(this.clock.now() - retentionHours * 3_600_000)).changes;
+  }
+}
+
+function fingerprintOf(req: FastifyRequest): string {
+  const path = req.url.split('?')[0];
+  return createHash('sha256')
+    .update(`${req.method} ${path}\n${req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : ''}\n`)
+    .update(JSON.stringify(req.body ?? null))
+    .digest('hex');
+}
+
+/** Registers the hooks on the `/api` scope. Runs after authentication, so the scope is the account. */
+export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
+  app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
+    if (req.method !== 'POST') return;
+    const header = req.headers['idempotency-key'];
+    if (header === undefined) return;
+    const key = Array.isArray(header) ? header[0] : header;
+    if (key.length < 1 || key.length > 255) throw new ApiError('idempotency_key_invalid');
+    const scope = `${req.auth.keyAccount?.id ?? req.auth.organizationId}:${req.auth.account?.id ?? '*'}`;
+    const stored = store.begin(scope, key, fingerprintOf(req));
+    if (stored) {
+      reply.header('Idempotent-Replayed', 'true');
+      if (stored.content_type) reply.header('content-type', stored.content_type);
+      return reply.code(stored.status_code ?? 200).send(stored.response ?? '');
+    }
+    req.idempotency = { scope, key };
+  });
+
+  app.addHook('onSend', async (req, reply, payload) => {
+    const idem = req.idempotency;
+    if (!idem) return payload;
+    req.idempotency = undefined;
+    // A server error changed nothing that can be trusted: let the caller try again under the same key.
+    if (reply.statusCode >= 500 || typeof payload !== 'string') store.release(idem.scope, idem.key);
+    else store.finish(idem.scope, idem.key, reply.statusCode, payload, String(reply.getHeader('content-type') ?? ''));
+    return payload;
+  });
+
+  // A request that never reached onSend (aborted) must not hold its key forever.
+  app.addHook('onResponse', async (req) => {
+    if (req.idempotency) store.release(req.idempotency.scope, req.idempotency.key);
+  });
+}

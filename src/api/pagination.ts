@@ -1,0 +1,56 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+
+/** `page` from 1 and `items` 1 to 100 (gaps.md); a page past the end is an empty list, not an error. */
+export const PageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  items: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
+};
+
+/** Bookings name the size `per_page` (spec 4.5), default 25. */
+export const PerPageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
+};
+
+export interface Page {
+  page: number;
+  size: number;
+  limit: number;
+  offset: number;
+}
+
+export function pageOf(query: { page?: number; items?: number; per_page?: number }, defaultSize = 10): Page {
+  const page = query.page ?? 1;
+  const size = query.items ?? query.per_page ?? defaultSize;
+  return { page, size, limit: size, offset: (page - 1) * size };
+}
+
+/**
+ * Sets the list headers of gaps.md: `Link` (RFC 8288, absolute URLs keeping the other query
+ * parameters), `Current-Page`, `Page-Items`, `Total-Pages`, `Total-Count`.
+ */
+export function setPageHeaders(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  page: Page,
+  total: number,
+  sizeParam: 'items' | 'per_page' = 'items',
+): void {
+  const totalPages = Math.max(1, Math.ceil(total / page.size));
+  const url = new URL(req.url, `${req.protocol}://${req.headers.host ?? 'localhost'}`);
+  const link = (n: number, rel: string) => {
+    url.searchParams.set('page', String(n));
+    url.searchParams.set(sizeParam, String(page.size));
+    return `<${url.toString()}>; rel="${rel}"`;
+  };
+  const links = [link(1, 'first')];
+  if (page.page > 1) links.push(link(Math.min(page.page - 1, totalPages), 'prev'));
+  if (page.page < totalPages) links.push(link(page.page + 1, 'next'));
+  links.push(link(totalPages, 'last'));
+  reply.header('Link', links.join(', '));
+  reply.header('Current-Page', String(page.page));
+  reply.header('Page-Items', String(page.size));
+  reply.header('Total-Pages', String(totalPages));
+  reply.header('Total-Count', String(total));
+}

@@ -1,0 +1,68 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import formatsPlugin from 'ajv-formats';
+
+// ajv-formats is CommonJS: under NodeNext its function is the default export's default.
+const addFormats = (formatsPlugin as unknown as { default: typeof formatsPlugin.default }).default;
+import type { FastifySchemaCompiler } from 'fastify';
+
+/**
+ * Bodies are validated strictly: a string where a number goes is an error, never coerced (money
+ * amounts must be what the caller meant). Query strings and path parameters are text by nature and
+ * are coerced. `allErrors` so a 400 names every bad field at once.
+ */
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: true,
+    allErrors: true,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ajv;
+}
+
+export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
+  const strict = makeAjv(false);
+  const coercing = makeAjv(true);
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+}
+
+function fieldOf(error: ErrorObject): string {
+  const base = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty;
+    return base ? `${base}.${missing}` : missing;
+  }
+  return base || '(body)';
+}
+
+function messageOf(error: ErrorObject): string {
+  switch (error.keyword) {
+    case 'required':
+      return 'is required';
+    case 'type':
+      return `must be ${(error.params as { type: string }).type}`;
+    case 'enum':
+      return `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+    case 'const':
+      return `must be ${JSON.stringify((error.params as { allowedValue: unknown }).allowedValue)}`;
+    default:
+      return error.message ?? 'is invalid';
+  }
+}
+
+/** Ajv's errors as the spec's `errors` object: field name to a list of messages. */
+export function fieldErrors(errors: ErrorObject[], part: string | undefined): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  // A union (anyOf) reports every branch; keep the messages but say them once per field.
+  for (const error of errors) {
+    if (error.keyword === 'anyOf' || error.keyword === 'oneOf') continue;
+    const field = part === 'params' || part === 'querystring' || part === 'body' || !part ? fieldOf(error) : `${part}.${fieldOf(error)}`;
+    const list = (out[field] ??= []);
+    const msg = messageOf(error);
+    if (!list.includes(msg)) list.push(msg);
+  }
+  if (Object.keys(out).length === 0 && errors[0]) out[fieldOf(errors[0])] = [messageOf(errors[0])];
+  return out;
+}

@@ -1,0 +1,64 @@
+import { Command, Option } from 'commander';
+import { loadConfig, ConfigError, type Config } from '../config.js';
+import { openDatabase, type Db } from '../db/database.js';
+import { databaseFile } from '../db/paths.js';
+import { DatabaseTooNewError } from '../db/migrate.js';
+
+/** A failure the user can act on: printed as one line, exit code 2, never a stack trace. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 2,
+  ) {
+    super(message);
+  }
+}
+
+export interface DataOptions {
+  data?: string;
+  config?: string;
+}
+
+export function dataOption(): Option {
+  return new Option('--data <dir>', 'data folder (default ./data, or POSD_DATA)');
+}
+
+export function configOption(): Option {
+  return new Option('--config <file>', 'JSON configuration file (or POSD_CONFIG)');
+}
+
+export function withDataOptions(cmd: Command): Command {
+  return cmd.addOption(dataOption()).addOption(configOption());
+}
+
+export function cliConfig(opts: DataOptions, overrides: Record<string, unknown> = {}): Config {
+  try {
+    return loadConfig({ file: opts.config, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message);
+    throw err;
+  }
+}
+
+export function openCliDatabase(config: Config): Db {
+  try {
+    return openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms });
+  } catch (err) {
+    if (err instanceof DatabaseTooNewError) throw new CliError(err.message);
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code) throw new CliError(`cannot open the database in ${config.data_dir}: ${code} (${(err as Error).message})`);
+    throw err;
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+/** A plain table for humans: columns padded to the widest cell. */
+export function printTable(rows: Array<Record<string, unknown>>, columns: string[]): void {
+  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '' : String(r[c]))));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
+  process.stdout.write(`${line(columns)}\n${cells.map(line).join('\n')}${cells.length ? '\n' : ''}`);
+}

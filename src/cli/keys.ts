@@ -1,0 +1,97 @@
+import { Command, Option } from 'commander';
+import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
+import { AccountsService } from '../modules/accounts/service.js';
+import type { Db } from '../db/database.js';
+
+function withAccounts<T>(opts: DataOptions, fn: (accounts: AccountsService, db: Db) => T): T {
+  const db = openCliDatabase(cliConfig(opts));
+  try {
+    return fn(new AccountsService(db, { now: () => Date.now() }), db);
+  } finally {
+    db.close();
+  }
+}
+
+export function keysCommand(): Command {
+  const keys = new Command('keys').description('create, list and revoke secret keys (shown once, stored hashed)');
+  withDataOptions(keys.command('create'))
+    .description('create a key for an account or an organization')
+    .option('--account <id>', 'account the key acts on')
+    .option('--organization <id>', 'organization the (read-only) key covers')
+    .addOption(new Option('--env <env>', 'live or test').choices(['live', 'test']).makeOptionMandatory())
+    .option('--json', 'print the key as JSON')
+    .action((opts: DataOptions & { account?: string; organization?: string; env: 'live' | 'test'; json?: boolean }) => {
+      if (!!opts.account === !!opts.organization) throw new CliError('name exactly one of --account or --organization');
+      withAccounts(opts, (accounts) => {
+        let created;
+        try {
+          created = accounts.createKey({ accountId: opts.account, organizationId: opts.organization, environment: opts.env });
+        } catch (err) {
+          throw new CliError((err as Error).message);
+        }
+        const out = {
+          key: created.key,
+          prefix: created.prefix,
+          ...(created.account_id ? { account_id: created.account_id } : { organization_id: created.organization_id }),
+          environment: created.environment,
+        };
+        if (opts.json) printJson(out);
+        else process.stdout.write(`${created.key}\n(shown once; it is stored only as a hash)\n`);
+      });
+    });
+  withDataOptions(keys.command('list'))
+    .description('list keys by prefix (the keys themselves are never stored)')
+    .option('--json', 'print JSON')
+    .action((opts: DataOptions & { json?: boolean }) =>
+      withAccounts(opts, (accounts) => {
+        const rows = accounts.keys();
+        if (opts.json) return printJson(rows);
+        printTable(rows as never, ['prefix', 'kind', 'environment', 'account_id', 'organization_id', 'created_at', 'revoked_at']);
+      }),
+    );
+  withDataOptions(keys.command('revoke'))
+    .description('revoke a key by its prefix (as listed)')
+    .argument('<prefix>')
+    .action((prefix: string, opts: DataOptions) =>
+      withAccounts(opts, (accounts) => {
+        if (!accounts.revokeKey(prefix)) throw new CliError(`no active key with prefix ${prefix}`);
+        process.stdout.write(`revoked ${prefix}\n`);
+      }),
+    );
+  return keys;
+}
+
+export function accountsCommand(): Command {
+  const cmd = new Command('accounts').description('create and list accounts');
+  withDataOptions(cmd.command('create'))
+    .description('create a live account with its sandbox: a connected child (--parent) or an organization member')
+    .requiredOption('--name <name>', 'account name')
+    .option('--parent <id>', 'platform account this child connects to')
+    .option('--organization <id>', 'organization the account belongs to')
+    .option('--json', 'print JSON')
+    .action((opts: DataOptions & { name: string; parent?: string; organization?: string; json?: boolean }) =>
+      withAccounts(opts, (accounts) => {
+        const organizationId = opts.organization ?? (opts.parent ? undefined : accounts.accounts()[0]?.organization_id);
+        let made;
+        try {
+          made = accounts.createAccount({ name: opts.name, parentId: opts.parent, organizationId });
+        } catch (err) {
+          throw new CliError((err as Error).message);
+        }
+        const out = { account_id: made.account.id, sandbox_id: made.sandbox.id, organization_id: made.account.organization_id, parent_account_id: made.account.parent_account_id };
+        if (opts.json) printJson(out);
+        else process.stdout.write(`created ${made.account.id} (sandbox ${made.sandbox.id})\n`);
+      }),
+    );
+  withDataOptions(cmd.command('list'))
+    .description('list accounts')
+    .option('--json', 'print JSON')
+    .action((opts: DataOptions & { json?: boolean }) =>
+      withAccounts(opts, (accounts) => {
+        const rows = accounts.accounts().map((a) => ({ ...a, environment: a.live_mode ? 'live' : 'sandbox' }));
+        if (opts.json) return printJson(rows);
+        printTable(rows as never, ['id', 'name', 'environment', 'parent_account_id', 'organization_id', 'created_at']);
+      }),
+    );
+  return cmd;
+}

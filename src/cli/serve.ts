@@ -1,0 +1,61 @@
+import { Command } from 'commander';
+import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
+import { startDaemon } from '../daemon.js';
+import { DatabaseTooNewError } from '../db/migrate.js';
+
+export function serveCommand(): Command {
+  return withDataOptions(new Command('serve'))
+    .description('run the daemon (creating the installation on the first run)')
+    .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+    .option('--port <port>', 'port to listen on (default 4242)')
+    .action(async (opts: DataOptions & { host?: string; port?: string }) => {
+      const http: Record<string, unknown> = {};
+      if (opts.host) http.host = opts.host;
+      if (opts.port !== undefined) {
+        if (!/^\d+$/.test(opts.port)) throw new CliError(`--port: not a port number: ${opts.port}`);
+        http.port = Number(opts.port);
+      }
+      const config = cliConfig(opts, Object.keys(http).length ? { http } : {});
+      let daemon;
+      try {
+        daemon = await startDaemon({
+          config,
+          onInstalled: (inst, baseUrl) => {
+            // Shown on stderr, once, and never through the logger: keys must not reach log storage.
+            process.stderr.write(
+              [
+                '',
+                `posd: new installation in ${config.data_dir}`,
+                `  API           ${baseUrl}`,
+                `  account       ${inst.account_id} (live), sandbox ${inst.sandbox_id}`,
+                `  test key      ${inst.keys.test}`,
+                `  live key      ${inst.keys.live}`,
+                '  Keys are shown only now: store them somewhere safe.',
+                `  Try: curl -H "X-SECRET-KEY: ${inst.keys.test}" ${baseUrl}/test`,
+                '',
+                '',
+              ].join('\n'),
+            );
+          },
+        });
+      } catch (err) {
+        if (err instanceof DatabaseTooNewError) throw new CliError(err.message);
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE') throw new CliError(`port ${config.http.port} on ${config.http.host} is already in use (another posd running?)`);
+        if (code === 'EACCES') throw new CliError(`not allowed to listen on ${config.http.host}:${config.http.port}`);
+        if (code === 'SQLITE_CANTOPEN' || code === 'EACCES') throw new CliError(`cannot open the database in ${config.data_dir}: ${code}`);
+        throw err;
+      }
+      const d = daemon;
+      await new Promise<void>((resolve) => {
+        const onSignal = (signal: string) => {
+          process.off('SIGTERM', onSignal);
+          process.off('SIGINT', onSignal);
+          d.ctx.log.info({ signal }, 'signal received');
+          d.stop().then(resolve, resolve);
+        };
+        process.on('SIGTERM', onSignal);
+        process.on('SIGINT', onSignal);
+      });
+    });
+}

@@ -1,0 +1,194 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Type, type Static, type TSchema, Kind } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/**
+ * The one configuration of posd: a TypeBox schema with typed defaults, read from an optional JSON
+ * file and from `POSD_*` environment variables (the variable of `webhooks.allow_cidrs` is
+ * `POSD_WEBHOOKS_ALLOW_CIDRS`), validated once at start. Every default lets `posd serve` run with no
+ * file at all.
+ */
+export const ConfigSchema = Type.Object({
+  role: Type.Union([Type.Literal('store'), Type.Literal('central')], { default: 'store' }),
+  data_dir: Type.String({ minLength: 1, default: './data' }),
+  http: Type.Object(
+    {
+      host: Type.String({ minLength: 1, default: '127.0.0.1' }),
+      port: Type.Integer({ minimum: 0, maximum: 65535, default: 4242 }),
+      /** Absolute base used in Link headers and URLs we hand out; derived from host and port when empty. */
+      public_url: Type.String({ default: '' }),
+      body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024 }),
+      /** How long SIGTERM waits for requests in flight before closing anyway. */
+      shutdown_grace_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+    },
+    { default: {} },
+  ),
+  database: Type.Object(
+    {
+      /** FULL by default: a sale acknowledged with a 2xx must survive a power cut. */
+      synchronous: Type.Union([Type.Literal('FULL'), Type.Literal('NORMAL'), Type.Literal('EXTRA')], { default: 'FULL' }),
+      busy_timeout_ms: Type.Integer({ minimum: 0, default: 5000 }),
+    },
+    { default: {} },
+  ),
+  log: Type.Object(
+    {
+      level: Type.Union(
+        ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+        { default: 'info' },
+      ),
+      /** `auto`: pretty when stdout is a terminal, JSON otherwise. */
+      format: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')], { default: 'auto' }),
+    },
+    { default: {} },
+  ),
+  limits: Type.Object(
+    {
+      /** Spec section 8: 60 requests per second per secret key. */
+      per_key_per_second: Type.Integer({ minimum: 1, default: 60 }),
+      users_per_ip_per_window: Type.Integer({ minimum: 1, default: 300 }),
+      users_per_test_key_per_window: Type.Integer({ minimum: 1, default: 300 }),
+      users_window_seconds: Type.Integer({ minimum: 1, default: 300 }),
+    },
+    { default: {} },
+  ),
+  /** Security blocking rules: a request matching any rule answers 503 `Blocked`. */
+  blocking: Type.Object(
+    {
+      ips: Type.Array(Type.String(), { default: [] }),
+      key_prefixes: Type.Array(Type.String(), { default: [] }),
+      user_agents: Type.Array(Type.String(), { default: [] }),
+    },
+    { default: {} },
+  ),
+  idempotency: Type.Object(
+    {
+      /** Gaps.md: stored responses are kept at least 7 days. */
+      retention_hours: Type.Integer({ minimum: 168, default: 24 * 8 }),
+    },
+    { default: {} },
+  ),
+  accounts: Type.Object(
+    {
+      default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),
+      country: Type.String({ default: 'GT' }),
+    },
+    { default: {} },
+  ),
+});
+
+export type Config = Static<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Every leaf of the schema with its dotted path, so environment names are derived, not listed. */
+function leaves(schema: TSchema, path: string[] = []): Array<{ path: string[]; schema: TSchema }> {
+  if (schema[Kind] === 'Object' && schema.properties) {
+    return Object.entries(schema.properties as Record<string, TSchema>).flatMap(([k, s]) => leaves(s, [...path, k]));
+  }
+  return [{ path, schema }];
+}
+
+function envName(path: string[]): string {
+  return `POSD_${path.join('_').toUpperCase()}`;
+}
+
+function fromEnvText(text: string, schema: TSchema): unknown {
+  if (schema[Kind] === 'Array') return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (schema[Kind] === 'Integer' || schema[Kind] === 'Number') return text.trim() === '' ? text : Number(text);
+  if (schema[Kind] === 'Boolean') return text === 'true' || text === '1' ? true : text === 'false' || text === '0' ? false : text;
+  return text;
+}
+
+function setPath(target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== 'object' || node[key] === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1]] = value;
+}
+
+export interface LoadConfigOptions {
+  file?: string;
+  env?: Env;
+  /** Values from command-line flags: they win over the file and the environment. */
+  overrides?: Record<string, unknown>;
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`config file ${file}: ${(err as NodeJS.ErrnoException).code ?? 'unreadable'}`);
+  }
+  try {
+    const parsed = JSON.parse(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed;
+  } catch (err) {
+    throw new ConfigError(`config file ${file}: not a JSON object (${(err as Error).message})`);
+  }
+}
+
+function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    if (v === undefined) continue;
+    const cur = out[k];
+    out[k] =
+      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof cur === 'object' && cur !== null && !Array.isArray(cur)
+        ? deepMerge(cur as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
+
+/** Load, merge (defaults < file < environment < flags) and validate; throws ConfigError naming the field. */
+export function loadConfig(opts: LoadConfigOptions = {}): Config {
+  const env = opts.env ?? process.env;
+  const file = opts.file ?? env.POSD_CONFIG;
+  let raw: Record<string, unknown> = file ? readConfigFile(file) : {};
+  const fromEnv: Record<string, unknown> = {};
+  for (const leaf of leaves(ConfigSchema)) {
+    const text = env[envName(leaf.path)];
+    if (text !== undefined) setPath(fromEnv, leaf.path, fromEnvText(text, leaf.schema));
+  }
+  if (env.POSD_DATA !== undefined) fromEnv.data_dir = env.POSD_DATA;
+  raw = deepMerge(deepMerge(raw, fromEnv), opts.overrides ?? {});
+  return validateConfig(raw);
+}
+
+export function validateConfig(raw: unknown): Config {
+  const withDefaults = Value.Default(ConfigSchema, Value.Clone(raw ?? {}));
+  const first = Value.Errors(ConfigSchema, withDefaults).First();
+  if (first) {
+    const field = first.path.replace(/^\//, '').replace(/\//g, '.') || '(root)';
+    throw new ConfigError(`config: ${field}: ${first.message}`);
+  }
+  const config = withDefaults as Config;
+  config.data_dir = resolve(config.data_dir);
+  return config;
+}
+
+export function publicBaseUrl(config: Config, listeningPort?: number): string {
+  if (config.http.public_url) return config.http.public_url.replace(/\/$/, '');
+  const host = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${listeningPort ?? config.http.port}`;
+}
+
+/** The configuration as it may be logged: nothing here is secret yet, but sections that hold secrets are masked. */
+export function maskedConfig(config: Config): Record<string, unknown> {
+  return JSON.parse(
+    JSON.stringify(config, (key, value) => (/(key|secret|token|password)$/i.test(key) && value ? '****' : value)),
+  );
+}

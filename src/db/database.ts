@@ -1,0 +1,40 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { migrate } from './migrate.js';
+
+export type Db = Database.Database;
+
+export interface OpenOptions {
+  synchronous?: 'FULL' | 'NORMAL' | 'EXTRA';
+  busyTimeoutMs?: number;
+  readonly?: boolean;
+  /** Skip migrations (tools that must not change the file, e.g. a version check). */
+  migrate?: boolean;
+}
+
+/**
+ * Opens the database with the pragmas posd relies on: WAL so readers never block the writer,
+ * `synchronous=FULL` by default so a committed sale survives a power cut, foreign keys on.
+ */
+export function openDatabase(file: string, opts: OpenOptions = {}): Db {
+  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  const db = new Database(file, { readonly: opts.readonly ?? false });
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+  if (!opts.readonly) {
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${opts.synchronous ?? 'FULL'}`);
+  }
+  db.pragma('foreign_keys = ON');
+  if (opts.migrate !== false && !opts.readonly) migrate(db);
+  return db;
+}
+
+/**
+ * Runs `fn` in one IMMEDIATE transaction (the write lock is taken at BEGIN, so two writers never
+ * deadlock on an upgrade). Every write in posd goes through here: the change, its events and its
+ * sync records commit together or not at all. Nested calls become savepoints.
+ */
+export function tx<T>(db: Db, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}

@@ -1,0 +1,10 @@
+import type { Migration } from '../migrate.js';
+import { foundation } from './001-foundation.js';
+
+/**
+ * Every schema change, in order. Versions are grouped by area so that work on different areas does
+ * not collide: 1-9 foundation, 10-19 money, 20-29 terminals, 30-39 events and webhooks, 40-49 sync,
+ * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
+ * A released migration is never edited: add a new one.
+ */
+export const MIGRATIONS: readonly Migration[] = [foundation];

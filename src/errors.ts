@@ -1,0 +1,99 @@
+/**
+ * The one error catalogue: every `code` posd answers with, its HTTP status and its default message.
+ * `docs/errors.md` lists the same table; a test fails when the two disagree. Codes are stable: a
+ * point-of-sale program branches on them, so a code is never renamed or reused.
+ */
+export const ERRORS = {
+  // Requests
+  invalid_json: { status: 400, message: 'The request body is not a JSON object.' },
+  validation_error: { status: 400, message: 'Some parameters are invalid.' },
+  invalid_date_range: { status: 400, message: 'Send both from_time and until_time, or neither.' },
+  account_id_required: { status: 400, message: 'An organization key must name an account with X-ACCOUNT-ID for this endpoint.' },
+  payload_too_large: { status: 413, message: 'The request body is too large.' },
+  route_not_found: { status: 404, message: 'No such endpoint.' },
+  not_found: { status: 404, message: 'The resource does not exist.' },
+  // Authentication (spec section 5)
+  missing_key: { status: 401, message: 'Send your secret key in the X-SECRET-KEY header.' },
+  invalid_key: { status: 401, message: 'The secret key is not valid.' },
+  masked_key: { status: 401, message: 'That key is masked; use the full key shown when it was created.' },
+  revoked_key: { status: 401, message: 'The secret key has been revoked.' },
+  test_key_not_found: {
+    status: 401,
+    message: 'This test key does not exist. Test keys live in sandboxes: create or copy one from your sandbox.',
+  },
+  environment_mismatch: { status: 401, message: 'The key environment does not match its account.' },
+  organization_key_unsupported: { status: 403, message: 'Organization keys are read-only; this endpoint needs an account key.' },
+  money_movement_not_enabled: { status: 403, message: 'This key cannot move money.' },
+  // Limits (spec section 8)
+  rate_limited: { status: 429, message: 'Too many requests; wait the seconds in Retry-After.' },
+  blocked: { status: 503, message: 'Blocked' },
+  // Idempotency (gaps.md)
+  idempotency_key_invalid: { status: 400, message: 'Idempotency-Key must be 1 to 255 characters.' },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used with a different request.' },
+  idempotency_key_in_use: { status: 409, message: 'A request with this Idempotency-Key is still running.' },
+  // Named by the spec (section 7)
+  not_holding: { status: 422, message: 'The booking is already cancelled or closed.' },
+  not_pending: { status: 422, message: 'Only a pending booking can be declined.' },
+  not_cancellable: { status: 422, message: 'The class session has already started or been cancelled.' },
+  seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
+  service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
+  sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Server
+  service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
+  internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface ErrorBody {
+  message: string;
+  code?: string;
+  errors?: Record<string, string[]>;
+  refund_id?: string;
+  endpoint?: string;
+  [extra: string]: unknown;
+}
+
+/** An error that is a value: a status, a stable code and the spec's body. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly errors?: Record<string, string[]>;
+  readonly extra: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    opts: {
+      message?: string;
+      errors?: Record<string, string[]>;
+      extra?: Record<string, unknown>;
+      headers?: Record<string, string>;
+    } = {},
+  ) {
+    super(opts.message ?? ERRORS[code].message);
+    this.name = 'ApiError';
+    this.status = ERRORS[code].status;
+    this.code = code;
+    this.errors = opts.errors;
+    this.extra = opts.extra ?? {};
+    this.headers = opts.headers ?? {};
+  }
+
+  body(): ErrorBody {
+    const body: ErrorBody = { ...this.extra, message: this.message, code: this.code };
+    if (this.errors) body.errors = this.errors;
+    return body;
+  }
+}
+
+export function notFound(what = 'resource', id?: string): ApiError {
+  return new ApiError('not_found', { message: id ? `No ${what} with id ${id}.` : `No such ${what}.` });
+}
+
+/** 400 with one message per field, the shape of every validation error. */
+export function invalid(errors: Record<string, string[] | string>, message?: string): ApiError {
+  const normalized: Record<string, string[]> = {};
+  for (const [field, msgs] of Object.entries(errors)) normalized[field] = Array.isArray(msgs) ? msgs : [msgs];
+  return new ApiError('validation_error', { errors: normalized, message });
+}

@@ -1,0 +1,94 @@
+import { EventEmitter } from 'node:events';
+import type { Db } from '../db/database.js';
+import { newId } from '../ids.js';
+import { isoTime, type Clock } from '../clock.js';
+
+export interface EventScope {
+  accountId: string;
+  liveMode: boolean;
+}
+
+export interface EmitInput<P extends object = Record<string, unknown>> extends EventScope {
+  type: string;
+  payload: P;
+  /** The resource the event is about (activities and deliveries group by it). */
+  objectId?: string | null;
+  /** An event keeps one id for life; a store's event re-emitted at the central passes its id here. */
+  id?: string;
+  createdAt?: string;
+}
+
+export interface StoredEvent {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: boolean;
+  type: string;
+  object_id: string | null;
+  payload: Record<string, unknown>;
+  created_at: string;
+}
+
+interface EventRow extends Omit<StoredEvent, 'live_mode' | 'payload'> {
+  live_mode: number;
+  payload: string;
+}
+
+/**
+ * The outbox. `emit` must be called inside the transaction of the change it reports (see `tx`), so
+ * the event exists exactly when the change does. Workers (webhook delivery, sync) read the table and
+ * are woken by `notifier` after the emitting tick; a rolled-back event is simply never found.
+ */
+export class Outbox {
+  readonly notifier = new EventEmitter();
+  private wakePending = false;
+  private readonly insert;
+  private readonly byId;
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+  ) {
+    this.insert = db.prepare(
+      `INSERT INTO events (id, account_id, live_mode, type, object_id, payload, created_at)
+       VALUES (@id, @account_id, @live_mode, @type, @object_id, @payload, @created_at)
+       ON CONFLICT(id) DO NOTHING`,
+    );
+    this.byId = db.prepare('SELECT * FROM events WHERE id = ?');
+  }
+
+  emit<P extends object>(input: EmitInput<P>): StoredEvent {
+    if (!this.db.inTransaction) throw new Error('emit() outside a transaction: the event would not commit with its change');
+    const id = input.id ?? newId('msg');
+    const createdAt = input.createdAt ?? isoTime(this.clock.now());
+    this.insert.run({
+      id,
+      account_id: input.accountId,
+      live_mode: input.liveMode ? 1 : 0,
+      type: input.type,
+      object_id: input.objectId ?? null,
+      payload: JSON.stringify(input.payload),
+      created_at: createdAt,
+    });
+    this.scheduleWake();
+    return this.get(id)!;
+  }
+
+  get(id: string): StoredEvent | undefined {
+    const row = this.byId.get(id) as EventRow | undefined;
+    return row ? toStoredEvent(row) : undefined;
+  }
+
+  private scheduleWake(): void {
+    if (this.wakePending) return;
+    this.wakePending = true;
+    setImmediate(() => {
+      this.wakePending = false;
+      this.notifier.emit('events');
+    });
+  }
+}
+
+export function toStoredEvent(row: EventRow): StoredEvent {
+  return { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) };
+}

@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+
+function randomString(alphabet: string, length: number): string {
+  // Reject bytes past the largest multiple of the alphabet size so every character is equally likely.
+  const limit = 256 - (256 % alphabet.length);
+  let out = '';
+  while (out.length < length) {
+    for (const b of randomBytes(length * 2)) {
+      if (b < limit && out.length < length) out += alphabet[b % alphabet.length];
+    }
+  }
+  return out;
+}
+
+/**
+ * `<prefix>_` + 16 random base36 characters (about 82 bits). Stores create ids while offline and
+ * many stores sync into one central, so ids come from randomness, never from a counter.
+ */
+export function newId(prefix: string): string {
+  return `${prefix}_${randomString('0123456789abcdefghijklmnopqrstuvwxyz', 16)}`;
+}
+
+/** A secret token of base62 characters (keys, pairing tokens). */
+export function randomToken(length = 32): string {
+  return randomString('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz', length);
+}

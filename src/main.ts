@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { CliError } from './cli/common.js';
+import { initCommand } from './cli/init.js';
+import { serveCommand } from './cli/serve.js';
+import { accountsCommand, keysCommand } from './cli/keys.js';
+
+/** The `posd` command line: parses, loads config, calls into the rest. */
+export function buildProgram(): Command {
+  const program = new Command('posd')
+    .description('point-of-sale terminal agent and sync daemon')
+    .version('0.1.0')
+    .showSuggestionAfterError()
+    .exitOverride();
+  for (const cmd of [initCommand(), serveCommand(), keysCommand(), accountsCommand()]) program.addCommand(cmd);
+  for (const cmd of program.commands) {
+    cmd.exitOverride();
+    for (const sub of cmd.commands) sub.exitOverride();
+  }
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode; // commander already printed its one line
+    if (err instanceof CliError) {
+      process.stderr.write(`posd: ${err.message}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`posd: unexpected error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+main(process.argv).then((code) => {
+  process.exitCode = code;
+});

@@ -1,0 +1,88 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { notFound } from '../../errors.js';
+import { AccountsService, type Account } from './service.js';
+import { AccountSchema, BalanceSchema, ErrorSchema, IdParams, TestResponse, type AccountView } from './schema.js';
+
+export function accountView(a: Account): AccountView {
+  return {
+    id: a.id,
+    name: a.name,
+    tax_id: a.tax_id,
+    tax_name: a.tax_name,
+    country: a.country,
+    default_currency: a.default_currency,
+    currencies: a.currencies,
+    environment: a.live_mode ? 'live' : 'sandbox',
+    live_mode: a.live_mode,
+    parent_account_id: a.parent_account_id,
+    organization_id: a.organization_id,
+    created_at: a.created_at,
+  };
+}
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema };
+
+export function accountRoutes(app: ApiApp, ctx: AppContext): void {
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+
+  app.get('/test', { schema: { tags: ['account'], response: { 200: TestResponse, ...errors } } }, async (req) => {
+    const account = requireAccount(req);
+    return {
+      message: `Hello ${account.name}`,
+      account_id: account.id,
+      name: account.name,
+      environment: account.live_mode ? ('live' as const) : ('sandbox' as const),
+      sandbox_id: account.live_mode ? null : account.id,
+    };
+  });
+
+  app.get('/account', { schema: { tags: ['account'], response: { 200: AccountSchema, ...errors } } }, async (req) =>
+    accountView(requireAccount(req)),
+  );
+
+  app.get(
+    '/balances',
+    { schema: { tags: ['account'], response: { 200: Type.Array(BalanceSchema), ...errors } } },
+    async (req) => {
+      // Until money moves, every currency the account holds is at zero; the ledger module
+      // replaces this route's data source with real balances.
+      const many = req.auth.account === null;
+      return req.auth.accountIds.flatMap((id) => {
+        const a = accounts.account(id)!;
+        return a.currencies.map((currency) => ({
+          currency,
+          available_in_cents: 0,
+          pending_in_cents: 0,
+          ...(many ? { account_id: a.id } : {}),
+        }));
+      });
+    },
+  );
+
+  app.get(
+    '/connected_accounts',
+    { schema: { tags: ['connected accounts'], querystring: Type.Object(PageQuery), response: { 200: Type.Array(AccountSchema), ...errors } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      const page = pageOf(req.query);
+      const { rows, total } = accounts.children(account.id, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows.map(accountView);
+    },
+  );
+
+  app.get(
+    '/connected_accounts/:id',
+    { schema: { tags: ['connected accounts'], params: IdParams, response: { 200: AccountSchema, ...errors } } },
+    async (req) => {
+      const account = requireAccount(req);
+      const child = accounts.account(req.params.id);
+      if (!child || child.parent_account_id !== account.id) throw notFound('connected account', req.params.id);
+      return accountView(child);
+    },
+  );
+}

@@ -1,0 +1,147 @@
+import type { Db } from '../../db/database.js';
+
+export interface AccountRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  organization_id: string;
+  name: string;
+  sandbox_of: string | null;
+  parent_account_id: string | null;
+  tax_id: string | null;
+  tax_name: string | null;
+  country: string;
+  default_currency: string;
+  currencies: string;
+  event_format: 'unified' | 'both';
+  settings: string;
+  created_at: string;
+}
+
+export interface KeyRow {
+  id: string;
+  prefix: string;
+  hash: string;
+  kind: 'account' | 'organization';
+  environment: 'live' | 'test';
+  account_id: string | null;
+  organization_id: string;
+  live_mode: number;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+/** All SQL of accounts, organizations and keys. */
+export class AccountsStore {
+  private readonly stmts;
+
+  constructor(private readonly db: Db) {
+    this.stmts = {
+      insertOrg: db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (@id, @name, @created_at)'),
+      getOrg: db.prepare('SELECT * FROM organizations WHERE id = ?'),
+      listOrgs: db.prepare('SELECT * FROM organizations ORDER BY created_at, id'),
+      insertAccount: db.prepare(
+        `INSERT INTO accounts (id, account_id, live_mode, organization_id, name, sandbox_of, parent_account_id,
+           tax_id, tax_name, country, default_currency, currencies, event_format, settings, created_at)
+         VALUES (@id, @id, @live_mode, @organization_id, @name, @sandbox_of, @parent_account_id,
+           @tax_id, @tax_name, @country, @default_currency, @currencies, @event_format, @settings, @created_at)`,
+      ),
+      getAccount: db.prepare('SELECT * FROM accounts WHERE id = ?'),
+      listAccounts: db.prepare('SELECT * FROM accounts ORDER BY created_at, id'),
+      listOrgAccounts: db.prepare('SELECT * FROM accounts WHERE organization_id = ? AND live_mode = ? ORDER BY created_at, id'),
+      listChildren: db.prepare(
+        'SELECT * FROM accounts WHERE parent_account_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?',
+      ),
+      countChildren: db.prepare('SELECT count(*) AS n FROM accounts WHERE parent_account_id = ?'),
+      sandboxOf: db.prepare('SELECT * FROM accounts WHERE sandbox_of = ? ORDER BY created_at LIMIT 1'),
+      updateSettings: db.prepare('UPDATE accounts SET settings = ? WHERE id = ?'),
+      insertKey: db.prepare(
+        `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at)
+         VALUES (@id, @prefix, @hash, @kind, @environment, @account_id, @organization_id, @live_mode, @created_at)`,
+      ),
+      keyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
+      keyByPrefix: db.prepare('SELECT * FROM api_keys WHERE prefix = ?'),
+      listKeys: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
+      revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL'),
+      countOrgs: db.prepare('SELECT count(*) AS n FROM organizations'),
+      getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
+      setMeta: db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+    };
+  }
+
+  insertOrganization(row: OrganizationRow): void {
+    this.stmts.insertOrg.run(row);
+  }
+  organization(id: string): OrganizationRow | undefined {
+    return this.stmts.getOrg.get(id) as OrganizationRow | undefined;
+  }
+  organizations(): OrganizationRow[] {
+    return this.stmts.listOrgs.all() as OrganizationRow[];
+  }
+  organizationCount(): number {
+    return (this.stmts.countOrgs.get() as { n: number }).n;
+  }
+  insertAccount(row: Omit<AccountRow, 'account_id'>): void {
+    this.stmts.insertAccount.run(row);
+  }
+  account(id: string): AccountRow | undefined {
+    return this.stmts.getAccount.get(id) as AccountRow | undefined;
+  }
+  accounts(): AccountRow[] {
+    return this.stmts.listAccounts.all() as AccountRow[];
+  }
+  organizationAccounts(organizationId: string, liveMode: boolean): AccountRow[] {
+    return this.stmts.listOrgAccounts.all(organizationId, liveMode ? 1 : 0) as AccountRow[];
+  }
+  children(parentId: string, limit: number, offset: number): AccountRow[] {
+    return this.stmts.listChildren.all(parentId, limit, offset) as AccountRow[];
+  }
+  childCount(parentId: string): number {
+    return (this.stmts.countChildren.get(parentId) as { n: number }).n;
+  }
+  sandboxOf(accountId: string): AccountRow | undefined {
+    return this.stmts.sandboxOf.get(accountId) as AccountRow | undefined;
+  }
+  updateSettings(accountId: string, settings: Record<string, unknown>): void {
+    this.stmts.updateSettings.run(JSON.stringify(settings), accountId);
+  }
+  insertKey(row: Omit<KeyRow, 'revoked_at'>): void {
+    this.stmts.insertKey.run(row);
+  }
+  keyByHash(hash: string): KeyRow | undefined {
+    return this.stmts.keyByHash.get(hash) as KeyRow | undefined;
+  }
+  keyByPrefix(prefix: string): KeyRow | undefined {
+    return this.stmts.keyByPrefix.get(prefix) as KeyRow | undefined;
+  }
+  keys(): KeyRow[] {
+    return this.stmts.listKeys.all() as KeyRow[];
+  }
+  revokeKey(prefix: string, at: string): boolean {
+    return this.stmts.revokeKey.run(at, prefix).changes === 1;
+  }
+  meta(key: string): string | undefined {
+    return (this.stmts.getMeta.get(key) as { value: string } | undefined)?.value;
+  }
+  setMeta(key: string, value: string): void {
+    this.stmts.setMeta.run(key, value);
+  }
+}
+
+const stores = new WeakMap<Db, AccountsStore>();
+
+/** One store per database, so statements are prepared once. */
+export function accountsStore(db: Db): AccountsStore {
+  let store = stores.get(db);
+  if (!store) {
+    store = new AccountsStore(db);
+    stores.set(db, store);
+  }
+  return store;
+}

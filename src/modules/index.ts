@@ -1,0 +1,5 @@
+import type { PosdModule } from '../api/module.js';
+import { accountsModule } from './accounts/index.js';
+
+/** Every area of the product, in registration order. */
+export const MODULES: readonly PosdModule[] = [accountsModule];

@@ -1,0 +1,29 @@
+import type { Db } from '../db/database.js';
+import { newId } from '../ids.js';
+
+export interface SyncRecordInput {
+  /** What the fact is: `cash_sale`, `terminal_payment`, `refund`, `booking`, ... (see docs/sync-protocol.md). */
+  kind: string;
+  accountId: string;
+  liveMode: boolean;
+  /** The fact itself, enough for central to apply it idempotently (it carries its own ids). */
+  payload: Record<string, unknown>;
+  createdAt: string;
+  /** Globally unique; defaults to a fresh `sync_` id. */
+  id?: string;
+}
+
+/**
+ * Appends a fact to the store's sync outbox. Call it inside the transaction of the change (money
+ * records are append-only facts; the push worker sends them in `seq` order and central applies each
+ * by id, so a repeated push changes nothing).
+ */
+export function appendSyncRecord(db: Db, input: SyncRecordInput): string {
+  if (!db.inTransaction) throw new Error('appendSyncRecord() outside a transaction');
+  const id = input.id ?? newId('sync');
+  db.prepare(
+    `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT(id) DO NOTHING`,
+  ).run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
+  return id;
+}

@@ -175,7 +175,7 @@ describe('organization keys', () => {
   });
 
   it('every write answers 403 organization_key_unsupported, even with X-ACCOUNT-ID', async () => {
-    for (const headers of [{}, { 'x-account-id': ids.platform }]) {
+    for (const headers of [{}, { 'x-account-id': ids.platform }] as Array<Record<string, string>>) {
       const r = await s.api('POST', '/fixture_notes', { key: keys.orgLive, body: { text: 'x', amount_in_cents: 100 }, headers });
       expect(r.status).toBe(403);
       expect(r.body.code).toBe('organization_key_unsupported');

@@ -19,7 +19,7 @@ export const fixtureModule: PosdModule = {
         schema: {
           body: Type.Object({
             text: Type.String({ minLength: 1 }),
-            amount_in_cents: Type.Integer({ minimum: 1 }),
+            amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000 }),
             delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 5000 })),
           }),
         },

@@ -45,9 +45,9 @@ describe('list pagination headers (gaps.md)', () => {
     const seen: string[] = [];
     let path: string | undefined = '/connected_accounts?items=2';
     while (path) {
-      const r = await s.api('GET', path, { key: s.installation.keys.live });
-      seen.push(...r.body.map((a: { id: string }) => a.id));
-      const next = links(r.headers.link as string).next;
+      const r: { body: Array<{ id: string }>; headers: Record<string, unknown> } = await s.api('GET', path, { key: s.installation.keys.live });
+      seen.push(...r.body.map((a) => a.id));
+      const next: URL | undefined = links(r.headers.link as string).next;
       path = next ? next.pathname.replace(/^\/api/, '') + next.search : undefined;
     }
     expect(seen.sort()).toEqual([...children].sort());

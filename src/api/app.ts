@@ -120,6 +120,12 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     }
   });
 
+  // While stopping, answers close their connection so keep-alive clients do not hold the stop open.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (ctx.shutdown.aborted) reply.header('connection', 'close');
+    return payload;
+  });
+
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 

@@ -1,8 +1,12 @@
+import { EventEmitter } from 'node:events';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../../src/api/module.js';
 import { requireAccount } from '../../src/api/auth.js';
 import { tx } from '../../src/db/database.js';
 import { MODULES } from '../../src/modules/index.js';
+
+/** Tells a test that a fixture request has reached its handler (so it is truly in flight). */
+export const fixtureEvents = new EventEmitter();
 
 /**
  * A fixture area for testing the API's common rules on a write: POST /fixture_notes stores a row,
@@ -26,6 +30,7 @@ export const fixtureModule: PosdModule = {
       },
       async (req, reply) => {
         const account = requireAccount(req);
+        fixtureEvents.emit('handling', req.body.text);
         if (req.body.delay_ms) await new Promise((r) => setTimeout(r, req.body.delay_ms));
         const id = tx(ctx.db, () => insert.run(account.id, account.live_mode ? 1 : 0, req.body.text, req.body.amount_in_cents).lastInsertRowid);
         return reply.code(201).send({ id: Number(id), text: req.body.text, amount_in_cents: req.body.amount_in_cents });

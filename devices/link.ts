@@ -55,6 +55,8 @@ export interface TerminalLink<In extends { type: string }, Out extends { type: s
   extends EventEmitter<LinkEventMap<In>> {
   readonly transport: 'websocket' | 'serial';
   readonly isDown: boolean;
+  /** Valid messages received so far, pings and pongs included: proof the peer is really there. */
+  readonly messagesReceived: number;
   /** Resolves once the link went down, with why. */
   readonly whenDown: Promise<LinkDown>;
   /**
@@ -100,6 +102,7 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
   private downReason: LinkDown | undefined;
   private resolveDown!: (d: LinkDown) => void;
   private readonly buffered: In[] = [];
+  private received = 0;
 
   constructor(opts: LinkOptions<In>) {
     super();
@@ -113,6 +116,10 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
     (this as EventEmitter).on('newListener', (event: string | symbol) => {
       if (event === 'message' && this.buffered.length > 0) queueMicrotask(() => this.drainBuffered());
     });
+  }
+
+  get messagesReceived(): number {
+    return this.received;
   }
 
   get isDown(): boolean {
@@ -164,6 +171,7 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
     }
     // Any valid traffic proves the peer alive; a pong is simply the least of it.
     this.missed = 0;
+    this.received++;
     const msg = res.message;
     if (msg.type === 'ping') {
       this.send({ type: 'pong' } as unknown as Out).catch(() => {});

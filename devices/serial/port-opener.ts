@@ -26,3 +26,9 @@ export const openSerialPort: PortOpener = ({ path, baudRate = 115_200 }) =>
 /** Opens a port on @serialport/binding-mock; create it first with `MockBinding.createPort(path)`. */
 export const openMockSerialPort: PortOpener = ({ path, baudRate = 115_200 }) =>
   openWith(new SerialPortMock({ path, baudRate, dataBits: 8, parity: 'none', stopBits: 1, autoOpen: false }));
+
+/**
+ * The mock binding instance SerialPortMock really uses. Importing @serialport/binding-mock from
+ * ESM yields a second copy (dual package), whose createPort the mock ports would never see.
+ */
+export const mockSerialBinding = SerialPortMock.binding;

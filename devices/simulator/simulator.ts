@@ -121,8 +121,9 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
   }
 
   private note<K extends Exclude<keyof SimulatorEvents, 'event'>>(event: K, ...args: SimulatorEvents[K]): void {
-    (this as EventEmitter).emit(event, ...args);
+    // The log line goes first so a listener that reacts (say, exits on `rejected`) cannot reorder it.
     this.emit('event', { event, data: args[0] ?? null });
+    (this as EventEmitter).emit(event, ...args);
   }
 
   private async connect(): Promise<void> {

@@ -38,6 +38,11 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Money movements (docs/transfers.md)
+  unknown_bank: { status: 400, message: 'That bank is not one of GET /banks.' },
+  bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },
+  insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
+  withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

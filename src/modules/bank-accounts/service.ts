@@ -151,3 +151,8 @@ export function archiveBankAccount(ctx: AppContext, actor: Actor, id: string): B
     return bankAccountView(row);
   });
 }
+
+/** A bank account by id for other modules (withdrawals show their destination); no scope check. */
+export function bankAccountById(ctx: AppContext, id: string, liveMode: boolean): BankAccountRow | undefined {
+  return bankAccountsStore(ctx.db).get(id, liveMode);
+}

@@ -78,6 +78,13 @@ describe('POST /bank_accounts validation', () => {
     expect(count('sync_outbox')).toBe(syncBefore);
   });
 
+  it('an unknown bank beside another bad field: both named in one 400', async () => {
+    const res = await s.api('POST', '/bank_accounts', { body: { ...valid, bank_name: 'Banco de Narnia', number: '1--2' } });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('validation_error');
+    expect(Object.keys(res.body.errors).sort()).toEqual(['bank_name', 'number']);
+  });
+
   it('every missing field at once is named at once', async () => {
     const res = await s.api('POST', '/bank_accounts', { body: {} });
     expect(res.status).toBe(400);

@@ -74,7 +74,7 @@ describe('withdrawals', () => {
 
     const unified = await s.api('GET', `/transfers/${w.id}`);
     expect(unified.status).toBe(200);
-    expect(unified.body).toMatchObject({ id: w.id, kind: 'withdrawal', direction: 'outgoing', status: 'pending', recipient_account_id: null, balance_transaction_id: w.balance_transaction_id });
+    expect(unified.body).toMatchObject({ id: w.id, kind: 'withdrawal', direction: 'outgoing', status: 'pending', recipient_id: null, balance_transaction_id: w.balance_transaction_id });
     const events = eventsFor(w.id);
     expect(events).toHaveLength(1);
     expect(events[0].type).toBe('withdrawal.create');

@@ -66,7 +66,11 @@ export function createBankAccount(ctx: AppContext, actor: Actor, input: CreateBa
   if (number.length < 4 || number.length > 34) errors.number = ['must have 4 to 34 digits'];
   const holder = input.holder_name.trim();
   const bank = findBank(input.bank_name);
-  if (Object.keys(errors).length > 0) throw invalid(errors);
+  if (Object.keys(errors).length > 0) {
+    // Say everything at once: an unknown bank beside another bad field is one more field error.
+    if (!bank) errors.bank_name = ['is not a bank from GET /banks'];
+    throw invalid(errors);
+  }
   if (!bank) {
     throw new ApiError('unknown_bank', { errors: { bank_name: ['is not a bank from GET /banks'] } });
   }

@@ -4,8 +4,8 @@ import type { TransferRow } from './store.js';
 import type { TransferView, WithdrawalView } from './schema.js';
 import type { WithdrawalStatus } from './machine.js';
 
-/** The date string event payloads of this area carry as `api_version` (spec 9). */
-export const TRANSFER_EVENTS_API_VERSION = '2025-01-01';
+/** `api_version` of these events: they belong to the current (unified) family, whose date they share (spec 9). */
+export const TRANSFER_EVENTS_API_VERSION = '2025-06-01';
 
 function bankAccountOf(ctx: AppContext, row: TransferRow) {
   if (!row.bank_account_id) return null;
@@ -28,8 +28,8 @@ export function transferView(ctx: AppContext, row: TransferRow, viewerIds: reado
     amount_in_cents: row.amount_in_cents,
     currency: row.currency,
     account_id: incoming ? row.recipient_account_id! : row.account_id,
-    sender_account_id: row.account_id,
-    recipient_account_id: row.recipient_account_id,
+    sender_id: row.account_id,
+    recipient_id: row.recipient_account_id,
     bank_account: bankAccountOf(ctx, row),
     note: row.note,
     balance_transaction_id: incoming ? row.recipient_balance_transaction_id! : row.balance_transaction_id,

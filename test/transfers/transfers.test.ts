@@ -172,6 +172,24 @@ describe('peer-to-peer transfers', () => {
     expect(ledger(third.id, 'USD')[0].balance_after_in_cents).toBe(50_000);
   });
 
+  it('an organization key reads every transfer once, from the sending side; kind filters', async () => {
+    const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
+    const orgKey = accounts.createKey({ organizationId: s.installation.organization_id, environment: 'test' }).key;
+    const all = await s.api('GET', '/transfers?items=100', { key: orgKey });
+    expect(all.status).toBe(200);
+    const ids = all.body.map((t: { id: string }) => t.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(Number(all.headers['total-count'])).toBe(ids.length);
+    expect(all.body.every((t: { direction: string; account_id: string; sender_id: string }) => t.direction === 'outgoing' && t.account_id === t.sender_id)).toBe(true);
+    const mine = await s.api('GET', '/transfers?items=100');
+    expect(mine.body.map((t: { id: string }) => t.id).sort()).toEqual(ids.filter((id: string) => all.body.find((t: { id: string; sender_id: string }) => t.id === id)!.sender_id === sbx).sort());
+    expect((await s.api('GET', '/transfers?kind=withdrawal')).body).toEqual([]);
+    expect((await s.api('GET', '/transfers?kind=peer&items=100')).body).toEqual(mine.body);
+    const received = await s.api('GET', '/transfers?items=100', { key: third.key });
+    expect(received.body.length).toBeGreaterThan(0);
+    expect(received.body.every((t: { direction: string; recipient_id: string }) => t.direction === 'incoming' && t.recipient_id === third.id)).toBe(true);
+  });
+
   it('organization keys cannot send money', async () => {
     const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
     const orgKey = accounts.createKey({ organizationId: s.installation.organization_id, environment: 'test' }).key;

@@ -43,6 +43,7 @@ export function createWithdrawal(ctx: AppContext, account: Account, input: Creat
   if (!bank || bank.account_id !== account.id) throw invalid({ bank_account_id: 'no bank account with this id' });
   if (bank.status !== 'active') throw new ApiError('bank_account_archived');
   if (bank.currency !== input.currency) throw invalid({ currency: `must be the bank account's currency (${bank.currency})` });
+  if (!account.currencies.includes(input.currency)) throw invalid({ currency: `must be one of: ${account.currencies.join(', ')}` });
 
   const store = transfersStore(ctx.db);
   const id = newId('wd');

@@ -103,6 +103,7 @@ export const money: Migration = {
       created_at TEXT NOT NULL,
       UNIQUE (account_id, receipt_number)
     ) STRICT;
+    CREATE INDEX intents_checkout ON intents(checkout_id);
 
     CREATE TABLE payment_intents (
       id TEXT PRIMARY KEY,
@@ -136,7 +137,7 @@ export const money: Migration = {
       id TEXT PRIMARY KEY,
       account_id TEXT NOT NULL,
       live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
-      intent_id TEXT NOT NULL,
+      intent_id TEXT NOT NULL UNIQUE,
       checkout_id TEXT NOT NULL,
       amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
       currency TEXT NOT NULL,

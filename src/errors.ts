@@ -44,6 +44,11 @@ export const ERRORS = {
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
+  // Money movements (docs/transfers.md)
+  unknown_bank: { status: 400, message: 'That bank is not one of GET /banks.' },
+  bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },
+  insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
+  withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

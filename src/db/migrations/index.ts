@@ -2,6 +2,10 @@ import type { Migration } from '../migrate.js';
 import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
 import { money } from './010-money.js';
+import { moneyIndexes } from './011-money-indexes.js';
+import { bankAccounts } from './015-bank-accounts.js';
+import { transfers } from './016-transfers.js';
+import { activitiesIndex } from './017-activities-index.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -9,4 +13,4 @@ import { money } from './010-money.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, moneyIndexes, bankAccounts, transfers, activitiesIndex];

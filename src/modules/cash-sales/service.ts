@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
-import { tx } from '../../db/database.js';
+import { groupCommit } from '../../db/group-commit.js';
 import { newId } from '../../ids.js';
 import { invalid } from '../../errors.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
@@ -52,7 +52,8 @@ export async function createCashSale(ctx: AppContext, account: Account, body: Ca
     invoice = { req, outcome: await tryIssue(ctx, req) };
   }
 
-  return tx(ctx.db, () => {
+  // Sales that arrive together share one commit (see group-commit.ts); each keeps its own savepoint.
+  return groupCommit(ctx.db, () => {
     const at = isoTime(ctx.clock.now());
     const scope = { accountId: account.id, liveMode: account.live_mode };
     const checkout = insertPaidCheckout(ctx, account, {

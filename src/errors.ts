@@ -38,6 +38,13 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
+  external_id_reused: {
+    status: 422,
+    message: 'This external_id was already used for a command with a different amount or terminal.',
+  },
+  terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
+  terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -1,6 +1,6 @@
 import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { bridgeOf } from '../../../src/terminals/index.js';
-import type { Clock, TerminalMessage } from '../../../devices/index.js';
+import type { Clock, PortStream, TerminalMessage } from '../../../devices/index.js';
 import { connectWsTerminal, openSerialTerminal, type ScriptedTerminal } from './scripted-terminal.js';
 import { openPtyPair, type PtyPair } from '../../devices/helpers/pty-pair.js';
 
@@ -31,7 +31,14 @@ export const FAST_TERMINALS = {
 
 let externalSeq = 0;
 
-export async function startHarness(transport: Transport, opts: { clock?: Clock; terminals?: Record<string, unknown> } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  clock?: Clock;
+  terminals?: Record<string, unknown>;
+  /** The terminal side's own link: its clock and (serial) a wrapper around its port. */
+  terminalLink?: { clock?: Clock; wrap?: (port: PortStream) => PortStream };
+}
+
+export async function startHarness(transport: Transport, opts: HarnessOptions = {}): Promise<Harness> {
   const server = await startTestServer({
     clock: opts.clock,
     config: { terminals: { ...FAST_TERMINALS, ...opts.terminals }, limits: { per_key_per_second: 100_000 } },
@@ -48,7 +55,9 @@ export async function startHarness(transport: Transport, opts: { clock?: Clock; 
   const token: string = created.body.pairing_token;
   const bridge = bridgeOf(server.daemon.ctx);
   const open = () =>
-    transport === 'websocket' ? connectWsTerminal(server.url, terminalId, token, opts.clock) : openSerialTerminal(pty!.b, terminalId, token, { clock: opts.clock });
+    transport === 'websocket'
+      ? connectWsTerminal(server.url, terminalId, token, opts.terminalLink?.clock ?? opts.clock)
+      : openSerialTerminal(pty!.b, terminalId, token, { clock: opts.terminalLink?.clock ?? opts.clock, wrap: opts.terminalLink?.wrap });
   const links: ScriptedTerminal[] = [];
   const reconnect = async () => {
     const t = await open();

@@ -18,10 +18,11 @@ async function taken(h: Harness): Promise<string> {
   return id;
 }
 
-function syncRecords(h: Harness, commandId: string) {
+/** The `terminal_payment` sync records of a command's checkout. */
+function syncRecords(h: Harness, checkoutId: string) {
   return (h.server.daemon.ctx.db.prepare(`SELECT payload FROM sync_outbox WHERE kind = 'terminal_payment'`).all() as Array<{ payload: string }>)
     .map((r) => JSON.parse(r.payload))
-    .filter((p) => p.command_id === commandId);
+    .filter((p) => p.checkout.id === checkoutId);
 }
 
 describe.each(['websocket', 'serial'] as const)('races over %s', (transport) => {
@@ -35,7 +36,7 @@ describe.each(['websocket', 'serial'] as const)('races over %s', (transport) => 
     await h.terminal.next('result_ack', (a) => a.command_id === id);
     const done = await h.get(id);
     expect(done).toMatchObject({ status: 'consumed', final: true, canceled_at: null });
-    expect(syncRecords(h, id)).toHaveLength(1);
+    expect(syncRecords(h, done.checkout_id)).toHaveLength(1);
   });
 
   it('the terminal drops the link while authorizing and comes back with the result', async () => {
@@ -97,7 +98,11 @@ describe.each(['websocket', 'serial'] as const)('races over %s', (transport) => 
     await h.terminal.result(id, 'declined', { reason: 'late duplicate' });
     await h.terminal.next('result_ack', (a) => a.command_id === id);
     expect(await h.get(id)).toEqual(first);
-    expect(syncRecords(h, id)).toHaveLength(1);
-    expect(syncRecords(h, id)[0]).toMatchObject({ outcome: 'approved', status: 'consumed', card: { last4: '4242' } });
+    expect(syncRecords(h, first.checkout_id)).toHaveLength(1);
+    expect(syncRecords(h, first.checkout_id)[0].payment_intent).toMatchObject({
+      status: 'succeeded',
+      card_last4: '4242',
+      authorization_code: 'A1B2C3',
+    });
   });
 });

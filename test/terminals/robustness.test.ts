@@ -8,9 +8,11 @@ afterEach(async () => {
   h = undefined;
 });
 
-function terminalPayments(h: Harness, commandId: string): number {
+/** How many `terminal_payment` sync records a command's checkout has. */
+async function terminalPayments(h: Harness, commandId: string): Promise<number> {
+  const checkoutId = (await h.get(commandId)).checkout_id;
   return (h.server.daemon.ctx.db.prepare(`SELECT payload FROM sync_outbox WHERE kind = 'terminal_payment'`).all() as Array<{ payload: string }>)
-    .filter((r) => JSON.parse(r.payload).command_id === commandId).length;
+    .filter((r) => JSON.parse(r.payload).checkout.id === checkoutId).length;
 }
 
 describe('malformed messages never crash nor change a command', () => {
@@ -60,7 +62,7 @@ describe('malformed messages never crash nor change a command', () => {
     expect((await h.get(id)).status).toBe('dispatched');
     expect(await h.get(foreign.body.id)).toMatchObject({ status: 'pending', final: false });
     expect(h.terminal.count('result_ack')).toBe(0);
-    expect(terminalPayments(h, id) + terminalPayments(h, foreign.body.id)).toBe(0);
+    expect((await terminalPayments(h, id)) + (await terminalPayments(h, foreign.body.id))).toBe(0);
     expect((await h.server.api('GET', '/test')).status).toBe(200);
   });
 });
@@ -96,7 +98,7 @@ describe('serial framing', () => {
     await h.terminal.next('result_ack');
     expect(resultWrites).toBe(2);
     expect(await h.get(id)).toMatchObject({ status: 'consumed', final: true });
-    expect(terminalPayments(h, id)).toBe(1);
+    expect(await terminalPayments(h, id)).toBe(1);
   });
 });
 

@@ -1,14 +1,14 @@
 import type { AppContext } from '../../context.js';
 import type { Account } from '../accounts/service.js';
-import { createCheckout } from '../checkouts/service.js';
+import { createCheckout, getCheckoutIn } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
 import type { TerminalOutcome } from './machine.js';
 
 /**
- * The two calls terminal commands make into the money area, in one place so the shapes they rely
- * on are visible: a checkout per command, and the settlement of its terminal payment (checkout
- * paid or failed, intent, ledger charge with fee, intent.* events, sync record), idempotent per
- * checkout. Both run inside the caller's transaction.
+ * The calls terminal commands make into the money area, in one place: a checkout per command, and
+ * the settlement of its terminal payment (checkout paid or failed, intent, ledger charge with fee,
+ * intent.* events, the `terminal_payment` sync record), idempotent per checkout. Both join the
+ * caller's transaction.
  */
 export interface CheckoutRef {
   id: string;
@@ -23,15 +23,18 @@ export function checkoutForCommand(
     currency: string;
     externalId: string;
     commandId: string;
-    description: string | null;
   },
 ): CheckoutRef {
   const created = createCheckout(ctx, account, {
     items: input.items.map((i) => ({ ...i, currency: input.currency })),
     currency: input.currency,
     metadata: { external_id: input.externalId, terminal_session_command_id: input.commandId },
-  } as never) as unknown as { id: string; url?: string | null; checkout_url?: string | null };
-  return { id: created.id, url: created.url ?? created.checkout_url ?? null };
+  });
+  return { id: created.id, url: created.url };
+}
+
+export function checkoutStatusOf(ctx: AppContext, accountId: string, liveMode: boolean, checkoutId: string): string | undefined {
+  return getCheckoutIn(ctx, [accountId], liveMode, checkoutId)?.status;
 }
 
 export function settleTerminalPayment(
@@ -49,5 +52,6 @@ export function settleTerminalPayment(
     authorizationCode: r.authorization_code ?? null,
     processorReference: r.processor_reference ?? null,
     installments: input.installments,
-  } as never);
+    channel: 'terminal',
+  });
 }

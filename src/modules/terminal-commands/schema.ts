@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
+import { MAX_LINE_CENTS } from '../ledger/money.js';
 
 const NullableString = (opts: Parameters<typeof Type.String>[0] = {}) => Type.Union([Type.String(opts), Type.Null()]);
 
@@ -8,8 +9,6 @@ export const Status = Type.Union(
   ['pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'consumed', 'failed'].map((s) => Type.Literal(s)),
 );
 
-/** Gaps.md: no line may exceed 100,000,000 cents. */
-export const MAX_LINE_CENTS = 100_000_000;
 
 export const CommandItem = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),

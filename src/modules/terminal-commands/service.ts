@@ -4,18 +4,19 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
-import { appendSyncRecord } from '../../sync/outbox.js';
 import { findTerminal } from '../terminals/service.js';
 import { terminalSignals } from '../terminals/signals.js';
 import { applyCommandEvent, initialCommand, type CommandContext, type CommandEvent, type SettleParams, type Transitioned } from './machine.js';
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
-import { checkoutForCommand, settleTerminalPayment } from './payments.js';
-import { MAX_LINE_CENTS, type CommandView, type CreateCommandBody } from './schema.js';
+import { checkoutForCommand, checkoutStatusOf, settleTerminalPayment } from './payments.js';
+import type { CommandView, CreateCommandBody } from './schema.js';
+import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../ledger/money.js';
 
-/** Gaps.md: the smallest charge through a checkout or a terminal. */
-export const MINIMUM_CHARGE: Record<string, number> = { GTQ: 500, USD: 100 };
 
-function checkoutStatus(row: CommandRow): string {
+/** The checkout's own status; derived from the command only if the checkout cannot be read. */
+function checkoutStatus(ctx: AppContext, row: CommandRow): string {
+  const status = checkoutStatusOf(ctx, row.account_id, row.live_mode === 1, row.checkout_id);
+  if (status) return status;
   switch (row.status) {
     case 'consumed':
       return 'paid';
@@ -29,7 +30,7 @@ function checkoutStatus(row: CommandRow): string {
   }
 }
 
-export function commandView(row: CommandRowWithTerminal): CommandView {
+export function commandView(ctx: AppContext, row: CommandRowWithTerminal): CommandView {
   return {
     id: row.id,
     external_id: row.external_id,
@@ -46,7 +47,7 @@ export function commandView(row: CommandRowWithTerminal): CommandView {
     terminal_availability: row.terminal_availability,
     checkout_id: row.checkout_id,
     checkout_url: row.checkout_url,
-    checkout_status: checkoutStatus(row),
+    checkout_status: checkoutStatus(ctx, row),
     cancellation_requested_at: row.cancellation_requested_at,
     canceled_at: row.canceled_at,
     account_id: row.account_id,
@@ -87,7 +88,7 @@ function normalizeAmount(account: Account, body: CreateCommandBody): Normalized 
   }
   if (amount === undefined) throw invalid({ amount_in_cents: 'is required (or amount, or items)' });
   const currency = body.currency ?? account.default_currency;
-  const minimum = MINIMUM_CHARGE[currency];
+  const minimum = MINIMUM_CHARGE_CENTS[currency as keyof typeof MINIMUM_CHARGE_CENTS];
   if (minimum === undefined) throw invalid({ currency: 'must be GTQ or USD' });
   const field = items ? 'items' : body.amount !== undefined ? 'amount' : 'amount_in_cents';
   if (amount < minimum) throw invalid({ [field]: `must be at least ${minimum} cents ${currency}` });
@@ -119,7 +120,6 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
       currency,
       externalId: body.external_id,
       commandId: id,
-      description,
     });
     for (const older of store.untakenPending(terminal.id)) applyInTx(ctx, older, { type: 'SUPERSEDE', at: now });
     const initial = initialCommand();
@@ -147,7 +147,7 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
     return { id, created: true };
   });
   if (result.created) terminalSignals(ctx).emit('command', terminal.id, result.id, []);
-  return { command: commandView(store.byId(result.id)!), created: result.created };
+  return { command: commandView(ctx, store.byId(result.id)!), created: result.created };
 }
 
 function ownCommand(ctx: AppContext, scope: { accountIds: string[]; liveMode: boolean }, id: string): CommandRowWithTerminal {
@@ -159,7 +159,7 @@ function ownCommand(ctx: AppContext, scope: { accountIds: string[]; liveMode: bo
 }
 
 export function getCommand(ctx: AppContext, scope: { accountIds: string[]; liveMode: boolean }, id: string): CommandView {
-  return commandView(ownCommand(ctx, scope, id));
+  return commandView(ctx, ownCommand(ctx, scope, id));
 }
 
 export function listCommands(
@@ -170,7 +170,7 @@ export function listCommands(
   offset: number,
 ): { rows: CommandView[]; total: number } {
   const { rows, total } = commandsStore(ctx.db).list(scope.accountIds, scope.liveMode, filters, limit, offset);
-  return { rows: rows.map(commandView), total };
+  return { rows: rows.map((r) => commandView(ctx, r)), total };
 }
 
 /**
@@ -184,13 +184,13 @@ export function cancelCommand(ctx: AppContext, account: Account, id: string): { 
     const row = ownCommand(ctx, scope, id);
     if (row.status === 'canceled') return { row, next: null };
     if (row.status === 'cancel_requested') return { row, next: null };
-    if (row.final === 1) throw new ApiError('terminal_command_final', { extra: commandView(row) });
+    if (row.final === 1) throw new ApiError('terminal_command_final', { extra: commandView(ctx, row) });
     const next = applyInTx(ctx, row, { type: 'CANCEL', at: isoTime(ctx.clock.now()) });
     return { row, next };
   });
   const after = commandsStore(ctx.db).byId(id)!;
   if (outcome.next) terminalSignals(ctx).emit('command', after.terminal_id, id, outcome.next.effects);
-  return { status: after.status === 'canceled' ? 200 : 202, command: commandView(after) };
+  return { status: after.status === 'canceled' ? 200 : 202, command: commandView(ctx, after) };
 }
 
 // ---- The machine's effects, and what the bridge and the registry call ----
@@ -209,34 +209,13 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
     updated_at: event.at,
   });
   for (const effect of next.effects) {
-    if (effect.type !== 'settle' && effect.type !== 'closeCanceled') continue;
-    const result = effect.params as SettleParams;
+    // settleCheckoutPayment writes the checkout, intent, ledger row, events and the
+    // `terminal_payment` sync record in this same transaction. A terminal-confirmed cancel moves
+    // no money: the checkout simply stays unpaid.
+    if (effect.type !== 'settle') continue;
     const account = new AccountsService(ctx.db, ctx.clock).account(row.account_id);
     if (!account) throw new Error(`command ${row.id}: account ${row.account_id} is gone`);
-    if (effect.type === 'settle') {
-      settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result });
-    }
-    appendSyncRecord(ctx.db, {
-      kind: 'terminal_payment',
-      accountId: row.account_id,
-      liveMode: row.live_mode === 1,
-      createdAt: event.at,
-      payload: {
-        command_id: row.id,
-        external_id: row.external_id,
-        terminal_id: row.terminal_id,
-        checkout_id: row.checkout_id,
-        amount_in_cents: row.amount_in_cents,
-        currency: row.currency,
-        status: next.status,
-        outcome: result.outcome,
-        authorization_code: result.authorization_code ?? null,
-        card: result.card ?? null,
-        processor_reference: result.processor_reference ?? null,
-        reason: result.reason ?? null,
-        reported_at: result.at,
-      },
-    });
+    settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result: effect.params as SettleParams });
   }
   return next;
 }

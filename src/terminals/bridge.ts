@@ -227,7 +227,7 @@ export class TerminalBridge {
         this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
         break;
       case 'progress':
-        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso(), stage: msg.stage });
+        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
         break;
       case 'result':
         this.onResult(session, msg);

@@ -27,7 +27,6 @@ export interface CommandContext {
   offered: boolean;
   /** The terminal acknowledged the charge or reported progress on it. */
   taken: boolean;
-  stage: 'waiting_card' | 'reading' | 'authorizing' | null;
   cancellationRequestedAt: string | null;
   canceledAt: string | null;
   result: (TerminalOutcome & { at: string }) | null;
@@ -37,7 +36,8 @@ export type CommandEvent =
   | { type: 'OFFER'; at: string }
   /** The terminal reconnected without this command and without a result for it, and had never taken it. */
   | { type: 'NOT_HELD'; at: string }
-  | { type: 'TAKEN'; at: string; stage?: 'waiting_card' | 'reading' | 'authorizing' }
+  /** `ack` or `progress`. The stage itself is not state: the terminal, not posd, decides what a cancel can still stop. */
+  | { type: 'TAKEN'; at: string }
   | { type: 'CANCEL'; at: string }
   | { type: 'SUPERSEDE'; at: string }
   | ({ type: 'RESULT'; at: string } & TerminalOutcome);
@@ -76,11 +76,8 @@ export const commandMachine = setup({
     closeCanceled: (_, _params: SettleParams) => {},
     sendCancel: () => {},
     markOffered: assign({ offered: true }),
-    markNotOffered: assign({ offered: false, stage: null }),
-    markTaken: assign(({ context, event }) => ({
-      taken: true,
-      stage: event.type === 'TAKEN' && event.stage ? event.stage : context.stage,
-    })),
+    markNotOffered: assign({ offered: false }),
+    markTaken: assign({ taken: true }),
     markCancelRequested: assign(({ context, event }) => ({ cancellationRequestedAt: context.cancellationRequestedAt ?? event.at })),
     markCanceled: assign(({ context, event }) => ({ canceledAt: context.canceledAt ?? event.at })),
     recordResult: assign(({ event }) => {
@@ -96,7 +93,6 @@ export const commandMachine = setup({
   context: {
     offered: false,
     taken: false,
-    stage: null,
     cancellationRequestedAt: null,
     canceledAt: null,
     result: null,
@@ -176,6 +172,10 @@ export function restoreCommand(snapshotJson: string): CommandSnapshot {
   return commandMachine.resolveState({ value: persisted.value, context: persisted.context });
 }
 
+function sameContext(a: CommandContext, b: CommandContext): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
 /**
  * Applies one event to a stored command. Returns null when the machine does not accept the event
  * in the command's state (a duplicate result, a cancel of a final command): nothing changes.
@@ -188,6 +188,7 @@ export function applyCommandEvent(snapshotJson: string, event: CommandEvent): Tr
     .filter((a) => a.type === 'settle' || a.type === 'closeCanceled' || a.type === 'sendCancel')
     .map((a) => ({ type: a.type, params: a.params }));
   const next = describe(after, effects);
-  if (next.snapshot === JSON.stringify(commandMachine.getPersistedSnapshot(before)) && effects.length === 0) return null;
+  // A transition that changes nothing (a second progress report, say) is not a change: no write.
+  if (effects.length === 0 && next.status === before.value && sameContext(next.context, before.context)) return null;
   return next;
 }

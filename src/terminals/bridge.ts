@@ -80,11 +80,27 @@ export class TerminalBridge {
     this.scheduler = scheduler;
   }
 
+  /**
+   * Entry points from timers, links and API signals run through here: a failure (a busy database,
+   * a bug) is logged and leaves the command as committed, never an uncaught exception that would
+   * take the store's payments down. The next hello or status timer retries from the rows.
+   */
+  private guard(what: string, fn: () => void, fields: Record<string, unknown> = {}): void {
+    try {
+      fn();
+    } catch (err) {
+      this.ctx.log.error({ err, ...fields }, `terminal bridge: ${what} failed`);
+    }
+  }
+
   private get cfg() {
     return this.ctx.config.terminals;
   }
 
-  /** Rehydration: every open command resumes; terminals are unavailable until they say hello. */
+  /**
+   * Rehydration, before the server listens: terminals are unavailable until they say hello again,
+   * every open command that was offered gets its status timer back; the rest follows from the rows.
+   */
   start(): void {
     if (this.started) return;
     this.started = true;
@@ -129,7 +145,7 @@ export class TerminalBridge {
     }).then(
       (hello) => {
         link.off('invalid', onInvalid);
-        this.attach(link, hello, expectedTerminalId);
+        this.guard('attaching a terminal', () => this.attach(link, hello, expectedTerminalId), { terminal_id: hello.terminal_id });
       },
       (err: HandshakeError) => {
         link.off('invalid', onInvalid);
@@ -164,7 +180,7 @@ export class TerminalBridge {
       this.scheduler.clearTimeout(session.heartbeat);
       if (this.sessions.get(id) !== session) return;
       this.sessions.delete(id);
-      recordAvailability(this.ctx, id, 'unavailable');
+      this.guard('recording unavailability', () => recordAvailability(this.ctx, id, 'unavailable'), { terminal_id: id });
       this.ctx.log.info({ terminal_id: id, reason: d.detail }, 'terminal disconnected');
     });
     this.scheduleHeartbeat(session);
@@ -178,7 +194,7 @@ export class TerminalBridge {
     if (every <= 0) return;
     session.heartbeat = this.scheduler.setTimeout(() => {
       if (session.link.isDown) return;
-      if (session.link.messagesReceived !== session.seenCount) this.touch(session, true);
+      if (session.link.messagesReceived !== session.seenCount) this.guard('recording a heartbeat', () => this.touch(session, true));
       this.scheduleHeartbeat(session);
     }, every);
   }
@@ -292,8 +308,8 @@ export class TerminalBridge {
     const reported = new Set(hello.unacknowledged_results.map((r) => r.command_id));
     const held = hello.current_command_id;
     if (held && !reported.has(held)) this.onNews(session, held, { type: 'TAKEN', at: this.nowIso() });
-    for (const row of openCommands(this.ctx)) {
-      if (row.terminal_id !== session.terminalId || row.id === held || reported.has(row.id)) continue;
+    for (const row of openCommands(this.ctx, session.terminalId)) {
+      if (row.id === held || reported.has(row.id)) continue;
       const c = commandContext(row);
       if (!c.offered) continue;
       if (!c.taken) applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() });
@@ -331,7 +347,8 @@ export class TerminalBridge {
     const session = this.sessions.get(terminalId);
     if (!session) return;
     if (effects.some((e) => e.type === 'sendCancel')) this.send(session, { type: 'cancel', command_id: commandId });
-    this.pump(session);
+    // The API change is committed already: a failure here must not turn its response into a 500.
+    this.guard('dispatching', () => this.pump(session), { terminal_id: terminalId, command_id: commandId });
   }
 
   // ---- Status timers ----
@@ -340,7 +357,7 @@ export class TerminalBridge {
     this.clearTimer(commandId);
     this.timers.set(
       commandId,
-      this.scheduler.setTimeout(() => this.onTimeout(commandId), this.cfg.dispatch_timeout_ms),
+      this.scheduler.setTimeout(() => this.guard('a status request', () => this.onTimeout(commandId), { command_id: commandId }), this.cfg.dispatch_timeout_ms),
     );
   }
 

@@ -51,6 +51,8 @@ function bridging(ctx: AppContext): Bridging {
 export function registerTerminalLink(app: ApiApp, ctx: AppContext): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES * 2 });
   const { bridge } = bridging(ctx);
+  // Started here, before listen: a terminal connecting at once must not be marked unavailable after.
+  bridge.start();
   app.server.on('upgrade', (req, socket, head) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== TERMINAL_LINK_PATH) {
@@ -71,11 +73,7 @@ export function terminalWorkers(ctx: AppContext): Worker[] {
   return [
     {
       name: 'terminal-bridge',
-      start: () => {
-        const b = bridging(ctx);
-        b.bridge.start();
-        b.serial.start();
-      },
+      start: () => bridging(ctx).serial.start(),
       stop: async () => {
         const b = bridging(ctx);
         await b.serial.stop();

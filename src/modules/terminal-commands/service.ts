@@ -250,9 +250,10 @@ export function currentCommandOf(ctx: AppContext, terminalId: string): CommandRo
   return store.offeredOpen(terminalId) ?? store.newestUntaken(terminalId);
 }
 
-/** Every command not final yet: what a restart resumes. */
-export function openCommands(ctx: AppContext): CommandRow[] {
-  return commandsStore(ctx.db).open();
+/** Every command not final yet (of one terminal, or of all): what a restart or a reconnect resumes. */
+export function openCommands(ctx: AppContext, terminalId?: string): CommandRow[] {
+  const store = commandsStore(ctx.db);
+  return terminalId ? store.openOfTerminal(terminalId) : store.open();
 }
 
 export function terminalHasTakenCommand(ctx: AppContext, terminalId: string): boolean {

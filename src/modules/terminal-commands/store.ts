@@ -76,6 +76,7 @@ function makeStore(db: Db) {
   );
   const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND ${OFFERED} LIMIT 1`);
   const open = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.final = 0 ORDER BY c.seq`);
+  const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
 
   function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
     const clauses = ['c.account_id IN (SELECT value FROM json_each(@accounts))', 'c.live_mode = @live_mode'];
@@ -101,6 +102,7 @@ function makeStore(db: Db) {
     newestUntaken: (terminalId: string) => newestUntaken.get(terminalId) as CommandRow | undefined,
     hasOfferedOpen: (terminalId: string) => takenOpen.get(terminalId) !== undefined,
     open: () => open.all() as CommandRow[],
+    openOfTerminal: (terminalId: string) => openOfTerminal.all(terminalId) as CommandRow[],
     list(accountIds: string[], liveMode: boolean, f: CommandFilters, limit: number, offset: number) {
       const w = where(accountIds, liveMode, f);
       let q = listCache.get(w.sql);

@@ -21,7 +21,11 @@ describe.each(['websocket', 'serial'] as const)('a full charge over %s', (transp
     const acked = h.handled((m) => m.type === 'ack');
     await t.ack(id);
     await acked;
-    expect((await h.get(id)).status).toBe('dispatched');
+    const dispatched = await h.get(id);
+    expect(dispatched).toMatchObject({ status: 'dispatched', checkout_status: 'payment_in_progress' });
+    // While the terminal may be charging it, the checkout cannot change under it.
+    const edit = await h.server.api('PATCH', `/checkouts/${dispatched.checkout_id}`, { body: { metadata: { note: 'x' } } });
+    expect(edit.status).toBe(422);
 
     const progressed = h.handled((m) => m.type === 'progress');
     await t.progress(id, 'authorizing');

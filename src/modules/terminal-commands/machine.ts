@@ -61,7 +61,7 @@ const resultTransitions = [
   {
     guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'canceled',
     target: 'canceled',
-    actions: ['recordResult', 'markCanceled', { type: 'closeCanceled', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
+    actions: ['recordResult', 'markCanceled', 'abandonPayment'],
   },
 ] as const;
 
@@ -73,8 +73,11 @@ export const commandMachine = setup({
   actions: {
     // Effects the service performs inside the same transaction; named here, implemented there.
     settle: (_, _params: SettleParams) => {},
-    closeCanceled: (_, _params: SettleParams) => {},
     sendCancel: () => {},
+    /** The checkout turns payment_in_progress while a terminal may be charging it (it cannot be edited). */
+    startPayment: () => {},
+    /** ...and back to unpaid once the terminal is known not to charge it. */
+    abandonPayment: () => {},
     markOffered: assign({ offered: true }),
     markNotOffered: assign({ offered: false }),
     markTaken: assign({ taken: true }),
@@ -100,9 +103,12 @@ export const commandMachine = setup({
   states: {
     pending: {
       on: {
-        OFFER: { guard: 'notOffered', actions: 'markOffered' },
-        NOT_HELD: { guard: ({ context }) => context.offered, actions: 'markNotOffered' },
-        TAKEN: { target: 'dispatched', actions: ['markOffered', 'markTaken'] },
+        OFFER: { guard: 'notOffered', actions: ['markOffered', 'startPayment'] },
+        NOT_HELD: { guard: ({ context }) => context.offered, actions: ['markNotOffered', 'abandonPayment'] },
+        TAKEN: [
+          { guard: 'notOffered', target: 'dispatched', actions: ['markOffered', 'markTaken', 'startPayment'] },
+          { target: 'dispatched', actions: 'markTaken' },
+        ],
         CANCEL: [
           { guard: 'notOffered', target: 'canceled', actions: 'markCanceled' },
           // Offered but not yet acknowledged: the terminal may already be reading a card.
@@ -123,7 +129,7 @@ export const commandMachine = setup({
       on: {
         TAKEN: { actions: 'markTaken' },
         // The terminal came back without the command and had never taken it: nothing can be charged.
-        NOT_HELD: { guard: 'notTaken', target: 'canceled', actions: 'markCanceled' },
+        NOT_HELD: { guard: 'notTaken', target: 'canceled', actions: ['markCanceled', 'abandonPayment'] },
         RESULT: [...resultTransitions],
       },
     },
@@ -172,6 +178,8 @@ export function restoreCommand(snapshotJson: string): CommandSnapshot {
   return commandMachine.resolveState({ value: persisted.value, context: persisted.context });
 }
 
+const EFFECTS = new Set(['settle', 'sendCancel', 'startPayment', 'abandonPayment']);
+
 function sameContext(a: CommandContext, b: CommandContext): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
@@ -185,7 +193,7 @@ export function applyCommandEvent(snapshotJson: string, event: CommandEvent): Tr
   if (!before.can(event)) return null;
   const [after, actions] = transition(commandMachine, before, event);
   const effects = actions
-    .filter((a) => a.type === 'settle' || a.type === 'closeCanceled' || a.type === 'sendCancel')
+    .filter((a) => EFFECTS.has(a.type))
     .map((a) => ({ type: a.type, params: a.params }));
   const next = describe(after, effects);
   // A transition that changes nothing (a second progress report, say) is not a change: no write.

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { Account } from '../accounts/service.js';
-import { createCheckout, getCheckoutIn } from '../checkouts/service.js';
+import { createCheckout, getCheckoutIn, setCheckoutStatus } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
 import type { TerminalOutcome } from './machine.js';
 
@@ -54,4 +54,14 @@ export function settleTerminalPayment(
     installments: input.installments,
     channel: 'terminal',
   });
+}
+
+/**
+ * Moves the checkout into or out of `payment_in_progress` (money's checkout machine), only from the
+ * status where that move exists: a checkout settled or changed by another path is left alone.
+ */
+export function markCheckoutInProgress(ctx: AppContext, account: Account, checkoutId: string, inProgress: boolean): void {
+  const status = getCheckoutIn(ctx, [account.id], account.live_mode, checkoutId)?.status;
+  if (inProgress && status === 'unpaid') setCheckoutStatus(ctx, account, checkoutId, { type: 'START_PAYMENT' });
+  if (!inProgress && status === 'payment_in_progress') setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
 }

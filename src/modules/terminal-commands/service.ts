@@ -8,7 +8,7 @@ import { findTerminal } from '../terminals/service.js';
 import { terminalSignals } from '../terminals/signals.js';
 import { applyCommandEvent, initialCommand, type CommandContext, type CommandEvent, type SettleParams, type Transitioned } from './machine.js';
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
-import { checkoutForCommand, checkoutStatusOf, settleTerminalPayment } from './payments.js';
+import { checkoutForCommand, checkoutStatusOf, markCheckoutInProgress, settleTerminalPayment } from './payments.js';
 import type { CommandView, CreateCommandBody } from './schema.js';
 import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../ledger/money.js';
 
@@ -211,11 +211,15 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
   for (const effect of next.effects) {
     // settleCheckoutPayment writes the checkout, intent, ledger row, events and the
     // `terminal_payment` sync record in this same transaction. A terminal-confirmed cancel moves
-    // no money: the checkout simply stays unpaid.
-    if (effect.type !== 'settle') continue;
+    // no money: the checkout returns to unpaid.
+    if (effect.type === 'sendCancel') continue;
     const account = new AccountsService(ctx.db, ctx.clock).account(row.account_id);
     if (!account) throw new Error(`command ${row.id}: account ${row.account_id} is gone`);
-    settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result: effect.params as SettleParams });
+    if (effect.type === 'settle') {
+      settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result: effect.params as SettleParams });
+    } else {
+      markCheckoutInProgress(ctx, account, row.checkout_id, effect.type === 'startPayment');
+    }
   }
   return next;
 }

@@ -107,3 +107,42 @@ it('a restart resumes a dispatched command and re-sends nothing the terminal alr
   expect(await statusOf(posd.url, key, a.body.id)).toBe('failed');
   expect(terminal.count('charge')).toBe(0);
 });
+
+it('over a serial line: SIGKILL while authorizing, restart reopens the port, the result is committed once', async () => {
+  const { openPtyPair } = await import('../devices/helpers/pty-pair.js');
+  const { openSerialTerminal } = await import('./helpers/scripted-terminal.js');
+  const pty = await openPtyPair();
+  try {
+    dataDir = mkdtempSync(join(tmpdir(), 'posd-crash-'));
+    const env = { POSD_DATA: dataDir, POSD_HTTP_PORT: String(await freePort()), POSD_TERMINALS_PING_INTERVAL_MS: '0' };
+    posd = await startPosd(env);
+    const key = posd.testKey!;
+    // Registered at a path where nothing is plugged; the config of the restart says where it is.
+    const trm = await call(posd.url, key, 'POST', '/terminals', { name: 'Serial till', transport: 'serial', serial_path: '/dev/posd-test-moved' });
+    await kill9(posd);
+    const withPort = { ...env, POSD_TERMINALS_SERIAL: JSON.stringify([{ terminal_id: trm.body.id, path: pty.a }]) };
+    posd = await startPosd(withPort);
+    terminal = await openSerialTerminal(pty.b, trm.body.id, trm.body.pairing_token);
+    expect((await terminal.hello()).type).toBe('welcome');
+    const a = await call(posd.url, key, 'POST', '/terminal_session_commands', { terminal_id: trm.body.id, external_id: 'serial-a', amount_in_cents: 4200 });
+    await terminal.next('charge', (c) => c.command_id === a.body.id);
+    await terminal.ack(a.body.id);
+    await terminal.progress(a.body.id, 'authorizing');
+    await expect.poll(() => statusOf(posd!.url, key, a.body.id)).toBe('dispatched');
+
+    await kill9(posd);
+    posd = await startPosd(withPort);
+    expect(await statusOf(posd.url, key, a.body.id)).toBe('dispatched');
+    // A serial line has no hang-up: the terminal simply says hello again to the new posd.
+    const result = { command_id: a.body.id, outcome: 'approved' as const, ...approvedDetails('approved') };
+    expect((await terminal.hello({ unacknowledged_results: [result] })).type).toBe('welcome');
+    await terminal.next('result_ack', (r) => r.command_id === a.body.id);
+    expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${a.body.id}`)).body).toMatchObject({
+      status: 'consumed', final: true, checkout_status: 'paid',
+    });
+  } finally {
+    await terminal?.close().catch(() => {});
+    terminal = undefined;
+    await pty.kill();
+  }
+});

@@ -49,6 +49,13 @@ export const ERRORS = {
   bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },
   insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
   withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
+  // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
+  external_id_reused: {
+    status: 422,
+    message: 'This external_id was already used for a command with a different amount or terminal.',
+  },
+  terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
+  terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -12,6 +12,8 @@ import { cashSalesModule } from './cash-sales/index.js';
 import { bankAccountsModule } from './bank-accounts/index.js';
 import { transfersModule } from './transfers/index.js';
 import { activitiesModule } from './activities/index.js';
+import { terminalsModule } from './terminals/index.js';
+import { terminalCommandsModule } from './terminal-commands/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -28,4 +30,6 @@ export const MODULES: readonly PosdModule[] = [
   bankAccountsModule,
   transfersModule,
   activitiesModule,
+  terminalsModule,
+  terminalCommandsModule,
 ];

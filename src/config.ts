@@ -76,6 +76,23 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  scheduling: Type.Object(
+    {
+      /** How long an unpaid booking holds its slot when its service names no hold_minutes. */
+      hold_minutes: Type.Integer({ minimum: 1, maximum: 7 * 24 * 60, default: 30 }),
+      /** How often expired holds are released and pending checkouts polled. */
+      sweep_interval_ms: Type.Integer({ minimum: 100, default: 30_000 }),
+      /** Calendar feeds are read this often (spec 8: every 15 minutes). */
+      feed_interval_minutes: Type.Integer({ minimum: 1, default: 15 }),
+      /** Per read of one feed; a slow peer must not stall the others. */
+      feed_timeout_ms: Type.Integer({ minimum: 100, default: 20_000 }),
+      /** The largest feed accepted (bytes). */
+      feed_max_bytes: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024 }),
+      /** How far ahead recurring blocks of a feed are expanded. */
+      feed_horizon_days: Type.Integer({ minimum: 1, maximum: 3650, default: 730 }),
+    },
+    { default: {} },
+  ),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -1,0 +1,66 @@
+import type { AppContext } from '../../context.js';
+import type { Worker } from '../../api/module.js';
+import { tx } from '../../db/database.js';
+import { isoTime } from '../../clock.js';
+import { AccountsService, type Account } from '../accounts/service.js';
+import { bookingsStoreOf } from './deps.js';
+import { applyEvent } from './lifecycle.js';
+import { refreshPayment } from './payments.js';
+
+function accountOf(ctx: AppContext, id: string): Account | undefined {
+  return new AccountsService(ctx.db, ctx.clock).account(id);
+}
+
+/**
+ * Releases every unpaid hold whose time is up (`cancelled_by: system`). A hold whose checkout was
+ * paid in the meantime is confirmed instead: the payment wins over the timer. Runs before each
+ * availability check (so an expired hold never blocks a slot, whatever the worker's pace) and
+ * from the worker.
+ */
+export function expireHolds(ctx: AppContext, limit = 100): number {
+  const store = bookingsStoreOf(ctx);
+  let released = 0;
+  for (const row of store.expiredHolds(isoTime(ctx.clock.now()), limit)) {
+    const account = accountOf(ctx, row.account_id);
+    if (!account) continue;
+    const after = row.checkout_id ? refreshPayment(ctx, account, row) : row;
+    if (after.status !== 'pending' || after.hold_expires_at === null) continue;
+    tx(ctx.db, () => applyEvent(ctx, after, 'EXPIRE', { cancelled_by: 'system', cancellation_reason: 'hold_expired', hold_expires_at: after.hold_expires_at }));
+    released++;
+  }
+  return released;
+}
+
+/** Polls the checkouts of bookings still waiting for their payment. */
+export function pollPayments(ctx: AppContext, limit = 100): number {
+  let confirmed = 0;
+  for (const row of bookingsStoreOf(ctx).awaitingPayment(limit)) {
+    const account = accountOf(ctx, row.account_id);
+    if (!account) continue;
+    if (refreshPayment(ctx, account, row).status !== 'pending') confirmed++;
+  }
+  return confirmed;
+}
+
+/** One sweep every `scheduling.sweep_interval_ms`: release expired holds, learn of paid checkouts. */
+export function holdsWorker(ctx: AppContext): Worker {
+  let timer: NodeJS.Timeout | undefined;
+  const sweep = () => {
+    try {
+      pollPayments(ctx);
+      expireHolds(ctx);
+    } catch (err) {
+      ctx.log.error({ err }, 'booking sweep failed');
+    }
+  };
+  return {
+    name: 'booking-holds',
+    start() {
+      timer = setInterval(sweep, ctx.config.scheduling.sweep_interval_ms);
+      timer.unref();
+    },
+    stop() {
+      if (timer) clearInterval(timer);
+    },
+  };
+}

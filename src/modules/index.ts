@@ -1,5 +1,33 @@
 import type { PosdModule } from '../api/module.js';
 import { accountsModule } from './accounts/index.js';
+import { ledgerModule } from './ledger/index.js';
+import { productsModule } from './products/index.js';
+import { customersModule } from './customers/index.js';
+import { usersModule } from './users/index.js';
+import { checkoutsModule } from './checkouts/index.js';
+import { intentsModule } from './intents/index.js';
+import { paymentsModule } from './payments/index.js';
+import { refundsModule } from './refunds/index.js';
+import { cashSalesModule } from './cash-sales/index.js';
+import { bookablesModule } from './bookables/index.js';
+import { bookingsModule } from './bookings/index.js';
+import { classSessionsModule } from './class-sessions/index.js';
+import { calendarFeedsModule } from './calendar-feeds/index.js';
 
 /** Every area of the product, in registration order. */
-export const MODULES: readonly PosdModule[] = [accountsModule];
+export const MODULES: readonly PosdModule[] = [
+  accountsModule,
+  ledgerModule,
+  productsModule,
+  customersModule,
+  usersModule,
+  checkoutsModule,
+  intentsModule,
+  paymentsModule,
+  refundsModule,
+  cashSalesModule,
+  bookablesModule,
+  bookingsModule,
+  classSessionsModule,
+  calendarFeedsModule,
+];

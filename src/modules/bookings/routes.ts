@@ -4,12 +4,12 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ApiError } from '../../errors.js';
+import { ApiError, invalid } from '../../errors.js';
 import { AccountsService } from '../accounts/service.js';
 import { IdParams } from '../accounts/schema.js';
 import { errorResponses } from '../bookables/routes.js';
 import {
-  BookingCreateBody, BookingListQuery, BookingSchema, CancellationBody, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,
+  BookingCreateBody, BookingListQuery, BookingSchema, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,
   TabItemBody, TabSchema,
 } from './schema.js';
 import {
@@ -68,9 +68,14 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
     viewFor(ctx, req)(getBooking(ctx, enabledAccount(req), req.params.id)),
   );
 
-  app.post('/bookings/:id/cancellation', { schema: { tags, ...one, body: Type.Optional(CancellationBody) } }, async (req, reply) =>
-    reply.code(201).send(viewFor(ctx, req)(cancelBooking(ctx, enabledAccount(req), req.params.id, req.body?.reason))),
-  );
+  // The body is optional (spec 4.5): a request without one carries no body at all, so it is checked here.
+  app.post('/bookings/:id/cancellation', { schema: { tags, ...one } }, async (req, reply) => {
+    const body = (req.body ?? {}) as { reason?: unknown };
+    if (body.reason !== undefined && (typeof body.reason !== 'string' || body.reason.length > 500)) {
+      throw invalid({ reason: 'must be a string of at most 500 characters' });
+    }
+    return reply.code(201).send(viewFor(ctx, req)(cancelBooking(ctx, enabledAccount(req), req.params.id, body.reason as string | undefined)));
+  });
   app.post('/bookings/:id/declination', { schema: { tags, ...one } }, async (req, reply) =>
     reply.code(201).send(viewFor(ctx, req)(await declineBooking(ctx, enabledAccount(req), req.params.id))),
   );

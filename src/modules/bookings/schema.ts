@@ -150,7 +150,6 @@ export const RescheduleBody = Type.Object({
 });
 export type Reschedule = Static<typeof RescheduleBody>;
 
-export const CancellationBody = Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500 })) });
 export const GuestsBody = Type.Object({ guests: Type.Array(RegisteredGuestSchema, { minItems: 1, maxItems: 100 }) });
 
 export const BookingListQuery = Type.Object({

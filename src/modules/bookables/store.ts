@@ -101,7 +101,7 @@ export function bookablesStore(db: Db) {
     service: db.prepare('SELECT * FROM sched_services WHERE id = ?'),
     staff: db.prepare('SELECT * FROM sched_staff_members WHERE id = ?'),
     resource: db.prepare('SELECT * FROM sched_resources WHERE id = ?'),
-    unitsOfRoomType: db.prepare("SELECT * FROM sched_resources WHERE room_type_id = ? AND active = 1 AND kind = 'lodging_unit' ORDER BY created_at, id"),
+    unitsOfRoomType: db.prepare("SELECT * FROM sched_resources WHERE room_type_id = ? AND active = 1 AND kind = 'lodging_unit' ORDER BY created_at, rowid"),
   };
 
   function list<T>(table: Table, f: ListFilter, limit: number, offset: number): { rows: T[]; total: number } {

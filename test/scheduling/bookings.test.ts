@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ManualClock } from '../../src/clock.js';
-import { expireHolds } from '../../src/modules/bookings/holds.js';
+import { expireHolds, pollPayments, refundLatePayments } from '../../src/modules/bookings/holds.js';
 import { customer, ok, pay, rows, salon } from './helpers.js';
 
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00.000Z'));
@@ -122,6 +122,33 @@ describe('payment policies and holds', () => {
     clock.advance(31 * 60_000);
     expireHolds(s.daemon.ctx);
     expect((await ok(s.api('GET', `/bookings/${b.id}`), 200)).status).toBe('confirmed');
+  });
+});
+
+describe('a checkout paid after its booking was cancelled', () => {
+  it('is noticed by the sweep and refunded once', async () => {
+    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-07T15:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    await ok(s.api('POST', `/bookings/${b.id}/cancellation`));
+    await pay(s, b.checkout_id);
+    pollPayments(s.daemon.ctx);
+    expect(rows(s, 'SELECT refund_due, refund_reason, paid_in_cents FROM sched_bookings WHERE id = ?', b.id)[0]).toEqual({ refund_due: 1, refund_reason: 'late_payment', paid_in_cents: 10_000 });
+    expect(await refundLatePayments(s.daemon.ctx)).toBe(1);
+    expect(await refundLatePayments(s.daemon.ctx)).toBe(0);
+    const after = await ok(s.api('GET', `/bookings/${b.id}`), 200);
+    expect(after).toMatchObject({ status: 'cancelled' });
+    expect(after.refund_ids).toHaveLength(1);
+    expect(rows(s, 'SELECT count(*) AS n FROM refunds WHERE id = ?', after.refund_ids[0])[0].n).toBe(1);
+  });
+
+  it('a rescheduled pending booking hands its checkout to the new booking; paying it confirms the new one, refunds nothing', async () => {
+    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-08T15:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const moved = await ok(s.api('POST', `/bookings/${b.id}/reschedule`, { body: { starts_at: '2026-03-08T17:00:00Z' } }));
+    expect(moved).toMatchObject({ status: 'pending', checkout_id: b.checkout_id, rescheduled_from_id: b.id });
+    await pay(s, b.checkout_id);
+    pollPayments(s.daemon.ctx);
+    expect(await refundLatePayments(s.daemon.ctx)).toBe(0);
+    expect(await ok(s.api('GET', `/bookings/${moved.id}`), 200)).toMatchObject({ status: 'confirmed', paid_in_cents: 10_000 });
+    expect(await ok(s.api('GET', `/bookings/${b.id}`), 200)).toMatchObject({ status: 'cancelled', checkout_id: null, refund_ids: [] });
   });
 });
 

@@ -48,5 +48,5 @@ describe('two daemons on one database file', () => {
     expect(results.filter((r) => r.status === 422 && r.body.code === 'slot_unavailable')).toHaveLength(29);
     const listed = await call(baseB, key, 'GET', `/bookings?staff_member_id=${staff.body.id}`);
     expect(listed.body).toHaveLength(1);
-  });
+  }, 90_000);
 });

@@ -133,6 +133,9 @@ export const scheduling: Migration = {
       -- Refund bookkeeping of declinations and class cancellations: a seat is refunded at most once.
       payment_intent_ids TEXT NOT NULL DEFAULT '[]',
       refund_due INTEGER NOT NULL DEFAULT 0 CHECK (refund_due IN (0, 1)),
+      -- Why a refund is owed: 'declined', 'class_session_cancelled' (retried by calling again) or
+      -- 'late_payment' (a checkout paid after its booking was cancelled; the worker refunds it).
+      refund_reason TEXT,
       refunded_at TEXT,
       refund_ids TEXT NOT NULL DEFAULT '[]',
       refunded_intent_ids TEXT NOT NULL DEFAULT '[]',
@@ -145,6 +148,7 @@ export const scheduling: Migration = {
     CREATE INDEX sched_bookings_session ON sched_bookings(class_session_id, status);
     CREATE INDEX sched_bookings_pending ON sched_bookings(status, hold_expires_at);
     CREATE INDEX sched_bookings_customer ON sched_bookings(customer_id);
+    CREATE INDEX sched_bookings_refund_due ON sched_bookings(refund_due, refund_reason);
 
     -- What a booking or class session occupies: a staff member's or resource's time, or a unit's
     -- nights (subject 'night:<res_id>', times are dates). Rows exist only while the slot is held, so

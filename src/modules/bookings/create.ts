@@ -58,7 +58,7 @@ function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer
     access_token: randomToken(32), customer_note: b.customer_note ?? null, merchant_note: b.merchant_note ?? null,
     accepted_at: pendingPayment || requiresAcceptance ? null : isoTime(now),
     hold_expires_at: pendingPayment ? isoTime(now + holdMinutes * MINUTE) : null, cancelled_by: null, cancellation_reason: null,
-    rescheduled_from_id: null, payment_intent_ids: '[]', refund_due: 0, refunded_at: null, refund_ids: '[]',
+    rescheduled_from_id: null, payment_intent_ids: '[]', refund_due: 0, refund_reason: null, refunded_at: null, refund_ids: '[]',
     refunded_intent_ids: '[]', refund_error: null, metadata: JSON.stringify(b.metadata ?? {}), created_at: isoTime(now),
     updated_at: isoTime(now), ...extra,
   };
@@ -150,7 +150,12 @@ export function rescheduleBooking(ctx: AppContext, account: Account, old: Bookin
         resource_id: r.resource_id === undefined ? cur.resource_id : r.resource_id,
       };
     }
-    const moved = applyEvent(ctx, cur, 'RESCHEDULE', { cancelled_by: 'merchant', cancellation_reason: 'rescheduled' });
+    // The checkouts move with the booking: the old one must not watch them any more (a payment
+    // landing there later belongs to the new booking, not to a cancelled one).
+    const moved = applyEvent(ctx, cur, 'RESCHEDULE', {
+      cancelled_by: 'merchant', cancellation_reason: 'rescheduled', hold_expires_at: null,
+      checkout_id: null, checkout_url: null, balance_checkout_id: null, balance_checkout_url: null,
+    });
     const plan = planBooking(ctx, account, target, cur.id);
     if (plan.classSessionId && plan.service.id !== cur.service_id) throw invalid({ class_session_id: 'must be a session of the same class' });
     if (plan.kind === 'stay' && plan.totalInCents !== cur.total_in_cents) {

@@ -5,7 +5,7 @@ import { isoTime } from '../../clock.js';
 import { AccountsService, type Account } from '../accounts/service.js';
 import { bookingsStoreOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
-import { refreshPayment } from './payments.js';
+import { refreshPayment, refundPayments } from './payments.js';
 
 function accountOf(ctx: AppContext, id: string): Account | undefined {
   return new AccountsService(ctx.db, ctx.clock).account(id);
@@ -31,27 +31,52 @@ export function expireHolds(ctx: AppContext, limit = 100): number {
   return released;
 }
 
-/** Polls the checkouts of bookings still waiting for their payment. */
+/** Polls the checkouts of bookings still waiting for their payment, and of bookings cancelled with one open. */
 export function pollPayments(ctx: AppContext, limit = 100): number {
+  const store = bookingsStoreOf(ctx);
   let confirmed = 0;
-  for (const row of bookingsStoreOf(ctx).awaitingPayment(limit)) {
+  for (const row of store.awaitingPayment(limit)) {
     const account = accountOf(ctx, row.account_id);
     if (!account) continue;
     if (refreshPayment(ctx, account, row).status !== 'pending') confirmed++;
   }
+  const since = isoTime(ctx.clock.now() - 8 * 86_400_000);
+  for (const row of store.cancelledWithOpenCheckout(since, limit)) {
+    const account = accountOf(ctx, row.account_id);
+    if (account) refreshPayment(ctx, account, row);
+  }
   return confirmed;
+}
+
+/** Refunds checkouts paid after their booking was cancelled; a failure is retried on the next sweep. */
+export async function refundLatePayments(ctx: AppContext, limit = 50): Promise<number> {
+  let refunded = 0;
+  for (const row of bookingsStoreOf(ctx).latePaymentsToRefund(limit)) {
+    const account = accountOf(ctx, row.account_id);
+    if (!account) continue;
+    try {
+      await refundPayments(ctx, account, row);
+      refunded++;
+    } catch (err) {
+      ctx.log.warn({ err, booking_id: row.id }, 'refund of a late booking payment failed; retrying on the next sweep');
+    }
+  }
+  return refunded;
 }
 
 /** One sweep every `scheduling.sweep_interval_ms`: release expired holds, learn of paid checkouts. */
 export function holdsWorker(ctx: AppContext): Worker {
   let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
   const sweep = () => {
-    try {
+    if (running) return;
+    running = (async () => {
       pollPayments(ctx);
       expireHolds(ctx);
-    } catch (err) {
-      ctx.log.error({ err }, 'booking sweep failed');
-    }
+      await refundLatePayments(ctx);
+    })()
+      .catch((err) => ctx.log.error({ err }, 'booking sweep failed'))
+      .finally(() => (running = undefined));
   };
   return {
     name: 'booking-holds',
@@ -59,8 +84,9 @@ export function holdsWorker(ctx: AppContext): Worker {
       timer = setInterval(sweep, ctx.config.scheduling.sweep_interval_ms);
       timer.unref();
     },
-    stop() {
+    async stop() {
       if (timer) clearInterval(timer);
+      await running;
     },
   };
 }

@@ -63,7 +63,11 @@ export function refreshPayment(ctx: AppContext, account: Account, row: BookingRo
         payment_intent_ids: JSON.stringify([...JSON.parse(cur.payment_intent_ids), ...booking.paymentIntentIds]),
         hold_expires_at: null,
       };
-      if (cur.status === 'pending' && cur.requires_acceptance === 0) {
+      if (cur.status === 'cancelled') {
+        // Paid after the booking was cancelled (the checkout stays payable until it expires):
+        // the money is owed back; the worker refunds it.
+        cur = saveBooking(ctx, { ...cur, ...patch, balance_in_cents: cur.balance_in_cents, refund_due: 1, refund_reason: 'late_payment' }, 'late_payment');
+      } else if (cur.status === 'pending' && cur.requires_acceptance === 0) {
         cur = applyEvent(ctx, cur, 'PAID', { ...patch, accepted_at: cur.accepted_at ?? isoTime(ctx.clock.now()) });
       } else {
         cur = saveBooking(ctx, { ...cur, ...patch }, 'paid');

@@ -50,7 +50,8 @@ export async function declineBooking(ctx: AppContext, account: Account, id: stri
   if (!(row.status === 'cancelled' && row.refund_due === 1 && row.cancellation_reason === 'declined')) {
     row = tx(ctx.db, () =>
       applyEvent(ctx, bookingsStoreOf(ctx).get(row.id)!, 'DECLINE', {
-        cancelled_by: 'merchant', cancellation_reason: 'declined', hold_expires_at: null, refund_due: row.paid_in_cents > 0 ? 1 : 0,
+        cancelled_by: 'merchant', cancellation_reason: 'declined', hold_expires_at: null,
+        refund_due: row.paid_in_cents > 0 ? 1 : 0, refund_reason: row.paid_in_cents > 0 ? 'declined' : null,
       }),
     );
   }

@@ -44,6 +44,7 @@ export interface BookingRow {
   rescheduled_from_id: string | null;
   payment_intent_ids: string;
   refund_due: number;
+  refund_reason: 'declined' | 'class_session_cancelled' | 'late_payment' | null;
   refunded_at: string | null;
   refund_ids: string;
   refunded_intent_ids: string;
@@ -59,7 +60,7 @@ const COLUMNS: Array<keyof BookingRow> = [
   'payment_policy', 'currency', 'total_in_cents', 'due_in_cents', 'paid_in_cents', 'balance_in_cents',
   'balance_paid_outside_at', 'checkout_id', 'checkout_url', 'balance_checkout_id', 'balance_checkout_url',
   'no_show_fee_checkout_id', 'booking_series_id', 'access_token', 'customer_note', 'merchant_note', 'accepted_at',
-  'hold_expires_at', 'cancelled_by', 'cancellation_reason', 'rescheduled_from_id', 'payment_intent_ids', 'refund_due', 'refunded_at',
+  'hold_expires_at', 'cancelled_by', 'cancellation_reason', 'rescheduled_from_id', 'payment_intent_ids', 'refund_due', 'refund_reason', 'refunded_at',
   'refund_ids', 'refunded_intent_ids', 'refund_error', 'metadata', 'created_at', 'updated_at',
 ];
 const FIXED = new Set(['id', 'account_id', 'live_mode', 'created_at']);
@@ -127,11 +128,18 @@ export function bookingsStore(db: Db) {
       "SELECT id FROM sched_bookings WHERE class_session_id = ? AND status IN ('pending', 'confirmed', 'checked_in', 'completed', 'no_show') ORDER BY created_at, id",
     ),
     sessionSeats: db.prepare('SELECT * FROM sched_bookings WHERE class_session_id = ? ORDER BY created_at, id'),
-    refundsDue: db.prepare('SELECT * FROM sched_bookings WHERE class_session_id = ? AND refund_due = 1 ORDER BY created_at, id'),
+    refundsDue: db.prepare("SELECT * FROM sched_bookings WHERE class_session_id = ? AND refund_due = 1 AND refund_reason = 'class_session_cancelled' ORDER BY created_at, id"),
     expiredHolds: db.prepare("SELECT * FROM sched_bookings WHERE status = 'pending' AND hold_expires_at IS NOT NULL AND hold_expires_at <= ? LIMIT ?"),
     awaitingPayment: db.prepare(
       "SELECT * FROM sched_bookings WHERE status = 'pending' AND checkout_id IS NOT NULL ORDER BY updated_at LIMIT ?",
     ),
+    // A booking cancelled while its checkout was open: the checkout stays payable until it expires
+    // (at most the longest hold, 7 days), so its payment is still watched for that long.
+    cancelledWithOpenCheckout: db.prepare(
+      `SELECT * FROM sched_bookings WHERE status = 'cancelled' AND checkout_id IS NOT NULL AND paid_in_cents < due_in_cents
+         AND refund_due = 0 AND created_at >= ? ORDER BY updated_at LIMIT ?`,
+    ),
+    latePaymentsToRefund: db.prepare("SELECT * FROM sched_bookings WHERE refund_due = 1 AND refund_reason = 'late_payment' LIMIT ?"),
     insertSeries: db.prepare(
       'INSERT INTO sched_booking_series (id, account_id, live_mode, frequency, interval, count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -195,6 +203,8 @@ export function bookingsStore(db: Db) {
     refundsDue: (sessionId: string) => s.refundsDue.all(sessionId) as BookingRow[],
     expiredHolds: (now: string, limit: number) => s.expiredHolds.all(now, limit) as BookingRow[],
     awaitingPayment: (limit: number) => s.awaitingPayment.all(limit) as BookingRow[],
+    cancelledWithOpenCheckout: (since: string, limit: number) => s.cancelledWithOpenCheckout.all(since, limit) as BookingRow[],
+    latePaymentsToRefund: (limit: number) => s.latePaymentsToRefund.all(limit) as BookingRow[],
     insertSeries: (id: string, accountId: string, liveMode: boolean, frequency: string, interval: number, count: number, at: string) =>
       s.insertSeries.run(id, accountId, liveMode ? 1 : 0, frequency, interval, count, at),
     insertTab: (row: TabRow) => s.insertTab.run(row),

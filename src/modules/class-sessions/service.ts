@@ -131,6 +131,7 @@ async function cancelNow(ctx: AppContext, account: Account, id: string): Promise
         applyEvent(ctx, seat, 'CANCEL', {
           cancelled_by: 'merchant', cancellation_reason: 'class_session_cancelled', hold_expires_at: null,
           refund_due: seat.paid_in_cents > 0 ? 1 : 0,
+          refund_reason: seat.paid_in_cents > 0 ? 'class_session_cancelled' : null,
         });
       }
     });

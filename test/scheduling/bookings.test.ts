@@ -102,6 +102,13 @@ describe('payment policies and holds', () => {
     expect((await s.api('POST', `/bookings/${b.id}/balance_charge`)).body.code).toBe('no_balance');
   });
 
+  it('a balance collected outside is marked, leaving nothing to charge', async () => {
+    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-04T18:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const marked = await ok(s.api('POST', `/bookings/${b.id}/balance_paid_outside`));
+    expect(marked).toMatchObject({ balance_in_cents: 0, paid_in_cents: 0, balance_paid_outside_at: '2026-03-02T08:00:00.000Z' });
+    expect((await s.api('POST', `/bookings/${b.id}/balance_charge`)).body.code).toBe('no_balance');
+  });
+
   it('an unpaid hold is released when it expires (by the clock), freeing the slot', async () => {
     const body = { service_id: cat.colour.id, starts_at: '2026-03-05T15:00:00Z', staff_member_id: cat.stylist.id, customer };
     const b = await ok(s.api('POST', '/bookings', { body }));

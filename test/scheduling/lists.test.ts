@@ -74,6 +74,8 @@ describe('GET /bookings', () => {
     expect(new Set(all.map((b: any) => b.account_id))).toEqual(new Set([s.installation.sandbox_id, second.id]));
     expect(ids(await ok(s.api('GET', '/bookings', { key: orgKey, headers: { 'x-account-id': second.id } }), 200))).toEqual([made[4].id]);
     expect((await s.api('GET', `/bookings/${made[4].id}`)).status).toBe(404);
+    expect((await ok(s.api('GET', `/bookings/${made[4].id}`, { key: orgKey }), 200)).account_id).toBe(second.id);
+    expect((await s.api('GET', `/bookings/${made[4].id}`, { key: orgKey, headers: { 'x-account-id': s.installation.sandbox_id } })).status).toBe(404);
     expect((await s.api('GET', `/bookings/${made[0].id}`, { key: s.installation.keys.live })).status).toBe(404);
     expect((await s.api('POST', '/bookings', { key: orgKey, body: {} })).body.code).toBe('organization_key_unsupported');
   });

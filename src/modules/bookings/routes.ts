@@ -4,7 +4,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ApiError, invalid } from '../../errors.js';
+import { ApiError, invalid, notFound } from '../../errors.js';
 import { AccountsService } from '../accounts/service.js';
 import { IdParams } from '../accounts/schema.js';
 import { errorResponses } from '../bookables/routes.js';
@@ -13,8 +13,8 @@ import {
   TabItemBody, TabSchema,
 } from './schema.js';
 import {
-  acceptBooking, addTabItem, bookingsEnabled, cancelBooking, chargeBalance, checkInBooking, closeTab, completeBooking, createBooking,
-  createSeries, declineBooking, getBooking, listBookings, noShowBooking, registerGuests, requireBookingsEnabled, rescheduleBooking,
+  acceptBooking, addTabItem, bookingAccountId, bookingsEnabled, cancelBooking, chargeBalance, checkInBooking, closeTab, completeBooking, createBooking,
+  createSeries, declineBooking, getBooking, listBookings, markBalancePaidOutside, noShowBooking, registerGuests, requireBookingsEnabled, rescheduleBooking,
   tabOf, tabView,
 } from './service.js';
 import { viewFor } from './views.js';
@@ -64,9 +64,13 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
     return rows.map(viewFor(ctx, req));
   });
 
-  app.get('/bookings/:id', { schema: { tags, params: IdParams, response: { 200: BookingSchema, ...errorResponses } } }, async (req) =>
-    viewFor(ctx, req)(getBooking(ctx, enabledAccount(req), req.params.id)),
-  );
+  // An organization key reads a booking of any of its accounts without naming it.
+  app.get('/bookings/:id', { schema: { tags, params: IdParams, response: { 200: BookingSchema, ...errorResponses } } }, async (req) => {
+    const owner = req.auth.account ?? accounts.account(bookingAccountId(ctx, req.params.id) ?? '');
+    if (!owner || !req.auth.accountIds.includes(owner.id)) throw notFound('booking', req.params.id);
+    requireBookingsEnabled(owner);
+    return viewFor(ctx, req)(getBooking(ctx, owner, req.params.id));
+  });
 
   // The body is optional (spec 4.5): a request without one carries no body at all, so it is checked here.
   app.post('/bookings/:id/cancellation', { schema: { tags, ...one } }, async (req, reply) => {
@@ -93,6 +97,9 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
   );
   app.post('/bookings/:id/balance_charge', { schema: { tags, ...one } }, async (req, reply) =>
     reply.code(201).send(viewFor(ctx, req)(chargeBalance(ctx, enabledAccount(req), req.params.id))),
+  );
+  app.post('/bookings/:id/balance_paid_outside', { schema: { tags, ...one } }, async (req, reply) =>
+    reply.code(201).send(viewFor(ctx, req)(markBalancePaidOutside(ctx, enabledAccount(req), req.params.id))),
   );
   app.post('/bookings/:id/reschedule', { schema: { tags, ...one, body: RescheduleBody } }, async (req, reply) => {
     const account = enabledAccount(req);

@@ -28,6 +28,11 @@ export function getBooking(ctx: AppContext, account: Account, id: string): Booki
   return refreshPayment(ctx, account, row);
 }
 
+/** The account a booking belongs to, whoever asks (the caller checks it may read that account). */
+export function bookingAccountId(ctx: AppContext, id: string): string | undefined {
+  return bookingsStoreOf(ctx).get(id)?.account_id;
+}
+
 export function listBookings(ctx: AppContext, f: BookingFilter, limit: number, offset: number) {
   return bookingsStoreOf(ctx).list(f, limit, offset);
 }
@@ -120,6 +125,16 @@ export function chargeBalance(ctx: AppContext, account: Account, id: string): Bo
     const checkout = openCheckout(ctx, account, cur, cur.balance_in_cents, 'balance');
     return saveBooking(ctx, { ...cur, balance_checkout_id: checkout.id, balance_checkout_url: checkout.url }, 'balance_charge');
   });
+}
+
+/** The business collected the balance itself (cash at the desk, another terminal): nothing is left to charge here. */
+export function markBalancePaidOutside(ctx: AppContext, account: Account, id: string): BookingRow {
+  const row = getBooking(ctx, account, id);
+  if (row.status === 'cancelled' || row.status === 'pending') throw new ApiError('booking_state_invalid', { message: `A ${row.status} booking has no balance to collect.` });
+  if (row.balance_in_cents <= 0) throw new ApiError('no_balance');
+  return tx(ctx.db, () =>
+    saveBooking(ctx, { ...bookingsStoreOf(ctx).get(row.id)!, balance_in_cents: 0, balance_paid_outside_at: isoTime(ctx.clock.now()) }, 'balance_paid_outside'),
+  );
 }
 
 /** Guest registry of a stay: the guests are appended, up to the stay's number of guests. */

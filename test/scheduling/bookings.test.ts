@@ -3,6 +3,9 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { expireHolds, pollPayments, refundLatePayments } from '../../src/modules/bookings/holds.js';
 import { customer, ok, pay, rows, salon } from './helpers.js';
+import { AccountsService } from '../../src/modules/accounts/service.js';
+import { setCheckoutStatus } from '../../src/modules/checkouts/service.js';
+import { tx } from '../../src/db/database.js';
 
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00.000Z'));
 let s: TestServer;
@@ -120,6 +123,19 @@ describe('payment policies and holds', () => {
     expect(await ok(s.api('GET', `/bookings/${b.id}`), 200)).toMatchObject({ status: 'cancelled', cancelled_by: 'system', cancellation_reason: 'hold_expired' });
     const retaken = await ok(s.api('POST', '/bookings', { body }));
     expect(retaken.status).toBe('pending');
+  });
+
+  it('a hold whose payment is under way (a terminal authorizing) is not released until it settles', async () => {
+    const body = { service_id: cat.colour.id, starts_at: '2026-03-06T18:00:00Z', staff_member_id: cat.stylist.id, customer };
+    const b = await ok(s.api('POST', '/bookings', { body }));
+    const account = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock).account(s.installation.sandbox_id)!;
+    tx(s.daemon.ctx.db, () => setCheckoutStatus(s.daemon.ctx, account, b.checkout_id, { type: 'START_PAYMENT' }));
+    clock.advance(31 * 60_000);
+    expireHolds(s.daemon.ctx);
+    expect((await ok(s.api('GET', `/bookings/${b.id}`), 200)).status).toBe('pending');
+    tx(s.daemon.ctx.db, () => setCheckoutStatus(s.daemon.ctx, account, b.checkout_id, { type: 'ABANDON_PAYMENT' }));
+    expireHolds(s.daemon.ctx);
+    expect((await ok(s.api('GET', `/bookings/${b.id}`), 200)).status).toBe('cancelled');
   });
 
   it('a hold paid before the sweep is confirmed, not released', async () => {

@@ -3,9 +3,11 @@ import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { AccountsService, type Account } from '../accounts/service.js';
-import { bookingsStoreOf } from './deps.js';
+import { bookingsStoreOf, depsOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
 import { refreshPayment, refundPayments } from './payments.js';
+
+const IN_FLIGHT = new Set(['payment_in_progress', 'needs_verification', 'needs_payer_authentication']);
 
 function accountOf(ctx: AppContext, id: string): Account | undefined {
   return new AccountsService(ctx.db, ctx.clock).account(id);
@@ -25,6 +27,10 @@ export function expireHolds(ctx: AppContext, limit = 100): number {
     if (!account) continue;
     const after = row.checkout_id ? refreshPayment(ctx, account, row) : row;
     if (after.status !== 'pending' || after.hold_expires_at === null) continue;
+    // A payment under way (a terminal authorizing, a 3-D Secure challenge) may still succeed:
+    // releasing the slot now would sell it twice. The next sweep looks again.
+    const checkout = after.checkout_id ? depsOf(ctx).money.getCheckout(ctx, account, after.checkout_id) : undefined;
+    if (checkout && IN_FLIGHT.has(checkout.status)) continue;
     tx(ctx.db, () => applyEvent(ctx, after, 'EXPIRE', { cancelled_by: 'system', cancellation_reason: 'hold_expired', hold_expires_at: after.hold_expires_at }));
     released++;
   }

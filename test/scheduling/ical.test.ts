@@ -37,6 +37,25 @@ describe('reading the nights an iCalendar feed blocks', () => {
     ]);
   });
 
+  it('endless rules that began decades ago keep their phase (daily since 1970, every other Monday since 1990, monthly since 1985)', () => {
+    const cal = (rule: string, start: string) =>
+      `BEGIN:VCALENDAR\r\nVERSION:2.0\r\nBEGIN:VEVENT\r\nUID:r\r\nDTSTART;VALUE=DATE:${start}\r\nRRULE:${rule}\r\nSUMMARY:Closed\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n`;
+    expect(ranges(cal('FREQ=DAILY', '19700101'), '2026-03-01', '2026-03-04')).toEqual([
+      ['2026-03-01', '2026-03-02'],
+      ['2026-03-02', '2026-03-03'],
+      ['2026-03-03', '2026-03-04'],
+    ]);
+    const fortnightly = ranges(cal('FREQ=WEEKLY;INTERVAL=2', '19900101'), '2026-03-01', '2026-05-01').map(([d]) => d);
+    const expected: string[] = [];
+    for (let t = Date.parse('1990-01-01T00:00:00Z'); t < Date.parse('2026-05-01T00:00:00Z'); t += 14 * 86_400_000) {
+      const d = new Date(t).toISOString().slice(0, 10);
+      if (d >= '2026-03-01') expected.push(d);
+    }
+    expect(fortnightly).toEqual(expected);
+    expect(ranges(cal('FREQ=MONTHLY;BYDAY=1SU', '19850106'), '2026-03-01', '2026-06-01').map(([d]) => d)).toEqual(['2026-03-01', '2026-04-05', '2026-05-03']);
+    expect(ranges(cal('FREQ=YEARLY', '19800315'), '2026-03-01', '2026-04-01')).toEqual([['2026-03-15', '2026-03-16']]);
+  });
+
   it('keeps only the window asked for, clipping a stay in progress', () => {
     expect(ranges(fixture('airbnb.ics'), '2026-03-13', '2026-03-20')).toEqual([['2026-03-13', '2026-03-15']]);
   });

@@ -27,6 +27,47 @@ function nights(start: ICAL.Time, end: ICAL.Time | null): { startOn: string; end
   return { startOn, endOn };
 }
 
+function daysBetween(a: string, b: string): number {
+  return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / DAY);
+}
+
+/**
+ * Moves the start of an endless recurring event (no COUNT) forward by whole periods of its rule, to
+ * a year before the window, so a block that repeats daily since 1970 is not walked day by day on the
+ * event loop. Whole periods keep the rule's phase (the weekday of a weekly rule, the day of a
+ * monthly one); EXDATE, RDATE and overridden occurrences are absolute and unaffected. Rules it
+ * cannot move safely (COUNT, several RRULEs, sub-daily, a month day past 28) are left as they are.
+ */
+function fastForward(ev: ICAL.Event, fromOn: string): void {
+  const rules = ev.component.getAllProperties('rrule');
+  if (rules.length !== 1) return;
+  const rule = rules[0].getFirstValue() as ICAL.Recur;
+  if (rule.count) return;
+  const start = ev.startDate;
+  const lead = daysBetween(dayOf(start), fromOn) - 366;
+  if (lead <= 0) return;
+  const interval = rule.interval || 1;
+  const duration = ev.duration;
+  const moved = start.clone();
+  if (rule.freq === 'DAILY' || rule.freq === 'WEEKLY') {
+    const period = rule.freq === 'DAILY' ? interval : 7 * interval;
+    moved.adjust(Math.floor(lead / period) * period, 0, 0, 0);
+  } else if (rule.freq === 'MONTHLY' || rule.freq === 'YEARLY') {
+    if (start.day > 28) return;
+    const period = rule.freq === 'MONTHLY' ? interval : 12 * interval;
+    const months = Math.floor(lead / 31 / period) * period;
+    const total = start.month - 1 + months;
+    moved.year = start.year + Math.floor(total / 12);
+    moved.month = (total % 12) + 1;
+  } else {
+    return;
+  }
+  ev.startDate = moved;
+  const end = moved.clone();
+  end.addDuration(duration);
+  ev.endDate = end;
+}
+
 /**
  * Parses an iCalendar text and lists the nights it blocks from `fromOn` (inclusive) up to
  * `untilOn`. Recurring events (RRULE, RDATE, EXDATE and overridden occurrences) are expanded in
@@ -64,6 +105,7 @@ export function blockedNights(text: string, fromOn: string, untilOn: string): Bl
       push(ev.component, ev.uid ?? null, ev.summary ?? null, ev.startDate, ev.endDate ?? null);
       continue;
     }
+    fastForward(ev, fromOn);
     const it = ev.iterator();
     for (let steps = 0, next = it.next(); next && steps < MAX_STEPS_PER_EVENT; next = it.next(), steps++) {
       if (dayOf(next) >= untilOn) break;

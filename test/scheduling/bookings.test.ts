@@ -65,6 +65,16 @@ describe('appointments', () => {
     expect(overlapFinal.body.code).toBe('slot_unavailable');
   });
 
+  it('a retried POST with the same Idempotency-Key replays the booking instead of answering slot_unavailable', async () => {
+    const body = { service_id: cat.cut.id, starts_at: '2026-03-02T19:00:00Z', staff_member_id: cat.stylist.id, customer };
+    const headers = { 'idempotency-key': 'till-3-booking-0042' };
+    const first = await ok(s.api('POST', '/bookings', { body, headers }));
+    const again = await ok(s.api('POST', '/bookings', { body, headers }));
+    expect(again.id).toBe(first.id);
+    expect(rows(s, "SELECT count(*) AS n FROM sched_bookings WHERE starts_at = '2026-03-02T19:00:00.000Z'")[0].n).toBe(1);
+    expect((await s.api('POST', '/bookings', { body })).body.code).toBe('slot_unavailable');
+  });
+
   it('rejects bad input with 400 and field errors', async () => {
     const r = await s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: 'tomorrow', customer } });
     expect(r.status).toBe(400);

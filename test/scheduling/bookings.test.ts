@@ -115,6 +115,18 @@ describe('payment policies and holds', () => {
     expect((await s.api('POST', `/bookings/${b.id}/balance_charge`)).body.code).toBe('no_balance');
   });
 
+  it('a failed payment gets the booking a fresh checkout within the same hold', async () => {
+    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-04T19:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    await ok(s.api('POST', `/test_helpers/checkouts/${b.checkout_id}/pay`, { body: { method: 'card', outcome: 'failed' } }), 200);
+    const renewed = await ok(s.api('GET', `/bookings/${b.id}`), 200);
+    expect(renewed).toMatchObject({ status: 'pending', paid_in_cents: 0, hold_expires_at: b.hold_expires_at });
+    expect(renewed.checkout_id).not.toBe(b.checkout_id);
+    expect((await ok(s.api('GET', `/checkouts/${renewed.checkout_id}`), 200)).amount_in_cents).toBe(10_000);
+    expect((await ok(s.api('GET', `/bookings/${b.id}`), 200)).checkout_id).toBe(renewed.checkout_id);
+    await pay(s, renewed.checkout_id);
+    expect(await ok(s.api('GET', `/bookings/${b.id}`), 200)).toMatchObject({ status: 'confirmed', paid_in_cents: 10_000 });
+  });
+
   it('a balance collected outside is marked, leaving nothing to charge', async () => {
     const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-04T18:00:00Z', staff_member_id: cat.stylist.id, customer } }));
     const marked = await ok(s.api('POST', `/bookings/${b.id}/balance_paid_outside`));

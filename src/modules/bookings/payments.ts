@@ -51,6 +51,9 @@ export function refreshPayment(ctx: AppContext, account: Account, row: BookingRo
   let cur = row;
   const booking = cur.checkout_id && cur.paid_in_cents < cur.due_in_cents ? money.getCheckout(ctx, account, cur.checkout_id) : undefined;
   const balance = cur.balance_checkout_id && cur.balance_in_cents > 0 ? money.getCheckout(ctx, account, cur.balance_checkout_id) : undefined;
+  if (booking?.status === 'failed' || balance?.status === 'failed') {
+    cur = renewFailedCheckouts(ctx, account, cur, booking?.status === 'failed', balance?.status === 'failed');
+  }
   if (booking?.status !== 'paid' && balance?.status !== 'paid') return cur;
   return tx(ctx.db, () => {
     // Read again under the write lock: another request may have applied the same payment.
@@ -84,6 +87,27 @@ export function refreshPayment(ctx: AppContext, account: Account, row: BookingRo
         },
         'balance_paid',
       );
+    }
+    return cur;
+  });
+}
+
+/**
+ * A failed payment ends its checkout for good (money area), so a booking still waiting for it gets
+ * a fresh checkout for the same amount within the same hold, and the customer can try again at the
+ * new `checkout_url` (its access page shows it). A failed balance checkout is replaced the same way.
+ */
+function renewFailedCheckouts(ctx: AppContext, account: Account, row: BookingRow, booking: boolean, balance: boolean): BookingRow {
+  return tx(ctx.db, () => {
+    let cur = bookingsStoreOf(ctx).get(row.id)!;
+    const holdLeft = cur.hold_expires_at !== null && Date.parse(cur.hold_expires_at) > ctx.clock.now();
+    if (booking && cur.checkout_id === row.checkout_id && cur.status === 'pending' && holdLeft) {
+      const c = openCheckout(ctx, account, cur, cur.due_in_cents - cur.paid_in_cents, 'booking');
+      cur = saveBooking(ctx, { ...cur, checkout_id: c.id, checkout_url: c.url }, 'checkout_renewed');
+    }
+    if (balance && cur.balance_checkout_id === row.balance_checkout_id && cur.balance_in_cents > 0 && cur.status !== 'cancelled') {
+      const c = openCheckout(ctx, account, cur, cur.balance_in_cents, 'balance');
+      cur = saveBooking(ctx, { ...cur, balance_checkout_id: c.id, balance_checkout_url: c.url }, 'balance_checkout_renewed');
     }
     return cur;
   });

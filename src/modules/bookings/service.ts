@@ -9,6 +9,7 @@ import { applyEvent, saveBooking } from './lifecycle.js';
 import { openCheckout, refreshPayment, refundPayments } from './payments.js';
 import type { BookingFilter, BookingRow, TabRow } from './store.js';
 import type { Stay } from './schema.js';
+import { nextTabStatus } from './tab-machine.js';
 
 export { createBooking, createSeries, rescheduleBooking } from './create.js';
 
@@ -161,7 +162,7 @@ export function tabOf(ctx: AppContext, account: Account, id: string): TabRow {
 export function addTabItem(ctx: AppContext, account: Account, id: string, item: { name: string; amount_in_cents: number; quantity?: number }): TabRow {
   return tx(ctx.db, () => {
     const tab = tabOf(ctx, account, id);
-    if (tab.status !== 'open') throw new ApiError('booking_state_invalid', { message: 'The service tab is closed.' });
+    if (!nextTabStatus(tab.status, 'ADD_ITEM')) throw new ApiError('booking_state_invalid', { message: 'The service tab is closed.' });
     const next = { ...tab, items: JSON.stringify([...JSON.parse(tab.items), { name: item.name, amount_in_cents: item.amount_in_cents, quantity: item.quantity ?? 1 }]) };
     bookingsStoreOf(ctx).updateTab(next);
     return next;
@@ -172,7 +173,9 @@ export function addTabItem(ctx: AppContext, account: Account, id: string, item: 
 export function closeTab(ctx: AppContext, account: Account, id: string): TabRow {
   return tx(ctx.db, () => {
     const tab = tabOf(ctx, account, id);
-    if (tab.status !== 'open') return tab;
+    const closed = nextTabStatus(tab.status, 'CLOSE');
+    // Closing a closed tab answers it as it is: a till that retries must not open a second checkout.
+    if (!closed) return tab;
     const booking = bookingsStoreOf(ctx).get(tab.booking_id)!;
     const items: Array<{ name: string; amount_in_cents: number; quantity: number }> = JSON.parse(tab.items);
     let checkout: { id: string; url: string | null } | null = null;
@@ -185,7 +188,7 @@ export function closeTab(ctx: AppContext, account: Account, id: string): TabRow 
         expires_at: null,
       });
     }
-    const next: TabRow = { ...tab, status: 'closed', checkout_id: checkout?.id ?? null, checkout_url: checkout?.url ?? null, closed_at: isoTime(ctx.clock.now()) };
+    const next: TabRow = { ...tab, status: closed, checkout_id: checkout?.id ?? null, checkout_url: checkout?.url ?? null, closed_at: isoTime(ctx.clock.now()) };
     bookingsStoreOf(ctx).updateTab(next);
     return next;
   });

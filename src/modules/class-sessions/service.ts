@@ -9,6 +9,7 @@ import { bookingsStoreOf } from '../bookings/deps.js';
 import { applyEvent } from '../bookings/lifecycle.js';
 import { holdsSlot } from '../bookings/machine.js';
 import { refreshPayment, refundPayments } from '../bookings/payments.js';
+import { cancelTransition, sessionState } from './machine.js';
 import { classSessionsStore, type ClassSessionRow, type ClassSessionsStore, type SessionFilter } from './store.js';
 import type { ClassSessionCreate, ClassSessionView } from './schema.js';
 
@@ -116,7 +117,8 @@ const running = new Map<string, Promise<ClassSessionView>>();
 async function cancelNow(ctx: AppContext, account: Account, id: string): Promise<ClassSessionView> {
   const bookings = bookingsStoreOf(ctx);
   let session = classSessionRow(ctx, account, id);
-  if (session.cancelled_at) {
+  if (!cancelTransition(sessionState(session.cancelled_at))) {
+    // A cancelled session takes the call again only to finish the refunds still owed (spec 4.6).
     if (bookings.refundsDue(session.id).length === 0) throw new ApiError('not_cancellable', { message: 'The class session is already cancelled.' });
   } else {
     if (Date.parse(session.starts_at) <= ctx.clock.now()) throw new ApiError('not_cancellable', { message: 'The class session has already started.' });

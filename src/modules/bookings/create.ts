@@ -37,8 +37,11 @@ function resolveCustomer(ctx: AppContext, account: Account, b: BookingCreate): C
 /** Inserts a planned booking with its occupancy and, when the policy asks, its checkout. In the caller's transaction. */
 function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer, b: BookingCreate, extra: Partial<BookingRow> = {}): BookingRow {
   const now = ctx.clock.now();
+  // A moved booking keeps what was agreed and paid (its policy, amounts and checkouts come in `extra`),
+  // whatever the service says today.
+  const moved = extra.rescheduled_from_id !== undefined;
   const policy = b.payment_policy ?? plan.service.payment_policy;
-  if (policy === 'card_on_file' && !plan.service.protection_in_cents) {
+  if (!moved && policy === 'card_on_file' && !plan.service.protection_in_cents) {
     throw invalid({ payment_policy: 'card_on_file needs the service to have protection_in_cents' });
   }
   const due = amountDue(policy, plan.totalInCents, plan.service.deposit_in_cents, plan.service.protection_in_cents);
@@ -65,7 +68,7 @@ function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer
   const store = bookingsStoreOf(ctx);
   store.insert(row);
   for (const o of plan.occupancy) store.occupy({ ownerId: row.id, accountId: account.id, liveMode: account.live_mode, ...o });
-  if (pendingPayment && !extra.checkout_id) {
+  if (pendingPayment && !moved) {
     const checkout = openCheckout(ctx, account, row, due, 'booking');
     row.checkout_id = checkout.id;
     row.checkout_url = checkout.url;

@@ -88,6 +88,8 @@ export const ConfigSchema = Type.Object({
       feed_timeout_ms: Type.Integer({ minimum: 100, default: 20_000 }),
       /** The largest feed accepted (bytes). */
       feed_max_bytes: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024 }),
+      /** A customer may cancel from the booking's page up to this many hours before it starts. */
+      customer_cancellation_hours: Type.Integer({ minimum: 0, maximum: 24 * 90, default: 24 }),
       /** How far ahead recurring blocks of a feed are expanded. */
       feed_horizon_days: Type.Integer({ minimum: 1, maximum: 3650, default: 730 }),
     },

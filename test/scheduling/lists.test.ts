@@ -102,6 +102,28 @@ describe('GET /bookings', () => {
     expect(bad.statusCode).toBe(404);
     await bad.body.dump();
   });
+
+  it('the customer cancels from the page up to 24 hours before the start, never later', async () => {
+    const soon = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-02T20:00:00Z', staff_member_id: cat.stylist.id, customer: { email: 'soon@example.com' } } }));
+    const later = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-06T20:00:00Z', staff_member_id: cat.stylist.id, customer: { email: 'later@example.com' } } }));
+    const post = (b: any) => request(`${s.url}${new URL(b.access_url).pathname}/cancellation`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+    const refused = await post(soon);
+    expect(refused.statusCode).toBe(422);
+    await refused.body.dump();
+    expect((await ok(s.api('GET', `/bookings/${soon.id}`), 200)).status).toBe('confirmed');
+    const page = await (await request(`${s.url}${new URL(later.access_url).pathname}`)).body.text();
+    expect(page).toContain('/cancellation');
+    const done = await post(later);
+    expect(done.statusCode).toBe(303);
+    await done.body.dump();
+    expect(await ok(s.api('GET', `/bookings/${later.id}`), 200)).toMatchObject({ status: 'cancelled', cancelled_by: 'customer' });
+    const twice = await post(later);
+    expect(twice.statusCode).toBe(422);
+    await twice.body.dump();
+    const forged = await request(`${s.url}/booking_pages/${soon.id}/${'b'.repeat(32)}/cancellation`, { method: 'POST' });
+    expect(forged.statusCode).toBe(404);
+    await forged.body.dump();
+  });
 });
 
 describe('services, staff members and resources', () => {

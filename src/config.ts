@@ -102,6 +102,25 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  scheduling: Type.Object(
+    {
+      /** How long an unpaid booking holds its slot when its service names no hold_minutes. */
+      hold_minutes: Type.Integer({ minimum: 1, maximum: 7 * 24 * 60, default: 30 }),
+      /** How often expired holds are released and pending checkouts polled. */
+      sweep_interval_ms: Type.Integer({ minimum: 100, default: 30_000 }),
+      /** Calendar feeds are read this often (spec 8: every 15 minutes). */
+      feed_interval_minutes: Type.Integer({ minimum: 1, default: 15 }),
+      /** Per read of one feed; a slow peer must not stall the others. */
+      feed_timeout_ms: Type.Integer({ minimum: 100, default: 20_000 }),
+      /** The largest feed accepted (bytes). */
+      feed_max_bytes: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024 }),
+      /** A customer may cancel from the booking's page up to this many hours before it starts. */
+      customer_cancellation_hours: Type.Integer({ minimum: 0, maximum: 24 * 90, default: 24 }),
+      /** How far ahead recurring blocks of a feed are expanded. */
+      feed_horizon_days: Type.Integer({ minimum: 1, maximum: 3650, default: 730 }),
+    },
+    { default: {} },
+  ),
   /** Money: fees, refunds and the tax-invoice (DTE) provider (docs/money.md). */
   money: Type.Object(
     {

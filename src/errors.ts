@@ -38,6 +38,13 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Scheduling (docs/scheduling.md)
+  bookings_not_enabled: { status: 403, message: 'Bookings are not enabled for this account.' },
+  slot_unavailable: { status: 422, message: 'That time slot is no longer available.' },
+  booking_state_invalid: { status: 422, message: 'The booking is not in a state that allows this.' },
+  no_balance: { status: 422, message: 'The booking has no balance left to collect.' },
+  refund_failed: { status: 422, message: 'The booking is declined but its payment could not be refunded yet; call again to retry the refund.' },
+  invalid_feed_url: { status: 422, message: 'A calendar feed URL must be an https URL.' },
   // Money (issue 3, docs/money.md)
   wrong_environment: { status: 401, message: 'This customer belongs to the other environment (live or test) than your key.' },
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },

@@ -14,6 +14,10 @@ import { transfersModule } from './transfers/index.js';
 import { activitiesModule } from './activities/index.js';
 import { terminalsModule } from './terminals/index.js';
 import { terminalCommandsModule } from './terminal-commands/index.js';
+import { bookablesModule } from './bookables/index.js';
+import { bookingsModule } from './bookings/index.js';
+import { classSessionsModule } from './class-sessions/index.js';
+import { calendarFeedsModule } from './calendar-feeds/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -32,4 +36,8 @@ export const MODULES: readonly PosdModule[] = [
   activitiesModule,
   terminalsModule,
   terminalCommandsModule,
+  bookablesModule,
+  bookingsModule,
+  classSessionsModule,
+  calendarFeedsModule,
 ];

@@ -7,6 +7,7 @@ import { bankAccounts } from './015-bank-accounts.js';
 import { transfers } from './016-transfers.js';
 import { activitiesIndex } from './017-activities-index.js';
 import { terminals } from './020-terminals.js';
+import { scheduling } from './050-scheduling.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -14,4 +15,4 @@ import { terminals } from './020-terminals.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, moneyIndexes, bankAccounts, transfers, activitiesIndex, terminals];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, moneyIndexes, bankAccounts, transfers, activitiesIndex, terminals, scheduling];

@@ -38,6 +38,8 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Coupons
+  coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

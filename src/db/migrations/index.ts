@@ -2,6 +2,7 @@ import type { Migration } from '../migrate.js';
 import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
 import { storeShipping } from './060-store-shipping.js';
+import { coupons } from './061-coupons.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -9,4 +10,4 @@ import { storeShipping } from './060-store-shipping.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, storeShipping];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, storeShipping, coupons];

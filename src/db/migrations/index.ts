@@ -4,6 +4,7 @@ import { syncOutbox } from './002-sync-outbox.js';
 import { money } from './010-money.js';
 import { storeShipping } from './060-store-shipping.js';
 import { coupons } from './061-coupons.js';
+import { checkoutCoupons } from './062-checkout-coupons.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -11,4 +12,4 @@ import { coupons } from './061-coupons.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons];

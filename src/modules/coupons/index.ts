@@ -5,3 +5,4 @@ export { applyCoupons, redeemCoupons, type CheckoutDraft, type CouponResult, typ
 export { CouponsService } from './service.js';
 
 export const couponsModule: PosdModule = { name: 'coupons', api: couponRoutes };
+export { recordCheckoutCoupons, checkoutCoupons, checkoutCouponCodes, priceWithCoupons, redeemCheckoutCoupons } from './checkout-hook.js';

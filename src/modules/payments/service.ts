@@ -12,6 +12,7 @@ import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
 import { intentDocument } from '../intents/document.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
+import { redeemCheckoutCoupons } from '../coupons/checkout-hook.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -149,6 +150,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       paymentIntentId: paId,
     });
     if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
+    if (succeeded) redeemCheckoutCoupons(ctx, account, checkout.id, checkout.customer_id);
 
     const doc = intentDocument(ctx, intentId)!;
     const scope = { accountId: account.id, liveMode: account.live_mode };

@@ -69,6 +69,15 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  reports: Type.Object(
+    {
+      /** Where generated reports are kept; empty means `<data_dir>/reports`. */
+      dir: Type.String({ default: '' }),
+      /** Ledger rows read and written per step: between steps the event loop serves requests. */
+      batch_rows: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),

@@ -46,6 +46,8 @@ export const ERRORS = {
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
   // Coupons
   coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
+  // Reports
+  report_not_ready: { status: 409, message: 'The report is not ready yet; download it once its status is succeeded.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -73,3 +73,19 @@ describe('coupons in checkout creation and payment', () => {
     ).toThrow(ApiError);
   });
 });
+
+describe('coupons over HTTP', () => {
+  it('POST /checkouts with coupon_codes charges the discounted amount; paying redeems; a bad code is 422', async () => {
+    await s.api('POST', '/coupons', { body: { name: 'HTTP10', percent_off: 10 } });
+    const ch = await s.api('POST', '/checkouts', { body: { items: [{ name: 'Tinte', amount_in_cents: 15000, quantity: 1 }], coupon_codes: ['http10'] } });
+    expect(ch.status).toBe(201);
+    expect(ch.body.amount_in_cents).toBe(13500);
+    const paid = await s.api('POST', `/test_helpers/checkouts/${ch.body.id}/pay`, { body: { method: 'card', outcome: 'succeeded' } });
+    expect(paid.status).toBeLessThan(300);
+    const c = (await s.api('GET', '/coupons')).body.find((x: any) => x.name === 'HTTP10');
+    expect(c.times_redeemed).toBe(1);
+    const bad = await s.api('POST', '/checkouts', { body: { items: [{ name: 'x', amount_in_cents: 15000, quantity: 1 }], coupon_codes: ['NADA'] } });
+    expect(bad.status).toBe(422);
+    expect(bad.body).toMatchObject({ code: 'coupon_not_applicable', errors: { coupon_codes: ['NADA: no such coupon'] } });
+  });
+});

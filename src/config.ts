@@ -78,6 +78,19 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  connected: Type.Object(
+    {
+      /** Spec 2.8 `default_mode` for platforms that never set theirs. */
+      commission_invoicing_default_mode: Type.Union([Type.Literal('none'), Type.Literal('daily')], { default: 'none' }),
+      /** How often the daily commission invoicer looks for finished days and retries. */
+      invoice_check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+      /** Attempts before a commission invoice is `failed` for good (`partner_commission_invoice.failed`). */
+      invoice_max_attempts: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
+      /** First retry delay; each later retry waits twice as long. */
+      invoice_retry_base_ms: Type.Integer({ minimum: 1, default: 60_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),

@@ -12,6 +12,7 @@ import { cashSalesModule } from './cash-sales/index.js';
 import { shippingModule } from './shipping/index.js';
 import { couponsModule } from './coupons/index.js';
 import { reportsModule } from './reports/index.js';
+import { connectedModule } from './connected/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -28,4 +29,5 @@ export const MODULES: readonly PosdModule[] = [
   shippingModule,
   couponsModule,
   reportsModule,
+  connectedModule,
 ];

@@ -6,6 +6,7 @@ import { storeShipping } from './060-store-shipping.js';
 import { coupons } from './061-coupons.js';
 import { checkoutCoupons } from './062-checkout-coupons.js';
 import { reportRuns } from './063-report-runs.js';
+import { connectedAccounts } from './064-connected-accounts.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -13,4 +14,4 @@ import { reportRuns } from './063-report-runs.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns, connectedAccounts];

@@ -91,6 +91,17 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  subscriptions: Type.Object(
+    {
+      /** Spec 3.5: a canceled subscription may be reactivated within this many days of its cancellation. */
+      reactivation_days: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
+      /** Spec 8: retries 3 and 5 days after the first automatic charge failure. */
+      retry_days: Type.Array(Type.Integer({ minimum: 1, maximum: 60 }), { default: [3, 5] }),
+      /** How often the biller looks for renewals and retries that are due (on the injected clock). */
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),

@@ -48,6 +48,9 @@ export const ERRORS = {
   coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
   // Reports
   report_not_ready: { status: 409, message: 'The report is not ready yet; download it once its status is succeeded.' },
+  // Subscriptions
+  subscription_transition_invalid: { status: 422, message: 'The subscription cannot make that change in its current status.' },
+  reactivation_period_over: { status: 422, message: 'The subscription was canceled too long ago to be reactivated.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -13,6 +13,7 @@ import { shippingModule } from './shipping/index.js';
 import { couponsModule } from './coupons/index.js';
 import { reportsModule } from './reports/index.js';
 import { connectedModule } from './connected/index.js';
+import { subscriptionsModule } from './subscriptions/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -30,4 +31,5 @@ export const MODULES: readonly PosdModule[] = [
   couponsModule,
   reportsModule,
   connectedModule,
+  subscriptionsModule,
 ];

@@ -7,6 +7,7 @@ import { coupons } from './061-coupons.js';
 import { checkoutCoupons } from './062-checkout-coupons.js';
 import { reportRuns } from './063-report-runs.js';
 import { connectedAccounts } from './064-connected-accounts.js';
+import { subscriptions } from './065-subscriptions.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -14,4 +15,4 @@ import { connectedAccounts } from './064-connected-accounts.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns, connectedAccounts];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns, connectedAccounts, subscriptions];

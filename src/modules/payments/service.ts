@@ -13,6 +13,7 @@ import { intentDocument } from '../intents/document.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { redeemCheckoutCoupons } from '../coupons/checkout-hook.js';
+import { createSubscriptionsForCheckout } from '../subscriptions/checkout-hook.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -164,6 +165,8 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
         objectId: paId,
       });
     }
+    // Spec 3.5: a paid recurring line starts its subscription (after the payment's own events).
+    if (succeeded) createSubscriptionsForCheckout(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null });
     appendSyncRecord(ctx.db, {
       kind: input.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
       ...scope,

@@ -102,6 +102,32 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  contracts: Type.Object(
+    {
+      /** The SMTP server that carries signing links, codes and reminders by e-mail (empty host: e-mail off). */
+      smtp: Type.Object(
+        {
+          host: Type.String({ default: '' }),
+          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+          secure: Type.Boolean({ default: false }),
+          user: Type.String({ default: '' }),
+          password: Type.String({ default: '' }),
+          from: Type.String({ default: 'posd <no-reply@localhost>' }),
+        },
+        { default: {} },
+      ),
+      /** A messaging gateway: POST {to, text} as JSON with a bearer key (empty url: messaging off). */
+      messaging: Type.Object({ url: Type.String({ default: '' }), api_key: Type.String({ default: '' }), timeout_ms: Type.Integer({ minimum: 1, default: 5000 }) }, { default: {} }),
+      /** Spec 8: a reminder this long after sending, if unsigned. */
+      reminder_after_hours: Type.Integer({ minimum: 1, default: 48 }),
+      /** An unsigned contract expires this long after sending. */
+      expire_after_days: Type.Integer({ minimum: 1, default: 30 }),
+      code_ttl_minutes: Type.Integer({ minimum: 1, maximum: 60, default: 10 }),
+      code_max_attempts: Type.Integer({ minimum: 1, maximum: 20, default: 5 }),
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),

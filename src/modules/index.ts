@@ -14,6 +14,7 @@ import { couponsModule } from './coupons/index.js';
 import { reportsModule } from './reports/index.js';
 import { connectedModule } from './connected/index.js';
 import { subscriptionsModule } from './subscriptions/index.js';
+import { contractsModule } from './contracts/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -32,4 +33,5 @@ export const MODULES: readonly PosdModule[] = [
   reportsModule,
   connectedModule,
   subscriptionsModule,
+  contractsModule,
 ];

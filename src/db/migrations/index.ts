@@ -8,6 +8,7 @@ import { checkoutCoupons } from './062-checkout-coupons.js';
 import { reportRuns } from './063-report-runs.js';
 import { connectedAccounts } from './064-connected-accounts.js';
 import { subscriptions } from './065-subscriptions.js';
+import { contracts } from './066-contracts.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -15,4 +16,4 @@ import { subscriptions } from './065-subscriptions.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns, connectedAccounts, subscriptions];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns, connectedAccounts, subscriptions, contracts];

@@ -14,6 +14,7 @@ import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { redeemCheckoutCoupons } from '../coupons/checkout-hook.js';
 import { createSubscriptionsForCheckout } from '../subscriptions/checkout-hook.js';
+import { assertContractAllowsPayment } from '../contracts/checkout-hook.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -66,6 +67,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       throw new ApiError('checkout_not_modifiable', { message: `The checkout is already ${checkout.status}.` });
     }
     if (input.outcome === 'succeeded' && isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
+    if (input.outcome === 'succeeded') assertContractAllowsPayment(ctx, checkout.id);
 
     const at = isoTime(ctx.clock.now());
     const succeeded = input.outcome === 'succeeded';

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AccountsService } from '../../src/modules/accounts/service.js';
 import { retryPendingTaxInvoices } from '../../src/modules/tax-invoices/service.js';
@@ -183,5 +183,30 @@ describe('cash sales while the tax-invoice provider is unreachable', () => {
     expect(replay.status).toBe(201);
     expect(replay.body.id).toBe(done.body.id);
     expect(count(s, 'cash_intents')).toBe(before + 1);
+  });
+});
+
+describe('the tax-invoice worker', () => {
+  it('issues a pending invoice on its own once the provider is back', async () => {
+    const port = await freePort();
+    const s = await startTestServer({
+      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 1000, retry_interval_ms: 20 } } },
+    });
+    try {
+      const res = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 800, tax_id: '77' } });
+      expect(res.body.tax_invoice_url).toBeNull();
+      const provider = await startProvider(port);
+      try {
+        const received = provider.received.length ? Promise.resolve() : once(provider.server, 'received');
+        await received;
+        await vi.waitFor(async () => {
+          expect((await s.api('GET', `/intents/${res.body.id}`)).body.tax_invoice_url).toMatch(/^https:\/\/dte\.test\/dte_/);
+        });
+      } finally {
+        await provider.close();
+      }
+    } finally {
+      await s.stop();
+    }
   });
 });

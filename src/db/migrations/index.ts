@@ -2,6 +2,7 @@ import type { Migration } from '../migrate.js';
 import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
 import { money } from './010-money.js';
+import { moneyIndexes } from './011-money-indexes.js';
 import { storeShipping } from './060-store-shipping.js';
 import { coupons } from './061-coupons.js';
 import { checkoutCoupons } from './062-checkout-coupons.js';
@@ -16,4 +17,16 @@ import { contracts } from './066-contracts.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, storeShipping, coupons, checkoutCoupons, reportRuns, connectedAccounts, subscriptions, contracts];
+export const MIGRATIONS: readonly Migration[] = [
+  foundation,
+  syncOutbox,
+  money,
+  moneyIndexes,
+  storeShipping,
+  coupons,
+  checkoutCoupons,
+  reportRuns,
+  connectedAccounts,
+  subscriptions,
+  contracts,
+];

@@ -69,7 +69,7 @@ describe('the signing page in headless Chromium', () => {
     await page.fill('#field-fecha', '1990-05-17');
     await page.check('#field-acepto');
     await page.click('#sign');
-    await expect(page.locator('#error').innerText()).resolves.toContain('The code is not correct.');
+    await expect(page.locator('#error').innerText()).resolves.toContain('El código no es correcto.');
     expect((await s.api('GET', `/contracts/${contract.id}`)).body.status).toBe('viewed');
 
     await page.fill('#code', code);

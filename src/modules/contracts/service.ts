@@ -192,7 +192,7 @@ export class ContractsService {
 
   private move(row: ContractRow, event: ContractEvent, patch: Partial<ContractRow>): ContractRow {
     const to = nextContractStatus(row.status, event);
-    if (!to) throw new SigningError(`This contract is ${row.status}.`);
+    if (!to) throw new SigningError(`Este contrato ya no admite cambios (${row.status}).`);
     const next = { ...row, ...patch, status: to, updated_at: this.now() };
     this.store.save(next);
     if (to !== row.status && to !== 'viewed') {
@@ -223,9 +223,9 @@ export class ContractsService {
   newCode(token: string, channel: CodeChannel): { row: ContractRow; code: string } {
     return tx(this.ctx.db, () => {
       const row = this.store.byToken(token);
-      if (!row) throw new SigningError('This signing link is not valid.');
-      if (row.status !== 'sent' && row.status !== 'viewed') throw new SigningError(`This contract is ${row.status}.`);
-      if (!this.channels(row).includes(channel)) throw new SigningError('That channel is not available for this contract.');
+      if (!row) throw new SigningError('Este enlace de firma no es válido.');
+      if (row.status !== 'sent' && row.status !== 'viewed') throw new SigningError(`Este contrato ya no admite cambios (${row.status}).`);
+      if (!this.channels(row).includes(channel)) throw new SigningError('Ese medio no está disponible para este contrato.');
       const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
       const next = {
         ...row,
@@ -248,15 +248,15 @@ export class ContractsService {
   complete(token: string, code: string, action: { sign: Record<string, string | boolean> } | { decline: string | null }): ContractRow {
     const result = tx(this.ctx.db, () => {
       const row = this.store.byToken(token);
-      if (!row) throw new SigningError('This signing link is not valid.');
-      if (row.status !== 'sent' && row.status !== 'viewed') throw new SigningError(`This contract is ${row.status}.`);
+      if (!row) throw new SigningError('Este enlace de firma no es válido.');
+      if (row.status !== 'sent' && row.status !== 'viewed') throw new SigningError(`Este contrato ya no admite cambios (${row.status}).`);
       const expired = !row.code_expires_at || row.code_expires_at <= this.now();
       const exhausted = row.code_attempts >= this.ctx.config.contracts.code_max_attempts;
       const given = codeHash(token, code.trim());
       const ok = !!row.code_hash && !expired && !exhausted && timingSafeEqual(Buffer.from(row.code_hash, 'hex'), given);
       if (!ok) {
         this.store.save({ ...row, code_attempts: row.code_attempts + 1, updated_at: this.now() });
-        return { error: exhausted ? 'Too many wrong codes: request a new one.' : expired ? 'The code has expired or was replaced: request a new one.' : 'The code is not correct.' };
+        return { error: exhausted ? 'Demasiados códigos incorrectos: pida uno nuevo.' : expired ? 'El código venció o fue reemplazado: pida uno nuevo.' : 'El código no es correcto.' };
       }
       const at = this.now();
       const consumed = { code_hash: null, code_expires_at: null, code_attempts: 0, verified_channel: row.code_channel as ContractRow['verified_channel'] };
@@ -274,7 +274,7 @@ export class ContractsService {
         if (f.required && (f.kind === 'checkbox' ? values[f.key] !== true : values[f.key] === undefined)) missing.push(f.label);
       }
       // The code stays valid when only fields are missing: the customer fixes them and signs.
-      if (missing.length) return { error: `Fill in: ${missing.join(', ')}.` };
+      if (missing.length) return { error: `Complete: ${missing.join(', ')}.` };
       return {
         row: this.move(row, { type: 'SIGN' }, {
           ...consumed,

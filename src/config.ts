@@ -95,6 +95,65 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  reports: Type.Object(
+    {
+      /** Where generated reports are kept; empty means `<data_dir>/reports`. */
+      dir: Type.String({ default: '' }),
+      /** Ledger rows read and written per step: between steps the event loop serves requests. */
+      batch_rows: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
+    },
+    { default: {} },
+  ),
+  connected: Type.Object(
+    {
+      /** Spec 2.8 `default_mode` for platforms that never set theirs. */
+      commission_invoicing_default_mode: Type.Union([Type.Literal('none'), Type.Literal('daily')], { default: 'none' }),
+      /** How often the daily commission invoicer looks for finished days and retries. */
+      invoice_check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+      /** Attempts before a commission invoice is `failed` for good (`partner_commission_invoice.failed`). */
+      invoice_max_attempts: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
+      /** First retry delay; each later retry waits twice as long. */
+      invoice_retry_base_ms: Type.Integer({ minimum: 1, default: 60_000 }),
+    },
+    { default: {} },
+  ),
+  subscriptions: Type.Object(
+    {
+      /** Spec 3.5: a canceled subscription may be reactivated within this many days of its cancellation. */
+      reactivation_days: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
+      /** Spec 8: retries 3 and 5 days after the first automatic charge failure. */
+      retry_days: Type.Array(Type.Integer({ minimum: 1, maximum: 60 }), { default: [3, 5] }),
+      /** How often the biller looks for renewals and retries that are due (on the injected clock). */
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+    },
+    { default: {} },
+  ),
+  contracts: Type.Object(
+    {
+      /** The SMTP server that carries signing links, codes and reminders by e-mail (empty host: e-mail off). */
+      smtp: Type.Object(
+        {
+          host: Type.String({ default: '' }),
+          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+          secure: Type.Boolean({ default: false }),
+          user: Type.String({ default: '' }),
+          password: Type.String({ default: '' }),
+          from: Type.String({ default: 'posd <no-reply@localhost>' }),
+        },
+        { default: {} },
+      ),
+      /** A messaging gateway: POST {to, text} as JSON with a bearer key (empty url: messaging off). */
+      messaging: Type.Object({ url: Type.String({ default: '' }), api_key: Type.String({ default: '' }), timeout_ms: Type.Integer({ minimum: 1, default: 5000 }) }, { default: {} }),
+      /** Spec 8: a reminder this long after sending, if unsigned. */
+      reminder_after_hours: Type.Integer({ minimum: 1, default: 48 }),
+      /** An unsigned contract expires this long after sending. */
+      expire_after_days: Type.Integer({ minimum: 1, default: 30 }),
+      code_ttl_minutes: Type.Integer({ minimum: 1, maximum: 60, default: 10 }),
+      code_max_attempts: Type.Integer({ minimum: 1, maximum: 20, default: 5 }),
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),

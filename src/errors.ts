@@ -63,6 +63,17 @@ export const ERRORS = {
   },
   terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
   terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
+  // Coupons
+  coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
+  // Reports
+  report_not_ready: { status: 409, message: 'The report is not ready yet; download it once its status is succeeded.' },
+  // Subscriptions
+  subscription_transition_invalid: { status: 422, message: 'The subscription cannot make that change in its current status.' },
+  reactivation_period_over: { status: 422, message: 'The subscription was canceled too long ago to be reactivated.' },
+  // Contracts
+  invalid_customer: { status: 422, message: 'Identify the customer by customer_id, or by customer.phone and customer.name.' },
+  contract_unsigned: { status: 422, message: 'This checkout belongs to a contract that is not signed yet; it accepts no payment until then.' },
+  pdf_not_available: { status: 409, message: 'The signed PDF is not available (the contract is not signed, or the PDF is still being rendered).' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -18,6 +18,12 @@ import { bookablesModule } from './bookables/index.js';
 import { bookingsModule } from './bookings/index.js';
 import { classSessionsModule } from './class-sessions/index.js';
 import { calendarFeedsModule } from './calendar-feeds/index.js';
+import { shippingModule } from './shipping/index.js';
+import { couponsModule } from './coupons/index.js';
+import { reportsModule } from './reports/index.js';
+import { connectedModule } from './connected/index.js';
+import { subscriptionsModule } from './subscriptions/index.js';
+import { contractsModule } from './contracts/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -40,4 +46,10 @@ export const MODULES: readonly PosdModule[] = [
   bookingsModule,
   classSessionsModule,
   calendarFeedsModule,
+  shippingModule,
+  couponsModule,
+  reportsModule,
+  connectedModule,
+  subscriptionsModule,
+  contractsModule,
 ];

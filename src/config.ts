@@ -103,6 +103,11 @@ export const ConfigSchema = Type.Object({
         default: [0, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000],
         maxItems: 50,
       }),
+      /**
+       * Longest sleep between looks at the tables. The worker is woken at once by events emitted in
+       * this process; the poll finds events other processes wrote (CLI tools, imports).
+       */
+      poll_ms: Type.Integer({ minimum: 50, maximum: 600_000, default: 30_000 }),
       /** Longest wait a `Retry-After` header may impose on one retry. */
       max_retry_after_ms: Type.Integer({ minimum: 0, default: 21_600_000 }),
       /**

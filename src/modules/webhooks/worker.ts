@@ -13,8 +13,6 @@ import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
-/** How long the worker sleeps at most between looks at the table (clock jumps, missed wakes). */
-const POLL_MS = 30_000;
 const FAN_OUT_BATCH = 500;
 
 interface Outcome {
@@ -335,10 +333,11 @@ export class DeliveryWorker implements Worker {
   private scheduleTimer(): void {
     clearTimeout(this.timer);
     if (!this.running) return;
-    let delay = POLL_MS;
+    const poll = this.ctx.config.webhooks.poll_ms;
+    let delay = poll;
     if (this.inflight.size < this.ctx.config.webhooks.concurrency) {
       const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.id));
-      if (next?.next_attempt_ms != null) delay = Math.min(POLL_MS, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
+      if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
     }
     this.timer = setTimeout(() => this.wake(), delay);
     this.timer.unref();

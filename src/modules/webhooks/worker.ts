@@ -124,6 +124,8 @@ export class DeliveryWorker implements Worker {
   /** Creates the delivery rows of events past the cursor. Returns how many events it read. */
   fanOut(): number {
     let read = 0;
+    // Most wakes come from finished attempts: skip the write lock when no event is new.
+    if (this.store.maxEventSeq() <= this.store.cursor()) return 0;
     for (;;) {
       const n = tx(this.ctx.db, () => {
         const events = this.store.eventsAfter(this.store.cursor(), FAN_OUT_BATCH);

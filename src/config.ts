@@ -83,7 +83,7 @@ export const ConfigSchema = Type.Object({
        * The unified change-over: live accounts created at or after this instant get only `intent.*`
        * where a replacement exists (`event_format: unified`); older ones get both formats.
        */
-      unified_since: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$', default: '2025-06-01T00:00:00.000Z' }),
+      unified_since: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$', default: '2025-01-01T00:00:00.000Z' }),
     },
     { default: {} },
   ),

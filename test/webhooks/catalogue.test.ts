@@ -113,8 +113,8 @@ describe('event catalogue', () => {
 
 describe('which accounts receive which format (spec 6.3)', () => {
   it('decides by creation date and by the platform', () => {
-    const since = '2025-06-01T00:00:00.000Z';
-    expect(newAccountEventFormat({ createdAt: '2025-05-31T23:59:59.999Z', unifiedSince: since, parentFormat: null })).toBe('both');
+    const since = '2025-01-01T00:00:00.000Z';
+    expect(newAccountEventFormat({ createdAt: '2024-12-31T23:59:59.999Z', unifiedSince: since, parentFormat: null })).toBe('both');
     expect(newAccountEventFormat({ createdAt: since, unifiedSince: since, parentFormat: null })).toBe('unified');
     expect(newAccountEventFormat({ createdAt: '2026-01-01T00:00:00.000Z', unifiedSince: since, parentFormat: 'both' })).toBe('both');
     expect(newAccountEventFormat({ createdAt: '2026-01-01T00:00:00.000Z', unifiedSince: since, parentFormat: 'unified' })).toBe('unified');

@@ -1,6 +1,7 @@
 import type { Migration } from '../migrate.js';
 import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
+import { money } from './010-money.js';
 import { webhooks } from './030-webhooks.js';
 
 /**
@@ -9,4 +10,4 @@ import { webhooks } from './030-webhooks.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, webhooks];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, webhooks];

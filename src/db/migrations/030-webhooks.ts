@@ -45,7 +45,7 @@ export const webhooks: Migration = {
       updated_at TEXT NOT NULL,
       UNIQUE (endpoint_id, event_id)
     ) STRICT;
-    CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms) WHERE status = 'pending';
+    CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms, endpoint_id) WHERE status = 'pending';
     CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at);
 
     CREATE TABLE webhook_attempts (

@@ -89,11 +89,10 @@ export function webhooksStore(db: Db) {
          0, 0, @next_attempt_ms, @created_at, @created_at)
        ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
     ),
+    // Ids only, from the covering partial index: rows are read one by one when they are sent.
     due: db.prepare(
-      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
-       FROM webhook_deliveries d
+      `SELECT d.id, d.next_attempt_ms FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       LEFT JOIN events e ON e.id = d.event_id
        WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
        ORDER BY d.next_attempt_ms LIMIT ?`,
     ),
@@ -103,10 +102,6 @@ export function webhooksStore(db: Db) {
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        LEFT JOIN events e ON e.id = d.event_id
        WHERE d.id = ?`,
-    ),
-    nextDue: db.prepare(
-      `SELECT MIN(d.next_attempt_ms) AS ms FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       WHERE d.status = 'pending' AND w.disabled = 0`,
     ),
     delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?'),
     insertAttempt: db.prepare(
@@ -161,9 +156,8 @@ export function webhooksStore(db: Db) {
       next_attempt_ms: number | null;
       created_at: string;
     }) => s.insertDelivery.run(row).changes > 0,
-    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as SendableRow[],
+    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ id: string; next_attempt_ms: number }>,
     sendable: (id: string) => s.sendable.get(id) as SendableRow | undefined,
-    nextDue: () => (s.nextDue.get() as { ms: number | null }).ms,
     delivery: (id: string) => s.delivery.get(id) as DeliveryRow | undefined,
     insertAttempt: (row: AttemptRow) => void s.insertAttempt.run(row),
     updateDelivery: (

@@ -14,6 +14,9 @@ import { hostOf, type UrlGuard } from './url-guard.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 const FAN_OUT_BATCH = 500;
+/** Outcomes are committed together: after this many, or this long after the first of a group. */
+const FLUSH_BATCH = 256;
+const FLUSH_DELAY_MS = 5;
 
 interface Outcome {
   deliveryId: string;
@@ -39,12 +42,20 @@ export class DeliveryWorker implements Worker {
   private readonly store: WebhooksStore;
   private readonly accounts: AccountsService;
   private readonly agent: Agent;
+  /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
   private readonly inflight = new Map<string, Promise<void>>();
+  /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
+  private sending = 0;
   private readonly parents = new Map<string, string | null>();
+  /** Ids read ahead from the due index, sent in order as slots free up. */
+  private ready: string[] = [];
   private readonly keys = new Map<string, { sealed: string; key: Buffer }>();
-  private readonly stopping = new AbortController();
+  /** Controllers of the attempts in flight: a stop aborts them (cheaper than one combined signal each). */
+  private readonly controllers = new Set<AbortController>();
+  private stopped = false;
   private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushScheduled = false;
+  private flushTimer: NodeJS.Timeout | undefined;
   private wakeScheduled = false;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
@@ -76,7 +87,8 @@ export class DeliveryWorker implements Worker {
     this.running = false;
     this.ctx.outbox.notifier.off('events', this.onEvents);
     clearTimeout(this.timer);
-    this.stopping.abort();
+    this.stopped = true;
+    for (const c of this.controllers) c.abort();
     await Promise.allSettled([...this.inflight.values()]);
     await this.agent.close().catch(() => undefined);
   }
@@ -191,22 +203,45 @@ export class DeliveryWorker implements Worker {
     return this.parents.get(accountId)!;
   }
 
+  /**
+   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and each row
+   * is read, and checked again, only when it is sent: a delivery finished or canceled meanwhile is
+   * skipped.
+   */
   private dispatch(): void {
-    const free = this.ctx.config.webhooks.concurrency - this.inflight.size;
-    if (free <= 0) return;
-    const rows = this.store.due(this.ctx.clock.now(), free + this.inflight.size);
-    let started = 0;
-    for (const row of rows) {
-      if (started >= free) break;
-      if (this.inflight.has(row.id)) continue;
-      started++;
+    const max = this.ctx.config.webhooks.concurrency;
+    const now = this.ctx.clock.now();
+    let refilled = false;
+    while (this.sending < max) {
+      if (this.ready.length === 0) {
+        if (refilled) return;
+        refilled = true;
+        this.ready = this.store
+          .due(now, max * 4 + this.inflight.size)
+          .map((r) => r.id)
+          .filter((id) => !this.inflight.has(id));
+        if (this.ready.length === 0) return;
+      }
+      const id = this.ready.shift()!;
+      if (this.inflight.has(id)) continue;
+      const row = this.store.sendable(id);
+      if (!row || row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
       void this.launch(row, false);
     }
   }
 
   private launch(row: SendableRow, manual: boolean): Promise<void> {
+    this.sending++;
     const p = this.attempt(row, manual)
-      .then((outcome) => (outcome ? this.record(outcome) : undefined))
+      .then((outcome) => {
+        this.sending--;
+        // The slot is free now; the outcome commits with the next group.
+        this.wake();
+        return outcome ? this.record(outcome) : undefined;
+      }, (err) => {
+        this.sending--;
+        throw err;
+      })
       .catch((err) => this.ctx.log.error({ err, delivery: row.id }, 'webhook attempt failed to record'))
       .finally(() => {
         if (this.inflight.get(row.id) === p) this.inflight.delete(row.id);
@@ -248,18 +283,26 @@ export class DeliveryWorker implements Worker {
       const host = hostOf(new URL(row.url));
       // A literal address never reaches the socket's lookup, so it is checked here.
       if (isIP(host) && !this.guard.addressAllowed(host)) return out(null, `address_refused: ${host} is a private, local or metadata address`);
-      const timeout = this.ctx.config.webhooks.timeout_ms;
-      const res = await request(row.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        body,
-        headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
-        signal: AbortSignal.any([AbortSignal.timeout(timeout), this.stopping.signal]),
-      });
-      await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
-      return out(res.statusCode, null, retryAfterMs(res.headers['retry-after'], this.ctx.clock.now()));
+      // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new TimeoutError()), this.ctx.config.webhooks.timeout_ms);
+      this.controllers.add(controller);
+      try {
+        const res = await request(row.url, {
+          method: 'POST',
+          dispatcher: this.agent,
+          body,
+          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
+          signal: controller.signal,
+        });
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        return out(res.statusCode, null, retryAfterMs(res.headers['retry-after'], this.ctx.clock.now()));
+      } finally {
+        clearTimeout(timer);
+        this.controllers.delete(controller);
+      }
     } catch (err) {
-      if (this.stopping.signal.aborted) return undefined;
+      if (this.stopped) return undefined;
       return out(null, describe(err, this.ctx.config.webhooks.timeout_ms));
     }
   }
@@ -268,15 +311,25 @@ export class DeliveryWorker implements Worker {
   private record(outcome: Outcome): Promise<void> {
     return new Promise((resolve) => {
       this.outcomes.push({ outcome, done: resolve });
+      if (this.outcomes.length >= FLUSH_BATCH) {
+        clearTimeout(this.flushTimer);
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+        return;
+      }
       if (this.flushScheduled) return;
       this.flushScheduled = true;
-      setImmediate(() => this.flush());
+      // A few milliseconds of grouping spare many commits when deliveries stream; an attempt's slot
+      // is already free, so this delays only the record (and the re-sending of a crashed group).
+      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
     });
   }
 
   private flush(): void {
+    clearTimeout(this.flushTimer);
     this.flushScheduled = false;
     const batch = this.outcomes;
+    if (batch.length === 0) return;
     this.outcomes = [];
     try {
       this.bookkeeping(() => {
@@ -358,12 +411,19 @@ export class DeliveryWorker implements Worker {
     if (!this.running) return;
     const poll = this.ctx.config.webhooks.poll_ms;
     let delay = poll;
-    if (this.inflight.size < this.ctx.config.webhooks.concurrency) {
+    if (this.sending < this.ctx.config.webhooks.concurrency) {
       const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.id));
       if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
     }
     this.timer = setTimeout(() => this.wake(), delay);
     this.timer.unref();
+  }
+}
+
+class TimeoutError extends Error {
+  constructor() {
+    super('attempt timed out');
+    this.name = 'TimeoutError';
   }
 }
 

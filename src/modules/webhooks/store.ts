@@ -113,6 +113,11 @@ export function webhooksStore(db: Db) {
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
        WHERE id = @id`,
     ),
+    markSucceeded: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
+         next_attempt_ms = NULL, last_response_code = @code, last_error = NULL, updated_at = @updated_at
+       WHERE id = @id RETURNING attempts, account_id, live_mode`,
+    ),
     cancelPending: db.prepare(
       `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
        WHERE endpoint_id = ? AND status = 'pending'`,
@@ -163,6 +168,9 @@ export function webhooksStore(db: Db) {
     updateDelivery: (
       row: Pick<DeliveryRow, 'id' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
     ) => void s.updateDelivery.run(row),
+    /** The success path in one statement; the new attempt number, or undefined if the delivery is gone. */
+    markSucceeded: (row: { id: string; auto: number; code: number; updated_at: string }) =>
+      s.markSucceeded.get(row) as { attempts: number; account_id: string; live_mode: number } | undefined,
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[],

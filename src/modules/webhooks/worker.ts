@@ -151,9 +151,10 @@ export class DeliveryWorker implements Worker {
         const now = isoTime(nowMs);
         for (const ev of events) {
           if (byScope.size === 0) break;
+          const own = byScope.get(`${ev.account_id}:${ev.live_mode}`);
           const parent = this.parentOf(ev.account_id);
-          const targets = [...(byScope.get(`${ev.account_id}:${ev.live_mode}`) ?? []), ...(parent ? (byScope.get(`${parent}:${ev.live_mode}`) ?? []) : [])];
-          for (const ep of targets) {
+          const platform = parent ? byScope.get(`${parent}:${ev.live_mode}`) : undefined;
+          for (const ep of own && platform ? [...own, ...platform] : (own ?? platform ?? [])) {
             if (ep.from_seq >= ev.seq) continue;
             this.store.insertDelivery({
               id: newId('whd'),
@@ -343,33 +344,26 @@ export class DeliveryWorker implements Worker {
 
   /** Applies one attempt's outcome: the attempt row, the delivery's state, the 410 rule. */
   private apply(o: Outcome): void {
+    const code = o.responseCode;
+    const ok = code !== null && code >= 200 && code < 300;
+    if (ok) {
+      // The common case, in one statement: a 2xx settles the delivery whatever happened meanwhile.
+      const now = isoTime(this.ctx.clock.now());
+      const done = this.store.markSucceeded({ id: o.deliveryId, auto: o.manual ? 0 : 1, code, updated_at: now });
+      if (done) this.store.insertAttempt(this.attemptRow(o, done.attempts, done));
+      return;
+    }
     const d = this.store.delivery(o.deliveryId);
     if (!d) return; // the endpoint was deleted meanwhile
     const cfg = this.ctx.config.webhooks;
     const now = isoTime(this.ctx.clock.now());
     const attempt = d.attempts + 1;
-    this.store.insertAttempt({
-      delivery_id: d.id,
-      attempt,
-      account_id: d.account_id,
-      live_mode: d.live_mode,
-      manual: o.manual ? 1 : 0,
-      webhook_timestamp: o.timestamp,
-      attempted_at: isoTime(o.attemptedAt),
-      duration_ms: o.durationMs,
-      response_code: o.responseCode,
-      error: o.error,
-    });
-    const code = o.responseCode;
-    const ok = code !== null && code >= 200 && code < 300;
+    this.store.insertAttempt(this.attemptRow(o, attempt, d));
     const autoAttempts = d.auto_attempts + (o.manual ? 0 : 1);
     let status = d.status;
     let next = d.next_attempt_ms;
-    const error = ok ? null : (o.error ?? `http_${code}`);
-    if (ok) {
-      status = 'succeeded';
-      next = null;
-    } else if (code === 410) {
+    const error = o.error ?? `http_${code}`;
+    if (code === 410) {
       status = 'failed';
       next = null;
       const ep = this.store.endpoint(d.endpoint_id);
@@ -403,7 +397,22 @@ export class DeliveryWorker implements Worker {
       last_error: error,
       updated_at: now,
     });
-    if (!ok) this.ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
+    this.ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
+  }
+
+  private attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_mode: number }) {
+    return {
+      delivery_id: o.deliveryId,
+      attempt,
+      account_id: d.account_id,
+      live_mode: d.live_mode,
+      manual: o.manual ? 1 : 0,
+      webhook_timestamp: o.timestamp,
+      attempted_at: isoTime(o.attemptedAt),
+      duration_ms: o.durationMs,
+      response_code: o.responseCode,
+      error: o.error,
+    };
   }
 
   private scheduleTimer(): void {

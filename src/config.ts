@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { isIP } from 'node:net';
 import { Type, type Static, type TSchema, Kind } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
@@ -250,8 +251,19 @@ export function validateConfig(raw: unknown): Config {
     throw new ConfigError(`config: ${field}: ${first.message}`);
   }
   const config = withDefaults as Config;
+  for (const cidr of config.webhooks.allow_cidrs) {
+    if (!isCidr(cidr)) throw new ConfigError(`config: webhooks.allow_cidrs: not a CIDR: ${cidr}`);
+  }
   config.data_dir = resolve(config.data_dir);
   return config;
+}
+
+/** `10.0.0.0/8`, `192.168.1.5` (one address), `fd00::/8`. */
+function isCidr(text: string): boolean {
+  const [address, prefix, ...rest] = text.trim().split('/');
+  const version = isIP(address);
+  if (!version || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128));
 }
 
 export function publicBaseUrl(config: Config, listeningPort?: number): string {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UrlGuard, type Resolver } from '../../src/modules/webhooks/url-guard.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
 
 const names: Record<string, string[]> = {
   'public.example': ['93.184.215.14'],
@@ -71,5 +72,11 @@ describe('webhook URL guard', () => {
     expect(ok[1]).toEqual([{ address: '93.184.215.14', family: 4 }]);
     const bad = await call('inward.example');
     expect((bad[0] as NodeJS.ErrnoException).code).toBe('EADDRREFUSED');
+  });
+
+  it('reads the allow-list from POSD_WEBHOOKS_ALLOW_CIDRS and refuses a bad entry at start', () => {
+    expect(loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32, 192.168.10.0/24' } }).webhooks.allow_cidrs).toEqual(['127.0.0.1/32', '192.168.10.0/24']);
+    expect(() => loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: '10.0.0.0/40' } })).toThrow(ConfigError);
+    expect(() => loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: 'lan' } })).toThrow(/webhooks\.allow_cidrs: not a CIDR: lan/);
   });
 });

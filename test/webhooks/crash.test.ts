@@ -27,7 +27,7 @@ function serve(dataDir: string): Promise<Running> {
       POSD_LOG_FORMAT: 'json',
       POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32',
       // Short retries so the test spans seconds, not hours; the poll finds events written by this test process.
-      POSD_WEBHOOKS_RETRY_DELAYS_MS: '0,1500,1500,1500,1500,1500',
+      POSD_WEBHOOKS_RETRY_DELAYS_MS: '0,4000,4000,4000,4000,4000',
       POSD_WEBHOOKS_POLL_MS: '100',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -98,7 +98,7 @@ describe('webhook delivery across a SIGKILL', () => {
     const ids = Array.from({ length: 10 }, (_, i) => `msg_crashtest${String(i).padStart(6, '0')}`);
     for (const id of ids.slice(0, 5)) insert.run(id, sandboxId, JSON.stringify({ id: `in_${id}` }), new Date().toISOString());
 
-    // Each of the first five fails twice (first attempt and the immediate retry), then waits 1.5 s.
+    // Each of the first five fails twice (first attempt and the immediate retry), then waits 4 s (a margin for a busy machine).
     // Killed between attempts: once all ten failures are committed and the retries are waiting.
     const waiting = db.prepare(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND attempts = 2`);
     await until(() => (waiting.get() as { n: number }).n === 5, 'the first failed attempts to be recorded');

@@ -11,6 +11,7 @@ import { AccountsService } from '../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
+import { applyOutcome, describe, retryAfterMs, TimeoutError, type Outcome } from './outcome.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 const FAN_OUT_BATCH = 500;
@@ -18,16 +19,6 @@ const FAN_OUT_BATCH = 500;
 const FLUSH_BATCH = 256;
 const FLUSH_DELAY_MS = 5;
 
-interface Outcome {
-  deliveryId: string;
-  manual: boolean;
-  timestamp: number;
-  attemptedAt: number;
-  durationMs: number;
-  responseCode: number | null;
-  error: string | null;
-  retryAfterMs: number | null;
-}
 
 /**
  * The delivery worker. It fans events out (one `webhook_deliveries` row per event and endpoint,
@@ -334,7 +325,7 @@ export class DeliveryWorker implements Worker {
     this.outcomes = [];
     try {
       this.bookkeeping(() => {
-        for (const { outcome } of batch) this.apply(outcome);
+        for (const { outcome } of batch) applyOutcome(this.ctx, this.store, outcome);
       });
     } catch (err) {
       this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again');
@@ -343,78 +334,6 @@ export class DeliveryWorker implements Worker {
   }
 
   /** Applies one attempt's outcome: the attempt row, the delivery's state, the 410 rule. */
-  private apply(o: Outcome): void {
-    const code = o.responseCode;
-    const ok = code !== null && code >= 200 && code < 300;
-    if (ok) {
-      // The common case, in one statement: a 2xx settles the delivery whatever happened meanwhile.
-      const now = isoTime(this.ctx.clock.now());
-      const done = this.store.markSucceeded({ id: o.deliveryId, auto: o.manual ? 0 : 1, code, updated_at: now });
-      if (done) this.store.insertAttempt(this.attemptRow(o, done.attempts, done));
-      return;
-    }
-    const d = this.store.delivery(o.deliveryId);
-    if (!d) return; // the endpoint was deleted meanwhile
-    const cfg = this.ctx.config.webhooks;
-    const now = isoTime(this.ctx.clock.now());
-    const attempt = d.attempts + 1;
-    this.store.insertAttempt(this.attemptRow(o, attempt, d));
-    const autoAttempts = d.auto_attempts + (o.manual ? 0 : 1);
-    let status = d.status;
-    let next = d.next_attempt_ms;
-    const error = o.error ?? `http_${code}`;
-    if (code === 410) {
-      status = 'failed';
-      next = null;
-      const ep = this.store.endpoint(d.endpoint_id);
-      if (ep && !ep.disabled) {
-        this.store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
-        this.store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
-      }
-    } else if (o.manual) {
-      // A manual resend never shortens or extends the schedule of a delivery still being retried.
-      if (!(d.status === 'pending' && d.next_attempt_ms !== null)) {
-        status = 'failed';
-        next = null;
-      }
-    } else if (d.status === 'pending') {
-      const delay = cfg.retry_delays_ms[autoAttempts - 1];
-      if (delay === undefined) {
-        status = 'failed';
-        next = null;
-      } else {
-        const asked = o.retryAfterMs === null ? 0 : Math.min(o.retryAfterMs, cfg.max_retry_after_ms);
-        next = this.ctx.clock.now() + Math.max(delay, asked);
-      }
-    }
-    this.store.updateDelivery({
-      id: d.id,
-      status,
-      attempts: attempt,
-      auto_attempts: autoAttempts,
-      next_attempt_ms: status === 'pending' ? next : null,
-      last_response_code: code,
-      last_error: error,
-      updated_at: now,
-    });
-    this.ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
-  }
-
-  private attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_mode: number }) {
-    return {
-      delivery_id: o.deliveryId,
-      attempt,
-      account_id: d.account_id,
-      live_mode: d.live_mode,
-      manual: o.manual ? 1 : 0,
-      webhook_timestamp: o.timestamp,
-      attempted_at: isoTime(o.attemptedAt),
-      duration_ms: o.durationMs,
-      response_code: o.responseCode,
-      error: o.error,
-    };
-  }
-
   private scheduleTimer(): void {
     clearTimeout(this.timer);
     if (!this.running) return;
@@ -427,32 +346,4 @@ export class DeliveryWorker implements Worker {
     this.timer = setTimeout(() => this.wake(), delay);
     this.timer.unref();
   }
-}
-
-class TimeoutError extends Error {
-  constructor() {
-    super('attempt timed out');
-    this.name = 'TimeoutError';
-  }
-}
-
-/** `Retry-After` in milliseconds from now: delta-seconds or an HTTP date. */
-export function retryAfterMs(header: string | string[] | undefined, nowMs: number): number | null {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (!value) return null;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
-}
-
-function describe(err: unknown, timeoutMs: number): string {
-  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-  const code = e?.code ?? e?.cause?.code;
-  if (code === 'EADDRREFUSED' || e?.name === 'AddressRefusedError') return `address_refused: ${e.message}`;
-  if (e?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return `timeout: no complete response within ${timeoutMs} ms`;
-  }
-  if (code === 'ECONNREFUSED') return 'connection_refused';
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `dns: ${e.message}`;
-  return `network: ${code ?? ''} ${e?.message ?? String(err)}`.slice(0, 300);
 }

@@ -70,6 +70,32 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  terminals: Type.Object(
+    {
+      /** Serial terminals posd opens at start: each binds a registered terminal id to a port (8N1). */
+      serial: Type.Array(
+        Type.Object({
+          terminal_id: Type.String({ minLength: 1 }),
+          path: Type.String({ minLength: 1 }),
+          baud_rate: Type.Integer({ minimum: 300, maximum: 4_000_000, default: 115_200 }),
+        }),
+        { default: [] },
+      ),
+      /** A taken command that hears nothing for this long asks its terminal for its status (gaps.md: 120 s). */
+      dispatch_timeout_ms: Type.Integer({ minimum: 1, default: 120_000 }),
+      /** How long a fresh link may stay silent before it must have said hello. */
+      hello_timeout_ms: Type.Integer({ minimum: 1, default: 10_000 }),
+      /** Protocol keepalive: a ping every 10 s, three missed make the terminal unavailable. 0 disables. */
+      ping_interval_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+      max_missed_pings: Type.Integer({ minimum: 1, default: 3 }),
+      /** Serial framing: wait for ACK/NAK this long before resending, at most `serial_max_resends` times. */
+      serial_ack_timeout_ms: Type.Integer({ minimum: 1, default: 2_000 }),
+      serial_max_resends: Type.Integer({ minimum: 0, default: 3 }),
+      /** Reopening a serial port that went away backs off from 500 ms up to this. */
+      serial_reopen_max_ms: Type.Integer({ minimum: 1, default: 30_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),
@@ -116,6 +142,25 @@ export const ConfigSchema = Type.Object({
        * `webhook-secrets.key` in the data folder, made on first use.
        */
       secrets_key: Type.String({ default: '' }),
+    },
+    { default: {} },
+  ),
+  scheduling: Type.Object(
+    {
+      /** How long an unpaid booking holds its slot when its service names no hold_minutes. */
+      hold_minutes: Type.Integer({ minimum: 1, maximum: 7 * 24 * 60, default: 30 }),
+      /** How often expired holds are released and pending checkouts polled. */
+      sweep_interval_ms: Type.Integer({ minimum: 100, default: 30_000 }),
+      /** Calendar feeds are read this often (spec 8: every 15 minutes). */
+      feed_interval_minutes: Type.Integer({ minimum: 1, default: 15 }),
+      /** Per read of one feed; a slow peer must not stall the others. */
+      feed_timeout_ms: Type.Integer({ minimum: 100, default: 20_000 }),
+      /** The largest feed accepted (bytes). */
+      feed_max_bytes: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024 }),
+      /** A customer may cancel from the booking's page up to this many hours before it starts. */
+      customer_cancellation_hours: Type.Integer({ minimum: 0, maximum: 24 * 90, default: 24 }),
+      /** How far ahead recurring blocks of a feed are expanded. */
+      feed_horizon_days: Type.Integer({ minimum: 1, maximum: 3650, default: 730 }),
     },
     { default: {} },
   ),
@@ -173,6 +218,14 @@ function envName(path: string[]): string {
 }
 
 function fromEnvText(text: string, schema: TSchema): unknown {
+  // A list of objects (terminals.serial) is given as JSON; a list of words or numbers as comma-separated text.
+  if (schema[Kind] === 'Array' && text.trim().startsWith('[')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
   if (schema[Kind] === 'Array') {
     const parts = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
     const item = schema.items as TSchema | undefined;

@@ -44,12 +44,31 @@ export const ERRORS = {
     message: 'The URL is not allowed: it must be http(s) and must not point at a private, local or metadata address.',
   },
   webhook_endpoint_disabled: { status: 422, message: 'The webhook endpoint is disabled; enable it first.' },
+  // Scheduling (docs/scheduling.md)
+  bookings_not_enabled: { status: 403, message: 'Bookings are not enabled for this account.' },
+  slot_unavailable: { status: 422, message: 'That time slot is no longer available.' },
+  booking_state_invalid: { status: 422, message: 'The booking is not in a state that allows this.' },
+  no_balance: { status: 422, message: 'The booking has no balance left to collect.' },
+  refund_failed: { status: 422, message: 'The booking is declined but its payment could not be refunded yet; call again to retry the refund.' },
+  invalid_feed_url: { status: 422, message: 'A calendar feed URL must be an https URL.' },
   // Money (issue 3, docs/money.md)
   wrong_environment: { status: 401, message: 'This customer belongs to the other environment (live or test) than your key.' },
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
+  // Money movements (docs/transfers.md)
+  unknown_bank: { status: 400, message: 'That bank is not one of GET /banks.' },
+  bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },
+  insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
+  withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
+  // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
+  external_id_reused: {
+    status: 422,
+    message: 'This external_id was already used for a command with a different amount or terminal.',
+  },
+  terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
+  terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -9,6 +9,15 @@ import { intentsModule } from './intents/index.js';
 import { paymentsModule } from './payments/index.js';
 import { refundsModule } from './refunds/index.js';
 import { cashSalesModule } from './cash-sales/index.js';
+import { bankAccountsModule } from './bank-accounts/index.js';
+import { transfersModule } from './transfers/index.js';
+import { activitiesModule } from './activities/index.js';
+import { terminalsModule } from './terminals/index.js';
+import { terminalCommandsModule } from './terminal-commands/index.js';
+import { bookablesModule } from './bookables/index.js';
+import { bookingsModule } from './bookings/index.js';
+import { classSessionsModule } from './class-sessions/index.js';
+import { calendarFeedsModule } from './calendar-feeds/index.js';
 import { webhooksModule } from './webhooks/index.js';
 
 /** Every area of the product, in registration order. */
@@ -23,5 +32,14 @@ export const MODULES: readonly PosdModule[] = [
   paymentsModule,
   refundsModule,
   cashSalesModule,
+  bankAccountsModule,
+  transfersModule,
+  activitiesModule,
+  terminalsModule,
+  terminalCommandsModule,
+  bookablesModule,
+  bookingsModule,
+  classSessionsModule,
+  calendarFeedsModule,
   webhooksModule,
 ];

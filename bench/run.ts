@@ -10,6 +10,7 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   account: () => import('./account.js'),
   'cash-sales': () => import('./cash-sales.js'),
   transfers: () => import('./transfers.js'),
+  webhooks: () => import('./webhooks.js'),
 };
 
 function fmt(n: number): string {

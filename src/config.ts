@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { isIP } from 'node:net';
 import { Type, type Static, type TSchema, Kind } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
@@ -161,6 +162,48 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /** Spec 6.3: which accounts receive which event format (see docs/events.md). */
+  events: Type.Object(
+    {
+      /**
+       * The unified change-over: live accounts created at or after this instant get only `intent.*`
+       * where a replacement exists (`event_format: unified`); older ones get both formats.
+       */
+      unified_since: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$', default: '2025-01-01T00:00:00.000Z' }),
+    },
+    { default: {} },
+  ),
+  webhooks: Type.Object(
+    {
+      /** CIDRs admitted despite being private (a store's LAN systems, tests' local receivers). */
+      allow_cidrs: Type.Array(Type.String(), { default: [] }),
+      /** Deliveries in flight at once. */
+      concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 16 }),
+      /** Per attempt, from connecting to the last byte of the response. */
+      timeout_ms: Type.Integer({ minimum: 100, maximum: 120_000, default: 15_000 }),
+      /**
+       * Delay before each retry after a failed attempt (spec 6.6 and 8: immediately, 1 min, 5 min,
+       * 30 min, 2 h, 6 h): one entry per retry, so 1 + length attempts at most.
+       */
+      retry_delays_ms: Type.Array(Type.Integer({ minimum: 0 }), {
+        default: [0, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000],
+        maxItems: 50,
+      }),
+      /**
+       * Longest sleep between looks at the tables. The worker is woken at once by events emitted in
+       * this process; the poll finds events other processes wrote (CLI tools, imports).
+       */
+      poll_ms: Type.Integer({ minimum: 50, maximum: 600_000, default: 30_000 }),
+      /** Longest wait a `Retry-After` header may impose on one retry. */
+      max_retry_after_ms: Type.Integer({ minimum: 0, default: 21_600_000 }),
+      /**
+       * Key (base64 of 32 bytes) that encrypts signing secrets at rest. Empty: a key file
+       * `webhook-secrets.key` in the data folder, made on first use.
+       */
+      secrets_key: Type.String({ default: '' }),
+    },
+    { default: {} },
+  ),
   scheduling: Type.Object(
     {
       /** How long an unpaid booking holds its slot when its service names no hold_minutes. */
@@ -234,7 +277,7 @@ function envName(path: string[]): string {
 }
 
 function fromEnvText(text: string, schema: TSchema): unknown {
-  // A list of objects (terminals.serial) is given as JSON; a list of words as comma-separated text.
+  // A list of objects (terminals.serial) is given as JSON; a list of words or numbers as comma-separated text.
   if (schema[Kind] === 'Array' && text.trim().startsWith('[')) {
     try {
       return JSON.parse(text);
@@ -242,7 +285,11 @@ function fromEnvText(text: string, schema: TSchema): unknown {
       return text;
     }
   }
-  if (schema[Kind] === 'Array') return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (schema[Kind] === 'Array') {
+    const parts = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+    const item = schema.items as TSchema | undefined;
+    return item && (item[Kind] === 'Integer' || item[Kind] === 'Number') ? parts.map(Number) : parts;
+  }
   if (schema[Kind] === 'Integer' || schema[Kind] === 'Number') return text.trim() === '' ? text : Number(text);
   if (schema[Kind] === 'Boolean') return text === 'true' || text === '1' ? true : text === 'false' || text === '0' ? false : text;
   return text;
@@ -316,8 +363,19 @@ export function validateConfig(raw: unknown): Config {
     throw new ConfigError(`config: ${field}: ${first.message}`);
   }
   const config = withDefaults as Config;
+  for (const cidr of config.webhooks.allow_cidrs) {
+    if (!isCidr(cidr)) throw new ConfigError(`config: webhooks.allow_cidrs: not a CIDR: ${cidr}`);
+  }
   config.data_dir = resolve(config.data_dir);
   return config;
+}
+
+/** `10.0.0.0/8`, `192.168.1.5` (one address), `fd00::/8`. */
+function isCidr(text: string): boolean {
+  const [address, prefix, ...rest] = text.trim().split('/');
+  const version = isIP(address);
+  if (!version || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128));
 }
 
 export function publicBaseUrl(config: Config, listeningPort?: number): string {

@@ -38,6 +38,12 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Webhooks (issue 5)
+  webhook_url_refused: {
+    status: 400,
+    message: 'The URL is not allowed: it must be http(s) and must not point at a private, local or metadata address.',
+  },
+  webhook_endpoint_disabled: { status: 422, message: 'The webhook endpoint is disabled; enable it first.' },
   // Scheduling (docs/scheduling.md)
   bookings_not_enabled: { status: 403, message: 'Bookings are not enabled for this account.' },
   slot_unavailable: { status: 422, message: 'That time slot is no longer available.' },

@@ -24,6 +24,7 @@ import { reportsModule } from './reports/index.js';
 import { connectedModule } from './connected/index.js';
 import { subscriptionsModule } from './subscriptions/index.js';
 import { contractsModule } from './contracts/index.js';
+import { webhooksModule } from './webhooks/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -52,4 +53,5 @@ export const MODULES: readonly PosdModule[] = [
   connectedModule,
   subscriptionsModule,
   contractsModule,
+  webhooksModule,
 ];

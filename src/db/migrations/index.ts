@@ -15,6 +15,7 @@ import { reportRuns } from './063-report-runs.js';
 import { connectedAccounts } from './064-connected-accounts.js';
 import { subscriptions } from './065-subscriptions.js';
 import { contracts } from './066-contracts.js';
+import { webhooks } from './030-webhooks.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -31,6 +32,7 @@ export const MIGRATIONS: readonly Migration[] = [
   transfers,
   activitiesIndex,
   terminals,
+  webhooks,
   scheduling,
   storeShipping,
   coupons,

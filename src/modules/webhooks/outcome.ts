@@ -1,0 +1,120 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import type { WebhooksStore } from './store.js';
+
+/** What one attempt came to; committed in groups by the worker (`applyOutcome` in its transaction). */
+export interface Outcome {
+  deliveryId: string;
+  manual: boolean;
+  timestamp: number;
+  attemptedAt: number;
+  durationMs: number;
+  responseCode: number | null;
+  error: string | null;
+  retryAfterMs: number | null;
+}
+
+/**
+ * Applies one attempt's outcome: the attempt row, the delivery's state (success, the retry schedule
+ * with `Retry-After`, giving up), and the 410 rule (the endpoint is disabled, its pending deliveries
+ * canceled). Runs inside the worker's bookkeeping transaction.
+ */
+export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome): void {
+  const code = o.responseCode;
+  const ok = code !== null && code >= 200 && code < 300;
+  if (ok) {
+    // The common case, in one statement: a 2xx settles the delivery whatever happened meanwhile.
+    const now = isoTime(ctx.clock.now());
+    const done = store.markSucceeded({ id: o.deliveryId, auto: o.manual ? 0 : 1, code, updated_at: now });
+    if (done) store.insertAttempt(attemptRow(o, done.attempts, done));
+    return;
+  }
+  const d = store.delivery(o.deliveryId);
+  if (!d) return; // the endpoint was deleted meanwhile
+  const cfg = ctx.config.webhooks;
+  const now = isoTime(ctx.clock.now());
+  const attempt = d.attempts + 1;
+  store.insertAttempt(attemptRow(o, attempt, d));
+  const autoAttempts = d.auto_attempts + (o.manual ? 0 : 1);
+  let status = d.status;
+  let next = d.next_attempt_ms;
+  const error = o.error ?? `http_${code}`;
+  if (code === 410) {
+    status = 'failed';
+    next = null;
+    const ep = store.endpoint(d.endpoint_id);
+    if (ep && !ep.disabled) {
+      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
+      store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
+    }
+  } else if (o.manual) {
+    // A manual resend never shortens or extends the schedule of a delivery still being retried.
+    if (!(d.status === 'pending' && d.next_attempt_ms !== null)) {
+      status = 'failed';
+      next = null;
+    }
+  } else if (d.status === 'pending') {
+    const delay = cfg.retry_delays_ms[autoAttempts - 1];
+    if (delay === undefined) {
+      status = 'failed';
+      next = null;
+    } else {
+      const asked = o.retryAfterMs === null ? 0 : Math.min(o.retryAfterMs, cfg.max_retry_after_ms);
+      next = ctx.clock.now() + Math.max(delay, asked);
+    }
+  }
+  store.updateDelivery({
+    id: d.id,
+    status,
+    attempts: attempt,
+    auto_attempts: autoAttempts,
+    next_attempt_ms: status === 'pending' ? next : null,
+    last_response_code: code,
+    last_error: error,
+    updated_at: now,
+  });
+  ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
+}
+
+function attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_mode: number }) {
+  return {
+    delivery_id: o.deliveryId,
+    attempt,
+    account_id: d.account_id,
+    live_mode: d.live_mode,
+    manual: o.manual ? 1 : 0,
+    webhook_timestamp: o.timestamp,
+    attempted_at: isoTime(o.attemptedAt),
+    duration_ms: o.durationMs,
+    response_code: o.responseCode,
+    error: o.error,
+  };
+}
+
+export class TimeoutError extends Error {
+  constructor() {
+    super('attempt timed out');
+    this.name = 'TimeoutError';
+  }
+}
+
+/** `Retry-After` in milliseconds from now: delta-seconds or an HTTP date. */
+export function retryAfterMs(header: string | string[] | undefined, nowMs: number): number | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return null;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, at - nowMs);
+}
+
+export function describe(err: unknown, timeoutMs: number): string {
+  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  const code = e?.code ?? e?.cause?.code;
+  if (code === 'EADDRREFUSED' || e?.name === 'AddressRefusedError') return `address_refused: ${e.message}`;
+  if (e?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return `timeout: no complete response within ${timeoutMs} ms`;
+  }
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `dns: ${e.message}`;
+  return `network: ${code ?? ''} ${e?.message ?? String(err)}`.slice(0, 300);
+}

@@ -1,0 +1,349 @@
+import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { Agent, request } from 'undici';
+import type { AppContext } from '../../context.js';
+import type { Worker } from '../../api/module.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { isoTime } from '../../clock.js';
+import { webhookBody } from '../../events/catalogue.js';
+import { AccountsService } from '../accounts/service.js';
+import { signedHeaders, secretKey } from './signing.js';
+import type { SecretBox } from './secrets.js';
+import { hostOf, type UrlGuard } from './url-guard.js';
+import { applyOutcome, describe, retryAfterMs, TimeoutError, type Outcome } from './outcome.js';
+import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
+
+const FAN_OUT_BATCH = 500;
+/** Outcomes are committed together: after this many, or this long after the first of a group. */
+const FLUSH_BATCH = 256;
+const FLUSH_DELAY_MS = 5;
+
+
+/**
+ * The delivery worker. It fans events out (one `webhook_deliveries` row per event and endpoint,
+ * keyed by the event id, behind a cursor over `events.seq` kept in the same transaction), then sends
+ * what is due with bounded concurrency, signing each attempt at the moment it is made. Outcomes are
+ * committed in groups (one transaction for all attempts that finished in the same tick). Nothing
+ * lives only in memory: a delivery whose attempt was in flight when the process died is still
+ * `pending` and due, so it is sent again after a restart with the same `webhook-id`.
+ */
+export class DeliveryWorker implements Worker {
+  readonly name = 'webhook-delivery';
+  private readonly store: WebhooksStore;
+  private readonly accounts: AccountsService;
+  private readonly agent: Agent;
+  /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
+  private readonly inflight = new Map<string, Promise<void>>();
+  /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
+  private sending = 0;
+  private readonly parents = new Map<string, string | null>();
+  /** Ids read ahead from the due index, sent in order as slots free up. */
+  private ready: string[] = [];
+  private readonly keys = new Map<string, { sealed: string; key: Buffer }>();
+  /** Controllers of the attempts in flight: a stop aborts them (cheaper than one combined signal each). */
+  private readonly controllers = new Set<AbortController>();
+  private stopped = false;
+  private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
+  private flushScheduled = false;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private wakeScheduled = false;
+  private running = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly onEvents = () => this.wake();
+
+  constructor(
+    private readonly ctx: AppContext,
+    readonly guard: UrlGuard,
+    private readonly box: SecretBox,
+  ) {
+    this.store = webhooksStore(ctx.db);
+    this.accounts = new AccountsService(ctx.db, ctx.clock);
+    const t = ctx.config.webhooks.timeout_ms;
+    this.agent = new Agent({
+      connect: { lookup: guard.lookup(), timeout: t },
+      headersTimeout: t,
+      bodyTimeout: t,
+      connections: ctx.config.webhooks.concurrency,
+    });
+  }
+
+  start(): void {
+    this.running = true;
+    this.ctx.outbox.notifier.on('events', this.onEvents);
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.ctx.outbox.notifier.off('events', this.onEvents);
+    clearTimeout(this.timer);
+    this.stopped = true;
+    for (const c of this.controllers) c.abort();
+    await Promise.allSettled([...this.inflight.values()]);
+    await this.agent.close().catch(() => undefined);
+  }
+
+  /** Look at the table soon (after the current tick): new events, finished attempts, timers. */
+  wake(): void {
+    if (!this.running || this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      if (!this.running) return;
+      try {
+        this.fanOut();
+        this.dispatch();
+      } catch (err) {
+        this.ctx.log.error({ err }, 'webhook delivery pass failed');
+      }
+      this.scheduleTimer();
+    });
+  }
+
+  /**
+   * Runs everything due now and waits until it is done (retries due immediately included). Tests
+   * move a ManualClock and call this instead of sleeping; operators' tools may call it too.
+   */
+  async runDue(): Promise<void> {
+    for (;;) {
+      this.fanOut();
+      this.dispatch();
+      if (this.inflight.size === 0) return;
+      await Promise.allSettled([...this.inflight.values()]);
+    }
+  }
+
+  /** Sends one delivery now, whatever its schedule (manual retry, test send); resolves once recorded. */
+  async sendNow(deliveryId: string): Promise<DeliveryRow | undefined> {
+    const running = this.inflight.get(deliveryId);
+    if (running) await running;
+    const row = this.store.sendable(deliveryId);
+    if (!row) return undefined;
+    await this.launch(row, true);
+    return this.store.delivery(deliveryId);
+  }
+
+  /** Creates the delivery rows of events past the cursor. Returns how many events it read. */
+  fanOut(): number {
+    let read = 0;
+    // Most wakes come from finished attempts: skip the write lock when no event is new.
+    if (this.store.maxEventSeq() <= this.store.cursor()) return 0;
+    for (;;) {
+      const n = this.bookkeeping(() => {
+        const events = this.store.eventsAfter(this.store.cursor(), FAN_OUT_BATCH);
+        if (events.length === 0) return 0;
+        const byScope = new Map<string, ReturnType<WebhooksStore['activeEndpoints']>>();
+        for (const ep of this.store.activeEndpoints()) {
+          const k = `${ep.account_id}:${ep.live_mode}`;
+          byScope.set(k, [...(byScope.get(k) ?? []), ep]);
+        }
+        const nowMs = this.ctx.clock.now();
+        const now = isoTime(nowMs);
+        for (const ev of events) {
+          if (byScope.size === 0) break;
+          const own = byScope.get(`${ev.account_id}:${ev.live_mode}`);
+          const parent = this.parentOf(ev.account_id);
+          const platform = parent ? byScope.get(`${parent}:${ev.live_mode}`) : undefined;
+          for (const ep of own && platform ? [...own, ...platform] : (own ?? platform ?? [])) {
+            if (ep.from_seq >= ev.seq) continue;
+            this.store.insertDelivery({
+              id: newId('whd'),
+              account_id: ep.account_id,
+              live_mode: ep.live_mode,
+              endpoint_id: ep.id,
+              event_id: ev.id,
+              event_type: ev.type,
+              event_account_id: ev.account_id,
+              payload: null,
+              next_attempt_ms: nowMs,
+              created_at: now,
+            });
+          }
+        }
+        this.store.setCursor(events[events.length - 1].seq);
+        return events.length;
+      });
+      read += n;
+      if (n < FAN_OUT_BATCH) return read;
+    }
+  }
+
+  /**
+   * A transaction for the worker's own records, committed without waiting for the disk flush
+   * (`synchronous=NORMAL` for its duration; the connection's setting is restored after). They are
+   * idempotent: a power cut can only lose the newest of them, after which the cursor is behind
+   * (rows are made again, `ON CONFLICT DO NOTHING`) or an attempt's outcome is missing (the
+   * delivery is sent again with the same webhook-id). Events themselves are committed by their
+   * emitters with the configured durability. On slow store disks this halves the flushes between
+   * an event and its first attempt.
+   */
+  private bookkeeping<T>(fn: () => T): T {
+    const db = this.ctx.db;
+    if (db.inTransaction) return tx(db, fn);
+    const mode = this.ctx.config.database.synchronous;
+    db.pragma('synchronous = NORMAL');
+    try {
+      return tx(db, fn);
+    } finally {
+      db.pragma(`synchronous = ${mode}`);
+    }
+  }
+
+  private parentOf(accountId: string): string | null {
+    if (!this.parents.has(accountId)) this.parents.set(accountId, this.accounts.account(accountId)?.parent_account_id ?? null);
+    return this.parents.get(accountId)!;
+  }
+
+  /**
+   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and each row
+   * is read, and checked again, only when it is sent: a delivery finished or canceled meanwhile is
+   * skipped.
+   */
+  private dispatch(): void {
+    const max = this.ctx.config.webhooks.concurrency;
+    const now = this.ctx.clock.now();
+    let refilled = false;
+    while (this.sending < max) {
+      if (this.ready.length === 0) {
+        if (refilled) return;
+        refilled = true;
+        this.ready = this.store
+          .due(now, max * 4 + this.inflight.size)
+          .map((r) => r.id)
+          .filter((id) => !this.inflight.has(id));
+        if (this.ready.length === 0) return;
+      }
+      const id = this.ready.shift()!;
+      if (this.inflight.has(id)) continue;
+      const row = this.store.sendable(id);
+      if (!row || row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+      void this.launch(row, false);
+    }
+  }
+
+  private launch(row: SendableRow, manual: boolean): Promise<void> {
+    this.sending++;
+    const p = this.attempt(row, manual)
+      .then((outcome) => {
+        this.sending--;
+        // The slot is free now; the outcome commits with the next group.
+        this.wake();
+        return outcome ? this.record(outcome) : undefined;
+      }, (err) => {
+        this.sending--;
+        throw err;
+      })
+      .catch((err) => this.ctx.log.error({ err, delivery: row.id }, 'webhook attempt failed to record'))
+      .finally(() => {
+        if (this.inflight.get(row.id) === p) this.inflight.delete(row.id);
+        this.wake();
+      });
+    this.inflight.set(row.id, p);
+    return p;
+  }
+
+  private keyOf(row: SendableRow): Buffer {
+    const cached = this.keys.get(row.endpoint_id);
+    if (cached && cached.sealed === row.secret) return cached.key;
+    const key = secretKey(this.box.open(row.secret));
+    this.keys.set(row.endpoint_id, { sealed: row.secret, key });
+    return key;
+  }
+
+  /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
+  private async attempt(row: SendableRow, manual: boolean): Promise<Outcome | undefined> {
+    const attemptedAt = this.ctx.clock.now();
+    const timestamp = Math.floor(attemptedAt / 1000);
+    const t0 = performance.now();
+    const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null): Outcome => ({
+      deliveryId: row.id,
+      manual,
+      timestamp,
+      attemptedAt,
+      durationMs: Math.round(performance.now() - t0),
+      responseCode,
+      error,
+      retryAfterMs,
+    });
+    try {
+      const payload = row.payload ?? row.event_payload;
+      if (payload === null) return out(null, 'event_missing: the event is no longer stored');
+      const body = JSON.stringify(
+        webhookBody({ type: row.event_type, payload: JSON.parse(payload), account_id: row.event_account_id }, { connected: row.event_account_id !== row.account_id }),
+      );
+      const host = hostOf(new URL(row.url));
+      // A literal address never reaches the socket's lookup, so it is checked here.
+      if (isIP(host) && !this.guard.addressAllowed(host)) return out(null, `address_refused: ${host} is a private, local or metadata address`);
+      // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(new TimeoutError()), this.ctx.config.webhooks.timeout_ms);
+      this.controllers.add(controller);
+      try {
+        const res = await request(row.url, {
+          method: 'POST',
+          dispatcher: this.agent,
+          body,
+          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
+          signal: controller.signal,
+        });
+        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+        return out(res.statusCode, null, retryAfterMs(res.headers['retry-after'], this.ctx.clock.now()));
+      } finally {
+        clearTimeout(timer);
+        this.controllers.delete(controller);
+      }
+    } catch (err) {
+      if (this.stopped) return undefined;
+      return out(null, describe(err, this.ctx.config.webhooks.timeout_ms));
+    }
+  }
+
+  /** Queues an outcome for the next group commit; resolves once it is committed. */
+  private record(outcome: Outcome): Promise<void> {
+    return new Promise((resolve) => {
+      this.outcomes.push({ outcome, done: resolve });
+      if (this.outcomes.length >= FLUSH_BATCH) {
+        clearTimeout(this.flushTimer);
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+        return;
+      }
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      // A few milliseconds of grouping spare many commits when deliveries stream; an attempt's slot
+      // is already free, so this delays only the record (and the re-sending of a crashed group).
+      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+    });
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushTimer);
+    this.flushScheduled = false;
+    const batch = this.outcomes;
+    if (batch.length === 0) return;
+    this.outcomes = [];
+    try {
+      this.bookkeeping(() => {
+        for (const { outcome } of batch) applyOutcome(this.ctx, this.store, outcome);
+      });
+    } catch (err) {
+      this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again');
+    }
+    for (const { done } of batch) done();
+  }
+
+  /** Applies one attempt's outcome: the attempt row, the delivery's state, the 410 rule. */
+  private scheduleTimer(): void {
+    clearTimeout(this.timer);
+    if (!this.running) return;
+    const poll = this.ctx.config.webhooks.poll_ms;
+    let delay = poll;
+    if (this.sending < this.ctx.config.webhooks.concurrency) {
+      const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.id));
+      if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
+    }
+    this.timer = setTimeout(() => this.wake(), delay);
+    this.timer.unref();
+  }
+}

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../../config.js';
 
@@ -51,6 +51,8 @@ export function runningDaemon(config: Pick<Config, 'data_dir'>): number | null {
  */
 export function acquireDaemonLock(config: Pick<Config, 'data_dir'>): () => void {
   const file = pidFile(config);
+  // A first start makes the folder; closed to other users, as it holds the sales.
+  mkdirSync(config.data_dir, { recursive: true, mode: 0o750 });
   const other = runningDaemon(config);
   if (other !== null) throw new DaemonRunningError(other, config.data_dir);
   const mine = `${process.pid}\n`;

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import Database from 'better-sqlite3';
@@ -60,6 +60,7 @@ export function restoreCommand(): Command {
       const inspection = inspectDatabase(backup);
       if (!inspection.ok) throw new CliError(`${backup} cannot be restored: ${inspection.problem}; nothing was changed`);
       const target = databaseFile(config);
+      mkdirSync(config.data_dir, { recursive: true, mode: 0o750 });
       let kept: string | undefined;
       if (existsSync(target)) {
         // Fold the log into the file first, so the copy kept aside is the whole current database.

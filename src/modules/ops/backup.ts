@@ -63,6 +63,14 @@ export async function backupDatabase(source: string, dest: string, opts: { onPro
   } finally {
     db.close();
   }
+  // The copy keeps the source's WAL mode in its header; a backup should be one self-contained file
+  // that opens without leaving -wal/-shm files beside it.
+  const copy = new Database(partial);
+  try {
+    copy.pragma('journal_mode = DELETE');
+  } finally {
+    copy.close();
+  }
   const check = inspectDatabase(partial);
   if (!check.ok) {
     rmSync(partial, { force: true });
@@ -115,6 +123,6 @@ export function pruneNightly(dir: string, keep: number): string[] {
     return [];
   }
   const old = names.sort().reverse().slice(keep);
-  for (const n of old) rmSync(join(dir, n), { force: true });
+  for (const n of old) for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, n + suffix), { force: true });
   return old;
 }

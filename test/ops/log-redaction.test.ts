@@ -7,6 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { MAIN, runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 import { PageClient } from '../helpers/page-client.js';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/logger.js';
 
 let dir: string;
 let daemon: DaemonProcess | undefined;
@@ -41,7 +43,7 @@ describe('secrets never reach the logs', () => {
     await daemon.waitFor(/"msg":"posd listening"/);
     const secrets = new Set<string>([testKey, liveKey, metricsToken]);
 
-    const accounts = JSON.parse((await runPosd(['accounts', 'list', '--data', data, '--json'])).stdout) as Array<{ id: string; organization_id: string }>;
+    const accounts = JSON.parse((await runPosd(['accounts', 'list', '--data', data, '--json'])).stdout) as Array<{ id: string; organization_id: string; environment: string }>;
     const created = JSON.parse((await runPosd(['keys', 'create', '--data', data, '--account', accounts[0].id, '--env', 'live', '--json'])).stdout);
     const orgKey = JSON.parse((await runPosd(['keys', 'create', '--data', data, '--organization', accounts[0].organization_id, '--env', 'test', '--json'])).stdout);
     secrets.add(created.key).add(orgKey.key);
@@ -54,8 +56,10 @@ describe('secrets never reach the logs', () => {
       const res = await request(`${api}${path}`, { method: init.method ?? 'GET', headers, body: init.body });
       return { status: res.statusCode, text: await res.body.text() };
     };
+    const sandbox = accounts.find((a) => a.environment === 'sandbox')!.id;
     for (const key of [testKey, liveKey, created.key, orgKey.key]) {
-      expect((await call('/api/test', { 'x-secret-key': key })).status).toBe(200);
+      const scope: Record<string, string> = key === orgKey.key ? { 'x-account-id': sandbox } : {};
+      expect((await call('/api/test', { 'x-secret-key': key, ...scope })).status).toBe(200);
       const wrong = nearMiss(key);
       secrets.add(wrong);
       expect((await call('/api/test', { 'x-secret-key': wrong })).status).toBe(401);
@@ -63,9 +67,9 @@ describe('secrets never reach the logs', () => {
     }
     // Keys in odd places: a query string, a body, a JSON field that fails validation.
     expect((await call(`/api/test?key=${testKey}`, {})).status).toBe(401);
-    expect((await call('/api/connected_accounts', { 'x-secret-key': testKey, 'content-type': 'application/json' }, { method: 'POST', body: `{"key": "${liveKey}", ` })).status).toBe(400);
-    // An organization key on a write, and a revoked key.
-    expect((await call('/api/connected_accounts', { 'x-secret-key': orgKey.key }, { method: 'POST', body: '{}' })).status).toBe(403);
+    expect((await call('/api/test', { 'x-secret-key': testKey, 'content-type': 'application/json' }, { method: 'POST', body: `{"key": "${liveKey}", ` })).status).toBe(400);
+    // An organization key without the account it acts on, and a revoked key.
+    expect((await call('/api/test', { 'x-secret-key': orgKey.key })).status).toBe(400);
     expect((await runPosd(['keys', 'revoke', '--data', data, created.prefix])).code).toBe(0);
     expect((await call('/api/test', { 'x-secret-key': created.key })).status).toBe(401);
 
@@ -98,5 +102,23 @@ describe('secrets never reach the logs', () => {
       const times = stderr.split(secret).length - 1;
       expect(times, `stderr shows ${secret.slice(0, 12)}… ${times} times`).toBe(secret === testKey ? 2 : secret === liveKey ? 1 : 0);
     }
+  });
+});
+
+describe('logger redaction paths', () => {
+  it('censors headers and fields that hold secrets wherever a module logs them', () => {
+    let out = '';
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        out += chunk;
+        done();
+      },
+    });
+    const log = createLogger({ log: { level: 'info', format: 'json' } }, sink as never);
+    log.info({ req: { headers: { 'x-secret-key': 'sk_live_AAA', authorization: 'Bearer BBB', cookie: 'posd_session=CCC' } } }, 'r');
+    log.info({ headers: { authorization: 'Bearer DDD', cookie: 'posd_session=EEE' } }, 'h');
+    log.info({ form: { password: 'FFF', _csrf: 'GGG' }, ops: { metrics_token: 'HHH' }, user: { session: 'III', key: 'sk_test_JJJ' } }, 'f');
+    for (const s of ['AAA', 'BBB', 'CCC', 'DDD', 'EEE', 'FFF', 'GGG', 'HHH', 'III', 'JJJ']) expect(out).not.toContain(s);
+    expect(out.match(/\[redacted\]/g)?.length).toBe(10);
   });
 });

@@ -8,6 +8,7 @@ import type { BenchResult } from './lib.js';
 const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> = {
   startup: () => import('./startup.js'),
   account: () => import('./account.js'),
+  'cash-sales': () => import('./cash-sales.js'),
 };
 
 function fmt(n: number): string {

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
-import { startDaemon } from '../daemon.js';
 import { DatabaseTooNewError } from '../db/migrate.js';
 import { DaemonRunningError } from '../modules/ops/daemon-lock.js';
 import { SdNotify } from '../sd-notify.js';
@@ -18,6 +17,8 @@ export function serveCommand(): Command {
         http.port = Number(opts.port);
       }
       const config = cliConfig(opts, Object.keys(http).length ? { http } : {});
+      // Loaded here so the other commands start without the HTTP stack.
+      const { startDaemon } = await import('../daemon.js');
       let daemon;
       try {
         daemon = await startDaemon({

@@ -82,7 +82,8 @@ describe('status page', () => {
 
     const status = await page.get('/');
     expect(status.text).toContain('posd status');
-    for (const id of ['terminals', 'commands', 'sales', 'webhooks', 'sync']) {
+    expect(status.text).toMatch(/<section id="sales" data-state="ok"><h2>Today&#39;s sales<\/h2><p class="muted">No sales yet today.<\/p>/);
+    for (const id of ['terminals', 'commands', 'webhooks', 'sync']) {
       expect(status.text).toMatch(new RegExp(`<section id="${id}" data-state="not_configured">`));
     }
     expect(status.text).toMatch(/<section id="disk" data-state="ok">/);
@@ -130,6 +131,23 @@ describe('status page', () => {
     expect(page.cookies.has('posd_session')).toBe(false);
     clock.advance(5 * 60_000);
     expect((await page.login(PASSWORD)).status).toBe(303);
+  });
+
+  it("shows today's live cash sales by currency from the money area; sandbox sales do not count", async () => {
+    server = await startTestServer();
+    await withPassword(server);
+    const live = server.installation.keys.live;
+    for (const amount of [1000, 2550]) {
+      expect((await server.api('POST', '/cash_sales', { key: live, body: { amount_in_cents: amount, currency: 'GTQ' } })).status).toBe(201);
+    }
+    expect((await server.api('POST', '/cash_sales', { key: live, body: { amount_in_cents: 700, currency: 'USD' } })).status).toBe(201);
+    expect((await server.api('POST', '/cash_sales', { body: { amount_in_cents: 99_999, currency: 'GTQ' } })).status).toBe(201); // sandbox
+    const page = new PageClient(server.url);
+    await page.login(PASSWORD);
+    const text = (await page.get('/')).text;
+    expect(text).toContain('<td>cash</td><td>GTQ</td><td>2</td><td>GTQ 35.50</td>');
+    expect(text).toContain('<td>cash</td><td>USD</td><td>1</td><td>USD 7.00</td>');
+    expect(text).not.toContain('999.99');
   });
 
   it("shows today's sales from the area's read function, asked for the box's local day", async () => {

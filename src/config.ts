@@ -69,6 +69,32 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  terminals: Type.Object(
+    {
+      /** Serial terminals posd opens at start: each binds a registered terminal id to a port (8N1). */
+      serial: Type.Array(
+        Type.Object({
+          terminal_id: Type.String({ minLength: 1 }),
+          path: Type.String({ minLength: 1 }),
+          baud_rate: Type.Integer({ minimum: 300, maximum: 4_000_000, default: 115_200 }),
+        }),
+        { default: [] },
+      ),
+      /** A taken command that hears nothing for this long asks its terminal for its status (gaps.md: 120 s). */
+      dispatch_timeout_ms: Type.Integer({ minimum: 1, default: 120_000 }),
+      /** How long a fresh link may stay silent before it must have said hello. */
+      hello_timeout_ms: Type.Integer({ minimum: 1, default: 10_000 }),
+      /** Protocol keepalive: a ping every 10 s, three missed make the terminal unavailable. 0 disables. */
+      ping_interval_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+      max_missed_pings: Type.Integer({ minimum: 1, default: 3 }),
+      /** Serial framing: wait for ACK/NAK this long before resending, at most `serial_max_resends` times. */
+      serial_ack_timeout_ms: Type.Integer({ minimum: 1, default: 2_000 }),
+      serial_max_resends: Type.Integer({ minimum: 0, default: 3 }),
+      /** Reopening a serial port that went away backs off from 500 ms up to this. */
+      serial_reopen_max_ms: Type.Integer({ minimum: 1, default: 30_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),
@@ -151,6 +177,14 @@ function envName(path: string[]): string {
 }
 
 function fromEnvText(text: string, schema: TSchema): unknown {
+  // A list of objects (terminals.serial) is given as JSON; a list of words as comma-separated text.
+  if (schema[Kind] === 'Array' && text.trim().startsWith('[')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
   if (schema[Kind] === 'Array') return text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   if (schema[Kind] === 'Integer' || schema[Kind] === 'Number') return text.trim() === '' ? text : Number(text);
   if (schema[Kind] === 'Boolean') return text === 'true' || text === '1' ? true : text === 'false' || text === '0' ? false : text;

@@ -44,6 +44,13 @@ export const ERRORS = {
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
+  // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
+  external_id_reused: {
+    status: 422,
+    message: 'This external_id was already used for a command with a different amount or terminal.',
+  },
+  terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
+  terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

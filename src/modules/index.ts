@@ -9,6 +9,8 @@ import { intentsModule } from './intents/index.js';
 import { paymentsModule } from './payments/index.js';
 import { refundsModule } from './refunds/index.js';
 import { cashSalesModule } from './cash-sales/index.js';
+import { terminalsModule } from './terminals/index.js';
+import { terminalCommandsModule } from './terminal-commands/index.js';
 import { opsModule } from './ops/index.js';
 
 /** Every area of the product, in registration order. */
@@ -23,5 +25,7 @@ export const MODULES: readonly PosdModule[] = [
   paymentsModule,
   refundsModule,
   cashSalesModule,
+  terminalsModule,
+  terminalCommandsModule,
   opsModule,
 ];

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { request } from 'undici';
 import { SdNotify } from '../../src/sd-notify.js';
 import { spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 
@@ -81,10 +82,12 @@ describe('systemd notify', () => {
     await listener.ready;
     daemon = spawnDaemon(['--data', join(dir, 'data'), '--port', '0'], { NOTIFY_SOCKET: socket, WATCHDOG_USEC: '300000' });
     const [ready] = await listener.until(/READY=1/);
-    // By READY the daemon already listens: the log line comes first.
-    expect(daemon.stdout()).toContain('"msg":"posd listening"');
     expect(ready.split('\n')).toEqual(expect.arrayContaining(['READY=1', `MAINPID=${daemon.child.pid}`]));
-    expect(ready).toMatch(/STATUS=serving http:\/\/127\.0\.0\.1:\d+/);
+    const url = /STATUS=serving (http:\/\/127\.0\.0\.1:\d+)/.exec(ready)?.[1];
+    // By READY the daemon already answers (the database is migrated and the port listens).
+    const health = await request(`${url}/healthz`);
+    expect(health.statusCode).toBe(200);
+    await health.body.dump();
     await listener.until(/WATCHDOG=1/, 2);
     expect(listener.messages.some((m) => /STOPPING=1/.test(m))).toBe(false);
     daemon.child.kill('SIGTERM');

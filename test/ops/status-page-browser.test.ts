@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:http';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +14,7 @@ import { setManagerPassword } from '../../src/modules/ops/store.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'browser-pass-2026';
+const SIMULATOR = join(import.meta.dirname, '../../dist/devices/simulator/cli.js');
 
 let browser: Browser;
 let server: TestServer;
@@ -26,7 +29,10 @@ beforeAll(async () => {
   }).listen(0, '127.0.0.1');
   await once(receiver, 'listening');
   const port = (receiver.address() as { port: number }).port;
-  server = await startTestServer({ modules: [...MODULES, fixtureWebhooksModule(() => `http://127.0.0.1:${port}/hook`)] });
+  server = await startTestServer({
+    modules: [...MODULES, fixtureWebhooksModule(() => `http://127.0.0.1:${port}/hook`)],
+    config: { terminals: { ping_interval_ms: 0 } },
+  });
   const hash = await hashPassword(PASSWORD);
   tx(server.daemon.ctx.db, () => setManagerPassword(server.daemon.ctx.db, hash));
   browser = await chromium.launch({
@@ -66,7 +72,8 @@ describe('status page in a real browser', () => {
     for (const id of ['terminals', 'commands', 'sales', 'webhooks', 'sync', 'disk']) {
       expect(await page.isVisible(`section#${id}`)).toBe(true);
     }
-    expect(await page.textContent('section#terminals')).toContain('not configured');
+    expect(await page.textContent('section#terminals')).toContain('No terminals registered.');
+    expect(await page.textContent('section#sync')).toContain('not configured');
     expect(await page.textContent('section#disk')).toContain('Free disk');
     // The stylesheet loaded (no CDN: same origin) and the layout fits the phone's width.
     expect(await page.evaluate(() => getComputedStyle(document.querySelector('section')!).borderRadius)).toBe('8px');
@@ -82,5 +89,52 @@ describe('status page in a real browser', () => {
     expect(await page.isVisible('#password')).toBe(true);
     expect(failures).toEqual([]);
     await context.close();
+  });
+});
+
+describe('terminals on the status page', () => {
+  it('shows a simulated terminal available with its command in flight, then unavailable once the simulator stops', async () => {
+    if (!existsSync(SIMULATOR)) throw new Error(`${SIMULATOR} is missing: build first (npm test runs tsc before vitest)`);
+    const trm = (await server.api('POST', '/terminals', { body: { name: 'Caja 1' } })).body;
+    const sim: ChildProcess = spawn(
+      process.execPath,
+      [SIMULATOR, '--url', `${server.url.replace('http', 'ws')}/terminals/link`, '--terminal-id', trm.id, '--token', trm.pairing_token, '--behaviour', 'never_answer'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let out = '';
+    sim.stdout!.on('data', (d) => (out += d));
+    try {
+      await expect.poll(() => out.includes('"welcome"'), { timeout: 10_000 }).toBe(true);
+      const cmd = (await server.api('POST', '/terminal_session_commands', { body: { terminal_id: trm.id, external_id: 'browser-1', amount_in_cents: 4250, currency: 'GTQ' } })).body;
+      expect(cmd.id).toBeTruthy();
+
+      const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
+      const page = await context.newPage();
+      await page.goto(`${server.url}/`);
+      await page.fill('#password', PASSWORD);
+      await Promise.all([page.waitForURL(`${server.url}/`), page.click('button[type=submit]')]);
+      const cell = `section#terminals td[data-terminal="${trm.id}"]`;
+      expect(await page.textContent(cell)).toBe('available');
+      expect(await page.textContent('section#terminals')).toContain('Caja 1 (sandbox)');
+      const commands = await page.textContent('section#commands');
+      expect(commands).toContain(cmd.id);
+      expect(commands).toContain('GTQ 42.50');
+
+      sim.kill('SIGTERM');
+      await new Promise((r) => sim.once('exit', r));
+      await expect
+        .poll(
+          async () => {
+            await page.reload();
+            return page.textContent(cell);
+          },
+          { timeout: 10_000 },
+        )
+        .toBe('unavailable');
+      expect(await page.getAttribute(cell, 'class')).toBe('bad');
+      await context.close();
+    } finally {
+      if (sim.exitCode === null) sim.kill('SIGKILL');
+    }
   });
 });

@@ -2,6 +2,8 @@ import type { Migration } from '../migrate.js';
 import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
 import { money } from './010-money.js';
+import { moneyIndexes } from './011-money-indexes.js';
+import { terminals } from './020-terminals.js';
 import { operations } from './070-operations.js';
 
 /**
@@ -10,4 +12,4 @@ import { operations } from './070-operations.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, operations];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, moneyIndexes, terminals, operations];

@@ -1,8 +1,7 @@
 import type { PosdModule } from '../../api/module.js';
 import { opsRoutes } from './routes.js';
 import { NightlyBackup } from './nightly-backup.js';
-import { provideStatus, statusSources } from './status-sources.js';
-import { salesByMethod } from '../intents/service.js';
+import { provideBuiltInSources } from './sources.js';
 
 export { metrics, type Metrics } from './metrics.js';
 export { provideStatus, statusSources, type StatusSources } from './status-sources.js';
@@ -13,9 +12,9 @@ export { runningDaemon } from './daemon-lock.js';
 export const opsModule: PosdModule = {
   name: 'ops',
   root: (app, ctx) => {
-    // Money is part of every build: its read function feeds "today's sales". Other areas register
-    // their own panels with provideStatus when they are installed.
-    if (!statusSources(ctx).salesBetween) provideStatus(ctx, { salesBetween: (from, until) => salesByMethod(ctx, from, until) });
+    // Money and terminals are part of every build: their read functions feed their panels. Other
+    // areas register their own with provideStatus when they are installed.
+    provideBuiltInSources(ctx);
     return opsRoutes(app, ctx);
   },
   workers: (ctx) => (ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []),

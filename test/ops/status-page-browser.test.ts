@@ -116,6 +116,10 @@ describe('terminals on the status page', () => {
       const cell = `section#terminals td[data-terminal="${trm.id}"]`;
       expect(await page.textContent(cell)).toBe('available');
       expect(await page.textContent('section#terminals')).toContain('Caja 1 (sandbox)');
+      const scrape = async () => (await (await fetch(`${server.url}/metrics`)).text());
+      // Dispatch is asynchronous: the command is pending or already taken by the terminal.
+      expect(await scrape()).toMatch(/posd_terminal_commands_in_flight\{state="(pending|dispatched)"\} 1/);
+      expect(await scrape()).toContain('posd_terminals{availability="available"} 1');
       const commands = await page.textContent('section#commands');
       expect(commands).toContain(cmd.id);
       expect(commands).toContain('GTQ 42.50');
@@ -132,6 +136,7 @@ describe('terminals on the status page', () => {
         )
         .toBe('unavailable');
       expect(await page.getAttribute(cell, 'class')).toBe('bad');
+      expect(await scrape()).toContain('posd_terminals{availability="unavailable"} 1');
       await context.close();
     } finally {
       if (sim.exitCode === null) sim.kill('SIGKILL');

@@ -2,6 +2,7 @@ import type { PosdModule } from '../../api/module.js';
 import { opsRoutes } from './routes.js';
 import { NightlyBackup } from './nightly-backup.js';
 import { provideBuiltInSources } from './sources.js';
+import { registerAreaMetrics } from './area-metrics.js';
 
 export { metrics, type Metrics } from './metrics.js';
 export { provideStatus, statusSources, type StatusSources } from './status-sources.js';
@@ -15,6 +16,7 @@ export const opsModule: PosdModule = {
     // Money and terminals are part of every build: their read functions feed their panels. Other
     // areas register their own with provideStatus when they are installed.
     provideBuiltInSources(ctx);
+    registerAreaMetrics(ctx);
     return opsRoutes(app, ctx);
   },
   workers: (ctx) => (ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []),

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPosd } from '../helpers/process.js';
+import { startTestServer } from '../helpers/server.js';
 
 let dir: string;
 let central: Server | undefined;
@@ -100,5 +101,28 @@ describe('posd doctor', () => {
     await once(central, 'close');
     const down = await doctor(['--data', data, '--config', config]);
     expect(check(down.report, 'clock')).toMatchObject({ ok: false, detail: expect.stringMatching(/^cannot reach the central/) });
+  });
+});
+
+describe('posd doctor and terminal links', () => {
+  it('names a serial terminal whose device is missing and says what to do; a usable device passes', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'posd-doctor-'));
+    const data = join(dir, 'data');
+    const server = await startTestServer({ dataDir: data, config: { http: { port: 0, host: '127.0.0.1' }, terminals: { ping_interval_ms: 0 } } });
+    const live = server.installation.keys.live;
+    const missing = await server.api('POST', '/terminals', { key: live, body: { name: 'Caja 2', transport: 'serial', serial_path: '/dev/ttyUSB-posd-missing' } });
+    expect(missing.status).toBe(201);
+    const present = await server.api('POST', '/terminals', { key: live, body: { name: 'Caja 3', transport: 'serial', serial_path: '/dev/null' } });
+    expect(present.status).toBe(201);
+    await server.stop();
+    chmodSync(data, 0o750);
+    const r = await doctor(['--data', data]);
+    expect(check(r.report, `terminal ${missing.body.id}`)).toMatchObject({
+      ok: false,
+      detail: '/dev/ttyUSB-posd-missing: no such device',
+      fix: expect.stringContaining('check the cable'),
+    });
+    expect(check(r.report, `terminal ${present.body.id}`)).toMatchObject({ ok: true, detail: '/dev/null is reachable' });
+    expect(r.code).toBe(1);
   });
 });

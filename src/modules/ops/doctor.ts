@@ -103,7 +103,8 @@ function recorded(config: Config, nowMs: number): Check[] {
 
 /** Serial terminals name a device; that device must exist and be usable by this user. */
 function terminals(db: Database.Database): Check[] {
-  const rows = db.prepare('SELECT * FROM terminals').all() as Array<Record<string, unknown>>;
+  // Read defensively by column name: the terminals area owns the table's shape.
+  const rows = (db.prepare('SELECT * FROM terminals').all() as Array<Record<string, unknown>>).filter((r) => !r.retired_at);
   const out: Check[] = [];
   for (const row of rows) {
     const id = String(row.id ?? '?');

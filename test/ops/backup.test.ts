@@ -191,13 +191,14 @@ describe('posd restore', () => {
     expect(list.map((a: { id: string }) => a.id)).toContain(inst.account_id);
   });
 
-  it('replaces the database, keeps the previous one aside and ignores a stale pid file', async () => {
+  it('replaces the database, keeps the previous one aside and ignores a stale pid file whose pid was reused', async () => {
     const dir = tmp();
     const good = await madeBackup(dir);
     const source = JSON.parse((await runPosd(['accounts', 'list', '--data', join(dir, 'src'), '--json'])).stdout);
     const target = join(dir, 'target');
     await runPosd(['init', '--data', target, '--json']);
-    writeFileSync(join(target, 'posd.pid'), '999999\n'); // a daemon that died without cleaning up
+    // A daemon that died without cleaning up, its pid since given to another live process (this one).
+    writeFileSync(join(target, 'posd.pid'), `${process.pid} 1\n`);
     const r = await runPosd(['restore', good, '--data', target]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);

@@ -16,21 +16,30 @@ export function pidFile(config: Pick<Config, 'data_dir'>): string {
   return join(config.data_dir, 'posd.pid');
 }
 
+/** The kernel's start time of a process (clock ticks since boot), or null where /proc is absent. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22, counted after the command name, which may itself hold spaces or parentheses.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * A pid counts as a running daemon when the process exists and is a node program: after a crash
- * and a reboot the stale pid may belong to something else, which must not block a restore.
+ * A pid counts as the running daemon when that process exists and started when the file says: after
+ * a crash and a reboot the same number may belong to another program, which must not block a
+ * restore or the next start.
  */
-function alive(pid: number): boolean {
+function alive(pid: number, started: string | undefined): boolean {
   try {
     process.kill(pid, 0);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  try {
-    return /node/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-  } catch {
-    return true; // no /proc: trust the signal check
-  }
+  const now = startTime(pid);
+  return !started || now === null || now === started;
 }
 
 /** The pid of the daemon serving this data folder, or null. */
@@ -41,8 +50,9 @@ export function runningDaemon(config: Pick<Config, 'data_dir'>): number | null {
   } catch {
     return null;
   }
-  const pid = Number(text.trim());
-  return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+  const [pidText, started] = text.trim().split(/\s+/);
+  const pid = Number(pidText);
+  return Number.isInteger(pid) && pid > 0 && alive(pid, started) ? pid : null;
 }
 
 /**
@@ -55,7 +65,8 @@ export function acquireDaemonLock(config: Pick<Config, 'data_dir'>): () => void 
   mkdirSync(config.data_dir, { recursive: true, mode: 0o750 });
   const other = runningDaemon(config);
   if (other !== null) throw new DaemonRunningError(other, config.data_dir);
-  const mine = `${process.pid}\n`;
+  // `pid starttime`: the start time tells this process from a later one given the same pid.
+  const mine = `${process.pid} ${startTime(process.pid) ?? ''}`.trimEnd() + '\n';
   try {
     writeFileSync(file, mine, { mode: 0o640, flag: 'wx' });
   } catch (err) {

@@ -7,6 +7,7 @@ import { accountsCommand, keysCommand } from './cli/keys.js';
 import { managerCommand } from './cli/manager.js';
 import { backupCommand, restoreCommand } from './cli/backup.js';
 import { doctorCommand } from './cli/doctor.js';
+import { terminalsCommand } from './cli/terminals.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
     backupCommand(),
     restoreCommand(),
     doctorCommand(),
+    terminalsCommand(),
   ]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();

@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
 
@@ -18,12 +19,20 @@ export interface SyncRecordInput {
  * records are append-only facts; the push worker sends them in `seq` order and central applies each
  * by id, so a repeated push changes nothing).
  */
+const inserts = new WeakMap<Db, Statement>();
+
 export function appendSyncRecord(db: Db, input: SyncRecordInput): string {
   if (!db.inTransaction) throw new Error('appendSyncRecord() outside a transaction');
   const id = input.id ?? newId('sync');
-  db.prepare(
-    `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT(id) DO NOTHING`,
-  ).run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
+  // Prepared once per database: preparing on every sale cost about 7% of a cash sale's CPU.
+  let insert = inserts.get(db);
+  if (!insert) {
+    insert = db.prepare(
+      `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO NOTHING`,
+    );
+    inserts.set(db, insert);
+  }
+  insert.run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
   return id;
 }

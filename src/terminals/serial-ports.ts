@@ -22,7 +22,14 @@ export class SerialPorts {
   ) {}
 
   start(): void {
-    for (const entry of this.ctx.config.terminals.serial) this.keep(entry.terminal_id, entry.path, entry.baud_rate);
+    for (const entry of this.ctx.config.terminals.serial) {
+      const row = terminalRow(this.ctx, entry.terminal_id);
+      if (!row || row.retired_at || row.transport !== 'serial') {
+        this.ctx.log.warn({ terminal_id: entry.terminal_id, path: entry.path }, 'terminals.serial names no registered serial terminal; port not opened');
+        continue;
+      }
+      this.keep(entry.terminal_id, entry.path, entry.baud_rate);
+    }
     for (const row of serialTerminals(this.ctx)) if (row.serial_path) this.keep(row.id, row.serial_path, row.baud_rate ?? 115_200);
     const signals = terminalSignals(this.ctx);
     signals.on('registered', this.onRegistered);

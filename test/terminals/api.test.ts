@@ -82,7 +82,7 @@ describe('terminal registry', () => {
     expect(await bad.hello({ token: 'tpt_wrong' })).toMatchObject({ type: 'error', code: 'unauthorized' });
     const good = await connectWsTerminal(s.url, t.id, t.pairing_token);
     expect((await good.hello()).type).toBe('welcome');
-    await expect.poll(async () => (await s.api('GET', `/terminals/${t.id}`)).body.availability).toBe('available');
+    await expect.poll(async () => (await s.api('GET', `/terminals/${t.id}`)).body.availability, { timeout: 10_000 }).toBe('available');
     const got = (await s.api('GET', `/terminals/${t.id}`)).body;
     expect(got).toMatchObject({ model: 'scripted-1', firmware: '2.3.4' });
     // A terminal holding a command cannot be retired.

@@ -46,7 +46,7 @@ it('a SIGKILL after dispatch loses nothing: restart, reconnect, result committed
   await terminal.next('charge', (c) => c.command_id === a.body.id);
   await terminal.ack(a.body.id);
   await terminal.progress(a.body.id, 'authorizing');
-  await expect.poll(() => statusOf(posd!.url, key, a.body.id)).toBe('dispatched');
+  await expect.poll(() => statusOf(posd!.url, key, a.body.id), { timeout: 10_000 }).toBe('dispatched');
   // A second sale waits behind the first; a cancel of the first can only be a request.
   const b = await call(posd.url, key, 'POST', '/terminal_session_commands', {
     terminal_id: trm.body.id, external_id: 'sale-b', amount_in_cents: 700,
@@ -95,7 +95,7 @@ it('a restart resumes a dispatched command and re-sends nothing the terminal alr
   expect(a.body.amount_in_cents).toBe(2550);
   await terminal.next('charge');
   await terminal.ack(a.body.id);
-  await expect.poll(() => statusOf(posd!.url, key, a.body.id)).toBe('dispatched');
+  await expect.poll(() => statusOf(posd!.url, key, a.body.id), { timeout: 10_000 }).toBe('dispatched');
   await kill9(posd);
   await terminal.link.whenDown;
 
@@ -128,7 +128,7 @@ it('over a serial line: SIGKILL while authorizing, restart reopens the port, the
     await terminal.next('charge', (c) => c.command_id === a.body.id);
     await terminal.ack(a.body.id);
     await terminal.progress(a.body.id, 'authorizing');
-    await expect.poll(() => statusOf(posd!.url, key, a.body.id)).toBe('dispatched');
+    await expect.poll(() => statusOf(posd!.url, key, a.body.id), { timeout: 10_000 }).toBe('dispatched');
 
     await kill9(posd);
     posd = await startPosd(withPort);

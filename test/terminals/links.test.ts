@@ -46,7 +46,7 @@ it('availability and last_seen_at follow the heartbeat; three missed pings make 
   }));
   await until(() => received.some((m) => m.type === 'welcome'));
   const get = async () => (await s.api('GET', `/terminals/${trm.id}`)).body;
-  await expect.poll(async () => (await get()).availability).toBe('available');
+  await expect.poll(async () => (await get()).availability, { timeout: 10_000 }).toBe('available');
   expect((await get()).last_seen_at).toBe(new Date(t0).toISOString());
 
   // A ping from the terminal is traffic: the next heartbeat check records it.

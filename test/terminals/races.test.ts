@@ -47,7 +47,7 @@ describe.each(['websocket', 'serial'] as const)('races over %s', (transport) => 
     await h.terminal.progress(id, 'authorizing');
     await progressed;
     await h.terminal.close();
-    await expect.poll(async () => (await h!.server.api('GET', `/terminals/${h!.terminalId}`)).body.availability).toBe('unavailable');
+    await expect.poll(async () => (await h!.server.api('GET', `/terminals/${h!.terminalId}`)).body.availability, { timeout: 10_000 }).toBe('unavailable');
     expect(await h.get(id)).toMatchObject({ status: 'dispatched', terminal_availability: 'unavailable' });
     // A cancel while it is away can only be a request: the card may be charged right now.
     const del = await h.server.api('DELETE', `/terminal_session_commands/${id}`);

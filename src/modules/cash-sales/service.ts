@@ -7,7 +7,7 @@ import { appendSyncRecord } from '../../sync/outbox.js';
 import type { Account } from '../accounts/service.js';
 import { assertAccountCurrency, MAX_LINE_CENTS } from '../ledger/money.js';
 import { insertPaidCheckout } from '../checkouts/service.js';
-import { customerById, getCustomer } from '../customers/service.js';
+import { customerById, getCustomer, markCustomerLive } from '../customers/service.js';
 import { createIntent } from '../intents/service.js';
 import { intentDocument, LEGACY_API_VERSION } from '../intents/document.js';
 import { recordTaxInvoice, taxInvoicingEnabled, tryIssue } from '../tax-invoices/service.js';
@@ -90,6 +90,8 @@ export async function createCashSale(ctx: AppContext, account: Account, body: Ca
     };
     cashSalesStore(ctx.db).insert(cash);
     if (invoice) recordTaxInvoice(ctx, account, invoice.req, invoice.outcome);
+    // Cash collected by a live account is a real payment: it makes the customer live (spec 5 rule 7).
+    if (customerId && account.live_mode) markCustomerLive(ctx, customerId);
 
     const doc = intentDocument(ctx, intentId)!;
     ctx.outbox.emit({ ...scope, type: 'intent.succeeded', payload: doc, objectId: intentId });

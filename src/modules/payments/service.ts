@@ -153,11 +153,12 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const doc = intentDocument(ctx, intentId)!;
     const scope = { accountId: account.id, liveMode: account.live_mode };
     ctx.outbox.emit({ ...scope, type: `intent.${input.outcome}`, payload: doc, objectId: intentId });
-    if (account.event_format === 'both') {
+    const legacyType = legacyEventType(input.method, input.outcome);
+    if (account.event_format === 'both' && legacyType) {
       const customer = checkout.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
       ctx.outbox.emit({
         ...scope,
-        type: legacyEventType(input.method, input.outcome),
+        type: legacyType,
         payload: legacyPaymentPayload(pa, settled, customer, doc.payment.id),
         objectId: paId,
       });

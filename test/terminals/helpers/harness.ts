@@ -25,7 +25,7 @@ export interface Harness {
 export const FAST_TERMINALS = {
   ping_interval_ms: 0,
   hello_timeout_ms: 5_000,
-  serial_ack_timeout_ms: 300,
+  serial_ack_timeout_ms: 1_000,
   serial_reopen_max_ms: 200,
 };
 

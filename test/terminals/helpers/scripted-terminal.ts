@@ -108,6 +108,6 @@ export async function openSerialTerminal(
   opts: { clock?: Clock; wrap?: (port: PortStream) => PortStream } = {},
 ): Promise<ScriptedTerminal> {
   const port = await openSerialPort({ path });
-  const link = terminalLinkFromPort(opts.wrap ? opts.wrap(port) : port, { clock: opts.clock, pingIntervalMs: 0, ackTimeoutMs: 500 });
+  const link = terminalLinkFromPort(opts.wrap ? opts.wrap(port) : port, { clock: opts.clock, pingIntervalMs: 0, ackTimeoutMs: 1_000 });
   return new ScriptedTerminal(link, terminalId, token);
 }

@@ -11,6 +11,7 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   'cash-sales': () => import('./cash-sales.js'),
   transfers: () => import('./transfers.js'),
   webhooks: () => import('./webhooks.js'),
+  backup: () => import('./backup.js'),
 };
 
 function fmt(n: number): string {

@@ -251,6 +251,27 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /** Operations: the manager's status page and /metrics (docs/operations.md). */
+  ops: Type.Object(
+    {
+      /** How long a manager stays logged in to the status page. */
+      session_hours: Type.Integer({ minimum: 1, maximum: 24 * 30, default: 12 }),
+      /** When set, GET /metrics asks for `Authorization: Bearer <token>`; empty: open (counts only). */
+      metrics_token: Type.String({ default: '' }),
+    },
+    { default: {} },
+  ),
+  /** Nightly backups: `dir` empty means `<data_dir>/backups`. */
+  backup: Type.Object(
+    {
+      dir: Type.String({ default: '' }),
+      /** Local hour of the nightly backup, 0-23; -1 turns the nightly backup off. */
+      hour: Type.Integer({ minimum: -1, maximum: 23, default: 3 }),
+      /** How many nightly backups to keep (older ones are deleted after a successful backup). */
+      keep: Type.Integer({ minimum: 1, maximum: 365, default: 7 }),
+    },
+    { default: {} },
+  ),
 });
 
 export type Config = Static<typeof ConfigSchema>;

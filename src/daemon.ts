@@ -11,6 +11,7 @@ import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './modules/accounts/service.js';
+import { acquireDaemonLock } from './modules/ops/daemon-lock.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -43,7 +44,15 @@ export function createContext(config: Config, opts: { log?: Logger; clock?: Cloc
  * so one failure does not leave the database open.
  */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
-  const ctx = createContext(opts.config, { log: opts.log, clock: opts.clock });
+  // The pid file marks the data folder as served: `posd restore` refuses while it names a live process.
+  const releaseLock = acquireDaemonLock(opts.config);
+  let ctx: ReturnType<typeof createContext>;
+  try {
+    ctx = createContext(opts.config, { log: opts.log, clock: opts.clock });
+  } catch (err) {
+    releaseLock();
+    throw err;
+  }
   const { config, log } = ctx;
   const accounts = new AccountsService(ctx.db, ctx.clock, { unifiedSince: config.events.unified_since });
   let installation: Installation | undefined;
@@ -63,6 +72,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     await app.listen({ host: config.http.host, port: config.http.port });
   } catch (err) {
     ctx.db.close();
+    releaseLock();
     throw err;
   }
   const address = app.server.address();
@@ -98,6 +108,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       } catch (err) {
         log.error({ err }, 'closing the database failed');
       }
+      releaseLock();
       log.info('posd stopped');
     })());
 

@@ -19,6 +19,17 @@ export const REDACT_PATHS = [
   '*.signingSecret',
   '*.pairing_token',
   '*.central_key',
+  // Status page and /metrics (ops): cookies, form tokens and bearer headers wherever they are logged.
+  'headers.authorization',
+  'headers.cookie',
+  'headers["set-cookie"]',
+  'res.headers["set-cookie"]',
+  '*.authorization',
+  '*.cookie',
+  '*.csrf',
+  '*._csrf',
+  '*.session',
+  '*.metrics_token',
 ];
 
 export function createLogger(config: Pick<Config, 'log'>, destination?: pino.DestinationStream): Logger {

@@ -4,6 +4,9 @@ import { CliError } from './cli/common.js';
 import { initCommand } from './cli/init.js';
 import { serveCommand } from './cli/serve.js';
 import { accountsCommand, keysCommand } from './cli/keys.js';
+import { managerCommand } from './cli/manager.js';
+import { backupCommand, restoreCommand } from './cli/backup.js';
+import { doctorCommand } from './cli/doctor.js';
 import { terminalsCommand } from './cli/terminals.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
@@ -13,7 +16,17 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showSuggestionAfterError()
     .exitOverride();
-  for (const cmd of [initCommand(), serveCommand(), keysCommand(), accountsCommand(), terminalsCommand()]) program.addCommand(cmd);
+  for (const cmd of [
+    initCommand(),
+    serveCommand(),
+    keysCommand(),
+    accountsCommand(),
+    managerCommand(),
+    backupCommand(),
+    restoreCommand(),
+    doctorCommand(),
+    terminalsCommand(),
+  ]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();
@@ -28,7 +41,7 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode; // commander already printed its one line
     if (err instanceof CliError) {
-      process.stderr.write(`posd: ${err.message}\n`);
+      if (err.message) process.stderr.write(`posd: ${err.message}\n`);
       return err.exitCode;
     }
     process.stderr.write(`posd: unexpected error: ${(err as Error).message}\n`);

@@ -30,6 +30,11 @@ describe('systemd/posd.service', () => {
     expect(score).toBeLessThan(3);
   });
 
+  it('is Type=notify with a watchdog, accepting notifications from the systemd-notify child', () => {
+    for (const line of ['Type=notify', 'NotifyAccess=all', 'WatchdogSec=60s']) expect(unit).toContain(`\n${line}\n`);
+    expect(unit).not.toMatch(/\nType=(exec|simple)\n/);
+  });
+
   it('the sysusers file creates the posd user', () => {
     const root = join(dir, 'root');
     mkdirSync(join(root, 'etc'), { recursive: true });

@@ -9,6 +9,7 @@ import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors } from './validation.js';
 import type { ApiApp, PosdModule } from './module.js';
+import { registerHttpMetrics } from '../modules/ops/metrics.js';
 
 const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
 
@@ -66,6 +67,8 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
+  // Before any route, so every route (under /api and outside it) is counted.
+  registerHttpMetrics(app as never, ctx);
   app.setValidatorCompiler(createValidatorCompiler());
   app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply));
   app.setNotFoundHandler((req, reply) =>

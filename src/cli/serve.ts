@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
 import { DatabaseTooNewError } from '../db/migrate.js';
+import { DaemonRunningError } from '../modules/ops/daemon-lock.js';
+import { SdNotify } from '../sd-notify.js';
 
 export function serveCommand(): Command {
   return withDataOptions(new Command('serve'))
@@ -40,7 +42,7 @@ export function serveCommand(): Command {
           },
         });
       } catch (err) {
-        if (err instanceof DatabaseTooNewError) throw new CliError(err.message);
+        if (err instanceof DatabaseTooNewError || err instanceof DaemonRunningError) throw new CliError(err.message);
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new CliError(`port ${config.http.port} on ${config.http.host} is already in use (another posd running?)`);
         if (code === 'EACCES') throw new CliError(`not allowed to listen on ${config.http.host}:${config.http.port}`);
@@ -48,11 +50,16 @@ export function serveCommand(): Command {
         throw err;
       }
       const d = daemon;
+      const notify = new SdNotify(process.env, 'systemd-notify', (err) => d.ctx.log.warn({ err: err.message }, 'systemd notification failed'));
+      // Listening, migrated and workers started: only now is the service ready.
+      await notify.ready(`serving ${d.url}`);
+      notify.startWatchdog();
       await new Promise<void>((resolve) => {
         const onSignal = (signal: string) => {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);
           d.ctx.log.info({ signal }, 'signal received');
+          void notify.stopping();
           d.stop().then(resolve, resolve);
         };
         process.on('SIGTERM', onSignal);

@@ -25,6 +25,7 @@ import { connectedModule } from './connected/index.js';
 import { subscriptionsModule } from './subscriptions/index.js';
 import { contractsModule } from './contracts/index.js';
 import { webhooksModule } from './webhooks/index.js';
+import { opsModule } from './ops/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -54,4 +55,5 @@ export const MODULES: readonly PosdModule[] = [
   subscriptionsModule,
   contractsModule,
   webhooksModule,
+  opsModule,
 ];

@@ -16,6 +16,7 @@ import { connectedAccounts } from './064-connected-accounts.js';
 import { subscriptions } from './065-subscriptions.js';
 import { contracts } from './066-contracts.js';
 import { webhooks } from './030-webhooks.js';
+import { operations } from './070-operations.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -41,4 +42,5 @@ export const MIGRATIONS: readonly Migration[] = [
   connectedAccounts,
   subscriptions,
   contracts,
+  operations,
 ];

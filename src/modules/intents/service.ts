@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { intentsStore, type IntentRow } from './store.js';
+import { intentsStore, salesTotals, type IntentRow, type SalesTotalRow } from './store.js';
 
 export type IntentType = IntentRow['type'];
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
@@ -58,4 +58,9 @@ export function intentRow(ctx: AppContext, id: string): IntentRow | undefined {
 
 export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: string | null): void {
   intentsStore(ctx.db).setTaxInvoiceUrl(intentId, url);
+}
+
+/** Gross live sales (refunds not subtracted) in [fromIso, untilIso), by method and currency. */
+export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string): SalesTotalRow[] {
+  return salesTotals(ctx.db, fromIso, untilIso);
 }

@@ -1,0 +1,45 @@
+import type { AppContext } from '../../context.js';
+import { metrics } from './metrics.js';
+import { statusSources } from './status-sources.js';
+import { syncOutboxSummary } from './store.js';
+
+/**
+ * Gauges read at scrape time from the same read functions as the status page, so /metrics and the
+ * page never disagree: terminals by availability, commands in flight by state, facts recorded for
+ * the central. Areas with their own counters (delivery attempts, sync lag) register them with
+ * `metrics(ctx)` themselves.
+ */
+export function registerAreaMetrics(ctx: AppContext): void {
+  const m = metrics(ctx);
+  m.gauge({
+    name: 'posd_terminals',
+    help: 'Registered terminals by availability',
+    labelNames: ['availability'],
+    collect() {
+      const list = statusSources(ctx).terminals?.();
+      if (!list) return;
+      const up = list.filter((t) => t.available).length;
+      this.set({ availability: 'available' }, up);
+      this.set({ availability: 'unavailable' }, list.length - up);
+    },
+  });
+  m.gauge({
+    name: 'posd_terminal_commands_in_flight',
+    help: 'Terminal session commands not yet final, by state',
+    labelNames: ['state'],
+    collect() {
+      const list = statusSources(ctx).commandsInFlight?.();
+      if (!list) return;
+      this.reset();
+      for (const state of ['pending', 'dispatched', 'cancel_requested']) this.set({ state }, 0);
+      for (const c of list) this.inc({ state: c.state });
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_outbox_records',
+    help: 'Facts recorded for the central in the local sync outbox',
+    collect() {
+      this.set(syncOutboxSummary(ctx.db).count);
+    },
+  });
+}

@@ -1,0 +1,161 @@
+import Database from 'better-sqlite3';
+import { accessSync, constants, existsSync, statSync, statfsSync } from 'node:fs';
+import { request } from 'undici';
+import type { Config } from '../../config.js';
+import { databaseFile } from '../../db/paths.js';
+import { latestVersion } from '../../db/migrate.js';
+import { inspectDatabase } from './backup.js';
+import { runningDaemon } from './daemon-lock.js';
+
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+  /** What to do about it, when not ok. */
+  fix?: string;
+}
+
+const GiB = 1 << 30;
+
+function dataFolder(config: Config): Check[] {
+  const dir = config.data_dir;
+  if (!existsSync(dir)) return [{ name: 'data folder', ok: false, detail: `${dir} does not exist`, fix: `run posd init --data ${dir}, or point --data / POSD_DATA at the right folder` }];
+  const st = statSync(dir);
+  if (!st.isDirectory()) return [{ name: 'data folder', ok: false, detail: `${dir} is not a folder`, fix: 'point --data at a folder' }];
+  const out: Check[] = [];
+  try {
+    accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
+    out.push({ name: 'data folder', ok: true, detail: `${dir} is readable and writable` });
+  } catch {
+    out.push({ name: 'data folder', ok: false, detail: `${dir} is not writable by uid ${process.getuid?.()}`, fix: `chown -R posd:posd ${dir} (run doctor as the posd user: sudo -u posd posd doctor)` });
+  }
+  if (st.mode & 0o007) {
+    out.push({ name: 'data folder permissions', ok: false, detail: `${dir} is open to every user (mode ${(st.mode & 0o777).toString(8)})`, fix: `chmod 0750 ${dir}` });
+  } else {
+    out.push({ name: 'data folder permissions', ok: true, detail: `mode ${(st.mode & 0o777).toString(8)}` });
+  }
+  const fs = statfsSync(dir);
+  const free = fs.bavail * fs.bsize;
+  const total = fs.blocks * fs.bsize;
+  const low = free < GiB || free / Math.max(1, total) < 0.1;
+  out.push({
+    name: 'free disk',
+    ok: !low,
+    detail: `${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB`,
+    fix: low ? 'free space (old backups in the backup folder, logs) or move the data to a larger disk; below 10% or 1 GiB sales may stop being recorded' : undefined,
+  });
+  return out;
+}
+
+function database(config: Config): Check[] {
+  const file = databaseFile(config);
+  if (!existsSync(file)) return [{ name: 'database', ok: false, detail: `${file} does not exist`, fix: 'run posd init (or posd serve once), or posd restore a backup' }];
+  const inspection = inspectDatabase(file);
+  const version = inspection.schemaVersion;
+  const out: Check[] = [];
+  if (!inspection.ok && version === undefined) {
+    out.push({ name: 'database integrity', ok: false, detail: inspection.problem ?? 'unreadable', fix: 'stop posd and posd restore the last good backup' });
+    return out;
+  }
+  const newer = version !== undefined && version > latestVersion();
+  out.push({
+    name: 'database integrity',
+    ok: inspection.ok || newer,
+    detail: inspection.ok || newer ? 'integrity_check ok' : inspection.problem!,
+    fix: inspection.ok || newer ? undefined : 'stop posd and posd restore the last good backup (posd backup files are checked when made)',
+  });
+  out.push(
+    newer
+      ? { name: 'schema version', ok: false, detail: `${version}, newer than this posd (${latestVersion()})`, fix: 'run the newer posd that wrote this database, or restore a backup made by this version' }
+      : { name: 'schema version', ok: true, detail: version === latestVersion() ? `${version} (current)` : `${version}; posd serve will upgrade it to ${latestVersion()}` },
+  );
+  return out;
+}
+
+/** Reads what the database knows about backups and terminals without changing anything. */
+function recorded(config: Config, nowMs: number): Check[] {
+  const file = databaseFile(config);
+  if (!existsSync(file)) return [];
+  const out: Check[] = [];
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const has = (t: string) => !!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
+    if (has('backup_runs') && config.backup.hour >= 0) {
+      const last = db.prepare('SELECT finished_at, file FROM backup_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1').get() as { finished_at: string; file: string } | undefined;
+      const ageH = last ? (nowMs - Date.parse(last.finished_at)) / 3_600_000 : Infinity;
+      out.push(
+        ageH <= 36
+          ? { name: 'last backup', ok: true, detail: `${last!.finished_at} (${last!.file})` }
+          : {
+              name: 'last backup',
+              ok: false,
+              detail: last ? `the last good backup is ${Math.floor(ageH)} hours old (${last.finished_at})` : 'no backup has been taken',
+              fix: 'run posd backup now; check the log for "nightly backup failed" and that backup.dir is writable',
+            },
+      );
+    }
+    if (has('terminals')) out.push(...terminals(db));
+  } finally {
+    db.close();
+  }
+  return out;
+}
+
+/** Serial terminals name a device; that device must exist and be usable by this user. */
+function terminals(db: Database.Database): Check[] {
+  // Read defensively by column name: the terminals area owns the table's shape.
+  const rows = (db.prepare('SELECT * FROM terminals').all() as Array<Record<string, unknown>>).filter((r) => !r.retired_at);
+  const out: Check[] = [];
+  for (const row of rows) {
+    const id = String(row.id ?? '?');
+    const device = ['serial_port', 'serial_path', 'device', 'port', 'path'].map((c) => row[c]).find((v) => typeof v === 'string' && v.startsWith('/'));
+    if (typeof device !== 'string') continue;
+    try {
+      accessSync(device, constants.R_OK | constants.W_OK);
+      out.push({ name: `terminal ${id}`, ok: true, detail: `${device} is reachable` });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      out.push({
+        name: `terminal ${id}`,
+        ok: false,
+        detail: `${device}: ${code === 'ENOENT' ? 'no such device' : code}`,
+        fix: code === 'ENOENT' ? 'check the cable and that the terminal is powered; ls /dev/ttyUSB* /dev/ttyACM*' : 'add the posd user to the dialout group (the sysusers file does) and restart',
+      });
+    }
+  }
+  if (out.length === 0) out.push({ name: 'terminals', ok: true, detail: `${rows.length} registered, none on a serial port (WebSocket terminals connect to posd)` });
+  return out;
+}
+
+/** Compares the box's clock with the central's HTTP Date header (second resolution, so 60 s slack). */
+async function clock(url: string, nowMs: () => number): Promise<Check> {
+  const before = nowMs();
+  try {
+    const res = await request(url, { method: 'HEAD', headersTimeout: 5000, bodyTimeout: 5000 });
+    await res.body.dump();
+    const after = nowMs();
+    const date = Date.parse(String(res.headers.date ?? ''));
+    if (Number.isNaN(date)) return { name: 'clock', ok: false, detail: `${url} sent no Date header`, fix: 'check sync.central_url points at a posd central' };
+    const skew = (before + after) / 2 - date;
+    const ok = Math.abs(skew) <= 60_000;
+    return {
+      name: 'clock',
+      ok,
+      detail: `${Math.round(skew / 1000)} s ${skew >= 0 ? 'ahead of' : 'behind'} the central`,
+      fix: ok ? undefined : 'turn on time sync: timedatectl set-ntp true (sales and receipts carry this clock)',
+    };
+  } catch (err) {
+    return { name: 'clock', ok: false, detail: `cannot reach the central at ${url}: ${(err as Error).message}`, fix: 'check the network and sync.central_url' };
+  }
+}
+
+export async function runDoctor(config: Config, nowMs: () => number = Date.now): Promise<Check[]> {
+  const checks: Check[] = [...dataFolder(config)];
+  if (checks[0]?.ok) checks.push(...database(config), ...recorded(config, nowMs()));
+  const pid = runningDaemon(config);
+  checks.push({ name: 'daemon', ok: true, detail: pid ? `running (pid ${pid})` : 'not running' });
+  // The sync area owns `sync.central_url`; read it defensively until that section lands in the schema.
+  const central = (config as unknown as { sync?: { central_url?: string } }).sync?.central_url;
+  if (central) checks.push(await clock(central, nowMs));
+  return checks;
+}

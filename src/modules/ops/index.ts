@@ -1,0 +1,23 @@
+import type { PosdModule } from '../../api/module.js';
+import { opsRoutes } from './routes.js';
+import { NightlyBackup } from './nightly-backup.js';
+import { provideBuiltInSources } from './sources.js';
+import { registerAreaMetrics } from './area-metrics.js';
+
+export { metrics, type Metrics } from './metrics.js';
+export { provideStatus, statusSources, type StatusSources } from './status-sources.js';
+export { backupDatabase, inspectDatabase, backupDir } from './backup.js';
+export { runningDaemon } from './daemon-lock.js';
+
+/** Operations: the manager's status page, /metrics and the nightly backup. */
+export const opsModule: PosdModule = {
+  name: 'ops',
+  root: (app, ctx) => {
+    // Money and terminals are part of every build: their read functions feed their panels. Other
+    // areas register their own with provideStatus when they are installed.
+    provideBuiltInSources(ctx);
+    registerAreaMetrics(ctx);
+    return opsRoutes(app, ctx);
+  },
+  workers: (ctx) => (ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []),
+};

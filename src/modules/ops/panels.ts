@@ -1,0 +1,98 @@
+import { statSync, statfsSync } from 'node:fs';
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { databaseFile } from '../../db/paths.js';
+import { schemaVersion } from '../../db/migrate.js';
+import { statusSources, type CommandInFlight, type FailingEndpoint, type SalesTotal, type SyncState, type TerminalStatus } from './status-sources.js';
+import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
+import { backupDir } from './backup.js';
+
+/** A panel either has data, or says why not: its area is not installed, or reading it failed. */
+export type Panel<T> = { state: 'ok'; data: T } | { state: 'not_configured' } | { state: 'error'; message: string };
+
+function read<T>(fn: (() => T) | undefined): Panel<T> {
+  if (!fn) return { state: 'not_configured' };
+  try {
+    return { state: 'ok', data: fn() };
+  } catch (err) {
+    return { state: 'error', message: (err as Error).message };
+  }
+}
+
+export interface DiskState {
+  data_dir: string;
+  free_bytes: number;
+  total_bytes: number;
+  database_bytes: number;
+  wal_bytes: number;
+  schema_version: number;
+  backup_dir: string;
+  last_backup: BackupRunRow | null;
+  last_failed_backup: BackupRunRow | null;
+}
+
+export interface StatusView {
+  generated_at: string;
+  day: { from: string; until: string };
+  terminals: Panel<TerminalStatus[]>;
+  commands: Panel<CommandInFlight[]>;
+  sales: Panel<SalesTotal[]>;
+  webhooks: Panel<FailingEndpoint[]>;
+  can_resend: boolean;
+  sync: Panel<SyncState>;
+  /** Facts in the local sync outbox: known even when no sync client is configured. */
+  sync_recorded: { count: number; oldest: string | null };
+  disk: Panel<DiskState>;
+}
+
+const size = (file: string) => {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
+
+/** Today in the box's local time zone (the store's day), as ISO bounds. */
+export function localDay(nowMs: number): { from: string; until: string } {
+  const d = new Date(nowMs);
+  const from = new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  const until = new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1).getTime();
+  return { from: isoTime(from), until: isoTime(until) };
+}
+
+export function readDisk(ctx: AppContext): DiskState {
+  const fs = statfsSync(ctx.config.data_dir);
+  const db = databaseFile(ctx.config);
+  const last = lastBackupRun(ctx.db, true) ?? null;
+  const latest = lastBackupRun(ctx.db) ?? null;
+  return {
+    data_dir: ctx.config.data_dir,
+    free_bytes: fs.bavail * fs.bsize,
+    total_bytes: fs.blocks * fs.bsize,
+    database_bytes: size(db),
+    wal_bytes: size(`${db}-wal`),
+    schema_version: schemaVersion(ctx.db),
+    backup_dir: backupDir(ctx.config),
+    last_backup: last,
+    last_failed_backup: latest && !latest.ok ? latest : null,
+  };
+}
+
+export function statusView(ctx: AppContext): StatusView {
+  const src = statusSources(ctx);
+  const now = ctx.clock.now();
+  const day = localDay(now);
+  return {
+    generated_at: isoTime(now),
+    day,
+    terminals: read(src.terminals),
+    commands: read(src.commandsInFlight),
+    sales: read(src.salesBetween && (() => src.salesBetween!(day.from, day.until))),
+    webhooks: read(src.failingWebhooks),
+    can_resend: !!src.resendDelivery,
+    sync: read(src.sync),
+    sync_recorded: syncOutboxSummary(ctx.db),
+    disk: read(() => readDisk(ctx)),
+  };
+}

@@ -1,0 +1,129 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { WindowLimiter } from '../../api/rate-limit.js';
+import { metrics } from './metrics.js';
+import { verifyPassword } from './password.js';
+import { getManagerPassword } from './store.js';
+import { statusView } from './panels.js';
+import { statusSources } from './status-sources.js';
+import { CSS, loginPage, statusPage } from './page.js';
+import { LOGIN_COOKIE, cookie, currentSession, endSession, newLoginToken, parseCookies, sameToken, startSession } from './session.js';
+
+const FormBody = Type.Object(
+  { _csrf: Type.Optional(Type.String({ maxLength: 200 })), password: Type.Optional(Type.String({ maxLength: 1024 })) },
+  { additionalProperties: true },
+);
+const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: Type.String(), 403: Type.String(), 429: Type.String() };
+
+/** Headers for every page: never cached, never framed, nothing loaded from elsewhere. */
+function html(reply: FastifyReply, status: number, body: string): FastifyReply {
+  return reply
+    .code(status)
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .header('x-frame-options', 'DENY')
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'same-origin')
+    .header('content-security-policy', "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    .send(body);
+}
+
+function redirect(reply: FastifyReply, to: string): FastifyReply {
+  return reply.code(303).header('location', to).header('cache-control', 'no-store').send('');
+}
+
+/**
+ * The manager's status page (`/`), its login and logout, the resend button and `/metrics`: outside
+ * `/api`, in their own plugin scope so HTML forms (urlencoded bodies) are parsed here only.
+ */
+export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
+  const logins = new WindowLimiter(10, 5 * 60_000, ctx.clock);
+
+  await app.register(async (plain) => {
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
+    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
+      done(null, Object.fromEntries(new URLSearchParams(String(body))));
+    });
+
+    const showLogin = (req: FastifyRequest, reply: FastifyReply, status: number, error?: string) => {
+      const token = newLoginToken();
+      reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
+      return html(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
+    };
+
+    scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
+      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send(CSS),
+    );
+
+    scope.get('/', { schema: { hide: true, querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 200 })) }), response: Html } }, async (req, reply) => {
+      const session = currentSession(ctx, req);
+      if (!session) return showLogin(req, reply, 200);
+      return html(reply, 200, statusPage(statusView(ctx), session.csrf, req.query.notice));
+    });
+
+    scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => redirect(reply, '/'));
+
+    scope.post('/login', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
+      const wait = logins.hit(req.ip);
+      if (wait) return showLogin(req, reply.header('retry-after', String(wait)), 429, `Too many attempts; wait ${wait} seconds.`);
+      if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[LOGIN_COOKIE])) {
+        return showLogin(req, reply, 403, 'The form expired; please try again.');
+      }
+      const stored = getManagerPassword(ctx.db);
+      if (!stored || !req.body.password || !(await verifyPassword(req.body.password, stored))) {
+        ctx.log.warn({ ip: req.ip }, 'manager login failed');
+        return showLogin(req, reply, 401, 'Wrong password.');
+      }
+      ctx.log.info({ ip: req.ip }, 'manager logged in');
+      startSession(ctx, reply);
+      return redirect(reply, '/');
+    });
+
+    /** A POST from the page: a session and its CSRF token, or nothing happens. */
+    const guard = (req: FastifyRequest, reply: FastifyReply) => {
+      const session = currentSession(ctx, req);
+      if (!session) return { denied: redirect(reply, '/') };
+      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf)) return { denied: html(reply, 403, 'Forbidden: the form is stale; reload the page.') };
+      return { session };
+    };
+
+    scope.post('/logout', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
+      const g = guard(req, reply);
+      if (g.denied) return g.denied;
+      endSession(ctx, req, reply);
+      return redirect(reply, '/');
+    });
+
+    scope.post(
+      '/ops/deliveries/:id/resend',
+      { schema: { hide: true, params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) }), body: FormBody, response: Html } },
+      async (req, reply) => {
+        const g = guard(req, reply);
+        if (g.denied) return g.denied;
+        const resend = statusSources(ctx).resendDelivery;
+        if (!resend) return redirect(reply, `/?notice=${encodeURIComponent('Webhooks are not configured on this box.')}`);
+        let notice: string;
+        try {
+          const r = await resend(req.params.id);
+          notice = r.message;
+        } catch (err) {
+          notice = `Resend failed: ${(err as Error).message}`;
+        }
+        ctx.log.info({ delivery_id: req.params.id, notice }, 'manager resent a delivery');
+        return redirect(reply, `/?notice=${encodeURIComponent(notice)}`);
+      },
+    );
+
+    const registry = metrics(ctx).registry;
+    scope.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+      const token = ctx.config.ops.metrics_token;
+      if (token && !sameToken(req.headers.authorization, `Bearer ${token}`)) {
+        return reply.code(401).header('www-authenticate', 'Bearer').send({ message: 'Send Authorization: Bearer <ops.metrics_token>.', code: 'missing_key' });
+      }
+      return reply.header('content-type', registry.contentType).send(await registry.metrics());
+    });
+  });
+}

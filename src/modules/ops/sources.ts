@@ -1,0 +1,51 @@
+import type { AppContext } from '../../context.js';
+import { AccountsService } from '../accounts/service.js';
+import { salesByMethod } from '../intents/service.js';
+import { listTerminals } from '../terminals/service.js';
+import { listCommands } from '../terminal-commands/service.js';
+import { provideStatus, statusSources, type CommandInFlight, type TerminalStatus } from './status-sources.js';
+
+/** A store box has a handful of terminals and commands: one page each is all of them. */
+const ALL = 500;
+const OPEN_STATES = ['pending', 'dispatched', 'cancel_requested'];
+
+/** Every account of the installation, live and sandbox apart: the page is installation-wide. */
+function scopes(ctx: AppContext): Array<{ accountIds: string[]; liveMode: boolean }> {
+  const all = new AccountsService(ctx.db, ctx.clock).accounts();
+  return [true, false]
+    .map((liveMode) => ({ liveMode, accountIds: all.filter((a) => a.live_mode === liveMode).map((a) => a.id) }))
+    .filter((s) => s.accountIds.length > 0);
+}
+
+function terminals(ctx: AppContext): TerminalStatus[] {
+  return scopes(ctx).flatMap((scope) =>
+    listTerminals(ctx, scope, ALL, 0).rows.map((t) => ({
+      id: t.id,
+      name: scope.liveMode ? t.name : `${t.name} (sandbox)`,
+      account_id: t.account_id,
+      available: t.availability === 'available',
+      link: t.transport === 'serial' ? `serial ${t.serial_path}` : t.transport,
+      last_seen_at: t.last_seen_at,
+    })),
+  );
+}
+
+function commandsInFlight(ctx: AppContext): CommandInFlight[] {
+  return scopes(ctx)
+    .flatMap((scope) => OPEN_STATES.flatMap((status) => listCommands(ctx, scope, { status }, ALL, 0).rows))
+    .map((c) => ({ id: c.id, terminal_id: c.terminal_id, state: c.status, amount_in_cents: c.amount_in_cents, currency: c.currency, created_at: c.created_at }))
+    .sort((a, b) => a.created_at.localeCompare(b.created_at));
+}
+
+/**
+ * The panels of the areas built into this posd, read through their exported service functions.
+ * An area (or a test) that provided its own function first keeps it.
+ */
+export function provideBuiltInSources(ctx: AppContext): void {
+  const have = statusSources(ctx);
+  provideStatus(ctx, {
+    salesBetween: have.salesBetween ?? ((from, until) => salesByMethod(ctx, from, until)),
+    terminals: have.terminals ?? (() => terminals(ctx)),
+    commandsInFlight: have.commandsInFlight ?? (() => commandsInFlight(ctx)),
+  });
+}

@@ -1,0 +1,81 @@
+import type { AppContext } from '../../context.js';
+
+/**
+ * What the status page shows comes from small read functions each area provides: the terminals
+ * area says which terminals are available, the webhooks area which deliveries fail, and so on. An
+ * area registers them with `provideStatus(ctx, {...})` when its module is set up (in its `api`,
+ * `root` or `workers` hook). A panel whose area has provided nothing shows "not configured", never
+ * a made-up number.
+ */
+export interface TerminalStatus {
+  id: string;
+  name: string | null;
+  account_id: string;
+  available: boolean;
+  /** e.g. `websocket`, `serial /dev/ttyUSB0` */
+  link: string | null;
+  last_seen_at: string | null;
+}
+
+export interface CommandInFlight {
+  id: string;
+  terminal_id: string;
+  state: string;
+  amount_in_cents: number;
+  currency: string;
+  created_at: string;
+}
+
+export interface SalesTotal {
+  /** `cash`, `card`, ... */
+  method: string;
+  currency: string;
+  count: number;
+  amount_in_cents: number;
+}
+
+export interface FailingDelivery {
+  delivery_id: string;
+  event_type: string;
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  updated_at: string;
+}
+
+export interface FailingEndpoint {
+  endpoint_id: string;
+  url: string;
+  account_id: string;
+  deliveries: FailingDelivery[];
+}
+
+export interface SyncState {
+  connected: boolean;
+  last_success_at: string | null;
+  records_waiting: number;
+  oldest_waiting_at: string | null;
+  last_error: string | null;
+}
+
+export interface StatusSources {
+  terminals?(): TerminalStatus[];
+  commandsInFlight?(): CommandInFlight[];
+  /** Sales whose time falls in [fromIso, untilIso), summed by payment method and currency. */
+  salesBetween?(fromIso: string, untilIso: string): SalesTotal[];
+  failingWebhooks?(): FailingEndpoint[];
+  /** The webhooks area's manual retry: sends the delivery again now. */
+  resendDelivery?(deliveryId: string): Promise<{ ok: boolean; message: string }>;
+  sync?(): SyncState;
+}
+
+const byContext = new WeakMap<object, StatusSources>();
+
+/** Called by an area to add its read functions to the daemon's status page. */
+export function provideStatus(ctx: AppContext, part: StatusSources): void {
+  byContext.set(ctx, { ...statusSources(ctx), ...part });
+}
+
+export function statusSources(ctx: AppContext): StatusSources {
+  return byContext.get(ctx) ?? {};
+}

@@ -1,0 +1,222 @@
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { PageClient } from '../helpers/page-client.js';
+import { fixtureWebhooksModule } from '../helpers/ops-fixtures.js';
+import { MODULES } from '../../src/modules/index.js';
+import { ManualClock } from '../../src/clock.js';
+import { tx } from '../../src/db/database.js';
+import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
+import { getManagerPassword, setManagerPassword } from '../../src/modules/ops/store.js';
+import { provideStatus } from '../../src/modules/ops/status-sources.js';
+
+const PASSWORD = 'open sesame 2026';
+let server: TestServer | undefined;
+let receiver: Server | undefined;
+afterEach(async () => {
+  await server?.stop();
+  server = undefined;
+  receiver?.close();
+  receiver = undefined;
+});
+
+async function withPassword(s: TestServer, password = PASSWORD): Promise<void> {
+  const hash = await hashPassword(password);
+  tx(s.daemon.ctx.db, () => setManagerPassword(s.daemon.ctx.db, hash));
+}
+
+describe('manager password', () => {
+  it('is stored as scrypt, verifies only the right password', async () => {
+    const hash = await hashPassword(PASSWORD);
+    expect(hash).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+    expect(hash).not.toContain(PASSWORD);
+    expect(await verifyPassword(PASSWORD, hash)).toBe(true);
+    expect(await verifyPassword(`${PASSWORD} `, hash)).toBe(false);
+    expect(await verifyPassword(PASSWORD, 'scrypt$garbage')).toBe(false);
+    expect(await hashPassword(PASSWORD)).not.toBe(hash); // salted
+  });
+});
+
+describe('status page', () => {
+  it('says how to set a password when none is set, and cannot be logged into', async () => {
+    server = await startTestServer();
+    const page = new PageClient(server.url);
+    const first = await page.get('/');
+    expect(first.status).toBe(200);
+    expect(first.text).toContain('posd manager set-password');
+    const login = await page.post('/login', { password: 'anything at all', _csrf: 'x' });
+    expect(login.status).toBe(403);
+    expect(page.cookies.has('posd_session')).toBe(false);
+  });
+
+  it('logs in with the password into a session cookie that is HttpOnly and SameSite=Strict', async () => {
+    server = await startTestServer();
+    await withPassword(server);
+    const page = new PageClient(server.url);
+    const form = await page.get('/');
+    expect(form.text).toContain('name="password"');
+    expect(form.text).toContain('<meta name="viewport" content="width=device-width, initial-scale=1">');
+    expect(form.headers['content-security-policy']).toContain("default-src 'none'");
+
+    // A login post without the form's token (another site's form) is refused before the password.
+    const forged = await page.post('/login', { password: PASSWORD, _csrf: 'forged' });
+    expect(forged.status).toBe(403);
+    expect(page.cookies.has('posd_session')).toBe(false);
+
+    const wrong = await page.login('not the password');
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('Wrong password');
+    expect(page.cookies.has('posd_session')).toBe(false);
+
+    const ok = await page.login(PASSWORD);
+    expect(ok.status).toBe(303);
+    expect(ok.headers.location).toBe('/');
+    const cookie = ok.setCookies.find((c) => c.startsWith('posd_session='))!;
+    expect(cookie).toMatch(/; HttpOnly/);
+    expect(cookie).toMatch(/; SameSite=Strict/);
+    expect(cookie).not.toMatch(/Secure/);
+    const value = cookie.split(';')[0].split('=')[1];
+    // Only a hash of the cookie is stored.
+    expect(JSON.stringify(server.daemon.ctx.db.prepare('SELECT * FROM manager_sessions').all())).not.toContain(value);
+
+    const status = await page.get('/');
+    expect(status.text).toContain('posd status');
+    expect(status.text).toMatch(/<section id="sales" data-state="ok"><h2>Today&#39;s sales<\/h2><p class="muted">No sales yet today.<\/p>/);
+    expect(status.text).toMatch(/<section id="terminals" data-state="ok">.*No terminals registered\./);
+    expect(status.text).toMatch(/<section id="commands" data-state="ok">.*Nothing in flight\./);
+    // Areas not installed in this build say so instead of showing numbers.
+    for (const id of ['webhooks', 'sync']) {
+      expect(status.text).toMatch(new RegExp(`<section id="${id}" data-state="not_configured">`));
+    }
+    expect(status.text).toMatch(/<section id="disk" data-state="ok">/);
+    expect(status.text).toContain(`schema 70`);
+    expect(status.text).toContain('Last backup</td><td class="bad">never');
+  });
+
+  it('marks the cookie Secure when published over https', async () => {
+    server = await startTestServer({ config: { http: { port: 0, host: '127.0.0.1', public_url: 'https://store.example' } } });
+    await withPassword(server);
+    const { port } = server.daemon.app.server.address() as { port: number };
+    const ok = await new PageClient(`http://127.0.0.1:${port}`).login(PASSWORD);
+    expect(ok.setCookies.find((c) => c.startsWith('posd_session='))).toMatch(/; Secure$/);
+  });
+
+  it('logout needs the CSRF token; a new password ends every session', async () => {
+    server = await startTestServer();
+    await withPassword(server);
+    const page = new PageClient(server.url);
+    await page.login(PASSWORD);
+    const status = await page.get('/');
+    const forged = await page.post('/logout', { _csrf: 'nope' });
+    expect(forged.status).toBe(403);
+    expect((await page.get('/')).text).toContain('Log out'); // still logged in
+
+    const out = await page.post('/logout', { _csrf: PageClient.csrf(status.text) });
+    expect(out.status).toBe(303);
+    expect((await page.get('/')).text).toContain('name="password"');
+
+    await page.login(PASSWORD);
+    expect((await page.get('/')).text).toContain('Log out');
+    await withPassword(server, 'another password');
+    expect((await page.get('/')).text).toContain('name="password"');
+    expect(await verifyPassword('another password', getManagerPassword(server.daemon.ctx.db)!)).toBe(true);
+  });
+
+  it('limits password guesses per address', async () => {
+    const clock = new ManualClock();
+    server = await startTestServer({ clock });
+    await withPassword(server);
+    const page = new PageClient(server.url);
+    for (let i = 0; i < 10; i++) expect((await page.login(`guess ${i}`)).status).toBe(401);
+    const blocked = await page.login(PASSWORD);
+    expect(blocked.status).toBe(429);
+    expect(page.cookies.has('posd_session')).toBe(false);
+    clock.advance(5 * 60_000);
+    expect((await page.login(PASSWORD)).status).toBe(303);
+  });
+
+  it("shows today's live cash sales by currency from the money area; sandbox sales do not count", async () => {
+    server = await startTestServer();
+    await withPassword(server);
+    const live = server.installation.keys.live;
+    for (const amount of [1000, 2550]) {
+      expect((await server.api('POST', '/cash_sales', { key: live, body: { amount_in_cents: amount, currency: 'GTQ' } })).status).toBe(201);
+    }
+    expect((await server.api('POST', '/cash_sales', { key: live, body: { amount_in_cents: 700, currency: 'USD' } })).status).toBe(201);
+    expect((await server.api('POST', '/cash_sales', { body: { amount_in_cents: 99_999, currency: 'GTQ' } })).status).toBe(201); // sandbox
+    const page = new PageClient(server.url);
+    await page.login(PASSWORD);
+    const text = (await page.get('/')).text;
+    expect(text).toContain('<td>cash</td><td>GTQ</td><td>2</td><td>GTQ 35.50</td>');
+    expect(text).toContain('<td>cash</td><td>USD</td><td>1</td><td>USD 7.00</td>');
+    expect(text).not.toContain('999.99');
+  });
+
+  it("shows today's sales from the area's read function, asked for the box's local day", async () => {
+    const asked: string[][] = [];
+    server = await startTestServer({
+      modules: [
+        ...MODULES,
+        {
+          name: 'fixture-sales',
+          api: (_app, ctx) =>
+            provideStatus(ctx, {
+              salesBetween: (from, until) => {
+                asked.push([from, until]);
+                return [{ method: 'cash', currency: 'GTQ', count: 3, amount_in_cents: 12_550 }];
+              },
+              sync: () => {
+                throw new Error('sync table locked');
+              },
+            }),
+        },
+      ],
+    });
+    await withPassword(server);
+    const page = new PageClient(server.url);
+    await page.login(PASSWORD);
+    const text = (await page.get('/')).text;
+    expect(text).toContain('<td>cash</td><td>GTQ</td><td>3</td><td>GTQ 125.50</td>');
+    const [from, until] = asked[0];
+    expect(Date.parse(until) - Date.parse(from)).toBeGreaterThanOrEqual(23 * 3600_000);
+    expect(Date.parse(from)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(until)).toBeGreaterThan(Date.now());
+    // One failing source shows its error; the rest of the page still renders.
+    expect(text).toMatch(/<section id="sync" data-state="error">.*could not read: sync table locked/);
+  });
+
+  it('resends a failing delivery through the area function, only with the CSRF token', async () => {
+    let hits = 0;
+    receiver = createServer((_req, res) => {
+      hits++;
+      res.writeHead(204).end();
+    }).listen(0, '127.0.0.1');
+    await once(receiver, 'listening');
+    const port = (receiver.address() as { port: number }).port;
+    server = await startTestServer({ modules: [...MODULES, fixtureWebhooksModule(() => `http://127.0.0.1:${port}/hook`)] });
+    await withPassword(server);
+    server.daemon.ctx.db
+      .prepare("INSERT INTO fixture_deliveries VALUES ('wd_1', 'https://erp.example/hook', 'charge.succeeded', 'failed', 5, 500, '2026-01-01T00:00:00.000Z')")
+      .run();
+    const page = new PageClient(server.url);
+    await page.login(PASSWORD);
+    const status = await page.get('/');
+    expect(status.text).toContain('https://erp.example/hook');
+    expect(status.text).toContain('action="/ops/deliveries/wd_1/resend"');
+
+    const forged = await page.post('/ops/deliveries/wd_1/resend', { _csrf: 'forged' });
+    expect(forged.status).toBe(403);
+    expect(hits).toBe(0);
+    const anonymous = new PageClient(server.url);
+    expect((await anonymous.post('/ops/deliveries/wd_1/resend', { _csrf: PageClient.csrf(status.text) })).status).toBe(303);
+    expect(hits).toBe(0);
+
+    const done = await page.post('/ops/deliveries/wd_1/resend', { _csrf: PageClient.csrf(status.text) });
+    expect(done.status).toBe(303);
+    expect(hits).toBe(1);
+    const after = await page.get(done.headers.location as string);
+    expect(after.text).toContain('Delivery wd_1 sent again: answered 204.');
+    expect(after.text).toContain('Every delivery is going through.');
+  });
+});

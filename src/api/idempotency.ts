@@ -15,7 +15,7 @@ interface IdemRow {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    idempotency?: { scope: string; key: string };
+    idempotency?: { scope: string; key: string; store: IdempotencyStore; committed?: boolean };
   }
 }
 
@@ -66,6 +66,10 @@ export class IdempotencyStore {
     const claimed = this.stmts.claim.run(scope, key, fingerprint, this.bootId, isoTime(this.clock.now()));
     if (claimed.changes === 0) throw new ApiError('idempotency_key_in_use');
     return null;
+  }
+
+  isDone(scope: string, key: string): boolean {
+    return (this.stmts.get.get(scope, key) as IdemRow | undefined)?.state === 'done';
   }
 
   finish(scope: string, key: string, status: number, body: string, contentType: string | null): void {
@@ -126,13 +130,15 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
       const response = stored.response && codec ? codec.open(stored.response) : stored.response;
       return reply.code(stored.status_code ?? 200).send(response ?? '');
     }
-    req.idempotency = { scope, key };
+    req.idempotency = { scope, key, store };
   });
 
   app.addHook('onSend', async (req, reply, payload) => {
     const idem = req.idempotency;
     if (!idem) return payload;
     req.idempotency = undefined;
+    // Stored with the change; unless that transaction rolled back, then store as usual below.
+    if (idem.committed && store.isDone(idem.scope, idem.key)) return payload;
     // A server error changed nothing that can be trusted: let the caller try again under the same key.
     if (reply.statusCode >= 500 || typeof payload !== 'string') store.release(idem.scope, idem.key);
     else {
@@ -146,4 +152,20 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
   app.addHook('onResponse', async (req) => {
     if (req.idempotency) store.release(req.idempotency.scope, req.idempotency.key);
   });
+}
+
+/**
+ * Stores the idempotent response inside the caller's own write transaction, so the change and the
+ * answer a retry will replay commit together: a process killed between the two can no longer let a
+ * retried request write twice. Call it as the last step of the transaction with the status and
+ * body the handler will send; the body is serialised by the route's own response schema, exactly
+ * as it will leave.
+ */
+export function commitIdempotentResponse(req: FastifyRequest, reply: FastifyReply, status: number, body: unknown): void {
+  const idem = req.idempotency;
+  if (!idem || idem.committed) return;
+  const payload = String(reply.code(status).serialize(body));
+  const codec = codecOf(req);
+  idem.store.finish(idem.scope, idem.key, status, codec ? codec.seal(payload) : payload, 'application/json; charset=utf-8');
+  idem.committed = true;
 }

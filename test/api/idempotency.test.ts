@@ -78,6 +78,18 @@ describe('Idempotency-Key (gaps.md)', () => {
     expect(good.status).toBe(201);
   });
 
+  it('an answer stored inside the write transaction survives a failure between commit and reply', async () => {
+    const before = await count();
+    const body = { text: 'committed', amount_in_cents: 9, fail_after_commit: true };
+    const failed = await note('k-after-commit', body);
+    expect(failed.status).toBe(500);
+    const retry = await note('k-after-commit', body);
+    expect(retry.status).toBe(201);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body).toMatchObject({ text: 'committed', amount_in_cents: 9 });
+    expect(await count()).toBe(before + 1);
+  });
+
   it('rejects keys over 255 characters', async () => {
     const r = await note('x'.repeat(256), { text: 'a', amount_in_cents: 3 });
     expect(r.status).toBe(400);

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../../src/api/module.js';
 import { requireAccount } from '../../src/api/auth.js';
 import { tx } from '../../src/db/database.js';
+import { commitIdempotentResponse } from '../../src/api/idempotency.js';
 import { MODULES } from '../../src/modules/index.js';
 
 /** Tells a test that a fixture request has reached its handler (so it is truly in flight). */
@@ -25,6 +26,8 @@ export const fixtureModule: PosdModule = {
             text: Type.String({ minLength: 1 }),
             amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000 }),
             delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 5000 })),
+            /** Store the answer inside the write's transaction, then fail as a process dying before it replies would. */
+            fail_after_commit: Type.Optional(Type.Boolean()),
           }),
         },
       },
@@ -32,8 +35,14 @@ export const fixtureModule: PosdModule = {
         const account = requireAccount(req);
         fixtureEvents.emit('handling', req.body.text);
         if (req.body.delay_ms) await new Promise((r) => setTimeout(r, req.body.delay_ms));
-        const id = tx(ctx.db, () => insert.run(account.id, account.live_mode ? 1 : 0, req.body.text, req.body.amount_in_cents).lastInsertRowid);
-        return reply.code(201).send({ id: Number(id), text: req.body.text, amount_in_cents: req.body.amount_in_cents });
+        const body = tx(ctx.db, () => {
+          const id = insert.run(account.id, account.live_mode ? 1 : 0, req.body.text, req.body.amount_in_cents).lastInsertRowid;
+          const answer = { id: Number(id), text: req.body.text, amount_in_cents: req.body.amount_in_cents };
+          if (req.body.fail_after_commit) commitIdempotentResponse(req, reply, 201, answer);
+          return answer;
+        });
+        if (req.body.fail_after_commit) throw new Error('the process died before it could answer');
+        return reply.code(201).send(body);
       },
     );
     app.get('/fixture_notes/count', async () => ({ count: (ctx.db.prepare('SELECT count(*) n FROM fixture_notes').get() as { n: number }).n }));

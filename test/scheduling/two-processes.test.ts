@@ -25,18 +25,20 @@ async function call(base: string, key: string, method: 'GET' | 'POST', path: str
   return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
 }
 
-describe('two daemons on one database file', () => {
-  it('concurrent requests for one slot through two processes: exactly one booking', async () => {
+describe('one data folder, one daemon', () => {
+  it('a second daemon on the same folder is refused; concurrent requests for one slot at the daemon make exactly one booking', async () => {
     const env = { POSD_LIMITS_PER_KEY_PER_SECOND: '10000' };
     const a = spawnDaemon(['--data', dir, '--port', '0'], env);
     daemons.push(a);
     const [, baseA] = await a.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+\/api)/);
     const [, key] = await a.waitFor(/test key\s+(sk_test_[0-9A-Za-z]+)/);
     await a.waitFor(/"msg":"posd listening"/);
+    // Two daemons writing one file would race their workers (holds, feeds, deliveries): the lock refuses it.
     const b = spawnDaemon(['--data', dir, '--port', '0'], env);
     daemons.push(b);
-    const [, portB] = await b.waitFor(/"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/);
-    const baseB = `http://127.0.0.1:${portB}/api`;
+    expect((await b.exited).code).toBe(2);
+    expect(b.stderr().trim()).toMatch(/^posd: a posd daemon \(pid \d+\) is running on /);
+    const baseB = baseA;
 
     const svc = await call(baseA, key, 'POST', '/services', { kind: 'appointment', name: 'Cut', duration_minutes: 45, price_in_cents: 10_000 });
     const staff = await call(baseB, key, 'POST', '/staff_members', { name: 'Ana' });

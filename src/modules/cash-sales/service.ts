@@ -25,7 +25,13 @@ import type { CashSale, CashSaleBody } from './schema.js';
  * crash there would leave an Idempotency-Key unanswered and let a retry record the sale twice. A
  * provider that cannot be reached leaves the invoice pending for the worker (`tax_invoice_url` null).
  */
-export async function createCashSale(ctx: AppContext, account: Account, body: CashSaleBody): Promise<CashSale> {
+export async function createCashSale(
+  ctx: AppContext,
+  account: Account,
+  body: CashSaleBody,
+  /** Runs last inside the sale's transaction: the route stores its idempotent answer there. */
+  inTransaction?: (sale: CashSale) => void,
+): Promise<CashSale> {
   const amount = body.amount_in_cents;
   if (!Number.isInteger(amount) || amount < 1 || amount > MAX_LINE_CENTS) throw invalid({ amount_in_cents: `must be an integer from 1 to ${MAX_LINE_CENTS}` });
   const currency = body.currency ?? account.default_currency;
@@ -131,6 +137,7 @@ export async function createCashSale(ctx: AppContext, account: Account, body: Ca
       created_at: at,
     };
     appendSyncRecord(ctx.db, { kind: 'cash_sale', ...scope, createdAt: at, id: `sync_${cashId}`, payload: { sale, cash_intent: cash, intent: doc } });
+    inTransaction?.(sale);
     return sale;
   });
 }

@@ -1,3 +1,5 @@
+import { tx } from '../../db/database.js';
+import { commitIdempotentResponse } from '../../api/idempotency.js';
 import { Type } from '@sinclair/typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
@@ -24,7 +26,15 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/transfers',
     { schema: { tags, body: CreateTransferBody, response: { 201: TransferSchema, ...errorResponses } } },
-    async (req, reply) => reply.code(201).send(createTransfer(ctx, requireAccount(req), req.body)),
+    async (req, reply) => {
+      // The Idempotency-Key's answer commits with the money movement (see commitIdempotentResponse).
+      const transfer = tx(ctx.db, () => {
+        const t = createTransfer(ctx, requireAccount(req), req.body);
+        commitIdempotentResponse(req, reply, 201, t);
+        return t;
+      });
+      return reply.code(201).send(transfer);
+    },
   );
 
   app.get(
@@ -47,7 +57,14 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/withdrawals',
     { schema: { tags: ['withdrawals'], body: CreateWithdrawalBody, response: { 201: WithdrawalSchema, ...errorResponses } } },
-    async (req, reply) => reply.code(201).send(createWithdrawal(ctx, requireAccount(req), req.body)),
+    async (req, reply) => {
+      const withdrawal = tx(ctx.db, () => {
+        const w = createWithdrawal(ctx, requireAccount(req), req.body);
+        commitIdempotentResponse(req, reply, 201, w);
+        return w;
+      });
+      return reply.code(201).send(withdrawal);
+    },
   );
 
   app.get(

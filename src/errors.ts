@@ -38,6 +38,13 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Sync between a store and its central (docs/sync-protocol.md)
+  sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
+  sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },
+  sync_sequence_gap: { status: 409, message: 'The batch does not follow the last sequence the central applied; nothing was applied.' },
+  sync_record_conflict: { status: 409, message: 'A record id was already applied with different content; nothing was applied.' },
+  sync_kind_unknown: { status: 422, message: 'The central does not know how to apply a record of this kind; nothing was applied.' },
+  sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -4,6 +4,7 @@ import { CliError } from './cli/common.js';
 import { initCommand } from './cli/init.js';
 import { serveCommand } from './cli/serve.js';
 import { accountsCommand, keysCommand } from './cli/keys.js';
+import { reconcileCommand, syncCommand } from './cli/sync.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
@@ -12,7 +13,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showSuggestionAfterError()
     .exitOverride();
-  for (const cmd of [initCommand(), serveCommand(), keysCommand(), accountsCommand()]) program.addCommand(cmd);
+  for (const cmd of [initCommand(), serveCommand(), keysCommand(), accountsCommand(), syncCommand(), reconcileCommand()]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

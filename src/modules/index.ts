@@ -1,5 +1,6 @@
 import type { PosdModule } from '../api/module.js';
 import { accountsModule } from './accounts/index.js';
+import { syncModule } from '../sync/index.js';
 
 /** Every area of the product, in registration order. */
-export const MODULES: readonly PosdModule[] = [accountsModule];
+export const MODULES: readonly PosdModule[] = [accountsModule, syncModule];

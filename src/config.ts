@@ -98,6 +98,34 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /** Money: fees, refunds and the tax-invoice (DTE) provider (docs/money.md). */
+  money: Type.Object(
+    {
+      /** Commission on a charge, VAT included: percent of the gross plus a fixed amount (gaps.md: 4.5% + 0). */
+      fee_percent: Type.Number({ minimum: 0, maximum: 100, default: 4.5 }),
+      fee_fixed_in_cents: Type.Integer({ minimum: 0, default: 0 }),
+      /** Guatemala's IVA: the part of the commission that is withheld VAT. */
+      vat_percent: Type.Number({ minimum: 0, maximum: 100, default: 12 }),
+      /** A refund gives the merchant back the fee of the charge it undoes. */
+      refund_returns_fee: Type.Boolean({ default: true }),
+      tax_invoicing: Type.Object(
+        {
+          /** Issue a DTE for a cash sale that names a tax_id (an account's settings may turn it off). */
+          enabled: Type.Boolean({ default: true }),
+          /** `sandbox`: an in-process provider; `http`: POST to `url`, answering `{document_id, url}`. */
+          provider: Type.Union([Type.Literal('sandbox'), Type.Literal('http')], { default: 'sandbox' }),
+          url: Type.String({ default: '' }),
+          api_key: Type.String({ default: '' }),
+          /** How long a sale waits for the provider before answering without the invoice. */
+          timeout_ms: Type.Integer({ minimum: 1, default: 3000 }),
+          /** How often the worker retries invoices the provider could not issue at sale time. */
+          retry_interval_ms: Type.Integer({ minimum: 10, default: 30_000 }),
+        },
+        { default: {} },
+      ),
+    },
+    { default: {} },
+  ),
 });
 
 export type Config = Static<typeof ConfigSchema>;

@@ -38,6 +38,12 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Money (issue 3, docs/money.md)
+  wrong_environment: { status: 401, message: 'This customer belongs to the other environment (live or test) than your key.' },
+  checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
+  checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
+  already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
+  payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
   // Sync between a store and its central (docs/sync-protocol.md)
   sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },

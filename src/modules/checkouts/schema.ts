@@ -1,0 +1,66 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { AmountSchema, CurrencySchema } from '../ledger/money.js';
+import { TaxCategory } from '../products/schema.js';
+
+const Metadata = Type.Record(Type.String(), Type.Unknown());
+
+export const CheckoutItemInput = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  amount_in_cents: Type.Optional(AmountSchema),
+  currency: Type.Optional(CurrencySchema),
+  quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })),
+  tax_category: Type.Optional(TaxCategory),
+  product_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  price_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+});
+export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
+
+const DateTime = Type.String({ format: 'date-time' });
+
+export const CreateCheckoutBody = Type.Object({
+  items: Type.Array(CheckoutItemInput, { minItems: 1, maxItems: 50 }),
+  currency: Type.Optional(CurrencySchema),
+  customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+  metadata: Type.Optional(Metadata),
+  expires_at: Type.Optional(Type.Union([DateTime, Type.Null()])),
+});
+export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
+
+export const UpdateCheckoutBody = Type.Object({
+  items: Type.Optional(Type.Array(CheckoutItemInput, { minItems: 1, maxItems: 50 })),
+  currency: Type.Optional(CurrencySchema),
+  customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+  metadata: Type.Optional(Metadata),
+  expires_at: Type.Optional(Type.Union([DateTime, Type.Null()])),
+});
+export type UpdateCheckoutBody = Static<typeof UpdateCheckoutBody>;
+
+export const CheckoutItemSchema = Type.Object({
+  name: Type.String(),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  quantity: Type.Integer(),
+  tax_category: TaxCategory,
+  product_id: Type.Union([Type.String(), Type.Null()]),
+  price_id: Type.Union([Type.String(), Type.Null()]),
+});
+export type CheckoutItem = Static<typeof CheckoutItemSchema>;
+
+export const CheckoutSchema = Type.Object({
+  id: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  status: Type.String(),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  items: Type.Array(CheckoutItemSchema),
+  metadata: Metadata,
+  url: Type.String(),
+  customer_id: Type.Union([Type.String(), Type.Null()]),
+  expires_at: Type.Union([Type.String(), Type.Null()]),
+  latest_intent: Type.Union([Type.Object({ id: Type.String() }), Type.Null()]),
+  payment_intent_id: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export type Checkout = Static<typeof CheckoutSchema>;

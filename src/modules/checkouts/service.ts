@@ -1,0 +1,262 @@
+import type { AppContext } from '../../context.js';
+import { publicBaseUrl } from '../../config.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { ApiError, invalid } from '../../errors.js';
+import type { Account } from '../accounts/service.js';
+import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../ledger/money.js';
+import { getPrice, getProduct } from '../products/service.js';
+import { getCustomer } from '../customers/service.js';
+import { checkoutsStore, type CheckoutRow } from './store.js';
+import { EDITABLE_STATUSES, nextCheckoutStatus, type CheckoutEvent, type CheckoutStatus } from './machine.js';
+import type { Checkout, CheckoutItem } from './schema.js';
+
+export type { Checkout, CheckoutItem } from './schema.js';
+
+export interface CheckoutItemInput {
+  name?: string;
+  amount_in_cents?: number;
+  currency?: string;
+  quantity?: number;
+  tax_category?: 'good' | 'service';
+  product_id?: string;
+  price_id?: string;
+}
+
+export interface CheckoutInput {
+  items: CheckoutItemInput[];
+  currency?: string;
+  customer_id?: string | null;
+  metadata?: Record<string, unknown>;
+  expires_at?: string | null;
+}
+
+export function checkoutUrl(ctx: AppContext, id: string): string {
+  return `${publicBaseUrl(ctx.config)}/pay/${id}`;
+}
+
+function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    status: r.status,
+    amount_in_cents: r.amount_in_cents,
+    currency: r.currency,
+    items: JSON.parse(r.items),
+    metadata: JSON.parse(r.metadata),
+    url: checkoutUrl(ctx, r.id),
+    customer_id: r.customer_id,
+    expires_at: r.expires_at,
+    latest_intent: r.latest_intent_id ? { id: r.latest_intent_id } : null,
+    payment_intent_id: r.payment_intent_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+/**
+ * Resolves inline and catalogue lines into priced lines. A line names either its own amount or a
+ * `price_id`/`product_id` (the product's classification then wins, spec 4.13). Every line shares the
+ * checkout's currency; the total must reach the minimum charge (gaps.md).
+ */
+function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInput[], currency?: string): { items: CheckoutItem[]; currency: string; total: number } {
+  const errors: Record<string, string[]> = {};
+  const add = (f: string, m: string) => (errors[f] ??= []).push(m);
+  const lines: CheckoutItem[] = [];
+  if (items.length === 0) add('items', 'must hold at least one item');
+  items.forEach((item, i) => {
+    const quantity = item.quantity ?? 1;
+    // Callers inside posd (terminals, scheduling) skip the HTTP schema: the same limits hold here.
+    if (!Number.isInteger(quantity) || quantity < 1 || quantity > 9) return add(`items.${i}.quantity`, 'must be an integer from 1 to 9');
+    const a = item.amount_in_cents;
+    if (a !== undefined && (!Number.isInteger(a) || a < 1 || a > MAX_LINE_CENTS)) {
+      return add(`items.${i}.amount_in_cents`, `must be an integer from 1 to ${MAX_LINE_CENTS}`);
+    }
+    if (item.price_id || item.product_id) {
+      const found = item.price_id ? getPrice(ctx, account, item.price_id) : undefined;
+      const product = found?.product ?? (item.product_id ? getProduct(ctx, account, item.product_id) : undefined);
+      const price = found?.price ?? product?.prices.find((p) => p.charge_type === 'one_time') ?? product?.prices[0];
+      if (item.price_id && !found) return add(`items.${i}.price_id`, 'does not exist');
+      if (!product) return add(`items.${i}.product_id`, 'does not exist');
+      if (product.status !== 'active') return add(`items.${i}.product_id`, 'is archived');
+      if (!price) return add(`items.${i}.product_id`, 'has no price');
+      lines.push({
+        name: item.name ?? product.name,
+        amount_in_cents: price.amount_in_cents,
+        currency: price.currency,
+        quantity,
+        tax_category: product.tax_category,
+        product_id: product.id,
+        price_id: price.id,
+      });
+      return;
+    }
+    if (item.amount_in_cents === undefined) return add(`items.${i}.amount_in_cents`, 'is required without product_id or price_id');
+    lines.push({
+      name: item.name ?? 'Item',
+      amount_in_cents: item.amount_in_cents,
+      currency: item.currency ?? currency ?? account.default_currency,
+      quantity,
+      tax_category: item.tax_category ?? 'good',
+      product_id: null,
+      price_id: null,
+    });
+  });
+  if (Object.keys(errors).length) throw invalid(errors);
+  const cur = currency ?? lines[0].currency;
+  assertAccountCurrency(account.currencies, cur);
+  lines.forEach((l, i) => {
+    if (l.currency !== cur) add(`items.${i}.currency`, `must be ${cur}, the checkout's currency`);
+  });
+  if (Object.keys(errors).length) throw invalid(errors);
+  const total = lines.reduce((sum, l) => sum + l.amount_in_cents * l.quantity, 0);
+  assertMinimumCharge(total, cur);
+  return { items: lines, currency: cur, total };
+}
+
+function checkExpiry(ctx: AppContext, expiresAt: string | null | undefined): string | null {
+  if (!expiresAt) return null;
+  const ms = Date.parse(expiresAt);
+  if (!(ms > ctx.clock.now())) throw invalid({ expires_at: 'must be in the future' });
+  return isoTime(ms);
+}
+
+function checkCustomer(ctx: AppContext, account: Account, id: string | null | undefined): string | null {
+  if (!id) return null;
+  if (!getCustomer(ctx, account, id)) throw invalid({ customer_id: 'does not exist' });
+  return id;
+}
+
+export function createCheckout(ctx: AppContext, account: Account, input: CheckoutInput): Checkout {
+  const resolved = resolveItems(ctx, account, input.items, input.currency);
+  const at = isoTime(ctx.clock.now());
+  return tx(ctx.db, () => {
+    const row: CheckoutRow = {
+      id: newId('ch'),
+      account_id: account.id,
+      live_mode: account.live_mode ? 1 : 0,
+      status: 'unpaid',
+      amount_in_cents: resolved.total,
+      currency: resolved.currency,
+      items: JSON.stringify(resolved.items),
+      metadata: JSON.stringify(input.metadata ?? {}),
+      customer_id: checkCustomer(ctx, account, input.customer_id),
+      expires_at: checkExpiry(ctx, input.expires_at),
+      latest_intent_id: null,
+      payment_intent_id: null,
+      created_at: at,
+      updated_at: at,
+    };
+    checkoutsStore(ctx.db).insert(row);
+    return toCheckout(ctx, row);
+  });
+}
+
+/**
+ * A checkout born paid: a cash sale is collected before it is recorded, so its checkout never was
+ * unpaid. Minimum charges do not apply (gaps.md names them for checkouts paid by card or terminal).
+ * Call inside the sale's transaction.
+ */
+export function insertPaidCheckout(
+  ctx: AppContext,
+  account: Account,
+  input: { items: CheckoutItem[]; currency: string; customerId: string | null; metadata?: Record<string, unknown>; intentId: string },
+): Checkout {
+  const at = isoTime(ctx.clock.now());
+  const row: CheckoutRow = {
+    id: newId('ch'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    status: 'paid',
+    amount_in_cents: input.items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0),
+    currency: input.currency,
+    items: JSON.stringify(input.items),
+    metadata: JSON.stringify(input.metadata ?? {}),
+    customer_id: input.customerId,
+    expires_at: null,
+    latest_intent_id: input.intentId,
+    payment_intent_id: null,
+    created_at: at,
+    updated_at: at,
+  };
+  checkoutsStore(ctx.db).insert(row);
+  return toCheckout(ctx, row);
+}
+
+function ownedRow(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string): CheckoutRow | undefined {
+  const row = checkoutsStore(ctx.db).byId(id);
+  return row && row.account_id === account.id && (row.live_mode === 1) === account.live_mode ? row : undefined;
+}
+
+export function getCheckout(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string): Checkout | undefined {
+  const row = ownedRow(ctx, account, id);
+  return row ? toCheckout(ctx, row) : undefined;
+}
+
+/** Reads across several accounts (organization keys); the row keeps its account_id. */
+export function getCheckoutIn(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): Checkout | undefined {
+  const row = checkoutsStore(ctx.db).byId(id);
+  return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? toCheckout(ctx, row) : undefined;
+}
+
+export function listCheckouts(ctx: AppContext, accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: Checkout[]; total: number } {
+  const { rows, total } = checkoutsStore(ctx.db).list(accountIds, liveMode, limit, offset);
+  return { rows: rows.map((r) => toCheckout(ctx, r)), total };
+}
+
+/** Only an unpaid checkout may change (spec 7: else 422). */
+export function updateCheckout(ctx: AppContext, account: Account, id: string, patch: Partial<CheckoutInput>): Checkout {
+  return tx(ctx.db, () => {
+    const row = ownedRow(ctx, account, id);
+    if (!row) throw new ApiError('not_found', { message: `No checkout with id ${id}.` });
+    if (!EDITABLE_STATUSES.includes(row.status as CheckoutStatus)) {
+      throw new ApiError('checkout_not_modifiable', { message: `The checkout is ${row.status}; only an unpaid checkout may change.` });
+    }
+    const next = { ...row, updated_at: isoTime(ctx.clock.now()) };
+    if (patch.items || patch.currency) {
+      const currentItems = JSON.parse(row.items) as CheckoutItem[];
+      const items: CheckoutItemInput[] = patch.items ?? currentItems.map((l) => ({ ...l, product_id: l.product_id ?? undefined, price_id: l.price_id ?? undefined }));
+      const resolved = resolveItems(ctx, account, items, patch.currency ?? (patch.items ? undefined : row.currency));
+      Object.assign(next, { items: JSON.stringify(resolved.items), amount_in_cents: resolved.total, currency: resolved.currency });
+    }
+    if (patch.metadata) next.metadata = JSON.stringify(patch.metadata);
+    if (patch.customer_id !== undefined) next.customer_id = checkCustomer(ctx, account, patch.customer_id);
+    if (patch.expires_at !== undefined) next.expires_at = checkExpiry(ctx, patch.expires_at);
+    checkoutsStore(ctx.db).update(next);
+    return toCheckout(ctx, next);
+  });
+}
+
+/**
+ * Moves a checkout through its machine (terminals mark `payment_in_progress` and back). 422
+ * `checkout_not_modifiable` when the machine does not allow the move. Joins the caller's transaction.
+ */
+export function setCheckoutStatus(
+  ctx: AppContext,
+  account: Pick<Account, 'id' | 'live_mode'>,
+  id: string,
+  event: CheckoutEvent,
+  links: { latestIntentId?: string; paymentIntentId?: string } = {},
+): Checkout {
+  return tx(ctx.db, () => {
+    const row = ownedRow(ctx, account, id);
+    if (!row) throw new ApiError('not_found', { message: `No checkout with id ${id}.` });
+    const status = nextCheckoutStatus(row.status as CheckoutStatus, event);
+    if (!status) throw new ApiError('checkout_not_modifiable', { message: `A ${row.status} checkout cannot take ${event.type}.` });
+    const next: CheckoutRow = {
+      ...row,
+      status,
+      latest_intent_id: links.latestIntentId ?? row.latest_intent_id,
+      payment_intent_id: links.paymentIntentId ?? row.payment_intent_id,
+      updated_at: isoTime(ctx.clock.now()),
+    };
+    checkoutsStore(ctx.db).update(next);
+    return toCheckout(ctx, next);
+  });
+}
+
+export function isExpired(ctx: AppContext, checkout: Pick<Checkout, 'expires_at'>): boolean {
+  return checkout.expires_at !== null && Date.parse(checkout.expires_at) <= ctx.clock.now();
+}

@@ -1,0 +1,134 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { ApiError } from '../../errors.js';
+import type { Account } from '../accounts/service.js';
+import { customersStore, type CustomerRow } from './store.js';
+
+export interface Customer {
+  id: string;
+  account_id: string;
+  live_mode: boolean;
+  email: string | null;
+  full_name: string | null;
+  phone: string | null;
+  tax_id: string | null;
+  created_at: string;
+}
+
+export interface CustomerInput {
+  email?: string | null;
+  name?: string | null;
+  full_name?: string | null;
+  phone?: string | null;
+  tax_id?: string | null;
+}
+
+function toCustomer(r: CustomerRow): Customer {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    email: r.email,
+    full_name: r.full_name,
+    phone: r.phone,
+    tax_id: r.tax_id,
+    created_at: r.created_at,
+  };
+}
+
+/** A merchant's customer directory is shared by its live account and its sandbox. */
+export function merchantOf(account: Pick<Account, 'id' | 'sandbox_of'>): string {
+  return account.sandbox_of ?? account.id;
+}
+
+function normalizeEmail(email: string | null | undefined): string | null {
+  const e = email?.trim().toLowerCase();
+  return e ? e : null;
+}
+
+/**
+ * Finds the merchant's customer with that e-mail or creates one (gaps.md: the e-mail is the natural
+ * key). A test key finds only test customers; a live key finds a live customer first, then a test
+ * one, which becomes live with its first real payment. Details missing on a found customer are
+ * filled in; present ones are never overwritten by a checkout.
+ */
+export function findOrCreateCustomer(ctx: AppContext, account: Account, input: CustomerInput): Customer {
+  return tx(ctx.db, () => findOrCreateCustomerRow(ctx, account, input).customer);
+}
+
+export function findOrCreateCustomerRow(ctx: AppContext, account: Account, input: CustomerInput): { customer: Customer; created: boolean } {
+  const store = customersStore(ctx.db);
+  const merchant = merchantOf(account);
+  const email = normalizeEmail(input.email);
+  const details = { full_name: input.full_name ?? input.name ?? null, phone: input.phone ?? null, tax_id: input.tax_id ?? null };
+  if (email) {
+    const found = (account.live_mode ? store.byEmail(merchant, true, email) : undefined) ?? store.byEmail(merchant, false, email);
+    if (found) {
+      store.fill(found.id, details);
+      return { customer: toCustomer(store.byId(found.id)!), created: false };
+    }
+  }
+  const row = {
+    id: newId('cus'),
+    account_id: account.id,
+    // Every customer starts as a test customer: it becomes live with its first real payment (spec 5 rule 7).
+    live_mode: 0,
+    merchant_id: merchant,
+    email,
+    ...details,
+    created_at: isoTime(ctx.clock.now()),
+  };
+  store.insert(row);
+  return { customer: toCustomer(store.byId(row.id)!), created: true };
+}
+
+export type CustomerLookup = { customer: Customer } | { customer?: undefined; reason: 'missing' | 'other_environment' };
+
+/**
+ * Spec 5 rule 7: a test key resolves only test customers (a customer that became live answers 401
+ * on /customers); a live key resolves the merchant's customers, live or on their way to their first
+ * real payment.
+ */
+export function lookupCustomer(ctx: AppContext, account: Account, id: string): CustomerLookup {
+  const row = customersStore(ctx.db).byId(id);
+  if (!row || row.merchant_id !== merchantOf(account)) return { reason: 'missing' };
+  if (!account.live_mode && row.live_mode === 1) return { reason: 'other_environment' };
+  return { customer: toCustomer(row) };
+}
+
+export function getCustomer(ctx: AppContext, account: Account, id: string): Customer | undefined {
+  return lookupCustomer(ctx, account, id).customer;
+}
+
+/** The customer, or the /customers answer for an id that does not resolve: 404, or 401 for the other environment. */
+export function requireCustomer(ctx: AppContext, account: Account, id: string): Customer {
+  const found = lookupCustomer(ctx, account, id);
+  if (found.customer) return found.customer;
+  if (found.reason === 'other_environment') throw new ApiError('wrong_environment');
+  throw new ApiError('not_found', { message: `No customer with id ${id}.` });
+}
+
+/** Called inside the payment's transaction: the first real payment makes a customer live. */
+export function markCustomerLive(ctx: AppContext, customerId: string): boolean {
+  return customersStore(ctx.db).makeLive(customerId, isoTime(ctx.clock.now()));
+}
+
+export function listCustomers(
+  ctx: AppContext,
+  accounts: Account[],
+  liveMode: boolean,
+  limit: number,
+  offset: number,
+): { rows: Customer[]; total: number } {
+  const merchants = [...new Set(accounts.map(merchantOf))];
+  const { rows, total } = customersStore(ctx.db).list(merchants, liveMode ? [0, 1] : [0], limit, offset);
+  return { rows: rows.map(toCustomer), total };
+}
+
+/** Any customer by id, unscoped: for documents built from records that already passed scoping. */
+export function customerById(ctx: AppContext, id: string): Customer | undefined {
+  const row = customersStore(ctx.db).byId(id);
+  return row ? toCustomer(row) : undefined;
+}

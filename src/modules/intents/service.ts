@@ -1,0 +1,61 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { newId } from '../../ids.js';
+import { intentsStore, type IntentRow } from './store.js';
+
+export type IntentType = IntentRow['type'];
+export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
+
+export interface CreateIntentInput {
+  id?: string;
+  accountId: string;
+  liveMode: boolean;
+  type: IntentType;
+  status: IntentStatus;
+  rawStatus?: string;
+  /** The concrete per-method id (pa_, ca_, ...) the legacy events carry. */
+  legacyId: string;
+  amountInCents: number;
+  currency: string;
+  customerId: string | null;
+  checkoutId: string | null;
+  taxInvoiceUrl?: string | null;
+  details: Record<string, unknown>;
+}
+
+/**
+ * Records a unified intent (in_) inside the caller's transaction. The receipt number counts the
+ * account's intents from 1; the write lock of the transaction keeps it gap-free and unique.
+ */
+export function createIntent(ctx: AppContext, input: CreateIntentInput): IntentRow {
+  if (!ctx.db.inTransaction) throw new Error('createIntent() outside a transaction');
+  const store = intentsStore(ctx.db);
+  const row: IntentRow = {
+    id: input.id ?? newId('in'),
+    account_id: input.accountId,
+    live_mode: input.liveMode ? 1 : 0,
+    type: input.type,
+    status: input.status,
+    raw_status: input.rawStatus ?? input.status,
+    legacy_id: input.legacyId,
+    payment_id: newId('on'),
+    receipt_number: store.nextReceiptNumber(input.accountId),
+    amount_in_cents: input.amountInCents,
+    currency: input.currency,
+    customer_id: input.customerId,
+    checkout_id: input.checkoutId,
+    tax_invoice_url: input.taxInvoiceUrl ?? null,
+    details: JSON.stringify(input.details),
+    created_at: isoTime(ctx.clock.now()),
+  };
+  store.insert(row);
+  return row;
+}
+
+export function intentRow(ctx: AppContext, id: string): IntentRow | undefined {
+  return intentsStore(ctx.db).byId(id);
+}
+
+export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: string | null): void {
+  intentsStore(ctx.db).setTaxInvoiceUrl(intentId, url);
+}

@@ -1,0 +1,108 @@
+import type { Db } from '../../db/database.js';
+
+export interface BalanceTransactionRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: number;
+  type: string;
+  amount_in_cents: number;
+  fee_in_cents: number;
+  net_amount_in_cents: number;
+  currency: string;
+  balance_after_in_cents: number;
+  commission_in_cents: number;
+  vat_withheld_in_cents: number;
+  source_id: string;
+  source_type: string;
+  description: string | null;
+  created_at: string;
+}
+
+export interface LedgerFilter {
+  accountIds: string[];
+  liveMode: boolean;
+  currency?: string;
+  type?: string;
+  from?: string;
+  until?: string;
+}
+
+/** All SQL of the ledger. */
+export class LedgerStore {
+  private readonly stmts;
+
+  constructor(private readonly db: Db) {
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO balance_transactions (id, account_id, live_mode, type, amount_in_cents, fee_in_cents, net_amount_in_cents,
+           currency, balance_after_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, source_type, description, created_at)
+         VALUES (@id, @account_id, @live_mode, @type, @amount_in_cents, @fee_in_cents, @net_amount_in_cents,
+           @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at)`,
+      ),
+      last: db.prepare(
+        'SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = ? AND currency = ? ORDER BY seq DESC LIMIT 1',
+      ),
+      byId: db.prepare('SELECT * FROM balance_transactions WHERE id = ?'),
+      // The last row of each currency carries the running balance: no sum over the whole ledger.
+      balances: db.prepare(
+        `SELECT b.account_id, b.currency, b.balance_after_in_cents AS balance FROM balance_transactions b
+         JOIN (SELECT account_id, currency, max(seq) AS seq FROM balance_transactions
+               WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? GROUP BY account_id, currency) m
+           ON m.seq = b.seq`,
+      ),
+    };
+  }
+
+  insert(row: Omit<BalanceTransactionRow, 'seq'>): void {
+    this.stmts.insert.run(row);
+  }
+  lastBalance(accountId: string, currency: string): number {
+    return (this.stmts.last.get(accountId, currency) as { balance_after_in_cents: number } | undefined)?.balance_after_in_cents ?? 0;
+  }
+  byId(id: string): BalanceTransactionRow | undefined {
+    return this.stmts.byId.get(id) as BalanceTransactionRow | undefined;
+  }
+  balances(accountIds: string[], liveMode: boolean): Array<{ account_id: string; currency: string; balance: number }> {
+    return this.stmts.balances.all(JSON.stringify(accountIds), liveMode ? 1 : 0) as Array<{ account_id: string; currency: string; balance: number }>;
+  }
+
+  private where(f: LedgerFilter): { sql: string; args: unknown[] } {
+    const parts = ['account_id IN (SELECT value FROM json_each(?))', 'live_mode = ?'];
+    const args: unknown[] = [JSON.stringify(f.accountIds), f.liveMode ? 1 : 0];
+    if (f.currency) {
+      parts.push('currency = ?');
+      args.push(f.currency);
+    }
+    if (f.type) {
+      parts.push('type = ?');
+      args.push(f.type);
+    }
+    if (f.from && f.until) {
+      parts.push('created_at >= ? AND created_at <= ?');
+      args.push(f.from, f.until);
+    }
+    return { sql: parts.join(' AND '), args };
+  }
+
+  list(f: LedgerFilter, limit: number, offset: number): { rows: BalanceTransactionRow[]; total: number } {
+    const w = this.where(f);
+    // Filters vary per request; SQLite caches prepared statements per text, so this stays cheap.
+    const rows = this.db
+      .prepare(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`)
+      .all(...w.args, limit, offset) as BalanceTransactionRow[];
+    const total = (this.db.prepare(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n;
+    return { rows, total };
+  }
+}
+
+const stores = new WeakMap<Db, LedgerStore>();
+
+export function ledgerStore(db: Db): LedgerStore {
+  let s = stores.get(db);
+  if (!s) {
+    s = new LedgerStore(db);
+    stores.set(db, s);
+  }
+  return s;
+}

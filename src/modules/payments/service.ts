@@ -1,0 +1,248 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { ApiError, notFound } from '../../errors.js';
+import { appendSyncRecord } from '../../sync/outbox.js';
+import type { Account } from '../accounts/service.js';
+import { getCheckout, isExpired, setCheckoutStatus } from '../checkouts/service.js';
+import { customerById, markCustomerLive } from '../customers/service.js';
+import { feeFor, postBalanceTransaction } from '../ledger/service.js';
+import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
+import { intentDocument } from '../intents/document.js';
+import { legacyEventType, legacyPaymentPayload } from './legacy.js';
+import { paymentsStore, type PaymentIntentRow } from './store.js';
+
+export type PaymentMethod = PaymentIntentRow['method'];
+
+export interface SettleInput {
+  checkoutId: string;
+  method: PaymentMethod;
+  outcome: 'succeeded' | 'failed';
+  failureReason?: string | null;
+  card?: { network: string; last4: string } | null;
+  authorizationCode?: string | null;
+  processorReference?: string | null;
+  installments?: number | null;
+  channel?: string;
+}
+
+export interface SettleResult {
+  intentId: string;
+  paymentIntentId: string;
+  balanceTransactionId: string | null;
+  status: 'succeeded' | 'failed';
+}
+
+function resultOf(pa: PaymentIntentRow): SettleResult {
+  return { intentId: pa.intent_id, paymentIntentId: pa.id, balanceTransactionId: pa.balance_transaction_id, status: pa.status };
+}
+
+const INTENT_TYPE: Record<PaymentMethod, 'payment' | 'bank_transfer' | 'cash'> = {
+  card: 'payment',
+  terminal: 'payment',
+  bank_transfer: 'bank_transfer',
+  cash: 'cash',
+};
+
+/**
+ * Settles a checkout's payment in one transaction: the checkout turns paid or failed, a payment
+ * intent (pa_) and its unified intent (in_) are recorded, a success posts the ledger `charge` row
+ * with its fee (cash carries none, spec 4.4) and makes the customer live when the money is real,
+ * and the `intent.*` event (plus the legacy one for legacy-format accounts) and a sync record join
+ * the same transaction. A checkout already settled returns its result and emits nothing, so a
+ * terminal that repeats its result after a reconnect cannot move money twice.
+ */
+export function settleCheckoutPayment(ctx: AppContext, account: Account, input: SettleInput): SettleResult {
+  return tx(ctx.db, () => {
+    const checkout = getCheckout(ctx, account, input.checkoutId);
+    if (!checkout) throw notFound('checkout', input.checkoutId);
+    const store = paymentsStore(ctx.db);
+    if (checkout.status === 'paid' || checkout.status === 'failed') {
+      const existing = checkout.payment_intent_id ? store.byId(checkout.payment_intent_id) : undefined;
+      if (existing) return resultOf(existing);
+      throw new ApiError('checkout_not_modifiable', { message: `The checkout is already ${checkout.status}.` });
+    }
+    if (input.outcome === 'succeeded' && isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
+
+    const at = isoTime(ctx.clock.now());
+    const succeeded = input.outcome === 'succeeded';
+    const paId = newId('pa');
+    const intentId = newId('in');
+    const fee = succeeded && input.method !== 'cash' ? feeFor(account, checkout.amount_in_cents, ctx.config.money) : undefined;
+
+    const txn = fee
+      ? postBalanceTransaction(ctx, {
+          accountId: account.id,
+          liveMode: account.live_mode,
+          type: 'charge',
+          amountInCents: checkout.amount_in_cents,
+          feeInCents: fee.fee_in_cents,
+          feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
+          currency: checkout.currency,
+          sourceId: paId,
+          sourceType: 'payment_intent',
+          description: checkout.items.map((i) => i.name).join(', ').slice(0, 200),
+        })
+      : undefined;
+
+    const pa: PaymentIntentRow = {
+      id: paId,
+      account_id: account.id,
+      live_mode: account.live_mode ? 1 : 0,
+      intent_id: intentId,
+      checkout_id: checkout.id,
+      method: input.method,
+      status: input.outcome,
+      amount_in_cents: checkout.amount_in_cents,
+      currency: checkout.currency,
+      fee_in_cents: fee?.fee_in_cents ?? 0,
+      commission_in_cents: fee?.commission_in_cents ?? 0,
+      vat_withheld_in_cents: fee?.vat_withheld_in_cents ?? 0,
+      customer_id: checkout.customer_id,
+      failure_reason: succeeded ? null : (input.failureReason ?? 'declined'),
+      card_network: input.card?.network ?? null,
+      card_last4: input.card?.last4 ?? null,
+      authorization_code: input.authorizationCode ?? null,
+      processor_reference: input.processorReference ?? null,
+      installments: input.installments ?? null,
+      channel: input.channel ?? null,
+      balance_transaction_id: txn?.id ?? null,
+      tax_invoice_url: null,
+      created_at: at,
+      updated_at: at,
+    };
+    store.insert(pa);
+
+    const type = INTENT_TYPE[input.method];
+    const details: Record<string, unknown> =
+      type === 'bank_transfer'
+        ? { failure_reason: pa.failure_reason, bank_reference: input.processorReference ?? null, sender_comment: null }
+        : {
+            failure_reason: pa.failure_reason,
+            fee: -pa.fee_in_cents,
+            tax_invoicing_fee: 0,
+            vat_withheld: pa.vat_withheld_in_cents,
+            vat_withheld_currency: pa.currency,
+            used_presaved_payment_method: false,
+            installments: pa.installments ?? 1,
+            channel: pa.channel ?? input.method,
+            products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id, quantity: i.quantity })),
+          };
+    createIntent(ctx, {
+      id: intentId,
+      accountId: account.id,
+      liveMode: account.live_mode,
+      type,
+      status: input.outcome,
+      rawStatus: succeeded ? 'succeeded' : (input.failureReason ?? 'failed'),
+      legacyId: paId,
+      amountInCents: checkout.amount_in_cents,
+      currency: checkout.currency,
+      customerId: checkout.customer_id,
+      checkoutId: checkout.id,
+      details,
+    });
+
+    const settled = setCheckoutStatus(ctx, account, checkout.id, { type: succeeded ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED' }, {
+      latestIntentId: intentId,
+      paymentIntentId: paId,
+    });
+    if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
+
+    const doc = intentDocument(ctx, intentId)!;
+    const scope = { accountId: account.id, liveMode: account.live_mode };
+    ctx.outbox.emit({ ...scope, type: `intent.${input.outcome}`, payload: doc, objectId: intentId });
+    if (account.event_format === 'both') {
+      const customer = checkout.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
+      ctx.outbox.emit({
+        ...scope,
+        type: legacyEventType(input.method, input.outcome),
+        payload: legacyPaymentPayload(pa, settled, customer, doc.payment.id),
+        objectId: paId,
+      });
+    }
+    appendSyncRecord(ctx.db, {
+      kind: input.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
+      ...scope,
+      createdAt: at,
+      payload: { payment_intent: pa, intent: doc, checkout: settled, balance_transaction: txn ?? null },
+    });
+    return resultOf(pa);
+  });
+}
+
+export interface PaymentIntentView {
+  id: string;
+  account_id: string;
+  live_mode: boolean;
+  status: string;
+  method: string;
+  amount_in_cents: number;
+  currency: string;
+  fee_in_cents: number;
+  vat_withheld_in_cents: number;
+  checkout_id: string;
+  intent_id: string;
+  customer_id: string | null;
+  failure_reason: string | null;
+  card: { network: string | null; last4: string } | null;
+  authorization_code: string | null;
+  processor_reference: string | null;
+  installments: number | null;
+  channel: string | null;
+  balance_transaction_id: string | null;
+  tax_invoice_url: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+function toView(r: PaymentIntentRow): PaymentIntentView {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    status: r.status,
+    method: r.method,
+    amount_in_cents: r.amount_in_cents,
+    currency: r.currency,
+    fee_in_cents: r.fee_in_cents,
+    vat_withheld_in_cents: r.vat_withheld_in_cents,
+    checkout_id: r.checkout_id,
+    intent_id: r.intent_id,
+    customer_id: r.customer_id,
+    failure_reason: r.failure_reason,
+    card: r.card_last4 ? { network: r.card_network, last4: r.card_last4 } : null,
+    authorization_code: r.authorization_code,
+    processor_reference: r.processor_reference,
+    installments: r.installments,
+    channel: r.channel,
+    balance_transaction_id: r.balance_transaction_id,
+    tax_invoice_url: r.tax_invoice_url,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+/** The payment intent row when it belongs to one of the accounts in that environment. */
+export function paymentIntentRow(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): PaymentIntentRow | undefined {
+  const row = paymentsStore(ctx.db).byId(id);
+  return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? row : undefined;
+}
+
+export function getPaymentIntent(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): PaymentIntentView | undefined {
+  const row = paymentIntentRow(ctx, accountIds, liveMode, id);
+  return row ? toView(row) : undefined;
+}
+
+/** Records the invoice URL on the payment intent and its unified intent (a DTE issued outside posd). */
+export function setPaymentIntentTaxInvoiceUrl(ctx: AppContext, account: Account, id: string, url: string | null): PaymentIntentView {
+  return tx(ctx.db, () => {
+    const row = paymentIntentRow(ctx, [account.id], account.live_mode, id);
+    if (!row) throw notFound('payment intent', id);
+    if (row.status !== 'succeeded') throw new ApiError('payment_not_succeeded');
+    paymentsStore(ctx.db).setTaxInvoiceUrl(id, url, isoTime(ctx.clock.now()));
+    setIntentTaxInvoiceUrl(ctx, row.intent_id, url);
+    return toView(paymentsStore(ctx.db).byId(id)!);
+  });
+}

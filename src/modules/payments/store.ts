@@ -1,0 +1,73 @@
+import type { Db } from '../../db/database.js';
+
+export interface PaymentIntentRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  intent_id: string;
+  checkout_id: string;
+  method: 'card' | 'bank_transfer' | 'terminal' | 'cash';
+  status: 'succeeded' | 'failed';
+  amount_in_cents: number;
+  currency: string;
+  fee_in_cents: number;
+  commission_in_cents: number;
+  vat_withheld_in_cents: number;
+  customer_id: string | null;
+  failure_reason: string | null;
+  card_network: string | null;
+  card_last4: string | null;
+  authorization_code: string | null;
+  processor_reference: string | null;
+  installments: number | null;
+  channel: string | null;
+  balance_transaction_id: string | null;
+  tax_invoice_url: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** All SQL of payment intents. */
+export class PaymentsStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    this.stmts = {
+      insert: db.prepare(
+        `INSERT INTO payment_intents (id, account_id, live_mode, intent_id, checkout_id, method, status, amount_in_cents, currency,
+           fee_in_cents, commission_in_cents, vat_withheld_in_cents, customer_id, failure_reason, card_network, card_last4,
+           authorization_code, processor_reference, installments, channel, balance_transaction_id, tax_invoice_url, created_at, updated_at)
+         VALUES (@id, @account_id, @live_mode, @intent_id, @checkout_id, @method, @status, @amount_in_cents, @currency,
+           @fee_in_cents, @commission_in_cents, @vat_withheld_in_cents, @customer_id, @failure_reason, @card_network, @card_last4,
+           @authorization_code, @processor_reference, @installments, @channel, @balance_transaction_id, @tax_invoice_url, @created_at, @updated_at)`,
+      ),
+      byId: db.prepare('SELECT * FROM payment_intents WHERE id = ?'),
+      byCheckout: db.prepare('SELECT * FROM payment_intents WHERE checkout_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1'),
+      setInvoiceUrl: db.prepare('UPDATE payment_intents SET tax_invoice_url = ?, updated_at = ? WHERE id = ?'),
+    };
+  }
+
+  insert(row: PaymentIntentRow): void {
+    this.stmts.insert.run(row);
+  }
+  byId(id: string): PaymentIntentRow | undefined {
+    return this.stmts.byId.get(id) as PaymentIntentRow | undefined;
+  }
+  latestForCheckout(checkoutId: string): PaymentIntentRow | undefined {
+    return this.stmts.byCheckout.get(checkoutId) as PaymentIntentRow | undefined;
+  }
+  setTaxInvoiceUrl(id: string, url: string | null, at: string): void {
+    this.stmts.setInvoiceUrl.run(url, at, id);
+  }
+}
+
+const stores = new WeakMap<Db, PaymentsStore>();
+
+export function paymentsStore(db: Db): PaymentsStore {
+  let s = stores.get(db);
+  if (!s) {
+    s = new PaymentsStore(db);
+    stores.set(db, s);
+  }
+  return s;
+}

@@ -1,0 +1,67 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { AmountSchema, CurrencySchema } from '../ledger/money.js';
+
+export const TaxCategory = Type.Union([Type.Literal('good'), Type.Literal('service')]);
+const Interval = Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)));
+const Metadata = Type.Record(Type.String(), Type.Unknown());
+const NullableString = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
+
+export const PriceInput = Type.Object({
+  amount_in_cents: AmountSchema,
+  currency: CurrencySchema,
+  charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')], { default: 'one_time' })),
+  billing_interval: Type.Optional(Interval),
+  billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
+});
+export type PriceInput = Static<typeof PriceInput>;
+
+export const CreateProductBody = Type.Object({
+  product: Type.Object({
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(NullableString(2000)),
+    tax_category: Type.Optional(TaxCategory),
+    metadata: Type.Optional(Metadata),
+    prices_attributes: Type.Array(PriceInput, { minItems: 1, maxItems: 20 }),
+  }),
+});
+export type CreateProductBody = Static<typeof CreateProductBody>;
+
+export const UpdateProductBody = Type.Object({
+  product: Type.Object({
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    description: Type.Optional(NullableString(2000)),
+    tax_category: Type.Optional(TaxCategory),
+    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
+    metadata: Type.Optional(Metadata),
+    /** New prices are added; a product's existing prices never change (checkouts refer to them). */
+    prices_attributes: Type.Optional(Type.Array(PriceInput, { maxItems: 20 })),
+  }),
+});
+export type UpdateProductBody = Static<typeof UpdateProductBody>;
+
+export const PriceSchema = Type.Object({
+  id: Type.String(),
+  product_id: Type.String(),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  charge_type: Type.String(),
+  billing_interval: Type.Union([Type.String(), Type.Null()]),
+  billing_interval_count: Type.Union([Type.Integer(), Type.Null()]),
+  created_at: Type.String(),
+});
+
+export const ProductSchema = Type.Object({
+  id: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  tax_category: TaxCategory,
+  status: Type.String(),
+  metadata: Metadata,
+  prices: Type.Array(PriceSchema),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export type Product = Static<typeof ProductSchema>;
+export type Price = Static<typeof PriceSchema>;

@@ -1,0 +1,125 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { invalid, notFound } from '../../errors.js';
+import type { Account } from '../accounts/service.js';
+import { assertAccountCurrency } from '../ledger/money.js';
+import { productsStore, type PriceRow, type ProductRow } from './store.js';
+import type { CreateProductBody, Price, PriceInput, Product, UpdateProductBody } from './schema.js';
+
+function toPrice(r: PriceRow): Price {
+  return {
+    id: r.id,
+    product_id: r.product_id,
+    amount_in_cents: r.amount_in_cents,
+    currency: r.currency,
+    charge_type: r.charge_type,
+    billing_interval: r.billing_interval,
+    billing_interval_count: r.billing_interval_count,
+    created_at: r.created_at,
+  };
+}
+
+function toProduct(ctx: AppContext, r: ProductRow): Product {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    name: r.name,
+    description: r.description,
+    tax_category: r.tax_category,
+    status: r.status,
+    metadata: JSON.parse(r.metadata),
+    prices: productsStore(ctx.db).prices(r.id).map(toPrice),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+function priceRows(account: Account, productId: string, inputs: PriceInput[], at: string): PriceRow[] {
+  return inputs.map((p, i) => {
+    assertAccountCurrency(account.currencies, p.currency, `prices_attributes.${i}.currency`);
+    const recurring = p.charge_type === 'recurring';
+    if (recurring && !p.billing_interval) throw invalid({ [`prices_attributes.${i}.billing_interval`]: 'is required for a recurring price' });
+    return {
+      id: newId('price'),
+      account_id: account.id,
+      live_mode: account.live_mode ? 1 : 0,
+      product_id: productId,
+      amount_in_cents: p.amount_in_cents,
+      currency: p.currency,
+      charge_type: recurring ? 'recurring' : 'one_time',
+      billing_interval: recurring ? p.billing_interval! : null,
+      billing_interval_count: recurring ? (p.billing_interval_count ?? 1) : null,
+      created_at: at,
+    };
+  });
+}
+
+export function createProduct(ctx: AppContext, account: Account, body: CreateProductBody['product']): Product {
+  const at = isoTime(ctx.clock.now());
+  const row: ProductRow = {
+    id: newId('prod'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    name: body.name,
+    description: body.description ?? null,
+    tax_category: body.tax_category ?? 'good',
+    status: 'active',
+    metadata: JSON.stringify(body.metadata ?? {}),
+    created_at: at,
+    updated_at: at,
+  };
+  const prices = priceRows(account, row.id, body.prices_attributes, at);
+  const store = productsStore(ctx.db);
+  return tx(ctx.db, () => {
+    store.insertProduct(row);
+    for (const p of prices) store.insertPrice(p);
+    return toProduct(ctx, row);
+  });
+}
+
+function ownedProduct(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string): ProductRow | undefined {
+  const row = productsStore(ctx.db).product(id);
+  return row && row.account_id === account.id && (row.live_mode === 1) === account.live_mode ? row : undefined;
+}
+
+export function updateProduct(ctx: AppContext, account: Account, id: string, body: UpdateProductBody['product']): Product {
+  const store = productsStore(ctx.db);
+  return tx(ctx.db, () => {
+    const current = ownedProduct(ctx, account, id);
+    if (!current) throw notFound('product', id);
+    const at = isoTime(ctx.clock.now());
+    const next: ProductRow = {
+      ...current,
+      name: body.name ?? current.name,
+      description: body.description !== undefined ? body.description : current.description,
+      tax_category: body.tax_category ?? current.tax_category,
+      status: body.status ?? current.status,
+      metadata: body.metadata ? JSON.stringify(body.metadata) : current.metadata,
+      updated_at: at,
+    };
+    store.updateProduct(next);
+    for (const p of priceRows(account, id, body.prices_attributes ?? [], at)) store.insertPrice(p);
+    return toProduct(ctx, next);
+  });
+}
+
+export function getProduct(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string): Product | undefined {
+  const row = ownedProduct(ctx, account, id);
+  return row ? toProduct(ctx, row) : undefined;
+}
+
+/** A price with its product, when both belong to the account. */
+export function getPrice(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, priceId: string): { price: Price; product: Product } | undefined {
+  const price = productsStore(ctx.db).price(priceId);
+  if (!price) return undefined;
+  const product = getProduct(ctx, account, price.product_id);
+  return product ? { price: toPrice(price), product } : undefined;
+}
+
+export function listProducts(ctx: AppContext, accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: Product[]; total: number } {
+  const { rows, total } = productsStore(ctx.db).list(accountIds, liveMode, limit, offset);
+  return { rows: rows.map((r) => toProduct(ctx, r)), total };
+}

@@ -1,0 +1,95 @@
+import type { Db } from '../../db/database.js';
+
+export interface ProductRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  name: string;
+  description: string | null;
+  tax_category: 'good' | 'service';
+  status: 'active' | 'archived';
+  metadata: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PriceRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  product_id: string;
+  amount_in_cents: number;
+  currency: string;
+  charge_type: 'one_time' | 'recurring';
+  billing_interval: string | null;
+  billing_interval_count: number | null;
+  created_at: string;
+}
+
+/** All SQL of products and prices. */
+export class ProductsStore {
+  private readonly stmts;
+
+  constructor(db: Db) {
+    this.stmts = {
+      insertProduct: db.prepare(
+        `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, created_at, updated_at)
+         VALUES (@id, @account_id, @live_mode, @name, @description, @tax_category, @status, @metadata, @created_at, @updated_at)`,
+      ),
+      updateProduct: db.prepare(
+        `UPDATE products SET name = @name, description = @description, tax_category = @tax_category, status = @status,
+           metadata = @metadata, updated_at = @updated_at WHERE id = @id`,
+      ),
+      insertPrice: db.prepare(
+        `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, created_at)
+         VALUES (@id, @account_id, @live_mode, @product_id, @amount_in_cents, @currency, @charge_type, @billing_interval, @billing_interval_count, @created_at)`,
+      ),
+      product: db.prepare('SELECT * FROM products WHERE id = ?'),
+      price: db.prepare('SELECT * FROM prices WHERE id = ?'),
+      prices: db.prepare('SELECT * FROM prices WHERE product_id = ? ORDER BY created_at, rowid'),
+      list: db.prepare(
+        `SELECT * FROM products WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?
+         ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+      ),
+      count: db.prepare('SELECT count(*) AS n FROM products WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?'),
+    };
+  }
+
+  insertProduct(row: ProductRow): void {
+    this.stmts.insertProduct.run(row);
+  }
+  updateProduct(row: ProductRow): void {
+    this.stmts.updateProduct.run(row);
+  }
+  insertPrice(row: PriceRow): void {
+    this.stmts.insertPrice.run(row);
+  }
+  product(id: string): ProductRow | undefined {
+    return this.stmts.product.get(id) as ProductRow | undefined;
+  }
+  price(id: string): PriceRow | undefined {
+    return this.stmts.price.get(id) as PriceRow | undefined;
+  }
+  prices(productId: string): PriceRow[] {
+    return this.stmts.prices.all(productId) as PriceRow[];
+  }
+  list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: ProductRow[]; total: number } {
+    const ids = JSON.stringify(accountIds);
+    const mode = liveMode ? 1 : 0;
+    return {
+      rows: this.stmts.list.all(ids, mode, limit, offset) as ProductRow[],
+      total: (this.stmts.count.get(ids, mode) as { n: number }).n,
+    };
+  }
+}
+
+const stores = new WeakMap<Db, ProductsStore>();
+
+export function productsStore(db: Db): ProductsStore {
+  let s = stores.get(db);
+  if (!s) {
+    s = new ProductsStore(db);
+    stores.set(db, s);
+  }
+  return s;
+}

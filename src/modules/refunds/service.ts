@@ -1,0 +1,107 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { ApiError, notFound } from '../../errors.js';
+import { appendSyncRecord } from '../../sync/outbox.js';
+import type { Account } from '../accounts/service.js';
+import { postBalanceTransaction } from '../ledger/service.js';
+import { paymentIntentRow } from '../payments/service.js';
+import { UNIFIED_API_VERSION } from '../intents/document.js';
+import { refundsStore, type RefundRow } from './store.js';
+
+export interface Refund {
+  id: string;
+  account_id: string;
+  live_mode: boolean;
+  status: string;
+  payment_intent_id: string;
+  intent_id: string;
+  amount_in_cents: number;
+  fee_returned_in_cents: number;
+  currency: string;
+  reason: string | null;
+  balance_transaction_id: string | null;
+  created_at: string;
+}
+
+function toRefund(r: RefundRow): Refund {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    status: r.status,
+    payment_intent_id: r.payment_intent_id,
+    intent_id: r.intent_id,
+    amount_in_cents: r.amount_in_cents,
+    fee_returned_in_cents: r.fee_returned_in_cents,
+    currency: r.currency,
+    reason: r.reason,
+    balance_transaction_id: r.balance_transaction_id,
+    created_at: r.created_at,
+  };
+}
+
+/**
+ * Refunds a succeeded payment intent, always in full (gaps.md). The ledger `refund` row debits the
+ * gross and, when `money.refund_returns_fee` (default), gives the fee back, so a refunded charge nets
+ * to zero. The balance may go below zero: the money already left with the customer and the ledger
+ * must say so. A second refund answers 422 `already_refunded` with the first one's id; the UNIQUE
+ * on payment_intent_id is the last guard against two concurrent ones.
+ */
+export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string } = {}): Refund {
+  return tx(ctx.db, () => {
+    const pa = paymentIntentRow(ctx, [account.id], account.live_mode, paymentIntentId);
+    if (!pa) throw notFound('payment intent', paymentIntentId);
+    const store = refundsStore(ctx.db);
+    const existing = store.byPaymentIntent(pa.id);
+    if (existing) throw new ApiError('already_refunded', { extra: { refund_id: existing.id } });
+    if (pa.status !== 'succeeded') throw new ApiError('payment_not_succeeded');
+
+    const id = newId('re');
+    const feeBack = ctx.config.money.refund_returns_fee ? -pa.fee_in_cents : 0;
+    // A payment without a ledger row (cash) has nothing to reverse in the balance.
+    const txn = pa.balance_transaction_id
+      ? postBalanceTransaction(ctx, {
+          accountId: account.id,
+          liveMode: account.live_mode,
+          type: 'refund',
+          amountInCents: -pa.amount_in_cents,
+          feeInCents: feeBack,
+          feeDetails: feeBack
+            ? { commission_in_cents: -pa.commission_in_cents, vat_withheld_in_cents: -pa.vat_withheld_in_cents }
+            : undefined,
+          currency: pa.currency,
+          sourceId: id,
+          sourceType: 'refund',
+          description: opts.reason ?? null,
+        })
+      : undefined;
+    const row: RefundRow = {
+      id,
+      account_id: account.id,
+      live_mode: account.live_mode ? 1 : 0,
+      payment_intent_id: pa.id,
+      intent_id: pa.intent_id,
+      status: 'succeeded',
+      amount_in_cents: pa.amount_in_cents,
+      fee_returned_in_cents: txn ? feeBack : 0,
+      currency: pa.currency,
+      reason: opts.reason ?? null,
+      balance_transaction_id: txn?.id ?? null,
+      created_at: isoTime(ctx.clock.now()),
+    };
+    store.insert(row);
+    const refund = toRefund(row);
+    const scope = { accountId: account.id, liveMode: account.live_mode };
+    // refund.* has no unified replacement (spec 6.3): every account gets this one shape.
+    ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: { ...refund, event_type: 'refund.create', api_version: UNIFIED_API_VERSION } });
+    appendSyncRecord(ctx.db, { kind: 'refund', ...scope, createdAt: row.created_at, payload: { refund, balance_transaction: txn ?? null } });
+    return refund;
+  });
+}
+
+export function getRefund(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): Refund | undefined {
+  const row = refundsStore(ctx.db).byId(id);
+  return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? toRefund(row) : undefined;
+}

@@ -45,7 +45,7 @@ export function createContext(config: Config, opts: { log?: Logger; clock?: Cloc
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const ctx = createContext(opts.config, { log: opts.log, clock: opts.clock });
   const { config, log } = ctx;
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = new AccountsService(ctx.db, ctx.clock, { unifiedSince: config.events.unified_since });
   let installation: Installation | undefined;
   if (!accounts.isInitialised()) {
     installation = initInstallation(accounts, {

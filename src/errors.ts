@@ -51,6 +51,12 @@ export const ERRORS = {
   sync_record_conflict: { status: 409, message: 'A record id was already applied with different content; nothing was applied.' },
   sync_kind_unknown: { status: 422, message: 'The central does not know how to apply a record of this kind; nothing was applied.' },
   sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
+  // Webhooks (issue 5)
+  webhook_url_refused: {
+    status: 400,
+    message: 'The URL is not allowed: it must be http(s) and must not point at a private, local or metadata address.',
+  },
+  webhook_endpoint_disabled: { status: 422, message: 'The webhook endpoint is disabled; enable it first.' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

@@ -22,7 +22,7 @@ export function initCommand(): Command {
       const config = cliConfig(opts, { role: opts.role });
       const db = openCliDatabase(config);
       try {
-        const accounts = new AccountsService(db, { now: () => Date.now() });
+        const accounts = new AccountsService(db, { now: () => Date.now() }, { unifiedSince: config.events.unified_since });
         if (accounts.isInitialised()) throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
         const inst = initInstallation(accounts, {
           name: opts.name,

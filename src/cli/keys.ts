@@ -4,9 +4,10 @@ import { AccountsService } from '../modules/accounts/service.js';
 import type { Db } from '../db/database.js';
 
 function withAccounts<T>(opts: DataOptions, fn: (accounts: AccountsService, db: Db) => T): T {
-  const db = openCliDatabase(cliConfig(opts));
+  const config = cliConfig(opts);
+  const db = openCliDatabase(config);
   try {
-    return fn(new AccountsService(db, { now: () => Date.now() }), db);
+    return fn(new AccountsService(db, { now: () => Date.now() }, { unifiedSince: config.events.unified_since }), db);
   } finally {
     db.close();
   }

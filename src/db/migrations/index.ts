@@ -3,6 +3,7 @@ import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
 import { money } from './010-money.js';
 import { sync } from './040-sync.js';
+import { webhooks } from './030-webhooks.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -10,4 +11,4 @@ import { sync } from './040-sync.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, sync];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, webhooks, sync];

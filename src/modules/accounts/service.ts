@@ -4,6 +4,7 @@ import { tx } from '../../db/database.js';
 import { newId, randomToken } from '../../ids.js';
 import { isoTime, type Clock } from '../../clock.js';
 import { accountsStore, type AccountRow, type KeyRow } from './store.js';
+import { DEFAULT_UNIFIED_SINCE, newAccountEventFormat } from '../../events/formats.js';
 
 export type Environment = 'live' | 'test';
 export type KeyKind = 'account' | 'organization';
@@ -80,17 +81,27 @@ export interface CreateAccountInput {
   taxName?: string | null;
   /** A store's accounts exist on the central with the same ids (sync). */
   id?: string;
+  /** An account learnt from the central keeps its creation time (and with it its event format). */
+  createdAt?: string;
   sandboxId?: string;
+}
+
+export interface AccountsOptions {
+  /** `events.unified_since`: the spec 6.3 change-over instant (see `newAccountEventFormat`). */
+  unifiedSince?: string;
 }
 
 export class AccountsService {
   private readonly store;
+  private readonly unifiedSince: string;
 
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
+    opts: AccountsOptions = {},
   ) {
     this.store = accountsStore(db);
+    this.unifiedSince = opts.unifiedSince ?? DEFAULT_UNIFIED_SINCE;
   }
 
   private now(): string {
@@ -126,7 +137,7 @@ export class AccountsService {
       if (input.parentId && (!parent || parent.live_mode !== 1)) throw new Error(`no live account ${input.parentId}`);
       const organizationId = parent?.organization_id ?? input.organizationId;
       if (!organizationId || !this.store.organization(organizationId)) throw new Error(`no organization ${organizationId ?? '(none)'}`);
-      const createdAt = this.now();
+      const createdAt = input.createdAt ?? this.now();
       const currency = input.defaultCurrency ?? 'GTQ';
       const common = {
         organization_id: organizationId,
@@ -146,7 +157,13 @@ export class AccountsService {
         live_mode: 1,
         sandbox_of: null,
         parent_account_id: parent?.id ?? null,
-        event_format: input.eventFormat ?? 'unified',
+        event_format:
+          input.eventFormat ??
+          newAccountEventFormat({
+            createdAt,
+            unifiedSince: this.unifiedSince,
+            parentFormat: parent?.event_format ?? null,
+          }),
       });
       const parentSandbox = parent ? this.store.sandboxOf(parent.id) : undefined;
       const sandboxId = input.sandboxId ?? newId('sbx');

@@ -1,0 +1,280 @@
+import { newId } from '../ids.js';
+import type { StoredEvent } from './outbox.js';
+import { LEGACY_API_VERSION, UNIFIED_API_VERSION } from './formats.js';
+import {
+  exampleCustomer,
+  examplePaymentable,
+  exampleSubscriptionProduct,
+  legacyPaymentIntentPayload,
+  legacySubscriptionCreatePayload,
+  paymentDetails,
+  unifiedIntentPayload,
+  type IntentKind,
+  type IntentStatus,
+} from './payloads.js';
+
+/**
+ * The event catalogue: every event of spec 6.1 and 6.2, its model group (what `GET /activities?type=`
+ * accepts besides the exact type), its family and `api_version`, and an example payload builder
+ * (the test-send endpoint). Families:
+ * - `unified`: the `intent.*` events;
+ * - `legacy`: per-method events a unified event replaces (sent only to `event_format: both` accounts);
+ * - `unchanged`: events the unified change left alone (no replacement; everyone gets them);
+ * - `current`: events that came with or after the change.
+ * `unified` and `current` carry UNIFIED_API_VERSION; `legacy` and `unchanged` LEGACY_API_VERSION.
+ */
+export type EventFamily = 'unified' | 'legacy' | 'unchanged' | 'current';
+
+export interface ExampleInput {
+  accountId: string;
+  liveMode: boolean;
+  createdAt: string;
+}
+
+export interface CatalogueEntry {
+  type: string;
+  group: string;
+  family: EventFamily;
+  apiVersion: string;
+  /** The unified event that replaces a legacy one. */
+  replacedBy: string | null;
+  description: string;
+  example(input: ExampleInput): Record<string, unknown>;
+}
+
+const METHOD_KIND: Record<string, IntentKind> = {
+  payment_intent: 'payment',
+  bank_transfer_intent: 'bank_transfer',
+  crypto_intent: 'crypto',
+  balance_intent: 'balance',
+  cash_intent: 'cash',
+};
+const LEGACY_PREFIX: Record<IntentKind, string> = { payment: 'pa', bank_transfer: 'bt', crypto: 'cr', balance: 'ba', cash: 'ca' };
+
+function exampleIntent(kind: IntentKind, status: IntentStatus, createdAt: string): Record<string, unknown> {
+  const customer = exampleCustomer();
+  const failed = status === 'failed';
+  const details: Record<string, unknown> =
+    kind === 'bank_transfer'
+      ? { bank_reference: 'BI-000123456', sender_comment: 'Pago factura 1042' }
+      : kind === 'payment'
+        ? paymentDetails({
+            failure_reason: failed ? 'card_declined' : null,
+            fee: failed ? 0 : -450,
+            vat_withheld: failed ? 0 : -54,
+            vat_withheld_currency: 'GTQ',
+            installments: null,
+            channel: 'terminal',
+            products: [{ id: newId('prod'), quantity: 1 }],
+          })
+        : {};
+  return unifiedIntentPayload({
+    kind,
+    status,
+    raw_status: kind === 'payment' && status === 'pending' ? 'authorizing' : status,
+    id: newId('in'),
+    legacy_id: newId(LEGACY_PREFIX[kind]),
+    receipt_number: 1042,
+    created_at: createdAt,
+    customer_id: customer.id,
+    user_id: null,
+    customer,
+    amount_in_cents: 10000,
+    currency: 'GTQ',
+    product_id: newId('prod'),
+    tax_invoice_url: null,
+    checkout: { id: newId('ch'), status: status === 'succeeded' || status === 'paid' ? 'paid' : status === 'failed' ? 'failed' : 'unpaid' },
+    payment_id: status === 'succeeded' || status === 'paid' ? newId('on') : null,
+    details,
+  });
+}
+
+function exampleLegacyIntent(type: string, createdAt: string): Record<string, unknown> {
+  const [method, status] = type.split('.');
+  const kind = METHOD_KIND[method] ?? 'payment';
+  const succeeded = status === 'succeeded';
+  const customer = exampleCustomer();
+  return legacyPaymentIntentPayload({
+    id: newId(method === 'automated_bank_transfer_intent' ? 'bt' : LEGACY_PREFIX[kind]),
+    event_type: type,
+    created_at: createdAt,
+    checkout: {
+      id: newId('ch'),
+      status: succeeded ? 'paid' : 'unpaid',
+      payment: { id: newId('on'), paymentable: examplePaymentable() },
+      payment_method: kind === 'payment' ? { id: newId('pm'), type: 'card', card: { last4: '4242', network: 'visa' } } : null,
+      transfer_setups: [],
+      metadata: {},
+    },
+    failure_reason: status === 'failed' ? (kind === 'bank_transfer' ? 'funds_not_received' : 'card_declined') : null,
+    amount_in_cents: 10000,
+    currency: 'GTQ',
+    fee: succeeded && kind !== 'cash' ? -450 : 0,
+    vat_withheld: succeeded && kind !== 'cash' ? -54 : 0,
+    vat_withheld_currency: 'GTQ',
+    customer: { email: customer.email, full_name: customer.full_name, id: customer.id },
+    product_id: newId('prod'),
+    invoice: { id: null, tax_invoice_url: null },
+  });
+}
+
+function exampleTransfer(createdAt: string, status: string): Record<string, unknown> {
+  return {
+    id: newId('tr'),
+    amount_in_cents: 25000,
+    currency: 'GTQ',
+    status,
+    sender_id: newId('ac'),
+    recipient_id: newId('ac'),
+    note: 'Pago a proveedor',
+    balance_transaction_id: newId('txn'),
+    created_at: createdAt,
+  };
+}
+
+function basic(type: string, object: Record<string, unknown>, createdAt: string, apiVersion: string): Record<string, unknown> {
+  return { id: object.id, event_type: type, api_version: apiVersion, created_at: createdAt, ...object };
+}
+
+type Example = (i: ExampleInput) => Record<string, unknown>;
+const entries: CatalogueEntry[] = [];
+
+function add(type: string, family: EventFamily, description: string, example: Example, replacedBy: string | null = null): void {
+  const apiVersion = family === 'unified' || family === 'current' ? UNIFIED_API_VERSION : LEGACY_API_VERSION;
+  entries.push({ type, group: type.split('.')[0], family, apiVersion, replacedBy, description, example });
+}
+
+// 6.1 unified payment events
+for (const status of ['succeeded', 'pending', 'failed', 'canceled', 'paid'] as const) {
+  add(`intent.${status}`, 'unified', `Unified payment event: ${status}`, (i) =>
+    exampleIntent(status === 'paid' ? 'balance' : 'payment', status, i.createdAt),
+  );
+}
+
+// 6.2 legacy per-method events, each replaced by the unified event of the same outcome
+const legacyMethods: Record<string, string[]> = {
+  payment_intent: ['succeeded', 'pending', 'failed', 'canceled'],
+  bank_transfer_intent: ['pending', 'succeeded', 'failed'],
+  balance_intent: ['succeeded', 'failed'],
+  crypto_intent: ['pending', 'succeeded', 'failed'],
+  cash_intent: ['succeeded'],
+};
+for (const [method, statuses] of Object.entries(legacyMethods)) {
+  for (const status of statuses) {
+    const type = `${method}.${status}`;
+    add(type, 'legacy', `Legacy per-method event (${method})`, (i) => exampleLegacyIntent(type, i.createdAt), `intent.${status}`);
+  }
+}
+add('automated_bank_transfer_intent.succeeded', 'unchanged', 'Automated bank transfer received', (i) =>
+  exampleLegacyIntent('automated_bank_transfer_intent.succeeded', i.createdAt),
+);
+
+// 6.2 subscriptions, setup intents, refunds, disputes: no unified replacement
+const subscription = (type: string, status: string): Example => (i) =>
+  basic(type, { id: newId('su'), status, customer_id: newId('cus'), product_id: newId('prod'), current_period_end: i.createdAt }, i.createdAt, LEGACY_API_VERSION);
+add('subscription.create', 'unchanged', 'Subscription created', (i) =>
+  legacySubscriptionCreatePayload({
+    created_at: i.createdAt,
+    customer_email: 'ana.lopez@example.com',
+    customer_id: newId('cus'),
+    customer_name: 'Ana López',
+    id: newId('su'),
+    payment: { id: newId('on'), paymentable: examplePaymentable() },
+    product: exampleSubscriptionProduct(),
+  }),
+);
+add('subscription.past_due', 'unchanged', 'First automatic charge failure', subscription('subscription.past_due', 'past_due'));
+add('subscription.pause', 'unchanged', 'Subscription paused', subscription('subscription.pause', 'paused'));
+add('subscription.unpause', 'unchanged', 'Subscription resumed', subscription('subscription.unpause', 'active'));
+add('subscription.reactivate', 'unchanged', 'Canceled subscription reactivated', subscription('subscription.reactivate', 'active'));
+add('subscription.update', 'unchanged', 'Subscription information changed', subscription('subscription.update', 'active'));
+add('subscription.item_added', 'unchanged', 'Recurring product added', subscription('subscription.item_added', 'active'));
+add('subscription.item_removed', 'unchanged', 'Recurring product removed', subscription('subscription.item_removed', 'active'));
+add('subscription.invoice_item_added', 'unchanged', 'One-time charge added to the next invoice', subscription('subscription.invoice_item_added', 'active'));
+add('subscription.cancel', 'unchanged', 'Third automatic charge failure', subscription('subscription.cancel', 'canceled'));
+const setupIntent = (type: string, status: string): Example => (i) =>
+  basic(type, { id: newId('si'), status, customer_id: newId('cus'), subscription_id: newId('su') }, i.createdAt, LEGACY_API_VERSION);
+add('setup_intent.succeeded', 'unchanged', 'Trial started or card tokenized without a charge', setupIntent('setup_intent.succeeded', 'succeeded'));
+add('setup_intent.cancelled', 'unchanged', 'Card tokenization failed', setupIntent('setup_intent.cancelled', 'cancelled'));
+add('refund.create', 'unchanged', 'Refund processed', (i) =>
+  basic('refund.create', { id: newId('re'), payment_intent_id: newId('pa'), amount_in_cents: 10000, currency: 'GTQ', status: 'succeeded' }, i.createdAt, LEGACY_API_VERSION),
+);
+for (const [type, status] of [['dispute.create', 'needs_response'], ['dispute.update', 'under_review']]) {
+  add(type, 'unchanged', 'Chargeback', (i) =>
+    basic(type, { id: newId('dp'), payment_intent_id: newId('pa'), amount_in_cents: 10000, currency: 'GTQ', status, reason: 'fraudulent' }, i.createdAt, LEGACY_API_VERSION),
+  );
+}
+
+// 6.2 events of the current format
+add('account_connection.create', 'current', 'A child account connects to a platform', (i) =>
+  basic('account_connection.create', { id: newId('acn'), child_account_id: newId('ac'), parent_account_id: i.accountId }, i.createdAt, UNIFIED_API_VERSION),
+);
+for (const [type, status] of [['partner_commission_invoice.issued', 'issued'], ['partner_commission_invoice.failed', 'failed']]) {
+  add(type, 'current', 'Daily commission tax invoice', (i) =>
+    basic(type, { id: newId('pci'), status, date: i.createdAt.slice(0, 10), amount_in_cents: 4500, currency: 'GTQ', tax_invoice_url: status === 'issued' ? 'https://example.com/dte/1' : null, failure_reason: status === 'failed' ? 'tax_authority_rejected' : null }, i.createdAt, UNIFIED_API_VERSION),
+  );
+}
+add('verification.completed', 'current', 'Connected account verification accepted', (i) =>
+  basic('verification.completed', { id: newId('ver'), status: 'completed', document_errors: [] }, i.createdAt, UNIFIED_API_VERSION),
+);
+add('verification.rejected', 'current', 'Documents rejected', (i) =>
+  basic('verification.rejected', { id: newId('ver'), status: 'rejected', document_errors: [{ document: 'tax_registration', message: 'The document is illegible.' }] }, i.createdAt, UNIFIED_API_VERSION),
+);
+add('tax_invoice_settings.enabled', 'current', 'Electronic invoicing activated', (i) =>
+  basic('tax_invoice_settings.enabled', { id: newId('tis'), tax_invoicing: { status: 'enabled', provider: 'infile', tax_id: '1234567-8', enabled_at: i.createdAt } }, i.createdAt, UNIFIED_API_VERSION),
+);
+for (const [type, status] of [
+  ['transfer.sent', 'sent'],
+  ['transfer.received', 'received'],
+  ['transfer.pending', 'pending'],
+  ['transfer.in_review', 'in_review'],
+  ['transfer.cancelled', 'cancelled'],
+]) {
+  add(type, 'current', 'Peer-to-peer transfer', (i) => basic(type, exampleTransfer(i.createdAt, status), i.createdAt, UNIFIED_API_VERSION));
+}
+for (const [type, status] of [['withdrawal.create', 'pending'], ['withdrawal.update', 'paid']]) {
+  add(type, 'current', 'Bank withdrawal', (i) =>
+    basic(type, { id: newId('wd'), status, amount_in_cents: 50000, currency: 'GTQ', bank_account_id: newId('bacc'), transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),
+  );
+}
+for (const [type, status] of [['swap.create', 'pending'], ['swap.update', 'completed']]) {
+  add(type, 'current', 'Stablecoin send', (i) =>
+    basic(type, { id: newId('sw'), status, amount_in_cents: 10000, currency: 'USDC', network: 'ethereum', transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),
+  );
+}
+add('contract.send', 'current', 'A contract is sent', (i) =>
+  basic('contract.send', { id: newId('ctr'), template_id: newId('ctpl'), status: 'sent', sent_via: 'email', title: 'Consentimiento informado', signing_url: 'https://example.com/contracts/sign', customer: { id: newId('cus'), name: 'Ana López', email: 'ana.lopez@example.com', phone: null } }, i.createdAt, UNIFIED_API_VERSION),
+);
+
+export const CATALOGUE: ReadonlyMap<string, CatalogueEntry> = new Map(entries.map((e) => [e.type, e]));
+export const EVENT_TYPES: readonly string[] = entries.map((e) => e.type);
+/** Older listings name the pause event `subscription.paused` (spec 6.2); we accept it as a name. */
+export const EVENT_TYPE_ALIASES: Readonly<Record<string, string>> = { 'subscription.paused': 'subscription.pause' };
+
+export function catalogueEntry(type: string): CatalogueEntry | undefined {
+  return CATALOGUE.get(EVENT_TYPE_ALIASES[type] ?? type);
+}
+
+/** Model groups, for `GET /activities?type=<group>`. */
+export const EVENT_GROUPS: readonly string[] = [...new Set(entries.map((e) => e.group))];
+
+/** `api_version` of an event type; types outside the catalogue are new, hence the unified date. */
+export function apiVersionOf(type: string): string {
+  return catalogueEntry(type)?.apiVersion ?? UNIFIED_API_VERSION;
+}
+
+/**
+ * The JSON body delivered for a stored event: its payload, with `event_type` and `api_version`
+ * filled when the emitter left them out, and, when it reaches a platform's endpoint for a connected
+ * child, `connected: true` and the child's `account_id` (spec 6.2).
+ */
+export function webhookBody(event: Pick<StoredEvent, 'type' | 'payload' | 'account_id'>, opts: { connected: boolean }): Record<string, unknown> {
+  const body: Record<string, unknown> = { ...event.payload };
+  if (body.event_type === undefined) body.event_type = event.type;
+  if (body.api_version === undefined) body.api_version = apiVersionOf(event.type);
+  if (opts.connected) {
+    body.connected = true;
+    body.account_id = event.account_id;
+  }
+  return body;
+}

@@ -1,0 +1,259 @@
+import { newId } from '../ids.js';
+import { LEGACY_API_VERSION, UNIFIED_API_VERSION } from './formats.js';
+
+/**
+ * Payload builders. The unified `intent.*` envelope (spec 6.1) and the legacy shapes (spec 6.4) are
+ * built from plain data here so that emitters (cash sales, terminal payments, checkouts) and the
+ * test-send endpoint produce the same shapes. Field order follows the spec's listing.
+ */
+
+export type IntentKind = 'payment' | 'bank_transfer' | 'crypto' | 'balance' | 'cash';
+export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
+
+export interface PayloadCustomer {
+  id: string;
+  email: string | null;
+  full_name: string | null;
+  nit: string | null;
+  phone: string | null;
+}
+
+export interface UnifiedIntentInput {
+  kind: IntentKind;
+  status: IntentStatus;
+  raw_status?: string;
+  /** Canonical id (`in_...`). */
+  id: string;
+  /** Id of the same charge in the per-method event (`pa_`, `ca_`, ...). */
+  legacy_id: string;
+  receipt_number: number;
+  created_at: string;
+  customer_id: string | null;
+  user_id: string | null;
+  customer: PayloadCustomer | null;
+  amount_in_cents: number;
+  currency: string;
+  product_id: string | null;
+  tax_invoice_url: string | null;
+  checkout: { id: string; status: string } | null;
+  payment_id: string | null;
+  details: Record<string, unknown>;
+}
+
+/** The unified envelope of spec 6.1; `GET /intents/{id}` returns the same format. */
+export function unifiedIntentPayload(i: UnifiedIntentInput): Record<string, unknown> {
+  return {
+    type: i.kind,
+    event_type: `intent.${i.status}`,
+    status: i.status,
+    raw_status: i.raw_status ?? i.status,
+    id: i.id,
+    legacy_id: i.legacy_id,
+    receipt_number: i.receipt_number,
+    api_version: UNIFIED_API_VERSION,
+    created_at: i.created_at,
+    customer_id: i.customer_id,
+    user_id: i.user_id,
+    customer: i.customer,
+    amount_in_cents: i.amount_in_cents,
+    currency: i.currency,
+    product: { id: i.product_id },
+    tax_invoice_url: i.tax_invoice_url,
+    checkout: i.checkout,
+    payment: { id: i.payment_id },
+    details: i.details,
+  };
+}
+
+/** `details` of a `payment` (card) intent, spec 6.1. */
+export function paymentDetails(d: {
+  failure_reason?: string | null;
+  fee: number;
+  tax_invoicing_fee?: number;
+  vat_withheld: number;
+  vat_withheld_currency: string;
+  used_presaved_payment_method?: boolean;
+  installments?: number | null;
+  channel: string;
+  products: Array<{ id: string; quantity: number }>;
+}): Record<string, unknown> {
+  return {
+    failure_reason: d.failure_reason ?? null,
+    fee: d.fee,
+    tax_invoicing_fee: d.tax_invoicing_fee ?? 0,
+    vat_withheld: d.vat_withheld,
+    vat_withheld_currency: d.vat_withheld_currency,
+    used_presaved_payment_method: d.used_presaved_payment_method ?? false,
+    installments: d.installments ?? null,
+    channel: d.channel,
+    products: d.products,
+  };
+}
+
+export interface Paymentable {
+  type: string;
+  id: string;
+  tax_name: string | null;
+  tax_id: string | null;
+  address: string | null;
+  phone_number: string | null;
+}
+
+export interface LegacyPaymentIntentInput {
+  /** `pa_...` (or the per-method id: `ca_` for cash, ...). */
+  id: string;
+  event_type: string;
+  created_at: string;
+  checkout: {
+    id: string;
+    status: string;
+    payment: { id: string; paymentable: Paymentable } | null;
+    payment_method: { id: string; type: string; card: { last4: string; network: string } | null } | null;
+    transfer_setups: unknown[];
+    metadata: Record<string, unknown>;
+  };
+  failure_reason: string | null;
+  amount_in_cents: number;
+  currency: string;
+  fee: number;
+  vat_withheld: number;
+  vat_withheld_currency: string;
+  customer: { email: string | null; full_name: string | null; id: string } | null;
+  product_id: string | null;
+  invoice: { id: string | null; tax_invoice_url: string | null };
+}
+
+/**
+ * Legacy per-method payloads (spec 6.4). A success carries the full checkout (payment, method,
+ * metadata) and the invoice; a failure carries only the checkout id and no invoice, exactly as the
+ * spec lists `payment_intent.failed`. Other per-method events use the same two shapes.
+ */
+export function legacyPaymentIntentPayload(i: LegacyPaymentIntentInput): Record<string, unknown> {
+  const failed = !i.event_type.endsWith('.succeeded');
+  const common = {
+    id: i.id,
+    event_type: i.event_type,
+    api_version: LEGACY_API_VERSION,
+  };
+  const money = {
+    created_at: i.created_at,
+    failure_reason: i.failure_reason,
+    amount_in_cents: i.amount_in_cents,
+    currency: i.currency,
+    fee: i.fee,
+    vat_withheld: i.vat_withheld,
+    vat_withheld_currency: i.vat_withheld_currency,
+    customer: i.customer,
+    product: { id: i.product_id },
+  };
+  if (failed) return { ...common, checkout: { id: i.checkout.id }, ...money };
+  return { ...common, checkout: i.checkout, ...money, invoice: i.invoice };
+}
+
+export interface LegacySubscriptionProduct {
+  address_requirement: string;
+  billing_info_requirement: string;
+  cancel_url: string | null;
+  custom_terms_and_conditions: string | null;
+  description: string | null;
+  has_dynamic_pricing: boolean;
+  id: string;
+  metadata: Record<string, unknown>;
+  name: string;
+  phone_requirement: string;
+  prices: Array<{
+    amount_in_cents: number;
+    billing_interval: string;
+    billing_interval_count: number;
+    charge_type: string;
+    currency: string;
+    free_trial_interval: string | null;
+    free_trial_interval_count: number;
+    id: string;
+    periods_before_automatic_cancellation: number | null;
+  }>;
+  status: string;
+  storefront_link: string;
+  success_url: string | null;
+}
+
+/** `subscription.create` exactly as spec 6.4 (alphabetical, as the spec lists it). */
+export function legacySubscriptionCreatePayload(s: {
+  created_at: string;
+  customer_email: string | null;
+  customer_id: string;
+  customer_name: string | null;
+  id: string;
+  payment: { id: string; paymentable: Paymentable } | null;
+  product: LegacySubscriptionProduct;
+}): Record<string, unknown> {
+  return {
+    api_version: LEGACY_API_VERSION,
+    created_at: s.created_at,
+    customer_email: s.customer_email,
+    customer_id: s.customer_id,
+    customer_name: s.customer_name,
+    event_type: 'subscription.create',
+    id: s.id,
+    payment: s.payment && {
+      id: s.payment.id,
+      paymentable: {
+        address: s.payment.paymentable.address,
+        id: s.payment.paymentable.id,
+        phone_number: s.payment.paymentable.phone_number,
+        tax_id: s.payment.paymentable.tax_id,
+        tax_name: s.payment.paymentable.tax_name,
+        type: s.payment.paymentable.type,
+      },
+    },
+    product: s.product,
+  };
+}
+
+// ---- Example data for the test-send endpoint (spec 6.6's testing tab) ----
+
+export function exampleCustomer(): PayloadCustomer {
+  return { id: newId('cus'), email: 'ana.lopez@example.com', full_name: 'Ana López', nit: 'CF', phone: '+50255550123' };
+}
+
+export function examplePaymentable(): Paymentable {
+  return {
+    type: 'Customer',
+    id: newId('cus'),
+    tax_name: 'Ana López',
+    tax_id: 'CF',
+    address: '6a Avenida 12-34, Zona 1, Guatemala',
+    phone_number: '+50255550123',
+  };
+}
+
+export function exampleSubscriptionProduct(): LegacySubscriptionProduct {
+  return {
+    address_requirement: 'none',
+    billing_info_requirement: 'optional',
+    cancel_url: null,
+    custom_terms_and_conditions: null,
+    description: 'Monthly membership',
+    has_dynamic_pricing: false,
+    id: newId('prod'),
+    metadata: {},
+    name: 'Membership',
+    phone_requirement: 'none',
+    prices: [
+      {
+        amount_in_cents: 15000,
+        billing_interval: 'month',
+        billing_interval_count: 1,
+        charge_type: 'recurring',
+        currency: 'GTQ',
+        free_trial_interval: null,
+        free_trial_interval_count: 0,
+        id: newId('price'),
+        periods_before_automatic_cancellation: null,
+      },
+    ],
+    status: 'active',
+    storefront_link: 'https://example.com/membership',
+    success_url: null,
+  };
+}

@@ -1,0 +1,50 @@
+import type { PosdModule } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { SecretBox } from './secrets.js';
+import { UrlGuard, type Resolver } from './url-guard.js';
+import { DeliveryWorker } from './worker.js';
+import { WebhooksService } from './service.js';
+import { webhookRoutes } from './routes.js';
+
+export { DeliveryWorker } from './worker.js';
+export { UrlGuard, type Resolver } from './url-guard.js';
+export { sign, signedHeaders, verify, newSigningSecret } from './signing.js';
+
+interface Parts {
+  guard: UrlGuard;
+  box: SecretBox;
+  worker: DeliveryWorker;
+  service: WebhooksService;
+}
+
+const byContext = new WeakMap<AppContext, Parts>();
+
+/**
+ * The webhooks module. `resolver` replaces DNS for the URL checks and the delivery sockets (tests
+ * make a name resolve inward with it).
+ */
+export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdModule {
+  const parts = (ctx: AppContext): Parts => {
+    let p = byContext.get(ctx);
+    if (!p) {
+      const guard = new UrlGuard(ctx.config.webhooks.allow_cidrs, opts.resolver);
+      const box = SecretBox.fromConfig(ctx.config);
+      const worker = new DeliveryWorker(ctx, guard, box);
+      p = { guard, box, worker, service: new WebhooksService(ctx, guard, box, worker) };
+      byContext.set(ctx, p);
+    }
+    return p;
+  };
+  return {
+    name: 'webhooks',
+    api: (app, ctx) => webhookRoutes(app, parts(ctx).service),
+    workers: (ctx) => [parts(ctx).worker],
+  };
+}
+
+export const webhooksModule = createWebhooksModule();
+
+/** The delivery worker of a running daemon (tests call `runDue()` on it after moving the clock). */
+export function deliveryWorkerOf(ctx: AppContext): DeliveryWorker | undefined {
+  return byContext.get(ctx)?.worker;
+}

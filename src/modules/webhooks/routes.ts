@@ -1,0 +1,93 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyRequest } from 'fastify';
+import type { ApiApp } from '../../api/module.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { ErrorSchema } from '../accounts/schema.js';
+import { endpointView, type WebhooksService, type Scope } from './service.js';
+import {
+  CreateEndpointBody,
+  CreatedEndpointSchema,
+  DeletedEndpointSchema,
+  DeliveryParams,
+  DeliverySchema,
+  EndpointParams,
+  EndpointSchema,
+  TestBody,
+  UpdateEndpointBody,
+} from './schema.js';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const tags = ['webhooks'];
+
+function scopeOf(req: FastifyRequest): Scope {
+  return { accountId: requireAccount(req).id, liveMode: req.auth.liveMode };
+}
+
+export function webhookRoutes(app: ApiApp, service: WebhooksService): void {
+  app.post(
+    '/webhook_endpoints',
+    { schema: { tags, body: CreateEndpointBody, response: { 201: CreatedEndpointSchema, ...errors } } },
+    async (req, reply) => {
+      const created = await service.create(scopeOf(req), req.body);
+      return reply.code(201).send(created);
+    },
+  );
+
+  app.get(
+    '/webhook_endpoints',
+    { schema: { tags, querystring: Type.Object(PageQuery), response: { 200: Type.Array(EndpointSchema), ...errors } } },
+    async (req, reply) => {
+      const scope = readScope(req);
+      const page = pageOf(req.query);
+      const { rows, total } = service.list(scope.accountIds, scope.liveMode, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get('/webhook_endpoints/:id', { schema: { tags, params: EndpointParams, response: { 200: EndpointSchema, ...errors } } }, async (req) => {
+    const scope = readScope(req);
+    return endpointView(service.find(scope.accountIds, scope.liveMode, req.params.id));
+  });
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/webhook_endpoints/:id',
+      schema: { tags, params: EndpointParams, body: UpdateEndpointBody, response: { 200: EndpointSchema, ...errors } },
+      handler: async (req) => service.update(scopeOf(req), req.params.id, req.body),
+    });
+  }
+
+  app.delete(
+    '/webhook_endpoints/:id',
+    { schema: { tags, params: EndpointParams, response: { 200: DeletedEndpointSchema, ...errors } } },
+    async (req) => ({ ...service.remove(scopeOf(req), req.params.id), deleted: true as const }),
+  );
+
+  app.get(
+    '/webhook_endpoints/:id/deliveries',
+    { schema: { tags, params: EndpointParams, querystring: Type.Object(PageQuery), response: { 200: Type.Array(DeliverySchema), ...errors } } },
+    async (req, reply) => {
+      const scope = readScope(req);
+      const endpoint = service.find(scope.accountIds, scope.liveMode, req.params.id);
+      const page = pageOf(req.query);
+      const { rows, total } = service.deliveries(endpoint, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/deliveries/:delivery_id/retry',
+    { schema: { tags, params: DeliveryParams, response: { 200: DeliverySchema, ...errors } } },
+    async (req) => service.retry(scopeOf(req), req.params.id, req.params.delivery_id),
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/test',
+    { schema: { tags, params: EndpointParams, body: TestBody, response: { 200: DeliverySchema, ...errors } } },
+    async (req) => service.sendTest(scopeOf(req), req.params.id, req.body.event_type),
+  );
+}

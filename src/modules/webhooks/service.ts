@@ -1,0 +1,217 @@
+import type { AppContext } from '../../context.js';
+import { tx } from '../../db/database.js';
+import { newId } from '../../ids.js';
+import { isoTime } from '../../clock.js';
+import { ApiError, invalid, notFound } from '../../errors.js';
+import { catalogueEntry, EVENT_TYPES } from '../../events/catalogue.js';
+import { newSigningSecret } from './signing.js';
+import type { SecretBox } from './secrets.js';
+import type { UrlGuard } from './url-guard.js';
+import type { DeliveryWorker } from './worker.js';
+import { webhooksStore, type AttemptRow, type DeliveryRow, type EndpointRow, type WebhooksStore } from './store.js';
+
+export interface EndpointView {
+  id: string;
+  account_id: string;
+  live_mode: boolean;
+  url: string;
+  description: string | null;
+  disabled: boolean;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeliveryView {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  account_id: string;
+  connected: boolean;
+  test: boolean;
+  status: DeliveryRow['status'];
+  attempt_count: number;
+  response_code: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+  attempts: Array<{
+    attempt: number;
+    manual: boolean;
+    attempted_at: string;
+    webhook_timestamp: number;
+    duration_ms: number;
+    response_code: number | null;
+    error: string | null;
+  }>;
+}
+
+export function endpointView(row: EndpointRow): EndpointView {
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    live_mode: row.live_mode === 1,
+    url: row.url,
+    description: row.description,
+    disabled: row.disabled === 1,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function deliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
+  return {
+    id: row.id,
+    endpoint_id: row.endpoint_id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    account_id: row.event_account_id,
+    connected: row.event_account_id !== row.account_id,
+    test: row.payload !== null,
+    status: row.status,
+    attempt_count: row.attempts,
+    response_code: row.last_response_code,
+    last_error: row.last_error,
+    next_attempt_at: row.status === 'pending' && row.next_attempt_ms !== null ? isoTime(row.next_attempt_ms) : null,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    attempts: attempts.map((a) => ({
+      attempt: a.attempt,
+      manual: a.manual === 1,
+      attempted_at: a.attempted_at,
+      webhook_timestamp: a.webhook_timestamp,
+      duration_ms: a.duration_ms,
+      response_code: a.response_code,
+      error: a.error,
+    })),
+  };
+}
+
+export interface Scope {
+  accountId: string;
+  liveMode: boolean;
+}
+
+/** Endpoint rules. Endpoints belong to one account and environment; anything else answers 404. */
+export class WebhooksService {
+  private readonly store: WebhooksStore;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly guard: UrlGuard,
+    private readonly box: SecretBox,
+    private readonly worker: DeliveryWorker,
+  ) {
+    this.store = webhooksStore(ctx.db);
+  }
+
+  private now(): string {
+    return isoTime(this.ctx.clock.now());
+  }
+
+  async create(scope: Scope, input: { url: string; description?: string | null }): Promise<EndpointView & { signingSecret: string }> {
+    const refused = await this.guard.check(input.url);
+    if (refused.length > 0) throw new ApiError('webhook_url_refused', { errors: { url: refused } });
+    const secret = newSigningSecret();
+    const now = this.now();
+    const id = newId('ep');
+    tx(this.ctx.db, () =>
+      this.store.insertEndpoint({
+        id,
+        account_id: scope.accountId,
+        live_mode: scope.liveMode ? 1 : 0,
+        url: input.url,
+        description: input.description ?? null,
+        secret: this.box.seal(secret),
+        // Events already written are not sent to an endpoint registered after them.
+        from_seq: this.store.maxEventSeq(),
+        created_at: now,
+        updated_at: now,
+      }),
+    );
+    return { ...endpointView(this.store.endpoint(id)!), signingSecret: secret };
+  }
+
+  /** The endpoint if it belongs to one of the accounts of the scope. */
+  find(accountIds: string[], liveMode: boolean, id: string): EndpointRow {
+    const row = this.store.endpoint(id);
+    if (!row || !accountIds.includes(row.account_id) || (row.live_mode === 1) !== liveMode) throw notFound('webhook endpoint', id);
+    return row;
+  }
+
+  list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: EndpointView[]; total: number } {
+    const page = this.store.endpointsPage(accountIds, liveMode, limit, offset);
+    return { rows: page.rows.map(endpointView), total: page.total };
+  }
+
+  update(scope: Scope, id: string, patch: { description?: string | null; disabled?: boolean }): EndpointView {
+    return tx(this.ctx.db, () => {
+      const row = this.find([scope.accountId], scope.liveMode, id);
+      const now = this.now();
+      const disabled = patch.disabled === undefined ? row.disabled === 1 : patch.disabled;
+      this.store.updateEndpoint({
+        id,
+        description: patch.description === undefined ? row.description : patch.description,
+        disabled: disabled ? 1 : 0,
+        disabled_reason: disabled ? (row.disabled === 1 ? row.disabled_reason : 'Disabled through the API.') : null,
+        updated_at: now,
+      });
+      if (disabled && row.disabled === 0) this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);
+      return endpointView(this.store.endpoint(id)!);
+    });
+  }
+
+  remove(scope: Scope, id: string): EndpointView {
+    return tx(this.ctx.db, () => {
+      const row = this.find([scope.accountId], scope.liveMode, id);
+      this.store.deleteEndpoint(id);
+      return endpointView(row);
+    });
+  }
+
+  deliveries(endpoint: EndpointRow, limit: number, offset: number): { rows: DeliveryView[]; total: number } {
+    const page = this.store.deliveriesPage(endpoint.id, limit, offset);
+    return { rows: page.rows.map((d) => deliveryView(d, this.store.attemptsOf(d.id))), total: page.total };
+  }
+
+  async retry(scope: Scope, endpointId: string, deliveryId: string): Promise<DeliveryView> {
+    const endpoint = this.find([scope.accountId], scope.liveMode, endpointId);
+    const delivery = this.store.delivery(deliveryId);
+    if (!delivery || delivery.endpoint_id !== endpoint.id) throw notFound('delivery', deliveryId);
+    if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
+    const after = await this.worker.sendNow(deliveryId);
+    if (!after) throw notFound('delivery', deliveryId);
+    return deliveryView(after, this.store.attemptsOf(deliveryId));
+  }
+
+  /** Spec 6.6's testing tab: an example of any catalogue event, sent now, not retried on its own. */
+  async sendTest(scope: Scope, endpointId: string, eventType: string): Promise<DeliveryView> {
+    const endpoint = this.find([scope.accountId], scope.liveMode, endpointId);
+    const entry = catalogueEntry(eventType);
+    if (!entry) throw invalid({ event_type: `must be one of the catalogue's events (${EVENT_TYPES.length}; see docs/events.md)` });
+    if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
+    const now = this.now();
+    const payload = entry.example({ accountId: endpoint.account_id, liveMode: endpoint.live_mode === 1, createdAt: now });
+    const id = newId('whd');
+    tx(this.ctx.db, () =>
+      this.store.insertDelivery({
+        id,
+        account_id: endpoint.account_id,
+        live_mode: endpoint.live_mode,
+        endpoint_id: endpoint.id,
+        event_id: newId('msg'),
+        event_type: entry.type,
+        event_account_id: endpoint.account_id,
+        payload: JSON.stringify(payload),
+        // Not due on its own: only this request sends it (and later manual retries).
+        next_attempt_ms: null,
+        created_at: now,
+      }),
+    );
+    const after = await this.worker.sendNow(id);
+    return deliveryView(after!, this.store.attemptsOf(id));
+  }
+}

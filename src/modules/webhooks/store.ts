@@ -1,0 +1,181 @@
+import type { Db } from '../../db/database.js';
+
+/** All SQL of the webhooks module. */
+
+export interface EndpointRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  url: string;
+  description: string | null;
+  secret: string;
+  disabled: number;
+  disabled_reason: string | null;
+  from_seq: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DeliveryRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  event_account_id: string;
+  payload: string | null;
+  status: 'pending' | 'succeeded' | 'failed' | 'canceled';
+  attempts: number;
+  auto_attempts: number;
+  next_attempt_ms: number | null;
+  last_response_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  account_id: string;
+  live_mode: number;
+  manual: number;
+  webhook_timestamp: number;
+  attempted_at: string;
+  duration_ms: number;
+  response_code: number | null;
+  error: string | null;
+}
+
+/** What one attempt needs: the delivery, its endpoint, and the event it carries. */
+export interface SendableRow extends DeliveryRow {
+  url: string;
+  secret: string;
+  endpoint_disabled: number;
+  /** The event's payload (null for test sends, whose payload is on the delivery). */
+  event_payload: string | null;
+}
+
+export interface EventRowLite {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: number;
+  type: string;
+}
+
+export function webhooksStore(db: Db) {
+  const s = {
+    insertEndpoint: db.prepare(
+      `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, created_at, updated_at)
+       VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @created_at, @updated_at)`,
+    ),
+    endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
+    updateEndpoint: db.prepare(
+      `UPDATE webhook_endpoints SET description = @description, disabled = @disabled, disabled_reason = @disabled_reason, updated_at = @updated_at
+       WHERE id = @id`,
+    ),
+    deleteEndpoint: db.prepare('DELETE FROM webhook_endpoints WHERE id = ?'),
+    activeEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
+    maxSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
+    cursor: db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
+    setCursor: db.prepare('UPDATE webhook_cursor SET seq = ? WHERE id = 1'),
+    eventsAfter: db.prepare('SELECT seq, id, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    insertDelivery: db.prepare(
+      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_type, event_account_id, payload, status,
+         attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+       VALUES (@id, @account_id, @live_mode, @endpoint_id, @event_id, @event_type, @event_account_id, @payload, 'pending',
+         0, 0, @next_attempt_ms, @created_at, @created_at)
+       ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+    ),
+    due: db.prepare(
+      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+       FROM webhook_deliveries d
+       JOIN webhook_endpoints w ON w.id = d.endpoint_id
+       LEFT JOIN events e ON e.id = d.event_id
+       WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
+       ORDER BY d.next_attempt_ms LIMIT ?`,
+    ),
+    sendable: db.prepare(
+      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+       FROM webhook_deliveries d
+       JOIN webhook_endpoints w ON w.id = d.endpoint_id
+       LEFT JOIN events e ON e.id = d.event_id
+       WHERE d.id = ?`,
+    ),
+    nextDue: db.prepare(
+      `SELECT MIN(d.next_attempt_ms) AS ms FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+       WHERE d.status = 'pending' AND w.disabled = 0`,
+    ),
+    delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?'),
+    insertAttempt: db.prepare(
+      `INSERT INTO webhook_attempts (delivery_id, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
+       VALUES (@delivery_id, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
+    ),
+    updateDelivery: db.prepare(
+      `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
+         last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
+       WHERE id = @id`,
+    ),
+    cancelPending: db.prepare(
+      `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
+       WHERE endpoint_id = ? AND status = 'pending'`,
+    ),
+    deliveriesPage: db.prepare(
+      'SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
+    ),
+    deliveryCount: db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
+    attemptsOf: db.prepare('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt'),
+  };
+
+  return {
+    insertEndpoint: (row: Omit<EndpointRow, 'disabled' | 'disabled_reason'>) => void s.insertEndpoint.run(row),
+    endpoint: (id: string) => s.endpoint.get(id) as EndpointRow | undefined,
+    updateEndpoint: (row: Pick<EndpointRow, 'id' | 'description' | 'disabled' | 'disabled_reason' | 'updated_at'>) => void s.updateEndpoint.run(row),
+    deleteEndpoint: (id: string) => s.deleteEndpoint.run(id).changes > 0,
+    activeEndpoints: () => s.activeEndpoints.all() as EndpointRow[],
+    endpointsPage(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: EndpointRow[]; total: number } {
+      // The id list is short (one account, or an organization's accounts); it is bound, never spliced.
+      const marks = accountIds.map(() => '?').join(', ');
+      const where = `account_id IN (${marks}) AND live_mode = ?`;
+      const rows = db
+        .prepare(`SELECT * FROM webhook_endpoints WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`)
+        .all(...accountIds, liveMode ? 1 : 0, limit, offset) as EndpointRow[];
+      const total = (db.prepare(`SELECT COUNT(*) AS n FROM webhook_endpoints WHERE ${where}`).get(...accountIds, liveMode ? 1 : 0) as { n: number }).n;
+      return { rows, total };
+    },
+    maxEventSeq: () => (s.maxSeq.get() as { seq: number }).seq,
+    cursor: () => (s.cursor.get() as { seq: number }).seq,
+    setCursor: (seq: number) => void s.setCursor.run(seq),
+    eventsAfter: (seq: number, limit: number) => s.eventsAfter.all(seq, limit) as EventRowLite[],
+    insertDelivery: (row: {
+      id: string;
+      account_id: string;
+      live_mode: number;
+      endpoint_id: string;
+      event_id: string;
+      event_type: string;
+      event_account_id: string;
+      payload: string | null;
+      next_attempt_ms: number | null;
+      created_at: string;
+    }) => s.insertDelivery.run(row).changes > 0,
+    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as SendableRow[],
+    sendable: (id: string) => s.sendable.get(id) as SendableRow | undefined,
+    nextDue: () => (s.nextDue.get() as { ms: number | null }).ms,
+    delivery: (id: string) => s.delivery.get(id) as DeliveryRow | undefined,
+    insertAttempt: (row: AttemptRow) => void s.insertAttempt.run(row),
+    updateDelivery: (
+      row: Pick<DeliveryRow, 'id' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
+    ) => void s.updateDelivery.run(row),
+    cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
+    deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
+      rows: s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[],
+      total: (s.deliveryCount.get(endpointId) as { n: number }).n,
+    }),
+    attemptsOf: (deliveryId: string) => s.attemptsOf.all(deliveryId) as AttemptRow[],
+  };
+}
+
+export type WebhooksStore = ReturnType<typeof webhooksStore>;

@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { PushRecord } from './wire.js';
+import { reemitEvent } from '../events/reemit.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -52,7 +53,7 @@ registerSyncApplier('event', (ctx, record) => {
   if (typeof p.id !== 'string' || typeof p.type !== 'string' || typeof p.payload !== 'object' || p.payload === null) {
     throw new SyncRejection('event record without id, type or payload');
   }
-  ctx.outbox.emit({
+  reemitEvent(ctx, {
     id: p.id,
     type: p.type,
     accountId: record.account_id,

@@ -5,7 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'devices/**/*.test.ts'],
     // Tests start real servers, databases and child processes; two workers match the CI box.
     pool: 'forks',
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // CI reads the counts from a JSON report; people read the default output.

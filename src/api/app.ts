@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
-import { AccountsService } from '../modules/accounts/service.js';
+import { AccountsService, hashKey } from '../modules/accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { WindowLimiter } from './rate-limit.js';
@@ -99,6 +99,9 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   });
 
   const blocked = new Set(config.blocking.ips);
+  const usersWindowMs = config.limits.users_window_seconds * 1000;
+  const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
+  const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
   app.addHook('onRequest', async (req, reply) => {
     if (req.url === '/healthz') return;
     const key = headerValue(req, 'x-secret-key') ?? '';
@@ -110,6 +113,17 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     ) {
       return reply.code(503).send(errorBody('blocked'));
     }
+    // The /users windows count every call, found or not, before any other work (spec section 8).
+    if (USERS_PATH.test(req.url)) {
+      const wait = usersPerIp.hit(req.ip) || (key.startsWith('sk_test_') ? usersPerTestKey.hit(hashKey(key)) : 0);
+      if (wait) return reply.code(429).header('Retry-After', String(wait)).send(errorBody('rate_limited'));
+    }
+  });
+
+  // While stopping, answers close their connection so keep-alive clients do not hold the stop open.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (ctx.shutdown.aborted) reply.header('connection', 'close');
+    return payload;
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -119,9 +133,6 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   const authenticator = new Authenticator(accounts);
   const idempotency = new IdempotencyStore(ctx.db, ctx.clock, ctx.bootId);
   const perKey = new WindowLimiter(config.limits.per_key_per_second, 1000, ctx.clock);
-  const usersWindowMs = config.limits.users_window_seconds * 1000;
-  const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
-  const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
 
   const limited = (seconds: number) => new ApiError('rate_limited', { headers: { 'Retry-After': String(seconds) } });
 
@@ -129,19 +140,11 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     async (api) => {
       api.decorateRequest('auth', null as never);
       api.addHook('onRequest', async (req) => {
-        if (USERS_PATH.test(req.url)) {
-          const wait = usersPerIp.hit(req.ip);
-          if (wait) throw limited(wait);
-        }
         const query = req.query as Record<string, unknown> | undefined;
         const alias = typeof query?.account_id === 'string' ? query.account_id : undefined;
         req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), headerValue(req, 'x-account-id') ?? alias);
         const wait = perKey.hit(req.auth.keyId);
         if (wait) throw limited(wait);
-        if (req.auth.environment === 'test' && req.auth.kind === 'account' && USERS_PATH.test(req.url)) {
-          const w = usersPerTestKey.hit(req.auth.keyId);
-          if (w) throw limited(w);
-        }
         if (req.auth.kind === 'organization' && req.method !== 'GET' && req.method !== 'HEAD') {
           throw new ApiError('organization_key_unsupported');
         }

@@ -5,7 +5,8 @@ import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
 import { AccountsService, type Account } from './service.js';
-import { AccountSchema, BalanceSchema, ErrorSchema, IdParams, TestResponse, type AccountView } from './schema.js';
+import { AccountSchema, ErrorSchema, IdParams, TestResponse, type AccountView } from './schema.js';
+import { balanceRoutes } from '../ledger/routes.js';
 
 export function accountView(a: Account): AccountView {
   return {
@@ -44,24 +45,8 @@ export function accountRoutes(app: ApiApp, ctx: AppContext): void {
     accountView(requireAccount(req)),
   );
 
-  app.get(
-    '/balances',
-    { schema: { tags: ['account'], response: { 200: Type.Array(BalanceSchema), ...errors } } },
-    async (req) => {
-      // Until money moves, every currency the account holds is at zero; the ledger module
-      // replaces this route's data source with real balances.
-      const many = req.auth.account === null;
-      return req.auth.accountIds.flatMap((id) => {
-        const a = accounts.account(id)!;
-        return a.currencies.map((currency) => ({
-          currency,
-          available_in_cents: 0,
-          pending_in_cents: 0,
-          ...(many ? { account_id: a.id } : {}),
-        }));
-      });
-    },
-  );
+  // GET /balances reads the ledger: the ledger module's balanceRoutes serves it.
+  balanceRoutes(app, ctx);
 
   app.get(
     '/connected_accounts',

@@ -56,7 +56,7 @@ export class AccountsStore {
       listAccounts: db.prepare('SELECT * FROM accounts ORDER BY created_at, id'),
       listOrgAccounts: db.prepare('SELECT * FROM accounts WHERE organization_id = ? AND live_mode = ? ORDER BY created_at, id'),
       listChildren: db.prepare(
-        'SELECT * FROM accounts WHERE parent_account_id = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?',
+        'SELECT * FROM accounts WHERE parent_account_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
       ),
       countChildren: db.prepare('SELECT count(*) AS n FROM accounts WHERE parent_account_id = ?'),
       sandboxOf: db.prepare('SELECT * FROM accounts WHERE sandbox_of = ? ORDER BY created_at LIMIT 1'),

@@ -1,0 +1,123 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+export interface BenchResult {
+  scenario: string;
+  metrics: Record<string, number>;
+  baseline: Record<string, number>;
+  /** posd's throughput over the baseline's, measured in the same run. */
+  ratio: number;
+  target: string;
+}
+
+export const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+
+export interface BenchDaemon {
+  url: string;
+  dataDir: string;
+  keys: { live: string; test: string };
+  ids: { account_id: string; sandbox_id: string; organization_id: string };
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}: ${text}`)), timeoutMs);
+    const onData = (d: Buffer) => {
+      text += d;
+      const m = text.match(re);
+      if (m) {
+        clearTimeout(timer);
+        child.stdout?.off('data', onData);
+        child.stderr?.off('data', onData);
+        resolve(m);
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`exited ${code} before ${re}: ${text}`)));
+  });
+}
+
+/** `posd init` then `posd serve` in its own process, as on a store box, with limits raised for load. */
+export async function startBenchDaemon(env: Record<string, string> = {}): Promise<BenchDaemon> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'posd-bench-'));
+  const init = spawn(process.execPath, [MAIN, 'init', '--data', dataDir, '--json'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  init.stdout.on('data', (d) => (out += d));
+  await new Promise((r) => init.once('exit', r));
+  const inst = JSON.parse(out);
+  const child = spawn(process.execPath, [MAIN, 'serve', '--data', dataDir, '--port', '0'], {
+    env: { ...process.env, POSD_LOG_LEVEL: 'info', POSD_LOG_FORMAT: 'json', POSD_LIMITS_PER_KEY_PER_SECOND: '10000000', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.resume();
+  child.stderr!.resume();
+  // Request logging is off, so info adds only start and stop lines; the start line names the port.
+  const [, port] = await waitForOutput(child, /"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    dataDir,
+    keys: inst.keys,
+    ids: inst,
+    child,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts a baseline server script (compiled, in bench/baselines) in its own process; it prints its port. */
+export async function startBaseline(script: string, env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
+  const path = fileURLToPath(new URL(`./baselines/${script}.js`, import.meta.url));
+  const child = spawn(process.execPath, [path], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const [, port] = await waitForOutput(child, /port (\d+)/);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+export async function load(opts: {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  connections?: number;
+  durationSeconds?: number;
+}): Promise<LoadResult> {
+  const result = await autocannon({
+    url: opts.url,
+    method: opts.method ?? 'GET',
+    headers: opts.headers,
+    body: opts.body,
+    connections: opts.connections ?? 50,
+    duration: opts.durationSeconds ?? Number(process.env.POSD_BENCH_SECONDS ?? 5),
+  });
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}

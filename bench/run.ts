@@ -1,0 +1,45 @@
+import type { BenchResult } from './lib.js';
+
+/**
+ * `npm run bench`: every scenario beside its raw baseline measured in the same run, printed as a
+ * ratio. Targets are printed, never asserted: a slow CI box must not fail the build.
+ * `npm run bench -- account` runs only the scenarios whose module name matches.
+ */
+const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> = {
+  startup: () => import('./startup.js'),
+  account: () => import('./account.js'),
+  'cash-sales': () => import('./cash-sales.js'),
+};
+
+function fmt(n: number): string {
+  return Number.isInteger(n) || Math.abs(n) >= 100 ? Math.round(n).toString() : n.toFixed(2);
+}
+
+function describe(values: Record<string, number>): string {
+  return Object.entries(values)
+    .map(([k, v]) => `${k} ${fmt(v)}`)
+    .join(', ');
+}
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const results: BenchResult[] = [];
+  for (const [name, loadScenario] of Object.entries(SCENARIOS)) {
+    if (only.length && !only.some((o) => name.includes(o))) continue;
+    process.stdout.write(`running ${name} ...\n`);
+    try {
+      const mod = await loadScenario();
+      for (const r of await mod.run()) {
+        results.push(r);
+        process.stdout.write(`  ${r.scenario}\n    posd:     ${describe(r.metrics)}\n    baseline: ${describe(r.baseline)}\n    ratio ${r.ratio.toFixed(2)} (target ${r.target})\n`);
+      }
+    } catch (err) {
+      process.stdout.write(`  ${name} failed: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+    }
+  }
+  process.stdout.write('\nsummary\n');
+  for (const r of results) process.stdout.write(`  ${r.ratio.toFixed(2)}  ${r.scenario} (target ${r.target})\n`);
+}
+
+main();

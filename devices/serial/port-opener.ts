@@ -1,0 +1,34 @@
+/**
+ * How a serial transport gets a port. Following node-serialport's binding contract, the opener is
+ * injected: production uses the real binding, tests a pseudo-terminal pair or the mock binding.
+ */
+import { SerialPort, SerialPortMock } from 'serialport';
+import type { PortStream } from './serial-link.js';
+
+export interface PortOpenOptions {
+  path: string;
+  /** 115200 by default; frames are always 8 data bits, no parity, 1 stop bit. */
+  baudRate?: number;
+}
+
+export type PortOpener = (opts: PortOpenOptions) => Promise<PortStream>;
+
+/** Rejections carry `{disconnected: true}` when the device is absent, per node-serialport. */
+function openWith(port: SerialPort | SerialPortMock): Promise<PortStream> {
+  return new Promise((resolve, reject) =>
+    port.open((err) => (err ? reject(Object.assign(err, { disconnected: true as const })) : resolve(port))),
+  );
+}
+
+export const openSerialPort: PortOpener = ({ path, baudRate = 115_200 }) =>
+  openWith(new SerialPort({ path, baudRate, dataBits: 8, parity: 'none', stopBits: 1, autoOpen: false }));
+
+/** Opens a port on @serialport/binding-mock; create it first with `MockBinding.createPort(path)`. */
+export const openMockSerialPort: PortOpener = ({ path, baudRate = 115_200 }) =>
+  openWith(new SerialPortMock({ path, baudRate, dataBits: 8, parity: 'none', stopBits: 1, autoOpen: false }));
+
+/**
+ * The mock binding instance SerialPortMock really uses. Importing @serialport/binding-mock from
+ * ESM yields a second copy (dual package), whose createPort the mock ports would never see.
+ */
+export const mockSerialBinding = SerialPortMock.binding;

@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+/**
+ * posd-sim: a simulated card terminal on the command line, for demos and manual testing.
+ *   node dist/devices/simulator/cli.js --url ws://127.0.0.1:4242/terminals/link --terminal-id T1 --token s3cret
+ *   node dist/devices/simulator/cli.js --serial /dev/pts/3 --terminal-id T1 --token s3cret --behaviour slow
+ * Prints one JSON line per event on stdout so scripts can follow it.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { BEHAVIOURS, type BehaviourName } from './behaviours.js';
+import { serialConnector, webSocketConnector, type Connector } from './connectors.js';
+import { TerminalSimulator } from './simulator.js';
+
+const ms = (v: string) => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected milliseconds (a whole number)');
+  return n;
+};
+
+function replacer(key: string, value: unknown) {
+  if (key === 'token' && typeof value === 'string') return '***';
+  return value instanceof Error ? { message: value.message } : value;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = new Command('posd-sim')
+    .description('A simulated card terminal speaking the posd terminal link protocol v1')
+    .addOption(new Option('--url <url>', 'WebSocket URL, e.g. ws://127.0.0.1:4242/terminals/link').conflicts('serial'))
+    .addOption(new Option('--serial <path>', 'serial port path, e.g. /dev/pts/3'))
+    .option('--baud-rate <n>', 'serial baud rate', ms, 115_200)
+    .requiredOption('--terminal-id <id>', 'terminal id announced in hello')
+    .requiredOption('--token <token>', 'terminal token announced in hello')
+    .addOption(new Option('--behaviour <name>', 'how to answer charges').choices(BEHAVIOURS).default('approve'))
+    .option('--delay-waiting-card <ms>', 'time spent waiting for the card', ms)
+    .option('--delay-reading <ms>', 'time spent reading the card', ms)
+    .option('--delay-authorizing <ms>', 'time spent authorizing', ms)
+    .option('--reconnect-delay <ms>', 'pause before reconnecting', ms, 1_000)
+    .parse(argv);
+  const o = program.opts<{
+    url?: string; serial?: string; baudRate: number; terminalId: string; token: string; behaviour: BehaviourName;
+    delayWaitingCard?: number; delayReading?: number; delayAuthorizing?: number; reconnectDelay: number;
+  }>();
+  const connect: Connector = o.url
+    ? webSocketConnector(o.url)
+    : o.serial
+      ? serialConnector(o.serial, { baudRate: o.baudRate })
+      : program.error('one of --url or --serial is required');
+
+  const delays = Object.fromEntries(
+    Object.entries({ waiting_card: o.delayWaitingCard, reading: o.delayReading, authorizing: o.delayAuthorizing })
+      .filter(([, v]) => v !== undefined),
+  );
+  const sim = new TerminalSimulator({
+    terminalId: o.terminalId, token: o.token, behaviour: o.behaviour, delays, connect, reconnectDelayMs: o.reconnectDelay,
+  });
+  sim.on('event', ({ event, data }) => {
+    const line = { at: new Date().toISOString(), terminal_id: o.terminalId, event, data };
+    process.stdout.write(JSON.stringify(line, replacer) + '\n');
+  });
+
+  let stopping = false;
+  const stop = (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    void sim.stop().finally(() => process.exit(code));
+  };
+  process.once('SIGINT', () => stop(0));
+  process.once('SIGTERM', () => stop(0));
+  // Bad credentials will not get better by retrying: exit non-zero so scripts notice.
+  sim.once('rejected', () => stop(2));
+  // Keep the event loop alive: the simulator's timers are unref'd so tests never hang on them.
+  setInterval(() => {}, 1 << 30);
+  await sim.start().catch(() => {});
+}
+
+await main(process.argv);

@@ -1,0 +1,3 @@
+export * from './behaviours.js';
+export * from './connectors.js';
+export * from './simulator.js';

@@ -1,0 +1,94 @@
+/**
+ * A TerminalLink over one `ws` WebSocket. posd's HTTP server accepts the upgrade on
+ * /terminals/link and passes the socket to `serverLinkFromWebSocket`; the simulator uses
+ * `connectWebSocketLink`. One JSON message per text frame; pings are protocol messages (not
+ * WebSocket control frames) so both transports share one keepalive rule.
+ */
+import WebSocket from 'ws';
+import { BaseLink, LinkError, type LinkOptions, type ServerLink, type TerminalSideLink } from '../link.js';
+import { MAX_MESSAGE_BYTES, parseServerMessage, parseTerminalMessage } from '../protocol/parse.js';
+import type { Clock } from '../clock.js';
+
+export class WebSocketLink<In extends { type: string }, Out extends { type: string }> extends BaseLink<In, Out> {
+  readonly transport = 'websocket' as const;
+
+  constructor(
+    private readonly ws: WebSocket,
+    opts: LinkOptions<In>,
+  ) {
+    super(opts);
+    ws.on('message', (data, isBinary) => {
+      const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      if (buf.length > MAX_MESSAGE_BYTES) {
+        this.emit('invalid', { reason: 'oversized', detail: `${buf.length} bytes over ${MAX_MESSAGE_BYTES}` });
+        return;
+      }
+      // Binary frames are accepted if they hold UTF-8 JSON; some terminal stacks only send binary.
+      void isBinary;
+      this.receiveText(buf.toString('utf8'));
+    });
+    ws.on('close', (code, reason) =>
+      this.goDown({ disconnected: true, detail: `socket closed (${code}${reason.length ? ` ${reason}` : ''})` }),
+    );
+    // 'close' always follows 'error' in ws; the listener only keeps the error from being thrown.
+    ws.on('error', () => {});
+    if (ws.readyState === WebSocket.OPEN) this.startKeepalive();
+    else ws.once('open', () => this.startKeepalive());
+  }
+
+  protected writeMessage(msg: Out): Promise<void> {
+    return this.writeRaw(JSON.stringify(msg));
+  }
+
+  writeRaw(data: Buffer | string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.ws.readyState !== WebSocket.OPEN) {
+        reject(new LinkError('socket is not open', { linkDown: true }));
+        return;
+      }
+      this.ws.send(data, { binary: false }, (err) =>
+        err ? reject(new LinkError(`write failed: ${err.message}`, { linkDown: true })) : resolve(),
+      );
+    });
+  }
+
+  protected closeTransport(): Promise<void> {
+    if (this.ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.ws.once('close', () => resolve());
+      this.ws.close(1000, 'closed');
+      // A peer that never completes the closing handshake must not hold the link open.
+      const t = this.clock.setTimeout(() => this.ws.terminate(), 2_000);
+      this.ws.once('close', () => this.clock.clearTimeout(t));
+    });
+  }
+}
+
+export interface WebSocketLinkOptions {
+  clock?: Clock;
+  pingIntervalMs?: number;
+  maxMissedPings?: number;
+}
+
+/** Wraps a socket accepted by posd's HTTP server. */
+export function serverLinkFromWebSocket(ws: WebSocket, opts: WebSocketLinkOptions = {}): ServerLink {
+  return new WebSocketLink(ws, { ...opts, parse: parseTerminalMessage });
+}
+
+/** Wraps a socket opened by a terminal. */
+export function terminalLinkFromWebSocket(ws: WebSocket, opts: WebSocketLinkOptions = {}): TerminalSideLink {
+  return new WebSocketLink(ws, { ...opts, parse: parseServerMessage });
+}
+
+/** Opens a terminal-side link to `ws://host:port/terminals/link`; rejects with `{disconnected}` flags. */
+export function connectWebSocketLink(url: string, opts: WebSocketLinkOptions = {}): Promise<TerminalSideLink> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { maxPayload: MAX_MESSAGE_BYTES * 2 });
+    const onError = (err: Error) => reject(Object.assign(err, { disconnected: true as const }));
+    ws.once('error', onError);
+    ws.once('open', () => {
+      ws.off('error', onError);
+      resolve(terminalLinkFromWebSocket(ws, opts));
+    });
+  });
+}

@@ -1,0 +1,49 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { notFound } from '../../errors.js';
+import { ErrorResponses, IdParams } from '../ledger/schema.js';
+import { CheckoutSchema, CreateCheckoutBody, UpdateCheckoutBody } from './schema.js';
+import { createCheckout, getCheckoutIn, listCheckouts, updateCheckout } from './service.js';
+
+export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
+  app.post(
+    '/checkouts',
+    { schema: { tags: ['checkouts'], body: CreateCheckoutBody, response: { 201: CheckoutSchema, ...ErrorResponses } } },
+    async (req, reply) => reply.code(201).send(createCheckout(ctx, requireAccount(req), req.body)),
+  );
+
+  app.get(
+    '/checkouts',
+    { schema: { tags: ['checkouts'], querystring: Type.Object(PageQuery), response: { 200: Type.Array(CheckoutSchema), ...ErrorResponses } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { accountIds, liveMode } = readScope(req);
+      const { rows, total } = listCheckouts(ctx, accountIds, liveMode, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/checkouts/:id',
+    { schema: { tags: ['checkouts'], params: IdParams, response: { 200: CheckoutSchema, ...ErrorResponses } } },
+    async (req) => {
+      const { accountIds, liveMode } = readScope(req);
+      const checkout = getCheckoutIn(ctx, accountIds, liveMode, req.params.id);
+      if (!checkout) throw notFound('checkout', req.params.id);
+      return checkout;
+    },
+  );
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/checkouts/:id',
+      schema: { tags: ['checkouts'], params: IdParams, body: UpdateCheckoutBody, response: { 200: CheckoutSchema, ...ErrorResponses } },
+      handler: async (req) => updateCheckout(ctx, requireAccount(req), req.params.id, req.body),
+    });
+  }
+}

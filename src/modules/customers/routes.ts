@@ -1,0 +1,43 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { tx } from '../../db/database.js';
+import { AccountsService } from '../accounts/service.js';
+import { ErrorResponses, IdParams } from '../ledger/schema.js';
+import { CustomerBody, CustomerList, CustomerSchema } from './schema.js';
+import { findOrCreateCustomerRow, listCustomers, requireCustomer } from './service.js';
+
+export function customerRoutes(app: ApiApp, ctx: AppContext): void {
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+
+  /** Find-or-create by e-mail: 201 when made, 200 with the existing customer. */
+  app.post(
+    '/customers',
+    { schema: { tags: ['customers'], body: CustomerBody, response: { 200: CustomerSchema, 201: CustomerSchema, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      const { customer, created } = tx(ctx.db, () => findOrCreateCustomerRow(ctx, account, req.body));
+      return reply.code(created ? 201 : 200).send(customer);
+    },
+  );
+
+  app.get(
+    '/customers',
+    { schema: { tags: ['customers'], querystring: Type.Object(PageQuery), response: { 200: CustomerList, ...ErrorResponses } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const scoped = req.auth.accountIds.map((id) => accounts.account(id)!).filter(Boolean);
+      const { rows, total } = listCustomers(ctx, scoped, req.auth.liveMode, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return { customers: rows };
+    },
+  );
+
+  app.get(
+    '/customers/:id',
+    { schema: { tags: ['customers'], params: IdParams, response: { 200: CustomerSchema, ...ErrorResponses } } },
+    async (req) => requireCustomer(ctx, requireAccount(req), req.params.id),
+  );
+}

@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox';
+import { PageQuery } from '../../api/pagination.js';
+import { ErrorSchema } from '../accounts/schema.js';
+
+export const ErrorResponses = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+
+export const BALANCE_TRANSACTION_TYPES = ['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment'] as const;
+
+export const BalanceTransactionSchema = Type.Object({
+  id: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  type: Type.String(),
+  amount_in_cents: Type.Integer(),
+  fee_in_cents: Type.Integer(),
+  net_amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  balance_after_in_cents: Type.Integer(),
+  fee_details: Type.Object({ commission_in_cents: Type.Integer(), vat_withheld_in_cents: Type.Integer() }),
+  source_id: Type.String(),
+  source_type: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+});
+
+export const BalanceTransactionQuery = Type.Object({
+  ...PageQuery,
+  from_time: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+  until_time: Type.Optional(Type.String({ minLength: 1, maxLength: 40 })),
+  currency: Type.Optional(Type.Union(['GTQ', 'USD', 'USDC'].map((c) => Type.Literal(c)))),
+  type: Type.Optional(Type.Union(BALANCE_TRANSACTION_TYPES.map((t) => Type.Literal(t)))),
+});
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });

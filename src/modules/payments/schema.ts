@@ -1,0 +1,46 @@
+import { Type } from '@sinclair/typebox';
+
+const NS = Type.Union([Type.String(), Type.Null()]);
+
+export const PaymentIntentSchema = Type.Object({
+  id: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  status: Type.String(),
+  method: Type.String(),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  fee_in_cents: Type.Integer(),
+  vat_withheld_in_cents: Type.Integer(),
+  checkout_id: Type.String(),
+  intent_id: Type.String(),
+  customer_id: NS,
+  failure_reason: NS,
+  card: Type.Union([Type.Object({ network: NS, last4: Type.String() }), Type.Null()]),
+  authorization_code: NS,
+  processor_reference: NS,
+  installments: Type.Union([Type.Integer(), Type.Null()]),
+  channel: NS,
+  balance_transaction_id: NS,
+  tax_invoice_url: NS,
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+export const PaymentIntentPatch = Type.Object({
+  tax_invoice_url: Type.Union([Type.String({ format: 'uri', maxLength: 2000 }), Type.Null()]),
+});
+
+export const PayBody = Type.Object({
+  method: Type.Union([Type.Literal('card'), Type.Literal('bank_transfer')]),
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+  failure_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+});
+
+export const PayResult = Type.Object({
+  status: Type.String(),
+  intent_id: Type.String(),
+  payment_intent_id: Type.String(),
+  balance_transaction_id: NS,
+  checkout_id: Type.String(),
+});

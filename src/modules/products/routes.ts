@@ -1,0 +1,48 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { notFound } from '../../errors.js';
+import { ErrorResponses, IdParams } from '../ledger/schema.js';
+import { CreateProductBody, ProductSchema, UpdateProductBody } from './schema.js';
+import { createProduct, getProduct, listProducts, updateProduct } from './service.js';
+
+export function productRoutes(app: ApiApp, ctx: AppContext): void {
+  app.post(
+    '/products',
+    { schema: { tags: ['products'], body: CreateProductBody, response: { 201: ProductSchema, ...ErrorResponses } } },
+    async (req, reply) => reply.code(201).send(createProduct(ctx, requireAccount(req), req.body.product)),
+  );
+
+  app.get(
+    '/products',
+    { schema: { tags: ['products'], querystring: Type.Object(PageQuery), response: { 200: Type.Array(ProductSchema), ...ErrorResponses } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { accountIds, liveMode } = readScope(req);
+      const { rows, total } = listProducts(ctx, accountIds, liveMode, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/products/:id',
+    { schema: { tags: ['products'], params: IdParams, response: { 200: ProductSchema, ...ErrorResponses } } },
+    async (req) => {
+      const product = getProduct(ctx, requireAccount(req), req.params.id);
+      if (!product) throw notFound('product', req.params.id);
+      return product;
+    },
+  );
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/products/:id',
+      schema: { tags: ['products'], params: IdParams, body: UpdateProductBody, response: { 200: ProductSchema, ...ErrorResponses } },
+      handler: async (req) => updateProduct(ctx, requireAccount(req), req.params.id, req.body.product),
+    });
+  }
+}

@@ -1,0 +1,48 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { notFound } from '../../errors.js';
+import { ErrorResponses, IdParams } from '../ledger/schema.js';
+import { getRefund, refundPaymentIntent } from './service.js';
+
+const NS = Type.Union([Type.String(), Type.Null()]);
+
+const RefundSchema = Type.Object({
+  id: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  status: Type.String(),
+  payment_intent_id: Type.String(),
+  intent_id: Type.String(),
+  amount_in_cents: Type.Integer(),
+  fee_returned_in_cents: Type.Integer(),
+  currency: Type.String(),
+  reason: NS,
+  balance_transaction_id: NS,
+  created_at: Type.String(),
+});
+
+const RefundBody = Type.Object({
+  payment_intent_id: Type.String({ minLength: 1, maxLength: 64 }),
+  reason: Type.Optional(Type.String({ maxLength: 500 })),
+});
+
+export function refundRoutes(app: ApiApp, ctx: AppContext): void {
+  app.post(
+    '/refunds',
+    { schema: { tags: ['refunds'], body: RefundBody, response: { 201: RefundSchema, ...ErrorResponses } } },
+    async (req, reply) => reply.code(201).send(refundPaymentIntent(ctx, requireAccount(req), req.body.payment_intent_id, { reason: req.body.reason })),
+  );
+
+  app.get(
+    '/refunds/:id',
+    { schema: { tags: ['refunds'], params: IdParams, response: { 200: RefundSchema, ...ErrorResponses } } },
+    async (req) => {
+      const { accountIds, liveMode } = readScope(req);
+      const refund = getRefund(ctx, accountIds, liveMode, req.params.id);
+      if (!refund) throw notFound('refund', req.params.id);
+      return refund;
+    },
+  );
+}

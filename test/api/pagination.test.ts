@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { AccountsService } from '../../src/modules/accounts/service.js';
+
+let s: TestServer;
+let children: string[];
+beforeAll(async () => {
+  s = await startTestServer();
+  const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
+  children = [];
+  for (let i = 0; i < 7; i++) children.push(accounts.createAccount({ name: `Child ${i}`, parentId: s.installation.account_id }).account.id);
+});
+afterAll(() => s.stop());
+
+function links(header: string): Record<string, URL> {
+  const out: Record<string, URL> = {};
+  for (const part of header.split(',')) {
+    const m = /<([^>]+)>;\s*rel="(\w+)"/.exec(part.trim());
+    if (m) out[m[2]] = new URL(m[1]);
+  }
+  return out;
+}
+
+describe('list pagination headers (gaps.md)', () => {
+  it('gives Link, Current-Page, Page-Items, Total-Pages and Total-Count, newest first', async () => {
+    const r = await s.api('GET', '/connected_accounts?page=2&items=3&extra=kept', { key: s.installation.keys.live });
+    expect(r.status).toBe(200);
+    expect(r.body).toHaveLength(3);
+    expect(r.headers['current-page']).toBe('2');
+    expect(r.headers['page-items']).toBe('3');
+    expect(r.headers['total-pages']).toBe('3');
+    expect(r.headers['total-count']).toBe('7');
+    const l = links(r.headers.link as string);
+    expect(Object.keys(l).sort()).toEqual(['first', 'last', 'next', 'prev']);
+    expect(l.next.searchParams.get('page')).toBe('3');
+    expect(l.prev.searchParams.get('page')).toBe('1');
+    expect(l.last.searchParams.get('page')).toBe('3');
+    expect(l.next.searchParams.get('extra')).toBe('kept');
+    expect(l.next.origin).toBe(s.url);
+    const first = await s.api('GET', '/connected_accounts?items=100', { key: s.installation.keys.live });
+    expect(first.body.map((a: { id: string }) => a.id)).toEqual([...children].reverse());
+  });
+
+  it('walking the next links visits every row once', async () => {
+    const seen: string[] = [];
+    let path: string | undefined = '/connected_accounts?items=2';
+    while (path) {
+      const r: { body: Array<{ id: string }>; headers: Record<string, unknown> } = await s.api('GET', path, { key: s.installation.keys.live });
+      seen.push(...r.body.map((a) => a.id));
+      const next: URL | undefined = links(r.headers.link as string).next;
+      path = next ? next.pathname.replace(/^\/api/, '') + next.search : undefined;
+    }
+    expect(seen.sort()).toEqual([...children].sort());
+  });
+
+  it('a page past the end is an empty list; bad values are 400 with errors', async () => {
+    const past = await s.api('GET', '/connected_accounts?page=9', { key: s.installation.keys.live });
+    expect(past.status).toBe(200);
+    expect(past.body).toEqual([]);
+    expect(links(past.headers.link as string).next).toBeUndefined();
+    for (const q of ['page=0', 'items=0', 'items=101', 'page=abc', 'items=2.5']) {
+      const bad = await s.api('GET', `/connected_accounts?${q}`, { key: s.installation.keys.live });
+      expect(bad.status, q).toBe(400);
+      expect(bad.body.code).toBe('validation_error');
+    }
+  });
+});

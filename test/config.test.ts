@@ -1,0 +1,55 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Kind, type TSchema } from '@sinclair/typebox';
+import { ConfigError, ConfigSchema, loadConfig, maskedConfig } from '../src/config.js';
+
+function leafPaths(schema: TSchema, path: string[] = []): string[] {
+  if (schema[Kind] === 'Object' && schema.properties) {
+    return Object.entries(schema.properties as Record<string, TSchema>).flatMap(([k, s]) => leafPaths(s, [...path, k]));
+  }
+  return [path.join('.')];
+}
+
+describe('configuration', () => {
+  it('runs on defaults alone', () => {
+    const c = loadConfig({ env: {} });
+    expect(c).toMatchObject({ role: 'store', http: { port: 4242, host: '127.0.0.1' }, database: { synchronous: 'FULL' } });
+    expect(c.data_dir).toBe(resolve('./data'));
+  });
+
+  it('layers file < environment < flags, with environment names derived from the paths', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'posd-config-'));
+    const file = join(dir, 'posd.json');
+    writeFileSync(file, JSON.stringify({ http: { port: 5000, host: '0.0.0.0' }, blocking: { ips: ['10.0.0.9'] } }));
+    const c = loadConfig({
+      file,
+      env: { POSD_HTTP_PORT: '6000', POSD_BLOCKING_USER_AGENTS: 'BadBot, Scraper', POSD_DATA: dir },
+      overrides: { role: 'central' },
+    });
+    expect(c.http).toMatchObject({ port: 6000, host: '0.0.0.0' });
+    expect(c.blocking).toMatchObject({ ips: ['10.0.0.9'], user_agents: ['BadBot', 'Scraper'] });
+    expect(c.role).toBe('central');
+    expect(c.data_dir).toBe(dir);
+  });
+
+  it('names the offending field', () => {
+    expect(() => loadConfig({ env: { POSD_HTTP_PORT: '99999' } })).toThrow(ConfigError);
+    expect(() => loadConfig({ env: { POSD_HTTP_PORT: '99999' } })).toThrow(/^config: http\.port: /);
+    expect(() => loadConfig({ env: { POSD_ROLE: 'hub' } })).toThrow(/^config: role: /);
+    expect(() => loadConfig({ env: { POSD_LIMITS_PER_KEY_PER_SECOND: 'lots' } })).toThrow(/limits\.per_key_per_second/);
+  });
+
+  it('masks secrets when the configuration is logged', () => {
+    const masked = maskedConfig({ ...loadConfig({ env: {} }), sync: { central_key: 'sk_live_secret' } } as never);
+    expect(JSON.stringify(masked)).not.toContain('sk_live_secret');
+  });
+
+  it('docs/configuration.md documents every key', () => {
+    const doc = readFileSync(new URL('../docs/configuration.md', import.meta.url), 'utf8');
+    const documented = new Set([...doc.matchAll(/^\| ([a-z_.]+) \|/gm)].map((m) => m[1]));
+    const missing = leafPaths(ConfigSchema).filter((p) => !documented.has(p));
+    expect(missing).toEqual([]);
+  });
+});

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { once } from 'node:events';
+
+export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built `posd` command to completion. */
+export async function runPosd(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `re` in stdout+stderr (lines arrive as they are written). */
+  waitFor(re: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `posd serve` as its own process, the way a store box runs it. */
+export function spawnDaemon(args: string[], env: Record<string, string> = {}): DaemonProcess {
+  const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
+    env: { ...process.env, POSD_LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  const waiters: Array<() => void> = [];
+  const poke = () => waiters.splice(0).forEach((w) => w());
+  child.stdout!.on('data', (d) => {
+    out += d;
+    poke();
+  });
+  child.stderr!.on('data', (d) => {
+    err += d;
+    poke();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => {
+      poke();
+      resolve({ code, signal });
+    }),
+  );
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitFor(re, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}\nstdout:\n${out}\nstderr:\n${err}`)), timeoutMs);
+        const check = () => {
+          const m = (out + err).match(re);
+          if (m) {
+            clearTimeout(timer);
+            resolve(m);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            clearTimeout(timer);
+            reject(new Error(`posd exited (${child.exitCode ?? child.signalCode}) before ${re}\nstdout:\n${out}\nstderr:\n${err}`));
+          } else waiters.push(check);
+        };
+        check();
+      });
+    },
+  };
+}

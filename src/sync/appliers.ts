@@ -1,6 +1,8 @@
 import type { AppContext } from '../context.js';
 import type { PushRecord } from './wire.js';
 import { reemitEvent } from '../events/reemit.js';
+import { AccountsService } from '../modules/accounts/service.js';
+import { applyStoreCashSale, isCashSaleRecord } from '../modules/cash-sales/sync.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -27,15 +29,29 @@ export class SyncRejection extends Error {
  */
 export type SyncApplier = (ctx: AppContext, record: PushRecord, origin: SyncOrigin) => void;
 
+/** What a fact of a kind weighs in reconciliation: its currency and amount (null: counted only). */
+export type SyncTotals = (payload: Record<string, unknown>) => { currency: string; amount_in_cents: number } | null;
+
 const appliers = new Map<string, SyncApplier>();
+const totals = new Map<string, SyncTotals>();
 
 /**
  * Registers how the central applies one kind of fact. The owning module registers its kind from its
  * own code (its money rules stay in its service functions); sync only routes records to it.
  */
-export function registerSyncApplier(kind: string, fn: SyncApplier): void {
+export function registerSyncApplier(kind: string, fn: SyncApplier, opts: { totals?: SyncTotals } = {}): void {
   if (appliers.has(kind) && appliers.get(kind) !== fn) throw new Error(`a sync applier for ${kind} is already registered`);
   appliers.set(kind, fn);
+  if (opts.totals) totals.set(kind, opts.totals);
+}
+
+/** Default: a top-level `currency` and `amount_in_cents`, as most facts carry. */
+function topLevelTotals(p: Record<string, unknown>): { currency: string; amount_in_cents: number } | null {
+  return typeof p.currency === 'string' && typeof p.amount_in_cents === 'number' ? { currency: p.currency, amount_in_cents: p.amount_in_cents } : null;
+}
+
+export function syncTotalsOf(kind: string, payload: Record<string, unknown>): { currency: string; amount_in_cents: number } | null {
+  return (totals.get(kind) ?? topLevelTotals)(payload);
 }
 
 export function syncApplier(kind: string): SyncApplier | undefined {
@@ -75,3 +91,21 @@ registerSyncApplier('reconciliation_report', (ctx, record, origin) => {
     createdAt: record.created_at,
   });
 });
+
+// A cash sale made at the store: the cash-sales module applies it with the store's ids.
+registerSyncApplier(
+  'cash_sale',
+  (ctx, record) => {
+    if (!isCashSaleRecord(record.payload)) throw new SyncRejection('cash_sale record without sale or cash_intent');
+    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    applyStoreCashSale(ctx, account, record.payload);
+  },
+  {
+    totals: (p) => {
+      const sale = p.sale as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+      return typeof sale?.currency === 'string' && typeof sale.amount_in_cents === 'number'
+        ? { currency: sale.currency, amount_in_cents: sale.amount_in_cents }
+        : null;
+    },
+  },
+);

@@ -3,8 +3,8 @@ import { tx } from '../db/database.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
-import { SyncRejection, syncApplier } from './appliers.js';
-import { syncStore, type FeedRow } from './store.js';
+import { SyncRejection, syncApplier, syncTotalsOf } from './appliers.js';
+import { syncStore, type FactRow, type FeedRow } from './store.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
@@ -188,7 +188,7 @@ export function centralSummary(ctx: AppContext, storeId: string, day: string): {
   const store = syncStore(ctx.db);
   const { from, until } = dayRange(day);
   return ctx.db.transaction(() => ({
-    rows: store.centralDay(storeId, from, until).map(toSummary),
+    rows: [...factTotals(store.centralFacts(storeId, from, until)), ...store.centralEvents(storeId, from, until).map(toSummary)],
     appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
   }))();
 }
@@ -200,4 +200,22 @@ export function toSummary(r: { account_id: string; live_mode: number; currency: 
 export function dayRange(day: string): { from: string; until: string } {
   const start = Date.parse(`${day}T00:00:00.000Z`);
   return { from: isoTime(start), until: isoTime(start + 86_400_000) };
+}
+
+/** Count and amount of facts per account, environment, currency and kind (`records.<kind>`), by each kind's rule. */
+export function factTotals(rows: FactRow[]): SummaryRow[] {
+  const out = new Map<string, SummaryRow>();
+  for (const r of rows) {
+    const t = syncTotalsOf(r.kind, JSON.parse(r.payload));
+    const currency = t?.currency ?? '';
+    const key = `${r.account_id}|${r.live_mode}|${currency}|${r.kind}`;
+    let row = out.get(key);
+    if (!row) {
+      row = { account_id: r.account_id, live_mode: r.live_mode === 1, currency, measure: `records.${r.kind}`, count: 0, sum: 0 };
+      out.set(key, row);
+    }
+    row.count++;
+    row.sum += t?.amount_in_cents ?? 0;
+  }
+  return [...out.values()];
 }

@@ -6,7 +6,7 @@ import { appendSyncRecord } from './outbox.js';
 import { tailEvents } from './push.js';
 import { syncStore, type ReconciliationRow } from './store.js';
 import { STATE } from './status.js';
-import { dayRange, toSummary } from './central-service.js';
+import { dayRange, factTotals, toSummary } from './central-service.js';
 import type { CentralClient } from './transport.js';
 import type { SummaryRow } from './wire.js';
 
@@ -21,7 +21,8 @@ export interface ReconcileResult {
 /** The store's own totals for one UTC day: facts by kind (count, amount per currency) and events. */
 export function storeSummary(db: Db, day: string): SummaryRow[] {
   const { from, until } = dayRange(day);
-  return syncStore(db).storeDay(from, until).map(toSummary);
+  const store = syncStore(db);
+  return [...factTotals(store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary)];
 }
 
 function keyOf(r: { account_id: string; live_mode: boolean | number; currency: string; measure: string }): string {

@@ -70,6 +70,13 @@ export interface ReconciliationRow {
   checked_at: string;
 }
 
+export interface FactRow {
+  account_id: string;
+  live_mode: number;
+  kind: string;
+  payload: string;
+}
+
 export interface CountSum {
   account_id: string;
   live_mode: number;
@@ -115,18 +122,14 @@ export class SyncStore {
          VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at)`,
       ),
       feedMax: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_feed'),
-      // Reconciliation measures over the sync streams themselves (every fact, by kind).
+      // Reconciliation reads the facts of one day; totals per kind are computed by their registered rule.
       outboxDay: db.prepare(
-        `SELECT account_id, live_mode, coalesce(json_extract(payload, '$.currency'), '') AS currency, 'records.' || kind AS measure,
-           count(*) AS count, coalesce(sum(json_extract(payload, '$.amount_in_cents')), 0) AS sum
-         FROM sync_outbox WHERE created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')
-         GROUP BY account_id, live_mode, currency, kind`,
+        `SELECT account_id, live_mode, kind, payload FROM sync_outbox
+         WHERE created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')`,
       ),
       receivedDay: db.prepare(
-        `SELECT account_id, live_mode, coalesce(json_extract(payload, '$.currency'), '') AS currency, 'records.' || kind AS measure,
-           count(*) AS count, coalesce(sum(json_extract(payload, '$.amount_in_cents')), 0) AS sum
-         FROM sync_received WHERE store_id = ? AND created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')
-         GROUP BY account_id, live_mode, currency, kind`,
+        `SELECT account_id, live_mode, kind, payload FROM sync_received
+         WHERE store_id = ? AND created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')`,
       ),
       storeEventsDay: db.prepare(
         `SELECT account_id, live_mode, '' AS currency, 'events' AS measure, count(*) AS count, 0 AS sum
@@ -219,14 +222,17 @@ export class SyncStore {
       .all(after, ...accountIds, organizationId, limit) as FeedRow[];
   }
 
-  storeDay(from: string, until: string): CountSum[] {
-    return [...(this.s.outboxDay.all(from, until) as CountSum[]), ...(this.s.storeEventsDay.all(from, until) as CountSum[])];
+  storeFacts(from: string, until: string): FactRow[] {
+    return this.s.outboxDay.all(from, until) as FactRow[];
   }
-  centralDay(storeId: string, from: string, until: string): CountSum[] {
-    return [
-      ...(this.s.receivedDay.all(storeId, from, until) as CountSum[]),
-      ...(this.s.centralEventsDay.all(storeId, from, until) as CountSum[]),
-    ];
+  storeEvents(from: string, until: string): CountSum[] {
+    return this.s.storeEventsDay.all(from, until) as CountSum[];
+  }
+  centralFacts(storeId: string, from: string, until: string): FactRow[] {
+    return this.s.receivedDay.all(storeId, from, until) as FactRow[];
+  }
+  centralEvents(storeId: string, from: string, until: string): CountSum[] {
+    return this.s.centralEventsDay.all(storeId, from, until) as CountSum[];
   }
   replaceReconciliationDay(day: string, rows: ReconciliationRow[]): void {
     this.s.deleteReconciliationDay.run(day);

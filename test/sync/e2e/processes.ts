@@ -7,10 +7,9 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const MAIN = join(ROOT, 'dist/src/main.js');
-export const FIXTURE_DAEMON = join(ROOT, 'dist/test/sync/e2e/fixture-daemon.js');
 
 export function requireBuild(): void {
-  if (!existsSync(MAIN) || !existsSync(FIXTURE_DAEMON)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
+  if (!existsSync(MAIN)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
 }
 
 /** `posd <args>` as a separate process; resolves with parsed JSON stdout when --json is given. */
@@ -25,11 +24,11 @@ export interface DaemonProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts the daemon process with a JSON config file and waits for its "listening" line. */
+/** `posd serve` in its own process with a JSON config file; resolves once it logs that it listens. */
 export async function startDaemonProcess(dataDir: string, config: Record<string, unknown>): Promise<DaemonProcess> {
   const file = join(dataDir, 'test-config.json');
-  writeFileSync(file, JSON.stringify({ data_dir: dataDir, http: { host: '127.0.0.1', port: 0 }, log: { level: process.env.POSD_E2E_LOG ?? 'error', format: 'json' }, ...config }));
-  const child = spawn(process.execPath, [FIXTURE_DAEMON], { env: { ...process.env, POSD_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] });
+  writeFileSync(file, JSON.stringify({ data_dir: dataDir, http: { host: '127.0.0.1', port: 0 }, log: { level: 'info', format: 'json' }, ...config }));
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, POSD_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   const url = await new Promise<string>((resolveUrl, reject) => {
@@ -38,7 +37,7 @@ export async function startDaemonProcess(dataDir: string, config: Record<string,
       if (process.env.POSD_E2E_LOG) appendFileSync(join(dataDir, 'daemon.log'), `${line}\n`);
       try {
         const msg = JSON.parse(line);
-        if (msg.listening) resolveUrl(msg.listening);
+        if (msg.msg === 'posd listening') resolveUrl(String(msg.url).replace(/\/api$/, ''));
       } catch {
         /* a log line */
       }

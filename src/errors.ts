@@ -49,7 +49,6 @@ export const ERRORS = {
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },
   sync_sequence_gap: { status: 409, message: 'The batch does not follow the last sequence the central applied; nothing was applied.' },
   sync_record_conflict: { status: 409, message: 'A record id was already applied with different content; nothing was applied.' },
-  sync_kind_unknown: { status: 422, message: 'The central does not know how to apply a record of this kind; nothing was applied.' },
   sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
   // Webhooks (issue 5)
   webhook_url_refused: {

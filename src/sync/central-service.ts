@@ -3,9 +3,9 @@ import { tx } from '../db/database.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
-import { SyncRejection, syncApplier, syncTotalsOf } from './appliers.js';
+import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
 import { syncStore, type FactRow, type FeedRow } from './store.js';
-import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushResponse, type SummaryRow } from './wire.js';
+import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
  * The accounts one store key acts for at the central: its own account, that account's sandbox, its
@@ -47,6 +47,7 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
   const now = isoTime(ctx.clock.now());
   let applied = 0;
   let duplicates = 0;
+  let held = 0;
   const rejected: Array<{ id: string; reason: string }> = [];
   const appliedSeq = tx(ctx.db, () => {
     const row = store.ensureStore(body.store_id, keyAccount.id, keyAccount.live_mode, now);
@@ -70,34 +71,10 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
         });
       }
       if (store.received(r.id)) throw conflict(r.id, r.seq, before);
-      const apply = syncApplier(r.kind);
-      if (!apply) {
-        throw new ApiError('sync_kind_unknown', {
-          message: `The central cannot apply records of kind ${r.kind} (record ${r.id}); nothing was applied.`,
-          extra: { record_id: r.id, kind: r.kind, applied_seq: before },
-        });
-      }
-      let outcome: 'applied' | 'rejected' = 'applied';
-      let reason: string | null = null;
-      try {
-        // A savepoint: a refused fact leaves none of its partial writes behind.
-        tx(ctx.db, () => apply(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }));
-      } catch (err) {
-        if (!(err instanceof SyncRejection)) throw Object.assign(err as Error, { syncRecordId: r.id });
-        outcome = 'rejected';
-        reason = err.reason;
-        rejected.push({ id: r.id, reason });
-        const account = byId.get(r.account_id)!;
-        store.insertFeed({
-          organization_id: account.organization_id,
-          account_id: r.account_id,
-          live_mode: r.live_mode ? 1 : 0,
-          kind: 'record_rejected',
-          object_id: r.id,
-          payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason, store_id: body.store_id }),
-          created_at: now,
-        });
-      }
+      const account = byId.get(r.account_id)!;
+      const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
+      if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
+      if (outcome === 'held') held++;
       store.insertReceived({
         id: r.id,
         store_id: body.store_id,
@@ -118,7 +95,62 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
     store.advanceStore(body.store_id, last, now);
     return last;
   });
-  return { applied_seq: appliedSeq, applied, duplicates, rejected, server_time: now };
+  return { applied_seq: appliedSeq, applied, duplicates, held, rejected, server_time: now };
+}
+
+/**
+ * Runs the kind's applier in a savepoint. A refusal on the merits is kept as `rejected` and told to
+ * the store through its feed; a kind with no applier yet is `held` (acknowledged, applied later by
+ * `applyHeldRecords`), so one new kind never stops a store's whole stream. Other errors propagate.
+ */
+function applyOne(
+  ctx: AppContext,
+  r: Pick<PushRecord, 'id' | 'kind' | 'account_id' | 'live_mode' | 'payload' | 'created_at' | 'seq' | 'prev_seq'>,
+  origin: SyncOrigin,
+  organizationId: string,
+  now: string,
+): { outcome: 'applied' | 'rejected' | 'held'; reason: string | null } {
+  const apply = syncApplier(r.kind);
+  if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
+  try {
+    tx(ctx.db, () => apply(ctx, r as PushRecord, origin));
+    return { outcome: 'applied', reason: null };
+  } catch (err) {
+    if (!(err instanceof SyncRejection)) throw Object.assign(err as Error, { syncRecordId: r.id });
+    syncStore(ctx.db).insertFeed({
+      organization_id: organizationId,
+      account_id: r.account_id,
+      live_mode: r.live_mode ? 1 : 0,
+      kind: 'record_rejected',
+      object_id: r.id,
+      payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, store_id: origin.storeId }),
+      created_at: now,
+    });
+    return { outcome: 'rejected', reason: err.reason };
+  }
+}
+
+/**
+ * Applies records held for want of an applier, in the order they arrived, once this central knows
+ * their kind (after an upgrade). Each in its own transaction; returns how many were applied.
+ */
+export function applyHeldRecords(ctx: AppContext): number {
+  const store = syncStore(ctx.db);
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  let done = 0;
+  for (const row of store.held()) {
+    if (!syncApplier(row.kind)) continue;
+    const storeRow = store.storeRow(row.store_id);
+    const account = accounts.account(row.account_id);
+    if (!storeRow || !account) continue;
+    tx(ctx.db, () => {
+      const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
+      const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
+      if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
+    });
+    done++;
+  }
+  return done;
 }
 
 function conflict(id: string, seq: number, appliedSeq: number): ApiError {

@@ -5,6 +5,7 @@ import { AccountsService } from '../modules/accounts/service.js';
 import { ErrorSchema } from '../modules/accounts/schema.js';
 import { centralRoutes } from './central.js';
 import { SyncWorker } from './client.js';
+import { applyHeldRecords } from './central-service.js';
 import { syncStatus } from './status.js';
 
 const Diff = Type.Object({
@@ -36,6 +37,7 @@ export const SyncStatusSchema = Type.Object({
   central_clock_offset_ms: Nullable(Type.Integer()),
   warnings: Type.Array(Type.String()),
   rejected_records: Type.Integer(),
+  held_records: Type.Integer(),
   reconciliation: Type.Object({
     state: Type.Union([Type.Literal('never'), Type.Literal('equal'), Type.Literal('different')]),
     checked_at: Nullable(Type.String()),
@@ -63,6 +65,17 @@ export const syncModule: PosdModule = {
     );
   },
   workers(ctx) {
-    return ctx.config.role === 'store' ? [new SyncWorker(ctx)] : [];
+    if (ctx.config.role === 'store') return [new SyncWorker(ctx)];
+    // After an upgrade, records held for want of an applier are applied, in the order they came.
+    return [
+      {
+        name: 'sync-held',
+        start() {
+          const n = applyHeldRecords(ctx);
+          if (n) ctx.log.info({ records: n }, 'sync: applied records held for an applier');
+        },
+        stop() {},
+      },
+    ];
   },
 };

@@ -34,6 +34,8 @@ export interface SyncStatus {
   central_clock_offset_ms: number | null;
   warnings: string[];
   rejected_records: number;
+  /** Central: records kept without an applier for their kind (applied after an upgrade). */
+  held_records: number;
   reconciliation: {
     state: 'never' | 'equal' | 'different';
     checked_at: string | null;
@@ -90,6 +92,7 @@ export function syncStatus(config: Config, db: Db): SyncStatus {
       central_clock_offset_ms: offset,
       warnings,
       rejected_records: store.decisionCount(),
+      held_records: store.heldCount(),
       reconciliation: {
         state: checkedAt === null ? 'never' : diffs.length ? 'different' : 'equal',
         checked_at: checkedAt,

@@ -42,7 +42,7 @@ export interface ReceivedRow {
   payload: string;
   created_at: string;
   received_at: string;
-  outcome: 'applied' | 'rejected';
+  outcome: 'applied' | 'rejected' | 'held';
   reason: string | null;
 }
 
@@ -121,6 +121,9 @@ export class SyncStore {
         `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at)
          VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at)`,
       ),
+      held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' ORDER BY received_at, store_id, seq"),
+      heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
+      setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ? WHERE id = ?'),
       feedMax: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_feed'),
       // Reconciliation reads the facts of one day; totals per kind are computed by their registered rule.
       outboxDay: db.prepare(
@@ -204,6 +207,15 @@ export class SyncStore {
   }
   insertReceived(row: ReceivedRow): void {
     this.s.insertReceived.run(row);
+  }
+  held(): ReceivedRow[] {
+    return this.s.held.all() as ReceivedRow[];
+  }
+  heldCount(): number {
+    return (this.s.heldCount.get() as { n: number }).n;
+  }
+  setOutcome(id: string, outcome: 'applied' | 'rejected', reason: string | null): void {
+    this.s.setOutcome.run(outcome, reason, id);
   }
   insertFeed(row: Omit<FeedRow, 'seq'>): void {
     this.s.insertFeed.run(row);

@@ -31,6 +31,8 @@ export const PushResponse = Type.Object({
   applied_seq: Seq,
   applied: Type.Integer(),
   duplicates: Type.Integer(),
+  /** Records kept without being applied: this central has no applier for their kind yet. */
+  held: Type.Integer(),
   rejected: Type.Array(Type.Object({ id: Type.String(), reason: Type.String() })),
   server_time: Type.String(),
 });

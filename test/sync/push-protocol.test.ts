@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerSyncApplier, SyncRejection } from '../../src/sync/appliers.js';
 import { tx } from '../../src/db/database.js';
+import { applyHeldRecords } from '../../src/sync/central-service.js';
 import { AccountsService } from '../../src/modules/accounts/service.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, startCentral } from './helpers.js';
@@ -126,7 +127,7 @@ describe('POST /sync/push at the central', () => {
     expect(res.body.code).toBe('sync_store_mismatch');
   });
 
-  it('answers 400 with the error body for malformed pushes, and 422 for a kind it cannot apply', async () => {
+  it('answers 400 with the error body for malformed pushes and applies nothing', async () => {
     const r0 = received();
     for (const body of [
       '{"protocol":1,',
@@ -140,10 +141,22 @@ describe('POST /sync/push at the central', () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.code).toMatch(/^(validation_error|invalid_json)$/);
     }
-    const unknown = await push('store_a7', [rec(1, 0, { kind: 'no_such_kind' })]);
-    expect(unknown.status).toBe(422);
-    expect(unknown.body).toMatchObject({ code: 'sync_kind_unknown', kind: 'no_such_kind' });
     expect(received()).toBe(r0);
+  });
+
+  it('holds a record of a kind it has no applier for, goes on with the stream, and applies it in order once one exists', async () => {
+    const res = await push('store_a7', [rec(1, 0, { kind: 'later_kind' }), rec(2, 1)]);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ applied_seq: 2, held: 1 });
+    const outcome = () => (central.daemon.ctx.db.prepare("SELECT outcome FROM sync_received WHERE kind = 'later_kind'").get() as { outcome: string }).outcome;
+    expect(outcome()).toBe('held');
+    expect(applyHeldRecords(central.daemon.ctx)).toBe(0);
+    const applied: string[] = [];
+    registerSyncApplier('later_kind', (_ctx, r) => void applied.push(r.id));
+    expect(applyHeldRecords(central.daemon.ctx)).toBe(1);
+    expect(outcome()).toBe('applied');
+    expect(applied).toHaveLength(1);
+    expect(applyHeldRecords(central.daemon.ctx)).toBe(0);
   });
 
   it('keeps a record the central refuses on its merits, goes on, and tells the store through its feed', async () => {

@@ -22,7 +22,8 @@ export const sync: Migration = {
     ) STRICT;
 
     -- Central side: every record a store pushed, by its global id, with the hash of its content so a
-    -- repeated push is recognised and a tampered one refused.
+    -- repeated push is recognised and a tampered one refused. 'held': no applier for its kind yet
+    -- (an older central); kept and applied in order once one is registered, never dropped.
     CREATE TABLE sync_received (
       id TEXT PRIMARY KEY,
       store_id TEXT NOT NULL,
@@ -34,11 +35,12 @@ export const sync: Migration = {
       payload TEXT NOT NULL,
       created_at TEXT NOT NULL,
       received_at TEXT NOT NULL,
-      outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'rejected')),
+      outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'rejected', 'held')),
       reason TEXT,
       UNIQUE (store_id, seq)
     ) STRICT;
     CREATE INDEX sync_received_day ON sync_received(store_id, kind, created_at);
+    CREATE INDEX sync_received_held ON sync_received(outcome) WHERE outcome = 'held';
 
     -- Central side: the change feed stores pull, per account (organization-wide rows have no account).
     CREATE TABLE sync_feed (

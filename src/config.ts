@@ -77,6 +77,8 @@ export const ConfigSchema = Type.Object({
       central_key: Type.String({ default: '' }),
       /** Records per push; a batch is applied at the central in one transaction. */
       batch_size: Type.Integer({ minimum: 1, maximum: 5000, default: 500 }),
+      /** Payload bytes per push, kept under the central's `http.body_limit_bytes` (1 MiB by default). */
+      batch_max_bytes: Type.Integer({ minimum: 1024, default: 512 * 1024 }),
       /** Back-off after a failed push or pull: doubles from min to max, with jitter. */
       backoff_min_ms: Type.Integer({ minimum: 1, default: 500 }),
       backoff_max_ms: Type.Integer({ minimum: 1, default: 60_000 }),

@@ -29,7 +29,7 @@ export async function pushAll(
   let total = 0;
   for (;;) {
     tailEvents(db);
-    const batch = nextBatch(db, storeId, ctx.config.sync.batch_size);
+    const batch = nextBatch(db, storeId, ctx.config.sync.batch_size, ctx.config.sync.batch_max_bytes);
     if (!batch) return total;
     const t0 = ctx.clock.now();
     let res;

@@ -30,12 +30,23 @@ export function tailEvents(db: Db, limit = 1000): number {
   });
 }
 
-/** The next batch after the acknowledged cursor, in seq order; null when nothing waits. */
-export function nextBatch(db: Db, storeId: string, size: number): PushBody | null {
+/**
+ * The next batch after the acknowledged cursor, in seq order; null when nothing waits. At most
+ * `size` records and about `maxBytes` of payload (always at least one record), so a batch stays
+ * under the central's body limit.
+ */
+export function nextBatch(db: Db, storeId: string, size: number, maxBytes = 512 * 1024): PushBody | null {
   const store = syncStore(db);
   const acked = Number(store.state(STATE.ackedSeq) ?? 0);
-  const rows = store.outboxAfter(acked, size);
-  if (!rows.length) return null;
+  const all = store.outboxAfter(acked, size);
+  if (!all.length) return null;
+  let bytes = 0;
+  let take = 0;
+  while (take < all.length && (take === 0 || bytes + all[take].payload.length + 256 <= maxBytes)) {
+    bytes += all[take].payload.length + 256;
+    take++;
+  }
+  const rows = all.slice(0, take);
   let prev = acked;
   return {
     protocol: SYNC_PROTOCOL,

@@ -100,6 +100,48 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /** Spec 6.3: which accounts receive which event format (see docs/events.md). */
+  events: Type.Object(
+    {
+      /**
+       * The unified change-over: live accounts created at or after this instant get only `intent.*`
+       * where a replacement exists (`event_format: unified`); older ones get both formats.
+       */
+      unified_since: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$', default: '2025-01-01T00:00:00.000Z' }),
+    },
+    { default: {} },
+  ),
+  webhooks: Type.Object(
+    {
+      /** CIDRs admitted despite being private (a store's LAN systems, tests' local receivers). */
+      allow_cidrs: Type.Array(Type.String(), { default: [] }),
+      /** Deliveries in flight at once. */
+      concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 16 }),
+      /** Per attempt, from connecting to the last byte of the response. */
+      timeout_ms: Type.Integer({ minimum: 100, maximum: 120_000, default: 15_000 }),
+      /**
+       * Delay before each retry after a failed attempt (spec 6.6 and 8: immediately, 1 min, 5 min,
+       * 30 min, 2 h, 6 h): one entry per retry, so 1 + length attempts at most.
+       */
+      retry_delays_ms: Type.Array(Type.Integer({ minimum: 0 }), {
+        default: [0, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000],
+        maxItems: 50,
+      }),
+      /**
+       * Longest sleep between looks at the tables. The worker is woken at once by events emitted in
+       * this process; the poll finds events other processes wrote (CLI tools, imports).
+       */
+      poll_ms: Type.Integer({ minimum: 50, maximum: 600_000, default: 30_000 }),
+      /** Longest wait a `Retry-After` header may impose on one retry. */
+      max_retry_after_ms: Type.Integer({ minimum: 0, default: 21_600_000 }),
+      /**
+       * Key (base64 of 32 bytes) that encrypts signing secrets at rest. Empty: a key file
+       * `webhook-secrets.key` in the data folder, made on first use.
+       */
+      secrets_key: Type.String({ default: '' }),
+    },
+    { default: {} },
+  ),
   /** Money: fees, refunds and the tax-invoice (DTE) provider (docs/money.md). */
   money: Type.Object(
     {
@@ -125,43 +167,6 @@ export const ConfigSchema = Type.Object({
         },
         { default: {} },
       ),
-      },
-      { default: {} },
-    ),
-  /** Spec 6.3: which accounts receive which event format (see docs/events.md). */
-  events: Type.Object(
-    {
-      /**
-       * The unified change-over: live accounts created at or after this instant get only `intent.*`
-       * where a replacement exists (`event_format: unified`); older ones get both formats.
-       */
-      unified_since: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$', default: '2025-06-01T00:00:00.000Z' }),
-    },
-    { default: {} },
-  ),
-  webhooks: Type.Object(
-    {
-      /** CIDRs admitted despite being private (a store's LAN systems, tests' local receivers). */
-      allow_cidrs: Type.Array(Type.String(), { default: [] }),
-      /** Deliveries in flight at once. */
-      concurrency: Type.Integer({ minimum: 1, maximum: 1000, default: 16 }),
-      /** Per attempt, from connecting to the last byte of the response. */
-      timeout_ms: Type.Integer({ minimum: 100, maximum: 120_000, default: 15_000 }),
-      /**
-       * Delay before each retry after a failed attempt (spec 6.6 and 8: immediately, 1 min, 5 min,
-       * 30 min, 2 h, 6 h): one entry per retry, so 1 + length attempts at most.
-       */
-      retry_delays_ms: Type.Array(Type.Integer({ minimum: 0 }), {
-        default: [0, 60_000, 300_000, 1_800_000, 7_200_000, 21_600_000],
-        maxItems: 50,
-      }),
-      /** Longest wait a `Retry-After` header may impose on one retry. */
-      max_retry_after_ms: Type.Integer({ minimum: 0, default: 21_600_000 }),
-      /**
-       * Key (base64 of 32 bytes) that encrypts signing secrets at rest. Empty: a key file
-       * `webhook-secrets.key` in the data folder, made on first use.
-       */
-      secrets_key: Type.String({ default: '' }),
     },
     { default: {} },
   ),

@@ -89,6 +89,26 @@ function fingerprintOf(req: FastifyRequest): string {
     .digest('hex');
 }
 
+/**
+ * A route whose response holds a secret shown once (a webhook signing secret) names a codec in its
+ * `config`: the stored copy is sealed with it and opened for a replay, so the secret is never kept
+ * in clear text in `idempotency_keys`.
+ */
+export interface IdempotencyCodec {
+  seal(text: string): string;
+  open(text: string): string;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    idempotencyCodec?: IdempotencyCodec;
+  }
+}
+
+function codecOf(req: FastifyRequest): IdempotencyCodec | undefined {
+  return (req.routeOptions.config as { idempotencyCodec?: IdempotencyCodec } | undefined)?.idempotencyCodec;
+}
+
 /** Registers the hooks on the `/api` scope. Runs after authentication, so the scope is the account. */
 export function registerIdempotency(app: FastifyInstance, store: IdempotencyStore): void {
   app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
@@ -102,7 +122,9 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (stored) {
       reply.header('Idempotent-Replayed', 'true');
       if (stored.content_type) reply.header('content-type', stored.content_type);
-      return reply.code(stored.status_code ?? 200).send(stored.response ?? '');
+      const codec = codecOf(req);
+      const response = stored.response && codec ? codec.open(stored.response) : stored.response;
+      return reply.code(stored.status_code ?? 200).send(response ?? '');
     }
     req.idempotency = { scope, key };
   });
@@ -113,7 +135,10 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     req.idempotency = undefined;
     // A server error changed nothing that can be trusted: let the caller try again under the same key.
     if (reply.statusCode >= 500 || typeof payload !== 'string') store.release(idem.scope, idem.key);
-    else store.finish(idem.scope, idem.key, reply.statusCode, payload, String(reply.getHeader('content-type') ?? ''));
+    else {
+      const codec = codecOf(req);
+      store.finish(idem.scope, idem.key, reply.statusCode, codec ? codec.seal(payload) : payload, String(reply.getHeader('content-type') ?? ''));
+    }
     return payload;
   });
 

@@ -7,12 +7,12 @@
  */
 
 /** `api_version` of the unified family and of the events that appeared with it. */
-export const UNIFIED_API_VERSION = '2025-06-01';
+export const UNIFIED_API_VERSION = '2025-01-01';
 /** `api_version` of the per-method family and of the events the change left as they were. */
-export const LEGACY_API_VERSION = '2022-11-09';
+export const LEGACY_API_VERSION = '2023-04-01';
 
 /** Default of `events.unified_since`: the day the unified format became the default. */
-export const DEFAULT_UNIFIED_SINCE = '2025-06-01T00:00:00.000Z';
+export const DEFAULT_UNIFIED_SINCE = '2025-01-01T00:00:00.000Z';
 
 export type AccountEventFormat = 'unified' | 'both';
 

@@ -47,6 +47,18 @@ describe('webhook endpoints', () => {
     }
   });
 
+  it('replays a creation under the same Idempotency-Key without keeping the secret in clear text', async () => {
+    const headers = { 'idempotency-key': 'create-endpoint-1' };
+    const first = await s.api('POST', '/webhook_endpoints', { body: { url: receiver.url }, headers });
+    const again = await s.api('POST', '/webhook_endpoints', { body: { url: receiver.url }, headers });
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    const rows = s.daemon.ctx.db.prepare('SELECT response FROM idempotency_keys').all() as Array<{ response: string | null }>;
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect(r.response ?? '').not.toContain(first.body.signingSecret.slice(6));
+  });
+
   it.each([
     'http://127.0.0.2/x',
     'http://10.0.0.1/x',

@@ -37,7 +37,7 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
   };
   return {
     name: 'webhooks',
-    api: (app, ctx) => webhookRoutes(app, parts(ctx).service),
+    api: (app, ctx) => webhookRoutes(app, parts(ctx).service, parts(ctx).box),
     workers: (ctx) => [parts(ctx).worker],
   };
 }

@@ -4,6 +4,7 @@ import type { ApiApp } from '../../api/module.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ErrorSchema } from '../accounts/schema.js';
+import type { SecretBox } from './secrets.js';
 import { endpointView, type WebhooksService, type Scope } from './service.js';
 import {
   CreateEndpointBody,
@@ -24,10 +25,14 @@ function scopeOf(req: FastifyRequest): Scope {
   return { accountId: requireAccount(req).id, liveMode: req.auth.liveMode };
 }
 
-export function webhookRoutes(app: ApiApp, service: WebhooksService): void {
+export function webhookRoutes(app: ApiApp, service: WebhooksService, box: SecretBox): void {
   app.post(
     '/webhook_endpoints',
-    { schema: { tags, body: CreateEndpointBody, response: { 201: CreatedEndpointSchema, ...errors } } },
+    {
+      schema: { tags, body: CreateEndpointBody, response: { 201: CreatedEndpointSchema, ...errors } },
+      // The response holds the signing secret: its stored copy for Idempotency-Key replays is sealed.
+      config: { idempotencyCodec: { seal: (t: string) => box.seal(t), open: (t: string) => box.open(t) } },
+    },
     async (req, reply) => {
       const created = await service.create(scopeOf(req), req.body);
       return reply.code(201).send(created);

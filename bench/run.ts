@@ -9,6 +9,7 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   startup: () => import('./startup.js'),
   account: () => import('./account.js'),
   'cash-sales': () => import('./cash-sales.js'),
+  transfers: () => import('./transfers.js'),
 };
 
 function fmt(n: number): string {

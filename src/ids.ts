@@ -1,13 +1,24 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
+
+// One call into the CSPRNG per 4 KB instead of one per id: ids are made several times per sale.
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+
+function randomByte(): number {
+  if (poolAt === pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  return pool[poolAt++];
+}
 
 function randomString(alphabet: string, length: number): string {
   // Reject bytes past the largest multiple of the alphabet size so every character is equally likely.
   const limit = 256 - (256 % alphabet.length);
   let out = '';
   while (out.length < length) {
-    for (const b of randomBytes(length * 2)) {
-      if (b < limit && out.length < length) out += alphabet[b % alphabet.length];
-    }
+    const b = randomByte();
+    if (b < limit) out += alphabet[b % alphabet.length];
   }
   return out;
 }

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
-import { startDaemon } from '../daemon.js';
 import { DatabaseTooNewError } from '../db/migrate.js';
 
 export function serveCommand(): Command {
@@ -16,6 +15,8 @@ export function serveCommand(): Command {
         http.port = Number(opts.port);
       }
       const config = cliConfig(opts, Object.keys(http).length ? { http } : {});
+      // Loaded here so the other commands start without the HTTP stack.
+      const { startDaemon } = await import('../daemon.js');
       let daemon;
       try {
         daemon = await startDaemon({

@@ -9,6 +9,9 @@ import { intentsModule } from './intents/index.js';
 import { paymentsModule } from './payments/index.js';
 import { refundsModule } from './refunds/index.js';
 import { cashSalesModule } from './cash-sales/index.js';
+import { bankAccountsModule } from './bank-accounts/index.js';
+import { transfersModule } from './transfers/index.js';
+import { activitiesModule } from './activities/index.js';
 import { webhooksModule } from './webhooks/index.js';
 import { syncModule } from '../sync/index.js';
 
@@ -24,6 +27,9 @@ export const MODULES: readonly PosdModule[] = [
   paymentsModule,
   refundsModule,
   cashSalesModule,
+  bankAccountsModule,
+  transfersModule,
+  activitiesModule,
   webhooksModule,
   syncModule,
 ];

@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
 
@@ -13,6 +14,20 @@ export interface SyncRecordInput {
   id?: string;
 }
 
+// Prepared once per database: this runs inside every money write.
+const inserts = new WeakMap<Db, Statement<unknown[]>>();
+function insertStatement(db: Db) {
+  let stmt = inserts.get(db);
+  if (!stmt) {
+    stmt = db.prepare(
+      `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO NOTHING`,
+    );
+    inserts.set(db, stmt);
+  }
+  return stmt;
+}
+
 /**
  * Appends a fact to the store's sync outbox. Call it inside the transaction of the change (money
  * records are append-only facts; the push worker sends them in `seq` order and central applies each
@@ -21,9 +36,6 @@ export interface SyncRecordInput {
 export function appendSyncRecord(db: Db, input: SyncRecordInput): string {
   if (!db.inTransaction) throw new Error('appendSyncRecord() outside a transaction');
   const id = input.id ?? newId('sync');
-  db.prepare(
-    `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT(id) DO NOTHING`,
-  ).run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
+  insertStatement(db).run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
   return id;
 }

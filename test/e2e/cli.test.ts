@@ -32,7 +32,7 @@ describe('posd init, keys and accounts', () => {
     expect(again.stderr).toMatch(/already holds an installation/);
   });
 
-  it('creates, lists and revokes keys; creates connected accounts', async () => {
+  it('creates, lists and revokes keys; creates connected accounts', { timeout: 120_000 }, async () => {
     const inst = JSON.parse((await runPosd(['init', '--data', dir, '--json'])).stdout);
     const child = JSON.parse((await runPosd(['accounts', 'create', '--data', dir, '--name', 'Sucursal', '--parent', inst.account_id, '--json'])).stdout);
     expect(child.parent_account_id).toBe(inst.account_id);
@@ -54,7 +54,7 @@ describe('posd init, keys and accounts', () => {
     expect(JSON.parse(accounts.stdout).map((a: { id: string }) => a.id)).toContain(child.account_id);
   });
 
-  it('bad arguments and bad configuration give one line and a non-zero exit, never a stack trace', async () => {
+  it('bad arguments and bad configuration give one line and a non-zero exit, never a stack trace', { timeout: 120_000 }, async () => {
     await runPosd(['init', '--data', dir, '--json']);
     const cases: Array<[string[], RegExp]> = [
       [['keys', 'create', '--data', dir, '--env', 'staging', '--account', 'ac_x'], /error: option '--env <env>' argument 'staging' is invalid/],

@@ -124,3 +124,23 @@ describe('organization keys', () => {
     expect(one.body.every((b: any) => b.account_id === undefined)).toBe(true);
   });
 });
+
+describe('checkout lifecycle on the injected clock', () => {
+  it('an expired checkout cannot be paid; a terminal may mark one in progress and back', async () => {
+    const { setCheckoutStatus } = await import('../../src/modules/checkouts/service.js');
+    const expires = new Date(clock.now() + 60_000).toISOString();
+    const co = await s.api('POST', '/checkouts', { body: { items: [{ amount_in_cents: 1000 }], expires_at: expires } });
+    expect(co.status).toBe(201);
+    const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
+    const sandbox = accounts.account(s.installation.sandbox_id)!;
+    expect(setCheckoutStatus(s.daemon.ctx, sandbox, co.body.id, { type: 'START_PAYMENT' }).status).toBe('payment_in_progress');
+    const patch = await s.api('PATCH', `/checkouts/${co.body.id}`, { body: { metadata: { x: 1 } } });
+    expect(patch.body.code).toBe('checkout_not_modifiable');
+    expect(setCheckoutStatus(s.daemon.ctx, sandbox, co.body.id, { type: 'ABANDON_PAYMENT' }).status).toBe('unpaid');
+    clock.advance(61_000);
+    const pay = await s.api('POST', `/test_helpers/checkouts/${co.body.id}/pay`, { body: { method: 'card', outcome: 'succeeded' } });
+    expect(pay.status).toBe(422);
+    expect(pay.body.code).toBe('checkout_expired');
+    expect((await s.api('GET', `/checkouts/${co.body.id}`)).body.status).toBe('unpaid');
+  });
+});

@@ -2,6 +2,10 @@ import type { Migration } from '../migrate.js';
 import { foundation } from './001-foundation.js';
 import { syncOutbox } from './002-sync-outbox.js';
 import { money } from './010-money.js';
+import { moneyIndexes } from './011-money-indexes.js';
+import { bankAccounts } from './015-bank-accounts.js';
+import { transfers } from './016-transfers.js';
+import { activitiesIndex } from './017-activities-index.js';
 import { sync } from './040-sync.js';
 import { webhooks } from './030-webhooks.js';
 
@@ -11,4 +15,4 @@ import { webhooks } from './030-webhooks.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, webhooks, sync];
+export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, moneyIndexes, bankAccounts, transfers, activitiesIndex, webhooks, sync];

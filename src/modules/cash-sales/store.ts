@@ -24,15 +24,15 @@ export class CashSalesStore {
         `INSERT INTO cash_intents (id, account_id, live_mode, intent_id, checkout_id, amount_in_cents, currency, description, tax_id, customer_id, created_at)
          VALUES (@id, @account_id, @live_mode, @intent_id, @checkout_id, @amount_in_cents, @currency, @description, @tax_id, @customer_id, @created_at)`,
       ),
-      byIntent: db.prepare('SELECT * FROM cash_intents WHERE intent_id = ?'),
+      byId: db.prepare('SELECT * FROM cash_intents WHERE id = ?'),
     };
   }
 
   insert(row: CashIntentRow): void {
     this.stmts.insert.run(row);
   }
-  byIntent(intentId: string): CashIntentRow | undefined {
-    return this.stmts.byIntent.get(intentId) as CashIntentRow | undefined;
+  byId(id: string): CashIntentRow | undefined {
+    return this.stmts.byId.get(id) as CashIntentRow | undefined;
   }
 }
 

@@ -34,7 +34,7 @@ export function isCashSaleRecord(p: Record<string, unknown>): p is Record<string
  */
 export function applyStoreCashSale(ctx: AppContext, account: Account, record: CashSaleRecord): void {
   const { sale, cash_intent: cash } = record;
-  if (cashSalesStore(ctx.db).byIntent(sale.id)) return;
+  if (cashSalesStore(ctx.db).byId(cash.id)) return;
   const scope = { accountId: account.id, liveMode: account.live_mode };
   insertPaidCheckout(ctx, account, {
     id: sale.checkout.id,

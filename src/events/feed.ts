@@ -1,0 +1,80 @@
+import type { Db } from '../db/database.js';
+import { toStoredEvent, type StoredEvent } from './outbox.js';
+
+export interface EventFeedQuery {
+  accountIds: string[];
+  liveMode: boolean;
+  /** An exact event type (`transfer.sent`). */
+  type?: string;
+  /** A model group (`transfer`): every type that starts with `<group>.`. */
+  group?: string;
+  /** Inclusive bounds on `created_at`, as ISO UTC strings with milliseconds (the stored form). */
+  from?: string;
+  until?: string;
+  limit: number;
+  offset: number;
+}
+
+type Filter = 'type' | 'group' | 'none';
+
+/**
+ * Read access to the outbox for feeds (activities): newest first by time, then by sequence. The
+ * statements are prepared once per filter shape; the account list travels as JSON so one statement
+ * serves one account or a whole organization.
+ */
+class EventFeed {
+  private readonly cache = new Map<string, { rows: ReturnType<Db['prepare']>; count: ReturnType<Db['prepare']> }>();
+
+  constructor(private readonly db: Db) {}
+
+  private statements(filter: Filter, dated: boolean) {
+    const key = `${filter}:${dated}`;
+    let s = this.cache.get(key);
+    if (!s) {
+      const where = [
+        'account_id IN (SELECT value FROM json_each(@accounts))',
+        'live_mode = @live_mode',
+        // A group is a prefix range ('transfer.' <= type < 'transfer/'): LIKE would read `_` in
+        // `payment_intent` as a wildcard.
+        filter === 'type' ? 'type = @type' : filter === 'group' ? "type >= @group || '.' AND type < @group || '/'" : null,
+        dated ? 'created_at >= @from AND created_at <= @until' : null,
+      ]
+        .filter(Boolean)
+        .join(' AND ');
+      s = {
+        rows: this.db.prepare(`SELECT * FROM events WHERE ${where} ORDER BY created_at DESC, seq DESC LIMIT @limit OFFSET @offset`),
+        count: this.db.prepare(`SELECT count(*) AS n FROM events WHERE ${where}`),
+      };
+      this.cache.set(key, s);
+    }
+    return s;
+  }
+
+  list(q: EventFeedQuery): { rows: StoredEvent[]; total: number } {
+    const filter: Filter = q.type !== undefined ? 'type' : q.group !== undefined ? 'group' : 'none';
+    const dated = q.from !== undefined && q.until !== undefined;
+    const s = this.statements(filter, dated);
+    const params: Record<string, unknown> = { accounts: JSON.stringify(q.accountIds), live_mode: q.liveMode ? 1 : 0 };
+    if (filter === 'type') params.type = q.type;
+    if (filter === 'group') params.group = q.group;
+    if (dated) {
+      params.from = q.from;
+      params.until = q.until;
+    }
+    const total = (s.count.get(params) as { n: number }).n;
+    const rows = s.rows.all({ ...params, limit: q.limit, offset: q.offset }) as Parameters<typeof toStoredEvent>[0][];
+    return { rows: rows.map(toStoredEvent), total };
+  }
+}
+
+const feeds = new WeakMap<Db, EventFeed>();
+
+/** Events of some accounts in one environment, newest first, with the total for pagination headers. */
+export function listEvents(db: Db, query: EventFeedQuery): { rows: StoredEvent[]; total: number } {
+  let feed = feeds.get(db);
+  if (!feed) {
+    feed = new EventFeed(db);
+    feeds.set(db, feed);
+  }
+  return feed.list(query);
+}

@@ -1,0 +1,62 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { pageOf, setPageHeaders } from '../../api/pagination.js';
+import {
+  BankAccountListQuery,
+  BankAccountParams,
+  BankAccountSchema,
+  BankSchema,
+  CreateBankAccountBody,
+  UpdateBankAccountBody,
+  errorResponses,
+} from './schema.js';
+import { archiveBankAccount, createBankAccount, getBankAccount, listBankAccounts, listBanks, updateBankAccount } from './service.js';
+
+const tags = ['bank accounts'];
+
+export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
+  app.get('/banks', { schema: { tags, response: { 200: Type.Array(BankSchema), ...errorResponses } } }, async () => listBanks());
+
+  app.post(
+    '/bank_accounts',
+    { schema: { tags, body: CreateBankAccountBody, response: { 201: BankAccountSchema, ...errorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      return reply.code(201).send(createBankAccount(ctx, account, req.body));
+    },
+  );
+
+  app.get(
+    '/bank_accounts',
+    { schema: { tags, querystring: BankAccountListQuery, response: { 200: Type.Array(BankAccountSchema), ...errorResponses } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { rows, total } = listBankAccounts(ctx, readScope(req), page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/bank_accounts/:id',
+    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...errorResponses } } },
+    async (req) => getBankAccount(ctx, readScope(req), req.params.id),
+  );
+
+  // Gaps.md: updates accept PATCH and PUT alike.
+  for (const method of ['patch', 'put'] as const) {
+    app[method](
+      '/bank_accounts/:id',
+      { schema: { tags, params: BankAccountParams, body: UpdateBankAccountBody, response: { 200: BankAccountSchema, ...errorResponses } } },
+      async (req) => updateBankAccount(ctx, requireAccount(req), req.params.id, req.body as Record<string, unknown>),
+    );
+  }
+
+  app.delete(
+    '/bank_accounts/:id',
+    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...errorResponses } } },
+    async (req) => archiveBankAccount(ctx, requireAccount(req), req.params.id),
+  );
+}

@@ -1,0 +1,5 @@
+import type { PosdModule } from '../../api/module.js';
+import { transferRoutes } from './routes.js';
+
+/** Peer-to-peer transfers between accounts of the installation, and withdrawals to bank accounts. */
+export const transfersModule: PosdModule = { name: 'transfers', api: transferRoutes };

@@ -1,0 +1,54 @@
+import { setup, transition } from 'xstate';
+
+export type WithdrawalStatus = 'pending' | 'in_transit' | 'paid' | 'failed';
+
+export type WithdrawalEvent = { type: 'dispatch' } | { type: 'pay' } | { type: 'fail' };
+
+/**
+ * A withdrawal's lifecycle, the one place its moves are written: the bank (or central, or the sandbox
+ * test helper) dispatches it, then it is paid or it fails. It may also fail before leaving (a bank
+ * that refuses the account at once). `paid` and `failed` are final; a failed withdrawal gives its
+ * money back (the service posts that ledger row).
+ */
+export const withdrawalMachine = setup({
+  types: { events: {} as WithdrawalEvent },
+}).createMachine({
+  id: 'withdrawal',
+  initial: 'pending',
+  states: {
+    pending: { on: { dispatch: 'in_transit', fail: 'failed' } },
+    in_transit: { on: { pay: 'paid', fail: 'failed' } },
+    paid: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+/** The status `event` leads to from `status`, or null when the machine does not allow it. */
+export function nextWithdrawalStatus(status: WithdrawalStatus, event: WithdrawalEvent): WithdrawalStatus | null {
+  const snapshot = withdrawalMachine.resolveState({ value: status });
+  if (snapshot.status === 'done') return null;
+  const [next] = transition(withdrawalMachine, snapshot, event);
+  return next.value === status ? null : (next.value as WithdrawalStatus);
+}
+
+export function isFinalWithdrawalStatus(status: WithdrawalStatus): boolean {
+  return withdrawalMachine.resolveState({ value: status }).status === 'done';
+}
+
+/**
+ * The events that take a withdrawal from `status` to `outcome`, in order: reaching `paid` from
+ * `pending` passes through `in_transit`. Null when the outcome cannot be reached.
+ */
+export function pathTo(status: WithdrawalStatus, outcome: 'in_transit' | 'paid' | 'failed'): WithdrawalEvent[] | null {
+  const plans: Record<typeof outcome, WithdrawalEvent[][]> = {
+    in_transit: [[{ type: 'dispatch' }]],
+    paid: [[{ type: 'pay' }], [{ type: 'dispatch' }, { type: 'pay' }]],
+    failed: [[{ type: 'fail' }]],
+  };
+  for (const plan of plans[outcome]) {
+    let at: WithdrawalStatus | null = status;
+    for (const e of plan) at = at && nextWithdrawalStatus(at, e);
+    if (at === outcome) return plan;
+  }
+  return null;
+}

@@ -1,0 +1,80 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { pageOf, setPageHeaders } from '../../api/pagination.js';
+import { ApiError } from '../../errors.js';
+import { errorResponses } from '../bank-accounts/schema.js';
+import {
+  AdvanceWithdrawalBody,
+  CreateTransferBody,
+  CreateWithdrawalBody,
+  IdParams,
+  TransferListQuery,
+  TransferSchema,
+  WithdrawalListQuery,
+  WithdrawalSchema,
+} from './schema.js';
+import { createTransfer, getTransfer, listTransfers } from './service.js';
+import { advanceWithdrawal, createWithdrawal, getWithdrawal, listWithdrawals } from './withdrawals.js';
+
+export function transferRoutes(app: ApiApp, ctx: AppContext): void {
+  const tags = ['transfers'];
+
+  app.post(
+    '/transfers',
+    { schema: { tags, body: CreateTransferBody, response: { 201: TransferSchema, ...errorResponses } } },
+    async (req, reply) => reply.code(201).send(createTransfer(ctx, requireAccount(req), req.body)),
+  );
+
+  app.get(
+    '/transfers',
+    { schema: { tags, querystring: TransferListQuery, response: { 200: Type.Array(TransferSchema), ...errorResponses } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { rows, total } = listTransfers(ctx, readScope(req), { kind: req.query.kind }, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/transfers/:id',
+    { schema: { tags, params: IdParams, response: { 200: TransferSchema, ...errorResponses } } },
+    async (req) => getTransfer(ctx, readScope(req), req.params.id),
+  );
+
+  app.post(
+    '/withdrawals',
+    { schema: { tags: ['withdrawals'], body: CreateWithdrawalBody, response: { 201: WithdrawalSchema, ...errorResponses } } },
+    async (req, reply) => reply.code(201).send(createWithdrawal(ctx, requireAccount(req), req.body)),
+  );
+
+  app.get(
+    '/withdrawals',
+    { schema: { tags: ['withdrawals'], querystring: WithdrawalListQuery, response: { 200: Type.Array(WithdrawalSchema), ...errorResponses } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { rows, total } = listWithdrawals(ctx, readScope(req), { status: req.query.status }, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/withdrawals/:id',
+    { schema: { tags: ['withdrawals'], params: IdParams, response: { 200: WithdrawalSchema, ...errorResponses } } },
+    async (req) => getWithdrawal(ctx, readScope(req), req.params.id),
+  );
+
+  // gaps.md: sandbox test helpers answer 404 to live keys, as if they did not exist.
+  app.post(
+    '/test_helpers/withdrawals/:id/advance',
+    { schema: { tags: ['test helpers'], params: IdParams, body: AdvanceWithdrawalBody, response: { 200: WithdrawalSchema, ...errorResponses } } },
+    async (req) => {
+      const account = requireAccount(req);
+      if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
+      return advanceWithdrawal(ctx, { accountIds: [account.id], liveMode: false }, req.params.id, req.body.outcome, req.body.failure_reason);
+    },
+  );
+}

@@ -1,0 +1,85 @@
+import type { AppContext } from '../../context.js';
+import { bankAccountById, bankAccountView } from '../bank-accounts/service.js';
+import type { TransferRow } from './store.js';
+import type { TransferView, WithdrawalView } from './schema.js';
+import type { WithdrawalStatus } from './machine.js';
+
+/** `api_version` of these events: they belong to the current (unified) family, whose date they share (spec 9). */
+export const TRANSFER_EVENTS_API_VERSION = '2025-06-01';
+
+function bankAccountOf(ctx: AppContext, row: TransferRow) {
+  if (!row.bank_account_id) return null;
+  const bank = bankAccountById(ctx, row.bank_account_id, row.live_mode === 1);
+  return bank ? bankAccountView(bank) : null;
+}
+
+/**
+ * The unified transfer form, from the side of `viewerIds`: the sender sees an outgoing transfer and
+ * its debit row, the recipient an incoming one and its credit row.
+ */
+export function transferView(ctx: AppContext, row: TransferRow, viewerIds: readonly string[]): TransferView {
+  const incoming = row.kind === 'peer' && !viewerIds.includes(row.account_id) && viewerIds.includes(row.recipient_account_id!);
+  return {
+    id: row.id,
+    object: 'transfer',
+    kind: row.kind,
+    direction: incoming ? 'incoming' : 'outgoing',
+    status: row.status,
+    amount_in_cents: row.amount_in_cents,
+    currency: row.currency,
+    account_id: incoming ? row.recipient_account_id! : row.account_id,
+    sender_id: row.account_id,
+    recipient_id: row.recipient_account_id,
+    bank_account: bankAccountOf(ctx, row),
+    note: row.note,
+    balance_transaction_id: incoming ? row.recipient_balance_transaction_id! : row.balance_transaction_id,
+    return_balance_transaction_id: row.return_balance_transaction_id,
+    failure_reason: row.failure_reason,
+    live_mode: row.live_mode === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function withdrawalView(ctx: AppContext, row: TransferRow): WithdrawalView {
+  return {
+    id: row.id,
+    object: 'withdrawal',
+    account_id: row.account_id,
+    amount_in_cents: row.amount_in_cents,
+    currency: row.currency,
+    status: row.status as WithdrawalStatus,
+    bank_account_id: row.bank_account_id!,
+    bank_account: bankAccountOf(ctx, row),
+    balance_transaction_id: row.balance_transaction_id,
+    return_balance_transaction_id: row.return_balance_transaction_id,
+    failure_reason: row.failure_reason,
+    live_mode: row.live_mode === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    in_transit_at: row.in_transit_at,
+    paid_at: row.paid_at,
+    failed_at: row.failed_at,
+  };
+}
+
+/** The payload of `withdrawal.create` / `withdrawal.update`: the withdrawal plus its unified transfer. */
+export function withdrawalEventPayload(ctx: AppContext, row: TransferRow, eventType: string, previousStatus: string | null) {
+  return {
+    event_type: eventType,
+    api_version: TRANSFER_EVENTS_API_VERSION,
+    ...withdrawalView(ctx, row),
+    previous_status: previousStatus,
+    transfer: transferView(ctx, row, [row.account_id]),
+  };
+}
+
+/** The payload of `transfer.sent` (to the sender) and `transfer.received` (to the recipient). */
+export function transferEventPayload(ctx: AppContext, row: TransferRow, eventType: string, viewerId: string) {
+  return { event_type: eventType, api_version: TRANSFER_EVENTS_API_VERSION, ...transferView(ctx, row, [viewerId]) };
+}
+
+/** The fact central applies (by id): the row itself, with the ledger rows it posted. */
+export function syncPayload(row: TransferRow, change: string, ledgerRows: unknown[]): Record<string, unknown> {
+  return { change, transfer: { ...row, live_mode: row.live_mode === 1 }, balance_transactions: ledgerRows };
+}

@@ -57,7 +57,8 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
     const before = row.applied_seq;
     let last = before;
     for (const r of body.records) {
-      const hash = recordHash(r);
+      const payloadJson = JSON.stringify(r.payload);
+      const hash = recordHash(r, payloadJson);
       if (r.seq <= before) {
         const seen = store.receivedAt(body.store_id, r.seq);
         if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
@@ -83,7 +84,7 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
         live_mode: r.live_mode ? 1 : 0,
         kind: r.kind,
         hash,
-        payload: JSON.stringify(r.payload),
+        payload: payloadJson,
         created_at: r.created_at,
         received_at: now,
         outcome,

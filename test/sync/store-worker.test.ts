@@ -128,6 +128,15 @@ describe('the store sync worker', () => {
     expect((central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM events WHERE type = 'test_sale.created'").get() as { n: number }).n).toBe(9);
   });
 
+  it('warns when the central clock differs by more than a minute', async () => {
+    const { store } = await pair();
+    const ctx = store.daemon.ctx;
+    await until('an offset measured', () => syncStatus(ctx.config, ctx.db).central_clock_offset_ms !== null);
+    expect(syncStatus(ctx.config, ctx.db).warnings).toEqual([]);
+    ctx.db.prepare("UPDATE sync_state SET value = '-95000' WHERE key = 'clock_offset_ms'").run();
+    expect(syncStatus(ctx.config, ctx.db).warnings).toEqual([expect.stringContaining('-95 s')]);
+  });
+
   it('backs off exponentially with jitter, capped', () => {
     expect(backoffDelay(0, 100, 10_000, () => 0)).toBe(50);
     expect(backoffDelay(3, 100, 10_000, () => 1)).toBe(800);

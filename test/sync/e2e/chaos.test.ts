@@ -198,5 +198,15 @@ describe('sync end to end under a flapping link and crashes', () => {
       storeDb.close();
       centralDb.close();
     }
+
+    // The manager's commands, beside the running daemon.
+    const cliStatus = await posd(['sync', 'status', '--json', '--data', storeDir]);
+    expect(cliStatus).toMatchObject({ configured: true, records_waiting: 0, store_id: expect.stringMatching(/^store_/) });
+    expect(JSON.stringify(cliStatus)).not.toContain(storeKey);
+    expect(await posd(['sync', 'now', '--json', '--data', storeDir])).toEqual({ pushed: 0, waiting: 0 });
+    const today = new Date().toISOString().slice(0, 10);
+    const rec = await posd(['reconcile', '--date', today, '--json', '--data', storeDir]);
+    expect(rec.state).toBe('equal');
+    expect(rec.rows.find((r: any) => r.measure === 'records.cash_sale')).toMatchObject({ store_count: expect.any(Number), central_count: expect.any(Number) });
   }, 150_000);
 });

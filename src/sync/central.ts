@@ -90,6 +90,49 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
+  // Central operations: which stores push, how far, how recently, and what waits for an applier.
+  app.get(
+    '/sync/stores',
+    {
+      schema: {
+        hide: true,
+        response: {
+          200: Type.Array(
+            Type.Object({
+              store_id: Type.String(),
+              account_id: Type.String(),
+              live_mode: Type.Boolean(),
+              applied_seq: Type.Integer(),
+              last_push_at: Type.Union([Type.String(), Type.Null()]),
+              held_records: Type.Integer(),
+              rejected_records: Type.Integer(),
+              created_at: Type.String(),
+            }),
+          ),
+          ...errors,
+        },
+      },
+    },
+    async (req) => {
+      const raw = req.headers['x-secret-key'];
+      const auth = authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
+      const visible = new Set(auth.kind === 'organization' ? auth.accountIds : syncScope(accounts, auth.keyAccount!).map((a) => a.id));
+      return syncStore(ctx.db)
+        .stores()
+        .filter((s) => visible.has(s.account_id))
+        .map((s) => ({
+          store_id: s.store_id,
+          account_id: s.account_id,
+          live_mode: s.live_mode === 1,
+          applied_seq: s.applied_seq,
+          last_push_at: s.last_push_at,
+          held_records: s.held,
+          rejected_records: s.rejected,
+          created_at: s.created_at,
+        }));
+    },
+  );
+
   app.get('/sync/time', { schema: { hide: true, response: { 200: Type.Object({ server_time: Type.String() }) } } }, async () => ({
     server_time: isoTime(ctx.clock.now()),
   }));

@@ -107,6 +107,11 @@ export class SyncStore {
       decisionCount: db.prepare('SELECT count(*) AS n FROM sync_decisions'),
       // central
       getStore: db.prepare('SELECT * FROM sync_stores WHERE store_id = ?'),
+      listStores: db.prepare(
+        `SELECT s.*, (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'held') AS held,
+           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'rejected') AS rejected
+         FROM sync_stores s ORDER BY s.last_push_at`,
+      ),
       insertStore: db.prepare(
         'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
       ),
@@ -191,6 +196,9 @@ export class SyncStore {
 
   storeRow(storeId: string): StoreRow | undefined {
     return this.s.getStore.get(storeId) as StoreRow | undefined;
+  }
+  stores(): Array<StoreRow & { held: number; rejected: number }> {
+    return this.s.listStores.all() as Array<StoreRow & { held: number; rejected: number }>;
   }
   ensureStore(storeId: string, accountId: string, liveMode: boolean, at: string): StoreRow {
     this.s.insertStore.run(storeId, accountId, liveMode ? 1 : 0, at);

@@ -177,6 +177,20 @@ describe('POST /sync/push at the central', () => {
     expect(rows).toEqual([{ id: event.id, account_id: store.accountId, type: 'cash_sale.created' }]);
   });
 
+  it('lists the stores that push, how far and how recently, to the keys that cover them', async () => {
+    await push('store_list1', [rec(1, 0), rec(2, 1, { kind: 'never_known' })]);
+    const mine = await http('GET', `${central.url}/sync/stores`, store.key);
+    expect(mine.status).toBe(200);
+    expect(mine.body.find((s: any) => s.store_id === 'store_list1')).toMatchObject({ account_id: store.accountId, applied_seq: 2, held_records: 1, rejected_records: 0 });
+    const theirs = await http('GET', `${central.url}/sync/stores`, other.key);
+    expect(theirs.body.filter((s: any) => s.account_id === store.accountId)).toEqual([]);
+    const accounts = new AccountsService(central.daemon.ctx.db, central.daemon.ctx.clock);
+    const org = accounts.createKey({ organizationId: central.installation.organization_id, environment: 'live' });
+    const all = await http('GET', `${central.url}/sync/stores`, org.key);
+    expect(all.body.map((s: any) => s.store_id)).toContain('store_list1');
+    expect((await http('GET', `${central.url}/sync/stores`, null)).status).toBe(401);
+  });
+
   it('rolls a batch back whole when an applier fails unexpectedly', async () => {
     registerSyncApplier('test_broken', (ctx) => {
       tx(ctx.db, () => ctx.db.exec('CREATE TABLE IF NOT EXISTS test_broken (x)'));

@@ -93,6 +93,91 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  terminals: Type.Object(
+    {
+      /** Serial terminals posd opens at start: each binds a registered terminal id to a port (8N1). */
+      serial: Type.Array(
+        Type.Object({
+          terminal_id: Type.String({ minLength: 1 }),
+          path: Type.String({ minLength: 1 }),
+          baud_rate: Type.Integer({ minimum: 300, maximum: 4_000_000, default: 115_200 }),
+        }),
+        { default: [] },
+      ),
+      /** A taken command that hears nothing for this long asks its terminal for its status (gaps.md: 120 s). */
+      dispatch_timeout_ms: Type.Integer({ minimum: 1, default: 120_000 }),
+      /** How long a fresh link may stay silent before it must have said hello. */
+      hello_timeout_ms: Type.Integer({ minimum: 1, default: 10_000 }),
+      /** Protocol keepalive: a ping every 10 s, three missed make the terminal unavailable. 0 disables. */
+      ping_interval_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+      max_missed_pings: Type.Integer({ minimum: 1, default: 3 }),
+      /** Serial framing: wait for ACK/NAK this long before resending, at most `serial_max_resends` times. */
+      serial_ack_timeout_ms: Type.Integer({ minimum: 1, default: 2_000 }),
+      serial_max_resends: Type.Integer({ minimum: 0, default: 3 }),
+      /** Reopening a serial port that went away backs off from 500 ms up to this. */
+      serial_reopen_max_ms: Type.Integer({ minimum: 1, default: 30_000 }),
+    },
+    { default: {} },
+  ),
+  reports: Type.Object(
+    {
+      /** Where generated reports are kept; empty means `<data_dir>/reports`. */
+      dir: Type.String({ default: '' }),
+      /** Ledger rows read and written per step: between steps the event loop serves requests. */
+      batch_rows: Type.Integer({ minimum: 1, maximum: 100_000, default: 500 }),
+    },
+    { default: {} },
+  ),
+  connected: Type.Object(
+    {
+      /** Spec 2.8 `default_mode` for platforms that never set theirs. */
+      commission_invoicing_default_mode: Type.Union([Type.Literal('none'), Type.Literal('daily')], { default: 'none' }),
+      /** How often the daily commission invoicer looks for finished days and retries. */
+      invoice_check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+      /** Attempts before a commission invoice is `failed` for good (`partner_commission_invoice.failed`). */
+      invoice_max_attempts: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
+      /** First retry delay; each later retry waits twice as long. */
+      invoice_retry_base_ms: Type.Integer({ minimum: 1, default: 60_000 }),
+    },
+    { default: {} },
+  ),
+  subscriptions: Type.Object(
+    {
+      /** Spec 3.5: a canceled subscription may be reactivated within this many days of its cancellation. */
+      reactivation_days: Type.Integer({ minimum: 0, maximum: 3650, default: 30 }),
+      /** Spec 8: retries 3 and 5 days after the first automatic charge failure. */
+      retry_days: Type.Array(Type.Integer({ minimum: 1, maximum: 60 }), { default: [3, 5] }),
+      /** How often the biller looks for renewals and retries that are due (on the injected clock). */
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+    },
+    { default: {} },
+  ),
+  contracts: Type.Object(
+    {
+      /** The SMTP server that carries signing links, codes and reminders by e-mail (empty host: e-mail off). */
+      smtp: Type.Object(
+        {
+          host: Type.String({ default: '' }),
+          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+          secure: Type.Boolean({ default: false }),
+          user: Type.String({ default: '' }),
+          password: Type.String({ default: '' }),
+          from: Type.String({ default: 'posd <no-reply@localhost>' }),
+        },
+        { default: {} },
+      ),
+      /** A messaging gateway: POST {to, text} as JSON with a bearer key (empty url: messaging off). */
+      messaging: Type.Object({ url: Type.String({ default: '' }), api_key: Type.String({ default: '' }), timeout_ms: Type.Integer({ minimum: 1, default: 5000 }) }, { default: {} }),
+      /** Spec 8: a reminder this long after sending, if unsigned. */
+      reminder_after_hours: Type.Integer({ minimum: 1, default: 48 }),
+      /** An unsigned contract expires this long after sending. */
+      expire_after_days: Type.Integer({ minimum: 1, default: 30 }),
+      code_ttl_minutes: Type.Integer({ minimum: 1, maximum: 60, default: 10 }),
+      code_max_attempts: Type.Integer({ minimum: 1, maximum: 20, default: 5 }),
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+    },
+    { default: {} },
+  ),
   accounts: Type.Object(
     {
       default_currency: Type.Union([Type.Literal('GTQ'), Type.Literal('USD')], { default: 'GTQ' }),
@@ -139,6 +224,25 @@ export const ConfigSchema = Type.Object({
        * `webhook-secrets.key` in the data folder, made on first use.
        */
       secrets_key: Type.String({ default: '' }),
+    },
+    { default: {} },
+  ),
+  scheduling: Type.Object(
+    {
+      /** How long an unpaid booking holds its slot when its service names no hold_minutes. */
+      hold_minutes: Type.Integer({ minimum: 1, maximum: 7 * 24 * 60, default: 30 }),
+      /** How often expired holds are released and pending checkouts polled. */
+      sweep_interval_ms: Type.Integer({ minimum: 100, default: 30_000 }),
+      /** Calendar feeds are read this often (spec 8: every 15 minutes). */
+      feed_interval_minutes: Type.Integer({ minimum: 1, default: 15 }),
+      /** Per read of one feed; a slow peer must not stall the others. */
+      feed_timeout_ms: Type.Integer({ minimum: 100, default: 20_000 }),
+      /** The largest feed accepted (bytes). */
+      feed_max_bytes: Type.Integer({ minimum: 1024, default: 5 * 1024 * 1024 }),
+      /** A customer may cancel from the booking's page up to this many hours before it starts. */
+      customer_cancellation_hours: Type.Integer({ minimum: 0, maximum: 24 * 90, default: 24 }),
+      /** How far ahead recurring blocks of a feed are expanded. */
+      feed_horizon_days: Type.Integer({ minimum: 1, maximum: 3650, default: 730 }),
     },
     { default: {} },
   ),
@@ -196,6 +300,14 @@ function envName(path: string[]): string {
 }
 
 function fromEnvText(text: string, schema: TSchema): unknown {
+  // A list of objects (terminals.serial) is given as JSON; a list of words as comma-separated text.
+  if (schema[Kind] === 'Array' && text.trim().startsWith('[')) {
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  }
   if (schema[Kind] === 'Array') {
     const parts = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
     const item = schema.items as TSchema | undefined;

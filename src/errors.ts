@@ -38,6 +38,13 @@ export const ERRORS = {
   seats_left: { status: 422, message: 'Some seats could not be refunded; retry to finish them.' },
   service_name_required: { status: 422, message: 'The template uses {servicio}: send service_name.' },
   sandbox_unsupported: { status: 422, message: 'This operation is not available in a sandbox.' },
+  // Scheduling (docs/scheduling.md)
+  bookings_not_enabled: { status: 403, message: 'Bookings are not enabled for this account.' },
+  slot_unavailable: { status: 422, message: 'That time slot is no longer available.' },
+  booking_state_invalid: { status: 422, message: 'The booking is not in a state that allows this.' },
+  no_balance: { status: 422, message: 'The booking has no balance left to collect.' },
+  refund_failed: { status: 422, message: 'The booking is declined but its payment could not be refunded yet; call again to retry the refund.' },
+  invalid_feed_url: { status: 422, message: 'A calendar feed URL must be an https URL.' },
   // Money (issue 3, docs/money.md)
   wrong_environment: { status: 401, message: 'This customer belongs to the other environment (live or test) than your key.' },
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
@@ -61,6 +68,24 @@ export const ERRORS = {
     message: 'The URL is not allowed: it must be http(s) and must not point at a private, local or metadata address.',
   },
   webhook_endpoint_disabled: { status: 422, message: 'The webhook endpoint is disabled; enable it first.' },
+  // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
+  external_id_reused: {
+    status: 422,
+    message: 'This external_id was already used for a command with a different amount or terminal.',
+  },
+  terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
+  terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
+  // Coupons
+  coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
+  // Reports
+  report_not_ready: { status: 409, message: 'The report is not ready yet; download it once its status is succeeded.' },
+  // Subscriptions
+  subscription_transition_invalid: { status: 422, message: 'The subscription cannot make that change in its current status.' },
+  reactivation_period_over: { status: 422, message: 'The subscription was canceled too long ago to be reactivated.' },
+  // Contracts
+  invalid_customer: { status: 422, message: 'Identify the customer by customer_id, or by customer.phone and customer.name.' },
+  contract_unsigned: { status: 422, message: 'This checkout belongs to a contract that is not signed yet; it accepts no payment until then.' },
+  pdf_not_available: { status: 409, message: 'The signed PDF is not available (the contract is not signed, or the PDF is still being rendered).' },
   // Server
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },

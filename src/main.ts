@@ -5,6 +5,7 @@ import { initCommand } from './cli/init.js';
 import { serveCommand } from './cli/serve.js';
 import { accountsCommand, keysCommand } from './cli/keys.js';
 import { reconcileCommand, syncCommand } from './cli/sync.js';
+import { terminalsCommand } from './cli/terminals.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
@@ -13,7 +14,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showSuggestionAfterError()
     .exitOverride();
-  for (const cmd of [initCommand(), serveCommand(), keysCommand(), accountsCommand(), syncCommand(), reconcileCommand()]) program.addCommand(cmd);
+  for (const cmd of [initCommand(), serveCommand(), keysCommand(), accountsCommand(), terminalsCommand(), syncCommand(), reconcileCommand()]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -14,6 +14,18 @@ import { transfersModule } from './transfers/index.js';
 import { activitiesModule } from './activities/index.js';
 import { webhooksModule } from './webhooks/index.js';
 import { syncModule } from '../sync/index.js';
+import { terminalsModule } from './terminals/index.js';
+import { terminalCommandsModule } from './terminal-commands/index.js';
+import { bookablesModule } from './bookables/index.js';
+import { bookingsModule } from './bookings/index.js';
+import { classSessionsModule } from './class-sessions/index.js';
+import { calendarFeedsModule } from './calendar-feeds/index.js';
+import { shippingModule } from './shipping/index.js';
+import { couponsModule } from './coupons/index.js';
+import { reportsModule } from './reports/index.js';
+import { connectedModule } from './connected/index.js';
+import { subscriptionsModule } from './subscriptions/index.js';
+import { contractsModule } from './contracts/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -32,4 +44,16 @@ export const MODULES: readonly PosdModule[] = [
   activitiesModule,
   webhooksModule,
   syncModule,
+  terminalsModule,
+  terminalCommandsModule,
+  bookablesModule,
+  bookingsModule,
+  classSessionsModule,
+  calendarFeedsModule,
+  shippingModule,
+  couponsModule,
+  reportsModule,
+  connectedModule,
+  subscriptionsModule,
+  contractsModule,
 ];

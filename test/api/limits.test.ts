@@ -11,7 +11,7 @@ afterEach(async () => {
 describe('rate limits (spec section 8)', () => {
   it('allows 60 requests per second per key, then 429 with Retry-After; the next second is open again', async () => {
     const clock = new ManualClock(Date.parse('2026-03-01T10:00:00.000Z'));
-    s = await startTestServer({ clock });
+    s = await startTestServer({ clock, config: { limits: { per_key_per_second: 60 } } });
     const results = [];
     for (let i = 0; i < 61; i++) results.push(await s.api('GET', '/test'));
     expect(results.slice(0, 60).every((r) => r.status === 200)).toBe(true);

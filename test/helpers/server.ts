@@ -40,6 +40,8 @@ export async function startTestServer(
     data_dir: dataDir,
     http: { port: 0, host: '127.0.0.1' },
     log: { level: 'silent' },
+    // Tests fire requests faster than a till; the burst limit has its own tests that set it.
+    limits: { per_key_per_second: 100_000 },
     ...opts.config,
   });
   let installation: Installation | undefined;

@@ -71,3 +71,19 @@ describe('users', () => {
     expect((await s.api('POST', '/users', { body: { email: 5 } })).status).toBe(400);
   });
 });
+
+describe('cash sales and customers', () => {
+  it('a live cash sale makes its customer live; a sandbox one does not', async () => {
+    const c = await s.api('POST', '/customers', { key: s.installation.keys.live, body: { email: 'cash@example.com' } });
+    expect(c.body.live_mode).toBe(false);
+    const testSale = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 900, customer_id: c.body.id } });
+    expect(testSale.status).toBe(201);
+    expect((await s.api('GET', `/customers/${c.body.id}`)).body.live_mode).toBe(false);
+    const sale = await s.api('POST', '/cash_sales', { key: s.installation.keys.live, body: { amount_in_cents: 900, customer_id: c.body.id } });
+    expect(sale.status).toBe(201);
+    expect(sale.body.customer_id).toBe(c.body.id);
+    expect((await s.api('GET', `/intents/${sale.body.id}`, { key: s.installation.keys.live })).body.customer).toMatchObject({ id: c.body.id, email: 'cash@example.com' });
+    expect((await s.api('GET', `/customers/${c.body.id}`, { key: s.installation.keys.live })).body.live_mode).toBe(true);
+    expect((await s.api('GET', `/customers/${c.body.id}`)).status).toBe(401);
+  });
+});

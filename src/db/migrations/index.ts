@@ -8,6 +8,15 @@ import { transfers } from './016-transfers.js';
 import { activitiesIndex } from './017-activities-index.js';
 import { sync } from './040-sync.js';
 import { webhooks } from './030-webhooks.js';
+import { terminals } from './020-terminals.js';
+import { scheduling } from './050-scheduling.js';
+import { storeShipping } from './060-store-shipping.js';
+import { coupons } from './061-coupons.js';
+import { checkoutCoupons } from './062-checkout-coupons.js';
+import { reportRuns } from './063-report-runs.js';
+import { connectedAccounts } from './064-connected-accounts.js';
+import { subscriptions } from './065-subscriptions.js';
+import { contracts } from './066-contracts.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -15,4 +24,23 @@ import { webhooks } from './030-webhooks.js';
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
  * A released migration is never edited: add a new one.
  */
-export const MIGRATIONS: readonly Migration[] = [foundation, syncOutbox, money, moneyIndexes, bankAccounts, transfers, activitiesIndex, webhooks, sync];
+export const MIGRATIONS: readonly Migration[] = [
+  foundation,
+  syncOutbox,
+  money,
+  moneyIndexes,
+  bankAccounts,
+  transfers,
+  activitiesIndex,
+  terminals,
+  webhooks,
+  sync,
+  scheduling,
+  storeShipping,
+  coupons,
+  checkoutCoupons,
+  reportRuns,
+  connectedAccounts,
+  subscriptions,
+  contracts,
+];

@@ -212,6 +212,14 @@ export class AccountsService {
   }
 
   /**
+   * Spec 4.1: `tax_id`/`tax_name` come from the accepted tax registration document (connected-account
+   * verification). Joins the caller's transaction.
+   */
+  setTaxDetails(accountId: string, taxId: string | null, taxName: string | null): void {
+    tx(this.db, () => this.store.updateTax(accountId, taxId, taxName));
+  }
+
+  /**
    * Makes a key and stores only its hash. Test keys belong to sandboxes and live keys to live
    * accounts: asking for a test key of a live account makes it for that account's sandbox.
    */

@@ -61,6 +61,7 @@ export class AccountsStore {
       countChildren: db.prepare('SELECT count(*) AS n FROM accounts WHERE parent_account_id = ?'),
       sandboxOf: db.prepare('SELECT * FROM accounts WHERE sandbox_of = ? ORDER BY created_at LIMIT 1'),
       updateSettings: db.prepare('UPDATE accounts SET settings = ? WHERE id = ?'),
+      updateTax: db.prepare('UPDATE accounts SET tax_id = ?, tax_name = ? WHERE id = ?'),
       insertKey: db.prepare(
         `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at)
          VALUES (@id, @prefix, @hash, @kind, @environment, @account_id, @organization_id, @live_mode, @created_at)`,
@@ -116,6 +117,9 @@ export class AccountsStore {
   }
   updateSettings(accountId: string, settings: Record<string, unknown>): void {
     this.stmts.updateSettings.run(JSON.stringify(settings), accountId);
+  }
+  updateTax(accountId: string, taxId: string | null, taxName: string | null): void {
+    this.stmts.updateTax.run(taxId, taxName, accountId);
   }
   insertKey(row: Omit<KeyRow, 'revoked_at'>): void {
     this.stmts.insertKey.run(row);

@@ -1,13 +1,13 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
-import { tx } from '../../db/database.js';
+import { groupCommit } from '../../db/group-commit.js';
 import { newId } from '../../ids.js';
 import { invalid } from '../../errors.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
 import type { Account } from '../accounts/service.js';
 import { assertAccountCurrency, MAX_LINE_CENTS } from '../ledger/money.js';
 import { insertPaidCheckout } from '../checkouts/service.js';
-import { customerById, getCustomer } from '../customers/service.js';
+import { customerById, getCustomer, markCustomerLive } from '../customers/service.js';
 import { createIntent } from '../intents/service.js';
 import { intentDocument, LEGACY_API_VERSION } from '../intents/document.js';
 import { recordTaxInvoice, taxInvoicingEnabled, tryIssue } from '../tax-invoices/service.js';
@@ -52,7 +52,8 @@ export async function createCashSale(ctx: AppContext, account: Account, body: Ca
     invoice = { req, outcome: await tryIssue(ctx, req) };
   }
 
-  return tx(ctx.db, () => {
+  // Sales that arrive together share one commit (see group-commit.ts); each keeps its own savepoint.
+  return groupCommit(ctx.db, () => {
     const at = isoTime(ctx.clock.now());
     const scope = { accountId: account.id, liveMode: account.live_mode };
     const checkout = insertPaidCheckout(ctx, account, {
@@ -90,6 +91,8 @@ export async function createCashSale(ctx: AppContext, account: Account, body: Ca
     };
     cashSalesStore(ctx.db).insert(cash);
     if (invoice) recordTaxInvoice(ctx, account, invoice.req, invoice.outcome);
+    // Cash collected by a live account is a real payment: it makes the customer live (spec 5 rule 7).
+    if (customerId && account.live_mode) markCustomerLive(ctx, customerId);
 
     const doc = intentDocument(ctx, intentId)!;
     ctx.outbox.emit({ ...scope, type: 'intent.succeeded', payload: doc, objectId: intentId });

@@ -23,6 +23,7 @@ export const CreateCheckoutBody = Type.Object({
   customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
   metadata: Type.Optional(Metadata),
   expires_at: Type.Optional(Type.Union([DateTime, Type.Null()])),
+  coupon_codes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 10 })),
 });
 export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
 

@@ -165,3 +165,22 @@ export function listBalanceTransactions(ctx: AppContext, filter: LedgerFilter, l
   const { rows, total } = ledgerStore(ctx.db).list(filter, limit, offset);
   return { rows: rows.map(toBalanceTransaction), total };
 }
+
+/**
+ * A statement walk (report runs): rows oldest first after `cursor`, bounded by a high-water mark
+ * taken once (`ledgerHighWater`), so rows posted while a report is written never shift or join it.
+ */
+export function balanceTransactionsAfter(
+  ctx: AppContext,
+  filter: LedgerFilter,
+  cursor: number,
+  highWater: number,
+  limit: number,
+): { rows: BalanceTransaction[]; cursor: number } {
+  const rows = ledgerStore(ctx.db).after(filter, cursor, highWater, limit);
+  return { rows: rows.map(toBalanceTransaction), cursor: rows.length ? rows[rows.length - 1].seq : cursor };
+}
+
+export function ledgerHighWater(ctx: AppContext): number {
+  return ledgerStore(ctx.db).highWater();
+}

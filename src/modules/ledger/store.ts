@@ -94,6 +94,18 @@ export class LedgerStore {
     const total = (this.db.prepare(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n;
     return { rows, total };
   }
+
+  /** Oldest first after a cursor, never past `maxSeq`: a stable walk for statements (reports). */
+  after(f: LedgerFilter, afterSeq: number, maxSeq: number, limit: number): BalanceTransactionRow[] {
+    const w = this.where(f);
+    return this.db
+      .prepare(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`)
+      .all(...w.args, afterSeq, maxSeq, limit) as BalanceTransactionRow[];
+  }
+
+  highWater(): number {
+    return (this.db.prepare('SELECT coalesce(max(seq), 0) AS n FROM balance_transactions').get() as { n: number }).n;
+  }
 }
 
 const stores = new WeakMap<Db, LedgerStore>();

@@ -4,9 +4,10 @@ import { LEGACY_API_VERSION } from '../intents/document.js';
 import type { PaymentIntentRow } from './store.js';
 
 /** Legacy event type of a settled payment, per method (spec 6.2 and 6.4). */
-export function legacyEventType(method: PaymentIntentRow['method'], status: 'succeeded' | 'failed'): string {
+export function legacyEventType(method: PaymentIntentRow['method'], status: 'succeeded' | 'failed'): string | null {
   if (method === 'bank_transfer') return `bank_transfer_intent.${status}`;
-  if (method === 'cash') return 'cash_intent.succeeded';
+  // The legacy catalogue has no failed cash event (spec 6.2 names only cash_intent.succeeded).
+  if (method === 'cash') return status === 'succeeded' ? 'cash_intent.succeeded' : null;
   return `payment_intent.${status}`;
 }
 
@@ -20,7 +21,7 @@ export function legacyPaymentPayload(
   customer: Customer | undefined,
   paymentId: string,
 ): Record<string, unknown> {
-  const eventType = legacyEventType(pa.method, pa.status);
+  const eventType = legacyEventType(pa.method, pa.status) ?? `${pa.method}_intent.${pa.status}`;
   const productId = checkout.items.find((i) => i.product_id)?.product_id ?? null;
   const common = {
     id: pa.id,

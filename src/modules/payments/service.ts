@@ -12,6 +12,9 @@ import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
 import { intentDocument } from '../intents/document.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
+import { redeemCheckoutCoupons } from '../coupons/checkout-hook.js';
+import { createSubscriptionsForCheckout } from '../subscriptions/checkout-hook.js';
+import { assertContractAllowsPayment } from '../contracts/checkout-hook.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -64,6 +67,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       throw new ApiError('checkout_not_modifiable', { message: `The checkout is already ${checkout.status}.` });
     }
     if (input.outcome === 'succeeded' && isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
+    if (input.outcome === 'succeeded') assertContractAllowsPayment(ctx, checkout.id);
 
     const at = isoTime(ctx.clock.now());
     const succeeded = input.outcome === 'succeeded';
@@ -149,19 +153,23 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       paymentIntentId: paId,
     });
     if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
+    if (succeeded) redeemCheckoutCoupons(ctx, account, checkout.id, checkout.customer_id);
 
     const doc = intentDocument(ctx, intentId)!;
     const scope = { accountId: account.id, liveMode: account.live_mode };
     ctx.outbox.emit({ ...scope, type: `intent.${input.outcome}`, payload: doc, objectId: intentId });
-    if (account.event_format === 'both') {
+    const legacyType = legacyEventType(input.method, input.outcome);
+    if (account.event_format === 'both' && legacyType) {
       const customer = checkout.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
       ctx.outbox.emit({
         ...scope,
-        type: legacyEventType(input.method, input.outcome),
+        type: legacyType,
         payload: legacyPaymentPayload(pa, settled, customer, doc.payment.id),
         objectId: paId,
       });
     }
+    // Spec 3.5: a paid recurring line starts its subscription (after the payment's own events).
+    if (succeeded) createSubscriptionsForCheckout(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null });
     appendSyncRecord(ctx.db, {
       kind: input.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
       ...scope,

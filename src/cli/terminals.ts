@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import { Command } from 'commander';
+import pino from 'pino';
+import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
+import { systemClock } from '../clock.js';
+import { Outbox } from '../events/outbox.js';
+import { ApiError } from '../errors.js';
+import type { AppContext } from '../context.js';
+import { AccountsService } from '../modules/accounts/service.js';
+
+type Registry = typeof import('../modules/terminals/service.js');
+
+/**
+ * Runs `fn` with a context on the database alone: the CLI works beside a running daemon. The
+ * registry (and the money modules behind it) loads only for this command, so other commands start
+ * as fast as before.
+ */
+async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts: AccountsService, registry: Registry) => T): Promise<T> {
+  const registry = await import('../modules/terminals/service.js');
+  const config = cliConfig(opts);
+  const db = openCliDatabase(config);
+  const abort = new AbortController();
+  const ctx: AppContext = {
+    config,
+    db,
+    clock: systemClock,
+    log: pino({ level: 'silent' }),
+    outbox: new Outbox(db, systemClock),
+    bootId: randomUUID(),
+    shutdown: abort.signal,
+  };
+  try {
+    return fn(ctx, new AccountsService(db, systemClock), registry);
+  } catch (err) {
+    if (err instanceof ApiError) throw new CliError(err.errors ? `${err.message} ${JSON.stringify(err.errors)}` : err.message);
+    throw err;
+  } finally {
+    db.close();
+  }
+}
+
+function accountOf(accounts: AccountsService, id: string) {
+  const account = accounts.account(id);
+  if (!account) throw new CliError(`no account ${id}`);
+  return account;
+}
+
+/**
+ * `posd terminals add|list|retire`: the registry from the store box's shell. A running daemon sees a
+ * new WebSocket terminal at once (hellos are checked against the database); it opens a new serial
+ * terminal's port at its next start (or register it through POST /api/terminals instead).
+ */
+export function terminalsCommand(): Command {
+  const cmd = new Command('terminals').description('register, list and retire card terminals (pairing token shown once)');
+  withDataOptions(cmd.command('add'))
+    .description('register a terminal and print its pairing token (shown once, stored hashed)')
+    .requiredOption('--account <id>', 'account (ac_… live, sbx_… sandbox) the terminal charges for')
+    .requiredOption('--name <name>', 'terminal name')
+    .option('--serial-path <path>', 'serial port of a serial terminal, e.g. /dev/ttyUSB0')
+    .option('--baud-rate <n>', 'serial baud rate (default 115200)')
+    .option('--json', 'print JSON')
+    .action((opts: DataOptions & { account: string; name: string; serialPath?: string; baudRate?: string; json?: boolean }) =>
+      withContext(opts, (ctx, accounts, { createTerminal }) => {
+        if (opts.baudRate !== undefined && !/^\d+$/.test(opts.baudRate)) throw new CliError(`--baud-rate: not a number: ${opts.baudRate}`);
+        const { terminal, pairingToken } = createTerminal(ctx, accountOf(accounts, opts.account), {
+          name: opts.name,
+          transport: opts.serialPath ? 'serial' : 'websocket',
+          serial_path: opts.serialPath ?? null,
+          baud_rate: opts.baudRate === undefined ? null : Number(opts.baudRate),
+        });
+        if (opts.json) return printJson({ ...terminal, pairing_token: pairingToken });
+        process.stdout.write(`${terminal.id}\npairing token: ${pairingToken}\n(shown once; it is stored only as a hash)\n`);
+      }),
+    );
+  withDataOptions(cmd.command('list'))
+    .description("list an account's terminals")
+    .requiredOption('--account <id>', 'account')
+    .option('--json', 'print JSON')
+    .action((opts: DataOptions & { account: string; json?: boolean }) =>
+      withContext(opts, (ctx, accounts, { listTerminals }) => {
+        const account = accountOf(accounts, opts.account);
+        const { rows } = listTerminals(ctx, { accountIds: [account.id], liveMode: account.live_mode }, 1000, 0);
+        if (opts.json) return printJson(rows);
+        printTable(rows as never, ['id', 'name', 'transport', 'availability', 'last_seen_at', 'model', 'firmware', 'serial_path']);
+      }),
+    );
+  withDataOptions(cmd.command('retire'))
+    .description('retire a terminal: its token stops working')
+    .argument('<id>')
+    .requiredOption('--account <id>', 'account')
+    .action((id: string, opts: DataOptions & { account: string }) =>
+      withContext(opts, (ctx, accounts, { retireTerminal }) => {
+        retireTerminal(ctx, accountOf(accounts, opts.account), id);
+        process.stdout.write(`retired ${id}\n`);
+      }),
+    );
+  return cmd;
+}

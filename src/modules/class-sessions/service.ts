@@ -1,0 +1,153 @@
+import type { AppContext } from '../../context.js';
+import type { Account } from '../accounts/service.js';
+import { tx } from '../../db/database.js';
+import { ApiError, invalid, notFound } from '../../errors.js';
+import { isoTime } from '../../clock.js';
+import { newId } from '../../ids.js';
+import { resourceRow, serviceRow, staffRow } from '../bookables/service.js';
+import { bookingsStoreOf } from '../bookings/deps.js';
+import { applyEvent } from '../bookings/lifecycle.js';
+import { holdsSlot } from '../bookings/machine.js';
+import { refreshPayment, refundPayments } from '../bookings/payments.js';
+import { cancelTransition, sessionState } from './machine.js';
+import { classSessionsStore, type ClassSessionRow, type ClassSessionsStore, type SessionFilter } from './store.js';
+import type { ClassSessionCreate, ClassSessionView } from './schema.js';
+
+const stores = new WeakMap<object, ClassSessionsStore>();
+function storeOf(ctx: AppContext): ClassSessionsStore {
+  let s = stores.get(ctx.db);
+  if (!s) stores.set(ctx.db, (s = classSessionsStore(ctx.db)));
+  return s;
+}
+
+export function classSessionRow(ctx: AppContext, account: Account, id: string): ClassSessionRow {
+  const row = storeOf(ctx).get(id);
+  if (!row || row.account_id !== account.id || (row.live_mode === 1) !== account.live_mode) throw notFound('class session', id);
+  return row;
+}
+
+export function classSessionView(ctx: AppContext, row: ClassSessionRow): ClassSessionView {
+  const seats = bookingsStoreOf(ctx).seatIds(row.id);
+  return {
+    id: row.id, account_id: row.account_id, service_id: row.service_id, name: row.name, staff_member_id: row.staff_member_id,
+    resource_id: row.resource_id, starts_at: row.starts_at, ends_at: row.ends_at, capacity: row.capacity,
+    seats_taken: seats.length, seats_left: Math.max(0, row.capacity - seats.length), seat_booking_ids: seats,
+    cancelled_at: row.cancelled_at, live_mode: row.live_mode === 1, created_at: row.created_at,
+  };
+}
+
+function ref<T>(field: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof ApiError && err.code === 'not_found') throw invalid({ [field]: err.message });
+    throw err;
+  }
+}
+
+/**
+ * A session of a class service. Its instructor and room are taken for the session's time like any
+ * appointment's, so an appointment cannot land on a class and the other way round.
+ */
+export function createClassSession(ctx: AppContext, account: Account, b: ClassSessionCreate): ClassSessionView {
+  const service = ref('service_id', () => serviceRow(ctx, account, b.service_id));
+  if (service.kind !== 'class') throw invalid({ service_id: `service ${service.id} is a ${service.kind}, not a class` });
+  const start = Date.parse(b.starts_at);
+  const end = b.ends_at ? Date.parse(b.ends_at) : start + service.duration_minutes * 60_000;
+  if (end <= start) throw invalid({ ends_at: 'must be after starts_at' });
+  const capacity = b.capacity ?? service.capacity;
+  if (!capacity) throw invalid({ capacity: 'is required when the class has no capacity' });
+  if (b.staff_member_id) ref('staff_member_id', () => staffRow(ctx, account, b.staff_member_id!));
+  if (b.resource_id) ref('resource_id', () => resourceRow(ctx, account, b.resource_id!));
+  const now = isoTime(ctx.clock.now());
+  const row: ClassSessionRow = {
+    id: newId('cls'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, service_id: service.id, name: b.name ?? service.name,
+    staff_member_id: b.staff_member_id ?? null, resource_id: b.resource_id ?? null, starts_at: isoTime(start), ends_at: isoTime(end),
+    capacity, cancelled_at: null, created_at: now,
+  };
+  const bookings = bookingsStoreOf(ctx);
+  tx(ctx.db, () => {
+    const subjects = [row.staff_member_id && `staff:${row.staff_member_id}`, row.resource_id && `resource:${row.resource_id}`].filter(Boolean) as string[];
+    for (const subject of subjects) {
+      if (bookings.conflict(subject, row.starts_at, row.ends_at)) {
+        throw new ApiError('slot_unavailable', { message: `The ${subject.startsWith('staff:') ? 'staff member' : 'resource'} is already booked at that time.` });
+      }
+    }
+    storeOf(ctx).insert(row);
+    for (const subject of subjects) {
+      bookings.occupy({ ownerId: row.id, accountId: account.id, liveMode: account.live_mode, subject, startsAt: row.starts_at, endsAt: row.ends_at });
+    }
+  });
+  return classSessionView(ctx, row);
+}
+
+export function listClassSessions(ctx: AppContext, f: SessionFilter, limit: number, offset: number) {
+  const { rows, total } = storeOf(ctx).list(f, limit, offset);
+  return { rows: rows.map((r) => classSessionView(ctx, r)), total };
+}
+
+/** Who may move money (spec 4.6): an account setting, on unless `money_movement_enabled` is false. */
+export function canMoveMoney(account: Account): boolean {
+  return account.settings.money_movement_enabled !== false;
+}
+
+/**
+ * Spec 3.4 and 4.6. The first call, in one transaction: the session is cancelled, its instructor
+ * and room are freed, and every seat still holding is cancelled as the business and marked as owed
+ * a refund. Then each owed seat is refunded, each refund recorded as it succeeds. Seats whose
+ * refund failed stay owed: the answer is 422 `seats_left` naming them, and a later call (on a
+ * cancelled session, which is otherwise `not_cancellable`) refunds only those.
+ */
+export async function cancelClassSession(ctx: AppContext, account: Account, id: string): Promise<ClassSessionView> {
+  if (!canMoveMoney(account)) throw new ApiError('money_movement_not_enabled');
+  // Two calls for one session run one after the other: a refund awaited by the first must be
+  // recorded before the second looks at which seats are still owed one.
+  const previous = running.get(id) ?? Promise.resolve();
+  const mine = previous.catch(() => undefined).then(() => cancelNow(ctx, account, id));
+  running.set(id, mine);
+  try {
+    return await mine;
+  } finally {
+    if (running.get(id) === mine) running.delete(id);
+  }
+}
+
+const running = new Map<string, Promise<ClassSessionView>>();
+
+async function cancelNow(ctx: AppContext, account: Account, id: string): Promise<ClassSessionView> {
+  const bookings = bookingsStoreOf(ctx);
+  let session = classSessionRow(ctx, account, id);
+  if (!cancelTransition(sessionState(session.cancelled_at))) {
+    // A cancelled session takes the call again only to finish the refunds still owed (spec 4.6).
+    if (bookings.refundsDue(session.id).length === 0) throw new ApiError('not_cancellable', { message: 'The class session is already cancelled.' });
+  } else {
+    if (Date.parse(session.starts_at) <= ctx.clock.now()) throw new ApiError('not_cancellable', { message: 'The class session has already started.' });
+    // Payments made up to now must be known before deciding who is owed a refund.
+    for (const seat of bookings.sessionSeats(session.id)) if (seat.status === 'pending' && seat.checkout_id) refreshPayment(ctx, account, seat);
+    tx(ctx.db, () => {
+      const at = isoTime(ctx.clock.now());
+      if (!storeOf(ctx).cancel(session.id, at)) return;
+      bookings.release(session.id);
+      for (const seat of bookings.sessionSeats(session.id)) {
+        if (!holdsSlot(seat.status)) continue;
+        applyEvent(ctx, seat, 'CANCEL', {
+          cancelled_by: 'merchant', cancellation_reason: 'class_session_cancelled', hold_expires_at: null,
+          refund_due: seat.paid_in_cents > 0 ? 1 : 0,
+          refund_reason: seat.paid_in_cents > 0 ? 'class_session_cancelled' : null,
+        });
+      }
+    });
+    session = classSessionRow(ctx, account, id);
+  }
+  const failed: string[] = [];
+  for (const seat of bookings.refundsDue(session.id)) {
+    try {
+      await refundPayments(ctx, account, seat);
+    } catch (err) {
+      ctx.log.warn({ err, booking_id: seat.id }, 'class seat refund failed');
+      failed.push(seat.id);
+    }
+  }
+  if (failed.length) throw new ApiError('seats_left', { message: `${failed.length} seat(s) could not be refunded; call again to finish them.`, extra: { booking_ids: failed } });
+  return classSessionView(ctx, session);
+}

@@ -1,0 +1,9 @@
+import type { PosdModule } from '../../api/module.js';
+import { connectedRoutes } from './routes.js';
+import { commissionInvoicer } from './invoicer.js';
+
+export { ConnectedService } from './service.js';
+export { commissionInvoicer, CommissionInvoicer } from './invoicer.js';
+export { validCui, validNit, reviewDocuments } from './documents.js';
+
+export const connectedModule: PosdModule = { name: 'connected-accounts', api: connectedRoutes, workers: (ctx) => [commissionInvoicer(ctx)] };

@@ -1,0 +1,10 @@
+import type { PosdModule } from '../../api/module.js';
+import { contractRoutes } from './routes.js';
+import { signingRoutes } from './signing-routes.js';
+import { contractsWorker } from './worker.js';
+
+export { ContractsService, sha256 } from './service.js';
+export { contractsWorker } from './worker.js';
+export { htmlToText } from './pdf.js';
+
+export const contractsModule: PosdModule = { name: 'contracts', api: contractRoutes, root: signingRoutes, workers: (ctx) => [contractsWorker(ctx)] };

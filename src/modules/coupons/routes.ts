@@ -1,0 +1,52 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { ErrorSchema, IdParams } from '../accounts/schema.js';
+import { CouponSchema, CouponStatus, CreateCouponBody, UpdateCouponBody } from './schema.js';
+import { CouponsService } from './service.js';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+
+export function couponRoutes(app: ApiApp, ctx: AppContext): void {
+  const coupons = new CouponsService(ctx);
+  const tags = ['coupons'];
+
+  // Spec 4.10: the account's active coupons, `page` and `items` (default 10); `status` widens it.
+  app.get(
+    '/coupons',
+    {
+      schema: {
+        tags,
+        querystring: Type.Object({ ...PageQuery, status: Type.Optional(CouponStatus) }),
+        response: { 200: Type.Array(CouponSchema), ...errors },
+      },
+    },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const scope = readScope(req);
+      const { rows, total } = coupons.list({ ...scope, status: req.query.status ?? 'active', limit: page.limit, offset: page.offset });
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get('/coupons/:id', { schema: { tags, params: IdParams, response: { 200: CouponSchema, ...errors } } }, async (req) => {
+    const scope = readScope(req);
+    return coupons.get(scope.accountIds, scope.liveMode, req.params.id);
+  });
+
+  app.post('/coupons', { schema: { tags, body: CreateCouponBody, response: { 201: CouponSchema, ...errors } } }, async (req, reply) =>
+    reply.code(201).send(coupons.create(requireAccount(req), req.body)),
+  );
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/coupons/:id',
+      schema: { tags, params: IdParams, body: UpdateCouponBody, response: { 200: CouponSchema, ...errors } },
+      handler: async (req) => coupons.update(requireAccount(req), req.params.id, req.body),
+    });
+  }
+}

@@ -1,0 +1,39 @@
+import type { AppContext } from '../../context.js';
+import type { Worker } from '../../api/module.js';
+import { SubscriptionsService } from './service.js';
+
+/**
+ * Renewals and retries on the injected clock: every `subscriptions.check_interval_ms` it bills what
+ * is due at `ctx.clock.now()`. Tests move a ManualClock and call `runDue()` themselves.
+ */
+export class SubscriptionBiller implements Worker {
+  readonly name = 'subscription-billing';
+  private readonly service: SubscriptionsService;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly ctx: AppContext) {
+    this.service = new SubscriptionsService(ctx);
+  }
+
+  start(): void {
+    this.timer = setInterval(() => this.runDue(), this.ctx.config.subscriptions.check_interval_ms);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Bills everything due now; returns how many charges were made. */
+  runDue(): number {
+    if (this.ctx.shutdown.aborted) return 0;
+    return this.service.runDue();
+  }
+}
+
+const billers = new WeakMap<AppContext, SubscriptionBiller>();
+export function subscriptionBiller(ctx: AppContext): SubscriptionBiller {
+  let b = billers.get(ctx);
+  if (!b) billers.set(ctx, (b = new SubscriptionBiller(ctx)));
+  return b;
+}

@@ -1,0 +1,77 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { newId } from '../../ids.js';
+import { appendSyncRecord } from '../../sync/outbox.js';
+import type { Account } from '../accounts/service.js';
+import type { Checkout } from '../checkouts/schema.js';
+import { getPrice } from '../products/service.js';
+import { subscriptionCreatePayload, subscriptionView } from './document.js';
+import { addInterval } from './periods.js';
+import { SubscriptionsStore, type SubscriptionRow } from './store.js';
+
+/**
+ * Spec 3.5 "(none) → active on purchase of a recurring product": called by the payment settlement,
+ * inside its transaction, for a paid checkout. One subscription per recurring line; a renewal's own
+ * checkout (metadata `subscription_id`) makes none. Emits `subscription.create` with the payment.
+ */
+export function createSubscriptionsForCheckout(
+  ctx: AppContext,
+  account: Account,
+  checkout: Checkout,
+  payment: { paymentIntentId: string; card: { network: string; last4: string } | null },
+): SubscriptionRow[] {
+  if (!ctx.db.inTransaction) throw new Error('createSubscriptionsForCheckout() outside the payment transaction');
+  if (checkout.metadata.subscription_id) return [];
+  const store = new SubscriptionsStore(ctx.db);
+  const at = isoTime(ctx.clock.now());
+  const made: SubscriptionRow[] = [];
+  for (const item of checkout.items) {
+    if (!item.price_id) continue;
+    const found = getPrice(ctx, account, item.price_id);
+    if (!found || found.price.charge_type !== 'recurring') continue;
+    const { price, product } = found;
+    const interval = (price.billing_interval ?? 'month') as SubscriptionRow['billing_interval'];
+    const count = price.billing_interval_count ?? 1;
+    const row: SubscriptionRow = {
+      id: newId('su'),
+      account_id: account.id,
+      live_mode: account.live_mode ? 1 : 0,
+      customer_id: checkout.customer_id,
+      product_id: product.id,
+      price_id: price.id,
+      amount_in_cents: price.amount_in_cents * item.quantity,
+      currency: price.currency,
+      billing_interval: interval,
+      billing_interval_count: count,
+      status: 'active',
+      current_period_start: at,
+      current_period_end: addInterval(at, interval, count),
+      failed_attempts: 0,
+      first_failure_at: null,
+      next_retry_at: null,
+      paused_at: null,
+      canceled_at: null,
+      cancel_reason: null,
+      origin_checkout_id: checkout.id,
+      latest_checkout_id: checkout.id,
+      card_network: payment.card?.network ?? null,
+      card_last4: payment.card?.last4 ?? null,
+      sandbox_outcome: 'succeeded',
+      version: 0,
+      created_at: at,
+      updated_at: at,
+    };
+    // A settlement repeated for the same checkout finds its subscriptions already there.
+    if (!store.insert(row)) continue;
+    ctx.outbox.emit({
+      accountId: account.id,
+      liveMode: account.live_mode,
+      type: 'subscription.create',
+      objectId: row.id,
+      payload: subscriptionCreatePayload(ctx, row, product, payment.paymentIntentId, at),
+    });
+    appendSyncRecord(ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionView(row) });
+    made.push(row);
+  }
+  return made;
+}

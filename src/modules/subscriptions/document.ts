@@ -1,0 +1,91 @@
+import type { AppContext } from '../../context.js';
+import { LEGACY_API_VERSION } from '../intents/document.js';
+import { customerById } from '../customers/service.js';
+import type { Product } from '../products/schema.js';
+import type { SubscriptionRow } from './store.js';
+
+export function subscriptionView(r: SubscriptionRow) {
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    status: r.status,
+    customer_id: r.customer_id,
+    product_id: r.product_id,
+    price_id: r.price_id,
+    amount_in_cents: r.amount_in_cents,
+    currency: r.currency,
+    billing_interval: r.billing_interval,
+    billing_interval_count: r.billing_interval_count,
+    current_period_start: r.current_period_start,
+    current_period_end: r.current_period_end,
+    failed_attempts: r.failed_attempts,
+    next_retry_at: r.next_retry_at,
+    paused_at: r.paused_at,
+    canceled_at: r.canceled_at,
+    cancel_reason: r.cancel_reason,
+    checkout_id: r.origin_checkout_id,
+    latest_checkout_id: r.latest_checkout_id,
+    card: r.card_last4 ? { network: r.card_network, last4: r.card_last4 } : null,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+export type SubscriptionView = ReturnType<typeof subscriptionView>;
+
+/** Spec 6.4's legacy `subscription.create` payload: the purchase, the customer, the product and its prices. */
+export function subscriptionCreatePayload(ctx: AppContext, r: SubscriptionRow, product: Product, paymentId: string, at: string) {
+  const customer = r.customer_id ? customerById(ctx, r.customer_id) : undefined;
+  return {
+    api_version: LEGACY_API_VERSION,
+    created_at: at,
+    customer_email: customer?.email ?? null,
+    customer_id: r.customer_id,
+    customer_name: customer?.full_name ?? null,
+    event_type: 'subscription.create',
+    id: r.id,
+    subscription: subscriptionView(r),
+    payment: {
+      id: paymentId,
+      paymentable: {
+        address: null,
+        id: r.id,
+        phone_number: customer?.phone ?? null,
+        tax_id: customer?.tax_id ?? null,
+        tax_name: customer?.full_name ?? null,
+        type: 'Subscription',
+      },
+    },
+    product: {
+      address_requirement: 'none',
+      billing_info_requirement: 'none',
+      cancel_url: null,
+      custom_terms_and_conditions: null,
+      description: product.description,
+      has_dynamic_pricing: false,
+      id: product.id,
+      metadata: product.metadata,
+      name: product.name,
+      phone_requirement: 'none',
+      prices: product.prices.map((p) => ({
+        amount_in_cents: p.amount_in_cents,
+        billing_interval: p.billing_interval,
+        billing_interval_count: p.billing_interval_count,
+        charge_type: p.charge_type,
+        currency: p.currency,
+        free_trial_interval: null,
+        free_trial_interval_count: null,
+        id: p.id,
+        periods_before_automatic_cancellation: null,
+      })),
+      status: product.status,
+      storefront_link: null,
+      success_url: null,
+    },
+  };
+}
+
+/** The payload of every other `subscription.*` event (spec 6.2 does not show them): the subscription at transition time. */
+export function subscriptionEventPayload(r: SubscriptionRow, type: string, at: string, extra: Record<string, unknown> = {}) {
+  return { api_version: LEGACY_API_VERSION, event_type: type, id: r.id, created_at: at, ...extra, subscription: subscriptionView(r) };
+}

@@ -1,0 +1,63 @@
+import { getNextSnapshot, setup } from 'xstate';
+
+export type SubscriptionStatus = 'active' | 'past_due' | 'paused' | 'canceled';
+export type SubscriptionEvent =
+  | { type: 'CHARGE_SUCCEEDED' }
+  /** `finalAttempt`: the charge that failed was the last retry (spec 3.5: third failure). */
+  | { type: 'CHARGE_FAILED'; finalAttempt: boolean }
+  | { type: 'PAUSE' }
+  | { type: 'RESUME' }
+  | { type: 'CANCEL' }
+  /** `withinPeriod`: canceled less than `subscriptions.reactivation_days` ago. */
+  | { type: 'REACTIVATE'; withinPeriod: boolean };
+
+/**
+ * Spec 3.5, the one place subscription transitions are written. Each transition names the event it
+ * emits (`emits` in meta): the service emits exactly the events of the transitions it takes.
+ */
+export const subscriptionMachine = setup({
+  types: { events: {} as SubscriptionEvent },
+  guards: {
+    finalAttempt: ({ event }) => event.type === 'CHARGE_FAILED' && event.finalAttempt,
+    withinPeriod: ({ event }) => event.type === 'REACTIVATE' && event.withinPeriod,
+  },
+}).createMachine({
+  id: 'subscription',
+  initial: 'active',
+  states: {
+    active: {
+      on: {
+        CHARGE_SUCCEEDED: 'active',
+        CHARGE_FAILED: 'past_due',
+        PAUSE: 'paused',
+        CANCEL: 'canceled',
+      },
+    },
+    past_due: {
+      on: {
+        CHARGE_SUCCEEDED: 'active',
+        CHARGE_FAILED: [{ guard: 'finalAttempt', target: 'canceled' }, { target: 'past_due' }],
+        CANCEL: 'canceled',
+      },
+    },
+    paused: { on: { RESUME: 'active', CANCEL: 'canceled' } },
+    canceled: { on: { REACTIVATE: { guard: 'withinPeriod', target: 'active' } } },
+  },
+});
+
+/** The status after `event`, or null when the machine refuses it. */
+export function nextSubscriptionStatus(status: SubscriptionStatus, event: SubscriptionEvent): SubscriptionStatus | null {
+  const from = subscriptionMachine.resolveState({ value: status, context: {} });
+  if (!from.can(event)) return null;
+  return getNextSnapshot(subscriptionMachine, from, event).value as SubscriptionStatus;
+}
+
+/** Spec 6.2: the event a transition emits, if any (a retry that fails again and a recovery emit none). */
+export function eventFor(from: SubscriptionStatus, to: SubscriptionStatus, event: SubscriptionEvent): string | null {
+  if (from === 'active' && to === 'past_due') return 'subscription.past_due';
+  if (to === 'canceled' && from !== 'canceled') return 'subscription.cancel';
+  if (from === 'active' && to === 'paused') return 'subscription.pause';
+  if (from === 'paused' && to === 'active') return 'subscription.unpause';
+  if (from === 'canceled' && to === 'active' && event.type === 'REACTIVATE') return 'subscription.reactivate';
+  return null;
+}

@@ -1,0 +1,63 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { ApiError } from '../../errors.js';
+import { ErrorSchema, IdParams } from '../accounts/schema.js';
+import { subscriptionView } from './document.js';
+import { AdvanceBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
+import { SubscriptionsService } from './service.js';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+
+export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
+  const subs = new SubscriptionsService(ctx);
+  const tags = ['subscriptions'];
+
+  app.get(
+    '/subscriptions',
+    { schema: { tags, querystring: Type.Object({ ...PageQuery, status: Type.Optional(StatusSchema) }), response: { 200: Type.Array(SubscriptionSchema), ...errors } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const scope = readScope(req);
+      const { rows, total } = subs.store.list(scope.accountIds, scope.liveMode, req.query.status ?? null, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows.map(subscriptionView);
+    },
+  );
+
+  app.get('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: SubscriptionSchema, ...errors } } }, async (req) => {
+    const scope = readScope(req);
+    return subscriptionView(subs.find(scope.accountIds, scope.liveMode, req.params.id));
+  });
+
+  for (const method of ['PATCH', 'PUT'] as const) {
+    app.route({
+      method,
+      url: '/subscriptions/:id',
+      schema: { tags, params: IdParams, body: UpdateSubscriptionBody, response: { 200: SubscriptionSchema, ...errors } },
+      handler: async (req) => {
+        const account = requireAccount(req);
+        const row = req.body.status === 'paused' ? subs.pause(account, req.params.id) : subs.activate(account, req.params.id);
+        return subscriptionView(row);
+      },
+    });
+  }
+
+  app.delete('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: SubscriptionSchema, ...errors } } }, async (req) =>
+    subscriptionView(subs.cancel(requireAccount(req), req.params.id)),
+  );
+
+  /** gaps.md sandbox helper: bill the next period now, optionally failing. */
+  app.post(
+    '/test_helpers/subscriptions/:id/advance',
+    { schema: { tags: ['test helpers'], params: IdParams, body: AdvanceBody, response: { 200: SubscriptionSchema, ...errors } } },
+    async (req) => {
+      const account = requireAccount(req);
+      // Live keys must not learn that the helper exists: the same 404 as an unknown route.
+      if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
+      return subscriptionView(subs.advance(account, req.params.id, req.body.outcome ?? 'succeeded', req.body.failure_reason));
+    },
+  );
+}

@@ -1,0 +1,38 @@
+import { Type } from '@sinclair/typebox';
+
+const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
+export const StatusSchema = Type.Union(['active', 'past_due', 'paused', 'canceled'].map((s) => Type.Literal(s)));
+
+export const SubscriptionSchema = Type.Object({
+  id: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  status: StatusSchema,
+  customer_id: Nullable(Type.String()),
+  product_id: Type.String(),
+  price_id: Type.String(),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  billing_interval: Type.String(),
+  billing_interval_count: Type.Integer(),
+  current_period_start: Type.String(),
+  current_period_end: Type.String(),
+  failed_attempts: Type.Integer(),
+  next_retry_at: Nullable(Type.String()),
+  paused_at: Nullable(Type.String()),
+  canceled_at: Nullable(Type.String()),
+  cancel_reason: Nullable(Type.String()),
+  checkout_id: Type.String(),
+  latest_checkout_id: Nullable(Type.String()),
+  card: Nullable(Type.Object({ network: Nullable(Type.String()), last4: Type.String() })),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+
+/** Pause with `paused`; resume a paused one, or reactivate a canceled one, with `active`. */
+export const UpdateSubscriptionBody = Type.Object({ status: Type.Union([Type.Literal('paused'), Type.Literal('active')]) });
+
+export const AdvanceBody = Type.Object({
+  outcome: Type.Optional(Type.Union([Type.Literal('succeeded'), Type.Literal('failed')])),
+  failure_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+});

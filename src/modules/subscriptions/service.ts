@@ -1,0 +1,187 @@
+import type { AppContext } from '../../context.js';
+import { tx } from '../../db/database.js';
+import { isoTime } from '../../clock.js';
+import { ApiError, notFound } from '../../errors.js';
+import { appendSyncRecord } from '../../sync/outbox.js';
+import { AccountsService, type Account } from '../accounts/service.js';
+import { createCheckout } from '../checkouts/service.js';
+import { settleCheckoutPayment } from '../payments/service.js';
+import { getProduct } from '../products/service.js';
+import { subscriptionEventPayload, subscriptionView } from './document.js';
+import { eventFor, nextSubscriptionStatus, type SubscriptionEvent } from './machine.js';
+import { addInterval } from './periods.js';
+import { SubscriptionsStore, type SubscriptionRow } from './store.js';
+
+const DAY_MS = 86_400_000;
+const later = (a: string, b: string) => (a > b ? a : b);
+
+export class SubscriptionsService {
+  readonly store: SubscriptionsStore;
+  private readonly accounts: AccountsService;
+
+  constructor(private readonly ctx: AppContext) {
+    this.store = new SubscriptionsStore(ctx.db);
+    this.accounts = new AccountsService(ctx.db, ctx.clock);
+  }
+
+  private now(): string {
+    return isoTime(this.ctx.clock.now());
+  }
+
+  find(accountIds: string[], liveMode: boolean, id: string): SubscriptionRow {
+    const r = this.store.get(id);
+    if (!r || !accountIds.includes(r.account_id) || (r.live_mode === 1) !== liveMode) throw notFound('subscription', id);
+    return r;
+  }
+
+  /**
+   * Takes one machine transition: refuses what the machine refuses (422), saves under the row's
+   * version, and emits the transition's event in the same transaction. A stale row (another writer
+   * got there first) is refused too, so no event is ever emitted twice.
+   */
+  private apply(sub: SubscriptionRow, event: SubscriptionEvent, patch: Partial<SubscriptionRow>, extra: Record<string, unknown> = {}): SubscriptionRow {
+    const to = nextSubscriptionStatus(sub.status, event);
+    if (!to) {
+      if (event.type === 'REACTIVATE' && sub.status === 'canceled') throw new ApiError('reactivation_period_over', { extra: { status: sub.status } });
+      throw new ApiError('subscription_transition_invalid', {
+        message: `A ${sub.status} subscription cannot take ${event.type.toLowerCase()}.`,
+        extra: { status: sub.status },
+      });
+    }
+    const at = this.now();
+    const next: SubscriptionRow = { ...sub, ...patch, status: to, updated_at: at };
+    if (!this.store.save(next)) throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: sub.status } });
+    const saved = this.store.get(sub.id)!;
+    const type = eventFor(sub.status, to, event);
+    if (type) {
+      this.ctx.outbox.emit({ accountId: sub.account_id, liveMode: sub.live_mode === 1, type, objectId: sub.id, payload: subscriptionEventPayload(saved, type, at, extra) });
+    }
+    if (sub.status !== to) {
+      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionView(saved) });
+    }
+    return saved;
+  }
+
+  pause(account: Account, id: string): SubscriptionRow {
+    return tx(this.ctx.db, () => this.apply(this.find([account.id], account.live_mode, id), { type: 'PAUSE' }, { paused_at: this.now() }));
+  }
+
+  /** From paused: resume; from canceled: reactivate within the allowed period. */
+  activate(account: Account, id: string): SubscriptionRow {
+    return tx(this.ctx.db, () => {
+      const sub = this.find([account.id], account.live_mode, id);
+      const now = this.now();
+      if (sub.status === 'canceled') {
+        const days = this.ctx.config.subscriptions.reactivation_days;
+        const withinPeriod = sub.canceled_at !== null && this.ctx.clock.now() - Date.parse(sub.canceled_at) <= days * DAY_MS;
+        // A paid period that has not ended is honoured; otherwise the next charge is due now.
+        return this.apply(sub, { type: 'REACTIVATE', withinPeriod }, {
+          canceled_at: null,
+          cancel_reason: null,
+          failed_attempts: 0,
+          first_failure_at: null,
+          next_retry_at: null,
+          current_period_end: later(sub.current_period_end, now),
+        });
+      }
+      return this.apply(sub, { type: 'RESUME' }, { paused_at: null, current_period_end: later(sub.current_period_end, now) });
+    });
+  }
+
+  /** DELETE: cancel now; a canceled subscription answers as it is (idempotent, no second event). */
+  cancel(account: Account, id: string): SubscriptionRow {
+    return tx(this.ctx.db, () => {
+      const sub = this.find([account.id], account.live_mode, id);
+      if (sub.status === 'canceled') return sub;
+      return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null }, { reason: 'requested' });
+    });
+  }
+
+  /**
+   * Charges the card on file now: the renewal of an active subscription (the next period) or the
+   * retry of a past-due one. The charge is a real checkout settled through the payments service, so
+   * it has its intent, ledger row and events; the subscription's transition joins the same
+   * transaction. `outcome` is what the sandbox card on file answers.
+   */
+  bill(sub: SubscriptionRow, outcome: 'succeeded' | 'failed', failureReason = 'card_declined'): SubscriptionRow {
+    return tx(this.ctx.db, () => {
+      const fresh = this.store.get(sub.id)!;
+      if (fresh.status !== 'active' && fresh.status !== 'past_due') {
+        throw new ApiError('subscription_transition_invalid', { message: `A ${fresh.status} subscription is not billed.`, extra: { status: fresh.status } });
+      }
+      const account = this.accounts.account(fresh.account_id)!;
+      const product = getProduct(this.ctx, account, fresh.product_id);
+      const checkout = createCheckout(this.ctx, account, {
+        items: [{ name: product?.name ?? 'Subscription', amount_in_cents: fresh.amount_in_cents, currency: fresh.currency, quantity: 1, tax_category: product?.tax_category }],
+        currency: fresh.currency,
+        customer_id: fresh.customer_id,
+        metadata: { subscription_id: fresh.id, period_start: fresh.current_period_end },
+      });
+      settleCheckoutPayment(this.ctx, account, {
+        checkoutId: checkout.id,
+        method: 'card',
+        outcome,
+        failureReason: outcome === 'failed' ? failureReason : null,
+        card: fresh.card_last4 ? { network: fresh.card_network ?? 'card', last4: fresh.card_last4 } : null,
+        channel: 'subscription',
+      });
+      const linked = { ...fresh, latest_checkout_id: checkout.id };
+      if (outcome === 'succeeded') {
+        const start = fresh.current_period_end;
+        return this.apply(linked, { type: 'CHARGE_SUCCEEDED' }, {
+          current_period_start: start,
+          current_period_end: addInterval(start, fresh.billing_interval, fresh.billing_interval_count),
+          failed_attempts: 0,
+          first_failure_at: null,
+          next_retry_at: null,
+        });
+      }
+      const retryDays = this.ctx.config.subscriptions.retry_days;
+      const attempts = fresh.failed_attempts + 1;
+      const first = fresh.first_failure_at ?? this.now();
+      const finalAttempt = attempts > retryDays.length;
+      return this.apply(
+        linked,
+        { type: 'CHARGE_FAILED', finalAttempt },
+        {
+          failed_attempts: attempts,
+          first_failure_at: first,
+          next_retry_at: finalAttempt ? null : isoTime(Date.parse(first) + retryDays[attempts - 1] * DAY_MS),
+          ...(finalAttempt ? { canceled_at: this.now(), cancel_reason: 'payment_failed' } : {}),
+        },
+        finalAttempt ? { reason: 'payment_failed' } : { failure_reason: failureReason },
+      );
+    });
+  }
+
+  /**
+   * Bills everything due at `ctx.clock` (renewals and retries). Sandbox subscriptions charge their
+   * sandbox card on file; live ones need a card processor posd does not have, so they are left due
+   * (see docs/subscriptions.md) rather than failed.
+   */
+  runDue(): number {
+    let billed = 0;
+    for (const sub of this.store.due(this.now())) {
+      if (sub.live_mode === 1) continue;
+      try {
+        this.bill(sub, sub.sandbox_outcome);
+        billed++;
+      } catch (err) {
+        this.ctx.log.error({ err, subscription: sub.id }, 'subscription billing failed');
+      }
+    }
+    return billed;
+  }
+
+  /** Sandbox helper: sets what the card on file answers from now on, then bills the next period (or the retry) now. */
+  advance(account: Account, id: string, outcome: 'succeeded' | 'failed', failureReason?: string): SubscriptionRow {
+    return tx(this.ctx.db, () => {
+      const sub = this.find([account.id], account.live_mode, id);
+      if (sub.status !== 'active' && sub.status !== 'past_due') {
+        throw new ApiError('subscription_transition_invalid', { message: `A ${sub.status} subscription is not billed.`, extra: { status: sub.status } });
+      }
+      if (!this.store.save({ ...sub, sandbox_outcome: outcome })) throw new ApiError('subscription_transition_invalid', { extra: { status: sub.status } });
+      return this.bill(this.store.get(id)!, outcome, failureReason);
+    });
+  }
+}

@@ -1,0 +1,87 @@
+import type { Db } from '../../db/database.js';
+import type { SubscriptionStatus } from './machine.js';
+
+export interface SubscriptionRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  customer_id: string | null;
+  product_id: string;
+  price_id: string;
+  amount_in_cents: number;
+  currency: string;
+  billing_interval: 'day' | 'week' | 'month' | 'year';
+  billing_interval_count: number;
+  status: SubscriptionStatus;
+  current_period_start: string;
+  current_period_end: string;
+  failed_attempts: number;
+  first_failure_at: string | null;
+  next_retry_at: string | null;
+  paused_at: string | null;
+  canceled_at: string | null;
+  cancel_reason: string | null;
+  origin_checkout_id: string;
+  latest_checkout_id: string | null;
+  card_network: string | null;
+  card_last4: string | null;
+  sandbox_outcome: 'succeeded' | 'failed';
+  version: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const COLUMNS = [
+  'id', 'account_id', 'live_mode', 'customer_id', 'product_id', 'price_id', 'amount_in_cents', 'currency',
+  'billing_interval', 'billing_interval_count', 'status', 'current_period_start', 'current_period_end',
+  'failed_attempts', 'first_failure_at', 'next_retry_at', 'paused_at', 'canceled_at', 'cancel_reason',
+  'origin_checkout_id', 'latest_checkout_id', 'card_network', 'card_last4', 'sandbox_outcome', 'version',
+  'created_at', 'updated_at',
+];
+
+/** All SQL of subscriptions. */
+export class SubscriptionsStore {
+  private readonly s;
+
+  constructor(db: Db) {
+    const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live AND (@status IS NULL OR status = @status)';
+    this.s = {
+      insert: db.prepare(`INSERT INTO subscriptions (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')}) ON CONFLICT DO NOTHING`),
+      save: db.prepare(
+        `UPDATE subscriptions SET ${COLUMNS.filter((c) => c !== 'id' && c !== 'version').map((c) => `${c} = @${c}`).join(', ')},
+           version = version + 1
+         WHERE id = @id AND version = @version`,
+      ),
+      get: db.prepare('SELECT * FROM subscriptions WHERE id = ?'),
+      byOrigin: db.prepare('SELECT * FROM subscriptions WHERE origin_checkout_id = ? ORDER BY rowid'),
+      list: db.prepare(`SELECT * FROM subscriptions WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
+      count: db.prepare(`SELECT count(*) AS n FROM subscriptions WHERE ${scope}`),
+      due: db.prepare(
+        `SELECT * FROM subscriptions
+         WHERE (status = 'active' AND current_period_end <= @now) OR (status = 'past_due' AND next_retry_at <= @now)
+         ORDER BY rowid`,
+      ),
+    };
+  }
+
+  insert(row: SubscriptionRow): boolean {
+    return this.s.insert.run(row).changes === 1;
+  }
+  /** False when the row changed since it was read (the caller's transition is stale). */
+  save(row: SubscriptionRow): boolean {
+    return this.s.save.run(row).changes === 1;
+  }
+  get(id: string): SubscriptionRow | undefined {
+    return this.s.get.get(id) as SubscriptionRow | undefined;
+  }
+  byOrigin(checkoutId: string): SubscriptionRow[] {
+    return this.s.byOrigin.all(checkoutId) as SubscriptionRow[];
+  }
+  list(ids: string[], live: boolean, status: string | null, limit: number, offset: number): { rows: SubscriptionRow[]; total: number } {
+    const p = { ids: JSON.stringify(ids), live: live ? 1 : 0, status };
+    return { rows: this.s.list.all({ ...p, limit, offset }) as SubscriptionRow[], total: (this.s.count.get(p) as { n: number }).n };
+  }
+  due(now: string): SubscriptionRow[] {
+    return this.s.due.all({ now }) as SubscriptionRow[];
+  }
+}

@@ -1,0 +1,202 @@
+import { assign, initialTransition, setup, transition, type SnapshotFrom } from 'xstate';
+
+/**
+ * The lifecycle of a terminal session command (spec 3.3): the ONLY place its transitions are
+ * written. The service feeds it events and persists the resulting snapshot in the same transaction
+ * as every other effect; nothing else sets `status`.
+ *
+ * The cancel rule: once a terminal may hold a command (the charge was offered to it), a cancel only
+ * asks (`cancel_requested`); `canceled` comes from the terminal's own `canceled` result, or from the
+ * terminal showing it never took the command. A payment that may have reached the processor is
+ * never declared canceled.
+ */
+
+export type CommandStatus = 'pending' | 'dispatched' | 'cancel_requested' | 'canceled' | 'superseded' | 'consumed' | 'failed';
+export const FINAL_STATUSES: readonly CommandStatus[] = ['canceled', 'superseded', 'consumed', 'failed'];
+
+export interface TerminalOutcome {
+  outcome: 'approved' | 'declined' | 'canceled' | 'error';
+  authorization_code: string | null;
+  card: { network: string; last4: string } | null;
+  processor_reference: string | null;
+  reason: string | null;
+}
+
+export interface CommandContext {
+  /** The charge was handed to the terminal's link: from here the terminal may hold it. */
+  offered: boolean;
+  /** The terminal acknowledged the charge or reported progress on it. */
+  taken: boolean;
+  cancellationRequestedAt: string | null;
+  canceledAt: string | null;
+  result: (TerminalOutcome & { at: string }) | null;
+}
+
+export type CommandEvent =
+  | { type: 'OFFER'; at: string }
+  /** The terminal reconnected without this command and without a result for it, and had never taken it. */
+  | { type: 'NOT_HELD'; at: string }
+  /** `ack` or `progress`. The stage itself is not state: the terminal, not posd, decides what a cancel can still stop. */
+  | { type: 'TAKEN'; at: string }
+  | { type: 'CANCEL'; at: string }
+  | { type: 'SUPERSEDE'; at: string }
+  | ({ type: 'RESULT'; at: string } & TerminalOutcome);
+
+export type SettleParams = TerminalOutcome & { at: string };
+
+const notOffered = ({ context }: { context: CommandContext }) => !context.offered;
+const notTaken = ({ context }: { context: CommandContext }) => !context.taken;
+
+const resultTransitions = [
+  {
+    guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'approved',
+    target: 'consumed',
+    actions: ['recordResult', { type: 'settle', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
+  },
+  {
+    guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && (event.outcome === 'declined' || event.outcome === 'error'),
+    target: 'failed',
+    actions: ['recordResult', { type: 'settle', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
+  },
+  {
+    guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'canceled',
+    target: 'canceled',
+    actions: ['recordResult', 'markCanceled', 'abandonPayment'],
+  },
+] as const;
+
+export const commandMachine = setup({
+  types: {
+    context: {} as CommandContext,
+    events: {} as CommandEvent,
+  },
+  actions: {
+    // Effects the service performs inside the same transaction; named here, implemented there.
+    settle: (_, _params: SettleParams) => {},
+    sendCancel: () => {},
+    /** The checkout turns payment_in_progress while a terminal may be charging it (it cannot be edited). */
+    startPayment: () => {},
+    /** ...and back to unpaid once the terminal is known not to charge it. */
+    abandonPayment: () => {},
+    markOffered: assign({ offered: true }),
+    markNotOffered: assign({ offered: false }),
+    markTaken: assign({ taken: true }),
+    markCancelRequested: assign(({ context, event }) => ({ cancellationRequestedAt: context.cancellationRequestedAt ?? event.at })),
+    markCanceled: assign(({ context, event }) => ({ canceledAt: context.canceledAt ?? event.at })),
+    recordResult: assign(({ event }) => {
+      if (event.type !== 'RESULT') return {};
+      const { type: _t, ...result } = event;
+      return { result };
+    }),
+  },
+  guards: { notOffered, notTaken },
+}).createMachine({
+  id: 'terminal-session-command',
+  initial: 'pending',
+  context: {
+    offered: false,
+    taken: false,
+    cancellationRequestedAt: null,
+    canceledAt: null,
+    result: null,
+  },
+  states: {
+    pending: {
+      on: {
+        OFFER: { guard: 'notOffered', actions: ['markOffered', 'startPayment'] },
+        NOT_HELD: { guard: ({ context }) => context.offered, actions: ['markNotOffered', 'abandonPayment'] },
+        TAKEN: [
+          { guard: 'notOffered', target: 'dispatched', actions: ['markOffered', 'markTaken', 'startPayment'] },
+          { target: 'dispatched', actions: 'markTaken' },
+        ],
+        CANCEL: [
+          { guard: 'notOffered', target: 'canceled', actions: 'markCanceled' },
+          // Offered but not yet acknowledged: the terminal may already be reading a card.
+          { target: 'cancel_requested', actions: ['markCancelRequested', 'sendCancel'] },
+        ],
+        SUPERSEDE: { guard: 'notOffered', target: 'superseded' },
+        RESULT: [...resultTransitions],
+      },
+    },
+    dispatched: {
+      on: {
+        TAKEN: { actions: 'markTaken' },
+        CANCEL: { target: 'cancel_requested', actions: ['markCancelRequested', 'sendCancel'] },
+        RESULT: [...resultTransitions],
+      },
+    },
+    cancel_requested: {
+      on: {
+        TAKEN: { actions: 'markTaken' },
+        // The terminal came back without the command and had never taken it: nothing can be charged.
+        NOT_HELD: { guard: 'notTaken', target: 'canceled', actions: ['markCanceled', 'abandonPayment'] },
+        RESULT: [...resultTransitions],
+      },
+    },
+    canceled: { type: 'final' },
+    superseded: { type: 'final' },
+    consumed: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+type CommandSnapshot = SnapshotFrom<typeof commandMachine>;
+
+export interface PersistedCommand {
+  value: CommandStatus;
+  context: CommandContext;
+}
+
+export interface Transitioned {
+  status: CommandStatus;
+  final: boolean;
+  context: CommandContext;
+  /** JSON of XState's persisted snapshot, stored beside the row. */
+  snapshot: string;
+  /** Named effects the service must perform in the same transaction. */
+  effects: Array<{ type: string; params?: unknown }>;
+}
+
+function describe(snap: CommandSnapshot, effects: Transitioned['effects']): Transitioned {
+  return {
+    status: snap.value as CommandStatus,
+    final: snap.status === 'done',
+    context: snap.context,
+    snapshot: JSON.stringify(commandMachine.getPersistedSnapshot(snap)),
+    effects,
+  };
+}
+
+export function initialCommand(): Transitioned {
+  const [snap] = initialTransition(commandMachine);
+  return describe(snap, []);
+}
+
+/** Rebuilds a snapshot from its stored JSON (rehydration after a restart). */
+export function restoreCommand(snapshotJson: string): CommandSnapshot {
+  const persisted = JSON.parse(snapshotJson) as PersistedCommand;
+  return commandMachine.resolveState({ value: persisted.value, context: persisted.context });
+}
+
+const EFFECTS = new Set(['settle', 'sendCancel', 'startPayment', 'abandonPayment']);
+
+function sameContext(a: CommandContext, b: CommandContext): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * Applies one event to a stored command. Returns null when the machine does not accept the event
+ * in the command's state (a duplicate result, a cancel of a final command): nothing changes.
+ */
+export function applyCommandEvent(snapshotJson: string, event: CommandEvent): Transitioned | null {
+  const before = restoreCommand(snapshotJson);
+  if (!before.can(event)) return null;
+  const [after, actions] = transition(commandMachine, before, event);
+  const effects = actions
+    .filter((a) => EFFECTS.has(a.type))
+    .map((a) => ({ type: a.type, params: a.params }));
+  const next = describe(after, effects);
+  // A transition that changes nothing (a second progress report, say) is not a change: no write.
+  if (effects.length === 0 && next.status === before.value && sameContext(next.context, before.context)) return null;
+  return next;
+}

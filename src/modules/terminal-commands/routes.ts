@@ -1,0 +1,60 @@
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { pageOf, setPageHeaders } from '../../api/pagination.js';
+import { ErrorSchema } from '../accounts/schema.js';
+import { Type } from '@sinclair/typebox';
+import { CommandIdParams, CommandSchema, CreateCommandBody, FinalCommandErrorSchema, ListCommandsQuery } from './schema.js';
+import { cancelCommand, createCommand, getCommand, listCommands } from './service.js';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+
+export function commandRoutes(app: ApiApp, ctx: AppContext): void {
+  app.post(
+    '/terminal_session_commands',
+    {
+      schema: {
+        tags: ['terminal session commands'],
+        body: CreateCommandBody,
+        response: { 200: CommandSchema, 201: CommandSchema, 409: ErrorSchema, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const { command, created } = createCommand(ctx, requireAccount(req), req.body);
+      return reply.code(created ? 201 : 200).send(command);
+    },
+  );
+
+  app.get(
+    '/terminal_session_commands',
+    { schema: { tags: ['terminal session commands'], querystring: ListCommandsQuery, response: { 200: Type.Array(CommandSchema), ...errors } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { terminal_id, status, external_id } = req.query;
+      const { rows, total } = listCommands(ctx, readScope(req), { terminal_id, status, external_id }, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/terminal_session_commands/:id',
+    { schema: { tags: ['terminal session commands'], params: CommandIdParams, response: { 200: CommandSchema, ...errors } } },
+    async (req) => getCommand(ctx, readScope(req), req.params.id),
+  );
+
+  app.delete(
+    '/terminal_session_commands/:id',
+    {
+      schema: {
+        tags: ['terminal session commands'],
+        params: CommandIdParams,
+        response: { 200: CommandSchema, 202: CommandSchema, 409: FinalCommandErrorSchema, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const { status, command } = cancelCommand(ctx, requireAccount(req), req.params.id);
+      return reply.code(status).send(command);
+    },
+  );
+}

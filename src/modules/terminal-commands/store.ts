@@ -1,0 +1,122 @@
+import type { Db } from '../../db/database.js';
+import type { CommandStatus } from './machine.js';
+
+export interface CommandRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: number;
+  terminal_id: string;
+  external_id: string;
+  status: CommandStatus;
+  final: number;
+  amount_in_cents: number;
+  currency: string;
+  installments: number | null;
+  description: string | null;
+  show_post_payment_screens: number;
+  print_receipt: number;
+  tax_id: string | null;
+  items: string | null;
+  checkout_id: string;
+  checkout_url: string | null;
+  snapshot: string;
+  cancellation_requested_at: string | null;
+  canceled_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CommandRowWithTerminal extends CommandRow {
+  terminal_availability: 'available' | 'unavailable';
+}
+
+export interface CommandFilters {
+  terminal_id?: string;
+  status?: string;
+  external_id?: string;
+}
+
+const stores = new WeakMap<Db, ReturnType<typeof makeStore>>();
+
+/** Every SQL statement of terminal session commands, prepared once per database. */
+export function commandsStore(db: Db) {
+  let s = stores.get(db);
+  if (!s) stores.set(db, (s = makeStore(db)));
+  return s;
+}
+
+const OFFERED = `json_extract(c.snapshot, '$.context.offered')`;
+
+function makeStore(db: Db) {
+  const withTerminal = `SELECT c.*, t.availability AS terminal_availability FROM terminal_commands c JOIN terminals t ON t.id = c.terminal_id`;
+  const insert = db.prepare(
+    `INSERT INTO terminal_commands (id, account_id, live_mode, terminal_id, external_id, status, final, amount_in_cents, currency,
+       installments, description, show_post_payment_screens, print_receipt, tax_id, items, checkout_id, checkout_url, snapshot,
+       cancellation_requested_at, canceled_at, created_at, updated_at)
+     VALUES (@id, @account_id, @live_mode, @terminal_id, @external_id, @status, @final, @amount_in_cents, @currency,
+       @installments, @description, @show_post_payment_screens, @print_receipt, @tax_id, @items, @checkout_id, @checkout_url, @snapshot,
+       NULL, NULL, @created_at, @created_at)`,
+  );
+  const byId = db.prepare(`${withTerminal} WHERE c.id = ?`);
+  const byExternal = db.prepare(`${withTerminal} WHERE c.account_id = ? AND c.external_id = ?`);
+  const update = db.prepare(
+    `UPDATE terminal_commands SET status = @status, final = @final, snapshot = @snapshot,
+       cancellation_requested_at = @cancellation_requested_at, canceled_at = @canceled_at, updated_at = @updated_at
+     WHERE id = @id`,
+  );
+  const untakenPending = db.prepare(
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND NOT ${OFFERED} ORDER BY c.seq`,
+  );
+  const offeredOpen = db.prepare(
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND ${OFFERED} ORDER BY c.seq LIMIT 1`,
+  );
+  const newestUntaken = db.prepare(
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND NOT ${OFFERED} ORDER BY c.seq DESC LIMIT 1`,
+  );
+  const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND ${OFFERED} LIMIT 1`);
+  const open = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.final = 0 ORDER BY c.seq`);
+  const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
+
+  function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
+    const clauses = ['c.account_id IN (SELECT value FROM json_each(@accounts))', 'c.live_mode = @live_mode'];
+    const params: Record<string, unknown> = { accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 };
+    if (f.terminal_id !== undefined) (clauses.push('c.terminal_id = @terminal_id'), (params.terminal_id = f.terminal_id));
+    if (f.status !== undefined) (clauses.push('c.status = @status'), (params.status = f.status));
+    if (f.external_id !== undefined) (clauses.push('c.external_id = @external_id'), (params.external_id = f.external_id));
+    return { sql: clauses.join(' AND '), params };
+  }
+  // Eight shapes at most (three optional filters): prepared lazily, then reused.
+  const listCache = new Map<string, { rows: ReturnType<Db['prepare']>; count: ReturnType<Db['prepare']> }>();
+
+  return {
+    insert: (row: Omit<CommandRow, 'seq' | 'updated_at' | 'cancellation_requested_at' | 'canceled_at'>) => insert.run(row),
+    byId: (id: string) => byId.get(id) as CommandRowWithTerminal | undefined,
+    byExternalId: (accountId: string, externalId: string) => byExternal.get(accountId, externalId) as CommandRowWithTerminal | undefined,
+    update: (row: Pick<CommandRow, 'id' | 'status' | 'final' | 'snapshot' | 'cancellation_requested_at' | 'canceled_at' | 'updated_at'>) =>
+      update.run(row),
+    /** Pending commands never handed to the terminal: the ones a newer command supersedes. */
+    untakenPending: (terminalId: string) => untakenPending.all(terminalId) as CommandRow[],
+    /** The open command the terminal may hold (offered to it), oldest first: it has priority. */
+    offeredOpen: (terminalId: string) => offeredOpen.get(terminalId) as CommandRow | undefined,
+    newestUntaken: (terminalId: string) => newestUntaken.get(terminalId) as CommandRow | undefined,
+    hasOfferedOpen: (terminalId: string) => takenOpen.get(terminalId) !== undefined,
+    open: () => open.all() as CommandRow[],
+    openOfTerminal: (terminalId: string) => openOfTerminal.all(terminalId) as CommandRow[],
+    list(accountIds: string[], liveMode: boolean, f: CommandFilters, limit: number, offset: number) {
+      const w = where(accountIds, liveMode, f);
+      let q = listCache.get(w.sql);
+      if (!q) {
+        q = {
+          rows: db.prepare(`${withTerminal} WHERE ${w.sql} ORDER BY c.seq DESC LIMIT @limit OFFSET @offset`),
+          count: db.prepare(`SELECT COUNT(*) AS n FROM terminal_commands c WHERE ${w.sql}`),
+        };
+        listCache.set(w.sql, q);
+      }
+      return {
+        rows: q.rows.all({ ...w.params, limit, offset }) as CommandRowWithTerminal[],
+        total: (q.count.get(w.params) as { n: number }).n,
+      };
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { readScope, requireAccount } from '../../api/auth.js';
+import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { ErrorSchema } from '../accounts/schema.js';
+import { CreateTerminalBody, CreatedTerminalSchema, TerminalIdParams, TerminalSchema } from './schema.js';
+import { createTerminal, getTerminal, listTerminals, retireTerminal } from './service.js';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+
+export function terminalRoutes(app: ApiApp, ctx: AppContext): void {
+  app.post(
+    '/terminals',
+    { schema: { tags: ['terminals'], body: CreateTerminalBody, response: { 201: CreatedTerminalSchema, ...errors } } },
+    async (req, reply) => {
+      const { terminal, pairingToken } = createTerminal(ctx, requireAccount(req), req.body);
+      return reply.code(201).send({ ...terminal, pairing_token: pairingToken });
+    },
+  );
+
+  app.get(
+    '/terminals',
+    { schema: { tags: ['terminals'], querystring: Type.Object(PageQuery), response: { 200: Type.Array(TerminalSchema), ...errors } } },
+    async (req, reply) => {
+      const page = pageOf(req.query);
+      const { rows, total } = listTerminals(ctx, readScope(req), page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows;
+    },
+  );
+
+  app.get(
+    '/terminals/:id',
+    { schema: { tags: ['terminals'], params: TerminalIdParams, response: { 200: TerminalSchema, ...errors } } },
+    async (req) => getTerminal(ctx, readScope(req), req.params.id),
+  );
+
+  app.delete(
+    '/terminals/:id',
+    { schema: { tags: ['terminals'], params: TerminalIdParams, response: { 200: TerminalSchema, ...errors } } },
+    async (req) => retireTerminal(ctx, requireAccount(req), req.params.id),
+  );
+}

@@ -1,0 +1,63 @@
+import type { Db } from '../../db/database.js';
+
+export interface TerminalRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  name: string;
+  transport: 'websocket' | 'serial';
+  serial_path: string | null;
+  baud_rate: number | null;
+  token_hash: string;
+  availability: 'available' | 'unavailable';
+  last_seen_at: string | null;
+  model: string | null;
+  firmware: string | null;
+  created_at: string;
+  retired_at: string | null;
+}
+
+const stores = new WeakMap<Db, ReturnType<typeof makeStore>>();
+
+/** Every SQL statement of the terminal registry, prepared once per database. */
+export function terminalsStore(db: Db) {
+  let s = stores.get(db);
+  if (!s) stores.set(db, (s = makeStore(db)));
+  return s;
+}
+
+function makeStore(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO terminals (id, account_id, live_mode, name, transport, serial_path, baud_rate, token_hash, availability, created_at)
+     VALUES (@id, @account_id, @live_mode, @name, @transport, @serial_path, @baud_rate, @token_hash, 'unavailable', @created_at)`,
+  );
+  const byId = db.prepare('SELECT * FROM terminals WHERE id = ?');
+  const list = db.prepare(
+    `SELECT * FROM terminals WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND retired_at IS NULL
+     ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+  );
+  const count = db.prepare(
+    `SELECT COUNT(*) AS n FROM terminals WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND retired_at IS NULL`,
+  );
+  const serial = db.prepare(`SELECT * FROM terminals WHERE transport = 'serial' AND retired_at IS NULL ORDER BY created_at`);
+  const retire = db.prepare(`UPDATE terminals SET retired_at = ?, availability = 'unavailable' WHERE id = ? AND retired_at IS NULL`);
+  const hello = db.prepare(
+    `UPDATE terminals SET model = ?, firmware = ?, availability = 'available', last_seen_at = ? WHERE id = ?`,
+  );
+  const seen = db.prepare('UPDATE terminals SET last_seen_at = ? WHERE id = ?');
+  const availability = db.prepare('UPDATE terminals SET availability = ?, last_seen_at = COALESCE(?, last_seen_at) WHERE id = ?');
+  const allUnavailable = db.prepare(`UPDATE terminals SET availability = 'unavailable' WHERE availability = 'available'`);
+  return {
+    insert: (row: Omit<TerminalRow, 'availability' | 'last_seen_at' | 'model' | 'firmware' | 'retired_at'>) => insert.run(row),
+    byId: (id: string) => byId.get(id) as TerminalRow | undefined,
+    list: (accountIds: string[], liveMode: boolean, limit: number, offset: number) =>
+      list.all(JSON.stringify(accountIds), liveMode ? 1 : 0, limit, offset) as TerminalRow[],
+    count: (accountIds: string[], liveMode: boolean) => (count.get(JSON.stringify(accountIds), liveMode ? 1 : 0) as { n: number }).n,
+    serialTerminals: () => serial.all() as TerminalRow[],
+    retire: (id: string, at: string) => retire.run(at, id).changes > 0,
+    hello: (id: string, model: string, firmware: string, at: string) => hello.run(model, firmware, at, id),
+    seen: (id: string, at: string) => seen.run(at, id),
+    setAvailability: (id: string, value: 'available' | 'unavailable', lastSeenAt: string | null) => availability.run(value, lastSeenAt, id),
+    allUnavailable: () => allUnavailable.run(),
+  };
+}

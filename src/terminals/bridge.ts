@@ -1,0 +1,383 @@
+import { EventEmitter } from 'node:events';
+import type WebSocket from 'ws';
+import type { AppContext } from '../context.js';
+import { isoTime } from '../clock.js';
+import {
+  answerHello,
+  awaitHello,
+  HandshakeError,
+  serverLinkFromWebSocket,
+  type Clock as Scheduler,
+  type Hello,
+  type LinkInvalid,
+  type Result,
+  type ServerLink,
+  type ServerMessage,
+  type TerminalMessage,
+  type TimerHandle,
+} from '../../devices/index.js';
+import {
+  authenticateTerminal,
+  markAllUnavailable,
+  recordAvailability,
+  recordHello,
+  recordSeen,
+} from '../modules/terminals/service.js';
+import { terminalSignals } from '../modules/terminals/signals.js';
+import {
+  applyTerminalEvent,
+  commandContext,
+  commandRow,
+  currentCommandOf,
+  openCommands,
+  type AppliedEvent,
+} from '../modules/terminal-commands/service.js';
+import type { CommandRow } from '../modules/terminal-commands/store.js';
+import type { CommandEvent, TerminalOutcome } from '../modules/terminal-commands/machine.js';
+
+interface Session {
+  terminalId: string;
+  link: ServerLink;
+  lastSeenWritten: number;
+  seenCount: number;
+  heartbeat?: TimerHandle;
+}
+
+/** Writing last_seen_at on every message would be a commit per message; once a second is plenty. */
+const SEEN_WRITE_EVERY_MS = 1_000;
+
+export type BridgeEvents = {
+  /** A message from a terminal was fully handled (committed, answered): tests and benchmarks wait on it. */
+  handled: [terminalId: string, msg: TerminalMessage];
+  /** A hello was accepted and reconciled. */
+  attached: [terminalId: string];
+};
+
+/**
+ * The bridge between command machines and device links. It authenticates hellos against the
+ * registry, hands each terminal its one current command, relays cancels, asks for status after
+ * `dispatch_timeout_ms` without news, reconciles a reconnecting terminal's current command and
+ * unacknowledged results, and commits every outcome before acknowledging it. It keeps no state a
+ * restart would lose: everything it decides comes from the command rows.
+ */
+export class TerminalBridge {
+  readonly sessions = new Map<string, Session>();
+  private readonly timers = new Map<string, TimerHandle>();
+  private readonly scheduler: Scheduler;
+  private started = false;
+  private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
+    this.onCommandChanged(terminalId, commandId, effects);
+  private readonly onRetired = (terminalId: string) => {
+    const s = this.sessions.get(terminalId);
+    if (s) void s.link.close('terminal retired');
+  };
+  readonly events = new EventEmitter<BridgeEvents>().setMaxListeners(0);
+
+  constructor(
+    private readonly ctx: AppContext,
+    scheduler: Scheduler,
+  ) {
+    this.scheduler = scheduler;
+  }
+
+  /**
+   * Entry points from timers, links and API signals run through here: a failure (a busy database,
+   * a bug) is logged and leaves the command as committed, never an uncaught exception that would
+   * take the store's payments down. The next hello or status timer retries from the rows.
+   */
+  private guard(what: string, fn: () => void, fields: Record<string, unknown> = {}): void {
+    try {
+      fn();
+    } catch (err) {
+      this.ctx.log.error({ err, ...fields }, `terminal bridge: ${what} failed`);
+    }
+  }
+
+  private get cfg() {
+    return this.ctx.config.terminals;
+  }
+
+  /**
+   * Rehydration, before the server listens: terminals are unavailable until they say hello again,
+   * every open command that was offered gets its status timer back; the rest follows from the rows.
+   */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    markAllUnavailable(this.ctx);
+    const signals = terminalSignals(this.ctx);
+    signals.on('command', this.onSignal);
+    signals.on('retired', this.onRetired);
+    for (const row of openCommands(this.ctx)) {
+      if (commandContext(row).offered) this.armTimer(row.id);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    const signals = terminalSignals(this.ctx);
+    signals.off('command', this.onSignal);
+    signals.off('retired', this.onRetired);
+    for (const t of this.timers.values()) this.scheduler.clearTimeout(t);
+    this.timers.clear();
+    await Promise.all([...this.sessions.values()].map((s) => s.link.close('posd stopping')));
+  }
+
+  // ---- Links ----
+
+  acceptWebSocket(ws: WebSocket): void {
+    const link = serverLinkFromWebSocket(ws, {
+      clock: this.scheduler,
+      pingIntervalMs: this.cfg.ping_interval_ms,
+      maxMissedPings: this.cfg.max_missed_pings,
+    });
+    this.acceptLink(link);
+  }
+
+  /** Runs the hello handshake on a fresh link; `expectedTerminalId` pins a serial port to its terminal. */
+  acceptLink(link: ServerLink, expectedTerminalId?: string): void {
+    const onInvalid = (i: LinkInvalid) => this.logInvalid(undefined, i);
+    link.on('invalid', onInvalid);
+    awaitHello(link, {
+      clock: this.scheduler,
+      timeoutMs: this.cfg.hello_timeout_ms,
+      verify: (hello) => this.verify(link, hello, expectedTerminalId),
+    }).then(
+      (hello) => {
+        link.off('invalid', onInvalid);
+        this.guard('attaching a terminal', () => this.attach(link, hello, expectedTerminalId), { terminal_id: hello.terminal_id });
+      },
+      (err: HandshakeError) => {
+        link.off('invalid', onInvalid);
+        this.ctx.log.warn({ terminal_id: err.terminalId, transport: link.transport, reason: err.message }, 'terminal handshake refused');
+      },
+    );
+  }
+
+  private verify(link: ServerLink, hello: Hello, expectedTerminalId: string | undefined): boolean {
+    if (expectedTerminalId && hello.terminal_id !== expectedTerminalId) return false;
+    const row = authenticateTerminal(this.ctx, hello.terminal_id, hello.token);
+    return !!row && row.transport === link.transport;
+  }
+
+  private attach(link: ServerLink, hello: Hello, expectedTerminalId: string | undefined): void {
+    const id = hello.terminal_id;
+    const old = this.sessions.get(id);
+    const session: Session = { terminalId: id, link, lastSeenWritten: this.scheduler.now(), seenCount: link.messagesReceived };
+    this.sessions.set(id, session);
+    // A terminal that reconnects before its old link noticed it was gone: the new link wins.
+    if (old && old.link !== link) void old.link.close('replaced by a new link');
+    recordHello(this.ctx, id, hello.model, hello.firmware);
+    this.ctx.log.info({ terminal_id: id, transport: link.transport, model: hello.model, firmware: hello.firmware }, 'terminal connected');
+
+    link.on('message', (msg) => {
+      void this.onMessage(session, msg, expectedTerminalId).catch((err) =>
+        this.ctx.log.error({ err, terminal_id: id, type: msg.type }, 'handling a terminal message failed'),
+      );
+    });
+    link.on('invalid', (i) => this.logInvalid(id, i));
+    link.once('down', (d) => {
+      this.scheduler.clearTimeout(session.heartbeat);
+      if (this.sessions.get(id) !== session) return;
+      this.sessions.delete(id);
+      this.guard('recording unavailability', () => recordAvailability(this.ctx, id, 'unavailable'), { terminal_id: id });
+      this.ctx.log.info({ terminal_id: id, reason: d.detail }, 'terminal disconnected');
+    });
+    this.scheduleHeartbeat(session);
+    this.reconcile(session, hello);
+    this.events.emit('attached', id);
+  }
+
+  /** last_seen_at follows the link's traffic, pings included (the link counts every valid message). */
+  private scheduleHeartbeat(session: Session): void {
+    const every = this.cfg.ping_interval_ms;
+    if (every <= 0) return;
+    session.heartbeat = this.scheduler.setTimeout(() => {
+      if (session.link.isDown) return;
+      if (session.link.messagesReceived !== session.seenCount) this.guard('recording a heartbeat', () => this.touch(session, true));
+      this.scheduleHeartbeat(session);
+    }, every);
+  }
+
+  private touch(session: Session, force = false): void {
+    session.seenCount = session.link.messagesReceived;
+    const now = this.scheduler.now();
+    if (!force && now - session.lastSeenWritten < SEEN_WRITE_EVERY_MS) return;
+    session.lastSeenWritten = now;
+    recordSeen(this.ctx, session.terminalId, now);
+  }
+
+  private logInvalid(terminalId: string | undefined, i: LinkInvalid): void {
+    this.ctx.log.warn({ terminal_id: terminalId, reason: i.reason, detail: i.detail, sample: i.sample }, 'malformed terminal message ignored');
+  }
+
+  private send(session: Session, msg: ServerMessage): void {
+    session.link.send(msg).catch((err: Error) =>
+      // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
+      this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
+    );
+  }
+
+  // ---- Messages ----
+
+  private async onMessage(session: Session, msg: TerminalMessage, expectedTerminalId: string | undefined): Promise<void> {
+    if (this.sessions.get(session.terminalId) !== session) return;
+    this.touch(session);
+    switch (msg.type) {
+      case 'hello': {
+        // On a serial line a terminal that restarts says hello again on the same link.
+        const ok = await answerHello(session.link, msg, {
+          clock: this.scheduler,
+          verify: (h) => h.terminal_id === session.terminalId && this.verify(session.link, h, expectedTerminalId),
+        }).then(
+          () => true,
+          () => false,
+        );
+        if (ok) {
+          recordHello(this.ctx, session.terminalId, msg.model, msg.firmware);
+          this.reconcile(session, msg);
+        }
+        break;
+      }
+      case 'ack':
+        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
+        break;
+      case 'progress':
+        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
+        break;
+      case 'result':
+        this.onResult(session, msg);
+        break;
+    }
+    this.events.emit('handled', session.terminalId, msg);
+  }
+
+  private nowIso(): string {
+    return isoTime(this.ctx.clock.now());
+  }
+
+  /** The command must exist and belong to this terminal; anything else is logged and ignored. */
+  private ownCommand(session: Session, commandId: string): CommandRow | undefined {
+    const row = commandRow(this.ctx, commandId);
+    if (!row || row.terminal_id !== session.terminalId) {
+      this.ctx.log.warn({ terminal_id: session.terminalId, command_id: commandId }, 'message about a command this terminal does not have; ignored');
+      return undefined;
+    }
+    return row;
+  }
+
+  private onNews(session: Session, commandId: string, event: CommandEvent): AppliedEvent | undefined {
+    const row = this.ownCommand(session, commandId);
+    if (!row) return undefined;
+    const applied = applyTerminalEvent(this.ctx, commandId, event);
+    if (applied && applied.row.final === 0) this.armTimer(commandId);
+    return applied;
+  }
+
+  /** Commit the outcome, THEN acknowledge it: a crash in between makes the terminal resend it. */
+  private onResult(session: Session, r: Omit<Result, 'type'> & { type?: 'result' }): void {
+    const row = this.ownCommand(session, r.command_id);
+    if (!row) return;
+    const outcome: TerminalOutcome = {
+      outcome: r.outcome,
+      authorization_code: r.authorization_code ?? null,
+      card: r.card ?? null,
+      processor_reference: r.processor_reference ?? null,
+      reason: r.reason ?? null,
+    };
+    const ctxBefore = commandContext(row);
+    // "I do not know this command" from a terminal that never took it means it never held it.
+    const notHeld = r.outcome === 'error' && r.reason === 'unknown_command' && !ctxBefore.taken && row.final === 0;
+    const applied = notHeld
+      ? applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() })
+      : applyTerminalEvent(this.ctx, row.id, { type: 'RESULT', at: this.nowIso(), ...outcome });
+    if (applied?.row.final === 1) this.clearTimer(row.id);
+    if (applied?.changed) {
+      this.ctx.log.info({ terminal_id: session.terminalId, command_id: row.id, status: applied.row.status }, 'terminal command updated');
+    }
+    if (!notHeld) this.send(session, { type: 'result_ack', command_id: row.id });
+    this.pump(session);
+  }
+
+  /**
+   * After a hello: settle the results the terminal kept, learn whether it still holds the command
+   * it was offered, re-send a pending cancel, then hand it its current command.
+   */
+  private reconcile(session: Session, hello: Hello): void {
+    for (const r of hello.unacknowledged_results) this.onResult(session, r);
+    const reported = new Set(hello.unacknowledged_results.map((r) => r.command_id));
+    const held = hello.current_command_id;
+    if (held && !reported.has(held)) this.onNews(session, held, { type: 'TAKEN', at: this.nowIso() });
+    for (const row of openCommands(this.ctx, session.terminalId)) {
+      if (row.id === held || reported.has(row.id)) continue;
+      const c = commandContext(row);
+      if (!c.offered) continue;
+      if (!c.taken) applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() });
+      // It took the command, does not hold it now and reported no result: it must say what happened.
+      else this.send(session, { type: 'status_request', command_id: row.id });
+    }
+    const current = currentCommandOf(this.ctx, session.terminalId);
+    if (current?.status === 'cancel_requested') this.send(session, { type: 'cancel', command_id: current.id });
+    this.pump(session);
+  }
+
+  /** Hands the terminal its one current command if it has not been offered yet. */
+  pump(session: Session): void {
+    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return;
+    const row = currentCommandOf(this.ctx, session.terminalId);
+    if (!row || row.status !== 'pending' || commandContext(row).offered) return;
+    // Written before it is sent: after a crash the command is known to be possibly held.
+    const applied = applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() });
+    if (!applied?.changed) return;
+    this.send(session, {
+      type: 'charge',
+      command_id: row.id,
+      amount_in_cents: row.amount_in_cents,
+      currency: row.currency,
+      installments: row.installments ?? 1,
+      description: row.description,
+      print_receipt: row.print_receipt === 1,
+      show_post_payment_screens: row.show_post_payment_screens === 1,
+      tax_id: row.tax_id,
+    });
+    this.armTimer(row.id);
+  }
+
+  private onCommandChanged(terminalId: string, commandId: string, effects: Array<{ type: string }>): void {
+    const session = this.sessions.get(terminalId);
+    if (!session) return;
+    if (effects.some((e) => e.type === 'sendCancel')) this.send(session, { type: 'cancel', command_id: commandId });
+    // The API change is committed already: a failure here must not turn its response into a 500.
+    this.guard('dispatching', () => this.pump(session), { terminal_id: terminalId, command_id: commandId });
+  }
+
+  // ---- Status timers ----
+
+  private armTimer(commandId: string): void {
+    this.clearTimer(commandId);
+    this.timers.set(
+      commandId,
+      this.scheduler.setTimeout(() => this.guard('a status request', () => this.onTimeout(commandId), { command_id: commandId }), this.cfg.dispatch_timeout_ms),
+    );
+  }
+
+  private clearTimer(commandId: string): void {
+    const t = this.timers.get(commandId);
+    if (t) this.scheduler.clearTimeout(t);
+    this.timers.delete(commandId);
+  }
+
+  /** No news for dispatch_timeout: ask. Never decide on our own while the terminal may still charge. */
+  private onTimeout(commandId: string): void {
+    this.timers.delete(commandId);
+    if (!this.started) return;
+    const row = commandRow(this.ctx, commandId);
+    if (!row || row.final === 1) return;
+    const session = this.sessions.get(row.terminal_id);
+    if (session) {
+      this.ctx.log.info({ terminal_id: row.terminal_id, command_id: commandId }, 'no news from terminal: asking its status');
+      this.send(session, { type: 'status_request', command_id: commandId });
+    }
+    this.armTimer(commandId);
+  }
+}

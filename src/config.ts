@@ -70,6 +70,30 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  sync: Type.Object(
+    {
+      /** The central's base URL (`https://central.example`); empty: use what `posd init --central-url` stored, or do not sync. */
+      central_url: Type.String({ default: '' }),
+      /** The store account's own key made at the central; empty: use what `posd init --central-key` stored. */
+      central_key: Type.String({ default: '' }),
+      /** Records per push; a batch is applied at the central in one transaction. */
+      batch_size: Type.Integer({ minimum: 1, maximum: 5000, default: 500 }),
+      /** Payload bytes per push, kept under the central's `http.body_limit_bytes` (1 MiB by default). */
+      batch_max_bytes: Type.Integer({ minimum: 1024, default: 512 * 1024 }),
+      /** Back-off after a failed push or pull: doubles from min to max, with jitter. */
+      backoff_min_ms: Type.Integer({ minimum: 1, default: 500 }),
+      backoff_max_ms: Type.Integer({ minimum: 1, default: 60_000 }),
+      /** How long one feed request waits at the central for a change (long-poll). */
+      feed_wait_ms: Type.Integer({ minimum: 0, maximum: 120_000, default: 25_000 }),
+      /** Timeout of one request to the central (a long-poll adds feed_wait_ms). */
+      request_timeout_ms: Type.Integer({ minimum: 100, default: 30_000 }),
+      /** Clock difference with the central past which the status warns. */
+      clock_warn_ms: Type.Integer({ minimum: 0, default: 60_000 }),
+      /** How often the store compares today's and yesterday's totals with the central (0: only on demand). */
+      reconcile_interval_ms: Type.Integer({ minimum: 0, default: 600_000 }),
+    },
+    { default: {} },
+  ),
   terminals: Type.Object(
     {
       /** Serial terminals posd opens at start: each binds a registered terminal id to a port (8N1). */

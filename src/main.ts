@@ -7,6 +7,7 @@ import { accountsCommand, keysCommand } from './cli/keys.js';
 import { managerCommand } from './cli/manager.js';
 import { backupCommand, restoreCommand } from './cli/backup.js';
 import { doctorCommand } from './cli/doctor.js';
+import { reconcileCommand, syncCommand } from './cli/sync.js';
 import { terminalsCommand } from './cli/terminals.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
@@ -26,6 +27,8 @@ export function buildProgram(): Command {
     restoreCommand(),
     doctorCommand(),
     terminalsCommand(),
+    syncCommand(),
+    reconcileCommand(),
   ]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();

@@ -1,14 +1,24 @@
 import { Command, Option } from 'commander';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
 import { AccountsService, initInstallation } from '../modules/accounts/service.js';
+import { CentralClient, CentralRefusal } from '../sync/transport.js';
+import { joinCentral } from '../sync/join.js';
+
+type InitOptions = DataOptions & { role: 'store' | 'central'; name: string; json?: boolean; centralUrl?: string; centralKey?: string };
 
 export function initCommand(): Command {
   return withDataOptions(new Command('init'))
-    .description('create the installation: an organization with one live account, its sandbox and their keys')
+    .description(
+      'create the installation: an organization with one live account, its sandbox and their keys; ' +
+        'or, with --central-url and --central-key, join a central as one of its stores',
+    )
     .addOption(new Option('--role <role>', 'store or central').choices(['store', 'central']).default('store'))
     .option('--name <name>', 'name of the organization and its first account', 'My store')
+    .option('--central-url <url>', "the central's base URL (a store that syncs)")
+    .option('--central-key <key>', "the store account's live key, made at the central (posd keys create there)")
     .option('--json', 'print the ids and keys as one JSON object and nothing else')
-    .action((opts: DataOptions & { role: 'store' | 'central'; name: string; json?: boolean }) => {
+    .action(async (opts: InitOptions) => {
+      if (opts.centralUrl || opts.centralKey) return joinAction(opts);
       const config = cliConfig(opts, { role: opts.role });
       const db = openCliDatabase(config);
       try {
@@ -36,4 +46,45 @@ export function initCommand(): Command {
         db.close();
       }
     });
+}
+
+/** A store joins its central: the accounts and key hashes come from the central, with the same ids. */
+async function joinAction(opts: InitOptions): Promise<void> {
+  if (!opts.centralUrl || !opts.centralKey) throw new CliError('--central-url and --central-key go together');
+  if (opts.role !== 'store') throw new CliError('only a store joins a central (--role store)');
+  let url: URL;
+  try {
+    url = new URL(opts.centralUrl);
+  } catch {
+    throw new CliError(`--central-url: not a URL: ${opts.centralUrl}`);
+  }
+  const config = cliConfig(opts, { role: 'store' });
+  const db = openCliDatabase(config);
+  const client = new CentralClient(url.origin + url.pathname.replace(/\/$/, ''), opts.centralKey, { timeoutMs: config.sync.request_timeout_ms });
+  try {
+    if (new AccountsService(db, { now: () => Date.now() }).isInitialised()) {
+      throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
+    }
+    let snap;
+    try {
+      snap = await client.bootstrap();
+    } catch (err) {
+      if (err instanceof CentralRefusal) throw new CliError(`the central refused the key: ${err.body.message ?? err.status}`);
+      throw new CliError(`cannot reach the central at ${url.origin}: ${(err as Error).message}`);
+    }
+    const joined = joinCentral(db, { now: () => Date.now() }, snap, { url: url.toString(), key: opts.centralKey });
+    if (opts.json) return printJson(joined);
+    process.stdout.write(
+      [
+        `posd: this box is now store ${joined.store_id} of ${url.origin}`,
+        `  organization  ${joined.organization_id}`,
+        ...joined.accounts.map((a) => `  account       ${a.id} (${a.live_mode ? 'live' : 'sandbox'}) ${a.name}`),
+        `  ${joined.keys} key hashes learned: the keys made at the central work here too.`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    await client.close();
+    db.close();
+  }
 }

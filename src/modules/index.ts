@@ -12,6 +12,8 @@ import { cashSalesModule } from './cash-sales/index.js';
 import { bankAccountsModule } from './bank-accounts/index.js';
 import { transfersModule } from './transfers/index.js';
 import { activitiesModule } from './activities/index.js';
+import { webhooksModule } from './webhooks/index.js';
+import { syncModule } from '../sync/index.js';
 import { terminalsModule } from './terminals/index.js';
 import { terminalCommandsModule } from './terminal-commands/index.js';
 import { bookablesModule } from './bookables/index.js';
@@ -24,7 +26,6 @@ import { reportsModule } from './reports/index.js';
 import { connectedModule } from './connected/index.js';
 import { subscriptionsModule } from './subscriptions/index.js';
 import { contractsModule } from './contracts/index.js';
-import { webhooksModule } from './webhooks/index.js';
 import { opsModule } from './ops/index.js';
 
 /** Every area of the product, in registration order. */
@@ -42,6 +43,8 @@ export const MODULES: readonly PosdModule[] = [
   bankAccountsModule,
   transfersModule,
   activitiesModule,
+  webhooksModule,
+  syncModule,
   terminalsModule,
   terminalCommandsModule,
   bookablesModule,
@@ -54,6 +57,5 @@ export const MODULES: readonly PosdModule[] = [
   connectedModule,
   subscriptionsModule,
   contractsModule,
-  webhooksModule,
   opsModule,
 ];

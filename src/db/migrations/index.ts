@@ -6,6 +6,8 @@ import { moneyIndexes } from './011-money-indexes.js';
 import { bankAccounts } from './015-bank-accounts.js';
 import { transfers } from './016-transfers.js';
 import { activitiesIndex } from './017-activities-index.js';
+import { sync } from './040-sync.js';
+import { webhooks } from './030-webhooks.js';
 import { terminals } from './020-terminals.js';
 import { scheduling } from './050-scheduling.js';
 import { storeShipping } from './060-store-shipping.js';
@@ -15,7 +17,6 @@ import { reportRuns } from './063-report-runs.js';
 import { connectedAccounts } from './064-connected-accounts.js';
 import { subscriptions } from './065-subscriptions.js';
 import { contracts } from './066-contracts.js';
-import { webhooks } from './030-webhooks.js';
 import { operations } from './070-operations.js';
 
 /**
@@ -34,6 +35,7 @@ export const MIGRATIONS: readonly Migration[] = [
   activitiesIndex,
   terminals,
   webhooks,
+  sync,
   scheduling,
   storeShipping,
   coupons,

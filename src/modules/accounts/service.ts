@@ -120,8 +120,9 @@ export class AccountsService {
     tx(this.db, () => this.store.setMeta(key, value));
   }
 
-  createOrganization(name: string): { id: string; name: string; created_at: string } {
-    const row = { id: newId('org'), name, created_at: this.now() };
+  /** `opts` keeps an id and time made elsewhere (a synced store takes its organization from the central). */
+  createOrganization(name: string, opts: { id?: string; createdAt?: string } = {}): { id: string; name: string; created_at: string } {
+    const row = { id: opts.id ?? newId('org'), name, created_at: opts.createdAt ?? this.now() };
     tx(this.db, () => this.store.insertOrganization(row));
     return row;
   }
@@ -268,6 +269,20 @@ export class AccountsService {
 
   revokeKey(prefix: string): boolean {
     return tx(this.db, () => this.store.revokeKey(prefix, this.now()));
+  }
+
+  organization(id: string): { id: string; name: string; created_at: string } | undefined {
+    return this.store.organization(id);
+  }
+
+  /** Key rows with their hashes: what a central hands a synced store (hashes, never keys). */
+  keyRowsOfOrganization(organizationId: string): KeyRow[] {
+    return this.store.keysOfOrganization(organizationId);
+  }
+
+  /** A key row learned from the central: inserted, or its revocation applied (never undone). */
+  upsertKeyHash(row: KeyRow): void {
+    tx(this.db, () => this.store.upsertKey(row));
   }
 
   /** Inserts a key whose hash was made elsewhere (a synced store learns hashes, never keys). */

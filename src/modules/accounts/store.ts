@@ -69,6 +69,12 @@ export class AccountsStore {
       keyByHash: db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
       keyByPrefix: db.prepare('SELECT * FROM api_keys WHERE prefix = ?'),
       listKeys: db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
+      keysOfOrganization: db.prepare('SELECT * FROM api_keys WHERE organization_id = ? ORDER BY created_at, id'),
+      upsertKey: db.prepare(
+        `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at)
+         VALUES (@id, @prefix, @hash, @kind, @environment, @account_id, @organization_id, @live_mode, @created_at, @revoked_at)
+         ON CONFLICT(id) DO UPDATE SET revoked_at = coalesce(api_keys.revoked_at, excluded.revoked_at)`,
+      ),
       revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL'),
       countOrgs: db.prepare('SELECT count(*) AS n FROM organizations'),
       getMeta: db.prepare('SELECT value FROM meta WHERE key = ?'),
@@ -126,6 +132,13 @@ export class AccountsStore {
   }
   keys(): KeyRow[] {
     return this.stmts.listKeys.all() as KeyRow[];
+  }
+  keysOfOrganization(organizationId: string): KeyRow[] {
+    return this.stmts.keysOfOrganization.all(organizationId) as KeyRow[];
+  }
+  /** A key learned from elsewhere; a revocation is never undone. */
+  upsertKey(row: KeyRow): void {
+    this.stmts.upsertKey.run(row);
   }
   revokeKey(prefix: string, at: string): boolean {
     return this.stmts.revokeKey.run(at, prefix).changes === 1;

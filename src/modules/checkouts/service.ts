@@ -169,11 +169,20 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
 export function insertPaidCheckout(
   ctx: AppContext,
   account: Account,
-  input: { items: CheckoutItem[]; currency: string; customerId: string | null; metadata?: Record<string, unknown>; intentId: string },
+  input: {
+    items: CheckoutItem[];
+    currency: string;
+    customerId: string | null;
+    metadata?: Record<string, unknown>;
+    intentId: string;
+    /** A checkout made at a store keeps its id and time at the central (sync). */
+    id?: string;
+    createdAt?: string;
+  },
 ): Checkout {
-  const at = isoTime(ctx.clock.now());
+  const at = input.createdAt ?? isoTime(ctx.clock.now());
   const row: CheckoutRow = {
-    id: newId('ch'),
+    id: input.id ?? newId('ch'),
     account_id: account.id,
     live_mode: account.live_mode ? 1 : 0,
     status: 'paid',

@@ -21,6 +21,9 @@ export interface CreateIntentInput {
   checkoutId: string | null;
   taxInvoiceUrl?: string | null;
   details: Record<string, unknown>;
+  /** An intent made at a store keeps its payment id and time at the central (sync). */
+  paymentId?: string;
+  createdAt?: string;
 }
 
 /**
@@ -38,7 +41,7 @@ export function createIntent(ctx: AppContext, input: CreateIntentInput): IntentR
     status: input.status,
     raw_status: input.rawStatus ?? input.status,
     legacy_id: input.legacyId,
-    payment_id: newId('on'),
+    payment_id: input.paymentId ?? newId('on'),
     receipt_number: store.nextReceiptNumber(input.accountId),
     amount_in_cents: input.amountInCents,
     currency: input.currency,
@@ -46,7 +49,7 @@ export function createIntent(ctx: AppContext, input: CreateIntentInput): IntentR
     checkout_id: input.checkoutId,
     tax_invoice_url: input.taxInvoiceUrl ?? null,
     details: JSON.stringify(input.details),
-    created_at: isoTime(ctx.clock.now()),
+    created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
   store.insert(row);
   return row;

@@ -1,0 +1,65 @@
+import type { AppContext } from '../../context.js';
+import type { Account } from '../accounts/service.js';
+import { insertPaidCheckout } from '../checkouts/service.js';
+import { createIntent } from '../intents/service.js';
+import { cashSalesStore, type CashIntentRow } from './store.js';
+import type { CashSale } from './schema.js';
+
+/** The `cash_sale` sync record `createCashSale` appends: the sale, its cash intent and its intent document. */
+export interface CashSaleRecord {
+  sale: CashSale;
+  cash_intent: CashIntentRow;
+  intent: { payment?: { id?: string }; created_at?: string };
+}
+
+export function isCashSaleRecord(p: Record<string, unknown>): p is Record<string, unknown> & CashSaleRecord {
+  const sale = p.sale as Partial<CashSale> | undefined;
+  const cash = p.cash_intent as Partial<CashIntentRow> | undefined;
+  return (
+    typeof sale?.id === 'string' &&
+    typeof sale.amount_in_cents === 'number' &&
+    typeof sale.currency === 'string' &&
+    typeof sale.created_at === 'string' &&
+    typeof sale.checkout?.id === 'string' &&
+    typeof cash?.id === 'string' &&
+    cash.intent_id === sale.id
+  );
+}
+
+/**
+ * A cash sale made at a store, applied at the central (sync): the same checkout, intent and cash
+ * intent ids and times, no fee and no ledger row (as at the store), no tax-invoice request (the store
+ * asked its provider) and no events (the store's events arrive on their own and keep their ids).
+ * The central numbers the receipt itself, so a receipt number never collides with one it issued.
+ */
+export function applyStoreCashSale(ctx: AppContext, account: Account, record: CashSaleRecord): void {
+  const { sale, cash_intent: cash } = record;
+  if (cashSalesStore(ctx.db).byId(cash.id)) return;
+  const scope = { accountId: account.id, liveMode: account.live_mode };
+  insertPaidCheckout(ctx, account, {
+    id: sale.checkout.id,
+    createdAt: sale.created_at,
+    items: [
+      { name: sale.description ?? 'Cash sale', amount_in_cents: sale.amount_in_cents, currency: sale.currency, quantity: 1, tax_category: 'good', product_id: null, price_id: null },
+    ],
+    currency: sale.currency,
+    customerId: sale.customer_id,
+    intentId: sale.id,
+  });
+  createIntent(ctx, {
+    id: sale.id,
+    ...scope,
+    type: 'cash',
+    status: 'succeeded',
+    legacyId: cash.id,
+    paymentId: record.intent.payment?.id,
+    createdAt: record.intent.created_at ?? sale.created_at,
+    amountInCents: sale.amount_in_cents,
+    currency: sale.currency,
+    customerId: sale.customer_id,
+    checkoutId: sale.checkout.id,
+    taxInvoiceUrl: sale.tax_invoice_url,
+    details: { description: sale.description, tax_id: sale.tax_id, fee: 0, channel: 'cash' },
+  });
+  cashSalesStore(ctx.db).insert({ ...cash, account_id: account.id, live_mode: account.live_mode ? 1 : 0 });
+}

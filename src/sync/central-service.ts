@@ -1,0 +1,254 @@
+import type { AppContext } from '../context.js';
+import { tx } from '../db/database.js';
+import { isoTime } from '../clock.js';
+import { ApiError, invalid } from '../errors.js';
+import { AccountsService, type Account } from '../modules/accounts/service.js';
+import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
+import { syncStore, type FactRow, type FeedRow } from './store.js';
+import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
+
+/**
+ * The accounts one store key acts for at the central: its own account, that account's sandbox, its
+ * connected children and theirs. A record naming any other account is refused.
+ */
+export function syncScope(accounts: AccountsService, keyAccount: Account): Account[] {
+  const out: Account[] = [keyAccount];
+  const add = (a: Account | undefined) => {
+    if (a && !out.some((x) => x.id === a.id)) out.push(a);
+  };
+  if (keyAccount.live_mode) add(accounts.sandboxOf(keyAccount.id));
+  const children = accounts.children(keyAccount.id, 10_000, 0).rows;
+  for (const c of children) {
+    add(c);
+    if (c.live_mode) add(accounts.sandboxOf(c.id));
+  }
+  return out;
+}
+
+/**
+ * Applies one pushed batch in ONE transaction: each record once by id, in the store's sequence.
+ * Refuses the whole batch (nothing applied) for a record of another account, a sequence gap, or a
+ * record already applied with different content. Answers the highest seq now durably applied.
+ */
+export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[], body: PushBody): PushResponse {
+  const store = syncStore(ctx.db);
+  const byId = new Map(scope.map((a) => [a.id, a]));
+  for (const [i, r] of body.records.entries()) {
+    const account = byId.get(r.account_id);
+    if (!account || account.live_mode !== r.live_mode) {
+      throw new ApiError('sync_account_forbidden', {
+        message: `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for; nothing was applied.`,
+        extra: { record_id: r.id },
+      });
+    }
+    if (i > 0 && r.seq <= body.records[i - 1].seq) throw invalid({ [`records.${i}.seq`]: 'must be greater than the previous record seq' });
+    if (r.prev_seq >= r.seq) throw invalid({ [`records.${i}.prev_seq`]: 'must be less than seq' });
+  }
+  const now = isoTime(ctx.clock.now());
+  let applied = 0;
+  let duplicates = 0;
+  let held = 0;
+  const rejected: Array<{ id: string; reason: string }> = [];
+  const appliedSeq = tx(ctx.db, () => {
+    const row = store.ensureStore(body.store_id, keyAccount.id, keyAccount.live_mode, now);
+    if (row.account_id !== keyAccount.id) {
+      throw new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was applied.` });
+    }
+    const before = row.applied_seq;
+    let last = before;
+    for (const r of body.records) {
+      const payloadJson = JSON.stringify(r.payload);
+      const hash = recordHash(r, payloadJson);
+      if (r.seq <= before) {
+        const seen = store.receivedAt(body.store_id, r.seq);
+        if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
+        duplicates++;
+        continue;
+      }
+      if (r.prev_seq !== last) {
+        throw new ApiError('sync_sequence_gap', {
+          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but the central has applied up to seq ${last}; nothing was applied.`,
+          extra: { applied_seq: before, record_id: r.id },
+        });
+      }
+      if (store.received(r.id)) throw conflict(r.id, r.seq, before);
+      const account = byId.get(r.account_id)!;
+      const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
+      if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
+      if (outcome === 'held') held++;
+      store.insertReceived({
+        id: r.id,
+        store_id: body.store_id,
+        seq: r.seq,
+        account_id: r.account_id,
+        live_mode: r.live_mode ? 1 : 0,
+        kind: r.kind,
+        hash,
+        payload: payloadJson,
+        created_at: r.created_at,
+        received_at: now,
+        outcome,
+        reason,
+      });
+      applied++;
+      last = r.seq;
+    }
+    store.advanceStore(body.store_id, last, now);
+    return last;
+  });
+  return { applied_seq: appliedSeq, applied, duplicates, held, rejected, server_time: now };
+}
+
+/**
+ * Runs the kind's applier in a savepoint. A refusal on the merits is kept as `rejected` and told to
+ * the store through its feed; a kind with no applier yet is `held` (acknowledged, applied later by
+ * `applyHeldRecords`), so one new kind never stops a store's whole stream. Other errors propagate.
+ */
+function applyOne(
+  ctx: AppContext,
+  r: Pick<PushRecord, 'id' | 'kind' | 'account_id' | 'live_mode' | 'payload' | 'created_at' | 'seq' | 'prev_seq'>,
+  origin: SyncOrigin,
+  organizationId: string,
+  now: string,
+): { outcome: 'applied' | 'rejected' | 'held'; reason: string | null } {
+  const apply = syncApplier(r.kind);
+  if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
+  try {
+    tx(ctx.db, () => apply(ctx, r as PushRecord, origin));
+    return { outcome: 'applied', reason: null };
+  } catch (err) {
+    if (!(err instanceof SyncRejection)) throw Object.assign(err as Error, { syncRecordId: r.id });
+    syncStore(ctx.db).insertFeed({
+      organization_id: organizationId,
+      account_id: r.account_id,
+      live_mode: r.live_mode ? 1 : 0,
+      kind: 'record_rejected',
+      object_id: r.id,
+      payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, store_id: origin.storeId }),
+      created_at: now,
+    });
+    return { outcome: 'rejected', reason: err.reason };
+  }
+}
+
+/**
+ * Applies records held for want of an applier, in the order they arrived, once this central knows
+ * their kind (after an upgrade). Each in its own transaction; returns how many were applied.
+ */
+export function applyHeldRecords(ctx: AppContext): number {
+  const store = syncStore(ctx.db);
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  let done = 0;
+  for (const row of store.held()) {
+    if (!syncApplier(row.kind)) continue;
+    const storeRow = store.storeRow(row.store_id);
+    const account = accounts.account(row.account_id);
+    if (!storeRow || !account) continue;
+    tx(ctx.db, () => {
+      const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
+      const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
+      if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
+    });
+    done++;
+  }
+  return done;
+}
+
+function conflict(id: string, seq: number, appliedSeq: number): ApiError {
+  return new ApiError('sync_record_conflict', {
+    message: `Record ${id} (seq ${seq}) differs from the record the central already applied with that id or at that seq; nothing was applied.`,
+    extra: { record_id: id, applied_seq: appliedSeq },
+  });
+}
+
+export function toFeedChange(row: FeedRow): FeedChange {
+  return {
+    seq: row.seq,
+    kind: row.kind,
+    account_id: row.account_id,
+    organization_id: row.organization_id,
+    live_mode: row.live_mode === 1,
+    object_id: row.object_id,
+    payload: JSON.parse(row.payload),
+    created_at: row.created_at,
+  };
+}
+
+/** One read of the feed: rows after the cursor, and a cursor that skips other accounts' rows safely. */
+export function readFeed(ctx: AppContext, scope: Account[], organizationId: string, after: number, limit: number): { changes: FeedChange[]; cursor: number } {
+  const store = syncStore(ctx.db);
+  // One snapshot for both reads: the max seen is committed, so no row below it can appear later.
+  return ctx.db.transaction(() => {
+    const rows = store.feedAfter(after, scope.map((a) => a.id), organizationId, limit);
+    const cursor = rows.length === limit ? rows[rows.length - 1].seq : Math.max(after, store.feedMax());
+    return { changes: rows.map(toFeedChange), cursor };
+  })();
+}
+
+/** What a new store box needs to act as the central's accounts: ids, names and key hashes, and where the feed is. */
+export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount: Account, scope: Account[]): BootstrapResponse {
+  return ctx.db.transaction(() => {
+    const org = accounts.organization(keyAccount.organization_id)!;
+    const ids = new Set(scope.map((a) => a.id));
+    const keys = accounts
+      .keyRowsOfOrganization(org.id)
+      .filter((k) => k.kind === 'organization' || (k.account_id !== null && ids.has(k.account_id)));
+    return {
+      protocol: 1 as const,
+      organization: { id: org.id, name: org.name, created_at: org.created_at },
+      accounts: scope.map((a) => ({
+        id: a.id,
+        live_mode: a.live_mode,
+        name: a.name,
+        sandbox_of: a.sandbox_of,
+        parent_account_id: a.parent_account_id,
+        tax_id: a.tax_id,
+        tax_name: a.tax_name,
+        country: a.country,
+        default_currency: a.default_currency,
+        event_format: a.event_format,
+        created_at: a.created_at,
+      })),
+      keys,
+      feed_cursor: syncStore(ctx.db).feedMax(),
+      server_time: isoTime(ctx.clock.now()),
+    };
+  })();
+}
+
+/** The central's totals of one store's facts and events for one UTC day. */
+export function centralSummary(ctx: AppContext, storeId: string, day: string): { rows: SummaryRow[]; appliedSeq: number } {
+  const store = syncStore(ctx.db);
+  const { from, until } = dayRange(day);
+  return ctx.db.transaction(() => ({
+    rows: [...factTotals(store.centralFacts(storeId, from, until)), ...store.centralEvents(storeId, from, until).map(toSummary)],
+    appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
+  }))();
+}
+
+export function toSummary(r: { account_id: string; live_mode: number; currency: string; measure: string; count: number; sum: number }): SummaryRow {
+  return { account_id: r.account_id, live_mode: r.live_mode === 1, currency: r.currency, measure: r.measure, count: r.count, sum: r.sum };
+}
+
+export function dayRange(day: string): { from: string; until: string } {
+  const start = Date.parse(`${day}T00:00:00.000Z`);
+  return { from: isoTime(start), until: isoTime(start + 86_400_000) };
+}
+
+/** Count and amount of facts per account, environment, currency and kind (`records.<kind>`), by each kind's rule. */
+export function factTotals(rows: FactRow[]): SummaryRow[] {
+  const out = new Map<string, SummaryRow>();
+  for (const r of rows) {
+    const t = syncTotalsOf(r.kind, JSON.parse(r.payload));
+    const currency = t?.currency ?? '';
+    const key = `${r.account_id}|${r.live_mode}|${currency}|${r.kind}`;
+    let row = out.get(key);
+    if (!row) {
+      row = { account_id: r.account_id, live_mode: r.live_mode === 1, currency, measure: `records.${r.kind}`, count: 0, sum: 0 };
+      out.set(key, row);
+    }
+    row.count++;
+    row.sum += t?.amount_in_cents ?? 0;
+  }
+  return [...out.values()];
+}

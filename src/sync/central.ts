@@ -1,0 +1,139 @@
+import type { FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ApiApp } from '../api/module.js';
+import type { AppContext } from '../context.js';
+import { Authenticator } from '../api/auth.js';
+import { ApiError } from '../errors.js';
+import { isoTime } from '../clock.js';
+import { AccountsService, type Account } from '../modules/accounts/service.js';
+import { ErrorSchema } from '../modules/accounts/schema.js';
+import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './central-service.js';
+import { syncStore } from './store.js';
+import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from './wire.js';
+
+const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 503: ErrorSchema };
+
+/** The account a store key acts for (account keys only: a store writes). */
+export function storeKeyAccount(authenticator: Authenticator, req: FastifyRequest): Account {
+  const raw = req.headers['x-secret-key'];
+  const auth = authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
+  if (auth.kind !== 'account' || !auth.keyAccount) throw new ApiError('organization_key_unsupported');
+  return auth.keyAccount;
+}
+
+/**
+ * The central's side of the sync protocol (docs/sync-protocol.md): push, feed, bootstrap and the
+ * totals a store compares with its own. Authenticated with the store account's key, like /api.
+ */
+export function centralRoutes(app: ApiApp, ctx: AppContext): void {
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const authenticator = new Authenticator(accounts);
+  const scopeOf = (req: FastifyRequest) => {
+    const keyAccount = storeKeyAccount(authenticator, req);
+    return { keyAccount, scope: syncScope(accounts, keyAccount) };
+  };
+
+  app.post(
+    '/sync/push',
+    { schema: { hide: true, body: PushBody, response: { 200: PushResponse, ...errors } } },
+    async (req) => {
+      const { keyAccount, scope } = scopeOf(req);
+      try {
+        return applyPush(ctx, keyAccount, scope, req.body);
+      } catch (err) {
+        if (err instanceof ApiError) throw err;
+        const recordId = (err as { syncRecordId?: string }).syncRecordId;
+        req.log.error({ err, store_id: req.body.store_id, record_id: recordId }, 'applying a sync batch failed');
+        throw new ApiError('sync_apply_failed', { extra: recordId ? { record_id: recordId } : {} });
+      }
+    },
+  );
+
+  app.get(
+    '/sync/feed',
+    { schema: { hide: true, querystring: FeedQuery, response: { 200: FeedResponse, ...errors } } },
+    async (req) => {
+      const { keyAccount, scope } = scopeOf(req);
+      const { after, wait_ms: waitMs, limit } = req.query;
+      const deadline = Date.now() + waitMs;
+      let closed = false;
+      req.raw.once('close', () => (closed = true));
+      for (;;) {
+        const page = readFeed(ctx, scope, keyAccount.organization_id, after, limit);
+        // Changes may be committed by another process (`posd keys revoke`), so the wait polls the table.
+        if (page.changes.length || Date.now() >= deadline || closed || ctx.shutdown.aborted) {
+          return { ...page, server_time: isoTime(ctx.clock.now()) };
+        }
+        await new Promise((r) => setTimeout(r, Math.min(250, Math.max(1, deadline - Date.now()))));
+      }
+    },
+  );
+
+  app.get(
+    '/sync/bootstrap',
+    { schema: { hide: true, response: { 200: BootstrapResponse, ...errors } } },
+    async (req) => {
+      const { keyAccount, scope } = scopeOf(req);
+      return bootstrap(ctx, accounts, keyAccount, scope);
+    },
+  );
+
+  app.get(
+    '/sync/reconcile',
+    { schema: { hide: true, querystring: ReconcileQuery, response: { 200: ReconcileResponse, ...errors } } },
+    async (req) => {
+      const { keyAccount } = scopeOf(req);
+      const row = syncStore(ctx.db).storeRow(req.query.store_id);
+      if (row && row.account_id !== keyAccount.id) throw new ApiError('sync_store_mismatch');
+      const { rows, appliedSeq } = centralSummary(ctx, req.query.store_id, req.query.day);
+      return { day: req.query.day, applied_seq: appliedSeq, rows, server_time: isoTime(ctx.clock.now()) };
+    },
+  );
+
+  // Central operations: which stores push, how far, how recently, and what waits for an applier.
+  app.get(
+    '/sync/stores',
+    {
+      schema: {
+        hide: true,
+        response: {
+          200: Type.Array(
+            Type.Object({
+              store_id: Type.String(),
+              account_id: Type.String(),
+              live_mode: Type.Boolean(),
+              applied_seq: Type.Integer(),
+              last_push_at: Type.Union([Type.String(), Type.Null()]),
+              held_records: Type.Integer(),
+              rejected_records: Type.Integer(),
+              created_at: Type.String(),
+            }),
+          ),
+          ...errors,
+        },
+      },
+    },
+    async (req) => {
+      const raw = req.headers['x-secret-key'];
+      const auth = authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
+      const visible = new Set(auth.kind === 'organization' ? auth.accountIds : syncScope(accounts, auth.keyAccount!).map((a) => a.id));
+      return syncStore(ctx.db)
+        .stores()
+        .filter((s) => visible.has(s.account_id))
+        .map((s) => ({
+          store_id: s.store_id,
+          account_id: s.account_id,
+          live_mode: s.live_mode === 1,
+          applied_seq: s.applied_seq,
+          last_push_at: s.last_push_at,
+          held_records: s.held,
+          rejected_records: s.rejected,
+          created_at: s.created_at,
+        }));
+    },
+  );
+
+  app.get('/sync/time', { schema: { hide: true, response: { 200: Type.Object({ server_time: Type.String() }) } } }, async () => ({
+    server_time: isoTime(ctx.clock.now()),
+  }));
+}

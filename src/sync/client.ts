@@ -1,0 +1,198 @@
+import type { AppContext } from '../context.js';
+import type { Worker } from '../api/module.js';
+import { isoTime } from '../clock.js';
+import { syncStore } from './store.js';
+import { STATE, centralTarget } from './status.js';
+import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
+import { applyFeedPage } from './feed.js';
+import { reconcileDay } from './reconcile.js';
+import { CentralClient, CentralRefusal } from './transport.js';
+
+/** Exponential back-off with "equal jitter": half fixed, half random, so boxes do not retry in step. */
+export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(maxMs, minMs * 2 ** Math.min(attempt, 30));
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** One push pass: tail events, then send batches until nothing waits. Returns how many records were acknowledged. */
+export async function pushAll(
+  ctx: Pick<AppContext, 'db' | 'clock' | 'config'>,
+  client: CentralClient,
+  storeId: string,
+  opts: { signal?: AbortSignal; onBatch?: (acked: number, waiting: number) => void } = {},
+): Promise<number> {
+  const { db } = ctx;
+  let total = 0;
+  for (;;) {
+    tailEvents(db);
+    const batch = nextBatch(db, storeId, ctx.config.sync.batch_size, ctx.config.sync.batch_max_bytes);
+    if (!batch) return total;
+    const t0 = ctx.clock.now();
+    let res;
+    try {
+      res = await client.push(batch, opts.signal);
+    } catch (err) {
+      // The central lost what it had applied (restored from a backup): push again from its point.
+      if (err instanceof CentralRefusal && err.body.code === 'sync_sequence_gap' && typeof err.body.applied_seq === 'number') {
+        resetAck(db, err.body.applied_seq);
+      }
+      throw err;
+    }
+    const t1 = ctx.clock.now();
+    const before = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
+    const acked = recordAck(db, res);
+    noteSuccess(ctx, STATE.lastPushOk, res.server_time, t0, t1);
+    total += acked - before > 0 ? batch.records.filter((r) => r.seq <= acked && r.seq > before).length : 0;
+    opts.onBatch?.(acked, syncStore(db).waiting(acked).n);
+    if (acked < batch.records[batch.records.length - 1].seq) return total; // the central stopped short: try later
+  }
+}
+
+function noteSuccess(ctx: Pick<AppContext, 'db' | 'clock'>, key: string, serverTime: string, t0: number, t1: number): void {
+  const store = syncStore(ctx.db);
+  const server = Date.parse(serverTime);
+  ctx.db.transaction(() => {
+    store.setState(key, isoTime(t1));
+    store.setState(STATE.lastAttemptOk, 1);
+    if (Number.isFinite(server)) store.setState(STATE.clockOffset, Math.round(server - (t0 + t1) / 2));
+  }).immediate();
+}
+
+function noteFailure(ctx: Pick<AppContext, 'db' | 'clock'>, err: unknown): void {
+  const store = syncStore(ctx.db);
+  ctx.db.transaction(() => {
+    store.setState(STATE.lastError, errorText(err));
+    store.setState(STATE.lastErrorAt, isoTime(ctx.clock.now()));
+    store.setState(STATE.lastAttemptOk, 0);
+  }).immediate();
+}
+
+/**
+ * The store's sync worker: a push loop (outbox → /sync/push), a pull loop (long-poll /sync/feed)
+ * and a periodic reconciliation. It holds no state a restart would lose: cursors live in the
+ * database. Nothing in a request path waits on it.
+ */
+export class SyncWorker implements Worker {
+  readonly name = 'sync';
+  private readonly abort = new AbortController();
+  private wakePush?: () => void;
+  private loops: Promise<void>[] = [];
+  private client?: CentralClient;
+  private readonly onEvents = () => this.wakePush?.();
+
+  constructor(private readonly ctx: AppContext) {}
+
+  start(): void {
+    const target = centralTarget(this.ctx.config, this.ctx.db);
+    const storeId = syncStore(this.ctx.db).state(STATE.storeId);
+    if (!target || !storeId) {
+      this.ctx.log.info('sync: no central configured (posd init --central-url URL --central-key KEY); working alone');
+      return;
+    }
+    this.client = new CentralClient(target.url, target.key, { timeoutMs: this.ctx.config.sync.request_timeout_ms });
+    this.ctx.outbox.notifier.on('events', this.onEvents);
+    this.ctx.log.info({ central: target.url, store_id: storeId }, 'sync: pushing to the central');
+    this.loops = [this.pushLoop(storeId), this.pullLoop(), this.reconcileLoop()];
+  }
+
+  /** Wakes the push loop now (new facts, or `posd sync now`). */
+  nudge(): void {
+    this.wakePush?.();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.ctx.outbox.notifier.off('events', this.onEvents);
+    this.wakePush?.();
+    await Promise.allSettled(this.loops);
+    await this.client?.close();
+  }
+
+  private get stopped(): boolean {
+    return this.abort.signal.aborted || this.ctx.shutdown.aborted;
+  }
+
+  /** Waits `ms` (real time: back-off is about the network, not the business clock) or until woken or stopped. */
+  private pause(ms: number, wakeable: boolean): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.abort.signal.removeEventListener('abort', done);
+        if (wakeable && this.wakePush === done) this.wakePush = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.abort.signal.addEventListener('abort', done, { once: true });
+      if (wakeable) this.wakePush = done;
+    });
+  }
+
+  private async pushLoop(storeId: string): Promise<void> {
+    const { config } = this.ctx;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        await pushAll(this.ctx, this.client!, storeId, { signal: this.abort.signal });
+        failures = 0;
+        // Facts without events do not ring the outbox bell: look again soon anyway.
+        await this.pause(config.sync.backoff_min_ms, true);
+      } catch (err) {
+        if (this.stopped) break;
+        failures++;
+        this.fail('push', err);
+        await this.pause(backoffDelay(failures, config.sync.backoff_min_ms, config.sync.backoff_max_ms), false);
+      }
+    }
+  }
+
+  private async pullLoop(): Promise<void> {
+    const { config } = this.ctx;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        const cursor = Number(syncStore(this.ctx.db).state(STATE.feedCursor) ?? 0);
+        const t0 = this.ctx.clock.now();
+        const page = await this.client!.feed(cursor, config.sync.feed_wait_ms, this.abort.signal);
+        applyFeedPage(this.ctx, page);
+        noteSuccess(this.ctx, STATE.lastPullOk, page.server_time, t0, this.ctx.clock.now());
+        failures = 0;
+      } catch (err) {
+        if (this.stopped) break;
+        failures++;
+        this.fail('pull', err);
+        await this.pause(backoffDelay(failures, config.sync.backoff_min_ms, config.sync.backoff_max_ms), false);
+      }
+    }
+  }
+
+  private async reconcileLoop(): Promise<void> {
+    const every = this.ctx.config.sync.reconcile_interval_ms;
+    if (!every) return;
+    while (!this.stopped) {
+      await this.pause(every, false);
+      if (this.stopped) break;
+      const now = this.ctx.clock.now();
+      for (const day of [isoTime(now - 86_400_000).slice(0, 10), isoTime(now).slice(0, 10)]) {
+        try {
+          const r = await reconcileDay(this.ctx.db, this.ctx.clock, this.client!, day, this.abort.signal);
+          if (r.state === 'different') this.ctx.log.warn({ day, differences: r.differences.length }, 'sync: totals differ from the central');
+        } catch (err) {
+          if (!this.stopped) this.ctx.log.warn({ day, err: errorText(err) }, 'sync: reconciliation failed');
+        }
+      }
+    }
+  }
+
+  private fail(what: string, err: unknown): void {
+    try {
+      noteFailure(this.ctx, err);
+    } catch {
+      /* the database is closing: nothing to record */
+    }
+    this.ctx.log.warn({ err: errorText(err) }, `sync: ${what} failed`);
+  }
+}

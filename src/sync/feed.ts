@@ -1,0 +1,86 @@
+import type { Db } from '../db/database.js';
+import { tx } from '../db/database.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import { AccountsService } from '../modules/accounts/service.js';
+import type { KeyRow } from '../modules/accounts/store.js';
+import { syncStore } from './store.js';
+import { STATE } from './status.js';
+import type { FeedChange, FeedResponse } from './wire.js';
+
+export interface FeedApplyContext {
+  db: Db;
+  clock: Clock;
+  log: Logger;
+}
+
+/** Applies one change of the central's feed at the store, inside the transaction that moves the cursor. */
+export type FeedApplier = (ctx: FeedApplyContext, change: FeedChange) => void;
+
+const feedAppliers = new Map<string, FeedApplier>();
+
+/** Registers how the store applies one kind of feed change (the owning module registers its own kinds). */
+export function registerFeedApplier(kind: string, fn: FeedApplier): void {
+  if (feedAppliers.has(kind) && feedAppliers.get(kind) !== fn) throw new Error(`a feed applier for ${kind} is already registered`);
+  feedAppliers.set(kind, fn);
+}
+
+// Keys are made at the central; the store holds their hashes so the same key works at the box, and
+// a revocation stops it here at the next pull.
+registerFeedApplier('api_key', (ctx, change) => {
+  const k = change.payload as unknown as KeyRow;
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  if (k.account_id && !accounts.account(k.account_id)) return; // an account this box does not serve
+  if (!k.account_id && !accounts.organization(k.organization_id)) return;
+  accounts.upsertKeyHash({
+    id: k.id,
+    prefix: k.prefix,
+    hash: k.hash,
+    kind: k.kind,
+    environment: k.environment,
+    account_id: k.account_id,
+    organization_id: k.organization_id,
+    live_mode: k.live_mode,
+    created_at: k.created_at,
+    revoked_at: k.revoked_at,
+  });
+});
+
+// Central decides: a refused record is kept where the status shows it, and logged for the manager.
+registerFeedApplier('record_rejected', (ctx, change) => {
+  const p = change.payload as { record_id: string; kind: string; reason: string };
+  syncStore(ctx.db).insertDecision({
+    record_id: p.record_id,
+    account_id: change.account_id ?? '',
+    live_mode: change.live_mode ? 1 : 0,
+    kind: p.kind,
+    reason: p.reason,
+    decided_at: change.created_at,
+  });
+  ctx.log.warn({ record_id: p.record_id, kind: p.kind, reason: p.reason }, 'the central refused a record this store pushed');
+});
+
+/**
+ * Applies one feed page and stores the new cursor in the same transaction: a crash between the two
+ * is impossible, so a change is applied exactly once. Kinds this version does not know are skipped
+ * with a warning (a newer central may publish more than an older box understands).
+ */
+export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number {
+  const store = syncStore(ctx.db);
+  return tx(ctx.db, () => {
+    const current = Number(store.state(STATE.feedCursor) ?? 0);
+    let applied = 0;
+    for (const change of page.changes) {
+      if (change.seq <= current) continue;
+      const fn = feedAppliers.get(change.kind);
+      if (!fn) {
+        ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
+        continue;
+      }
+      fn(ctx, change);
+      applied++;
+    }
+    if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
+    return applied;
+  });
+}

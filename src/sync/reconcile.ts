@@ -1,0 +1,92 @@
+import type { Db } from '../db/database.js';
+import { tx } from '../db/database.js';
+import { isoTime, type Clock } from '../clock.js';
+import { newId } from '../ids.js';
+import { appendSyncRecord } from './outbox.js';
+import { tailEvents } from './push.js';
+import { syncStore, type ReconciliationRow } from './store.js';
+import { STATE } from './status.js';
+import { dayRange, factTotals, toSummary } from './central-service.js';
+import type { CentralClient } from './transport.js';
+import type { SummaryRow } from './wire.js';
+
+export interface ReconcileResult {
+  day: string;
+  /** `behind`: the central has not applied every record of that day yet, so totals cannot be compared. */
+  state: 'equal' | 'different' | 'behind';
+  rows: ReconciliationRow[];
+  differences: ReconciliationRow[];
+}
+
+/** The store's own totals for one UTC day: facts by kind (count, amount per currency) and events. */
+export function storeSummary(db: Db, day: string): SummaryRow[] {
+  const { from, until } = dayRange(day);
+  const store = syncStore(db);
+  return [...factTotals(store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary)];
+}
+
+function keyOf(r: { account_id: string; live_mode: boolean | number; currency: string; measure: string }): string {
+  return `${r.account_id}|${r.live_mode ? 1 : 0}|${r.currency}|${r.measure}`;
+}
+
+/** Pairs both sides' totals; a measure present on one side only counts as zero on the other. */
+export function compareSummaries(day: string, mine: SummaryRow[], theirs: SummaryRow[], checkedAt: string): ReconciliationRow[] {
+  const rows = new Map<string, ReconciliationRow>();
+  const slot = (r: SummaryRow) => {
+    const k = keyOf(r);
+    let row = rows.get(k);
+    if (!row) {
+      row = { account_id: r.account_id, live_mode: r.live_mode ? 1 : 0, day, currency: r.currency, measure: r.measure, store_count: 0, store_sum: 0, central_count: 0, central_sum: 0, checked_at: checkedAt };
+      rows.set(k, row);
+    }
+    return row;
+  };
+  for (const r of mine) Object.assign(slot(r), { store_count: r.count, store_sum: r.sum });
+  for (const r of theirs) Object.assign(slot(r), { central_count: r.count, central_sum: r.sum });
+  return [...rows.values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+}
+
+/**
+ * Compares one day with the central. Differences are stored (the status shows them) and reported to
+ * central operations as a `reconciliation_report` record, once per distinct difference; nothing is
+ * ever patched.
+ */
+export async function reconcileDay(db: Db, clock: Clock, client: CentralClient, day: string, signal?: AbortSignal): Promise<ReconcileResult> {
+  const store = syncStore(db);
+  const storeId = store.state(STATE.storeId);
+  if (!storeId) throw new Error('this box has no store id: run posd init --central-url first');
+  tailEvents(db);
+  const { until } = dayRange(day);
+  const lastOfDay = store.lastSeqBefore(until);
+  const central = await client.reconcile(storeId, day, signal);
+  const checkedAt = isoTime(clock.now());
+  if (central.applied_seq < lastOfDay) return { day, state: 'behind', rows: [], differences: [] };
+  // Recompute after the answer: records of that day made meanwhile would otherwise look missing.
+  const rows = compareSummaries(day, storeSummary(db, day), central.rows, checkedAt);
+  const differences = rows.filter((r) => r.store_count !== r.central_count || r.store_sum !== r.central_sum);
+  tx(db, () => {
+    const before = JSON.stringify(store.reconciliationDiffs().filter((d) => d.day === day).map(stripTime));
+    store.replaceReconciliationDay(day, rows);
+    const after = JSON.stringify(differences.map(stripTime));
+    if (differences.length && before !== after) {
+      const byAccount = new Map<string, ReconciliationRow[]>();
+      for (const d of differences) byAccount.set(`${d.account_id}|${d.live_mode}`, [...(byAccount.get(`${d.account_id}|${d.live_mode}`) ?? []), d]);
+      for (const list of byAccount.values()) {
+        appendSyncRecord(db, {
+          id: newId('sync'),
+          kind: 'reconciliation_report',
+          accountId: list[0].account_id,
+          liveMode: list[0].live_mode === 1,
+          createdAt: checkedAt,
+          payload: { day, differences: list.map(stripTime) },
+        });
+      }
+    }
+  });
+  return { day, state: differences.length ? 'different' : 'equal', rows, differences };
+}
+
+function stripTime(r: ReconciliationRow): Omit<ReconciliationRow, 'checked_at'> {
+  const { checked_at: _t, ...rest } = r;
+  return rest;
+}

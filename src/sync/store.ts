@@ -1,0 +1,278 @@
+import type { Db } from '../db/database.js';
+
+/** A row of the store's `sync_outbox`. */
+export interface OutboxRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: number;
+  kind: string;
+  payload: string;
+  created_at: string;
+}
+
+export interface EventRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: number;
+  type: string;
+  object_id: string | null;
+  payload: string;
+  created_at: string;
+}
+
+export interface StoreRow {
+  store_id: string;
+  account_id: string;
+  live_mode: number;
+  applied_seq: number;
+  last_push_at: string | null;
+  created_at: string;
+}
+
+export interface ReceivedRow {
+  id: string;
+  store_id: string;
+  seq: number;
+  account_id: string;
+  live_mode: number;
+  kind: string;
+  hash: string;
+  payload: string;
+  created_at: string;
+  received_at: string;
+  outcome: 'applied' | 'rejected' | 'held';
+  reason: string | null;
+}
+
+export interface FeedRow {
+  seq: number;
+  organization_id: string;
+  account_id: string | null;
+  live_mode: number;
+  kind: string;
+  object_id: string | null;
+  payload: string;
+  created_at: string;
+}
+
+export interface ReconciliationRow {
+  account_id: string;
+  live_mode: number;
+  day: string;
+  currency: string;
+  measure: string;
+  store_count: number;
+  store_sum: number;
+  central_count: number;
+  central_sum: number;
+  checked_at: string;
+}
+
+export interface FactRow {
+  account_id: string;
+  live_mode: number;
+  kind: string;
+  payload: string;
+}
+
+export interface CountSum {
+  account_id: string;
+  live_mode: number;
+  currency: string;
+  measure: string;
+  count: number;
+  sum: number;
+}
+
+/** All SQL of sync, both sides (the store's cursors and outbox reads, the central's received log and feed). */
+export class SyncStore {
+  private readonly s;
+
+  constructor(readonly db: Db) {
+    this.s = {
+      getState: db.prepare('SELECT value FROM sync_state WHERE key = ?'),
+      setState: db.prepare('INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value'),
+      delState: db.prepare('DELETE FROM sync_state WHERE key = ?'),
+      outboxAfter: db.prepare('SELECT * FROM sync_outbox WHERE seq > ? ORDER BY seq LIMIT ?'),
+      waiting: db.prepare('SELECT count(*) AS n, min(created_at) AS oldest, max(seq) AS last FROM sync_outbox WHERE seq > ?'),
+      lastSeqBefore: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_outbox WHERE created_at < ?'),
+      maxSeq: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_outbox'),
+      eventsAfter: db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+      insertDecision: db.prepare(
+        `INSERT INTO sync_decisions (record_id, account_id, live_mode, kind, reason, decided_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT(record_id) DO NOTHING`,
+      ),
+      decisionCount: db.prepare('SELECT count(*) AS n FROM sync_decisions'),
+      // central
+      getStore: db.prepare('SELECT * FROM sync_stores WHERE store_id = ?'),
+      listStores: db.prepare(
+        `SELECT s.*, (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'held') AS held,
+           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'rejected') AS rejected
+         FROM sync_stores s ORDER BY s.last_push_at`,
+      ),
+      insertStore: db.prepare(
+        'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
+      ),
+      advanceStore: db.prepare('UPDATE sync_stores SET applied_seq = ?, last_push_at = ? WHERE store_id = ?'),
+      received: db.prepare('SELECT * FROM sync_received WHERE id = ?'),
+      receivedAt: db.prepare('SELECT * FROM sync_received WHERE store_id = ? AND seq = ?'),
+      insertReceived: db.prepare(
+        `INSERT INTO sync_received (id, store_id, seq, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason)
+         VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, @outcome, @reason)`,
+      ),
+      insertFeed: db.prepare(
+        `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at)
+         VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at)`,
+      ),
+      held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' ORDER BY received_at, store_id, seq"),
+      heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
+      setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ? WHERE id = ?'),
+      feedMax: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_feed'),
+      // Reconciliation reads the facts of one day; totals per kind are computed by their registered rule.
+      outboxDay: db.prepare(
+        `SELECT account_id, live_mode, kind, payload FROM sync_outbox
+         WHERE created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')`,
+      ),
+      receivedDay: db.prepare(
+        `SELECT account_id, live_mode, kind, payload FROM sync_received
+         WHERE store_id = ? AND created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')`,
+      ),
+      storeEventsDay: db.prepare(
+        `SELECT account_id, live_mode, '' AS currency, 'events' AS measure, count(*) AS count, 0 AS sum
+         FROM events WHERE created_at >= ? AND created_at < ? GROUP BY account_id, live_mode`,
+      ),
+      // An event counts at the central once it was re-emitted there, not merely received.
+      centralEventsDay: db.prepare(
+        `SELECT e.account_id, e.live_mode, '' AS currency, 'events' AS measure, count(*) AS count, 0 AS sum
+         FROM sync_received r JOIN events e ON e.id = json_extract(r.payload, '$.id')
+         WHERE r.store_id = ? AND r.kind = 'event' AND e.created_at >= ? AND e.created_at < ?
+         GROUP BY e.account_id, e.live_mode`,
+      ),
+      upsertReconciliation: db.prepare(
+        `INSERT INTO sync_reconciliations (account_id, live_mode, day, currency, measure, store_count, store_sum, central_count, central_sum, checked_at)
+         VALUES (@account_id, @live_mode, @day, @currency, @measure, @store_count, @store_sum, @central_count, @central_sum, @checked_at)
+         ON CONFLICT (account_id, live_mode, day, currency, measure) DO UPDATE SET store_count = excluded.store_count,
+           store_sum = excluded.store_sum, central_count = excluded.central_count, central_sum = excluded.central_sum,
+           checked_at = excluded.checked_at`,
+      ),
+      deleteReconciliationDay: db.prepare('DELETE FROM sync_reconciliations WHERE day = ?'),
+      reconciliationDiffs: db.prepare(
+        `SELECT * FROM sync_reconciliations WHERE store_count <> central_count OR store_sum <> central_sum ORDER BY day, account_id, measure`,
+      ),
+      lastReconciled: db.prepare('SELECT max(checked_at) AS at FROM sync_reconciliations'),
+    };
+  }
+
+  state(key: string): string | undefined {
+    return (this.s.getState.get(key) as { value: string } | undefined)?.value;
+  }
+  setState(key: string, value: string | number | null): void {
+    if (value === null) this.s.delState.run(key);
+    else this.s.setState.run(key, String(value));
+  }
+  outboxAfter(seq: number, limit: number): OutboxRow[] {
+    return this.s.outboxAfter.all(seq, limit) as OutboxRow[];
+  }
+  waiting(afterSeq: number): { n: number; oldest: string | null; last: number | null } {
+    return this.s.waiting.get(afterSeq) as { n: number; oldest: string | null; last: number | null };
+  }
+  maxOutboxSeq(): number {
+    return (this.s.maxSeq.get() as { m: number }).m;
+  }
+  lastSeqBefore(at: string): number {
+    return (this.s.lastSeqBefore.get(at) as { m: number }).m;
+  }
+  eventsAfter(seq: number, limit: number): EventRow[] {
+    return this.s.eventsAfter.all(seq, limit) as EventRow[];
+  }
+  insertDecision(d: { record_id: string; account_id: string; live_mode: number; kind: string; reason: string; decided_at: string }): void {
+    this.s.insertDecision.run(d.record_id, d.account_id, d.live_mode, d.kind, d.reason, d.decided_at);
+  }
+  decisionCount(): number {
+    return (this.s.decisionCount.get() as { n: number }).n;
+  }
+
+  storeRow(storeId: string): StoreRow | undefined {
+    return this.s.getStore.get(storeId) as StoreRow | undefined;
+  }
+  stores(): Array<StoreRow & { held: number; rejected: number }> {
+    return this.s.listStores.all() as Array<StoreRow & { held: number; rejected: number }>;
+  }
+  ensureStore(storeId: string, accountId: string, liveMode: boolean, at: string): StoreRow {
+    this.s.insertStore.run(storeId, accountId, liveMode ? 1 : 0, at);
+    return this.storeRow(storeId)!;
+  }
+  advanceStore(storeId: string, appliedSeq: number, at: string): void {
+    this.s.advanceStore.run(appliedSeq, at, storeId);
+  }
+  received(id: string): ReceivedRow | undefined {
+    return this.s.received.get(id) as ReceivedRow | undefined;
+  }
+  receivedAt(storeId: string, seq: number): ReceivedRow | undefined {
+    return this.s.receivedAt.get(storeId, seq) as ReceivedRow | undefined;
+  }
+  insertReceived(row: ReceivedRow): void {
+    this.s.insertReceived.run(row);
+  }
+  held(): ReceivedRow[] {
+    return this.s.held.all() as ReceivedRow[];
+  }
+  heldCount(): number {
+    return (this.s.heldCount.get() as { n: number }).n;
+  }
+  setOutcome(id: string, outcome: 'applied' | 'rejected', reason: string | null): void {
+    this.s.setOutcome.run(outcome, reason, id);
+  }
+  insertFeed(row: Omit<FeedRow, 'seq'>): void {
+    this.s.insertFeed.run(row);
+  }
+  feedMax(): number {
+    return (this.s.feedMax.get() as { m: number }).m;
+  }
+  /** Feed rows after `after` for these accounts, plus the organization-wide rows of that organization. */
+  feedAfter(after: number, accountIds: string[], organizationId: string, limit: number): FeedRow[] {
+    const marks = accountIds.map(() => '?').join(',');
+    return this.db
+      .prepare(
+        `SELECT * FROM sync_feed WHERE seq > ? AND (account_id IN (${marks}) OR (account_id IS NULL AND organization_id = ?))
+         ORDER BY seq LIMIT ?`,
+      )
+      .all(after, ...accountIds, organizationId, limit) as FeedRow[];
+  }
+
+  storeFacts(from: string, until: string): FactRow[] {
+    return this.s.outboxDay.all(from, until) as FactRow[];
+  }
+  storeEvents(from: string, until: string): CountSum[] {
+    return this.s.storeEventsDay.all(from, until) as CountSum[];
+  }
+  centralFacts(storeId: string, from: string, until: string): FactRow[] {
+    return this.s.receivedDay.all(storeId, from, until) as FactRow[];
+  }
+  centralEvents(storeId: string, from: string, until: string): CountSum[] {
+    return this.s.centralEventsDay.all(storeId, from, until) as CountSum[];
+  }
+  replaceReconciliationDay(day: string, rows: ReconciliationRow[]): void {
+    this.s.deleteReconciliationDay.run(day);
+    for (const r of rows) this.s.upsertReconciliation.run(r);
+  }
+  reconciliationDiffs(): ReconciliationRow[] {
+    return this.s.reconciliationDiffs.all() as ReconciliationRow[];
+  }
+  lastReconciled(): string | null {
+    return (this.s.lastReconciled.get() as { at: string | null }).at;
+  }
+}
+
+const stores = new WeakMap<Db, SyncStore>();
+
+export function syncStore(db: Db): SyncStore {
+  let s = stores.get(db);
+  if (!s) {
+    s = new SyncStore(db);
+    stores.set(db, s);
+  }
+  return s;
+}

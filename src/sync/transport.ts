@@ -1,0 +1,88 @@
+import { Agent, request, type Dispatcher } from 'undici';
+import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReconcileResponse } from './wire.js';
+
+/** The central answered, and said no: `status` and its error body (code, message, applied_seq...). */
+export class CentralRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: { code?: string; message?: string; applied_seq?: number; [k: string]: unknown },
+  ) {
+    super(`central answered ${status}${body.code ? ` ${body.code}` : ''}: ${body.message ?? ''}`.trim());
+    this.name = 'CentralRefusal';
+  }
+}
+
+/** The central could not be reached or the answer did not arrive whole. */
+export class CentralUnreachable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CentralUnreachable';
+  }
+}
+
+/**
+ * HTTP to the central with undici's `request` (4–5× cheaper than fetch), through one injectable
+ * dispatcher. The key travels in X-SECRET-KEY and is never part of an error message.
+ */
+export class CentralClient {
+  private readonly dispatcher: Dispatcher;
+  private readonly own: boolean;
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly key: string,
+    opts: { timeoutMs: number; dispatcher?: Dispatcher },
+  ) {
+    this.own = !opts.dispatcher;
+    this.dispatcher =
+      opts.dispatcher ?? new Agent({ connect: { timeout: opts.timeoutMs }, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, keepAliveTimeout: 4_000 });
+  }
+
+  push(body: PushBody, signal?: AbortSignal): Promise<PushResponse> {
+    return this.call('POST', '/sync/push', body, signal);
+  }
+  feed(after: number, waitMs: number, signal?: AbortSignal): Promise<FeedResponse> {
+    return this.call('GET', `/sync/feed?after=${after}&wait_ms=${waitMs}`, undefined, signal, waitMs);
+  }
+  bootstrap(signal?: AbortSignal): Promise<BootstrapResponse> {
+    return this.call('GET', '/sync/bootstrap', undefined, signal);
+  }
+  reconcile(storeId: string, day: string, signal?: AbortSignal): Promise<ReconcileResponse> {
+    return this.call('GET', `/sync/reconcile?store_id=${encodeURIComponent(storeId)}&day=${day}`, undefined, signal);
+  }
+
+  async close(): Promise<void> {
+    if (this.own) await this.dispatcher.close();
+  }
+
+  private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal, extraMs = 0): Promise<T> {
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(`${this.baseUrl}${path}`, {
+        method,
+        dispatcher: this.dispatcher,
+        signal,
+        headers: { 'x-secret-key': this.key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        // A long-poll is allowed its wait on top of the ordinary timeout.
+        ...(extraMs ? { headersTimeout: extraMs + 30_000, bodyTimeout: extraMs + 30_000 } : {}),
+      });
+    } catch (err) {
+      throw new CentralUnreachable(`${method} ${path}: ${(err as Error).message}`);
+    }
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw new CentralUnreachable(`${method} ${path}: response cut (${(err as Error).message})`);
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw new CentralUnreachable(`${method} ${path}: answer ${res.statusCode} is not JSON`);
+    }
+    if (res.statusCode >= 200 && res.statusCode < 300) return parsed as T;
+    throw new CentralRefusal(res.statusCode, (parsed ?? {}) as CentralRefusal['body']);
+  }
+}

@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+
+/** Version 1 of the wire protocol (docs/sync-protocol.md). */
+export const SYNC_PROTOCOL = 1;
+
+const Id = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' });
+const Seq = Type.Integer({ minimum: 0 });
+
+export const PushRecord = Type.Object({
+  seq: Type.Integer({ minimum: 1 }),
+  /** The seq of the record before this one in the store's outbox (0 for the first): gaps are detected, not guessed. */
+  prev_seq: Seq,
+  id: Id,
+  kind: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z][a-z0-9_.]*$' }),
+  account_id: Id,
+  live_mode: Type.Boolean(),
+  payload: Type.Record(Type.String(), Type.Unknown()),
+  created_at: Type.String({ minLength: 20, maxLength: 40 }),
+});
+export type PushRecord = Static<typeof PushRecord>;
+
+export const PushBody = Type.Object({
+  protocol: Type.Literal(SYNC_PROTOCOL),
+  store_id: Id,
+  records: Type.Array(PushRecord, { maxItems: 5000 }),
+});
+export type PushBody = Static<typeof PushBody>;
+
+export const PushResponse = Type.Object({
+  applied_seq: Seq,
+  applied: Type.Integer(),
+  duplicates: Type.Integer(),
+  /** Records kept without being applied: this central has no applier for their kind yet. */
+  held: Type.Integer(),
+  rejected: Type.Array(Type.Object({ id: Type.String(), reason: Type.String() })),
+  server_time: Type.String(),
+});
+export type PushResponse = Static<typeof PushResponse>;
+
+export const FeedQuery = Type.Object({
+  after: Type.Integer({ minimum: 0, default: 0 }),
+  wait_ms: Type.Integer({ minimum: 0, maximum: 120_000, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 5000, default: 500 }),
+});
+
+export const FeedChange = Type.Object({
+  seq: Type.Integer(),
+  kind: Type.String(),
+  account_id: Type.Union([Type.String(), Type.Null()]),
+  organization_id: Type.String(),
+  live_mode: Type.Boolean(),
+  object_id: Type.Union([Type.String(), Type.Null()]),
+  payload: Type.Record(Type.String(), Type.Unknown()),
+  created_at: Type.String(),
+});
+export type FeedChange = Static<typeof FeedChange>;
+
+export const FeedResponse = Type.Object({
+  changes: Type.Array(FeedChange),
+  cursor: Type.Integer(),
+  server_time: Type.String(),
+});
+export type FeedResponse = Static<typeof FeedResponse>;
+
+const KeySnapshot = Type.Object({
+  id: Type.String(),
+  prefix: Type.String(),
+  hash: Type.String(),
+  kind: Type.Union([Type.Literal('account'), Type.Literal('organization')]),
+  environment: Type.Union([Type.Literal('live'), Type.Literal('test')]),
+  account_id: Type.Union([Type.String(), Type.Null()]),
+  organization_id: Type.String(),
+  live_mode: Type.Integer(),
+  created_at: Type.String(),
+  revoked_at: Type.Union([Type.String(), Type.Null()]),
+});
+export type KeySnapshot = Static<typeof KeySnapshot>;
+
+const AccountSnapshot = Type.Object({
+  id: Type.String(),
+  live_mode: Type.Boolean(),
+  name: Type.String(),
+  sandbox_of: Type.Union([Type.String(), Type.Null()]),
+  parent_account_id: Type.Union([Type.String(), Type.Null()]),
+  tax_id: Type.Union([Type.String(), Type.Null()]),
+  tax_name: Type.Union([Type.String(), Type.Null()]),
+  country: Type.String(),
+  default_currency: Type.String(),
+  event_format: Type.Union([Type.Literal('unified'), Type.Literal('both')]),
+  created_at: Type.String(),
+});
+export type AccountSnapshot = Static<typeof AccountSnapshot>;
+
+export const BootstrapResponse = Type.Object({
+  protocol: Type.Literal(SYNC_PROTOCOL),
+  organization: Type.Object({ id: Type.String(), name: Type.String(), created_at: Type.String() }),
+  accounts: Type.Array(AccountSnapshot),
+  keys: Type.Array(KeySnapshot),
+  feed_cursor: Type.Integer(),
+  server_time: Type.String(),
+});
+export type BootstrapResponse = Static<typeof BootstrapResponse>;
+
+export const ReconcileQuery = Type.Object({
+  store_id: Id,
+  day: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+});
+
+export const SummaryRow = Type.Object({
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  currency: Type.String(),
+  measure: Type.String(),
+  count: Type.Integer(),
+  sum: Type.Integer(),
+});
+export type SummaryRow = Static<typeof SummaryRow>;
+
+export const ReconcileResponse = Type.Object({
+  day: Type.String(),
+  applied_seq: Seq,
+  rows: Type.Array(SummaryRow),
+  server_time: Type.String(),
+});
+export type ReconcileResponse = Static<typeof ReconcileResponse>;
+
+/**
+ * What identifies a record's content: everything but its place in the stream. The payload is hashed
+ * as serialised (`payloadJson`, the text the central also stores), so the hash costs one
+ * serialisation; a store resends a record with the payload it stored, keys in the same order.
+ * (A canonical, key-sorted form cost three times as much per record at the central.)
+ */
+export function recordHash(r: Pick<PushRecord, 'id' | 'kind' | 'account_id' | 'live_mode' | 'created_at'>, payloadJson: string): string {
+  return createHash('sha256')
+    .update(JSON.stringify([r.id, r.kind, r.account_id, r.live_mode, r.created_at]))
+    .update('\n')
+    .update(payloadJson)
+    .digest('hex');
+}

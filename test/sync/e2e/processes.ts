@@ -1,0 +1,56 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+export const ROOT = resolve(import.meta.dirname, '../../..');
+export const MAIN = join(ROOT, 'dist/src/main.js');
+
+export function requireBuild(): void {
+  if (!existsSync(MAIN)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
+}
+
+/** `posd <args>` as a separate process; resolves with parsed JSON stdout when --json is given. */
+export async function posd(args: string[]): Promise<any> {
+  const { stdout } = await run(process.execPath, [MAIN, ...args], { env: { ...process.env, POSD_LOG_LEVEL: 'warn' } });
+  return args.includes('--json') ? JSON.parse(stdout) : stdout;
+}
+
+export interface DaemonProcess {
+  url: string;
+  child: ChildProcess;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** `posd serve` in its own process with a JSON config file; resolves once it logs that it listens. */
+export async function startDaemonProcess(dataDir: string, config: Record<string, unknown>): Promise<DaemonProcess> {
+  const file = join(dataDir, 'test-config.json');
+  writeFileSync(file, JSON.stringify({ data_dir: dataDir, http: { host: '127.0.0.1', port: 0 }, log: { level: 'info', format: 'json' }, ...config }));
+  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, POSD_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  const url = await new Promise<string>((resolveUrl, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      if (process.env.POSD_E2E_LOG) appendFileSync(join(dataDir, 'daemon.log'), `${line}\n`);
+      try {
+        const msg = JSON.parse(line);
+        if (msg.msg === 'posd listening') resolveUrl(String(msg.url).replace(/\/api$/, ''));
+      } catch {
+        /* a log line */
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`daemon exited (${code}) before listening: ${stderr}`)));
+  });
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    url,
+    child,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { request } from 'undici';
+import { validateConfig } from '../../src/config.js';
+import { startDaemon, type Daemon } from '../../src/daemon.js';
+import { openDatabase } from '../../src/db/database.js';
+import { databaseFile } from '../../src/db/paths.js';
+import { AccountsService } from '../../src/modules/accounts/service.js';
+import { CentralClient } from '../../src/sync/transport.js';
+import { joinCentral } from '../../src/sync/join.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import type { Clock } from '../../src/clock.js';
+
+export async function startCentral(opts: { clock?: Clock } = {}): Promise<TestServer> {
+  return startTestServer({ config: { role: 'central' }, clock: opts.clock });
+}
+
+/** What central operations do for a new store: an account in their organization and its live key. */
+export function addStoreAccount(central: TestServer, name = 'Store 1'): { accountId: string; sandboxId: string; key: string; testKey: string } {
+  const accounts = new AccountsService(central.daemon.ctx.db, central.daemon.ctx.clock);
+  const { account, sandbox } = accounts.createAccount({ name, organizationId: central.installation.organization_id });
+  const key = accounts.createKey({ accountId: account.id, environment: 'live' }).key;
+  const testKey = accounts.createKey({ accountId: sandbox.id, environment: 'test' }).key;
+  return { accountId: account.id, sandboxId: sandbox.id, key, testKey };
+}
+
+export interface TestStore {
+  daemon: Daemon;
+  url: string;
+  dataDir: string;
+  storeId: string;
+  stop(): Promise<void>;
+  restart(): Promise<TestStore>;
+}
+
+/** A store box joined to the central (as `posd init --central-url` does), then started with its worker. */
+export async function startStore(
+  centralUrl: string,
+  key: string,
+  opts: { sync?: Record<string, unknown>; dataDir?: string; clock?: Clock } = {},
+): Promise<TestStore> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'posd-store-'));
+  const config = validateConfig({
+    data_dir: dataDir,
+    role: 'store',
+    http: { port: 0, host: '127.0.0.1' },
+    log: { level: 'silent' },
+    sync: { backoff_min_ms: 20, backoff_max_ms: 200, feed_wait_ms: 300, reconcile_interval_ms: 0, ...(opts.sync ?? {}) },
+  });
+  let storeId = '';
+  if (!opts.dataDir) {
+    const client = new CentralClient(centralUrl, key, { timeoutMs: 5000 });
+    const snap = await client.bootstrap();
+    await client.close();
+    const db = openDatabase(databaseFile(config));
+    storeId = joinCentral(db, { now: () => Date.now() }, snap, { url: centralUrl, key }).store_id;
+    db.close();
+  }
+  const daemon = await startDaemon({ config, clock: opts.clock, log: pino({ level: process.env.POSD_TEST_LOG ?? 'silent' }) });
+  if (!storeId) storeId = (daemon.ctx.db.prepare("SELECT value FROM sync_state WHERE key = 'store_id'").get() as { value: string }).value;
+  const self: TestStore = {
+    daemon,
+    url: daemon.url,
+    dataDir,
+    storeId,
+    async stop() {
+      await daemon.stop();
+    },
+    async restart() {
+      await daemon.stop();
+      return startStore(centralUrl, key, { ...opts, dataDir });
+    },
+  };
+  return self;
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export async function http<T = any>(method: 'GET' | 'POST', url: string, key: string | null, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await request(url, {
+    method,
+    headers: { ...(key ? { 'x-secret-key': key } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Waits for a condition the daemons reach on their own (no fixed sleeps: polls, with a deadline). */
+export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,3 +1,4 @@
+import { provideStatus } from '../modules/ops/status-sources.js';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
@@ -65,7 +66,22 @@ export const syncModule: PosdModule = {
     );
   },
   workers(ctx) {
-    if (ctx.config.role === 'store') return [new SyncWorker(ctx)];
+    if (ctx.config.role === 'store') {
+      // A box that never joined a central shows the panel as "not configured".
+      if (syncStatus(ctx.config, ctx.db).configured) provideStatus(ctx, {
+        sync() {
+          const st = syncStatus(ctx.config, ctx.db);
+          return {
+            connected: st.connected,
+            last_success_at: st.last_success_at,
+            records_waiting: st.records_waiting,
+            oldest_waiting_at: st.oldest_waiting_at,
+            last_error: st.last_error,
+          };
+        },
+      });
+      return [new SyncWorker(ctx)];
+    }
     // After an upgrade, records held for want of an applier are applied, in the order they came.
     return [
       {

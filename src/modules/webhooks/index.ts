@@ -5,6 +5,7 @@ import { UrlGuard, type Resolver } from './url-guard.js';
 import { DeliveryWorker } from './worker.js';
 import { WebhooksService } from './service.js';
 import { webhookRoutes } from './routes.js';
+import { provideWebhookStatus } from './status.js';
 
 export { DeliveryWorker } from './worker.js';
 export { UrlGuard, type Resolver } from './url-guard.js';
@@ -37,7 +38,10 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
   };
   return {
     name: 'webhooks',
-    api: (app, ctx) => webhookRoutes(app, parts(ctx).service, parts(ctx).box),
+    api: (app, ctx) => {
+      webhookRoutes(app, parts(ctx).service, parts(ctx).box);
+      provideWebhookStatus(ctx, parts(ctx).worker);
+    },
     workers: (ctx) => [parts(ctx).worker],
   };
 }

@@ -105,8 +105,9 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   const usersWindowMs = config.limits.users_window_seconds * 1000;
   const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
   const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
-  app.addHook('onRequest', async (req, reply) => {
-    if (req.url === '/healthz') return;
+  // Hooks on every request are written callback-style: an async hook costs a promise per request.
+  app.addHook('onRequest', (req, reply, done) => {
+    if (req.url === '/healthz') return done();
     const key = headerValue(req, 'x-secret-key') ?? '';
     const agent = headerValue(req, 'user-agent') ?? '';
     if (
@@ -114,19 +115,24 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
       config.blocking.key_prefixes.some((p) => p && key.startsWith(p)) ||
       config.blocking.user_agents.some((u) => u && agent.includes(u))
     ) {
-      return reply.code(503).send(errorBody('blocked'));
+      reply.code(503).send(errorBody('blocked'));
+      return;
     }
     // The /users windows count every call, found or not, before any other work (spec section 8).
     if (USERS_PATH.test(req.url)) {
       const wait = usersPerIp.hit(req.ip) || (key.startsWith('sk_test_') ? usersPerTestKey.hit(hashKey(key)) : 0);
-      if (wait) return reply.code(429).header('Retry-After', String(wait)).send(errorBody('rate_limited'));
+      if (wait) {
+        reply.code(429).header('Retry-After', String(wait)).send(errorBody('rate_limited'));
+        return;
+      }
     }
+    done();
   });
 
   // While stopping, answers close their connection so keep-alive clients do not hold the stop open.
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     if (ctx.shutdown.aborted) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -142,15 +148,20 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   await app.register(
     async (api) => {
       api.decorateRequest('auth', null as never);
-      api.addHook('onRequest', async (req) => {
-        const query = req.query as Record<string, unknown> | undefined;
-        const alias = typeof query?.account_id === 'string' ? query.account_id : undefined;
-        req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), headerValue(req, 'x-account-id') ?? alias);
-        const wait = perKey.hit(req.auth.keyId);
-        if (wait) throw limited(wait);
-        if (req.auth.kind === 'organization' && req.method !== 'GET' && req.method !== 'HEAD') {
-          throw new ApiError('organization_key_unsupported');
+      api.addHook('onRequest', (req, _reply, done) => {
+        try {
+          const query = req.query as Record<string, unknown> | undefined;
+          const alias = typeof query?.account_id === 'string' ? query.account_id : undefined;
+          req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), headerValue(req, 'x-account-id') ?? alias);
+          const wait = perKey.hit(req.auth.keyId);
+          if (wait) throw limited(wait);
+          if (req.auth.kind === 'organization' && req.method !== 'GET' && req.method !== 'HEAD') {
+            throw new ApiError('organization_key_unsupported');
+          }
+        } catch (err) {
+          return done(err as Error);
         }
+        done();
       });
       // `account_id` in a body is the older spelling of X-ACCOUNT-ID on endpoints that took it.
       api.addHook('preValidation', async (req) => {

@@ -48,9 +48,36 @@ const KEY_SHAPE = /^sk_(org_)?(live|test)_[0-9A-Za-z]{16,64}$/;
  * keys read across the organization; keys resolve only their own environment.
  */
 export class Authenticator {
+  /**
+   * Resolved contexts by key hash and requested account. Authentication runs on every request, and
+   * its two lookups and JSON decoding were a sixth of a simple GET's CPU; the cache is dropped as
+   * soon as any account or key may have changed (see AccountsStore.changeVersion), so a revoked key
+   * stops at the very next request.
+   */
+  private readonly cache = new Map<string, AuthContext>();
+  private cacheVersion = '';
+
   constructor(private readonly accounts: AccountsService) {}
 
   authenticate(rawKey: string | undefined, requestedAccountId: string | undefined): AuthContext {
+    const key = rawKey?.trim();
+    if (!key || !KEY_SHAPE.test(key)) return this.resolve(rawKey, requestedAccountId);
+    const version = this.accounts.changeVersion();
+    if (version !== this.cacheVersion) {
+      this.cache.clear();
+      this.cacheVersion = version;
+    }
+    const cacheKey = `${hashKey(key)}|${requestedAccountId ?? ''}`;
+    const hit = this.cache.get(cacheKey);
+    if (hit) return hit;
+    const resolved = this.resolve(key, requestedAccountId);
+    // Only successes are kept (failures throw), and only so many: memory stays bounded.
+    if (this.cache.size >= 10_000) this.cache.clear();
+    this.cache.set(cacheKey, resolved);
+    return resolved;
+  }
+
+  private resolve(rawKey: string | undefined, requestedAccountId: string | undefined): AuthContext {
     const key = rawKey?.trim();
     if (!key) throw new ApiError('missing_key');
     if (looksMasked(key)) throw new ApiError('masked_key');

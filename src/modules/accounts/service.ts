@@ -263,6 +263,11 @@ export class AccountsService {
     return this.store.keys().map(({ hash: _hash, ...rest }) => rest);
   }
 
+  /** See AccountsStore.changeVersion: lets callers cache what they read from accounts and keys. */
+  changeVersion(): string {
+    return this.store.changeVersion();
+  }
+
   keyByHash(hash: string): KeyRow | undefined {
     return this.store.keyByHash(hash);
   }

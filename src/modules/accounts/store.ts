@@ -40,8 +40,12 @@ export interface OrganizationRow {
 /** All SQL of accounts, organizations and keys. */
 export class AccountsStore {
   private readonly stmts;
+  /** Bumped by every write here; with SQLite's data_version it tells caches when to forget. */
+  private writes = 0;
+  private readonly dataVersion;
 
   constructor(private readonly db: Db) {
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.stmts = {
       insertOrg: db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (@id, @name, @created_at)'),
       getOrg: db.prepare('SELECT * FROM organizations WHERE id = ?'),
@@ -83,6 +87,7 @@ export class AccountsStore {
   }
 
   insertOrganization(row: OrganizationRow): void {
+    this.writes++;
     this.stmts.insertOrg.run(row);
   }
   organization(id: string): OrganizationRow | undefined {
@@ -95,6 +100,7 @@ export class AccountsStore {
     return (this.stmts.countOrgs.get() as { n: number }).n;
   }
   insertAccount(row: Omit<AccountRow, 'account_id'>): void {
+    this.writes++;
     this.stmts.insertAccount.run(row);
   }
   account(id: string): AccountRow | undefined {
@@ -116,14 +122,25 @@ export class AccountsStore {
     return this.stmts.sandboxOf.get(accountId) as AccountRow | undefined;
   }
   updateSettings(accountId: string, settings: Record<string, unknown>): void {
+    this.writes++;
     this.stmts.updateSettings.run(JSON.stringify(settings), accountId);
   }
   updateTax(accountId: string, taxId: string | null, taxName: string | null): void {
+    this.writes++;
     this.stmts.updateTax.run(taxId, taxName, accountId);
   }
   insertKey(row: Omit<KeyRow, 'revoked_at'>): void {
+    this.writes++;
     this.stmts.insertKey.run(row);
   }
+  /**
+   * Changes whenever accounts or keys may have changed: a write through this store, or a commit
+   * by another connection (`posd keys revoke` beside the running daemon).
+   */
+  changeVersion(): string {
+    return `${this.writes}:${this.dataVersion.get() as number}`;
+  }
+
   keyByHash(hash: string): KeyRow | undefined {
     return this.stmts.keyByHash.get(hash) as KeyRow | undefined;
   }
@@ -138,9 +155,11 @@ export class AccountsStore {
   }
   /** A key learned from elsewhere; a revocation is never undone. */
   upsertKey(row: KeyRow): void {
+    this.writes++;
     this.stmts.upsertKey.run(row);
   }
   revokeKey(prefix: string, at: string): boolean {
+    this.writes++;
     return this.stmts.revokeKey.run(at, prefix).changes === 1;
   }
   meta(key: string): string | undefined {

@@ -81,6 +81,7 @@ export const ERRORS = {
   report_not_ready: { status: 409, message: 'The report is not ready yet; download it once its status is succeeded.' },
   // Subscriptions
   subscription_transition_invalid: { status: 422, message: 'The subscription cannot make that change in its current status.' },
+  price_has_no_trial: { status: 422, message: 'That price has no free trial; buy it through a checkout.' },
   reactivation_period_over: { status: 422, message: 'The subscription was canceled too long ago to be reactivated.' },
   // Contracts
   invalid_customer: { status: 422, message: 'Identify the customer by customer_id, or by customer.phone and customer.name.' },

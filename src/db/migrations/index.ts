@@ -17,6 +17,7 @@ import { reportRuns } from './063-report-runs.js';
 import { connectedAccounts } from './064-connected-accounts.js';
 import { subscriptions } from './065-subscriptions.js';
 import { contracts } from './066-contracts.js';
+import { subscriptionTrials } from './067-subscription-trials.js';
 import { operations } from './070-operations.js';
 
 /**
@@ -44,5 +45,6 @@ export const MIGRATIONS: readonly Migration[] = [
   connectedAccounts,
   subscriptions,
   contracts,
+  subscriptionTrials,
   operations,
 ];

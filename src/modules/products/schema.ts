@@ -12,6 +12,9 @@ export const PriceInput = Type.Object({
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')], { default: 'one_time' })),
   billing_interval: Type.Optional(Interval),
   billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
+  /** Recurring prices only: the subscription starts with a free trial this long (spec 6.4). */
+  free_trial_interval: Type.Optional(Type.Union([Interval, Type.Null()])),
+  free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 365 }), Type.Null()])),
 });
 export type PriceInput = Static<typeof PriceInput>;
 
@@ -47,6 +50,8 @@ export const PriceSchema = Type.Object({
   charge_type: Type.String(),
   billing_interval: Type.Union([Type.String(), Type.Null()]),
   billing_interval_count: Type.Union([Type.Integer(), Type.Null()]),
+  free_trial_interval: Type.Union([Type.String(), Type.Null()]),
+  free_trial_interval_count: Type.Union([Type.Integer(), Type.Null()]),
   created_at: Type.String(),
 });
 

@@ -17,6 +17,8 @@ function toPrice(r: PriceRow): Price {
     charge_type: r.charge_type,
     billing_interval: r.billing_interval,
     billing_interval_count: r.billing_interval_count,
+    free_trial_interval: r.free_trial_interval,
+    free_trial_interval_count: r.free_trial_interval_count,
     created_at: r.created_at,
   };
 }
@@ -42,6 +44,9 @@ function priceRows(account: Account, productId: string, inputs: PriceInput[], at
     assertAccountCurrency(account.currencies, p.currency, `prices_attributes.${i}.currency`);
     const recurring = p.charge_type === 'recurring';
     if (recurring && !p.billing_interval) throw invalid({ [`prices_attributes.${i}.billing_interval`]: 'is required for a recurring price' });
+    const trial = p.free_trial_interval ?? null;
+    if (trial && !recurring) throw invalid({ [`prices_attributes.${i}.free_trial_interval`]: 'is only for a recurring price' });
+    if (!trial && p.free_trial_interval_count != null) throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
     return {
       id: newId('price'),
       account_id: account.id,
@@ -52,6 +57,8 @@ function priceRows(account: Account, productId: string, inputs: PriceInput[], at
       charge_type: recurring ? 'recurring' : 'one_time',
       billing_interval: recurring ? p.billing_interval! : null,
       billing_interval_count: recurring ? (p.billing_interval_count ?? 1) : null,
+      free_trial_interval: trial as PriceRow['free_trial_interval'],
+      free_trial_interval_count: trial ? (p.free_trial_interval_count ?? 1) : null,
       created_at: at,
     };
   });

@@ -23,6 +23,9 @@ export interface PriceRow {
   charge_type: 'one_time' | 'recurring';
   billing_interval: string | null;
   billing_interval_count: number | null;
+  /** Spec 6.4: a recurring price may start with a free trial of this length (no charge until it ends). */
+  free_trial_interval: 'day' | 'week' | 'month' | 'year' | null;
+  free_trial_interval_count: number | null;
   created_at: string;
 }
 
@@ -41,8 +44,8 @@ export class ProductsStore {
            metadata = @metadata, updated_at = @updated_at WHERE id = @id`,
       ),
       insertPrice: db.prepare(
-        `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, created_at)
-         VALUES (@id, @account_id, @live_mode, @product_id, @amount_in_cents, @currency, @charge_type, @billing_interval, @billing_interval_count, @created_at)`,
+        `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, free_trial_interval, free_trial_interval_count, created_at)
+         VALUES (@id, @account_id, @live_mode, @product_id, @amount_in_cents, @currency, @charge_type, @billing_interval, @billing_interval_count, @free_trial_interval, @free_trial_interval_count, @created_at)`,
       ),
       product: db.prepare('SELECT * FROM products WHERE id = ?'),
       price: db.prepare('SELECT * FROM prices WHERE id = ?'),

@@ -57,6 +57,9 @@ export function createSubscriptionsForCheckout(
       card_network: payment.card?.network ?? null,
       card_last4: payment.card?.last4 ?? null,
       sandbox_outcome: 'succeeded',
+      // Paid through a checkout: the customer paid the first period now, so no trial runs.
+      trial_end: null,
+      setup_intent_id: null,
       version: 0,
       created_at: at,
       updated_at: at,

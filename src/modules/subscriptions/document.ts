@@ -24,9 +24,12 @@ export function subscriptionView(r: SubscriptionRow) {
     paused_at: r.paused_at,
     canceled_at: r.canceled_at,
     cancel_reason: r.cancel_reason,
-    checkout_id: r.origin_checkout_id,
+    // A trial subscription started without a checkout: its origin is the setup intent (see startTrial).
+    checkout_id: r.origin_checkout_id === r.setup_intent_id ? null : r.origin_checkout_id,
     latest_checkout_id: r.latest_checkout_id,
     card: r.card_last4 ? { network: r.card_network, last4: r.card_last4 } : null,
+    trial_end: r.trial_end,
+    setup_intent_id: r.setup_intent_id,
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
@@ -73,8 +76,8 @@ export function subscriptionCreatePayload(ctx: AppContext, r: SubscriptionRow, p
         billing_interval_count: p.billing_interval_count,
         charge_type: p.charge_type,
         currency: p.currency,
-        free_trial_interval: null,
-        free_trial_interval_count: null,
+        free_trial_interval: p.free_trial_interval,
+        free_trial_interval_count: p.free_trial_interval_count,
         id: p.id,
         periods_before_automatic_cancellation: null,
       })),
@@ -88,4 +91,20 @@ export function subscriptionCreatePayload(ctx: AppContext, r: SubscriptionRow, p
 /** The payload of every other `subscription.*` event (spec 6.2 does not show them): the subscription at transition time. */
 export function subscriptionEventPayload(r: SubscriptionRow, type: string, at: string, extra: Record<string, unknown> = {}) {
   return { api_version: LEGACY_API_VERSION, event_type: type, id: r.id, created_at: at, ...extra, subscription: subscriptionView(r) };
+}
+
+/** `setup_intent.succeeded|cancelled` (spec 6.2 shows no payload): the card tokenized for a trial and its subscription. */
+export function setupIntentEventPayload(r: SubscriptionRow, type: string, at: string, extra: Record<string, unknown> = {}) {
+  return {
+    api_version: LEGACY_API_VERSION,
+    event_type: type,
+    id: r.setup_intent_id,
+    created_at: at,
+    status: type === 'setup_intent.succeeded' ? 'succeeded' : 'cancelled',
+    customer_id: r.customer_id,
+    subscription_id: r.id,
+    card: r.card_last4 ? { network: r.card_network, last4: r.card_last4 } : null,
+    ...extra,
+    subscription: subscriptionView(r),
+  };
 }

@@ -4,7 +4,7 @@ export type SubscriptionStatus = 'active' | 'past_due' | 'paused' | 'canceled';
 export type SubscriptionEvent =
   | { type: 'CHARGE_SUCCEEDED' }
   /** `finalAttempt`: the charge that failed was the last retry (spec 3.5: third failure). */
-  | { type: 'CHARGE_FAILED'; finalAttempt: boolean }
+  | { type: 'CHARGE_FAILED'; finalAttempt: boolean; trial?: boolean }
   | { type: 'PAUSE' }
   | { type: 'RESUME' }
   | { type: 'CANCEL' }
@@ -19,6 +19,8 @@ export const subscriptionMachine = setup({
   types: { events: {} as SubscriptionEvent },
   guards: {
     finalAttempt: ({ event }) => event.type === 'CHARGE_FAILED' && event.finalAttempt,
+    /** The first charge after a free trial failed: the card never paid, so no retries (spec 6.2 setup_intent.cancelled). */
+    trialChargeFailed: ({ event }) => event.type === 'CHARGE_FAILED' && event.trial === true,
     withinPeriod: ({ event }) => event.type === 'REACTIVATE' && event.withinPeriod,
   },
 }).createMachine({
@@ -28,7 +30,7 @@ export const subscriptionMachine = setup({
     active: {
       on: {
         CHARGE_SUCCEEDED: 'active',
-        CHARGE_FAILED: 'past_due',
+        CHARGE_FAILED: [{ guard: 'trialChargeFailed', target: 'canceled' }, { target: 'past_due' }],
         PAUSE: 'paused',
         CANCEL: 'canceled',
       },
@@ -52,8 +54,17 @@ export function nextSubscriptionStatus(status: SubscriptionStatus, event: Subscr
   return getNextSnapshot(subscriptionMachine, from, event).value as SubscriptionStatus;
 }
 
-/** Spec 6.2: the event a transition emits, if any (a retry that fails again and a recovery emit none). */
-export function eventFor(from: SubscriptionStatus, to: SubscriptionStatus, event: SubscriptionEvent): string | null {
+/**
+ * Spec 6.2: the events a transition emits, in order (a retry that fails again and a recovery emit
+ * none). A failed first charge after a trial cancels the card's setup intent and the subscription.
+ */
+export function eventsFor(from: SubscriptionStatus, to: SubscriptionStatus, event: SubscriptionEvent): string[] {
+  if (event.type === 'CHARGE_FAILED' && event.trial && from === 'active' && to === 'canceled') return ['setup_intent.cancelled', 'subscription.cancel'];
+  const one = eventFor(from, to, event);
+  return one ? [one] : [];
+}
+
+function eventFor(from: SubscriptionStatus, to: SubscriptionStatus, event: SubscriptionEvent): string | null {
   if (from === 'active' && to === 'past_due') return 'subscription.past_due';
   if (to === 'canceled' && from !== 'canceled') return 'subscription.cancel';
   if (from === 'active' && to === 'paused') return 'subscription.pause';

@@ -6,7 +6,7 @@ import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError } from '../../errors.js';
 import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import { subscriptionView } from './document.js';
-import { AdvanceBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
+import { AdvanceBody, CreateTrialSubscriptionBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
 import { SubscriptionsService } from './service.js';
 
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
@@ -26,6 +26,13 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
       return rows.map(subscriptionView);
     },
   );
+
+  /** Spec 6.2 setup_intent.succeeded: a trial starts with the card kept and no charge. */
+  app.post('/subscriptions', { schema: { tags, body: CreateTrialSubscriptionBody, response: { 201: SubscriptionSchema, ...errors } } }, async (req, reply) => {
+    const row = subs.startTrial(requireAccount(req), req.body);
+    reply.code(201);
+    return subscriptionView(row);
+  });
 
   app.get('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: SubscriptionSchema, ...errors } } }, async (req) => {
     const scope = readScope(req);

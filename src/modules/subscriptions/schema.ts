@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 
 const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
 export const StatusSchema = Type.Union(['active', 'past_due', 'paused', 'canceled'].map((s) => Type.Literal(s)));
@@ -22,9 +22,11 @@ export const SubscriptionSchema = Type.Object({
   paused_at: Nullable(Type.String()),
   canceled_at: Nullable(Type.String()),
   cancel_reason: Nullable(Type.String()),
-  checkout_id: Type.String(),
+  checkout_id: Nullable(Type.String()),
   latest_checkout_id: Nullable(Type.String()),
   card: Nullable(Type.Object({ network: Nullable(Type.String()), last4: Type.String() })),
+  trial_end: Nullable(Type.String()),
+  setup_intent_id: Nullable(Type.String()),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -36,3 +38,15 @@ export const AdvanceBody = Type.Object({
   outcome: Type.Optional(Type.Union([Type.Literal('succeeded'), Type.Literal('failed')])),
   failure_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
 });
+
+/** Starts a subscription to a price with a free trial: the card is kept (tokenized), nothing is charged. */
+export const CreateTrialSubscriptionBody = Type.Object({
+  price_id: Type.String({ minLength: 1, maxLength: 64 }),
+  customer_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })),
+  card: Type.Object({
+    network: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })),
+    last4: Type.String({ pattern: '^[0-9]{4}$' }),
+  }),
+});
+export type CreateTrialSubscriptionBody = Static<typeof CreateTrialSubscriptionBody>;

@@ -1,14 +1,17 @@
 import type { AppContext } from '../../context.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
-import { ApiError, notFound } from '../../errors.js';
+import { ApiError, invalid, notFound } from '../../errors.js';
+import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
 import { AccountsService, type Account } from '../accounts/service.js';
 import { createCheckout } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
-import { getProduct } from '../products/service.js';
-import { subscriptionEventPayload, subscriptionView } from './document.js';
-import { eventFor, nextSubscriptionStatus, type SubscriptionEvent } from './machine.js';
+import { getCustomer } from '../customers/service.js';
+import { getPrice, getProduct } from '../products/service.js';
+import { setupIntentEventPayload, subscriptionEventPayload, subscriptionView } from './document.js';
+import { eventsFor, nextSubscriptionStatus, type SubscriptionEvent } from './machine.js';
+import type { CreateTrialSubscriptionBody } from './schema.js';
 import { addInterval } from './periods.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
 
@@ -52,14 +55,84 @@ export class SubscriptionsService {
     const next: SubscriptionRow = { ...sub, ...patch, status: to, updated_at: at };
     if (!this.store.save(next)) throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: sub.status } });
     const saved = this.store.get(sub.id)!;
-    const type = eventFor(sub.status, to, event);
-    if (type) {
-      this.ctx.outbox.emit({ accountId: sub.account_id, liveMode: sub.live_mode === 1, type, objectId: sub.id, payload: subscriptionEventPayload(saved, type, at, extra) });
+    for (const type of eventsFor(sub.status, to, event)) {
+      const setup = type.startsWith('setup_intent.');
+      this.ctx.outbox.emit({
+        accountId: sub.account_id,
+        liveMode: sub.live_mode === 1,
+        type,
+        objectId: setup ? saved.setup_intent_id! : sub.id,
+        payload: setup ? setupIntentEventPayload(saved, type, at, extra) : subscriptionEventPayload(saved, type, at, extra),
+      });
     }
     if (sub.status !== to) {
       appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionView(saved) });
     }
     return saved;
+  }
+
+  /**
+   * Spec 6.2 `setup_intent.succeeded`: a subscription to a price with a free trial starts with the
+   * card kept and nothing charged; the first charge is due when the trial ends. Prices without a
+   * trial are bought through a checkout instead (422 `price_has_no_trial`).
+   */
+  startTrial(account: Account, body: CreateTrialSubscriptionBody): SubscriptionRow {
+    return tx(this.ctx.db, () => {
+      const found = getPrice(this.ctx, account, body.price_id);
+      if (!found) throw invalid({ price_id: 'does not exist' });
+      const { price, product } = found;
+      if (product.status !== 'active') throw invalid({ price_id: 'belongs to an archived product' });
+      if (price.charge_type !== 'recurring' || !price.free_trial_interval) throw new ApiError('price_has_no_trial');
+      if (body.customer_id && !getCustomer(this.ctx, account, body.customer_id)) throw invalid({ customer_id: 'does not exist' });
+      const at = this.now();
+      const interval = (price.billing_interval ?? 'month') as SubscriptionRow['billing_interval'];
+      const trialEnd = addInterval(at, price.free_trial_interval as SubscriptionRow['billing_interval'], price.free_trial_interval_count ?? 1);
+      const setupIntentId = newId('seti');
+      const row: SubscriptionRow = {
+        id: newId('su'),
+        account_id: account.id,
+        live_mode: account.live_mode ? 1 : 0,
+        customer_id: body.customer_id ?? null,
+        product_id: product.id,
+        price_id: price.id,
+        amount_in_cents: price.amount_in_cents * (body.quantity ?? 1),
+        currency: price.currency,
+        billing_interval: interval,
+        billing_interval_count: price.billing_interval_count ?? 1,
+        status: 'active',
+        // The trial is the first period: the biller charges when it ends, like any renewal.
+        current_period_start: at,
+        current_period_end: trialEnd,
+        failed_attempts: 0,
+        first_failure_at: null,
+        next_retry_at: null,
+        paused_at: null,
+        canceled_at: null,
+        cancel_reason: null,
+        // No checkout was paid: the setup intent stands as the origin (unique per subscription).
+        origin_checkout_id: setupIntentId,
+        latest_checkout_id: null,
+        card_network: body.card.network ?? null,
+        card_last4: body.card.last4,
+        sandbox_outcome: 'succeeded',
+        trial_end: trialEnd,
+        setup_intent_id: setupIntentId,
+        version: 0,
+        created_at: at,
+        updated_at: at,
+      };
+      this.store.insert(row);
+      const saved = this.store.get(row.id)!;
+      this.ctx.outbox.emit({
+        accountId: account.id,
+        liveMode: account.live_mode,
+        type: 'setup_intent.succeeded',
+        objectId: setupIntentId,
+        payload: setupIntentEventPayload(saved, 'setup_intent.succeeded', at),
+      });
+      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionView(saved) });
+      return saved;
+    });
   }
 
   pause(account: Account, id: string): SubscriptionRow {
@@ -134,7 +207,17 @@ export class SubscriptionsService {
           failed_attempts: 0,
           first_failure_at: null,
           next_retry_at: null,
+          trial_end: null,
         });
+      }
+      if (fresh.trial_end !== null) {
+        // The first charge after a free trial failed: no retries, the setup intent and the subscription end.
+        return this.apply(
+          linked,
+          { type: 'CHARGE_FAILED', finalAttempt: true, trial: true },
+          { failed_attempts: 1, first_failure_at: this.now(), next_retry_at: null, canceled_at: this.now(), cancel_reason: 'trial_payment_failed' },
+          { reason: 'trial_payment_failed', failure_reason: failureReason },
+        );
       }
       const retryDays = this.ctx.config.subscriptions.retry_days;
       const attempts = fresh.failed_attempts + 1;

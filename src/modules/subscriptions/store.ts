@@ -26,6 +26,10 @@ export interface SubscriptionRow {
   card_network: string | null;
   card_last4: string | null;
   sandbox_outcome: 'succeeded' | 'failed';
+  /** Set while in a free trial (no charge yet); cleared by the first successful charge. */
+  trial_end: string | null;
+  /** The card tokenized without a charge when a trial started (`setup_intent.*` events carry it). */
+  setup_intent_id: string | null;
   version: number;
   created_at: string;
   updated_at: string;
@@ -35,7 +39,7 @@ const COLUMNS = [
   'id', 'account_id', 'live_mode', 'customer_id', 'product_id', 'price_id', 'amount_in_cents', 'currency',
   'billing_interval', 'billing_interval_count', 'status', 'current_period_start', 'current_period_end',
   'failed_attempts', 'first_failure_at', 'next_retry_at', 'paused_at', 'canceled_at', 'cancel_reason',
-  'origin_checkout_id', 'latest_checkout_id', 'card_network', 'card_last4', 'sandbox_outcome', 'version',
+  'origin_checkout_id', 'latest_checkout_id', 'card_network', 'card_last4', 'sandbox_outcome', 'trial_end', 'setup_intent_id', 'version',
   'created_at', 'updated_at',
 ];
 

@@ -18,6 +18,7 @@ import { connectedAccounts } from './064-connected-accounts.js';
 import { subscriptions } from './065-subscriptions.js';
 import { contracts } from './066-contracts.js';
 import { subscriptionTrials } from './067-subscription-trials.js';
+import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
 
 /**
@@ -46,5 +47,6 @@ export const MIGRATIONS: readonly Migration[] = [
   subscriptions,
   contracts,
   subscriptionTrials,
+  subscriptionItems,
   operations,
 ];

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { LEGACY_API_VERSION } from '../intents/document.js';
 import { customerById } from '../customers/service.js';
 import type { Product } from '../products/schema.js';
-import type { SubscriptionRow } from './store.js';
+import type { InvoiceItemRow, SubscriptionItemRow, SubscriptionRow, SubscriptionsStore } from './store.js';
 
 export function subscriptionView(r: SubscriptionRow) {
   return {
@@ -106,5 +106,22 @@ export function setupIntentEventPayload(r: SubscriptionRow, type: string, at: st
     card: r.card_last4 ? { network: r.card_network, last4: r.card_last4 } : null,
     ...extra,
     subscription: subscriptionView(r),
+  };
+}
+
+export function subscriptionItemView(i: SubscriptionItemRow) {
+  return { id: i.id, product_id: i.product_id, price_id: i.price_id, name: i.name, amount_in_cents: i.amount_in_cents, quantity: i.quantity, created_at: i.created_at };
+}
+
+export function invoiceItemView(i: InvoiceItemRow) {
+  return { id: i.id, description: i.description, amount_in_cents: i.amount_in_cents, created_at: i.created_at };
+}
+
+/** What the API answers: the subscription, its added recurring items and the one-time charges awaiting the next renewal. */
+export function subscriptionDetail(store: SubscriptionsStore, r: SubscriptionRow) {
+  return {
+    ...subscriptionView(r),
+    items: store.items(r.id).map(subscriptionItemView),
+    pending_invoice_items: store.pendingInvoiceItems(r.id).map(invoiceItemView),
   };
 }

@@ -5,7 +5,8 @@ import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError } from '../../errors.js';
 import { ErrorSchema, IdParams } from '../accounts/schema.js';
-import { subscriptionView } from './document.js';
+import { subscriptionDetail } from './document.js';
+import { updateSubscription } from './changes.js';
 import { AdvanceBody, CreateTrialSubscriptionBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
 import { SubscriptionsService } from './service.js';
 
@@ -14,6 +15,7 @@ const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: Erro
 export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
   const subs = new SubscriptionsService(ctx);
   const tags = ['subscriptions'];
+  const view = (r: Parameters<typeof subscriptionDetail>[1]) => subscriptionDetail(subs.store, r);
 
   app.get(
     '/subscriptions',
@@ -23,7 +25,7 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
       const scope = readScope(req);
       const { rows, total } = subs.store.list(scope.accountIds, scope.liveMode, req.query.status ?? null, page.limit, page.offset);
       setPageHeaders(req, reply, page, total);
-      return rows.map(subscriptionView);
+      return rows.map(view);
     },
   );
 
@@ -31,12 +33,12 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
   app.post('/subscriptions', { schema: { tags, body: CreateTrialSubscriptionBody, response: { 201: SubscriptionSchema, ...errors } } }, async (req, reply) => {
     const row = subs.startTrial(requireAccount(req), req.body);
     reply.code(201);
-    return subscriptionView(row);
+    return view(row);
   });
 
   app.get('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: SubscriptionSchema, ...errors } } }, async (req) => {
     const scope = readScope(req);
-    return subscriptionView(subs.find(scope.accountIds, scope.liveMode, req.params.id));
+    return view(subs.find(scope.accountIds, scope.liveMode, req.params.id));
   });
 
   for (const method of ['PATCH', 'PUT'] as const) {
@@ -45,15 +47,13 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
       url: '/subscriptions/:id',
       schema: { tags, params: IdParams, body: UpdateSubscriptionBody, response: { 200: SubscriptionSchema, ...errors } },
       handler: async (req) => {
-        const account = requireAccount(req);
-        const row = req.body.status === 'paused' ? subs.pause(account, req.params.id) : subs.activate(account, req.params.id);
-        return subscriptionView(row);
+        return view(updateSubscription(ctx, subs, requireAccount(req), req.params.id, req.body));
       },
     });
   }
 
   app.delete('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: SubscriptionSchema, ...errors } } }, async (req) =>
-    subscriptionView(subs.cancel(requireAccount(req), req.params.id)),
+    view(subs.cancel(requireAccount(req), req.params.id)),
   );
 
   /** gaps.md sandbox helper: bill the next period now, optionally failing. */
@@ -64,7 +64,7 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
       const account = requireAccount(req);
       // Live keys must not learn that the helper exists: the same 404 as an unknown route.
       if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
-      return subscriptionView(subs.advance(account, req.params.id, req.body.outcome ?? 'succeeded', req.body.failure_reason));
+      return view(subs.advance(account, req.params.id, req.body.outcome ?? 'succeeded', req.body.failure_reason));
     },
   );
 }

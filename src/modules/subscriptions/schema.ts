@@ -29,10 +29,52 @@ export const SubscriptionSchema = Type.Object({
   setup_intent_id: Nullable(Type.String()),
   created_at: Type.String(),
   updated_at: Type.String(),
+  /** Recurring products added after the start, billed with every renewal beside the subscription's own price. */
+  items: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      product_id: Type.String(),
+      price_id: Type.String(),
+      name: Type.String(),
+      amount_in_cents: Type.Integer(),
+      quantity: Type.Integer(),
+      created_at: Type.String(),
+    }),
+  ),
+  /** One-time charges added to the next invoice, not yet paid. */
+  pending_invoice_items: Type.Array(Type.Object({ id: Type.String(), description: Type.String(), amount_in_cents: Type.Integer(), created_at: Type.String() })),
 });
 
-/** Pause with `paused`; resume a paused one, or reactivate a canceled one, with `active`. */
-export const UpdateSubscriptionBody = Type.Object({ status: Type.Union([Type.Literal('paused'), Type.Literal('active')]) });
+const CardInput = Type.Object({
+  network: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })),
+  last4: Type.String({ pattern: '^[0-9]{4}$' }),
+});
+
+/**
+ * Any of: `status` (`paused` pauses; `active` resumes a paused one or reactivates a canceled one),
+ * general information (`card`, `customer_id`: `subscription.update`), `add_items` / `remove_items`
+ * (recurring products: `subscription.item_added` / `item_removed`), `invoice_items` (one-time charges
+ * for the next renewal: `subscription.invoice_item_added`).
+ */
+export const UpdateSubscriptionBody = Type.Object(
+  {
+    status: Type.Optional(Type.Union([Type.Literal('paused'), Type.Literal('active')])),
+    card: Type.Optional(CardInput),
+    customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+    add_items: Type.Optional(
+      Type.Array(Type.Object({ price_id: Type.String({ minLength: 1, maxLength: 64 }), quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })) }), { minItems: 1, maxItems: 10 }),
+    ),
+    remove_items: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 10, uniqueItems: true })),
+    invoice_items: Type.Optional(
+      Type.Array(
+        Type.Object({ description: Type.String({ minLength: 1, maxLength: 200 }), amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000 }) }),
+        { minItems: 1, maxItems: 10 },
+      ),
+    ),
+  },
+  { minProperties: 1 },
+);
+export type UpdateSubscriptionBody = Static<typeof UpdateSubscriptionBody>;
 
 export const AdvanceBody = Type.Object({
   outcome: Type.Optional(Type.Union([Type.Literal('succeeded'), Type.Literal('failed')])),
@@ -44,9 +86,6 @@ export const CreateTrialSubscriptionBody = Type.Object({
   price_id: Type.String({ minLength: 1, maxLength: 64 }),
   customer_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })),
-  card: Type.Object({
-    network: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })),
-    last4: Type.String({ pattern: '^[0-9]{4}$' }),
-  }),
+  card: CardInput,
 });
 export type CreateTrialSubscriptionBody = Static<typeof CreateTrialSubscriptionBody>;

@@ -184,8 +184,14 @@ export class SubscriptionsService {
       }
       const account = this.accounts.account(fresh.account_id)!;
       const product = getProduct(this.ctx, account, fresh.product_id);
+      const invoiceItems = this.store.pendingInvoiceItems(fresh.id);
       const checkout = createCheckout(this.ctx, account, {
-        items: [{ name: product?.name ?? 'Subscription', amount_in_cents: fresh.amount_in_cents, currency: fresh.currency, quantity: 1, tax_category: product?.tax_category }],
+        // The subscription's own price, every added recurring item, and the one-time charges waiting for this renewal.
+        items: [
+          { name: product?.name ?? 'Subscription', amount_in_cents: fresh.amount_in_cents, currency: fresh.currency, quantity: 1, tax_category: product?.tax_category },
+          ...this.store.items(fresh.id).map((i) => ({ name: i.name, amount_in_cents: i.amount_in_cents, currency: fresh.currency, quantity: i.quantity, tax_category: i.tax_category })),
+          ...invoiceItems.map((i) => ({ name: i.description, amount_in_cents: i.amount_in_cents, currency: fresh.currency, quantity: 1 })),
+        ],
         currency: fresh.currency,
         customer_id: fresh.customer_id,
         metadata: { subscription_id: fresh.id, period_start: fresh.current_period_end },
@@ -200,6 +206,8 @@ export class SubscriptionsService {
       });
       const linked = { ...fresh, latest_checkout_id: checkout.id };
       if (outcome === 'succeeded') {
+        // Paid once: a failed charge leaves them pending for the retry.
+        if (invoiceItems.length) this.store.markInvoiceItemsBilled(fresh.id, checkout.id);
         const start = fresh.current_period_end;
         return this.apply(linked, { type: 'CHARGE_SUCCEEDED' }, {
           current_period_start: start,

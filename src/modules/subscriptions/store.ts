@@ -35,6 +35,32 @@ export interface SubscriptionRow {
   updated_at: string;
 }
 
+export interface SubscriptionItemRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  subscription_id: string;
+  product_id: string;
+  price_id: string;
+  name: string;
+  amount_in_cents: number;
+  quantity: number;
+  tax_category: 'good' | 'service';
+  created_at: string;
+  removed_at: string | null;
+}
+
+export interface InvoiceItemRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  subscription_id: string;
+  description: string;
+  amount_in_cents: number;
+  created_at: string;
+  billed_checkout_id: string | null;
+}
+
 const COLUMNS = [
   'id', 'account_id', 'live_mode', 'customer_id', 'product_id', 'price_id', 'amount_in_cents', 'currency',
   'billing_interval', 'billing_interval_count', 'status', 'current_period_start', 'current_period_end',
@@ -57,6 +83,18 @@ export class SubscriptionsStore {
          WHERE id = @id AND version = @version`,
       ),
       get: db.prepare('SELECT * FROM subscriptions WHERE id = ?'),
+      insertItem: db.prepare(
+        `INSERT INTO subscription_items (id, account_id, live_mode, subscription_id, product_id, price_id, name, amount_in_cents, quantity, tax_category, created_at, removed_at)
+         VALUES (@id, @account_id, @live_mode, @subscription_id, @product_id, @price_id, @name, @amount_in_cents, @quantity, @tax_category, @created_at, @removed_at)`,
+      ),
+      removeItem: db.prepare('UPDATE subscription_items SET removed_at = ? WHERE id = ? AND subscription_id = ? AND removed_at IS NULL'),
+      items: db.prepare('SELECT * FROM subscription_items WHERE subscription_id = ? AND removed_at IS NULL ORDER BY created_at, rowid'),
+      insertInvoiceItem: db.prepare(
+        `INSERT INTO subscription_invoice_items (id, account_id, live_mode, subscription_id, description, amount_in_cents, created_at, billed_checkout_id)
+         VALUES (@id, @account_id, @live_mode, @subscription_id, @description, @amount_in_cents, @created_at, @billed_checkout_id)`,
+      ),
+      pendingInvoiceItems: db.prepare('SELECT * FROM subscription_invoice_items WHERE subscription_id = ? AND billed_checkout_id IS NULL ORDER BY created_at, rowid'),
+      markBilled: db.prepare('UPDATE subscription_invoice_items SET billed_checkout_id = ? WHERE subscription_id = ? AND billed_checkout_id IS NULL'),
       byOrigin: db.prepare('SELECT * FROM subscriptions WHERE origin_checkout_id = ? ORDER BY rowid'),
       list: db.prepare(`SELECT * FROM subscriptions WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       count: db.prepare(`SELECT count(*) AS n FROM subscriptions WHERE ${scope}`),
@@ -74,6 +112,27 @@ export class SubscriptionsStore {
   /** False when the row changed since it was read (the caller's transition is stale). */
   save(row: SubscriptionRow): boolean {
     return this.s.save.run(row).changes === 1;
+  }
+  insertItem(row: SubscriptionItemRow): void {
+    this.s.insertItem.run(row);
+  }
+  /** False when the item is not an active item of that subscription. */
+  removeItem(subscriptionId: string, itemId: string, at: string): boolean {
+    return this.s.removeItem.run(at, itemId, subscriptionId).changes === 1;
+  }
+  /** The added recurring items still billed with each renewal. */
+  items(subscriptionId: string): SubscriptionItemRow[] {
+    return this.s.items.all(subscriptionId) as SubscriptionItemRow[];
+  }
+  insertInvoiceItem(row: InvoiceItemRow): void {
+    this.s.insertInvoiceItem.run(row);
+  }
+  pendingInvoiceItems(subscriptionId: string): InvoiceItemRow[] {
+    return this.s.pendingInvoiceItems.all(subscriptionId) as InvoiceItemRow[];
+  }
+  /** The pending one-time charges were paid by this renewal checkout. */
+  markInvoiceItemsBilled(subscriptionId: string, checkoutId: string): void {
+    this.s.markBilled.run(checkoutId, subscriptionId);
   }
   get(id: string): SubscriptionRow | undefined {
     return this.s.get.get(id) as SubscriptionRow | undefined;

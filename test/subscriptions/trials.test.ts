@@ -76,7 +76,7 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
       current_period_end: trialEnd,
       checkout_id: null,
       latest_checkout_id: null,
-      setup_intent_id: expect.stringMatching(/^seti_/),
+      setup_intent_id: expect.stringMatching(/^si_/),
       card,
     });
     expect(events()).toEqual([['setup_intent.succeeded', r.body.setup_intent_id]]);

@@ -87,7 +87,7 @@ export class SubscriptionsService {
       const at = this.now();
       const interval = (price.billing_interval ?? 'month') as SubscriptionRow['billing_interval'];
       const trialEnd = addInterval(at, price.free_trial_interval as SubscriptionRow['billing_interval'], price.free_trial_interval_count ?? 1);
-      const setupIntentId = newId('seti');
+      const setupIntentId = newId('si');
       const row: SubscriptionRow = {
         id: newId('su'),
         account_id: account.id,

@@ -3,6 +3,7 @@ import type { PushRecord } from './wire.js';
 import { reemitEvent } from '../events/reemit.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import { applyStoreCashSale, isCashSaleRecord } from '../modules/cash-sales/sync.js';
+import { applyStorePayment, isPaymentRecord } from '../modules/payments/sync.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -109,3 +110,24 @@ registerSyncApplier(
     },
   },
 );
+
+// A checkout paid at the store (terminal, card, bank transfer): the payments module applies it with
+// the store's ids, its ledger `charge` row and fee included. Only a success weighs in the totals.
+for (const kind of ['terminal_payment', 'checkout_payment']) {
+  registerSyncApplier(
+    kind,
+    (ctx, record) => {
+      if (!isPaymentRecord(record.payload)) throw new SyncRejection(`${kind} record without payment_intent, intent or checkout`);
+      const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+      applyStorePayment(ctx, account, record.payload);
+    },
+    {
+      totals: (p) => {
+        const pa = p.payment_intent as { status?: unknown; currency?: unknown; amount_in_cents?: unknown } | undefined;
+        return pa?.status === 'succeeded' && typeof pa.currency === 'string' && typeof pa.amount_in_cents === 'number'
+          ? { currency: pa.currency, amount_in_cents: pa.amount_in_cents }
+          : null;
+      },
+    },
+  );
+}

@@ -100,3 +100,16 @@ export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** A central, a store account there and a store box joined with its live key; stopped by `cleanup`. */
+export async function pairStoreAndCentral(
+  cleanup: Array<() => Promise<void> | void>,
+): Promise<{ central: TestServer; store: TestStore; acct: ReturnType<typeof addStoreAccount> }> {
+  const central = await startCentral();
+  cleanup.push(() => central.stop());
+  const acct = addStoreAccount(central);
+  const store = await startStore(central.url, acct.key);
+  cleanup.push(() => removeDir(store.dataDir));
+  cleanup.push(() => store.stop());
+  return { central, store, acct };
+}

@@ -4,6 +4,7 @@ import { reemitEvent } from '../events/reemit.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import { applyStoreCashSale, isCashSaleRecord } from '../modules/cash-sales/sync.js';
 import { applyStorePayment, isPaymentRecord } from '../modules/payments/sync.js';
+import { applyStoreRefund, isRefundRecord } from '../modules/refunds/sync.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -131,3 +132,22 @@ for (const kind of ['terminal_payment', 'checkout_payment']) {
     },
   );
 }
+
+// A refund made at the store: the refunds module applies it with the store's ids and its ledger
+// `refund` row. A payment the central refunded itself meanwhile is refused (refunded once).
+registerSyncApplier(
+  'refund',
+  (ctx, record) => {
+    if (!isRefundRecord(record.payload)) throw new SyncRejection('refund record without refund');
+    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    const conflict = applyStoreRefund(ctx, account, record.payload);
+    if (conflict) throw new SyncRejection(`payment ${record.payload.refund.payment_intent_id} was already refunded at the central by ${conflict.conflictingRefundId}`);
+  },
+  {
+    totals: (p) => {
+      const r = p.refund as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+      return typeof r?.currency === 'string' && typeof r.amount_in_cents === 'number' ? { currency: r.currency, amount_in_cents: r.amount_in_cents } : null;
+    },
+  },
+);
+

@@ -5,6 +5,8 @@ import { AccountsService } from '../modules/accounts/service.js';
 import { applyStoreCashSale, isCashSaleRecord } from '../modules/cash-sales/sync.js';
 import { applyStorePayment, isPaymentRecord } from '../modules/payments/sync.js';
 import { applyStoreRefund, isRefundRecord } from '../modules/refunds/sync.js';
+import { applyStoreTransfer, isTransferRecord } from '../modules/transfers/sync.js';
+import { applyStoreBankAccount, isBankAccountRecord } from '../modules/bank-accounts/sync.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -151,3 +153,34 @@ registerSyncApplier(
   },
 );
 
+// A peer transfer or a withdrawal step made at the store: the transfers module applies the row and
+// the ledger rows of that step with the store's ids. A step the central's state no longer allows is
+// refused. Only the creation weighs in the totals (a status step moves no new amount).
+for (const kind of ['transfer', 'withdrawal']) {
+  registerSyncApplier(
+    kind,
+    (ctx, record) => {
+      if (!isTransferRecord(record.payload)) throw new SyncRejection(`${kind} record without transfer or balance_transactions`);
+      const refusal = applyStoreTransfer(ctx, record.account_id, record.payload);
+      if (refusal) throw new SyncRejection(refusal);
+    },
+    {
+      totals: (p) => {
+        const t = p.transfer as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+        return p.change === 'created' && typeof t?.currency === 'string' && typeof t.amount_in_cents === 'number'
+          ? { currency: t.currency, amount_in_cents: t.amount_in_cents }
+          : null;
+      },
+    },
+  );
+}
+
+// A bank account added, preferred or archived at the store: the central pays withdrawals to it.
+registerSyncApplier(
+  'bank_account',
+  (ctx, record) => {
+    if (!isBankAccountRecord(record.payload)) throw new SyncRejection('bank_account record without bank_account');
+    applyStoreBankAccount(ctx, record.account_id, record.payload);
+  },
+  { totals: () => null },
+);

@@ -80,7 +80,7 @@ export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-export async function http<T = any>(method: 'GET' | 'POST', url: string, key: string | null, body?: unknown): Promise<{ status: number; body: T }> {
+export async function http<T = any>(method: 'GET' | 'POST' | 'PATCH', url: string, key: string | null, body?: unknown): Promise<{ status: number; body: T }> {
   const res = await request(url, {
     method,
     headers: { ...(key ? { 'x-secret-key': key } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },

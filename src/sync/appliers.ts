@@ -3,6 +3,10 @@ import type { PushRecord } from './wire.js';
 import { reemitEvent } from '../events/reemit.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import { applyStoreCashSale, isCashSaleRecord } from '../modules/cash-sales/sync.js';
+import { applyStorePayment, isPaymentRecord } from '../modules/payments/sync.js';
+import { applyStoreRefund, isRefundRecord } from '../modules/refunds/sync.js';
+import { applyStoreTransfer, isTransferRecord } from '../modules/transfers/sync.js';
+import { applyStoreBankAccount, isBankAccountRecord } from '../modules/bank-accounts/sync.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -108,4 +112,75 @@ registerSyncApplier(
         : null;
     },
   },
+);
+
+// A checkout paid at the store (terminal, card, bank transfer): the payments module applies it with
+// the store's ids, its ledger `charge` row and fee included. Only a success weighs in the totals.
+for (const kind of ['terminal_payment', 'checkout_payment']) {
+  registerSyncApplier(
+    kind,
+    (ctx, record) => {
+      if (!isPaymentRecord(record.payload)) throw new SyncRejection(`${kind} record without payment_intent, intent or checkout`);
+      const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+      applyStorePayment(ctx, account, record.payload);
+    },
+    {
+      totals: (p) => {
+        const pa = p.payment_intent as { status?: unknown; currency?: unknown; amount_in_cents?: unknown } | undefined;
+        return pa?.status === 'succeeded' && typeof pa.currency === 'string' && typeof pa.amount_in_cents === 'number'
+          ? { currency: pa.currency, amount_in_cents: pa.amount_in_cents }
+          : null;
+      },
+    },
+  );
+}
+
+// A refund made at the store: the refunds module applies it with the store's ids and its ledger
+// `refund` row. A payment the central refunded itself meanwhile is refused (refunded once).
+registerSyncApplier(
+  'refund',
+  (ctx, record) => {
+    if (!isRefundRecord(record.payload)) throw new SyncRejection('refund record without refund');
+    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    const conflict = applyStoreRefund(ctx, account, record.payload);
+    if (conflict) throw new SyncRejection(`payment ${record.payload.refund.payment_intent_id} was already refunded at the central by ${conflict.conflictingRefundId}`);
+  },
+  {
+    totals: (p) => {
+      const r = p.refund as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+      return typeof r?.currency === 'string' && typeof r.amount_in_cents === 'number' ? { currency: r.currency, amount_in_cents: r.amount_in_cents } : null;
+    },
+  },
+);
+
+// A peer transfer or a withdrawal step made at the store: the transfers module applies the row and
+// the ledger rows of that step with the store's ids. A step the central's state no longer allows is
+// refused. Only the creation weighs in the totals (a status step moves no new amount).
+for (const kind of ['transfer', 'withdrawal']) {
+  registerSyncApplier(
+    kind,
+    (ctx, record) => {
+      if (!isTransferRecord(record.payload)) throw new SyncRejection(`${kind} record without transfer or balance_transactions`);
+      const refusal = applyStoreTransfer(ctx, record.account_id, record.payload);
+      if (refusal) throw new SyncRejection(refusal);
+    },
+    {
+      totals: (p) => {
+        const t = p.transfer as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+        return p.change === 'created' && typeof t?.currency === 'string' && typeof t.amount_in_cents === 'number'
+          ? { currency: t.currency, amount_in_cents: t.amount_in_cents }
+          : null;
+      },
+    },
+  );
+}
+
+// A bank account added, preferred or archived at the store: the central pays withdrawals to it.
+registerSyncApplier(
+  'bank_account',
+  (ctx, record) => {
+    if (!isBankAccountRecord(record.payload)) throw new SyncRejection('bank_account record without bank_account');
+    applyStoreBankAccount(ctx, record.account_id, record.payload);
+  },
+  { totals: () => null },
 );

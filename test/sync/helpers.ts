@@ -80,7 +80,7 @@ export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-export async function http<T = any>(method: 'GET' | 'POST', url: string, key: string | null, body?: unknown): Promise<{ status: number; body: T }> {
+export async function http<T = any>(method: 'GET' | 'POST' | 'PATCH', url: string, key: string | null, body?: unknown): Promise<{ status: number; body: T }> {
   const res = await request(url, {
     method,
     headers: { ...(key ? { 'x-secret-key': key } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -99,4 +99,17 @@ export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** A central, a store account there and a store box joined with its live key; stopped by `cleanup`. */
+export async function pairStoreAndCentral(
+  cleanup: Array<() => Promise<void> | void>,
+): Promise<{ central: TestServer; store: TestStore; acct: ReturnType<typeof addStoreAccount> }> {
+  const central = await startCentral();
+  cleanup.push(() => central.stop());
+  const acct = addStoreAccount(central);
+  const store = await startStore(central.url, acct.key);
+  cleanup.push(() => removeDir(store.dataDir));
+  cleanup.push(() => store.stop());
+  return { central, store, acct };
 }

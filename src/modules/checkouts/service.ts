@@ -201,6 +201,30 @@ export function insertPaidCheckout(
   return toCheckout(ctx, row);
 }
 
+/**
+ * A checkout settled at a store, written at the central as the store has it (sync): same id, status,
+ * lines, links and times. Does nothing when the central already holds that id.
+ */
+export function insertStoreCheckout(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, checkout: Checkout): void {
+  if (checkoutsStore(ctx.db).byId(checkout.id)) return;
+  checkoutsStore(ctx.db).insert({
+    id: checkout.id,
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    status: checkout.status,
+    amount_in_cents: checkout.amount_in_cents,
+    currency: checkout.currency,
+    items: JSON.stringify(checkout.items),
+    metadata: JSON.stringify(checkout.metadata ?? {}),
+    customer_id: checkout.customer_id,
+    expires_at: checkout.expires_at,
+    latest_intent_id: checkout.latest_intent?.id ?? null,
+    payment_intent_id: checkout.payment_intent_id,
+    created_at: checkout.created_at,
+    updated_at: checkout.updated_at,
+  });
+}
+
 function ownedRow(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string): CheckoutRow | undefined {
   const row = checkoutsStore(ctx.db).byId(id);
   return row && row.account_id === account.id && (row.live_mode === 1) === account.live_mode ? row : undefined;

@@ -43,6 +43,9 @@ export interface PostBalanceTransactionInput {
   sourceId: string;
   sourceType: string;
   description?: string | null;
+  /** A row made at a store keeps its id and time at the central (sync); the balance after it is the central's. */
+  id?: string;
+  createdAt?: string;
 }
 
 export function toBalanceTransaction(r: BalanceTransactionRow): BalanceTransaction {
@@ -77,7 +80,7 @@ export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransa
   const store = ledgerStore(ctx.db);
   const net = input.amountInCents + input.feeInCents;
   const row = {
-    id: newId('txn'),
+    id: input.id ?? newId('txn'),
     account_id: input.accountId,
     live_mode: input.liveMode ? 1 : 0,
     type: input.type,
@@ -91,10 +94,15 @@ export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransa
     source_id: input.sourceId,
     source_type: input.sourceType,
     description: input.description ?? null,
-    created_at: isoTime(ctx.clock.now()),
+    created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
   store.insert(row);
   return toBalanceTransaction({ ...row, seq: 0 });
+}
+
+/** Whether a ledger row with this id exists (sync appliers post a store's row once). */
+export function hasBalanceTransaction(ctx: AppContext, id: string): boolean {
+  return ledgerStore(ctx.db).byId(id) !== undefined;
 }
 
 export interface Balance {

@@ -8,7 +8,8 @@ import type { Account } from '../accounts/service.js';
 import { getCheckout, isExpired, setCheckoutStatus } from '../checkouts/service.js';
 import { customerById, markCustomerLive } from '../customers/service.js';
 import { feeFor, postBalanceTransaction } from '../ledger/service.js';
-import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
+import { createIntent, setIntentTaxInvoiceUrl, type CreateIntentInput } from '../intents/service.js';
+import type { Checkout } from '../checkouts/schema.js';
 import { intentDocument } from '../intents/document.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
@@ -47,6 +48,49 @@ const INTENT_TYPE: Record<PaymentMethod, 'payment' | 'bank_transfer' | 'cash'> =
   bank_transfer: 'bank_transfer',
   cash: 'cash',
 };
+
+/**
+ * The unified intent (in_) of a payment intent: what `settleCheckoutPayment` records, and what the
+ * central records again with the store's ids when the payment arrives by sync.
+ */
+export function paymentIntentInput(
+  pa: PaymentIntentRow,
+  checkout: Pick<Checkout, 'id' | 'items'>,
+  rawStatus: string,
+  at: { paymentId?: string; createdAt?: string } = {},
+): CreateIntentInput {
+  const type = INTENT_TYPE[pa.method];
+  const details: Record<string, unknown> =
+    type === 'bank_transfer'
+      ? { failure_reason: pa.failure_reason, bank_reference: pa.processor_reference, sender_comment: null }
+      : {
+          failure_reason: pa.failure_reason,
+          fee: -pa.fee_in_cents,
+          tax_invoicing_fee: 0,
+          vat_withheld: pa.vat_withheld_in_cents,
+          vat_withheld_currency: pa.currency,
+          used_presaved_payment_method: false,
+          installments: pa.installments ?? 1,
+          channel: pa.channel ?? pa.method,
+          products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id, quantity: i.quantity })),
+        };
+  return {
+    id: pa.intent_id,
+    accountId: pa.account_id,
+    liveMode: pa.live_mode === 1,
+    type,
+    status: pa.status,
+    rawStatus,
+    legacyId: pa.id,
+    amountInCents: pa.amount_in_cents,
+    currency: pa.currency,
+    customerId: pa.customer_id,
+    checkoutId: checkout.id,
+    details,
+    paymentId: at.paymentId,
+    createdAt: at.createdAt,
+  };
+}
 
 /**
  * Settles a checkout's payment in one transaction: the checkout turns paid or failed, a payment
@@ -118,35 +162,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     };
     store.insert(pa);
 
-    const type = INTENT_TYPE[input.method];
-    const details: Record<string, unknown> =
-      type === 'bank_transfer'
-        ? { failure_reason: pa.failure_reason, bank_reference: input.processorReference ?? null, sender_comment: null }
-        : {
-            failure_reason: pa.failure_reason,
-            fee: -pa.fee_in_cents,
-            tax_invoicing_fee: 0,
-            vat_withheld: pa.vat_withheld_in_cents,
-            vat_withheld_currency: pa.currency,
-            used_presaved_payment_method: false,
-            installments: pa.installments ?? 1,
-            channel: pa.channel ?? input.method,
-            products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id, quantity: i.quantity })),
-          };
-    createIntent(ctx, {
-      id: intentId,
-      accountId: account.id,
-      liveMode: account.live_mode,
-      type,
-      status: input.outcome,
-      rawStatus: succeeded ? 'succeeded' : (input.failureReason ?? 'failed'),
-      legacyId: paId,
-      amountInCents: checkout.amount_in_cents,
-      currency: checkout.currency,
-      customerId: checkout.customer_id,
-      checkoutId: checkout.id,
-      details,
-    });
+    createIntent(ctx, paymentIntentInput(pa, checkout, succeeded ? 'succeeded' : (input.failureReason ?? 'failed')));
 
     const settled = setCheckoutStatus(ctx, account, checkout.id, { type: succeeded ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED' }, {
       latestIntentId: intentId,

@@ -1,0 +1,45 @@
+import type { AppContext } from '../../context.js';
+import { bankAccountsStore, type BankAccountRow } from './store.js';
+
+/** The `bank_account` record the bank-accounts service appends (the whole row: central pays withdrawals). */
+export interface BankAccountRecord {
+  change: 'created' | 'preferred_changed' | 'archived';
+  bank_account: Omit<BankAccountRow, 'live_mode' | 'is_preferred'> & { live_mode: boolean; is_preferred: boolean };
+}
+
+export function isBankAccountRecord(p: Record<string, unknown>): p is Record<string, unknown> & BankAccountRecord {
+  const b = p.bank_account as Partial<BankAccountRecord['bank_account']> | undefined;
+  return (
+    (p.change === 'created' || p.change === 'preferred_changed' || p.change === 'archived') &&
+    typeof b?.id === 'string' &&
+    typeof b.number === 'string' &&
+    typeof b.holder_name === 'string' &&
+    typeof b.currency === 'string' &&
+    typeof b.is_preferred === 'boolean' &&
+    (b.status === 'active' || b.status === 'archived') &&
+    typeof b.created_at === 'string'
+  );
+}
+
+/**
+ * A bank account fact from a store, applied at the central (sync): the account is written with the
+ * store's id when the central does not hold it yet, then it takes the record's state (preferred flag,
+ * which clears the account's other preferred one in that currency as at the store; archived).
+ */
+export function applyStoreBankAccount(ctx: AppContext, accountId: string, record: BankAccountRecord): void {
+  const b = record.bank_account;
+  const store = bankAccountsStore(ctx.db);
+  const row: BankAccountRow = { ...b, account_id: accountId, live_mode: b.live_mode ? 1 : 0, is_preferred: b.is_preferred ? 1 : 0 };
+  const existing = store.get(row.id, b.live_mode);
+  if (existing && existing.account_id !== accountId) return;
+  if (row.is_preferred === 1 && row.status === 'active') store.unsetOtherPreferred(row);
+  if (!existing) {
+    store.insert(row);
+    return;
+  }
+  if (row.status === 'archived') {
+    store.archive(row.id, row.archived_at ?? row.created_at);
+    return;
+  }
+  if (existing.status === 'active') store.setPreferred(row.id, row.is_preferred === 1);
+}

@@ -1,0 +1,77 @@
+import type { AppContext } from '../../context.js';
+import type { Account } from '../accounts/service.js';
+import type { Checkout } from '../checkouts/schema.js';
+import { insertStoreCheckout } from '../checkouts/service.js';
+import { intentRow, createIntent } from '../intents/service.js';
+import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
+import { paymentIntentInput } from './service.js';
+import { paymentsStore, type PaymentIntentRow } from './store.js';
+
+/** The `terminal_payment` / `checkout_payment` record `settleCheckoutPayment` appends. */
+export interface PaymentRecord {
+  payment_intent: PaymentIntentRow;
+  intent: { payment?: { id?: string }; raw_status?: string; created_at?: string };
+  checkout: Checkout;
+  balance_transaction: BalanceTransaction | null;
+}
+
+export function isPaymentRecord(p: Record<string, unknown>): p is Record<string, unknown> & PaymentRecord {
+  const pa = p.payment_intent as Partial<PaymentIntentRow> | undefined;
+  const co = p.checkout as Partial<Checkout> | undefined;
+  const txn = p.balance_transaction as Partial<BalanceTransaction> | null | undefined;
+  return (
+    typeof pa?.id === 'string' &&
+    typeof pa.intent_id === 'string' &&
+    typeof pa.amount_in_cents === 'number' &&
+    typeof pa.currency === 'string' &&
+    (pa.status === 'succeeded' || pa.status === 'failed') &&
+    typeof co?.id === 'string' &&
+    co.id === pa.checkout_id &&
+    Array.isArray(co.items) &&
+    typeof p.intent === 'object' &&
+    p.intent !== null &&
+    (txn === null || txn === undefined || (typeof txn.id === 'string' && typeof txn.amount_in_cents === 'number' && typeof txn.fee_in_cents === 'number'))
+  );
+}
+
+/**
+ * A checkout payment settled at a store (terminal, card, bank transfer), applied at the central
+ * (sync): the checkout as settled, the payment intent, its unified intent and, for a success, the
+ * ledger `charge` row with the store's fee, all under the store's ids and times. The central numbers
+ * the receipt itself and keeps its own running balance. No events (the store's arrive on their own),
+ * no coupon redemption or subscription (those travel as their own kinds), and each part is written
+ * only when absent, so no ledger row is ever doubled.
+ */
+export function applyStorePayment(ctx: AppContext, account: Account, record: PaymentRecord): void {
+  const { payment_intent: pa, checkout, balance_transaction: txn } = record;
+  const payments = paymentsStore(ctx.db);
+  if (payments.byId(pa.id)) return;
+  insertStoreCheckout(ctx, account, checkout);
+  if (txn && !hasBalanceTransaction(ctx, txn.id)) {
+    postBalanceTransaction(ctx, {
+      id: txn.id,
+      createdAt: txn.created_at,
+      accountId: account.id,
+      liveMode: account.live_mode,
+      type: 'charge',
+      amountInCents: txn.amount_in_cents,
+      feeInCents: txn.fee_in_cents,
+      feeDetails: txn.fee_details,
+      currency: txn.currency,
+      sourceId: pa.id,
+      sourceType: 'payment_intent',
+      description: txn.description,
+    });
+  }
+  const row: PaymentIntentRow = { ...pa, account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
+  if (!intentRow(ctx, pa.intent_id)) {
+    createIntent(
+      ctx,
+      paymentIntentInput(row, checkout, record.intent.raw_status ?? pa.status, {
+        paymentId: record.intent.payment?.id,
+        createdAt: record.intent.created_at ?? pa.created_at,
+      }),
+    );
+  }
+  payments.insert(row);
+}

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { Statement } from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
@@ -65,6 +66,7 @@ export class DeliveryWorker implements Worker {
   /** The open group of attempts sharing one deadline (see `deadline`). */
   private bucket: TimeoutBucket | undefined;
   private readonly buckets = new Set<TimeoutBucket>();
+  private syncPragmas: { normal: Statement; restore: Statement } | undefined;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly onEvents = () => this.wake();
@@ -210,12 +212,16 @@ export class DeliveryWorker implements Worker {
   private bookkeeping<T>(fn: () => T): T {
     const db = this.ctx.db;
     if (db.inTransaction) return tx(db, fn);
-    const mode = this.ctx.config.database.synchronous;
-    db.pragma('synchronous = NORMAL');
+    // Prepared once: `db.pragma()` compiles its statement at every call, twice per group.
+    this.syncPragmas ??= {
+      normal: db.prepare('PRAGMA synchronous = NORMAL'),
+      restore: db.prepare(`PRAGMA synchronous = ${this.ctx.config.database.synchronous}`),
+    };
+    this.syncPragmas.normal.run();
     try {
       return tx(db, fn);
     } finally {
-      db.pragma(`synchronous = ${mode}`);
+      this.syncPragmas.restore.run();
     }
   }
 
@@ -225,9 +231,9 @@ export class DeliveryWorker implements Worker {
   }
 
   /**
-   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and each row
-   * is read, and checked again, only when it is sent: a delivery finished or canceled meanwhile is
-   * skipped.
+   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and the rows
+   * to send now are read, and checked again, together just before they are sent (one query for all
+   * the slots freed since the last pass): a delivery finished or canceled meanwhile is skipped.
    */
   private dispatch(): void {
     const max = this.ctx.config.webhooks.concurrency;
@@ -243,11 +249,16 @@ export class DeliveryWorker implements Worker {
           .filter((id) => !this.inflight.has(id));
         if (this.ready.length === 0) return;
       }
-      const id = this.ready.shift()!;
-      if (this.inflight.has(id)) continue;
-      const row = this.store.sendable(id);
-      if (!row || row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
-      void this.launch(row, false);
+      const ids: string[] = [];
+      while (ids.length < max - this.sending && this.ready.length > 0) {
+        const id = this.ready.shift()!;
+        if (!this.inflight.has(id)) ids.push(id);
+      }
+      if (ids.length === 0) continue;
+      for (const row of this.store.sendableMany(ids)) {
+        if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+        void this.launch(row, false);
+      }
     }
   }
 

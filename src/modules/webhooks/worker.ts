@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Statement } from 'better-sqlite3';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
@@ -22,6 +22,12 @@ const FLUSH_BATCH = 256;
 const FLUSH_DELAY_MS = 5;
 /** Attempts started within this many ms share one deadline timer (see `deadline`). */
 const BUCKET_MS = 100;
+
+interface Target {
+  origin: string;
+  path: string;
+  refused: string | null;
+}
 
 interface TimeoutBucket {
   openedAt: number;
@@ -51,6 +57,7 @@ export class DeliveryWorker implements Worker {
   private readonly parents = new Map<string, string | null>();
   /** Ids read ahead from the due index, sent in order as slots free up. */
   private ready: string[] = [];
+  private readonly targets = new Map<string, Target>();
   private readonly keys = new Map<string, { sealed: string; key: Buffer }>();
   private stopped = false;
   private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
@@ -291,6 +298,20 @@ export class DeliveryWorker implements Worker {
     return key;
   }
 
+  /** An endpoint URL's origin and path, and whether it names a refused literal address; cached. */
+  private targetOf(url: string): Target {
+    let t = this.targets.get(url);
+    if (t) return t;
+    const u = new URL(url);
+    const host = hostOf(u);
+    // A literal address never reaches the socket's lookup, so it is checked here.
+    const refused = isIP(host) && !this.guard.addressAllowed(host) ? `address_refused: ${host} is a private, local or metadata address` : null;
+    t = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname, refused };
+    if (this.targets.size >= 1000) this.targets.clear();
+    this.targets.set(url, t);
+    return t;
+  }
+
   /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
   private async attempt(row: SendableRow, manual: boolean): Promise<Outcome | undefined> {
     const attemptedAt = this.ctx.clock.now();
@@ -312,15 +333,16 @@ export class DeliveryWorker implements Worker {
       const body = JSON.stringify(
         webhookBody({ type: row.event_type, payload: JSON.parse(payload), account_id: row.event_account_id }, { connected: row.event_account_id !== row.account_id }),
       );
-      const host = hostOf(new URL(row.url));
-      // A literal address never reaches the socket's lookup, so it is checked here.
-      if (isIP(host) && !this.guard.addressAllowed(host)) return out(null, `address_refused: ${host} is a private, local or metadata address`);
+      const target = this.targetOf(row.url);
+      if (target.refused) return out(null, target.refused);
       // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
       const bucket = this.deadline(performance.now());
       try {
-        const res = await request(row.url, {
+        // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
+        const res = await this.agent.request({
+          origin: target.origin,
+          path: target.path,
           method: 'POST',
-          dispatcher: this.agent,
           body,
           headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
           signal: bucket.controller.signal,

@@ -330,9 +330,14 @@ export class DeliveryWorker implements Worker {
     try {
       const payload = row.payload ?? row.event_payload;
       if (payload === null) return out(null, 'event_missing: the event is no longer stored');
-      const body = JSON.stringify(
-        webhookBody({ type: row.event_type, payload: JSON.parse(payload), account_id: row.event_account_id }, { connected: row.event_account_id !== row.account_id }),
-      );
+      const parsed = JSON.parse(payload) as Record<string, unknown>;
+      const connected = row.event_account_id !== row.account_id;
+      // A stored payload that already names its type and version, sent to its own account, is the
+      // body as it is (it was written by JSON.stringify): serializing it again would change nothing.
+      const body =
+        !connected && parsed.event_type !== undefined && parsed.api_version !== undefined
+          ? payload
+          : JSON.stringify(webhookBody({ type: row.event_type, payload: parsed, account_id: row.event_account_id }, { connected }));
       const target = this.targetOf(row.url);
       if (target.refused) return out(null, target.refused);
       // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.

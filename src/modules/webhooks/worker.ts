@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Statement } from 'better-sqlite3';
@@ -13,28 +12,20 @@ import { AccountsService } from '../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
-import { applyOutcome, describe, retryAfterMs, TimeoutError, type Outcome } from './outcome.js';
+import { applyOutcome, describe, retryAfterMs, type Outcome } from './outcome.js';
+import { AttemptDeadlines } from './deadlines.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 const FAN_OUT_BATCH = 500;
 /** Outcomes are committed together: after this many, or this long after the first of a group. */
 const FLUSH_BATCH = 256;
 const FLUSH_DELAY_MS = 5;
-/** Attempts started within this many ms share one deadline timer (see `deadline`). */
-const BUCKET_MS = 100;
-
 interface Target {
   origin: string;
   path: string;
   refused: string | null;
 }
 
-interface TimeoutBucket {
-  openedAt: number;
-  controller: AbortController;
-  pending: number;
-  timer: NodeJS.Timeout;
-}
 
 
 /**
@@ -70,9 +61,8 @@ export class DeliveryWorker implements Worker {
    * under load and would otherwise cost two reads each.
    */
   private eventsMaybe = true;
-  /** The open group of attempts sharing one deadline (see `deadline`). */
-  private bucket: TimeoutBucket | undefined;
-  private readonly buckets = new Set<TimeoutBucket>();
+  /** The whole-attempt limit, one timer shared by the attempts started close together. */
+  private readonly deadlines: AttemptDeadlines;
   private syncPragmas: { normal: Statement; restore: Statement } | undefined;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
@@ -84,6 +74,7 @@ export class DeliveryWorker implements Worker {
     private readonly box: SecretBox,
   ) {
     this.store = webhooksStore(ctx.db);
+    this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
     this.accounts = new AccountsService(ctx.db, ctx.clock);
     const t = ctx.config.webhooks.timeout_ms;
     this.agent = new Agent({
@@ -105,10 +96,7 @@ export class DeliveryWorker implements Worker {
     this.ctx.outbox.notifier.off('events', this.onEvents);
     clearTimeout(this.timer);
     this.stopped = true;
-    for (const b of this.buckets) {
-      clearTimeout(b.timer);
-      b.controller.abort();
-    }
+    this.deadlines.abortAll();
     await Promise.allSettled([...this.inflight.values()]);
     await this.agent.close().catch(() => undefined);
   }
@@ -341,7 +329,7 @@ export class DeliveryWorker implements Worker {
       const target = this.targetOf(row.url);
       if (target.refused) return out(null, target.refused);
       // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
-      const bucket = this.deadline(performance.now());
+      const deadline = this.deadlines.join(performance.now());
       try {
         // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
         const res = await this.agent.request({
@@ -350,54 +338,16 @@ export class DeliveryWorker implements Worker {
           method: 'POST',
           body,
           headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
-          signal: bucket.controller.signal,
+          signal: deadline.signal,
         });
         await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
         return out(res.statusCode, null, retryAfterMs(res.headers['retry-after'], this.ctx.clock.now()));
       } finally {
-        this.release(bucket);
+        this.deadlines.leave(deadline);
       }
     } catch (err) {
       if (this.stopped) return undefined;
       return out(null, describe(err, this.ctx.config.webhooks.timeout_ms));
-    }
-  }
-
-  /**
-   * The whole-attempt limit, shared: attempts started within the same BUCKET_MS share one
-   * AbortController and one timer, fired BUCKET_MS + timeout_ms after the group opened, so each
-   * attempt gets at least `timeout_ms` and at most `timeout_ms + BUCKET_MS`. A controller and a
-   * timer per attempt cost about 7% of a delivery's CPU; the timer is cleared when the group's
-   * last attempt ends.
-   */
-  private deadline(nowMs: number): TimeoutBucket {
-    let b = this.bucket;
-    if (!b || nowMs - b.openedAt >= BUCKET_MS) {
-      if (b && b.pending === 0) {
-        clearTimeout(b.timer);
-        this.buckets.delete(b);
-      }
-      const controller = new AbortController();
-      // One listener per attempt in the group: many more than EventTarget's warning threshold.
-      setMaxListeners(0, controller.signal);
-      const nb: TimeoutBucket = { openedAt: nowMs, controller, pending: 0, timer: undefined as unknown as NodeJS.Timeout };
-      nb.timer = setTimeout(() => {
-        this.buckets.delete(nb);
-        nb.controller.abort(new TimeoutError());
-      }, BUCKET_MS + this.ctx.config.webhooks.timeout_ms);
-      nb.timer.unref();
-      this.buckets.add(nb);
-      this.bucket = b = nb;
-    }
-    b.pending++;
-    return b;
-  }
-
-  private release(b: TimeoutBucket): void {
-    b.pending--;
-    if (b.pending === 0 && b !== this.bucket) {
-      clearTimeout(b.timer);
-      this.buckets.delete(b);
     }
   }
 

@@ -103,6 +103,15 @@ export function webhooksStore(db: Db) {
        LEFT JOIN events e ON e.id = d.event_id
        WHERE d.id = ?`,
     ),
+    // The same rows for a list of ids (a JSON array), in one statement.
+    sendableMany: db.prepare(
+      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+       FROM json_each(?) j
+       JOIN webhook_deliveries d ON d.id = j.value
+       JOIN webhook_endpoints w ON w.id = d.endpoint_id
+       LEFT JOIN events e ON e.id = d.event_id
+       ORDER BY j.key`,
+    ),
     delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?'),
     insertAttempt: db.prepare(
       `INSERT INTO webhook_attempts (delivery_id, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
@@ -163,6 +172,7 @@ export function webhooksStore(db: Db) {
     }) => s.insertDelivery.run(row).changes > 0,
     due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ id: string; next_attempt_ms: number }>,
     sendable: (id: string) => s.sendable.get(id) as SendableRow | undefined,
+    sendableMany: (ids: string[]) => s.sendableMany.all(JSON.stringify(ids)) as SendableRow[],
     delivery: (id: string) => s.delivery.get(id) as DeliveryRow | undefined,
     insertAttempt: (row: AttemptRow) => void s.insertAttempt.run(row),
     updateDelivery: (

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Agent, request } from 'undici';
+import type { Statement } from 'better-sqlite3';
+import { Agent } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
@@ -11,13 +12,20 @@ import { AccountsService } from '../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
-import { applyOutcome, describe, retryAfterMs, TimeoutError, type Outcome } from './outcome.js';
+import { applyOutcome, describe, retryAfterMs, type Outcome } from './outcome.js';
+import { AttemptDeadlines } from './deadlines.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 const FAN_OUT_BATCH = 500;
 /** Outcomes are committed together: after this many, or this long after the first of a group. */
 const FLUSH_BATCH = 256;
 const FLUSH_DELAY_MS = 5;
+interface Target {
+  origin: string;
+  path: string;
+  refused: string | null;
+}
+
 
 
 /**
@@ -40,14 +48,22 @@ export class DeliveryWorker implements Worker {
   private readonly parents = new Map<string, string | null>();
   /** Ids read ahead from the due index, sent in order as slots free up. */
   private ready: string[] = [];
+  private readonly targets = new Map<string, Target>();
   private readonly keys = new Map<string, { sealed: string; key: Buffer }>();
-  /** Controllers of the attempts in flight: a stop aborts them (cheaper than one combined signal each). */
-  private readonly controllers = new Set<AbortController>();
   private stopped = false;
   private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushScheduled = false;
   private flushTimer: NodeJS.Timeout | undefined;
   private wakeScheduled = false;
+  /**
+   * Whether the next pass must look for new events: set by the outbox's notice, the timer (events
+   * written by other processes) and outside callers; not by finished attempts, which are most wakes
+   * under load and would otherwise cost two reads each.
+   */
+  private eventsMaybe = true;
+  /** The whole-attempt limit, one timer shared by the attempts started close together. */
+  private readonly deadlines: AttemptDeadlines;
+  private syncPragmas: { normal: Statement; restore: Statement } | undefined;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly onEvents = () => this.wake();
@@ -58,6 +74,7 @@ export class DeliveryWorker implements Worker {
     private readonly box: SecretBox,
   ) {
     this.store = webhooksStore(ctx.db);
+    this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
     this.accounts = new AccountsService(ctx.db, ctx.clock);
     const t = ctx.config.webhooks.timeout_ms;
     this.agent = new Agent({
@@ -79,20 +96,29 @@ export class DeliveryWorker implements Worker {
     this.ctx.outbox.notifier.off('events', this.onEvents);
     clearTimeout(this.timer);
     this.stopped = true;
-    for (const c of this.controllers) c.abort();
+    this.deadlines.abortAll();
     await Promise.allSettled([...this.inflight.values()]);
     await this.agent.close().catch(() => undefined);
   }
 
   /** Look at the table soon (after the current tick): new events, finished attempts, timers. */
   wake(): void {
+    this.eventsMaybe = true;
+    this.kick();
+  }
+
+  /** A pass after the current tick; fans out only if `eventsMaybe` (a slot freed needs no fan-out). */
+  private kick(): void {
     if (!this.running || this.wakeScheduled) return;
     this.wakeScheduled = true;
     setImmediate(() => {
       this.wakeScheduled = false;
       if (!this.running) return;
       try {
-        this.fanOut();
+        if (this.eventsMaybe) {
+          this.eventsMaybe = false;
+          this.fanOut();
+        }
         this.dispatch();
       } catch (err) {
         this.ctx.log.error({ err }, 'webhook delivery pass failed');
@@ -181,12 +207,16 @@ export class DeliveryWorker implements Worker {
   private bookkeeping<T>(fn: () => T): T {
     const db = this.ctx.db;
     if (db.inTransaction) return tx(db, fn);
-    const mode = this.ctx.config.database.synchronous;
-    db.pragma('synchronous = NORMAL');
+    // Prepared once: `db.pragma()` compiles its statement at every call, twice per group.
+    this.syncPragmas ??= {
+      normal: db.prepare('PRAGMA synchronous = NORMAL'),
+      restore: db.prepare(`PRAGMA synchronous = ${this.ctx.config.database.synchronous}`),
+    };
+    this.syncPragmas.normal.run();
     try {
       return tx(db, fn);
     } finally {
-      db.pragma(`synchronous = ${mode}`);
+      this.syncPragmas.restore.run();
     }
   }
 
@@ -196,9 +226,9 @@ export class DeliveryWorker implements Worker {
   }
 
   /**
-   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and each row
-   * is read, and checked again, only when it is sent: a delivery finished or canceled meanwhile is
-   * skipped.
+   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and the rows
+   * to send now are read, and checked again, together just before they are sent (one query for all
+   * the slots freed since the last pass): a delivery finished or canceled meanwhile is skipped.
    */
   private dispatch(): void {
     const max = this.ctx.config.webhooks.concurrency;
@@ -214,11 +244,16 @@ export class DeliveryWorker implements Worker {
           .filter((id) => !this.inflight.has(id));
         if (this.ready.length === 0) return;
       }
-      const id = this.ready.shift()!;
-      if (this.inflight.has(id)) continue;
-      const row = this.store.sendable(id);
-      if (!row || row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
-      void this.launch(row, false);
+      const ids: string[] = [];
+      while (ids.length < max - this.sending && this.ready.length > 0) {
+        const id = this.ready.shift()!;
+        if (!this.inflight.has(id)) ids.push(id);
+      }
+      if (ids.length === 0) continue;
+      for (const row of this.store.sendableMany(ids)) {
+        if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+        void this.launch(row, false);
+      }
     }
   }
 
@@ -228,7 +263,7 @@ export class DeliveryWorker implements Worker {
       .then((outcome) => {
         this.sending--;
         // The slot is free now; the outcome commits with the next group.
-        this.wake();
+        this.kick();
         return outcome ? this.record(outcome) : undefined;
       }, (err) => {
         this.sending--;
@@ -237,7 +272,7 @@ export class DeliveryWorker implements Worker {
       .catch((err) => this.ctx.log.error({ err, delivery: row.id }, 'webhook attempt failed to record'))
       .finally(() => {
         if (this.inflight.get(row.id) === p) this.inflight.delete(row.id);
-        this.wake();
+        this.kick();
       });
     this.inflight.set(row.id, p);
     return p;
@@ -249,6 +284,20 @@ export class DeliveryWorker implements Worker {
     const key = secretKey(this.box.open(row.secret));
     this.keys.set(row.endpoint_id, { sealed: row.secret, key });
     return key;
+  }
+
+  /** An endpoint URL's origin and path, and whether it names a refused literal address; cached. */
+  private targetOf(url: string): Target {
+    let t = this.targets.get(url);
+    if (t) return t;
+    const u = new URL(url);
+    const host = hostOf(u);
+    // A literal address never reaches the socket's lookup, so it is checked here.
+    const refused = isIP(host) && !this.guard.addressAllowed(host) ? `address_refused: ${host} is a private, local or metadata address` : null;
+    t = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname, refused };
+    if (this.targets.size >= 1000) this.targets.clear();
+    this.targets.set(url, t);
+    return t;
   }
 
   /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
@@ -269,29 +318,32 @@ export class DeliveryWorker implements Worker {
     try {
       const payload = row.payload ?? row.event_payload;
       if (payload === null) return out(null, 'event_missing: the event is no longer stored');
-      const body = JSON.stringify(
-        webhookBody({ type: row.event_type, payload: JSON.parse(payload), account_id: row.event_account_id }, { connected: row.event_account_id !== row.account_id }),
-      );
-      const host = hostOf(new URL(row.url));
-      // A literal address never reaches the socket's lookup, so it is checked here.
-      if (isIP(host) && !this.guard.addressAllowed(host)) return out(null, `address_refused: ${host} is a private, local or metadata address`);
+      const parsed = JSON.parse(payload) as Record<string, unknown>;
+      const connected = row.event_account_id !== row.account_id;
+      // A stored payload that already names its type and version, sent to its own account, is the
+      // body as it is (it was written by JSON.stringify): serializing it again would change nothing.
+      const body =
+        !connected && parsed.event_type !== undefined && parsed.api_version !== undefined
+          ? payload
+          : JSON.stringify(webhookBody({ type: row.event_type, payload: parsed, account_id: row.event_account_id }, { connected }));
+      const target = this.targetOf(row.url);
+      if (target.refused) return out(null, target.refused);
       // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new TimeoutError()), this.ctx.config.webhooks.timeout_ms);
-      this.controllers.add(controller);
+      const deadline = this.deadlines.join(performance.now());
       try {
-        const res = await request(row.url, {
+        // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
+        const res = await this.agent.request({
+          origin: target.origin,
+          path: target.path,
           method: 'POST',
-          dispatcher: this.agent,
           body,
           headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
-          signal: controller.signal,
+          signal: deadline.signal,
         });
         await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
         return out(res.statusCode, null, retryAfterMs(res.headers['retry-after'], this.ctx.clock.now()));
       } finally {
-        clearTimeout(timer);
-        this.controllers.delete(controller);
+        this.deadlines.leave(deadline);
       }
     } catch (err) {
       if (this.stopped) return undefined;
@@ -343,6 +395,7 @@ export class DeliveryWorker implements Worker {
       const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.id));
       if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
     }
+    // The timer's pass looks for events too: other processes write them without notifying us.
     this.timer = setTimeout(() => this.wake(), delay);
     this.timer.unref();
   }

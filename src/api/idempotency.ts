@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../db/database.js';
+import { tx, type Db } from '../db/database.js';
 import { ApiError } from '../errors.js';
 import { isoTime, type Clock } from '../clock.js';
 
@@ -168,4 +168,17 @@ export function commitIdempotentResponse(req: FastifyRequest, reply: FastifyRepl
   const codec = codecOf(req);
   idem.store.finish(idem.scope, idem.key, status, codec ? codec.seal(payload) : payload, 'application/json; charset=utf-8');
   idem.committed = true;
+}
+
+/**
+ * Runs a synchronous write in one transaction together with its idempotent answer, then sends it:
+ * the shape of every money-moving POST whose service is synchronous.
+ */
+export function sendCommitted<T>(db: Db, req: FastifyRequest, reply: FastifyReply, status: number, write: () => T): FastifyReply {
+  const body = tx(db, () => {
+    const result = write();
+    commitIdempotentResponse(req, reply, status, result);
+    return result;
+  });
+  return reply.code(status).send(body);
 }

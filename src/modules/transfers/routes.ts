@@ -1,5 +1,4 @@
-import { tx } from '../../db/database.js';
-import { commitIdempotentResponse } from '../../api/idempotency.js';
+import { sendCommitted } from '../../api/idempotency.js';
 import { Type } from '@sinclair/typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
@@ -26,15 +25,8 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/transfers',
     { schema: { tags, body: CreateTransferBody, response: { 201: TransferSchema, ...errorResponses } } },
-    async (req, reply) => {
-      // The Idempotency-Key's answer commits with the money movement (see commitIdempotentResponse).
-      const transfer = tx(ctx.db, () => {
-        const t = createTransfer(ctx, requireAccount(req), req.body);
-        commitIdempotentResponse(req, reply, 201, t);
-        return t;
-      });
-      return reply.code(201).send(transfer);
-    },
+    // The Idempotency-Key's answer commits with the money movement.
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createTransfer(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
@@ -57,14 +49,7 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/withdrawals',
     { schema: { tags: ['withdrawals'], body: CreateWithdrawalBody, response: { 201: WithdrawalSchema, ...errorResponses } } },
-    async (req, reply) => {
-      const withdrawal = tx(ctx.db, () => {
-        const w = createWithdrawal(ctx, requireAccount(req), req.body);
-        commitIdempotentResponse(req, reply, 201, w);
-        return w;
-      });
-      return reply.code(201).send(withdrawal);
-    },
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createWithdrawal(ctx, requireAccount(req), req.body)),
   );
 
   app.get(

@@ -6,12 +6,12 @@ import { Authenticator } from '../api/auth.js';
 import { ApiError } from '../errors.js';
 import { isoTime } from '../clock.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
-import { ErrorSchema } from '../modules/accounts/schema.js';
 import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './central-service.js';
 import { syncStore } from './store.js';
 import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from './wire.js';
+import { errorBodies } from '../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 503: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 409, 422, 503);
 
 /** The account a store key acts for (account keys only: a store writes). */
 export function storeKeyAccount(authenticator: Authenticator, req: FastifyRequest): Account {

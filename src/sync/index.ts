@@ -3,11 +3,11 @@ import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
 import { AccountsService } from '../modules/accounts/service.js';
-import { ErrorSchema } from '../modules/accounts/schema.js';
 import { centralRoutes } from './central.js';
 import { SyncWorker } from './client.js';
 import { applyHeldRecords } from './central-service.js';
 import { syncStatus } from './status.js';
+import { ErrorSchema } from '../api/schemas.js';
 
 const Diff = Type.Object({
   account_id: Type.String(),

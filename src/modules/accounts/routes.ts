@@ -5,8 +5,9 @@ import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
 import { AccountsService, type Account } from './service.js';
-import { AccountSchema, ErrorSchema, IdParams, TestResponse, type AccountView } from './schema.js';
+import { AccountSchema, TestResponse, type AccountView } from './schema.js';
 import { balanceRoutes } from '../ledger/routes.js';
+import { ErrorSchema, IdParams, errorBodies } from '../../api/schemas.js';
 
 export function accountView(a: Account): AccountView {
   return {
@@ -25,7 +26,7 @@ export function accountView(a: Account): AccountView {
   };
 }
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 429);
 
 export function accountRoutes(app: ApiApp, ctx: AppContext): void {
   const accounts = new AccountsService(ctx.db, ctx.clock);

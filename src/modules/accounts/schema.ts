@@ -1,18 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
 
-export const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-
-export const ErrorSchema = Type.Object(
-  {
-    message: Type.String(),
-    code: Type.Optional(Type.String()),
-    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
-    refund_id: Type.Optional(Type.String()),
-    endpoint: Type.Optional(Type.String()),
-  },
-  { $id: 'Error', additionalProperties: true },
-);
-
 export const TestResponse = Type.Object({
   message: Type.String(),
   account_id: Type.String(),
@@ -43,5 +30,3 @@ export const BalanceSchema = Type.Object({
   pending_in_cents: Type.Integer(),
   account_id: Type.Optional(Type.String()),
 });
-
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });

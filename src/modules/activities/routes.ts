@@ -3,11 +3,11 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ErrorSchema } from '../accounts/schema.js';
 import { ActivityQuery, ActivitySchema } from './schema.js';
 import { listActivities } from './service.js';
+import { errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 429);
 
 export function activityRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
-import { ErrorSchema } from '../accounts/schema.js';
+import { errorBodies } from '../../api/schemas.js';
 
 export const BankSchema = Type.Object({ name: Type.String(), code: Type.String() });
 
@@ -41,12 +41,4 @@ export const UpdateBankAccountBody = Type.Object({ is_preferred: Type.Boolean() 
 export const BankAccountParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const BankAccountListQuery = Type.Object(PageQuery);
 
-export const errorResponses = {
-  400: ErrorSchema,
-  401: ErrorSchema,
-  403: ErrorSchema,
-  404: ErrorSchema,
-  409: ErrorSchema,
-  422: ErrorSchema,
-  429: ErrorSchema,
-};
+export const errorResponses = errorBodies(400, 401, 403, 404, 409, 422, 429);

@@ -3,7 +3,6 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import {
   ResourceCreateBody, ResourceListQuery, ResourcePatchBody, ResourceSchema, ServiceCreateBody, ServiceListQuery, ServicePatchBody,
   ServiceSchema, StaffCreateBody, StaffPatchBody, StaffSchema, ActiveListQuery,
@@ -13,10 +12,9 @@ import {
   staffRow, staffView, updateResource, updateService, updateStaff,
 } from './service.js';
 import type { ResourceRow, ServiceRow, StaffRow } from './store.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-export const errorResponses = {
-  400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema,
-};
+export const errorResponses = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
 /** Services, staff members and resources: what there is to book (gaps.md "Bookings"). */
 export function bookablesRoutes(app: ApiApp, ctx: AppContext): void {

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Nullable } from '../../api/schemas.js';
 
-export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 export const Currency = Type.Union([Type.Literal('GTQ'), Type.Literal('USD')]);
 export const PaymentPolicy = Type.Union([
   Type.Literal('none'),

@@ -6,7 +6,6 @@ import { requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { AccountsService } from '../accounts/service.js';
-import { IdParams } from '../accounts/schema.js';
 import { errorResponses } from '../bookables/routes.js';
 import {
   BookingCreateBody, BookingListQuery, BookingSchema, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,
@@ -18,6 +17,7 @@ import {
   tabOf, tabView,
 } from './service.js';
 import { viewFor } from './views.js';
+import { IdParams } from '../../api/schemas.js';
 
 const iso = (s: string | undefined) => (s === undefined ? undefined : new Date(s).toISOString());
 

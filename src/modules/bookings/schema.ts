@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Metadata, Nullable, PaymentPolicy } from '../bookables/schema.js';
+import { Metadata, PaymentPolicy } from '../bookables/schema.js';
+import { Nullable } from '../../api/schemas.js';
 
 export const BookingStatus = Type.Union(
   ['pending', 'confirmed', 'checked_in', 'completed', 'cancelled', 'no_show'].map((s) => Type.Literal(s)),

@@ -3,13 +3,12 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { isoTime } from '../../clock.js';
-import { IdParams } from '../accounts/schema.js';
-import { Nullable } from '../bookables/schema.js';
 import { errorResponses } from '../bookables/routes.js';
 import { resourceByCalendarToken } from '../bookables/service.js';
 import { unitNights } from '../bookings/service.js';
 import { createFeed, feedsOfResource, feedView } from './service.js';
 import { unitCalendar } from './ical.js';
+import { IdParams, Nullable } from '../../api/schemas.js';
 
 const FeedSchema = Type.Object({
   id: Type.String(),

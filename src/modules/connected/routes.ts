@@ -2,7 +2,6 @@ import { Type } from '@sinclair/typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
-import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import {
   CommissionDefaultBody,
   CommissionDefaultSchema,
@@ -17,8 +16,9 @@ import {
 } from './schema.js';
 import { ConnectedService } from './service.js';
 import { invoiceView } from './invoicer.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
 /** Platform operations on direct children (spec 4.11): the child id is in the path. */
 export function connectedRoutes(app: ApiApp, ctx: AppContext): void {

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AccountSchema } from '../accounts/schema.js';
+import { Nullable } from '../../api/schemas.js';
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Day = Type.String({ format: 'date' });
 const Url = Type.String({ minLength: 1, maxLength: 2000 });
 

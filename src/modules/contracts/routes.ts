@@ -7,12 +7,12 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError } from '../../errors.js';
-import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import { contractDelivery } from './delivery.js';
 import { ContractSchema, CreateContractBody, CreateTemplateBody, TemplateSchema } from './schema.js';
 import { ContractsService, contractView, templateView } from './service.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
 function baseUrl(ctx: AppContext, req: FastifyRequest): string {
   return ctx.config.http.public_url

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../../api/schemas.js';
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const FieldKind = Type.Union(['text', 'date', 'document', 'contact', 'checkbox'].map((k) => Type.Literal(k)));
 
 export const TemplateField = Type.Object({

@@ -3,11 +3,11 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import { CouponSchema, CouponStatus, CreateCouponBody, UpdateCouponBody } from './schema.js';
 import { CouponsService } from './service.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
 export function couponRoutes(app: ApiApp, ctx: AppContext): void {
   const coupons = new CouponsService(ctx);

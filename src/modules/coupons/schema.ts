@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../../api/schemas.js';
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Cents = Type.Integer({ minimum: 1, maximum: 100_000_000 });
 const DateTime = Type.String({ format: 'date-time' });
 const Mode = Type.Union([Type.Literal('code'), Type.Literal('bank'), Type.Literal('custom_bins')]);

@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
-import { ErrorSchema } from '../accounts/schema.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-export const ErrorResponses = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+export const ErrorResponses = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
 export const BALANCE_TRANSACTION_TYPES = ['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment'] as const;
 
@@ -31,4 +31,3 @@ export const BalanceTransactionQuery = Type.Object({
   type: Type.Optional(Type.Union(BALANCE_TRANSACTION_TYPES.map((t) => Type.Literal(t)))),
 });
 
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });

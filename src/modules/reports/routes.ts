@@ -9,11 +9,11 @@ import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { tx } from '../../db/database.js';
 import { ApiError } from '../../errors.js';
-import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import { CreateReportRunBody, ReportRunSchema } from './schema.js';
 import { ReportsService, reportView, reportWaker, reportsDir } from './service.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 409, 429);
 
 function baseUrl(ctx: AppContext, req: FastifyRequest): string {
   return ctx.config.http.public_url

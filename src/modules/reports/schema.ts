@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../../api/schemas.js';
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
 /** A date (whole day) or a date-time with offset, as the ledger's own filters take. */
 const DateOrTime = Type.String({ minLength: 10, maxLength: 40 });
 

@@ -2,11 +2,11 @@ import type { FastifyRequest } from 'fastify';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
-import { ErrorSchema } from '../accounts/schema.js';
 import { QuoteBody, QuoteResponse, SettingsBody, SettingsSchema, ShippingInfo } from './schema.js';
 import { ShippingService } from './service.js';
+import { errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 429);
 
 /** Where the catalogue is edited: this daemon's own settings endpoint, absolute like every URL we hand out. */
 function settingsUrl(ctx: AppContext, req: FastifyRequest): string {

@@ -4,13 +4,13 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError } from '../../errors.js';
-import { ErrorSchema, IdParams } from '../accounts/schema.js';
 import { subscriptionDetail } from './document.js';
 import { updateSubscription } from './changes.js';
 import { AdvanceBody, CreateTrialSubscriptionBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
 import { SubscriptionsService } from './service.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
 export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
   const subs = new SubscriptionsService(ctx);

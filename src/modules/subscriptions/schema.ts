@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../../api/schemas.js';
 
-const Nullable = <T extends import('@sinclair/typebox').TSchema>(t: T) => Type.Union([t, Type.Null()]);
 export const StatusSchema = Type.Union(['active', 'past_due', 'paused', 'canceled'].map((s) => Type.Literal(s)));
 
 export const SubscriptionSchema = Type.Object({

@@ -2,12 +2,12 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ErrorSchema } from '../accounts/schema.js';
 import { Type } from '@sinclair/typebox';
 import { CommandIdParams, CommandSchema, CreateCommandBody, FinalCommandErrorSchema, ListCommandsQuery } from './schema.js';
 import { cancelCommand, createCommand, getCommand, listCommands } from './service.js';
+import { ErrorSchema, errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
 export function commandRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(

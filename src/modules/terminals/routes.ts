@@ -3,11 +3,11 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ErrorSchema } from '../accounts/schema.js';
 import { CreateTerminalBody, CreatedTerminalSchema, TerminalIdParams, TerminalSchema } from './schema.js';
 import { createTerminal, getTerminal, listTerminals, retireTerminal } from './service.js';
+import { errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
 export function terminalRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(

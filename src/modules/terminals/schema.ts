@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-
-const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
+import { Nullable } from '../../api/schemas.js';
 
 export const Transport = Type.Union([Type.Literal('websocket'), Type.Literal('serial')]);
 export const Availability = Type.Union([Type.Literal('available'), Type.Literal('unavailable')]);

@@ -3,7 +3,6 @@ import type { FastifyRequest } from 'fastify';
 import type { ApiApp } from '../../api/module.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ErrorSchema } from '../accounts/schema.js';
 import type { SecretBox } from './secrets.js';
 import { endpointView, type WebhooksService, type Scope } from './service.js';
 import {
@@ -17,8 +16,9 @@ import {
   TestBody,
   UpdateEndpointBody,
 } from './schema.js';
+import { errorBodies } from '../../api/schemas.js';
 
-const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 422: ErrorSchema, 429: ErrorSchema };
+const errors = errorBodies(400, 401, 403, 404, 422, 429);
 const tags = ['webhooks'];
 
 function scopeOf(req: FastifyRequest): Scope {

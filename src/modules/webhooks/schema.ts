@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox';
-
-const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
+import { Nullable } from '../../api/schemas.js';
 
 export const EndpointSchema = Type.Object({
   id: Type.String(),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from './config.js';
-import { publicBaseUrl } from './config.js';
+import { maskedConfig, publicBaseUrl } from './config.js';
 import { openDatabase, type Db } from './db/database.js';
 import { databaseFile } from './db/paths.js';
 import { systemClock, type Clock } from './clock.js';
@@ -82,6 +82,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
 
   const workers: Worker[] = modules.flatMap((m) => m.workers?.(ctx) ?? []);
   for (const w of workers) await w.start();
+  // The effective configuration, once, with every secret masked: what a manager needs to read a problem.
+  log.info({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir }, 'posd listening');
 
   let stopping: Promise<void> | undefined;

@@ -224,7 +224,8 @@ export const ConfigSchema = Type.Object({
        * Key (base64 of 32 bytes) that encrypts signing secrets at rest. Empty: a key file
        * `webhook-secrets.key` in the data folder, made on first use.
        */
-      secrets_key: Type.String({ default: '' }),
+      // Empty, or base64 of exactly 32 bytes: checked here so a bad key stops the start as a config error.
+      secrets_key: Type.String({ default: '', pattern: '^$|^[A-Za-z0-9+/]{43}=$' }),
     },
     { default: {} },
   ),

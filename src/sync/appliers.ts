@@ -7,6 +7,11 @@ import { applyStorePayment, isPaymentRecord } from '../modules/payments/sync.js'
 import { applyStoreRefund, isRefundRecord } from '../modules/refunds/sync.js';
 import { applyStoreTransfer, isTransferRecord } from '../modules/transfers/sync.js';
 import { applyStoreBankAccount, isBankAccountRecord } from '../modules/bank-accounts/sync.js';
+import { applyStoreBooking, isBookingRecord } from '../modules/bookings/sync.js';
+import { applyStoreCoupon, applyStoreRedemption, isCouponRecord, isRedemptionRecord } from '../modules/coupons/sync.js';
+import { applyStoreContract, isContractRecord } from '../modules/contracts/sync.js';
+import { applyStoreSubscription, isSubscriptionRecord } from '../modules/subscriptions/sync.js';
+import { applyStoreConnectedAccount, applyStoreVerification, isConnectedAccountRecord, isVerificationRecord } from '../modules/connected/sync.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
 export interface SyncOrigin {
@@ -20,7 +25,14 @@ export interface SyncOrigin {
  * learns the decision through its feed. Any other error rolls the whole batch back.
  */
 export class SyncRejection extends Error {
-  constructor(readonly reason: string) {
+  /**
+   * `code` (optional) names the decision for the store's rejection handler (say `slot_unavailable`:
+   * the store cancels its booking); it travels in the feed's `record_rejected` change.
+   */
+  constructor(
+    readonly reason: string,
+    readonly code: string | null = null,
+  ) {
     super(reason);
     this.name = 'SyncRejection';
   }
@@ -183,4 +195,84 @@ registerSyncApplier(
     applyStoreBankAccount(ctx, record.account_id, record.payload);
   },
   { totals: () => null },
+);
+
+/** Counted in reconciliation, never summed: the money of these facts travels in their payment records. */
+const countOnly: SyncTotals = () => null;
+
+/** Runs an applier that answers a refusal (or null) and turns the refusal into the central's decision. */
+function refuseWith(refusal: string | null): void {
+  if (refusal) throw new SyncRejection(refusal);
+}
+
+// A booking made or moved at the store: the bookings module writes it with the store's ids and, when
+// it starts taking time at the central, refuses it if that time is already taken there (the store
+// then cancels its booking: see its rejection handler).
+registerSyncApplier(
+  'booking',
+  (ctx, record, origin) => {
+    if (!isBookingRecord(record.payload)) throw new SyncRejection('booking record without row, occupancy or refs (written by an older posd?)');
+    const refusal = applyStoreBooking(ctx, record.account_id, origin.storeId, record.payload);
+    if (refusal) throw new SyncRejection(refusal.reason, refusal.code);
+  },
+  { totals: countOnly },
+);
+
+// Coupons made at the store keep their ids; a redemption counts once by its id, even past the
+// central's limit (the sale happened), and weighs its discount in the totals.
+registerSyncApplier(
+  'coupon',
+  (ctx, record) => {
+    if (!isCouponRecord(record.payload)) throw new SyncRejection('coupon record without id, name, discount or status');
+    refuseWith(applyStoreCoupon(ctx, record.account_id, record.live_mode, record.payload, record.created_at));
+  },
+  { totals: countOnly },
+);
+registerSyncApplier(
+  'coupon_redemption',
+  (ctx, record) => {
+    if (!isRedemptionRecord(record.payload)) throw new SyncRejection('coupon_redemption record without coupon_id, checkout_id or amount_off_in_cents');
+    refuseWith(applyStoreRedemption(ctx, record.account_id, record.live_mode, record.payload, record.id, record.created_at));
+  },
+  {
+    totals: (p) => (typeof p.currency === 'string' && typeof p.amount_off_in_cents === 'number' ? { currency: p.currency, amount_in_cents: p.amount_off_in_cents } : null),
+  },
+);
+
+// Contracts and subscriptions carry their state after the change: written with the store's ids,
+// a newer state never overwritten by an older record; the store keeps running their timers.
+registerSyncApplier(
+  'contract',
+  (ctx, record, origin) => {
+    if (!isContractRecord(record.payload)) throw new SyncRejection('contract record without row or template (written by an older posd?)');
+    refuseWith(applyStoreContract(ctx, record.account_id, origin.storeId, record.payload));
+  },
+  { totals: countOnly },
+);
+registerSyncApplier(
+  'subscription',
+  (ctx, record, origin) => {
+    if (!isSubscriptionRecord(record.payload)) throw new SyncRejection('subscription record without row or items (written by an older posd?)');
+    refuseWith(applyStoreSubscription(ctx, record.account_id, origin.storeId, record.payload));
+  },
+  { totals: countOnly },
+);
+
+// Connected accounts made at the store: the children exist at the central with the same ids (and
+// enter the store key's scope at once), then their verification follows.
+registerSyncApplier(
+  'connected_account',
+  (ctx, record) => {
+    if (!isConnectedAccountRecord(record.payload)) throw new SyncRejection('connected_account record without account ids, parent or e-mail');
+    refuseWith(applyStoreConnectedAccount(ctx, record.created_at, record.payload));
+  },
+  { totals: countOnly },
+);
+registerSyncApplier(
+  'connected_account_verification',
+  (ctx, record) => {
+    if (!isVerificationRecord(record.payload)) throw new SyncRejection('connected_account_verification record without account_id or status');
+    refuseWith(applyStoreVerification(ctx, record.account_id, record.created_at, record.payload));
+  },
+  { totals: countOnly },
 );

@@ -4,7 +4,7 @@ import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
 import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
-import { syncStore, type FactRow, type FeedRow } from './store.js';
+import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
@@ -34,16 +34,28 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
   const store = syncStore(ctx.db);
   const byId = new Map(scope.map((a) => [a.id, a]));
   for (const [i, r] of body.records.entries()) {
-    const account = byId.get(r.account_id);
+    if (i > 0 && r.seq <= body.records[i - 1].seq) throw invalid({ [`records.${i}.seq`]: 'must be greater than the previous record seq' });
+    if (r.prev_seq >= r.seq) throw invalid({ [`records.${i}.prev_seq`]: 'must be less than seq' });
+  }
+  // A child connected at the store enters the key's scope when its `connected_account` record is
+  // applied, possibly earlier in this very batch: an unknown account is looked up again once.
+  const accountOf = (r: PushRecord): Account => {
+    let account = byId.get(r.account_id);
+    if (!account) {
+      for (const a of syncScope(new AccountsService(ctx.db, ctx.clock), keyAccount)) byId.set(a.id, a);
+      account = byId.get(r.account_id);
+    }
     if (!account || account.live_mode !== r.live_mode) {
       throw new ApiError('sync_account_forbidden', {
         message: `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for; nothing was applied.`,
         extra: { record_id: r.id },
       });
     }
-    if (i > 0 && r.seq <= body.records[i - 1].seq) throw invalid({ [`records.${i}.seq`]: 'must be greater than the previous record seq' });
-    if (r.prev_seq >= r.seq) throw invalid({ [`records.${i}.prev_seq`]: 'must be less than seq' });
-  }
+    return account;
+  };
+  // Refuse a foreign account before anything is written, unless a connection in the batch may bring it.
+  const connects = body.records.some((r) => r.kind === 'connected_account');
+  if (!connects) for (const r of body.records) accountOf(r);
   const now = isoTime(ctx.clock.now());
   let applied = 0;
   let duplicates = 0;
@@ -56,6 +68,8 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
     }
     const before = row.applied_seq;
     let last = before;
+    // Records held before this central learnt their kind come first, so a store's facts keep their order.
+    applyHeldOf(ctx, store.heldOf(body.store_id), false);
     for (const r of body.records) {
       const payloadJson = JSON.stringify(r.payload);
       const hash = recordHash(r, payloadJson);
@@ -72,7 +86,7 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
         });
       }
       if (store.received(r.id)) throw conflict(r.id, r.seq, before);
-      const account = byId.get(r.account_id)!;
+      const account = accountOf(r);
       const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
       if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
       if (outcome === 'held') held++;
@@ -124,7 +138,7 @@ function applyOne(
       live_mode: r.live_mode ? 1 : 0,
       kind: 'record_rejected',
       object_id: r.id,
-      payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, store_id: origin.storeId }),
+      payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, code: err.code, store_id: origin.storeId }),
       created_at: now,
     });
     return { outcome: 'rejected', reason: err.reason };
@@ -132,23 +146,48 @@ function applyOne(
 }
 
 /**
- * Applies records held for want of an applier, in the order they arrived, once this central knows
- * their kind (after an upgrade). Each in its own transaction; returns how many were applied.
+ * Applies records held for want of an applier, in each store's order, once this central knows
+ * their kind (after an upgrade). Each in its own transaction; returns how many were applied. A
+ * record whose applier fails stays held and so do the later held records of its store (order is
+ * kept); the others go on, and the next start or the store's next push tries again.
  */
 export function applyHeldRecords(ctx: AppContext): number {
+  const byStore = new Map<string, ReceivedRow[]>();
+  for (const row of syncStore(ctx.db).held()) {
+    const rows = byStore.get(row.store_id) ?? [];
+    rows.push(row);
+    byStore.set(row.store_id, rows);
+  }
+  let done = 0;
+  for (const rows of byStore.values()) done += applyHeldOf(ctx, rows, true);
+  return done;
+}
+
+/**
+ * One store's held records, in seq order, until the first whose kind is still unknown (a later
+ * record must not overtake it). With `isolate` an unexpected failure is logged and stops this store
+ * only; without it (inside a push) it fails the push like any applier failure.
+ */
+function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): number {
   const store = syncStore(ctx.db);
   const accounts = new AccountsService(ctx.db, ctx.clock);
   let done = 0;
-  for (const row of store.held()) {
-    if (!syncApplier(row.kind)) continue;
+  for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {
+    if (!syncApplier(row.kind)) break;
     const storeRow = store.storeRow(row.store_id);
     const account = accounts.account(row.account_id);
-    if (!storeRow || !account) continue;
-    tx(ctx.db, () => {
-      const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
-      const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
-      if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
-    });
+    if (!storeRow || !account) break;
+    try {
+      tx(ctx.db, () => {
+        const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
+        const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
+        if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
+      });
+    } catch (err) {
+      if (!isolate) throw err;
+      ctx.log.error({ err, record_id: row.id, store_id: row.store_id }, 'sync: a held record could not be applied; it stays held');
+      break;
+    }
     done++;
   }
   return done;

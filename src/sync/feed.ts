@@ -1,18 +1,13 @@
-import type { Db } from '../db/database.js';
+import type { AppContext } from '../context.js';
 import { tx } from '../db/database.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import type { KeyRow } from '../modules/accounts/store.js';
 import { syncStore } from './store.js';
 import { STATE } from './status.js';
 import type { FeedChange, FeedResponse } from './wire.js';
 
-export interface FeedApplyContext {
-  db: Db;
-  clock: Clock;
-  log: Logger;
-}
+/** The store's context (rejection handlers act through their module's own services: outbox, config, clock). */
+export type FeedApplyContext = AppContext;
 
 /** Applies one change of the central's feed at the store, inside the transaction that moves the cursor. */
 export type FeedApplier = (ctx: FeedApplyContext, change: FeedChange) => void;
@@ -46,10 +41,41 @@ registerFeedApplier('api_key', (ctx, change) => {
   });
 });
 
-// Central decides: a refused record is kept where the status shows it, and logged for the manager.
+/** What the central refused: the store's own record (read back from its outbox) and the decision. */
+export interface Rejection {
+  recordId: string;
+  kind: string;
+  reason: string;
+  /** The central's machine-readable decision (`slot_unavailable`, ...), null when it gave none. */
+  code: string | null;
+  accountId: string;
+  liveMode: boolean;
+  decidedAt: string;
+  /** The payload this box pushed, or null when its outbox no longer holds the record. */
+  payload: Record<string, unknown> | null;
+}
+
+/**
+ * Applies the central's refusal of one record of a kind, inside the transaction that moves the feed
+ * cursor: the owning module undoes or changes its object through its own lifecycle and emits the
+ * events that change implies, so the decision and its effects commit together with the cursor.
+ */
+export type RejectionHandler = (ctx: FeedApplyContext, rejection: Rejection) => void;
+
+const rejectionHandlers = new Map<string, RejectionHandler>();
+
+/** Registers how the owning module applies the central's refusal of its kind (sync knows no module). */
+export function registerRejectionHandler(kind: string, fn: RejectionHandler): void {
+  if (rejectionHandlers.has(kind) && rejectionHandlers.get(kind) !== fn) throw new Error(`a rejection handler for ${kind} is already registered`);
+  rejectionHandlers.set(kind, fn);
+}
+
+// Central decides: a refused record is kept where the status shows it, logged for the manager, and
+// handed to its module's rejection handler, if any, to apply the decision.
 registerFeedApplier('record_rejected', (ctx, change) => {
-  const p = change.payload as { record_id: string; kind: string; reason: string };
-  syncStore(ctx.db).insertDecision({
+  const p = change.payload as { record_id: string; kind: string; reason: string; code?: string | null };
+  const store = syncStore(ctx.db);
+  store.insertDecision({
     record_id: p.record_id,
     account_id: change.account_id ?? '',
     live_mode: change.live_mode ? 1 : 0,
@@ -58,6 +84,19 @@ registerFeedApplier('record_rejected', (ctx, change) => {
     decided_at: change.created_at,
   });
   ctx.log.warn({ record_id: p.record_id, kind: p.kind, reason: p.reason }, 'the central refused a record this store pushed');
+  const handler = rejectionHandlers.get(p.kind);
+  if (!handler) return;
+  const own = store.outboxRecord(p.record_id);
+  handler(ctx, {
+    recordId: p.record_id,
+    kind: p.kind,
+    reason: p.reason,
+    code: p.code ?? null,
+    accountId: change.account_id ?? '',
+    liveMode: change.live_mode,
+    decidedAt: change.created_at,
+    payload: own ? (JSON.parse(own.payload) as Record<string, unknown>) : null,
+  });
 });
 
 /**

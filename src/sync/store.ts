@@ -127,6 +127,8 @@ export class SyncStore {
          VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at)`,
       ),
       held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' ORDER BY received_at, store_id, seq"),
+      heldOf: db.prepare("SELECT * FROM sync_received WHERE store_id = ? AND outcome = 'held' ORDER BY seq"),
+      outboxRecord: db.prepare('SELECT * FROM sync_outbox WHERE id = ?'),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
       setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ? WHERE id = ?'),
       feedMax: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_feed'),
@@ -218,6 +220,14 @@ export class SyncStore {
   }
   held(): ReceivedRow[] {
     return this.s.held.all() as ReceivedRow[];
+  }
+  /** One store's held records, in its order. */
+  heldOf(storeId: string): ReceivedRow[] {
+    return this.s.heldOf.all(storeId) as ReceivedRow[];
+  }
+  /** A record of this box's own outbox (the store reads back what the central refused). */
+  outboxRecord(id: string): OutboxRow | undefined {
+    return this.s.outboxRecord.get(id) as OutboxRow | undefined;
   }
   heldCount(): number {
     return (this.s.heldCount.get() as { n: number }).n;

@@ -20,11 +20,13 @@ import { contracts } from './066-contracts.js';
 import { subscriptionTrials } from './067-subscription-trials.js';
 import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
+import { storeOwned } from './080-store-owned.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
  * not collide: 1-9 foundation, 10-19 money, 20-29 terminals, 30-39 events and webhooks, 40-49 sync,
- * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations.
+ * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations,
+ * 80-89 sync's second pass (appliers of bookings, coupons, contracts, subscriptions, connected accounts).
  * A released migration is never edited: add a new one.
  */
 export const MIGRATIONS: readonly Migration[] = [
@@ -49,4 +51,5 @@ export const MIGRATIONS: readonly Migration[] = [
   subscriptionTrials,
   subscriptionItems,
   operations,
+  storeOwned,
 ];

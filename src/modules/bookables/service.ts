@@ -211,3 +211,32 @@ export function resourceByCalendarToken(ctx: AppContext, id: string, token: stri
   const b = Buffer.from(token);
   return a.length === b.length && timingSafeEqual(a, b) ? row : undefined;
 }
+
+export interface BookableRows {
+  services: ServiceRow[];
+  staff_members: StaffRow[];
+  resources: ResourceRow[];
+}
+
+/**
+ * The rows a booking names (its service, staff member, resources and their room types), carried in
+ * its sync record so a central that never saw them (made at the store) can hold the booking.
+ */
+export function bookableRows(ctx: AppContext, ids: { services: string[]; staff: string[]; resources: string[] }): BookableRows {
+  const s = storeOf(ctx);
+  const resources = [...new Set(ids.resources)].map((id) => s.resource(id)).filter((r): r is ResourceRow => r !== undefined);
+  const serviceIds = new Set([...ids.services, ...resources.map((r) => r.room_type_id).filter((id): id is string => id !== null)]);
+  return {
+    services: [...serviceIds].map((id) => s.service(id)).filter((r): r is ServiceRow => r !== undefined),
+    staff_members: [...new Set(ids.staff)].map((id) => s.staff(id)).filter((r): r is StaffRow => r !== undefined),
+    resources,
+  };
+}
+
+/** Writes bookables made elsewhere with their ids, each only when absent: a central keeps its own version. In the caller's transaction. */
+export function ensureBookables(ctx: AppContext, rows: BookableRows): void {
+  const s = storeOf(ctx);
+  for (const r of rows.services) if (!s.service(r.id)) s.insertService(r);
+  for (const r of rows.staff_members) if (!s.staff(r.id)) s.insertStaff(r);
+  for (const r of rows.resources) if (!s.resource(r.id)) s.insertResource(r);
+}

@@ -63,7 +63,7 @@ function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer
     hold_expires_at: pendingPayment ? isoTime(now + holdMinutes * MINUTE) : null, cancelled_by: null, cancellation_reason: null,
     rescheduled_from_id: null, payment_intent_ids: '[]', refund_due: 0, refund_reason: null, refunded_at: null, refund_ids: '[]',
     refunded_intent_ids: '[]', refund_error: null, metadata: JSON.stringify(b.metadata ?? {}), created_at: isoTime(now),
-    updated_at: isoTime(now), ...extra,
+    updated_at: isoTime(now), origin_store_id: null, ...extra,
   };
   const store = bookingsStoreOf(ctx);
   store.insert(row);

@@ -1,12 +1,11 @@
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
 import { isoTime } from '../../clock.js';
-import { publicBaseUrl } from '../../config.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
 import { bookingsStoreOf } from './deps.js';
 import { holdsSlot, nextStatus, type BookingEvent } from './machine.js';
 import type { BookingRow } from './store.js';
-import { bookingView } from './views.js';
+import { bookingRecord } from './sync.js';
 
 /** The error a refused trigger answers with: the spec names two, the rest share one code. */
 function refused(row: BookingRow, event: BookingEvent['type']): ApiError {
@@ -47,7 +46,7 @@ export function recordSync(ctx: AppContext, row: BookingRow, op: string): void {
     kind: 'booking',
     accountId: row.account_id,
     liveMode: row.live_mode === 1,
-    payload: { op, booking: bookingView(row, publicBaseUrl(ctx.config)) },
+    payload: bookingRecord(ctx, row, op) as unknown as Record<string, unknown>,
     createdAt: isoTime(ctx.clock.now()),
   });
 }

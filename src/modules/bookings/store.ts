@@ -52,6 +52,8 @@ export interface BookingRow {
   metadata: string;
   created_at: string;
   updated_at: string;
+  /** At a central: the store box that made this booking and runs its lifecycle (sync); null elsewhere. */
+  origin_store_id: string | null;
 }
 
 const COLUMNS: Array<keyof BookingRow> = [
@@ -61,9 +63,11 @@ const COLUMNS: Array<keyof BookingRow> = [
   'balance_paid_outside_at', 'checkout_id', 'checkout_url', 'balance_checkout_id', 'balance_checkout_url',
   'no_show_fee_checkout_id', 'booking_series_id', 'access_token', 'customer_note', 'merchant_note', 'accepted_at',
   'hold_expires_at', 'cancelled_by', 'cancellation_reason', 'rescheduled_from_id', 'payment_intent_ids', 'refund_due', 'refund_reason', 'refunded_at',
-  'refund_ids', 'refunded_intent_ids', 'refund_error', 'metadata', 'created_at', 'updated_at',
+  'refund_ids', 'refunded_intent_ids', 'refund_error', 'metadata', 'created_at', 'updated_at', 'origin_store_id',
 ];
-const FIXED = new Set(['id', 'account_id', 'live_mode', 'created_at']);
+const FIXED = new Set(['id', 'account_id', 'live_mode', 'created_at', 'origin_store_id']);
+// A central leaves the timers of a store's bookings (holds, payment polling, late refunds) to that store.
+const OWN = 'origin_store_id IS NULL';
 
 export interface OccupancyInput {
   ownerId: string;
@@ -87,6 +91,16 @@ export interface BookingFilter {
   bookingSeriesId?: string;
   kind?: string;
   q?: string;
+}
+
+export interface SeriesRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  frequency: 'daily' | 'weekly';
+  interval: number;
+  count: number;
+  created_at: string;
 }
 
 export interface TabRow {
@@ -129,17 +143,17 @@ export function bookingsStore(db: Db) {
     ),
     sessionSeats: db.prepare('SELECT * FROM sched_bookings WHERE class_session_id = ? ORDER BY created_at, id'),
     refundsDue: db.prepare("SELECT * FROM sched_bookings WHERE class_session_id = ? AND refund_due = 1 AND refund_reason = 'class_session_cancelled' ORDER BY created_at, id"),
-    expiredHolds: db.prepare("SELECT * FROM sched_bookings WHERE status = 'pending' AND hold_expires_at IS NOT NULL AND hold_expires_at <= ? LIMIT ?"),
+    expiredHolds: db.prepare(`SELECT * FROM sched_bookings WHERE status = 'pending' AND hold_expires_at IS NOT NULL AND hold_expires_at <= ? AND ${OWN} LIMIT ?`),
     awaitingPayment: db.prepare(
-      "SELECT * FROM sched_bookings WHERE status = 'pending' AND checkout_id IS NOT NULL ORDER BY updated_at LIMIT ?",
+      `SELECT * FROM sched_bookings WHERE status = 'pending' AND checkout_id IS NOT NULL AND ${OWN} ORDER BY updated_at LIMIT ?`,
     ),
     // A booking cancelled while its checkout was open: the checkout stays payable until it expires
     // (at most the longest hold, 7 days), so its payment is still watched for that long.
     cancelledWithOpenCheckout: db.prepare(
       `SELECT * FROM sched_bookings WHERE status = 'cancelled' AND checkout_id IS NOT NULL AND paid_in_cents < due_in_cents
-         AND refund_due = 0 AND created_at >= ? ORDER BY updated_at LIMIT ?`,
+         AND refund_due = 0 AND created_at >= ? AND ${OWN} ORDER BY updated_at LIMIT ?`,
     ),
-    latePaymentsToRefund: db.prepare("SELECT * FROM sched_bookings WHERE refund_due = 1 AND refund_reason = 'late_payment' LIMIT ?"),
+    latePaymentsToRefund: db.prepare(`SELECT * FROM sched_bookings WHERE refund_due = 1 AND refund_reason = 'late_payment' AND ${OWN} LIMIT ?`),
     insertSeries: db.prepare(
       'INSERT INTO sched_booking_series (id, account_id, live_mode, frequency, interval, count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -151,6 +165,11 @@ export function bookingsStore(db: Db) {
       'UPDATE sched_service_tabs SET status = @status, items = @items, checkout_id = @checkout_id, checkout_url = @checkout_url, closed_at = @closed_at WHERE id = @id',
     ),
     tab: db.prepare('SELECT * FROM sched_service_tabs WHERE id = ?'),
+    series: db.prepare('SELECT * FROM sched_booking_series WHERE id = ?'),
+    insertSeriesRow: db.prepare(
+      `INSERT INTO sched_booking_series (id, account_id, live_mode, frequency, interval, count, created_at)
+       VALUES (@id, @account_id, @live_mode, @frequency, @interval, @count, @created_at) ON CONFLICT(id) DO NOTHING`,
+    ),
   };
 
   function where(f: BookingFilter): { clause: string; args: unknown[] } {
@@ -210,6 +229,9 @@ export function bookingsStore(db: Db) {
     insertTab: (row: TabRow) => s.insertTab.run(row),
     updateTab: (row: TabRow) => s.updateTab.run(row),
     tab: (id: string) => s.tab.get(id) as TabRow | undefined,
+    series: (id: string) => s.series.get(id) as SeriesRow | undefined,
+    /** A series made elsewhere (a store's, at its central), written once with its id. */
+    insertSeriesRow: (row: SeriesRow) => s.insertSeriesRow.run(row),
     list(f: BookingFilter, limit: number, offset: number): { rows: BookingRow[]; total: number } {
       const { clause, args } = where(f);
       const rows = db

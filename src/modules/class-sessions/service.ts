@@ -26,6 +26,16 @@ export function classSessionRow(ctx: AppContext, account: Account, id: string): 
   return row;
 }
 
+/** A session by id whoever owns it (sync: a store's booking names it), or undefined. */
+export function findClassSession(ctx: AppContext, id: string): ClassSessionRow | undefined {
+  return storeOf(ctx).get(id);
+}
+
+/** A session made elsewhere (a store's, at its central), written once with its id; its bookables first. */
+export function ensureClassSession(ctx: AppContext, row: ClassSessionRow): void {
+  if (!storeOf(ctx).get(row.id)) storeOf(ctx).insert(row);
+}
+
 export function classSessionView(ctx: AppContext, row: ClassSessionRow): ClassSessionView {
   const seats = bookingsStoreOf(ctx).seatIds(row.id);
   return {

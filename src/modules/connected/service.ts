@@ -132,7 +132,17 @@ export class ConnectedService {
         accountId: platform.id,
         liveMode: platform.live_mode,
         createdAt: this.now(),
-        payload: { live_account_id: made.account.id, sandbox_id: made.sandbox.id, parent_account_id: liveParent, email },
+        payload: {
+          live_account_id: made.account.id,
+          sandbox_id: made.sandbox.id,
+          parent_account_id: liveParent,
+          email,
+          name: made.account.name,
+          country: made.account.country,
+          default_currency: made.account.default_currency,
+          event_format: made.account.event_format,
+          created_at: made.account.created_at,
+        },
       });
       let p = this.store.get(acting.id)!;
       if (input.documents) p = this.review(acting, p, input.documents as Documents);
@@ -186,7 +196,17 @@ export class ConnectedService {
         accountId: child.id,
         liveMode: child.live_mode,
         createdAt: at,
-        payload: { account_id: child.id, status, document_errors: errors },
+        payload: {
+          account_id: child.id,
+          status,
+          document_errors: errors,
+          // Which documents were sent and when; their contents stay at the box that reviewed them.
+          documents: Object.fromEntries(Object.entries(docs).map(([t, d]) => [t, d!.submitted_at])),
+          reviewed_at: at,
+          verified_at: next.verified_at,
+          tax_id: status === 'verified' ? this.accounts.account(child.id)!.tax_id : null,
+          tax_name: status === 'verified' ? this.accounts.account(child.id)!.tax_name : null,
+        },
       });
     }
     return next;

@@ -12,6 +12,7 @@ import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
 import { addInterval } from '../subscriptions/periods.js';
 import { nextContractStatus, type ContractEvent } from './machine.js';
 import { renderSignedPdf } from './pdf.js';
+import { contractRecord } from './sync.js';
 import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
 import type { Contract, CreateContractInput, CreateTemplateInput, TemplateFieldT } from './schema.js';
 
@@ -185,7 +186,7 @@ export class ContractsService {
       this.store.insert(row);
       const scope = { accountId: account.id, liveMode: account.live_mode };
       this.ctx.outbox.emit({ ...scope, type: 'contract.send', objectId: id, payload: { id, event_type: 'contract.send', created_at: at, contract: contractView(this.ctx, row) } });
-      appendSyncRecord(this.ctx.db, { kind: 'contract', ...scope, createdAt: at, payload: contractView(this.ctx, row) });
+      appendSyncRecord(this.ctx.db, { kind: 'contract', ...scope, createdAt: at, payload: contractRecord(this.ctx, row, t) });
       return row;
     });
   }
@@ -196,7 +197,7 @@ export class ContractsService {
     const next = { ...row, ...patch, status: to, updated_at: this.now() };
     this.store.save(next);
     if (to !== row.status && to !== 'viewed') {
-      appendSyncRecord(this.ctx.db, { kind: 'contract', accountId: row.account_id, liveMode: row.live_mode === 1, createdAt: next.updated_at, payload: contractView(this.ctx, next) });
+      appendSyncRecord(this.ctx.db, { kind: 'contract', accountId: row.account_id, liveMode: row.live_mode === 1, createdAt: next.updated_at, payload: contractRecord(this.ctx, next, this.store.template(next.template_id)!) });
     }
     return next;
   }

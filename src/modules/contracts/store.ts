@@ -78,7 +78,9 @@ export class ContractsStore {
         `SELECT * FROM contracts WHERE account_id = ? AND customer_id = ? AND template_id = ? AND status = 'signed'
            AND valid_until IS NOT NULL AND valid_until > ? ORDER BY signed_at DESC LIMIT 1`,
       ),
-      open: db.prepare("SELECT * FROM contracts WHERE status IN ('sent', 'viewed') ORDER BY created_at, rowid"),
+      // A central leaves reminders and expiry of a store's contracts to that store (sync).
+      open: db.prepare("SELECT * FROM contracts WHERE status IN ('sent', 'viewed') AND origin_store_id IS NULL ORDER BY created_at, rowid"),
+      setOrigin: db.prepare('UPDATE contracts SET origin_store_id = ? WHERE id = ?'),
       unrendered: db.prepare("SELECT * FROM contracts WHERE status = 'signed' AND pdf_file IS NULL"),
     };
   }
@@ -114,6 +116,10 @@ export class ContractsStore {
   }
   covering(accountId: string, customerId: string, templateId: string, now: string): ContractRow | undefined {
     return this.s.covering.get(accountId, customerId, templateId, now) as ContractRow | undefined;
+  }
+  /** At a central: the store that made this contract and runs its reminders and expiry. */
+  setOrigin(id: string, storeId: string): void {
+    this.s.setOrigin.run(storeId, id);
   }
   open(): ContractRow[] {
     return this.s.open.all() as ContractRow[];

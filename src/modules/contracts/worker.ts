@@ -4,6 +4,9 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { nextContractStatus } from './machine.js';
 import { ContractsService } from './service.js';
+import type { ContractRow } from './store.js';
+import { contractRecord } from './sync.js';
+import { appendSyncRecord } from '../../sync/outbox.js';
 import { deliverLink } from './routes.js';
 
 /**
@@ -44,7 +47,10 @@ export class ContractsWorker implements Worker {
     tx(this.ctx.db, () => {
       for (const row of this.svc.store.open()) {
         if (row.expires_at <= at) {
-          this.svc.store.save({ ...row, status: nextContractStatus(row.status, { type: 'EXPIRE' })!, code_hash: null, updated_at: at });
+          const expired: ContractRow = { ...row, status: nextContractStatus(row.status, { type: 'EXPIRE' })!, code_hash: null, updated_at: at };
+          this.svc.store.save(expired);
+          // The central leaves expiry to the store that made the contract: it learns it as a record.
+          appendSyncRecord(this.ctx.db, { kind: 'contract', accountId: row.account_id, liveMode: row.live_mode === 1, createdAt: at, payload: contractRecord(this.ctx, expired, this.svc.store.template(row.template_id)!) });
         } else if (!row.reminder_sent_at && Date.parse(row.created_at) + remindAfter <= now) {
           this.svc.store.save({ ...row, reminder_sent_at: at, updated_at: at });
           reminders.push(row.id);

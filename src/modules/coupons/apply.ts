@@ -4,6 +4,7 @@ import { ApiError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
 import type { Account } from '../accounts/service.js';
+import { getCheckout } from '../checkouts/service.js';
 import { CouponsStore, type CouponRow } from './store.js';
 import { codeKey } from './service.js';
 
@@ -129,8 +130,9 @@ export function redeemCoupons(
   const now = isoTime(ctx.clock.now());
   let counted = 0;
   for (const a of input.applied) {
+    const redemptionId = newId('coupred');
     const fresh = store.redeem({
-      id: newId('coupred'),
+      id: redemptionId,
       account_id: account.id,
       live_mode: account.live_mode ? 1 : 0,
       coupon_id: a.coupon_id,
@@ -145,7 +147,15 @@ export function redeemCoupons(
       kind: 'coupon_redemption',
       accountId: account.id,
       liveMode: account.live_mode,
-      payload: { coupon_id: a.coupon_id, checkout_id: input.checkout_id, customer_id: input.customer_id ?? null, amount_off_in_cents: a.amount_off_in_cents },
+      payload: {
+        id: redemptionId,
+        coupon_id: a.coupon_id,
+        checkout_id: input.checkout_id,
+        customer_id: input.customer_id ?? null,
+        amount_off_in_cents: a.amount_off_in_cents,
+        currency: getCheckout(ctx, account, input.checkout_id)?.currency ?? account.default_currency,
+        created_at: now,
+      },
       createdAt: now,
     });
   }

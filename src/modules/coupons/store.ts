@@ -50,10 +50,10 @@ export class CouponsStore {
       insert: db.prepare(
         `INSERT INTO coupons (id, account_id, live_mode, name, code_key, discount_mode, display_name, amount_off_in_cents,
            percent_off, currency, automatically_applies, max_redemptions, duration, duration_in_payments,
-           minimum_amount_in_cents, once_per_customer, product_ids, starts_at, expires_at, created_at, updated_at)
+           minimum_amount_in_cents, once_per_customer, product_ids, starts_at, expires_at, archived, created_at, updated_at)
          VALUES (@id, @account_id, @live_mode, @name, @code_key, @discount_mode, @display_name, @amount_off_in_cents,
            @percent_off, @currency, @automatically_applies, @max_redemptions, @duration, @duration_in_payments,
-           @minimum_amount_in_cents, @once_per_customer, @product_ids, @starts_at, @expires_at, @created_at, @updated_at)`,
+           @minimum_amount_in_cents, @once_per_customer, @product_ids, @starts_at, @expires_at, @archived, @created_at, @updated_at)`,
       ),
       update: db.prepare(
         `UPDATE coupons SET name = @name, code_key = @code_key, display_name = @display_name,
@@ -80,11 +80,21 @@ export class CouponsStore {
          ON CONFLICT (coupon_id, checkout_id) DO NOTHING`,
       ),
       bump: db.prepare('UPDATE coupons SET times_redeemed = times_redeemed + 1 WHERE id = ?'),
+      redemption: db.prepare('SELECT id FROM coupon_redemptions WHERE id = ?'),
     };
   }
 
   insert(row: NewCouponRow): void {
+    this.s.insert.run({ ...row, archived: 0 });
+  }
+
+  /** A coupon made elsewhere (a store's, at its central), archived or not. */
+  insertWithState(row: NewCouponRow & { archived: number }): void {
     this.s.insert.run(row);
+  }
+
+  hasRedemption(id: string): boolean {
+    return this.s.redemption.get(id) !== undefined;
   }
 
   update(row: Omit<CouponRow, 'status' | 'times_redeemed' | 'account_id' | 'live_mode' | 'discount_mode' | 'amount_off_in_cents' | 'percent_off' | 'currency' | 'duration' | 'duration_in_payments' | 'created_at'>): void {

@@ -4,6 +4,7 @@ import { isoTime } from '../../clock.js';
 import { ApiError, invalid } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
+import { subscriptionRecord } from './sync.js';
 import type { Account } from '../accounts/service.js';
 import { getCustomer } from '../customers/service.js';
 import { getPrice } from '../products/service.js';
@@ -109,7 +110,7 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
       emit('subscription.invoice_item_added', { invoice_item: invoiceItemView(row) });
     }
     if (changesContent) {
-      appendSyncRecord(ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionDetail(subs.store, sub) });
+      appendSyncRecord(ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionRecord(subs.store, subs.store.get(sub.id)!) });
     }
     return sub;
   });

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
+import { subscriptionRecord } from './sync.js';
 import type { Account } from '../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { getPrice } from '../products/service.js';
@@ -73,7 +74,7 @@ export function createSubscriptionsForCheckout(
       objectId: row.id,
       payload: subscriptionCreatePayload(ctx, row, product, payment.paymentIntentId, at),
     });
-    appendSyncRecord(ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionView(row) });
+    appendSyncRecord(ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionRecord(store, row) });
     made.push(row);
   }
   return made;

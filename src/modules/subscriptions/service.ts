@@ -4,6 +4,7 @@ import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
+import { subscriptionRecord } from './sync.js';
 import { AccountsService, type Account } from '../accounts/service.js';
 import { createCheckout } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
@@ -66,7 +67,7 @@ export class SubscriptionsService {
       });
     }
     if (sub.status !== to) {
-      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionView(saved) });
+      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionRecord(this.store, saved) });
     }
     return saved;
   }
@@ -130,7 +131,7 @@ export class SubscriptionsService {
         objectId: setupIntentId,
         payload: setupIntentEventPayload(saved, 'setup_intent.succeeded', at),
       });
-      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionView(saved) });
+      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionRecord(this.store, saved) });
       return saved;
     });
   }

@@ -100,9 +100,14 @@ export class SubscriptionsStore {
       count: db.prepare(`SELECT count(*) AS n FROM subscriptions WHERE ${scope}`),
       due: db.prepare(
         `SELECT * FROM subscriptions
-         WHERE (status = 'active' AND current_period_end <= @now) OR (status = 'past_due' AND next_retry_at <= @now)
+         WHERE ((status = 'active' AND current_period_end <= @now) OR (status = 'past_due' AND next_retry_at <= @now))
+           AND origin_store_id IS NULL
          ORDER BY rowid`,
       ),
+      // A central never bills a store's subscription: the store does, and its charges reach the central as records.
+      setOrigin: db.prepare('UPDATE subscriptions SET origin_store_id = ? WHERE id = ?'),
+      item: db.prepare('SELECT id FROM subscription_items WHERE id = ?'),
+      invoiceItem: db.prepare('SELECT id FROM subscription_invoice_items WHERE id = ?'),
     };
   }
 
@@ -143,6 +148,16 @@ export class SubscriptionsStore {
   list(ids: string[], live: boolean, status: string | null, limit: number, offset: number): { rows: SubscriptionRow[]; total: number } {
     const p = { ids: JSON.stringify(ids), live: live ? 1 : 0, status };
     return { rows: this.s.list.all({ ...p, limit, offset }) as SubscriptionRow[], total: (this.s.count.get(p) as { n: number }).n };
+  }
+  /** At a central: the store that made this subscription and bills it. */
+  setOrigin(id: string, storeId: string): void {
+    this.s.setOrigin.run(storeId, id);
+  }
+  hasItem(id: string): boolean {
+    return this.s.item.get(id) !== undefined;
+  }
+  hasInvoiceItem(id: string): boolean {
+    return this.s.invoiceItem.get(id) !== undefined;
   }
   due(now: string): SubscriptionRow[] {
     return this.s.due.all({ now }) as SubscriptionRow[];

@@ -1,0 +1,170 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { publicBaseUrl } from '../../config.js';
+import { registerRejectionHandler, type Rejection } from '../../sync/feed.js';
+import { bookableRows, ensureBookables, type BookableRows } from '../bookables/service.js';
+import { ensureClassSession, findClassSession } from '../class-sessions/service.js';
+import type { ClassSessionRow } from '../class-sessions/store.js';
+import { feedsStoreOf } from '../calendar-feeds/store.js';
+import { bookingsStoreOf } from './deps.js';
+import { applyEvent } from './lifecycle.js';
+import { holdsSlot } from './machine.js';
+import type { BookingView } from './schema.js';
+import type { BookingRow, SeriesRow } from './store.js';
+import { bookingView } from './views.js';
+
+/** What the booking names that a central may not hold (made at the store): written there when absent. */
+export interface BookingRefs extends BookableRows {
+  class_session: ClassSessionRow | null;
+  series: SeriesRow | null;
+}
+
+/**
+ * The `booking` sync record of every booking write: the view (what the API answers), the whole row
+ * (what the central writes, same ids and times), what it occupies, and the rows it names.
+ */
+export interface BookingRecord {
+  op: string;
+  booking: BookingView;
+  row: BookingRow;
+  occupancy: Array<{ subject: string; starts_at: string; ends_at: string }>;
+  refs: BookingRefs;
+}
+
+/** Why the central refuses a booking that collides with one it holds; the store cancels its own on this code. */
+export const SLOT_TAKEN = 'slot_unavailable';
+/** Why the store cancelled a booking the central refused (`cancellation_reason`). */
+export const REFUSED_BY_CENTRAL = 'refused_by_central';
+
+/** The record of one booking write at this box (see `recordSync`). */
+export function bookingRecord(ctx: AppContext, row: BookingRow, op: string): BookingRecord {
+  const store = bookingsStoreOf(ctx);
+  const session = row.class_session_id ? (findClassSession(ctx, row.class_session_id) ?? null) : null;
+  const segments: Array<{ service_id: string; staff_member_id: string | null; resource_id: string | null }> = JSON.parse(row.segments);
+  const rows = bookableRows(ctx, {
+    services: [row.service_id, ...(session ? [session.service_id] : [])],
+    staff: [row.staff_member_id, session?.staff_member_id ?? null, ...segments.map((s) => s.staff_member_id)].filter((x): x is string => !!x),
+    resources: [row.resource_id, session?.resource_id ?? null, ...segments.map((s) => s.resource_id)].filter((x): x is string => !!x),
+  });
+  return {
+    op,
+    booking: bookingView(row, publicBaseUrl(ctx.config)),
+    row,
+    occupancy: store.occupancyOf(row.id),
+    refs: { ...rows, class_session: session, series: row.booking_series_id ? (store.series(row.booking_series_id) ?? null) : null },
+  };
+}
+
+export function isBookingRecord(p: Record<string, unknown>): p is Record<string, unknown> & BookingRecord {
+  const row = p.row as Partial<BookingRow> | undefined;
+  const refs = p.refs as Partial<BookingRefs> | undefined;
+  return (
+    typeof p.op === 'string' &&
+    typeof row?.id === 'string' &&
+    typeof row.status === 'string' &&
+    typeof row.service_id === 'string' &&
+    typeof row.updated_at === 'string' &&
+    Array.isArray(p.occupancy) &&
+    Array.isArray(refs?.services) &&
+    Array.isArray(refs.staff_members) &&
+    Array.isArray(refs.resources)
+  );
+}
+
+/** What keeps occupancy rows: every state but cancelled (a completed or missed booking keeps its time, as at the store). */
+const occupies = (status: BookingRow['status']) => status !== 'cancelled';
+
+/**
+ * A booking write from a store, applied at the central (sync): the booking with the store's ids and
+ * times and the store as the owner of its lifecycle, its occupancy, and the bookables, class
+ * session and series it names when the central lacks them. A state older than (or the same as) the
+ * central's is ignored. When the booking starts occupying time at the central, the central decides:
+ * a slot it already gave to another booking (say, booked online while the store was offline), a
+ * full or cancelled class session, or nights a calendar feed blocks refuse the record (code
+ * `slot_unavailable`), nothing written. Returns the refusal, or null. No events: the store's are the events.
+ */
+export function applyStoreBooking(ctx: AppContext, accountId: string, storeId: string, record: BookingRecord): { reason: string; code: string } | null {
+  const store = bookingsStoreOf(ctx);
+  const incoming: BookingRow = { ...record.row, account_id: accountId, origin_store_id: storeId };
+  const existing = store.get(incoming.id);
+  if (existing && (existing.account_id !== accountId || existing.live_mode !== incoming.live_mode)) {
+    return { reason: `booking ${incoming.id} belongs to another account at the central`, code: 'booking_id_taken' };
+  }
+  if (existing && existing.updated_at > incoming.updated_at) return null;
+  const takesTime = occupies(incoming.status) && (!existing || store.occupancyOf(incoming.id).length === 0);
+  if (takesTime) {
+    const taken = slotTaken(ctx, incoming, record);
+    if (taken) return { reason: `booking ${incoming.id}: ${taken}`, code: SLOT_TAKEN };
+  }
+  ensureBookables(ctx, record.refs);
+  if (record.refs.class_session) ensureClassSession(ctx, record.refs.class_session);
+  if (record.refs.series) store.insertSeriesRow(record.refs.series);
+  if (existing) store.update(incoming);
+  else store.insert(incoming);
+  if (!occupies(incoming.status)) store.release(incoming.id);
+  else if (takesTime) {
+    for (const o of record.occupancy) {
+      store.occupy({ ownerId: incoming.id, accountId, liveMode: incoming.live_mode === 1, subject: o.subject, startsAt: o.starts_at, endsAt: o.ends_at });
+    }
+  }
+  return null;
+}
+
+/** Why the central cannot give this booking its time, or null when it can. */
+function slotTaken(ctx: AppContext, row: BookingRow, record: BookingRecord): string | null {
+  const store = bookingsStoreOf(ctx);
+  for (const o of record.occupancy) {
+    const other = store.conflict(o.subject, o.starts_at, o.ends_at, row.id);
+    if (other) return `${o.subject} from ${o.starts_at} to ${o.ends_at} is already held at the central by ${other}`;
+  }
+  if (row.kind === 'stay' && row.resource_id) {
+    const stay = JSON.parse(row.stay ?? '{}') as { check_in_on?: string; check_out_on?: string };
+    if (stay.check_in_on && stay.check_out_on && feedsStoreOf(ctx.db).overlaps(row.resource_id, stay.check_in_on, stay.check_out_on)) {
+      return `unit ${row.resource_id} is blocked by a calendar feed at the central on some of those nights`;
+    }
+  }
+  if (row.class_session_id) {
+    const session = findClassSession(ctx, row.class_session_id) ?? record.refs.class_session;
+    if (session?.cancelled_at) return `class session ${session.id} was cancelled at the central`;
+    if (session && findClassSession(ctx, session.id) && store.seatsTaken(session.id) >= session.capacity) return `class session ${session.id} is full at the central`;
+  }
+  return null;
+}
+
+/**
+ * The central refused a booking of this box because its slot was taken there: the central decides,
+ * so the booking is cancelled here through its lifecycle (`cancelled_by: system`, reason
+ * `refused_by_central`; the slot is freed, the cancellation goes to the central as a record) and
+ * `booking.cancelled` is emitted, in the transaction that moves the feed cursor. Nothing is refunded
+ * automatically, as with any business-side cancellation (spec 3.1): the business refunds or rebooks.
+ * A booking already cancelled is left alone; one already completed or missed keeps its state (the
+ * day happened) and the decision stays listed in the status.
+ */
+export function applyBookingRejection(ctx: AppContext, rejection: Rejection): void {
+  if (rejection.code !== SLOT_TAKEN || !rejection.payload) return;
+  const id = (rejection.payload.row as { id?: unknown } | undefined)?.id ?? (rejection.payload.booking as { id?: unknown } | undefined)?.id;
+  if (typeof id !== 'string') return;
+  const row = bookingsStoreOf(ctx).get(id);
+  if (!row || !holdsSlot(row.status)) {
+    ctx.log.warn({ booking_id: id, status: row?.status }, 'sync: the central refused a booking this store no longer holds; left as it is');
+    return;
+  }
+  const next = applyEvent(ctx, row, 'CANCEL', { cancelled_by: 'system', cancellation_reason: REFUSED_BY_CENTRAL, hold_expires_at: null });
+  const at = isoTime(ctx.clock.now());
+  ctx.outbox.emit({
+    type: 'booking.cancelled',
+    accountId: next.account_id,
+    liveMode: next.live_mode === 1,
+    objectId: next.id,
+    payload: {
+      id: next.id,
+      event_type: 'booking.cancelled',
+      created_at: at,
+      reason: rejection.reason,
+      sync_record_id: rejection.recordId,
+      booking: bookingView(next, publicBaseUrl(ctx.config)),
+    },
+  });
+}
+
+registerRejectionHandler('booking', applyBookingRejection);

@@ -1,0 +1,100 @@
+import type { AppContext } from '../../context.js';
+import { ConnectedService } from './service.js';
+import type { ProfileRow } from './store.js';
+
+/** The `connected_account` record: a child connected at the store, with both environments' ids. */
+export interface ConnectedAccountRecord {
+  live_account_id: string;
+  sandbox_id: string;
+  parent_account_id: string;
+  email: string;
+  name?: string;
+  country?: string;
+  default_currency?: string;
+  event_format?: 'unified' | 'both';
+  created_at?: string;
+}
+
+export function isConnectedAccountRecord(p: Record<string, unknown>): p is Record<string, unknown> & ConnectedAccountRecord {
+  return typeof p.live_account_id === 'string' && typeof p.sandbox_id === 'string' && typeof p.parent_account_id === 'string' && typeof p.email === 'string';
+}
+
+/**
+ * A child connected at a store, applied at the central (sync): the live child and its sandbox with
+ * the store's ids, under the platform (and the platform's sandbox), each with its connected profile
+ * and e-mail, when absent. Records of an older posd without name, country or currency get the
+ * store's defaults (the e-mail's local part, GT, GTQ). No `account_connection.create`: the store's
+ * event arrives as an `event` record. Returns a refusal, or null.
+ */
+export function applyStoreConnectedAccount(ctx: AppContext, recordAt: string, r: ConnectedAccountRecord): string | null {
+  const svc = new ConnectedService(ctx);
+  const live = svc.accounts.account(r.live_account_id);
+  if (live && live.parent_account_id !== r.parent_account_id) return `account ${r.live_account_id} exists at the central under another parent`;
+  if (!live) {
+    const parent = svc.accounts.account(r.parent_account_id);
+    if (!parent || !parent.live_mode) return `platform ${r.parent_account_id} is unknown at the central`;
+    svc.accounts.createAccount({
+      id: r.live_account_id,
+      sandboxId: r.sandbox_id,
+      parentId: r.parent_account_id,
+      name: r.name ?? r.email.split('@')[0],
+      country: r.country,
+      defaultCurrency: r.default_currency,
+      eventFormat: r.event_format,
+      createdAt: r.created_at ?? recordAt,
+    });
+  }
+  for (const id of [r.live_account_id, r.sandbox_id]) {
+    const child = svc.accounts.account(id);
+    if (!child) return `account ${id} of the connection is missing at the central`;
+    const p = svc.profile(child);
+    if (p.email === null) svc.store.save({ ...p, email: r.email });
+  }
+  return null;
+}
+
+/** The `connected_account_verification` record: a child's verification moved at the store. */
+export interface VerificationRecord {
+  account_id: string;
+  status: ProfileRow['verification_status'];
+  document_errors: Record<string, string[]>;
+  documents?: Record<string, string>;
+  reviewed_at?: string;
+  verified_at?: string | null;
+  tax_id?: string | null;
+  tax_name?: string | null;
+}
+
+const STATUSES = new Set(['unverified', 'incomplete', 'rejected', 'verified']);
+
+export function isVerificationRecord(p: Record<string, unknown>): p is Record<string, unknown> & VerificationRecord {
+  return typeof p.account_id === 'string' && typeof p.status === 'string' && STATUSES.has(p.status) && typeof p.document_errors === 'object' && p.document_errors !== null;
+}
+
+/**
+ * A verification decided at a store, applied at the central (sync): the child's status, its
+ * document errors, which documents were sent and when (their contents stay at the store), and, once
+ * verified, the tax details the accepted registration gave. A record older than the central's
+ * review never overwrites a newer one. No `verification.*` events: the store's arrive as records.
+ */
+export function applyStoreVerification(ctx: AppContext, accountId: string, recordAt: string, r: VerificationRecord): string | null {
+  const svc = new ConnectedService(ctx);
+  const child = svc.accounts.account(accountId);
+  if (!child || child.id !== r.account_id || !child.parent_account_id) return `connected account ${r.account_id} is unknown at the central`;
+  const p = svc.profile(child);
+  const at = r.reviewed_at ?? recordAt;
+  if (p.reviewed_at !== null && p.reviewed_at > at) return null;
+  const documents = Object.fromEntries(Object.entries(r.documents ?? {}).map(([t, submittedAt]) => [t, { data: null, submitted_at: submittedAt }]));
+  svc.store.save({
+    ...p,
+    verification_status: r.status,
+    document_errors: JSON.stringify(r.document_errors),
+    documents: r.documents ? JSON.stringify(documents) : p.documents,
+    submitted_at: at,
+    reviewed_at: at,
+    verified_at: r.status === 'verified' ? (r.verified_at ?? at) : p.verified_at,
+    updated_at: at,
+  });
+  if (r.status === 'verified' && r.tax_id) svc.accounts.setTaxDetails(child.id, r.tax_id, r.tax_name ?? null);
+  return null;
+}

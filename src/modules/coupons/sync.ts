@@ -1,0 +1,111 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import type { Coupon } from './schema.js';
+import { codeKey } from './service.js';
+import { CouponsStore } from './store.js';
+
+/** The `coupon` record (the coupon as the API answers it, after a creation or an update). */
+export function isCouponRecord(p: Record<string, unknown>): p is Record<string, unknown> & Coupon {
+  return (
+    typeof p.id === 'string' &&
+    typeof p.name === 'string' &&
+    typeof p.discount_mode === 'string' &&
+    typeof p.duration === 'string' &&
+    typeof p.status === 'string' &&
+    typeof p.created_at === 'string' &&
+    Array.isArray(p.product_ids) &&
+    (typeof p.amount_off_in_cents === 'number') !== (typeof p.percent_off === 'number')
+  );
+}
+
+/**
+ * A coupon created or changed at a store, applied at the central (sync): written with the store's
+ * id and times when absent, else updated when the record is not older than the central's state
+ * (`updatedAt`: the record's time, which is the coupon's `updated_at` at the store). The redemption
+ * count is not copied: each `coupon_redemption` record counts once. A code already used by another
+ * active coupon at the central keeps the central's: the store's coupon is written archived (its
+ * redemptions still count against it). Returns a refusal, or null.
+ */
+export function applyStoreCoupon(ctx: AppContext, accountId: string, liveMode: boolean, c: Coupon, updatedAt: string): string | null {
+  const store = new CouponsStore(ctx.db);
+  const now = isoTime(ctx.clock.now());
+  const existing = store.get(c.id, now);
+  if (existing && (existing.account_id !== accountId || (existing.live_mode === 1) !== liveMode)) return `coupon ${c.id} belongs to another account at the central`;
+  if (existing && existing.updated_at > updatedAt) return null;
+  const key = codeKey(c.name);
+  const other = store.byCode(accountId, key, now);
+  const archived = c.status === 'archived' || (other !== undefined && other.id !== c.id) ? 1 : 0;
+  const row = {
+    id: c.id,
+    name: c.name,
+    code_key: key,
+    display_name: c.display_name,
+    automatically_applies: c.automatically_applies ? 1 : 0,
+    max_redemptions: c.max_redemptions,
+    minimum_amount_in_cents: c.minimum_amount_in_cents,
+    once_per_customer: c.once_per_customer ? 1 : 0,
+    product_ids: JSON.stringify(c.product_ids),
+    starts_at: c.starts_at,
+    expires_at: c.expires_at,
+    archived,
+    updated_at: updatedAt,
+  };
+  if (existing) {
+    store.update(row);
+    return null;
+  }
+  store.insertWithState({
+    ...row,
+    account_id: accountId,
+    live_mode: liveMode ? 1 : 0,
+    discount_mode: c.discount_mode,
+    amount_off_in_cents: c.amount_off_in_cents,
+    percent_off: c.percent_off,
+    currency: c.currency,
+    duration: c.duration,
+    duration_in_payments: c.duration_in_payments,
+    created_at: c.created_at,
+  });
+  return null;
+}
+
+/** The `coupon_redemption` record `redeemCoupons` appends when a checkout carrying coupons is paid. */
+export interface RedemptionRecord {
+  id?: string;
+  coupon_id: string;
+  checkout_id: string;
+  customer_id: string | null;
+  amount_off_in_cents: number;
+  currency?: string;
+  created_at?: string;
+}
+
+export function isRedemptionRecord(p: Record<string, unknown>): p is Record<string, unknown> & RedemptionRecord {
+  return typeof p.coupon_id === 'string' && typeof p.checkout_id === 'string' && typeof p.amount_off_in_cents === 'number';
+}
+
+/**
+ * A redemption counted at a store, applied at the central (sync): written once by its id (and once
+ * per coupon and checkout), bumping the coupon's count. It is recorded even when the central's count
+ * has reached `max_redemptions`: the sale happened with the discount, and money facts are not
+ * refused; the coupon then shows more redemptions than its limit (status `exhausted`). Records of
+ * an older posd carry no id: the record's id stands in. Returns a refusal, or null.
+ */
+export function applyStoreRedemption(ctx: AppContext, accountId: string, liveMode: boolean, r: RedemptionRecord, recordId: string, recordAt: string): string | null {
+  const store = new CouponsStore(ctx.db);
+  const coupon = store.get(r.coupon_id, isoTime(ctx.clock.now()));
+  if (!coupon || coupon.account_id !== accountId) return `coupon ${r.coupon_id} is unknown at the central for account ${accountId}`;
+  const id = r.id ?? `coupred_${recordId}`;
+  if (store.hasRedemption(id)) return null;
+  store.redeem({
+    id,
+    account_id: accountId,
+    live_mode: liveMode ? 1 : 0,
+    coupon_id: r.coupon_id,
+    checkout_id: r.checkout_id,
+    customer_id: r.customer_id,
+    amount_off_in_cents: r.amount_off_in_cents,
+    created_at: r.created_at ?? recordAt,
+  });
+  return null;
+}

@@ -1,0 +1,56 @@
+import type { AppContext } from '../../context.js';
+import { subscriptionDetail } from './document.js';
+import { SubscriptionsStore, type InvoiceItemRow, type SubscriptionItemRow, type SubscriptionRow } from './store.js';
+
+/**
+ * The `subscription` record of every change made at this box: the subscription as the API answers
+ * it (items and pending one-time charges included), plus the rows the central writes with the same
+ * ids and times.
+ */
+export type SubscriptionRecord = ReturnType<typeof subscriptionDetail> & {
+  row: SubscriptionRow;
+  item_rows: SubscriptionItemRow[];
+  invoice_item_rows: InvoiceItemRow[];
+};
+
+export function subscriptionRecord(store: SubscriptionsStore, row: SubscriptionRow): Record<string, unknown> {
+  const record: SubscriptionRecord = { ...subscriptionDetail(store, row), row, item_rows: store.items(row.id), invoice_item_rows: store.pendingInvoiceItems(row.id) };
+  return record;
+}
+
+export function isSubscriptionRecord(p: Record<string, unknown>): p is Record<string, unknown> & SubscriptionRecord {
+  const row = p.row as Partial<SubscriptionRow> | undefined;
+  return (
+    typeof row?.id === 'string' &&
+    typeof row.status === 'string' &&
+    typeof row.updated_at === 'string' &&
+    typeof row.current_period_end === 'string' &&
+    Array.isArray(p.item_rows) &&
+    Array.isArray(p.invoice_item_rows)
+  );
+}
+
+/**
+ * A subscription made or changed at a store, applied at the central (sync): written with the
+ * store's ids and times when absent (the store bills it: the central's biller skips it), else the
+ * state carried when it is not older than the central's, its added items written once by id and
+ * those no longer carried marked removed at the record's time, new one-time charges written once.
+ * No `subscription.*` events: the store's arrive as `event` records. Returns a refusal, or null.
+ */
+export function applyStoreSubscription(ctx: AppContext, accountId: string, storeId: string, record: SubscriptionRecord): string | null {
+  const store = new SubscriptionsStore(ctx.db);
+  const row: SubscriptionRow = { ...record.row, account_id: accountId };
+  const existing = store.get(row.id);
+  if (existing && (existing.account_id !== accountId || existing.live_mode !== row.live_mode)) return `subscription ${row.id} belongs to another account at the central`;
+  if (existing && existing.updated_at > row.updated_at) return null;
+  if (existing) store.save({ ...row, version: existing.version });
+  else {
+    store.insert({ ...row, version: 0 });
+    store.setOrigin(row.id, storeId);
+  }
+  const carried = new Set(record.item_rows.map((i) => i.id));
+  for (const item of record.item_rows) if (!store.hasItem(item.id)) store.insertItem({ ...item, account_id: accountId });
+  for (const item of store.items(row.id)) if (!carried.has(item.id)) store.removeItem(row.id, item.id, row.updated_at);
+  for (const inv of record.invoice_item_rows) if (!store.hasInvoiceItem(inv.id)) store.insertInvoiceItem({ ...inv, account_id: accountId });
+  return null;
+}

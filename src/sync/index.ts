@@ -38,6 +38,7 @@ export const SyncStatusSchema = Type.Object({
   central_clock_offset_ms: Nullable(Type.Integer()),
   warnings: Type.Array(Type.String()),
   rejected_records: Type.Integer(),
+  decisions: Type.Array(Type.Object({ record_id: Type.String(), kind: Type.String(), reason: Type.String(), decided_at: Type.String() })),
   held_records: Type.Integer(),
   reconciliation: Type.Object({
     state: Type.Union([Type.Literal('never'), Type.Literal('equal'), Type.Literal('different')]),

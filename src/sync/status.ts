@@ -34,6 +34,8 @@ export interface SyncStatus {
   central_clock_offset_ms: number | null;
   warnings: string[];
   rejected_records: number;
+  /** The central's latest decisions on this box's records, newest first (at most 20). */
+  decisions: Array<{ record_id: string; kind: string; reason: string; decided_at: string }>;
   /** Central: records kept without an applier for their kind (applied after an upgrade). */
   held_records: number;
   reconciliation: {
@@ -92,6 +94,7 @@ export function syncStatus(config: Config, db: Db): SyncStatus {
       central_clock_offset_ms: offset,
       warnings,
       rejected_records: store.decisionCount(),
+      decisions: store.latestDecisions(20),
       held_records: store.heldCount(),
       reconciliation: {
         state: checkedAt === null ? 'never' : diffs.length ? 'different' : 'equal',

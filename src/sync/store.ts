@@ -105,6 +105,7 @@ export class SyncStore {
          ON CONFLICT(record_id) DO NOTHING`,
       ),
       decisionCount: db.prepare('SELECT count(*) AS n FROM sync_decisions'),
+      latestDecisions: db.prepare('SELECT record_id, kind, reason, decided_at FROM sync_decisions ORDER BY decided_at DESC, rowid DESC LIMIT ?'),
       // central
       getStore: db.prepare('SELECT * FROM sync_stores WHERE store_id = ?'),
       listStores: db.prepare(
@@ -191,6 +192,9 @@ export class SyncStore {
   }
   insertDecision(d: { record_id: string; account_id: string; live_mode: number; kind: string; reason: string; decided_at: string }): void {
     this.s.insertDecision.run(d.record_id, d.account_id, d.live_mode, d.kind, d.reason, d.decided_at);
+  }
+  latestDecisions(limit: number): Array<{ record_id: string; kind: string; reason: string; decided_at: string }> {
+    return this.s.latestDecisions.all(limit) as Array<{ record_id: string; kind: string; reason: string; decided_at: string }>;
   }
   decisionCount(): number {
     return (this.s.decisionCount.get() as { n: number }).n;

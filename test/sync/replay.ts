@@ -13,8 +13,15 @@ export function tableRows<T = Record<string, unknown>>(box: Box, sql: string, ..
  * Pushes the store's records of these kinds again under fresh record ids, as a second box of the
  * account would after a restore: the engine applies them as new records, so only the appliers'
  * own idempotency (each part written once by its id) keeps the central from writing them twice.
+ * The records travel under the store's account key, whatever account they name.
  */
-export async function replayAtCentral(central: TestServer, store: TestStore, key: string, kinds: string[]): Promise<{ applied: number; rejected: unknown[] }> {
+export async function replayAtCentral(
+  central: TestServer,
+  store: TestStore,
+  key: string,
+  kinds: string[],
+  opts: { reverse?: boolean } = {},
+): Promise<{ applied: number; rejected: unknown[] }> {
   const marks = kinds.map(() => '?').join(', ');
   const rows = tableRows<{ kind: string; account_id: string; live_mode: number; payload: string; created_at: string }>(
     store,
@@ -22,6 +29,8 @@ export async function replayAtCentral(central: TestServer, store: TestStore, key
     ...kinds,
   );
   expect(rows.length).toBeGreaterThan(0);
+  // Reversed: newer states reach the central before older ones, which must then change nothing.
+  if (opts.reverse) rows.reverse();
   const tag = randomBytes(4).toString('hex');
   const records = rows.map((r, i) => ({
     seq: i + 1,

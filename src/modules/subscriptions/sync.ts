@@ -30,6 +30,9 @@ export function isSubscriptionRecord(p: Record<string, unknown>): p is Record<st
   );
 }
 
+/** Columns that are the central's own, not the store's state. */
+const SELF = new Set<string>(['version', 'origin_store_id']);
+
 /**
  * A subscription made or changed at a store, applied at the central (sync): written with the
  * store's ids and times when absent (the store bills it: the central's biller skips it), else the
@@ -43,8 +46,12 @@ export function applyStoreSubscription(ctx: AppContext, accountId: string, store
   const existing = store.get(row.id);
   if (existing && (existing.account_id !== accountId || existing.live_mode !== row.live_mode)) return `subscription ${row.id} belongs to another account at the central`;
   if (existing && existing.updated_at > row.updated_at) return null;
-  if (existing) store.save({ ...row, version: existing.version });
-  else {
+  // The same state again (a replay) is not a change: the row's version moves only on a real one.
+  if (existing) {
+    // The same state again (a replay) is not a change: the row's version moves only on a real one.
+    const differs = (Object.keys(row) as Array<keyof SubscriptionRow>).some((k) => !SELF.has(k) && k in existing && existing[k] !== row[k]);
+    if (differs) store.save({ ...row, version: existing.version });
+  } else {
     store.insert({ ...row, version: 0 });
     store.setOrigin(row.id, storeId);
   }

@@ -8,7 +8,7 @@ import { subscriptionRecord } from './sync.js';
 import type { Account } from '../accounts/service.js';
 import { getCustomer } from '../customers/service.js';
 import { getPrice } from '../products/service.js';
-import { invoiceItemView, subscriptionDetail, subscriptionEventPayload, subscriptionItemView } from './document.js';
+import { invoiceItemView, subscriptionEventPayload, subscriptionItemView } from './document.js';
 import type { UpdateSubscriptionBody } from './schema.js';
 import type { SubscriptionsService } from './service.js';
 import type { InvoiceItemRow, SubscriptionItemRow, SubscriptionRow } from './store.js';

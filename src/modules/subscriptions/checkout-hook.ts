@@ -6,7 +6,7 @@ import { subscriptionRecord } from './sync.js';
 import type { Account } from '../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { getPrice } from '../products/service.js';
-import { subscriptionCreatePayload, subscriptionView } from './document.js';
+import { subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
 

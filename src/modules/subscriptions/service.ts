@@ -10,7 +10,7 @@ import { createCheckout } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
 import { getCustomer } from '../customers/service.js';
 import { getPrice, getProduct } from '../products/service.js';
-import { setupIntentEventPayload, subscriptionEventPayload, subscriptionView } from './document.js';
+import { setupIntentEventPayload, subscriptionEventPayload } from './document.js';
 import { eventsFor, nextSubscriptionStatus, type SubscriptionEvent } from './machine.js';
 import type { CreateTrialSubscriptionBody } from './schema.js';
 import { addInterval } from './periods.js';

@@ -264,7 +264,7 @@ registerSyncApplier(
   'connected_account',
   (ctx, record) => {
     if (!isConnectedAccountRecord(record.payload)) throw new SyncRejection('connected_account record without account ids, parent or e-mail');
-    refuseWith(applyStoreConnectedAccount(ctx, record.created_at, record.payload));
+    refuseWith(applyStoreConnectedAccount(ctx, record.account_id, record.created_at, record.payload));
   },
   { totals: countOnly },
 );

@@ -96,9 +96,12 @@ export function applyStoreBooking(ctx: AppContext, accountId: string, storeId: s
     const taken = slotTaken(ctx, incoming, record);
     if (taken) return { reason: `booking ${incoming.id}: ${taken}`, code: SLOT_TAKEN };
   }
-  ensureBookables(ctx, record.refs);
-  if (record.refs.class_session) ensureClassSession(ctx, record.refs.class_session);
-  if (record.refs.series) store.insertSeriesRow(record.refs.series);
+  const refs = ownedRefs(record.refs, accountId, incoming.live_mode);
+  const foreign = foreignRef(ctx, refs, accountId);
+  if (foreign) return { reason: `booking ${incoming.id} names ${foreign}, which belongs to another account at the central`, code: 'foreign_reference' };
+  ensureBookables(ctx, refs);
+  if (refs.class_session) ensureClassSession(ctx, refs.class_session);
+  if (refs.series) store.insertSeriesRow(refs.series);
   if (existing) store.update(incoming);
   else store.insert(incoming);
   if (!occupies(incoming.status)) store.release(incoming.id);
@@ -108,6 +111,31 @@ export function applyStoreBooking(ctx: AppContext, accountId: string, storeId: s
     }
   }
   return null;
+}
+
+/** The rows a record names, as rows of the pushing account (a store writes only its own accounts' rows). */
+function ownedRefs(refs: BookingRefs, accountId: string, liveMode: number): BookingRefs {
+  const own = <T extends { account_id: string; live_mode: number }>(r: T): T => ({ ...r, account_id: accountId, live_mode: liveMode });
+  return {
+    services: refs.services.map(own),
+    staff_members: refs.staff_members.map(own),
+    resources: refs.resources.map(own),
+    class_session: refs.class_session && own(refs.class_session),
+    series: refs.series && own(refs.series),
+  };
+}
+
+/** A named row the central holds under another account, or null. */
+function foreignRef(ctx: AppContext, refs: BookingRefs, accountId: string): string | null {
+  const held = bookableRows(ctx, {
+    services: refs.services.map((r) => r.id),
+    staff: refs.staff_members.map((r) => r.id),
+    resources: refs.resources.map((r) => r.id),
+  });
+  const session = refs.class_session && findClassSession(ctx, refs.class_session.id);
+  const series = refs.series && bookingsStoreOf(ctx).series(refs.series.id);
+  const other = [...held.services, ...held.staff_members, ...held.resources, session, series].find((r) => r && r.account_id !== accountId);
+  return other ? other.id : null;
 }
 
 /** Why the central cannot give this booking its time, or null when it can. */

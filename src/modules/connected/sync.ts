@@ -26,8 +26,12 @@ export function isConnectedAccountRecord(p: Record<string, unknown>): p is Recor
  * store's defaults (the e-mail's local part, GT, GTQ). No `account_connection.create`: the store's
  * event arrives as an `event` record. Returns a refusal, or null.
  */
-export function applyStoreConnectedAccount(ctx: AppContext, recordAt: string, r: ConnectedAccountRecord): string | null {
+export function applyStoreConnectedAccount(ctx: AppContext, platformId: string, recordAt: string, r: ConnectedAccountRecord): string | null {
   const svc = new ConnectedService(ctx);
+  // A store connects children only under the platform the record names (an account of its key's scope).
+  const platform = svc.accounts.account(platformId);
+  const liveParent = platform?.live_mode ? platform.id : platform?.sandbox_of;
+  if (r.parent_account_id !== liveParent) return `the connection names platform ${r.parent_account_id}, not the record's account ${platformId}`;
   const live = svc.accounts.account(r.live_account_id);
   if (live && live.parent_account_id !== r.parent_account_id) return `account ${r.live_account_id} exists at the central under another parent`;
   if (!live) {

@@ -47,6 +47,7 @@ export function syncCommand(): Command {
           `last error      ${s.last_error ? `${s.last_error_at} ${s.last_error}` : '-'}`,
           `clock offset    ${s.central_clock_offset_ms === null ? '-' : `${s.central_clock_offset_ms} ms`}`,
           `rejected        ${s.rejected_records}`,
+          ...s.decisions.slice(0, 5).map((d) => `  ${d.decided_at} ${d.kind} ${d.record_id}: ${d.reason}`),
           `reconciliation  ${s.reconciliation.state}${s.reconciliation.checked_at ? ` (checked ${s.reconciliation.checked_at})` : ''}`,
           ...s.warnings.map((w) => `warning         ${w}`),
         ];

@@ -164,19 +164,20 @@ export function applyHeldRecords(ctx: AppContext): number {
 }
 
 /**
- * One store's held records, in seq order, until the first whose kind is still unknown (a later
- * record must not overtake it). With `isolate` an unexpected failure is logged and stops this store
- * only; without it (inside a push) it fails the push like any applier failure.
+ * One store's held records, in seq order. A kind still unknown stays held and is passed over (as
+ * at push time, where later records of known kinds are applied past it). With `isolate` an
+ * unexpected failure is logged and stops this store only, so its later held records wait behind
+ * it; without it (inside a push) it fails the push like any applier failure.
  */
 function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): number {
   const store = syncStore(ctx.db);
   const accounts = new AccountsService(ctx.db, ctx.clock);
   let done = 0;
   for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {
-    if (!syncApplier(row.kind)) break;
+    if (!syncApplier(row.kind)) continue;
     const storeRow = store.storeRow(row.store_id);
     const account = accounts.account(row.account_id);
-    if (!storeRow || !account) break;
+    if (!storeRow || !account) continue;
     try {
       tx(ctx.db, () => {
         const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };

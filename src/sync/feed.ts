@@ -1,20 +1,22 @@
-import type { Db } from '../db/database.js';
 import { tx } from '../db/database.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
+import type { AppContext } from '../context.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import type { KeyRow } from '../modules/accounts/store.js';
 import { syncStore } from './store.js';
+import { applyingFeed } from './outbox.js';
 import { STATE } from './status.js';
 import type { FeedChange, FeedResponse } from './wire.js';
 
-export interface FeedApplyContext {
-  db: Db;
-  clock: Clock;
-  log: Logger;
-}
+/** The store's context: appliers write through their module's service functions, which take it. */
+export type FeedApplyContext = AppContext;
 
-/** Applies one change of the central's feed at the store, inside the transaction that moves the cursor. */
+/**
+ * Applies one change of the central's feed at the store, inside the transaction that moves the
+ * cursor. It upserts the object by id to the change's state (a change seen twice changes nothing),
+ * skips an object of an account the box does not hold, appends no sync record (the central has the
+ * change already: `appendSyncRecord` refuses inside a feed page) and emits no events unless the
+ * kind's documentation says so (docs/sync-protocol.md).
+ */
 export type FeedApplier = (ctx: FeedApplyContext, change: FeedChange) => void;
 
 const feedAppliers = new Map<string, FeedApplier>();
@@ -67,7 +69,7 @@ registerFeedApplier('record_rejected', (ctx, change) => {
  */
 export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number {
   const store = syncStore(ctx.db);
-  return tx(ctx.db, () => {
+  return tx(ctx.db, () => applyingFeed(ctx.db, () => {
     const current = Number(store.state(STATE.feedCursor) ?? 0);
     let applied = 0;
     for (const change of page.changes) {
@@ -82,5 +84,5 @@ export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number
     }
     if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
     return applied;
-  });
+  }));
 }

@@ -79,7 +79,15 @@ export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number
         ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
         continue;
       }
-      fn(ctx, change);
+      try {
+        tx(ctx.db, () => fn(ctx, change)); // a savepoint: a skipped change leaves nothing half-written
+      } catch (err) {
+        // An object naming one this box never learnt (a service made before it joined) cannot be
+        // held here; stopping the whole feed for it would stop every later change too.
+        if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') throw err;
+        ctx.log.warn({ kind: change.kind, seq: change.seq, object_id: change.object_id }, 'sync: a feed change names an object this box does not hold; skipped');
+        continue;
+      }
       applied++;
     }
     if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);

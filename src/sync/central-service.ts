@@ -128,6 +128,7 @@ function applyOne(
       object_id: r.id,
       payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, store_id: origin.storeId }),
       created_at: now,
+      to_store_id: origin.storeId,
     });
     return { outcome: 'rejected', reason: err.reason };
   }

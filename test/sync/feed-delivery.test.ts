@@ -32,6 +32,9 @@ describe('feed delivery', () => {
     const co = await http('POST', `${boxA.url}/api/checkouts`, acct.key, { items: [{ name: 'Card', amount_in_cents: 10_000 }], currency: 'GTQ' });
     const account = new AccountsService(a, boxA.daemon.ctx.clock).account(acct.accountId)!;
     const paid = settleCheckoutPayment(boxA.daemon.ctx, account, { checkoutId: co.body.id, method: 'terminal', outcome: 'succeeded' });
+    // A cash sale moves no balance: applied at the central, it publishes nothing (no feed row per sale).
+    const sale = await http('POST', `${boxA.url}/api/cash_sales`, acct.key, { amount_in_cents: 3000, currency: 'GTQ' });
+    expect(sale.status).toBe(201);
 
     await until('box B has them', () => row(b, 'bank_accounts', bank.body.id) && row(b, 'balance_transactions', paid.balanceTransactionId!));
     expect(row(b, 'bank_accounts', bank.body.id)).toEqual(row(a, 'bank_accounts', bank.body.id));
@@ -51,6 +54,7 @@ describe('feed delivery', () => {
     expect(ids(forB)).toEqual(expect.arrayContaining([bank.body.id, paid.balanceTransactionId]));
     expect(ids(forA)).not.toContain(bank.body.id);
     expect(ids(forA)).not.toContain(paid.balanceTransactionId);
+    await until('the cash sale at the central', () => count(central.daemon.ctx.db, "SELECT count(*) AS n FROM sync_received WHERE kind = 'cash_sale'") === 1);
     expect(count(central.daemon.ctx.db, 'SELECT count(*) AS n FROM sync_feed WHERE origin_store_id = ?', boxA.storeId)).toBe(2);
     // Box A holds its own rows once (its feed cursor moved past them without anything coming back).
     await until('box A pulled past them', () => feedCursor(a) >= forB.cursor);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, pairStoreAndCentral, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -74,5 +74,27 @@ describe('the catalogue is managed at the central', () => {
     expect(row(sdb, 'sched_bookings', online.body.id)).toEqual(row(cdb, 'sched_bookings', online.body.id));
     const again = await http('POST', `${store.url}/api/bookings`, acct.key, { ...slot, customer: { ...customer, email: 'walk-in@example.com' } });
     expect(again.status).toBe(201);
+  });
+
+  it('a box that joins later learns what the central published for its accounts before (catalogue, bookings, ledger)', async () => {
+    const central = await startCentral();
+    cleanup.push(() => central.stop());
+    const acct = addStoreAccount(central);
+    const prod = await http('POST', `${central.url}/api/products`, acct.key, { product: { name: 'Tea', prices_attributes: [{ amount_in_cents: 900, currency: 'GTQ' }] } });
+    const cut = await http('POST', `${central.url}/api/services`, acct.key, { kind: 'appointment', name: 'Haircut', duration_minutes: 60, price_in_cents: 15_000 });
+    const stylist = await http('POST', `${central.url}/api/staff_members`, acct.key, { name: 'Ana' });
+    const booking = await http('POST', `${central.url}/api/bookings`, acct.key, { service_id: cut.body.id, starts_at: '2027-03-02T10:00:00-06:00', staff_member_id: stylist.body.id, customer });
+    const co = await http('POST', `${central.url}/api/checkouts`, acct.testKey, { items: [{ name: 'Online', amount_in_cents: 20_000 }], currency: 'GTQ' });
+    const paid = await http('POST', `${central.url}/api/test_helpers/checkouts/${co.body.id}/pay`, acct.testKey, { method: 'card', outcome: 'succeeded' });
+    expect([prod.status, booking.status, paid.status]).toEqual([201, 201, 200]);
+
+    const store = await startStore(central.url, acct.key);
+    cleanup.push(() => removeDir(store.dataDir));
+    cleanup.push(() => store.stop());
+    const sdb = store.daemon.ctx.db;
+    await until('the history at the box', () => row(sdb, 'products', prod.body.id) && row(sdb, 'sched_bookings', booking.body.id) && row(sdb, 'balance_transactions', paid.body.balance_transaction_id));
+    expect(row(sdb, 'sched_bookings', booking.body.id)).toEqual(row(central.daemon.ctx.db, 'sched_bookings', booking.body.id));
+    expect((await http('GET', `${store.url}/api/balances`, acct.testKey)).body).toEqual((await http('GET', `${central.url}/api/balances`, acct.testKey)).body);
+    expect(outboxMax(sdb)).toBe(0);
   });
 });

@@ -18,32 +18,31 @@ export interface FeedChangeInput {
   createdAt: string;
 }
 
-interface Prepared {
-  role: Statement<unknown[]>;
-  organization: Statement<unknown[]>;
-  insert: Statement<unknown[]>;
-}
+const roles = new WeakMap<Db, Statement<unknown[]>>();
+const writes = new WeakMap<Db, { organization: Statement<unknown[]>; insert: Statement<unknown[]> }>();
 
-const prepared = new WeakMap<Db, Prepared>();
-function statements(db: Db): Prepared {
-  let p = prepared.get(db);
-  if (!p) {
-    p = {
-      role: db.prepare("SELECT value FROM meta WHERE key = 'role'"),
+// The writing statements are prepared only at a central: a store's database (or an older one being
+// made by the foundation alone) may not have the feed's columns.
+function writeStatements(db: Db) {
+  let w = writes.get(db);
+  if (!w) {
+    w = {
       organization: db.prepare('SELECT organization_id FROM accounts WHERE id = ?'),
       insert: db.prepare(
         `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, origin_store_id)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
     };
-    prepared.set(db, p);
+    writes.set(db, w);
   }
-  return p;
+  return w;
 }
 
 /** Whether this database is a central's (the role is in `meta`, as the key triggers read it). */
 export function publishesFeed(db: Db): boolean {
-  return (statements(db).role.get() as { value: string } | undefined)?.value === 'central';
+  let role = roles.get(db);
+  if (!role) roles.set(db, (role = db.prepare("SELECT value FROM meta WHERE key = 'role'")));
+  return (role.get() as { value: string } | undefined)?.value === 'central';
 }
 
 // The store whose pushed record is being applied right now (set by the push engine around each
@@ -73,8 +72,8 @@ export function feedOrigin(db: Db): string | null {
  */
 export function appendFeedChange(db: Db, input: FeedChangeInput): boolean {
   if (!db.inTransaction) throw new Error('appendFeedChange() outside a transaction');
-  const s = statements(db);
   if (!publishesFeed(db)) return false;
+  const s = writeStatements(db);
   const org = s.organization.get(input.accountId) as { organization_id: string } | undefined;
   if (!org) throw new Error(`appendFeedChange: unknown account ${input.accountId}`);
   s.insert.run(

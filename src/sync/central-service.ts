@@ -5,6 +5,7 @@ import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
 import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
 import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
+import { withFeedOrigin } from './feed-out.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
@@ -128,7 +129,8 @@ function applyOne(
   const apply = syncApplier(r.kind);
   if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
   try {
-    tx(ctx.db, () => apply(ctx, r as PushRecord, origin));
+    // What the applier publishes to the feed is tagged with this box, so it is not sent back to it.
+    withFeedOrigin(ctx.db, origin.storeId, () => tx(ctx.db, () => apply(ctx, r as PushRecord, origin)));
     return { outcome: 'applied', reason: null };
   } catch (err) {
     if (!(err instanceof SyncRejection)) throw Object.assign(err as Error, { syncRecordId: r.id });
@@ -140,6 +142,7 @@ function applyOne(
       object_id: r.id,
       payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, code: err.code, store_id: origin.storeId }),
       created_at: now,
+      to_store_id: origin.storeId,
     });
     return { outcome: 'rejected', reason: err.reason };
   }
@@ -214,12 +217,18 @@ export function toFeedChange(row: FeedRow): FeedChange {
   };
 }
 
-/** One read of the feed: rows after the cursor, and a cursor that skips other accounts' rows safely. */
-export function readFeed(ctx: AppContext, scope: Account[], organizationId: string, after: number, limit: number): { changes: FeedChange[]; cursor: number } {
+/**
+ * One read of the feed: rows after the cursor, and a cursor that skips other accounts' rows (and
+ * the rows `storeId`'s own pushes caused) safely. An empty `storeId` (an older box) gets every row.
+ */
+export function readFeed(ctx: AppContext, keyAccount: Account, after: number, limit: number, storeId = ''): { changes: FeedChange[]; cursor: number } {
   const store = syncStore(ctx.db);
-  // One snapshot for both reads: the max seen is committed, so no row below it can appear later.
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  // One snapshot for the scope and both reads: the max seen is committed, so no row below it can
+  // appear later, and an account made meanwhile (a new child) is in the scope its rows are read with.
   return ctx.db.transaction(() => {
-    const rows = store.feedAfter(after, scope.map((a) => a.id), organizationId, limit);
+    const scope = syncScope(accounts, keyAccount);
+    const rows = store.feedAfter(after, scope.map((a) => a.id), keyAccount.organization_id, storeId, limit);
     const cursor = rows.length === limit ? rows[rows.length - 1].seq : Math.max(after, store.feedMax());
     return { changes: rows.map(toFeedChange), cursor };
   })();
@@ -250,7 +259,9 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
         created_at: a.created_at,
       })),
       keys,
-      feed_cursor: syncStore(ctx.db).feedMax(),
+      // A new box reads its scope's whole feed: what the central made for its accounts before it
+      // joined (catalogue, bookings, ledger rows, accounts, keys) reaches it as a live change would.
+      feed_cursor: 0,
       server_time: isoTime(ctx.clock.now()),
     };
   })();

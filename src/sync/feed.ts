@@ -3,13 +3,20 @@ import { tx } from '../db/database.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import type { KeyRow } from '../modules/accounts/store.js';
 import { syncStore } from './store.js';
+import { actingOnOwnDecision, applyingFeed } from './outbox.js';
 import { STATE } from './status.js';
 import type { FeedChange, FeedResponse } from './wire.js';
 
-/** The store's context (rejection handlers act through their module's own services: outbox, config, clock). */
+/** The store's context: appliers and rejection handlers write through their module's own service functions, which take it. */
 export type FeedApplyContext = AppContext;
 
-/** Applies one change of the central's feed at the store, inside the transaction that moves the cursor. */
+/**
+ * Applies one change of the central's feed at the store, inside the transaction that moves the
+ * cursor. It upserts the object by id to the change's state (a change seen twice changes nothing),
+ * skips an object of an account the box does not hold, appends no sync record (the central has the
+ * change already: `appendSyncRecord` refuses inside a feed page) and emits no events unless the
+ * kind's documentation says so (docs/sync-protocol.md).
+ */
 export type FeedApplier = (ctx: FeedApplyContext, change: FeedChange) => void;
 
 const feedAppliers = new Map<string, FeedApplier>();
@@ -87,7 +94,8 @@ registerFeedApplier('record_rejected', (ctx, change) => {
   const handler = rejectionHandlers.get(p.kind);
   if (!handler) return;
   const own = store.outboxRecord(p.record_id);
-  handler(ctx, {
+  // The reaction (a cancellation, say) is this box's own change: it goes up like any other.
+  actingOnOwnDecision(ctx.db, () => handler(ctx, {
     recordId: p.record_id,
     kind: p.kind,
     reason: p.reason,
@@ -96,7 +104,7 @@ registerFeedApplier('record_rejected', (ctx, change) => {
     liveMode: change.live_mode,
     decidedAt: change.created_at,
     payload: own ? (JSON.parse(own.payload) as Record<string, unknown>) : null,
-  });
+  }));
 });
 
 /**
@@ -106,7 +114,7 @@ registerFeedApplier('record_rejected', (ctx, change) => {
  */
 export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number {
   const store = syncStore(ctx.db);
-  return tx(ctx.db, () => {
+  return tx(ctx.db, () => applyingFeed(ctx.db, () => {
     const current = Number(store.state(STATE.feedCursor) ?? 0);
     let applied = 0;
     for (const change of page.changes) {
@@ -116,10 +124,18 @@ export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number
         ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
         continue;
       }
-      fn(ctx, change);
+      try {
+        tx(ctx.db, () => fn(ctx, change)); // a savepoint: a skipped change leaves nothing half-written
+      } catch (err) {
+        // An object naming one this box never learnt (a service made before it joined) cannot be
+        // held here; stopping the whole feed for it would stop every later change too.
+        if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') throw err;
+        ctx.log.warn({ kind: change.kind, seq: change.seq, object_id: change.object_id }, 'sync: a feed change names an object this box does not hold; skipped');
+        continue;
+      }
       applied++;
     }
     if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
     return applied;
-  });
+  }));
 }

@@ -35,7 +35,37 @@ function insertStatement(db: Db) {
  */
 export function appendSyncRecord(db: Db, input: SyncRecordInput): string {
   if (!db.inTransaction) throw new Error('appendSyncRecord() outside a transaction');
+  if (feedPages.has(db)) throw new Error(`appendSyncRecord(${input.kind}) while applying the central's feed: the central has this change already`);
   const id = input.id ?? newId('sync');
   insertStatement(db).run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
   return id;
+}
+
+// Databases applying a page of the central's feed right now: what the page writes came from the
+// central, so pushing it back would echo it (and, for money, count it twice).
+const feedPages = new WeakSet<Db>();
+
+/** Runs `fn` (a feed page's appliers) with `appendSyncRecord` refused on this database. */
+export function applyingFeed<T>(db: Db, fn: () => T): T {
+  feedPages.add(db);
+  try {
+    return fn();
+  } finally {
+    feedPages.delete(db);
+  }
+}
+
+/**
+ * Runs `fn` inside a feed page with `appendSyncRecord` allowed again: for the store's own reaction
+ * to a central's decision (a refused booking cancelled here), which the central has not seen and
+ * must learn like any other change made at this box.
+ */
+export function actingOnOwnDecision<T>(db: Db, fn: () => T): T {
+  if (!feedPages.has(db)) return fn();
+  feedPages.delete(db);
+  try {
+    return fn();
+  } finally {
+    feedPages.add(db);
+  }
 }

@@ -21,6 +21,7 @@ import { subscriptionTrials } from './067-subscription-trials.js';
 import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
 import { storeOwned } from './080-store-owned.js';
+import { syncFeedOrigin } from './085-sync-feed-origin.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly Migration[] = [
   subscriptionItems,
   operations,
   storeOwned,
+  syncFeedOrigin,
 ];

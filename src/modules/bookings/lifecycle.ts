@@ -6,6 +6,7 @@ import { bookingsStoreOf } from './deps.js';
 import { holdsSlot, nextStatus, type BookingEvent } from './machine.js';
 import type { BookingRow } from './store.js';
 import { bookingRecord } from './sync.js';
+import { publishBooking } from './feed-apply.js';
 
 /** The error a refused trigger answers with: the spec names two, the rest share one code. */
 function refused(row: BookingRow, event: BookingEvent['type']): ApiError {
@@ -49,4 +50,5 @@ export function recordSync(ctx: AppContext, row: BookingRow, op: string): void {
     payload: bookingRecord(ctx, row, op) as unknown as Record<string, unknown>,
     createdAt: isoTime(ctx.clock.now()),
   });
+  publishBooking(ctx, row);
 }

@@ -8,6 +8,7 @@ import type { ClassSessionRow } from '../class-sessions/store.js';
 import { feedsStoreOf } from '../calendar-feeds/store.js';
 import { bookingsStoreOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
+import { publishBooking } from './feed-apply.js';
 import { holdsSlot } from './machine.js';
 import type { BookingView } from './schema.js';
 import type { BookingRow, SeriesRow } from './store.js';
@@ -110,6 +111,9 @@ export function applyStoreBooking(ctx: AppContext, accountId: string, storeId: s
       store.occupy({ ownerId: incoming.id, accountId, liveMode: incoming.live_mode === 1, subject: o.subject, startsAt: o.starts_at, endsAt: o.ends_at });
     }
   }
+  // The account's other boxes learn the counter booking (and the slot it takes) through the feed;
+  // the push engine tags it with this store's origin, so it does not come back here.
+  publishBooking(ctx, incoming);
   return null;
 }
 

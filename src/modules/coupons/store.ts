@@ -81,6 +81,7 @@ export class CouponsStore {
       ),
       bump: db.prepare('UPDATE coupons SET times_redeemed = times_redeemed + 1 WHERE id = ?'),
       redemption: db.prepare('SELECT id FROM coupon_redemptions WHERE id = ?'),
+      raiseRedeemed: db.prepare('UPDATE coupons SET times_redeemed = max(times_redeemed, ?) WHERE id = ?'),
     };
   }
 
@@ -122,6 +123,11 @@ export class CouponsStore {
 
   redeemedBy(couponId: string, customerId: string): boolean {
     return this.s.redeemedBy.get(couponId, customerId) !== undefined;
+  }
+
+  /** The central counts every box's redemptions: a box takes its count when it is higher. */
+  raiseRedeemed(id: string, n: number): void {
+    this.s.raiseRedeemed.run(n, id);
   }
 
   /** True when this checkout's redemption is new (a repeated settlement counts once). */

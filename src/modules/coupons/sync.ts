@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import type { Coupon } from './schema.js';
-import { codeKey } from './service.js';
+import { CouponsService, codeKey } from './service.js';
 import { CouponsStore } from './store.js';
 
 /** The `coupon` record (the coupon as the API answers it, after a creation or an update). */
@@ -50,22 +50,23 @@ export function applyStoreCoupon(ctx: AppContext, accountId: string, liveMode: b
     archived,
     updated_at: updatedAt,
   };
-  if (existing) {
-    store.update(row);
-    return null;
+  if (existing) store.update(row);
+  else {
+    store.insertWithState({
+      ...row,
+      account_id: accountId,
+      live_mode: liveMode ? 1 : 0,
+      discount_mode: c.discount_mode,
+      amount_off_in_cents: c.amount_off_in_cents,
+      percent_off: c.percent_off,
+      currency: c.currency,
+      duration: c.duration,
+      duration_in_payments: c.duration_in_payments,
+      created_at: c.created_at,
+    });
   }
-  store.insertWithState({
-    ...row,
-    account_id: accountId,
-    live_mode: liveMode ? 1 : 0,
-    discount_mode: c.discount_mode,
-    amount_off_in_cents: c.amount_off_in_cents,
-    percent_off: c.percent_off,
-    currency: c.currency,
-    duration: c.duration,
-    duration_in_payments: c.duration_in_payments,
-    created_at: c.created_at,
-  });
+  // The account's other boxes learn it through the feed (tagged with this store's origin: not echoed).
+  new CouponsService(ctx).publish(c.id);
   return null;
 }
 

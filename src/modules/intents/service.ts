@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { intentsStore, salesTotals, type IntentRow, type SalesTotalRow } from './store.js';
+import { appendFeedChange, feedOrigin } from '../../sync/feed-out.js';
 
 export type IntentType = IntentRow['type'];
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
@@ -52,7 +53,34 @@ export function createIntent(ctx: AppContext, input: CreateIntentInput): IntentR
     created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
   store.insert(row);
+  // An intent made at a central (an online payment, a sale at the central) reaches the account's
+  // boxes. One a box pushed stays that box's: the central holds every box's sales, a box its own
+  // (so a pushed cash sale costs no feed row; its ledger rows, if any, do travel).
+  if (feedOrigin(ctx.db) === null) publishIntent(ctx, row);
   return row;
+}
+
+/** The intent as the feed carries it: the row, `live_mode` a boolean and `details` parsed. */
+export type FeedIntent = Omit<IntentRow, 'live_mode' | 'details'> & { live_mode: boolean; details: Record<string, unknown> };
+
+function publishIntent(ctx: AppContext, row: IntentRow): void {
+  const payload: FeedIntent = { ...row, live_mode: row.live_mode === 1, details: JSON.parse(row.details) as Record<string, unknown> };
+  appendFeedChange(ctx.db, { kind: 'intent', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload, createdAt: row.created_at });
+}
+
+/**
+ * An intent learnt from the central's feed: inserted with the central's id, payment id and time
+ * (numbered with this box's next receipt number: each side numbers its receipts, as the central
+ * does for a box's sales), or, when held already, set to the central's status, URL and details.
+ */
+export function applyCentralIntent(ctx: AppContext, intent: FeedIntent): void {
+  const store = intentsStore(ctx.db);
+  const details = JSON.stringify(intent.details ?? {});
+  if (store.byId(intent.id)) {
+    store.setState({ id: intent.id, status: intent.status, raw_status: intent.raw_status, tax_invoice_url: intent.tax_invoice_url, details });
+    return;
+  }
+  store.insert({ ...intent, live_mode: intent.live_mode ? 1 : 0, details, receipt_number: store.nextReceiptNumber(intent.account_id) });
 }
 
 export function intentRow(ctx: AppContext, id: string): IntentRow | undefined {

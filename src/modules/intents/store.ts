@@ -35,6 +35,7 @@ export class IntentsStore {
       byLegacyId: db.prepare('SELECT * FROM intents WHERE legacy_id = ?'),
       nextReceipt: db.prepare('SELECT coalesce(max(receipt_number), 0) + 1 AS n FROM intents WHERE account_id = ?'),
       setInvoiceUrl: db.prepare('UPDATE intents SET tax_invoice_url = ? WHERE id = ?'),
+      setState: db.prepare('UPDATE intents SET status = @status, raw_status = @raw_status, tax_invoice_url = @tax_invoice_url, details = @details WHERE id = @id'),
     };
   }
 
@@ -52,6 +53,10 @@ export class IntentsStore {
   }
   setTaxInvoiceUrl(id: string, url: string | null): void {
     this.stmts.setInvoiceUrl.run(url, id);
+  }
+  /** What of an intent may change after it is made (its status, its invoice URL, its details). */
+  setState(row: Pick<IntentRow, 'id' | 'status' | 'raw_status' | 'tax_invoice_url' | 'details'>): void {
+    this.stmts.setState.run({ id: row.id, status: row.status, raw_status: row.raw_status, tax_invoice_url: row.tax_invoice_url, details: row.details });
   }
 }
 

@@ -4,6 +4,7 @@ import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { AccountsService, type Account } from '../accounts/service.js';
 import { ledgerStore, type BalanceTransactionRow, type LedgerFilter } from './store.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
 
 export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment';
 
@@ -97,7 +98,12 @@ export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransa
     created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
   store.insert(row);
-  return toBalanceTransaction({ ...row, seq: 0 });
+  const txn = toBalanceTransaction({ ...row, seq: 0 });
+  // At a central every row reaches the account's boxes (so their ledgers mirror the central's):
+  // rows it made itself (online payments, payouts, fee adjustments) and rows a box pushed (to the
+  // other boxes of the account; never back to the box it came from).
+  appendFeedChange(ctx.db, { kind: 'balance_transaction', accountId: row.account_id, liveMode: input.liveMode, objectId: row.id, payload: { ...txn }, createdAt: row.created_at });
+  return txn;
 }
 
 /** Whether a ledger row with this id exists (sync appliers post a store's row once). */

@@ -5,6 +5,7 @@ import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
 import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
 import { syncStore, type FactRow, type FeedRow } from './store.js';
+import { originTotals, withOrigin } from './origins.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
@@ -56,43 +57,46 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
     }
     const before = row.applied_seq;
     let last = before;
-    for (const r of body.records) {
-      const payloadJson = JSON.stringify(r.payload);
-      const hash = recordHash(r, payloadJson);
-      if (r.seq <= before) {
-        const seen = store.receivedAt(body.store_id, r.seq);
-        if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
-        duplicates++;
-        continue;
-      }
-      if (r.prev_seq !== last) {
-        throw new ApiError('sync_sequence_gap', {
-          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but the central has applied up to seq ${last}; nothing was applied.`,
-          extra: { applied_seq: before, record_id: r.id },
+    // Every ledger row and intent this batch writes is stamped as this store's (reconciliation).
+    withOrigin(ctx.db, body.store_id, () => {
+      for (const r of body.records) {
+        const payloadJson = JSON.stringify(r.payload);
+        const hash = recordHash(r, payloadJson);
+        if (r.seq <= before) {
+          const seen = store.receivedAt(body.store_id, r.seq);
+          if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
+          duplicates++;
+          continue;
+        }
+        if (r.prev_seq !== last) {
+          throw new ApiError('sync_sequence_gap', {
+            message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but the central has applied up to seq ${last}; nothing was applied.`,
+            extra: { applied_seq: before, record_id: r.id },
+          });
+        }
+        if (store.received(r.id)) throw conflict(r.id, r.seq, before);
+        const account = byId.get(r.account_id)!;
+        const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
+        if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
+        if (outcome === 'held') held++;
+        store.insertReceived({
+          id: r.id,
+          store_id: body.store_id,
+          seq: r.seq,
+          account_id: r.account_id,
+          live_mode: r.live_mode ? 1 : 0,
+          kind: r.kind,
+          hash,
+          payload: payloadJson,
+          created_at: r.created_at,
+          received_at: now,
+          outcome,
+          reason,
         });
+        applied++;
+        last = r.seq;
       }
-      if (store.received(r.id)) throw conflict(r.id, r.seq, before);
-      const account = byId.get(r.account_id)!;
-      const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
-      if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
-      if (outcome === 'held') held++;
-      store.insertReceived({
-        id: r.id,
-        store_id: body.store_id,
-        seq: r.seq,
-        account_id: r.account_id,
-        live_mode: r.live_mode ? 1 : 0,
-        kind: r.kind,
-        hash,
-        payload: payloadJson,
-        created_at: r.created_at,
-        received_at: now,
-        outcome,
-        reason,
-      });
-      applied++;
-      last = r.seq;
-    }
+    });
     store.advanceStore(body.store_id, last, now);
     return last;
   });
@@ -146,7 +150,8 @@ export function applyHeldRecords(ctx: AppContext): number {
     if (!storeRow || !account) continue;
     tx(ctx.db, () => {
       const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
-      const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
+      const origin = { storeId: row.store_id, keyAccountId: storeRow.account_id };
+      const r = withOrigin(ctx.db, row.store_id, () => applyOne(ctx, record, origin, account.organization_id, isoTime(ctx.clock.now())));
       if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
     });
     done++;
@@ -216,12 +221,17 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
   })();
 }
 
-/** The central's totals of one store's facts and events for one UTC day. */
+/** The central's totals of one store's facts, events, ledger rows and intents for one UTC day. */
 export function centralSummary(ctx: AppContext, storeId: string, day: string): { rows: SummaryRow[]; appliedSeq: number } {
   const store = syncStore(ctx.db);
   const { from, until } = dayRange(day);
   return ctx.db.transaction(() => ({
-    rows: [...factTotals(store.centralFacts(storeId, from, until)), ...store.centralEvents(storeId, from, until).map(toSummary)],
+    rows: [
+      ...factTotals(store.centralFacts(storeId, from, until)),
+      ...store.centralEvents(storeId, from, until).map(toSummary),
+      // Only the rows this store's records wrote: the central's own rows never came from the store.
+      ...originTotals(ctx.db, from, until, storeId),
+    ],
     appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
   }))();
 }

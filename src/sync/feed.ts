@@ -6,6 +6,7 @@ import { AccountsService } from '../modules/accounts/service.js';
 import type { KeyRow } from '../modules/accounts/store.js';
 import { syncStore } from './store.js';
 import { STATE } from './status.js';
+import { FEED_ORIGIN, withOrigin } from './origins.js';
 import type { FeedChange, FeedResponse } from './wire.js';
 
 export interface FeedApplyContext {
@@ -70,16 +71,19 @@ export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number
   return tx(ctx.db, () => {
     const current = Number(store.state(STATE.feedCursor) ?? 0);
     let applied = 0;
-    for (const change of page.changes) {
-      if (change.seq <= current) continue;
-      const fn = feedAppliers.get(change.kind);
-      if (!fn) {
-        ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
-        continue;
+    // Ledger rows and intents the feed brings are the central's, not this box's (reconciliation).
+    withOrigin(ctx.db, FEED_ORIGIN, () => {
+      for (const change of page.changes) {
+        if (change.seq <= current) continue;
+        const fn = feedAppliers.get(change.kind);
+        if (!fn) {
+          ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
+          continue;
+        }
+        fn(ctx, change);
+        applied++;
       }
-      fn(ctx, change);
-      applied++;
-    }
+    });
     if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
     return applied;
   });

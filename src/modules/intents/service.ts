@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { intentsStore, salesTotals, type IntentRow, type SalesTotalRow } from './store.js';
+import { intentsStore, salesTotals, type IntentRow, type IntentTotalRow, type SalesTotalRow } from './store.js';
 
 export type IntentType = IntentRow['type'];
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
@@ -66,4 +66,23 @@ export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: s
 /** Gross live sales (refunds not subtracted) in [fromIso, untilIso), by method and currency. */
 export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string): SalesTotalRow[] {
   return salesTotals(ctx.db, fromIso, untilIso);
+}
+
+/**
+ * Counts and sums of the intents created in [from, until), per account, environment, currency, type
+ * and status, of one origin (`null`: written on this box; see `ledgerTotals`). Sync reconciliation
+ * compares these between a store and its central.
+ */
+export function intentTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): IntentTotalRow[] {
+  return intentsStore(ctx.db).totals(origin, from, until);
+}
+
+/** A mark to pass to `markIntentOrigin` later in the same transaction. */
+export function intentsHighWater(ctx: Pick<AppContext, 'db'>): number {
+  return intentsStore(ctx.db).highWater();
+}
+
+/** Stamps `origin` on the intents created since `intentsHighWater` answered `after`. */
+export function markIntentOrigin(ctx: Pick<AppContext, 'db'>, after: number, origin: string): number {
+  return intentsStore(ctx.db).markOrigin(after, origin);
 }

@@ -19,6 +19,17 @@ export interface IntentRow {
   created_at: string;
 }
 
+/** Counts and sums of one account, environment, currency, type and status (reconciliation). */
+export interface IntentTotalRow {
+  account_id: string;
+  live_mode: number;
+  currency: string;
+  type: string;
+  status: string;
+  count: number;
+  amount_in_cents: number;
+}
+
 /** All SQL of unified intents. */
 export class IntentsStore {
   private readonly stmts;
@@ -35,6 +46,14 @@ export class IntentsStore {
       byLegacyId: db.prepare('SELECT * FROM intents WHERE legacy_id = ?'),
       nextReceipt: db.prepare('SELECT coalesce(max(receipt_number), 0) + 1 AS n FROM intents WHERE account_id = ?'),
       setInvoiceUrl: db.prepare('UPDATE intents SET tax_invoice_url = ? WHERE id = ?'),
+      totals: db.prepare(
+        `SELECT account_id, live_mode, currency, type, status, count(*) AS count, sum(amount_in_cents) AS amount_in_cents
+         FROM intents WHERE origin IS ? AND created_at >= ? AND created_at < ?
+         GROUP BY account_id, live_mode, currency, type, status`,
+      ),
+      // Intents have no sequence column: their rowid grows with each insert (they are never deleted).
+      highWater: db.prepare('SELECT coalesce(max(rowid), 0) AS n FROM intents'),
+      markOrigin: db.prepare('UPDATE intents SET origin = ? WHERE rowid > ? AND origin IS NULL'),
     };
   }
 
@@ -52,6 +71,15 @@ export class IntentsStore {
   }
   setTaxInvoiceUrl(id: string, url: string | null): void {
     this.stmts.setInvoiceUrl.run(url, id);
+  }
+  totals(origin: string | null, from: string, until: string): IntentTotalRow[] {
+    return this.stmts.totals.all(origin, from, until) as IntentTotalRow[];
+  }
+  highWater(): number {
+    return (this.stmts.highWater.get() as { n: number }).n;
+  }
+  markOrigin(afterRowid: number, origin: string): number {
+    return this.stmts.markOrigin.run(origin, afterRowid).changes;
   }
 }
 

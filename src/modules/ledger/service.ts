@@ -3,7 +3,7 @@ import type { Config } from '../../config.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { AccountsService, type Account } from '../accounts/service.js';
-import { ledgerStore, type BalanceTransactionRow, type LedgerFilter } from './store.js';
+import { ledgerStore, type BalanceTransactionRow, type LedgerFilter, type LedgerTotalRow } from './store.js';
 
 export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment';
 
@@ -189,6 +189,21 @@ export function balanceTransactionsAfter(
   return { rows: rows.map(toBalanceTransaction), cursor: rows.length ? rows[rows.length - 1].seq : cursor };
 }
 
-export function ledgerHighWater(ctx: AppContext): number {
+export function ledgerHighWater(ctx: Pick<AppContext, 'db'>): number {
   return ledgerStore(ctx.db).highWater();
+}
+
+/**
+ * Counts and sums (amount and fee) of the ledger rows created in [from, until), per account,
+ * environment, currency and type, of one origin: `null` for rows written on this box, a store id at
+ * the central for the rows that store's pushed records wrote, `'central'` at a store for rows its
+ * feed brought. Sync reconciliation compares these between a store and its central.
+ */
+export function ledgerTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): LedgerTotalRow[] {
+  return ledgerStore(ctx.db).totals(origin, from, until);
+}
+
+/** Stamps `origin` on the ledger rows posted after `afterSeq` (a `ledgerHighWater` taken earlier in the same transaction). */
+export function markLedgerOrigin(ctx: Pick<AppContext, 'db'>, afterSeq: number, origin: string): number {
+  return ledgerStore(ctx.db).markOrigin(afterSeq, origin);
 }

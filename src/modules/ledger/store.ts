@@ -19,6 +19,17 @@ export interface BalanceTransactionRow {
   created_at: string;
 }
 
+/** Counts and sums of one account, environment, currency and type (reconciliation). */
+export interface LedgerTotalRow {
+  account_id: string;
+  live_mode: number;
+  currency: string;
+  type: string;
+  count: number;
+  amount_in_cents: number;
+  fee_in_cents: number;
+}
+
 export interface LedgerFilter {
   accountIds: string[];
   liveMode: boolean;
@@ -51,6 +62,14 @@ export class LedgerStore {
                WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? GROUP BY account_id, currency) m
            ON m.seq = b.seq`,
       ),
+      // \`origin IS ?\`: NULL (rows written on this box) compares like any other origin, on its index.
+      totals: db.prepare(
+        `SELECT account_id, live_mode, currency, type, count(*) AS count, sum(amount_in_cents) AS amount_in_cents,
+           sum(fee_in_cents) AS fee_in_cents
+         FROM balance_transactions WHERE origin IS ? AND created_at >= ? AND created_at < ?
+         GROUP BY account_id, live_mode, currency, type`,
+      ),
+      markOrigin: db.prepare('UPDATE balance_transactions SET origin = ? WHERE seq > ? AND origin IS NULL'),
     };
   }
 
@@ -101,6 +120,13 @@ export class LedgerStore {
     return this.db
       .prepare(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`)
       .all(...w.args, afterSeq, maxSeq, limit) as BalanceTransactionRow[];
+  }
+
+  totals(origin: string | null, from: string, until: string): LedgerTotalRow[] {
+    return this.stmts.totals.all(origin, from, until) as LedgerTotalRow[];
+  }
+  markOrigin(afterSeq: number, origin: string): number {
+    return this.stmts.markOrigin.run(origin, afterSeq).changes;
   }
 
   highWater(): number {

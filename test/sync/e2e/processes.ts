@@ -18,6 +18,17 @@ export async function posd(args: string[]): Promise<any> {
   return args.includes('--json') ? JSON.parse(stdout) : stdout;
 }
 
+/** `posd <args>` as a separate process, with its exit code (non-zero does not throw). */
+export async function posdExit(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], { env: { ...process.env, POSD_LOG_LEVEL: 'warn' } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
 export interface DaemonProcess {
   url: string;
   child: ChildProcess;

@@ -179,12 +179,14 @@ describe('sync end to end under a flapping link and crashes', () => {
       proxy.mode = r < 0.25 ? { up: false, cutResponse: 0, delayMs: 0 } : r < 0.5 ? { up: true, cutResponse: 0.3, delayMs: 0 } : r < 0.6 ? { up: true, cutResponse: 0, delayMs: 30 } : { up: true, cutResponse: 0, delayMs: 0 };
       if (random() < 0.2) proxy.cutAll();
     }, 150);
-    // The crashes: SIGKILL either daemon at a random moment, restart it on the same data.
+    // The crashes: SIGKILL the central and the store in turn, each at a random moment, and restart it
+    // on the same data.
+    const centralFirst = random() < 0.5;
     const killer = (async () => {
       while (chaos) {
         await sleep(400 + random() * 1200);
         if (!chaos) break;
-        if (random() < 0.5) {
+        if ((centralKills + storeKills) % 2 === (centralFirst ? 0 : 1)) {
           await central.kill('SIGKILL');
           centralKills++;
           central = await startDaemonProcess(centralDir, centralConfig);

@@ -5,7 +5,8 @@ import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../modules/accounts/service.js';
 import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
 import { syncStore, type FactRow, type FeedRow } from './store.js';
-import { originTotals, withOrigin } from './origins.js';
+import { withFeedOrigin } from './feed-out.js';
+import { originTotals } from './row-totals.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
@@ -57,46 +58,43 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
     }
     const before = row.applied_seq;
     let last = before;
-    // Every ledger row and intent this batch writes is stamped as this store's (reconciliation).
-    withOrigin(ctx.db, body.store_id, () => {
-      for (const r of body.records) {
-        const payloadJson = JSON.stringify(r.payload);
-        const hash = recordHash(r, payloadJson);
-        if (r.seq <= before) {
-          const seen = store.receivedAt(body.store_id, r.seq);
-          if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
-          duplicates++;
-          continue;
-        }
-        if (r.prev_seq !== last) {
-          throw new ApiError('sync_sequence_gap', {
-            message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but the central has applied up to seq ${last}; nothing was applied.`,
-            extra: { applied_seq: before, record_id: r.id },
-          });
-        }
-        if (store.received(r.id)) throw conflict(r.id, r.seq, before);
-        const account = byId.get(r.account_id)!;
-        const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
-        if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
-        if (outcome === 'held') held++;
-        store.insertReceived({
-          id: r.id,
-          store_id: body.store_id,
-          seq: r.seq,
-          account_id: r.account_id,
-          live_mode: r.live_mode ? 1 : 0,
-          kind: r.kind,
-          hash,
-          payload: payloadJson,
-          created_at: r.created_at,
-          received_at: now,
-          outcome,
-          reason,
-        });
-        applied++;
-        last = r.seq;
+    for (const r of body.records) {
+      const payloadJson = JSON.stringify(r.payload);
+      const hash = recordHash(r, payloadJson);
+      if (r.seq <= before) {
+        const seen = store.receivedAt(body.store_id, r.seq);
+        if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
+        duplicates++;
+        continue;
       }
-    });
+      if (r.prev_seq !== last) {
+        throw new ApiError('sync_sequence_gap', {
+          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but the central has applied up to seq ${last}; nothing was applied.`,
+          extra: { applied_seq: before, record_id: r.id },
+        });
+      }
+      if (store.received(r.id)) throw conflict(r.id, r.seq, before);
+      const account = byId.get(r.account_id)!;
+      const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
+      if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
+      if (outcome === 'held') held++;
+      store.insertReceived({
+        id: r.id,
+        store_id: body.store_id,
+        seq: r.seq,
+        account_id: r.account_id,
+        live_mode: r.live_mode ? 1 : 0,
+        kind: r.kind,
+        hash,
+        payload: payloadJson,
+        created_at: r.created_at,
+        received_at: now,
+        outcome,
+        reason,
+      });
+      applied++;
+      last = r.seq;
+    }
     store.advanceStore(body.store_id, last, now);
     return last;
   });
@@ -118,7 +116,8 @@ function applyOne(
   const apply = syncApplier(r.kind);
   if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
   try {
-    tx(ctx.db, () => apply(ctx, r as PushRecord, origin));
+    // What the applier publishes to the feed is tagged with this box, so it is not sent back to it.
+    withFeedOrigin(ctx.db, origin.storeId, () => tx(ctx.db, () => apply(ctx, r as PushRecord, origin)));
     return { outcome: 'applied', reason: null };
   } catch (err) {
     if (!(err instanceof SyncRejection)) throw Object.assign(err as Error, { syncRecordId: r.id });
@@ -150,8 +149,7 @@ export function applyHeldRecords(ctx: AppContext): number {
     if (!storeRow || !account) continue;
     tx(ctx.db, () => {
       const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
-      const origin = { storeId: row.store_id, keyAccountId: storeRow.account_id };
-      const r = withOrigin(ctx.db, row.store_id, () => applyOne(ctx, record, origin, account.organization_id, isoTime(ctx.clock.now())));
+      const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
       if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
     });
     done++;
@@ -179,12 +177,18 @@ export function toFeedChange(row: FeedRow): FeedChange {
   };
 }
 
-/** One read of the feed: rows after the cursor, and a cursor that skips other accounts' rows safely. */
-export function readFeed(ctx: AppContext, scope: Account[], organizationId: string, after: number, limit: number): { changes: FeedChange[]; cursor: number } {
+/**
+ * One read of the feed: rows after the cursor, and a cursor that skips other accounts' rows (and
+ * the rows `storeId`'s own pushes caused) safely. An empty `storeId` (an older box) gets every row.
+ */
+export function readFeed(ctx: AppContext, keyAccount: Account, after: number, limit: number, storeId = ''): { changes: FeedChange[]; cursor: number } {
   const store = syncStore(ctx.db);
-  // One snapshot for both reads: the max seen is committed, so no row below it can appear later.
+  const accounts = new AccountsService(ctx.db, ctx.clock);
+  // One snapshot for the scope and both reads: the max seen is committed, so no row below it can
+  // appear later, and an account made meanwhile (a new child) is in the scope its rows are read with.
   return ctx.db.transaction(() => {
-    const rows = store.feedAfter(after, scope.map((a) => a.id), organizationId, limit);
+    const scope = syncScope(accounts, keyAccount);
+    const rows = store.feedAfter(after, scope.map((a) => a.id), keyAccount.organization_id, storeId, limit);
     const cursor = rows.length === limit ? rows[rows.length - 1].seq : Math.max(after, store.feedMax());
     return { changes: rows.map(toFeedChange), cursor };
   })();

@@ -53,13 +53,13 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     '/sync/feed',
     { schema: { hide: true, querystring: FeedQuery, response: { 200: FeedResponse, ...errors } } },
     async (req) => {
-      const { keyAccount, scope } = scopeOf(req);
-      const { after, wait_ms: waitMs, limit } = req.query;
+      const keyAccount = storeKeyAccount(authenticator, req);
+      const { after, wait_ms: waitMs, limit, store_id: storeId } = req.query;
       const deadline = Date.now() + waitMs;
       let closed = false;
       req.raw.once('close', () => (closed = true));
       for (;;) {
-        const page = readFeed(ctx, scope, keyAccount.organization_id, after, limit);
+        const page = readFeed(ctx, keyAccount, after, limit, storeId);
         // Changes may be committed by another process (`posd keys revoke`), so the wait polls the table.
         if (page.changes.length || Date.now() >= deadline || closed || ctx.shutdown.aborted) {
           return { ...page, server_time: isoTime(ctx.clock.now()) };

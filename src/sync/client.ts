@@ -5,6 +5,7 @@ import { syncStore } from './store.js';
 import { STATE, centralTarget } from './status.js';
 import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
+import './feed-kinds.js';
 import { reconcileDay } from './reconcile.js';
 import { CentralClient, CentralRefusal } from './transport.js';
 
@@ -96,7 +97,7 @@ export class SyncWorker implements Worker {
     this.client = new CentralClient(target.url, target.key, { timeoutMs: this.ctx.config.sync.request_timeout_ms });
     this.ctx.outbox.notifier.on('events', this.onEvents);
     this.ctx.log.info({ central: target.url, store_id: storeId }, 'sync: pushing to the central');
-    this.loops = [this.pushLoop(storeId), this.pullLoop(), this.reconcileLoop()];
+    this.loops = [this.pushLoop(storeId), this.pullLoop(storeId), this.reconcileLoop()];
   }
 
   /** Wakes the push loop now (new facts, or `posd sync now`). */
@@ -149,14 +150,14 @@ export class SyncWorker implements Worker {
     }
   }
 
-  private async pullLoop(): Promise<void> {
+  private async pullLoop(storeId: string): Promise<void> {
     const { config } = this.ctx;
     let failures = 0;
     while (!this.stopped) {
       try {
         const cursor = Number(syncStore(this.ctx.db).state(STATE.feedCursor) ?? 0);
         const t0 = this.ctx.clock.now();
-        const page = await this.client!.feed(cursor, config.sync.feed_wait_ms, this.abort.signal);
+        const page = await this.client!.feed(cursor, config.sync.feed_wait_ms, this.abort.signal, storeId);
         applyFeedPage(this.ctx, page);
         noteSuccess(this.ctx, STATE.lastPullOk, page.server_time, t0, this.ctx.clock.now());
         failures = 0;

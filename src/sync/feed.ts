@@ -1,21 +1,22 @@
-import type { Db } from '../db/database.js';
 import { tx } from '../db/database.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
+import type { AppContext } from '../context.js';
 import { AccountsService } from '../modules/accounts/service.js';
 import type { KeyRow } from '../modules/accounts/store.js';
 import { syncStore } from './store.js';
+import { applyingFeed } from './outbox.js';
 import { STATE } from './status.js';
-import { FEED_ORIGIN, withOrigin } from './origins.js';
 import type { FeedChange, FeedResponse } from './wire.js';
 
-export interface FeedApplyContext {
-  db: Db;
-  clock: Clock;
-  log: Logger;
-}
+/** The store's context: appliers write through their module's service functions, which take it. */
+export type FeedApplyContext = AppContext;
 
-/** Applies one change of the central's feed at the store, inside the transaction that moves the cursor. */
+/**
+ * Applies one change of the central's feed at the store, inside the transaction that moves the
+ * cursor. It upserts the object by id to the change's state (a change seen twice changes nothing),
+ * skips an object of an account the box does not hold, appends no sync record (the central has the
+ * change already: `appendSyncRecord` refuses inside a feed page) and emits no events unless the
+ * kind's documentation says so (docs/sync-protocol.md).
+ */
 export type FeedApplier = (ctx: FeedApplyContext, change: FeedChange) => void;
 
 const feedAppliers = new Map<string, FeedApplier>();
@@ -68,23 +69,28 @@ registerFeedApplier('record_rejected', (ctx, change) => {
  */
 export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number {
   const store = syncStore(ctx.db);
-  return tx(ctx.db, () => {
+  return tx(ctx.db, () => applyingFeed(ctx.db, () => {
     const current = Number(store.state(STATE.feedCursor) ?? 0);
     let applied = 0;
-    // Ledger rows and intents the feed brings are the central's, not this box's (reconciliation).
-    withOrigin(ctx.db, FEED_ORIGIN, () => {
-      for (const change of page.changes) {
-        if (change.seq <= current) continue;
-        const fn = feedAppliers.get(change.kind);
-        if (!fn) {
-          ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
-          continue;
-        }
-        fn(ctx, change);
-        applied++;
+    for (const change of page.changes) {
+      if (change.seq <= current) continue;
+      const fn = feedAppliers.get(change.kind);
+      if (!fn) {
+        ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
+        continue;
       }
-    });
+      try {
+        tx(ctx.db, () => fn(ctx, change)); // a savepoint: a skipped change leaves nothing half-written
+      } catch (err) {
+        // An object naming one this box never learnt (a service made before it joined) cannot be
+        // held here; stopping the whole feed for it would stop every later change too.
+        if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') throw err;
+        ctx.log.warn({ kind: change.kind, seq: change.seq, object_id: change.object_id }, 'sync: a feed change names an object this box does not hold; skipped');
+        continue;
+      }
+      applied++;
+    }
     if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
     return applied;
-  });
+  }));
 }

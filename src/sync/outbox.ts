@@ -35,7 +35,27 @@ function insertStatement(db: Db) {
  */
 export function appendSyncRecord(db: Db, input: SyncRecordInput): string {
   if (!db.inTransaction) throw new Error('appendSyncRecord() outside a transaction');
+  if (feedPages.has(db)) throw new Error(`appendSyncRecord(${input.kind}) while applying the central's feed: the central has this change already`);
   const id = input.id ?? newId('sync');
   insertStatement(db).run(id, input.accountId, input.liveMode ? 1 : 0, input.kind, JSON.stringify(input.payload), input.createdAt);
   return id;
+}
+
+// Databases applying a page of the central's feed right now: what the page writes came from the
+// central, so pushing it back would echo it (and, for money, count it twice).
+const feedPages = new WeakSet<Db>();
+
+/** Runs `fn` (a feed page's appliers) with `appendSyncRecord` refused on this database. */
+export function applyingFeed<T>(db: Db, fn: () => T): T {
+  feedPages.add(db);
+  try {
+    return fn();
+  } finally {
+    feedPages.delete(db);
+  }
+}
+
+/** Whether this database is applying a page of the central's feed right now (what it writes is the central's). */
+export function isApplyingFeed(db: Db): boolean {
+  return feedPages.has(db);
 }

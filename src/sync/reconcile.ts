@@ -9,7 +9,7 @@ import { STATE } from './status.js';
 import { dayRange, factTotals, toSummary } from './central-service.js';
 import type { CentralClient } from './transport.js';
 import type { SummaryRow } from './wire.js';
-import { originTotals } from './origins.js';
+import { originTotals } from './row-totals.js';
 
 export interface ReconcileResult {
   day: string;

@@ -55,6 +55,8 @@ export interface FeedRow {
   object_id: string | null;
   payload: string;
   created_at: string;
+  /** The store box whose push caused the change (never sent back to it); null: the central's own. */
+  origin_store_id?: string | null;
 }
 
 export interface ReconciliationRow {
@@ -225,21 +227,25 @@ export class SyncStore {
   setOutcome(id: string, outcome: 'applied' | 'rejected', reason: string | null): void {
     this.s.setOutcome.run(outcome, reason, id);
   }
-  insertFeed(row: Omit<FeedRow, 'seq'>): void {
+  insertFeed(row: Omit<FeedRow, 'seq' | 'origin_store_id'>): void {
     this.s.insertFeed.run(row);
   }
   feedMax(): number {
     return (this.s.feedMax.get() as { m: number }).m;
   }
-  /** Feed rows after `after` for these accounts, plus the organization-wide rows of that organization. */
-  feedAfter(after: number, accountIds: string[], organizationId: string, limit: number): FeedRow[] {
+  /**
+   * Feed rows after `after` for these accounts, plus the organization-wide rows of that organization,
+   * leaving out the changes that store box's own push caused (no echo).
+   */
+  feedAfter(after: number, accountIds: string[], organizationId: string, storeId: string, limit: number): FeedRow[] {
     const marks = accountIds.map(() => '?').join(',');
     return this.db
       .prepare(
         `SELECT * FROM sync_feed WHERE seq > ? AND (account_id IN (${marks}) OR (account_id IS NULL AND organization_id = ?))
+           AND (origin_store_id IS NULL OR origin_store_id <> ?)
          ORDER BY seq LIMIT ?`,
       )
-      .all(after, ...accountIds, organizationId, limit) as FeedRow[];
+      .all(after, ...accountIds, organizationId, storeId, limit) as FeedRow[];
   }
 
   storeFacts(from: string, until: string): FactRow[] {

@@ -41,8 +41,10 @@ export class CentralClient {
   push(body: PushBody, signal?: AbortSignal): Promise<PushResponse> {
     return this.call('POST', '/sync/push', body, signal);
   }
-  feed(after: number, waitMs: number, signal?: AbortSignal): Promise<FeedResponse> {
-    return this.call('GET', `/sync/feed?after=${after}&wait_ms=${waitMs}`, undefined, signal, waitMs);
+  /** `storeId`: this box, so the central leaves out what its own pushes caused. */
+  feed(after: number, waitMs: number, signal?: AbortSignal, storeId?: string): Promise<FeedResponse> {
+    const store = storeId ? `&store_id=${encodeURIComponent(storeId)}` : '';
+    return this.call('GET', `/sync/feed?after=${after}&wait_ms=${waitMs}${store}`, undefined, signal, waitMs);
   }
   bootstrap(signal?: AbortSignal): Promise<BootstrapResponse> {
     return this.call('GET', '/sync/bootstrap', undefined, signal);

@@ -42,6 +42,8 @@ export const FeedQuery = Type.Object({
   after: Type.Integer({ minimum: 0, default: 0 }),
   wait_ms: Type.Integer({ minimum: 0, maximum: 120_000, default: 0 }),
   limit: Type.Integer({ minimum: 1, maximum: 5000, default: 500 }),
+  /** The asking box: changes its own pushes caused are left out (no echo). */
+  store_id: Type.Optional(Id),
 });
 
 export const FeedChange = Type.Object({

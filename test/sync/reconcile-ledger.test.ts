@@ -1,15 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tx } from '../../src/db/database.js';
 import { AccountsService } from '../../src/modules/accounts/service.js';
-import { postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
-import { applyFeedPage, registerFeedApplier } from '../../src/sync/feed.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { STATE } from '../../src/sync/status.js';
-import { syncStore } from '../../src/sync/store.js';
-import type { TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 import { posdExit, requireBuild } from './e2e/processes.js';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startStore, until, type TestStore } from './helpers.js';
 
 /**
  * Reconciliation of the ledger and intents tables themselves: the rows a store wrote, compared with
@@ -30,21 +26,18 @@ const reconcile = async () => {
 const row = (rows: any[], measure: string, currency = 'GTQ') => rows.find((r) => r.measure === measure && r.currency === currency);
 const synced = () => until('synced', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
 
-// A feed kind standing in for the central's ledger rows reaching the store (the feed's own kinds are
-// another branch's): the row it writes is the central's, not the store's.
-registerFeedApplier('test_central_adjustment', (_ctx, change) => {
-  postBalanceTransaction(store.daemon.ctx, {
-    accountId: change.account_id!, liveMode: true, type: 'adjustment', amountInCents: 700, feeInCents: 0, currency: 'GTQ',
-    sourceId: String(change.object_id), sourceType: 'adjustment', id: String(change.object_id), createdAt: change.created_at,
-  });
-});
-
 beforeAll(async () => {
   requireBuild();
-  const pair = await pairStoreAndCentral(cleanup);
-  ({ central, store } = pair);
-  key = pair.acct.key;
-  accountId = pair.acct.accountId;
+  // The central charges a higher fee than the box computes: it posts its own fee adjustment for each
+  // charge a store pushes, inside the applying of the store's record, and sends it back by the feed.
+  central = await startTestServer({ config: { role: 'central', money: { fee_percent: 5 } } });
+  cleanup.push(() => central.stop());
+  const acct = addStoreAccount(central);
+  store = await startStore(central.url, acct.key);
+  cleanup.push(() => removeDir(store.dataDir));
+  cleanup.push(() => store.stop());
+  key = acct.key;
+  accountId = acct.accountId;
   // At the store: a cash sale, a terminal payment approved and one declined.
   expect((await http('POST', `${store.url}/api/cash_sales`, key, { amount_in_cents: 1234, currency: 'GTQ' })).status).toBe(201);
   const account = new AccountsService(store.daemon.ctx.db, store.daemon.ctx.clock).account(accountId)!;
@@ -58,13 +51,9 @@ beforeAll(async () => {
   const atCentral = new AccountsService(central.daemon.ctx.db, central.daemon.ctx.clock).account(accountId)!;
   const co = await http('POST', `${central.url}/api/checkouts`, key, { items: [{ name: 'online', amount_in_cents: 5_000 }], currency: 'GTQ' });
   settleCheckoutPayment(central.daemon.ctx, atCentral, { checkoutId: co.body.id, method: 'card', outcome: 'succeeded' });
-  // At the store, a row the central's feed brought.
-  const cursor = Number(syncStore(store.daemon.ctx.db).state(STATE.feedCursor) ?? 0);
-  applyFeedPage(store.daemon.ctx, {
-    changes: [{ seq: cursor + 1, kind: 'test_central_adjustment', account_id: accountId, organization_id: 'org', live_mode: true, object_id: 'txn_fromcentral0001', payload: {}, created_at: new Date().toISOString() }],
-    cursor,
-    server_time: new Date().toISOString(),
-  });
+  // The central's own rows reach the box through the feed: its sale, its charge and fee adjustment.
+  const fromCentral = "SELECT count(*) AS n FROM balance_transactions WHERE origin = 'central'";
+  await until('the central rows at the box', () => (store.daemon.ctx.db.prepare(fromCentral).get() as { n: number }).n === 2);
   await synced();
 }, 60_000);
 afterAll(async () => {
@@ -82,10 +71,21 @@ describe('reconciliation of the ledger and intents', () => {
     expect(row(result.rows, 'intents.cash.succeeded')).toMatchObject({ store_count: 1, central_count: 1, store_sum: 1234, central_sum: 1234 });
     expect(row(result.rows, 'intents.payment.succeeded')).toMatchObject({ store_count: 1, central_count: 1, store_sum: 10_000 });
     expect(row(result.rows, 'intents.payment.failed')).toMatchObject({ store_count: 1, central_count: 1, store_sum: 10_000 });
-    // Neither the central's own rows nor the row the feed brought the store are the store's.
+    // Neither the central's own rows (its charge, its fee adjustment of the store's charge) nor their
+    // copies the feed brought the box are the store's: both sides hold them, neither counts them.
     expect(row(result.rows, 'ledger.adjustment')).toBeUndefined();
-    expect(central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM balance_transactions WHERE type = 'charge'").get()).toEqual({ n: 2 });
-    expect(store.daemon.ctx.db.prepare("SELECT origin FROM balance_transactions WHERE id = 'txn_fromcentral0001'").get()).toEqual({ origin: 'central' });
+    const origins = (db: typeof store.daemon.ctx.db) => db.prepare('SELECT type, origin FROM balance_transactions ORDER BY type, origin').all();
+    expect(origins(central.daemon.ctx.db)).toEqual([
+      { type: 'adjustment', origin: null },
+      { type: 'charge', origin: null },
+      { type: 'charge', origin: store.storeId },
+    ]);
+    expect(origins(store.daemon.ctx.db)).toEqual([
+      { type: 'adjustment', origin: 'central' },
+      { type: 'charge', origin: null },
+      { type: 'charge', origin: 'central' },
+    ]);
+    expect(row(result.rows, 'intents.payment.succeeded')).toMatchObject({ store_count: 1, central_count: 1 });
   });
 
   it('reports a ledger row tampered at the central (exit 1), at the box and to central operations, and patches nothing', async () => {

@@ -20,6 +20,7 @@ import { contracts } from './066-contracts.js';
 import { subscriptionTrials } from './067-subscription-trials.js';
 import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
+import { syncFeedOrigin } from './085-sync-feed-origin.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
@@ -50,5 +51,6 @@ export const MIGRATIONS: readonly Migration[] = [
   subscriptionTrials,
   subscriptionItems,
   operations,
+  syncFeedOrigin,
   rowOrigins,
 ];

@@ -5,6 +5,7 @@ import { newId, randomToken } from '../../ids.js';
 import { isoTime, type Clock } from '../../clock.js';
 import { accountsStore, type AccountRow, type KeyRow } from './store.js';
 import { DEFAULT_UNIFIED_SINCE, newAccountEventFormat } from '../../events/formats.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
 
 export type Environment = 'live' | 'test';
 export type KeyKind = 'account' | 'organization';
@@ -176,7 +177,59 @@ export class AccountsService {
         parent_account_id: parentSandbox?.id ?? null,
         event_format: 'unified',
       });
-      return { account: toAccount(this.store.account(liveId)!), sandbox: toAccount(this.store.account(sandboxId)!) };
+      const made = { account: toAccount(this.store.account(liveId)!), sandbox: toAccount(this.store.account(sandboxId)!) };
+      this.publish(made.account, made.sandbox);
+      return made;
+    });
+  }
+
+  /**
+   * At a central, an account made or changed reaches the boxes whose key covers it (a new connected
+   * child, its sandbox, new settings) through the feed, in the transaction of the change. The live
+   * account and its sandbox travel together so a box makes both with the central's ids.
+   */
+  private publish(account: Account, sandbox?: Account): void {
+    appendFeedChange(this.db, {
+      kind: 'account',
+      accountId: account.id,
+      liveMode: account.live_mode,
+      objectId: account.id,
+      payload: sandbox ? { account, sandbox } : { account },
+      createdAt: this.now(),
+    });
+  }
+
+  /**
+   * An account learnt from the central's feed: made with the central's ids when this box does not
+   * hold it (with its sandbox; a child under its platform when the box holds the platform), then its
+   * settings and tax details set to the central's. Returns false when it cannot be made here.
+   */
+  applyCentralAccount(account: Account, sandbox?: Account): boolean {
+    return tx(this.db, () => {
+      if (!this.store.account(account.id)) {
+        if (!account.live_mode || !sandbox) return false; // a sandbox is made with its live account
+        if (!this.store.organization(account.organization_id)) return false;
+        const parent = account.parent_account_id && this.store.account(account.parent_account_id) ? account.parent_account_id : undefined;
+        this.createAccount({
+          id: account.id,
+          sandboxId: sandbox.id,
+          name: account.name,
+          organizationId: account.organization_id,
+          parentId: parent,
+          country: account.country,
+          defaultCurrency: account.default_currency,
+          eventFormat: account.event_format,
+          taxId: account.tax_id,
+          taxName: account.tax_name,
+          createdAt: account.created_at,
+        });
+      }
+      for (const a of sandbox ? [account, sandbox] : [account]) {
+        if (!this.store.account(a.id)) continue;
+        this.store.updateSettings(a.id, a.settings);
+        this.store.updateTax(a.id, a.tax_id, a.tax_name);
+      }
+      return true;
     });
   }
 
@@ -207,7 +260,9 @@ export class AccountsService {
       const current = this.account(accountId);
       if (!current) throw new Error(`no account ${accountId}`);
       this.store.updateSettings(accountId, { ...current.settings, ...patch });
-      return this.account(accountId)!;
+      const updated = this.account(accountId)!;
+      this.publish(updated);
+      return updated;
     });
   }
 
@@ -216,7 +271,11 @@ export class AccountsService {
    * verification). Joins the caller's transaction.
    */
   setTaxDetails(accountId: string, taxId: string | null, taxName: string | null): void {
-    tx(this.db, () => this.store.updateTax(accountId, taxId, taxName));
+    tx(this.db, () => {
+      this.store.updateTax(accountId, taxId, taxName);
+      const updated = this.account(accountId);
+      if (updated) this.publish(updated);
+    });
   }
 
   /**

@@ -4,6 +4,7 @@ import { newId } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
 import { BANKS, findBank } from './banks.js';
 import { bankAccountsStore, type BankAccountRow } from './store.js';
 import type { BankAccountView, CreateBankAccountInput } from './schema.js';
@@ -49,8 +50,24 @@ export function bankAccountView(row: BankAccountRow): BankAccountView {
   };
 }
 
+/**
+ * At a central, a bank account's state after a change reaches the account's boxes (feed kind
+ * `bank_account`, the whole row), so a withdrawal asked at any counter can name it. A no-op at a store.
+ */
+export function publishBankAccount(ctx: AppContext, row: BankAccountRow, at: string): void {
+  appendFeedChange(ctx.db, {
+    kind: 'bank_account',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    objectId: row.id,
+    payload: { bank_account: { ...row, live_mode: row.live_mode === 1, is_preferred: row.is_preferred === 1 } },
+    createdAt: at,
+  });
+}
+
 /** Central pays withdrawals, so it learns every bank account fact (with the whole number). */
 function syncBankAccount(ctx: AppContext, row: BankAccountRow, change: 'created' | 'preferred_changed' | 'archived', at: string): void {
+  publishBankAccount(ctx, row, at);
   appendSyncRecord(ctx.db, {
     kind: 'bank_account',
     accountId: row.account_id,

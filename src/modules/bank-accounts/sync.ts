@@ -1,5 +1,7 @@
 import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
 import { bankAccountsStore, type BankAccountRow } from './store.js';
+import { publishBankAccount } from './service.js';
 
 /** The `bank_account` record the bank-accounts service appends (the whole row: central pays withdrawals). */
 export interface BankAccountRecord {
@@ -27,19 +29,25 @@ export function isBankAccountRecord(p: Record<string, unknown>): p is Record<str
  * which clears the account's other preferred one in that currency as at the store; archived).
  */
 export function applyStoreBankAccount(ctx: AppContext, accountId: string, record: BankAccountRecord): void {
-  const b = record.bank_account;
+  const row = applyBankAccountState(ctx, accountId, record.bank_account);
+  // The other boxes of the account learn it through the feed (not the box that pushed it).
+  if (row) publishBankAccount(ctx, row, isoTime(ctx.clock.now()));
+}
+
+/**
+ * Brings a bank account to the given state, by id: inserted when absent, else archived or its
+ * preferred flag set (an archived one stays archived). Used by the central for a box's fact and by a
+ * box for the central's feed change (then with no sync record: the central has it). Returns the row
+ * as it now is, or undefined when the id belongs to another account.
+ */
+export function applyBankAccountState(ctx: AppContext, accountId: string, b: BankAccountRecord['bank_account']): BankAccountRow | undefined {
   const store = bankAccountsStore(ctx.db);
   const row: BankAccountRow = { ...b, account_id: accountId, live_mode: b.live_mode ? 1 : 0, is_preferred: b.is_preferred ? 1 : 0 };
   const existing = store.get(row.id, b.live_mode);
-  if (existing && existing.account_id !== accountId) return;
+  if (existing && existing.account_id !== accountId) return undefined;
   if (row.is_preferred === 1 && row.status === 'active') store.unsetOtherPreferred(row);
-  if (!existing) {
-    store.insert(row);
-    return;
-  }
-  if (row.status === 'archived') {
-    store.archive(row.id, row.archived_at ?? row.created_at);
-    return;
-  }
-  if (existing.status === 'active') store.setPreferred(row.id, row.is_preferred === 1);
+  if (!existing) store.insert(row);
+  else if (row.status === 'archived') store.archive(row.id, row.archived_at ?? row.created_at);
+  else if (existing.status === 'active') store.setPreferred(row.id, row.is_preferred === 1);
+  return store.get(row.id, b.live_mode);
 }

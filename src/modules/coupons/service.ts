@@ -4,6 +4,7 @@ import { isoTime } from '../../clock.js';
 import { invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
 import type { Account } from '../accounts/service.js';
 import { CouponsStore, type CouponRow } from './store.js';
 import type { Coupon, CreateCouponInput, UpdateCouponInput } from './schema.js';
@@ -93,7 +94,35 @@ export class CouponsService {
       });
       const coupon = couponView(this.store.get(id, now)!);
       appendSyncRecord(this.ctx.db, { kind: 'coupon', accountId: account.id, liveMode: account.live_mode, payload: coupon, createdAt: now });
+      this.publish(id);
       return coupon;
+    });
+  }
+
+  /**
+   * At a central, a coupon made or changed (here, or applied from a box's push) reaches the account's
+   * boxes as its whole row (feed kind `coupon`). A no-op at a store.
+   */
+  publish(id: string): void {
+    const { status: _status, ...row } = this.store.get(id, this.now())!;
+    appendFeedChange(this.ctx.db, { kind: 'coupon', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: id, payload: { coupon: row }, createdAt: row.updated_at });
+  }
+
+  /**
+   * A coupon learnt from the central's feed, by id: inserted, or brought to the central's state when
+   * that is not older than this box's; its redemption count rises to the central's (which counts every
+   * box). A code another coupon of this box holds is not taken (false; logged by the caller).
+   */
+  applyCentral(row: Omit<CouponRow, 'status'>): boolean {
+    return tx(this.ctx.db, () => {
+      const now = this.now();
+      const cur = this.store.get(row.id, now);
+      const other = row.archived ? undefined : this.store.byCode(row.account_id, row.code_key, now);
+      if (other && other.id !== row.id) return false;
+      if (!cur) this.store.insert(row);
+      if (!cur || row.updated_at >= cur.updated_at) this.store.update(row);
+      this.store.raiseRedeemed(row.id, row.times_redeemed);
+      return true;
     });
   }
 
@@ -130,6 +159,7 @@ export class CouponsService {
       });
       const coupon = couponView(this.store.get(id, now)!);
       appendSyncRecord(this.ctx.db, { kind: 'coupon', accountId: account.id, liveMode: account.live_mode, payload: coupon, createdAt: now });
+      this.publish(id);
       return coupon;
     });
   }

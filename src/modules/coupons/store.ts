@@ -80,6 +80,7 @@ export class CouponsStore {
          ON CONFLICT (coupon_id, checkout_id) DO NOTHING`,
       ),
       bump: db.prepare('UPDATE coupons SET times_redeemed = times_redeemed + 1 WHERE id = ?'),
+      raiseRedeemed: db.prepare('UPDATE coupons SET times_redeemed = max(times_redeemed, ?) WHERE id = ?'),
     };
   }
 
@@ -112,6 +113,11 @@ export class CouponsStore {
 
   redeemedBy(couponId: string, customerId: string): boolean {
     return this.s.redeemedBy.get(couponId, customerId) !== undefined;
+  }
+
+  /** The central counts every box's redemptions: a box takes its count when it is higher. */
+  raiseRedeemed(id: string, n: number): void {
+    this.s.raiseRedeemed.run(n, id);
   }
 
   /** True when this checkout's redemption is new (a repeated settlement counts once). */

@@ -2,6 +2,8 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { intentsStore, salesTotals, type IntentRow, type IntentTotalRow, type SalesTotalRow } from './store.js';
+import { appendFeedChange, feedOrigin } from '../../sync/feed-out.js';
+import { rowOrigin } from '../../sync/origins.js';
 
 export type IntentType = IntentRow['type'];
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
@@ -51,8 +53,35 @@ export function createIntent(ctx: AppContext, input: CreateIntentInput): IntentR
     details: JSON.stringify(input.details),
     created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
-  store.insert(row);
+  store.insert(row, rowOrigin(ctx.db));
+  // An intent made at a central (an online payment, a sale at the central) reaches the account's
+  // boxes. One a box pushed stays that box's: the central holds every box's sales, a box its own
+  // (so a pushed cash sale costs no feed row; its ledger rows, if any, do travel).
+  if (feedOrigin(ctx.db) === null) publishIntent(ctx, row);
   return row;
+}
+
+/** The intent as the feed carries it: the row, `live_mode` a boolean and `details` parsed. */
+export type FeedIntent = Omit<IntentRow, 'live_mode' | 'details'> & { live_mode: boolean; details: Record<string, unknown> };
+
+function publishIntent(ctx: AppContext, row: IntentRow): void {
+  const payload: FeedIntent = { ...row, live_mode: row.live_mode === 1, details: JSON.parse(row.details) as Record<string, unknown> };
+  appendFeedChange(ctx.db, { kind: 'intent', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload, createdAt: row.created_at });
+}
+
+/**
+ * An intent learnt from the central's feed: inserted with the central's id, payment id and time
+ * (numbered with this box's next receipt number: each side numbers its receipts, as the central
+ * does for a box's sales), or, when held already, set to the central's status, URL and details.
+ */
+export function applyCentralIntent(ctx: AppContext, intent: FeedIntent): void {
+  const store = intentsStore(ctx.db);
+  const details = JSON.stringify(intent.details ?? {});
+  if (store.byId(intent.id)) {
+    store.setState({ id: intent.id, status: intent.status, raw_status: intent.raw_status, tax_invoice_url: intent.tax_invoice_url, details });
+    return;
+  }
+  store.insert({ ...intent, live_mode: intent.live_mode ? 1 : 0, details, receipt_number: store.nextReceiptNumber(intent.account_id) }, rowOrigin(ctx.db));
 }
 
 export function intentRow(ctx: AppContext, id: string): IntentRow | undefined {
@@ -75,14 +104,4 @@ export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string
  */
 export function intentTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): IntentTotalRow[] {
   return intentsStore(ctx.db).totals(origin, from, until);
-}
-
-/** A mark to pass to `markIntentOrigin` later in the same transaction. */
-export function intentsHighWater(ctx: Pick<AppContext, 'db'>): number {
-  return intentsStore(ctx.db).highWater();
-}
-
-/** Stamps `origin` on the intents created since `intentsHighWater` answered `after`. */
-export function markIntentOrigin(ctx: Pick<AppContext, 'db'>, after: number, origin: string): number {
-  return intentsStore(ctx.db).markOrigin(after, origin);
 }

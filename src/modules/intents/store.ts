@@ -38,9 +38,9 @@ export class IntentsStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO intents (id, account_id, live_mode, type, status, raw_status, legacy_id, payment_id, receipt_number,
-           amount_in_cents, currency, customer_id, checkout_id, tax_invoice_url, details, created_at)
+           amount_in_cents, currency, customer_id, checkout_id, tax_invoice_url, details, created_at, origin)
          VALUES (@id, @account_id, @live_mode, @type, @status, @raw_status, @legacy_id, @payment_id, @receipt_number,
-           @amount_in_cents, @currency, @customer_id, @checkout_id, @tax_invoice_url, @details, @created_at)`,
+           @amount_in_cents, @currency, @customer_id, @checkout_id, @tax_invoice_url, @details, @created_at, @origin)`,
       ),
       byId: db.prepare('SELECT * FROM intents WHERE id = ?'),
       byLegacyId: db.prepare('SELECT * FROM intents WHERE legacy_id = ?'),
@@ -51,14 +51,16 @@ export class IntentsStore {
          FROM intents WHERE origin IS ? AND created_at >= ? AND created_at < ?
          GROUP BY account_id, live_mode, currency, type, status`,
       ),
-      // Intents have no sequence column: their rowid grows with each insert (they are never deleted).
-      highWater: db.prepare('SELECT coalesce(max(rowid), 0) AS n FROM intents'),
-      markOrigin: db.prepare('UPDATE intents SET origin = ? WHERE rowid > ? AND origin IS NULL'),
+      setState: db.prepare('UPDATE intents SET status = @status, raw_status = @raw_status, tax_invoice_url = @tax_invoice_url, details = @details WHERE id = @id'),
     };
   }
 
-  insert(row: IntentRow): void {
-    this.stmts.insert.run(row);
+  /** `origin`: where the intent was first written (migration 95; `rowOrigin` in src/sync/origins.ts). */
+  insert(row: IntentRow, origin: string | null): void {
+    this.stmts.insert.run({ ...row, origin });
+  }
+  totals(origin: string | null, from: string, until: string): IntentTotalRow[] {
+    return this.stmts.totals.all(origin, from, until) as IntentTotalRow[];
   }
   byId(id: string): IntentRow | undefined {
     return this.stmts.byId.get(id) as IntentRow | undefined;
@@ -72,14 +74,9 @@ export class IntentsStore {
   setTaxInvoiceUrl(id: string, url: string | null): void {
     this.stmts.setInvoiceUrl.run(url, id);
   }
-  totals(origin: string | null, from: string, until: string): IntentTotalRow[] {
-    return this.stmts.totals.all(origin, from, until) as IntentTotalRow[];
-  }
-  highWater(): number {
-    return (this.stmts.highWater.get() as { n: number }).n;
-  }
-  markOrigin(afterRowid: number, origin: string): number {
-    return this.stmts.markOrigin.run(origin, afterRowid).changes;
+  /** What of an intent may change after it is made (its status, its invoice URL, its details). */
+  setState(row: Pick<IntentRow, 'id' | 'status' | 'raw_status' | 'tax_invoice_url' | 'details'>): void {
+    this.stmts.setState.run({ id: row.id, status: row.status, raw_status: row.raw_status, tax_invoice_url: row.tax_invoice_url, details: row.details });
   }
 }
 

@@ -4,6 +4,8 @@ import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { AccountsService, type Account } from '../accounts/service.js';
 import { ledgerStore, type BalanceTransactionRow, type LedgerFilter, type LedgerTotalRow } from './store.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
+import { rowOrigin } from '../../sync/origins.js';
 
 export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment';
 
@@ -96,8 +98,13 @@ export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransa
     description: input.description ?? null,
     created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
-  store.insert(row);
-  return toBalanceTransaction({ ...row, seq: 0 });
+  store.insert(row, rowOrigin(ctx.db));
+  const txn = toBalanceTransaction({ ...row, seq: 0 });
+  // At a central every row reaches the account's boxes (so their ledgers mirror the central's):
+  // rows it made itself (online payments, payouts, fee adjustments) and rows a box pushed (to the
+  // other boxes of the account; never back to the box it came from).
+  appendFeedChange(ctx.db, { kind: 'balance_transaction', accountId: row.account_id, liveMode: input.liveMode, objectId: row.id, payload: { ...txn }, createdAt: row.created_at });
+  return txn;
 }
 
 /** Whether a ledger row with this id exists (sync appliers post a store's row once). */
@@ -189,7 +196,7 @@ export function balanceTransactionsAfter(
   return { rows: rows.map(toBalanceTransaction), cursor: rows.length ? rows[rows.length - 1].seq : cursor };
 }
 
-export function ledgerHighWater(ctx: Pick<AppContext, 'db'>): number {
+export function ledgerHighWater(ctx: AppContext): number {
   return ledgerStore(ctx.db).highWater();
 }
 
@@ -201,9 +208,4 @@ export function ledgerHighWater(ctx: Pick<AppContext, 'db'>): number {
  */
 export function ledgerTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): LedgerTotalRow[] {
   return ledgerStore(ctx.db).totals(origin, from, until);
-}
-
-/** Stamps `origin` on the ledger rows posted after `afterSeq` (a `ledgerHighWater` taken earlier in the same transaction). */
-export function markLedgerOrigin(ctx: Pick<AppContext, 'db'>, afterSeq: number, origin: string): number {
-  return ledgerStore(ctx.db).markOrigin(afterSeq, origin);
 }

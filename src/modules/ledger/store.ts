@@ -47,9 +47,9 @@ export class LedgerStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO balance_transactions (id, account_id, live_mode, type, amount_in_cents, fee_in_cents, net_amount_in_cents,
-           currency, balance_after_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, source_type, description, created_at)
+           currency, balance_after_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, source_type, description, created_at, origin)
          VALUES (@id, @account_id, @live_mode, @type, @amount_in_cents, @fee_in_cents, @net_amount_in_cents,
-           @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at)`,
+           @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at, @origin)`,
       ),
       last: db.prepare(
         'SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = ? AND currency = ? ORDER BY seq DESC LIMIT 1',
@@ -69,12 +69,12 @@ export class LedgerStore {
          FROM balance_transactions WHERE origin IS ? AND created_at >= ? AND created_at < ?
          GROUP BY account_id, live_mode, currency, type`,
       ),
-      markOrigin: db.prepare('UPDATE balance_transactions SET origin = ? WHERE seq > ? AND origin IS NULL'),
     };
   }
 
-  insert(row: Omit<BalanceTransactionRow, 'seq'>): void {
-    this.stmts.insert.run(row);
+  /** `origin`: where the row was first written (migration 95; `rowOrigin` in src/sync/origins.ts). */
+  insert(row: Omit<BalanceTransactionRow, 'seq'>, origin: string | null): void {
+    this.stmts.insert.run({ ...row, origin });
   }
   lastBalance(accountId: string, currency: string): number {
     return (this.stmts.last.get(accountId, currency) as { balance_after_in_cents: number } | undefined)?.balance_after_in_cents ?? 0;
@@ -124,9 +124,6 @@ export class LedgerStore {
 
   totals(origin: string | null, from: string, until: string): LedgerTotalRow[] {
     return this.stmts.totals.all(origin, from, until) as LedgerTotalRow[];
-  }
-  markOrigin(afterSeq: number, origin: string): number {
-    return this.stmts.markOrigin.run(origin, afterSeq).changes;
   }
 
   highWater(): number {

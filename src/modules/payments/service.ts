@@ -16,6 +16,7 @@ import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { redeemCheckoutCoupons } from '../coupons/checkout-hook.js';
 import { createSubscriptionsForCheckout } from '../subscriptions/checkout-hook.js';
 import { assertContractAllowsPayment } from '../contracts/checkout-hook.js';
+import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -267,6 +268,13 @@ export function setPaymentIntentTaxInvoiceUrl(ctx: AppContext, account: Account,
     if (row.status !== 'succeeded') throw new ApiError('payment_not_succeeded');
     paymentsStore(ctx.db).setTaxInvoiceUrl(id, url, isoTime(ctx.clock.now()));
     setIntentTaxInvoiceUrl(ctx, row.intent_id, url);
+    publishTaxInvoiceUrl(ctx, { id: row.intent_id, account_id: row.account_id, live_mode: row.live_mode }, url);
     return toView(paymentsStore(ctx.db).byId(id)!);
   });
+}
+
+/** A tax invoice URL learnt from the central's feed, on the payment intent this box holds (no event). */
+export function applyCentralPaymentTaxInvoiceUrl(ctx: AppContext, paymentIntentId: string, url: string | null, at: string): void {
+  const store = paymentsStore(ctx.db);
+  if (store.byId(paymentIntentId)) store.setTaxInvoiceUrl(paymentIntentId, url, at);
 }

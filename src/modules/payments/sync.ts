@@ -3,7 +3,8 @@ import type { Account } from '../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { insertStoreCheckout } from '../checkouts/service.js';
 import { intentRow, createIntent } from '../intents/service.js';
-import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
+import { feeFor, hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
+import { withFeedOrigin } from '../../sync/feed-out.js';
 import { paymentIntentInput } from './service.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 
@@ -62,6 +63,7 @@ export function applyStorePayment(ctx: AppContext, account: Account, record: Pay
       sourceType: 'payment_intent',
       description: txn.description,
     });
+    centralFee(ctx, account, pa.id, txn);
   }
   const row: PaymentIntentRow = { ...pa, account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
   if (!intentRow(ctx, pa.intent_id)) {
@@ -74,4 +76,33 @@ export function applyStorePayment(ctx: AppContext, account: Account, record: Pay
     );
   }
   payments.insert(row);
+}
+
+/**
+ * The store's fee is provisional: the central computes the charge's fee with its own settings and,
+ * when it differs, posts an `adjustment` row for the difference (amount 0, fee = central − store)
+ * against the payment. The store's row stays as the store wrote it (the ledger is append-only), and
+ * the adjustment is the central's own decision, so it reaches every box of the account through the
+ * feed, the pushing box included.
+ */
+function centralFee(ctx: AppContext, account: Account, paymentId: string, txn: BalanceTransaction): void {
+  const fee = feeFor(account, txn.amount_in_cents, ctx.config.money);
+  if (fee.fee_in_cents === txn.fee_in_cents) return;
+  withFeedOrigin(ctx.db, null, () =>
+    postBalanceTransaction(ctx, {
+      accountId: account.id,
+      liveMode: account.live_mode,
+      type: 'adjustment',
+      amountInCents: 0,
+      feeInCents: fee.fee_in_cents - txn.fee_in_cents,
+      feeDetails: {
+        commission_in_cents: fee.commission_in_cents - (txn.fee_details?.commission_in_cents ?? 0),
+        vat_withheld_in_cents: fee.vat_withheld_in_cents - (txn.fee_details?.vat_withheld_in_cents ?? 0),
+      },
+      currency: txn.currency,
+      sourceId: paymentId,
+      sourceType: 'payment_intent',
+      description: `fee of ${txn.id} at the central's rate`,
+    }),
+  );
 }

@@ -6,6 +6,29 @@ import { invalid, notFound } from '../../errors.js';
 import type { Account } from '../accounts/service.js';
 import { assertAccountCurrency } from '../ledger/money.js';
 import { productsStore, type PriceRow, type ProductRow } from './store.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
+
+/** A product as the feed carries it: its row and all its prices (prices are never changed, only added). */
+export interface FeedProduct {
+  product: ProductRow;
+  prices: PriceRow[];
+}
+
+/** At a central, a product made or changed reaches the account's boxes with its prices. No-op at a store. */
+function publishProduct(ctx: AppContext, row: ProductRow): void {
+  const payload: FeedProduct = { product: row, prices: productsStore(ctx.db).prices(row.id) };
+  appendFeedChange(ctx.db, { kind: 'product', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { ...payload }, createdAt: row.updated_at });
+}
+
+/**
+ * A product learnt from the central's feed: upserted by id to the central's state when that is not
+ * older than this box's, and each price inserted once by id. No events, no sync record.
+ */
+export function applyCentralProduct(ctx: AppContext, p: FeedProduct): void {
+  const store = productsStore(ctx.db);
+  store.upsertProduct(p.product);
+  for (const price of p.prices) if (!store.price(price.id)) store.insertPrice(price);
+}
 import type { CreateProductBody, Price, PriceInput, Product, UpdateProductBody } from './schema.js';
 
 function toPrice(r: PriceRow): Price {
@@ -83,6 +106,7 @@ export function createProduct(ctx: AppContext, account: Account, body: CreatePro
   return tx(ctx.db, () => {
     store.insertProduct(row);
     for (const p of prices) store.insertPrice(p);
+    publishProduct(ctx, row);
     return toProduct(ctx, row);
   });
 }
@@ -109,6 +133,7 @@ export function updateProduct(ctx: AppContext, account: Account, id: string, bod
     };
     store.updateProduct(next);
     for (const p of priceRows(account, id, body.prices_attributes ?? [], at)) store.insertPrice(p);
+    publishProduct(ctx, next);
     return toProduct(ctx, next);
   });
 }

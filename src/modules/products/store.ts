@@ -55,6 +55,14 @@ export class ProductsStore {
          ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
       ),
       count: db.prepare('SELECT count(*) AS n FROM products WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?'),
+      // A product learnt from the central: inserted, or brought to the central's newer state.
+      upsertProduct: db.prepare(
+        `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, created_at, updated_at)
+         VALUES (@id, @account_id, @live_mode, @name, @description, @tax_category, @status, @metadata, @created_at, @updated_at)
+         ON CONFLICT(id) DO UPDATE SET name = excluded.name, description = excluded.description, tax_category = excluded.tax_category,
+           status = excluded.status, metadata = excluded.metadata, updated_at = excluded.updated_at
+         WHERE excluded.updated_at >= products.updated_at`,
+      ),
     };
   }
 
@@ -66,6 +74,9 @@ export class ProductsStore {
   }
   insertPrice(row: PriceRow): void {
     this.stmts.insertPrice.run(row);
+  }
+  upsertProduct(row: ProductRow): void {
+    this.stmts.upsertProduct.run(row);
   }
   product(id: string): ProductRow | undefined {
     return this.stmts.product.get(id) as ProductRow | undefined;

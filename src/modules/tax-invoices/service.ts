@@ -6,6 +6,24 @@ import type { Account } from '../accounts/service.js';
 import { setIntentTaxInvoiceUrl } from '../intents/service.js';
 import { taxInvoiceProvider, type IssuedTaxInvoice, type TaxInvoiceRequest } from './provider.js';
 import { taxInvoicesStore } from './store.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
+
+/**
+ * At a central, an intent's tax invoice URL, once known, reaches the account's boxes (feed kind
+ * `tax_invoice_url`), in the transaction that records it, so a receipt reprinted at the counter
+ * carries it. A no-op at a store.
+ */
+export function publishTaxInvoiceUrl(ctx: AppContext, intent: { id: string; account_id: string; live_mode: number }, url: string | null): void {
+  const at = isoTime(ctx.clock.now());
+  appendFeedChange(ctx.db, {
+    kind: 'tax_invoice_url',
+    accountId: intent.account_id,
+    liveMode: intent.live_mode === 1,
+    objectId: intent.id,
+    payload: { intent_id: intent.id, tax_invoice_url: url, at },
+    createdAt: at,
+  });
+}
 
 /** Invoicing is on by configuration; an account's `tax_invoicing_enabled` setting overrides it. */
 export function taxInvoicingEnabled(ctx: AppContext, account: Account): boolean {
@@ -46,6 +64,7 @@ export function recordTaxInvoice(
     created_at: at,
     issued_at: outcome.issued ? at : null,
   });
+  if (outcome.issued) publishTaxInvoiceUrl(ctx, { id: req.intent_id, account_id: account.id, live_mode: account.live_mode ? 1 : 0 }, outcome.issued.url);
 }
 
 /**
@@ -63,6 +82,7 @@ export async function retryPendingTaxInvoices(ctx: AppContext, limit = 50): Prom
       if (!doc) return store.markFailed(row.id, error ?? 'unknown error');
       if (store.markIssued(row.id, doc.document_id, doc.url, isoTime(ctx.clock.now()))) {
         setIntentTaxInvoiceUrl(ctx, row.intent_id, doc.url);
+        publishTaxInvoiceUrl(ctx, { id: row.intent_id, account_id: row.account_id, live_mode: row.live_mode }, doc.url);
         issued++;
       }
     });

@@ -1,0 +1,11 @@
+import type { Migration } from '../migrate.js';
+
+export const syncFeedOrigin: Migration = {
+  version: 85,
+  name: 'sync-feed-origin',
+  up: `
+    -- Central side: the store box whose push made this change (NULL: made at the central). The feed
+    -- never sends a change back to the box it came from; other boxes of the account still get it.
+    ALTER TABLE sync_feed ADD COLUMN origin_store_id TEXT;
+  `,
+};

@@ -1,0 +1,91 @@
+import type { Statement } from 'better-sqlite3';
+import type { Db } from '../db/database.js';
+
+/**
+ * The central's side of the change feed: what the owning modules call, inside the transaction of a
+ * change, to publish it to the account's store boxes (docs/sync-protocol.md, "Pull"). On a store it
+ * does nothing: the feed is the central's, and a change a box applied from the feed must never be
+ * published (or pushed) again.
+ */
+export interface FeedChangeInput {
+  /** What changed: `balance_transaction`, `intent`, `product`, ... (see docs/sync-protocol.md). */
+  kind: string;
+  accountId: string;
+  liveMode: boolean;
+  objectId: string;
+  /** The object's state after the change: a box upserts it by id. */
+  payload: Record<string, unknown>;
+  createdAt: string;
+}
+
+interface Prepared {
+  role: Statement<unknown[]>;
+  organization: Statement<unknown[]>;
+  insert: Statement<unknown[]>;
+}
+
+const prepared = new WeakMap<Db, Prepared>();
+function statements(db: Db): Prepared {
+  let p = prepared.get(db);
+  if (!p) {
+    p = {
+      role: db.prepare("SELECT value FROM meta WHERE key = 'role'"),
+      organization: db.prepare('SELECT organization_id FROM accounts WHERE id = ?'),
+      insert: db.prepare(
+        `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, origin_store_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+    };
+    prepared.set(db, p);
+  }
+  return p;
+}
+
+/** Whether this database is a central's (the role is in `meta`, as the key triggers read it). */
+export function publishesFeed(db: Db): boolean {
+  return (statements(db).role.get() as { value: string } | undefined)?.value === 'central';
+}
+
+// The store whose pushed record is being applied right now (set by the push engine around each
+// applier), so a change it causes is tagged with its origin and not sent back to that box.
+const origins = new WeakMap<Db, string | null>();
+
+/** Runs `fn` with the changes it publishes tagged as coming from `storeId` (null: the central's own). */
+export function withFeedOrigin<T>(db: Db, storeId: string | null, fn: () => T): T {
+  const before = origins.get(db) ?? null;
+  origins.set(db, storeId);
+  try {
+    return fn();
+  } finally {
+    origins.set(db, before);
+  }
+}
+
+/** The store box whose push is being applied, or null for a change made at the central itself. */
+export function feedOrigin(db: Db): string | null {
+  return origins.get(db) ?? null;
+}
+
+/**
+ * Appends one change to the central's feed, inside the transaction of the change (so the feed and
+ * the object never disagree, and a crash loses neither). A no-op anywhere but at a central. Returns
+ * whether a row was written.
+ */
+export function appendFeedChange(db: Db, input: FeedChangeInput): boolean {
+  if (!db.inTransaction) throw new Error('appendFeedChange() outside a transaction');
+  const s = statements(db);
+  if (!publishesFeed(db)) return false;
+  const org = s.organization.get(input.accountId) as { organization_id: string } | undefined;
+  if (!org) throw new Error(`appendFeedChange: unknown account ${input.accountId}`);
+  s.insert.run(
+    org.organization_id,
+    input.accountId,
+    input.liveMode ? 1 : 0,
+    input.kind,
+    input.objectId,
+    JSON.stringify(input.payload),
+    input.createdAt,
+    feedOrigin(db),
+  );
+  return true;
+}

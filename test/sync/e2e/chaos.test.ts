@@ -35,7 +35,13 @@ let proxy: ChaosProxy;
 let relay: ChaosProxy;
 let receiver: http.Server;
 const sims: SimulatorProcess[] = [];
-const terminals: Record<'approve' | 'decline', string> = { approve: '', decline: '' };
+/** Two terminals approving every charge, one declining every charge. */
+const TILLS = [
+  { name: 'A', behaviour: 'approve' },
+  { name: 'B', behaviour: 'approve' },
+  { name: 'C', behaviour: 'decline' },
+] as const;
+const terminals: Record<string, string> = {};
 const seen = new Map<string, number>();
 let centralDir: string;
 let storeDir: string;
@@ -129,13 +135,13 @@ beforeAll(async () => {
   };
   store = await startDaemonProcess(storeDir, storeConfig);
 
-  // Two card terminals at the counter, one approving and one declining every charge.
+  // Card terminals at the counter, each its own simulator process.
   relay = new ChaosProxy(hostPort(store.url));
   const linkUrl = `ws://127.0.0.1:${await relay.listen()}/terminals/link`;
-  for (const behaviour of ['approve', 'decline'] as const) {
-    const t = await call('POST', `${store.url}/api/terminals`, { name: `Till ${behaviour}` });
+  for (const { name, behaviour } of TILLS) {
+    const t = await call('POST', `${store.url}/api/terminals`, { name: `Till ${name}` });
     expect(t.status).toBe(201);
-    terminals[behaviour] = t.body.id;
+    terminals[name] = t.body.id;
     const delaysMs = { waiting: 5, reading: 5, authorizing: 15 };
     sims.push(await startSimulatorProcess({ url: linkUrl, terminalId: t.body.id, token: t.body.pairing_token, behaviour, delaysMs, reconnectDelayMs: 50 }));
   }
@@ -153,10 +159,10 @@ afterAll(async () => {
 });
 
 /** Charges on one terminal, one after the other (a newer command would supersede a pending one). */
-async function charge(terminal: 'approve' | 'decline', indices: number[]): Promise<Array<{ i: number; status: string }>> {
+async function charge(till: string, indices: number[]): Promise<Array<{ i: number; status: string }>> {
   const out = [];
   for (const i of indices) {
-    const cmd = await untilAnswered('POST', '/api/terminal_session_commands', { terminal_id: terminals[terminal], external_id: `tp-${i}`, amount_in_cents: 5000 + i, currency: 'GTQ' });
+    const cmd = await untilAnswered('POST', '/api/terminal_session_commands', { terminal_id: terminals[till], external_id: `tp-${i}`, amount_in_cents: 5000 + i, currency: 'GTQ' });
     for (;;) {
       const now = await untilAnswered('GET', `/api/terminal_session_commands/${cmd.id}`);
       if (now.final) {
@@ -209,17 +215,26 @@ describe('sync end to end under a flapping link and crashes', () => {
       }
     };
     const payments = Array.from({ length: APPROVED + DECLINED }, (_, i) => i);
-    const declinedAt = (i: number) => i % 11 === 10;
-    const [approved, declined] = await Promise.all([
-      charge('approve', payments.filter((i) => !declinedAt(i))),
-      charge('decline', payments.filter(declinedAt)),
-      ...Array.from({ length: 5 }, seller),
+    // Every eleventh payment is declined (on C); the others alternate between A and B.
+    const tillOf = (i: number) => (i % 11 === 10 ? 'C' : i % 2 === 0 ? 'A' : 'B');
+    const done: Record<string, number> = {};
+    const timed = async <T,>(what: string, p: Promise<T>) => {
+      const v = await p;
+      done[what] = Math.max(done[what] ?? 0, Date.now() - started);
+      return v;
+    };
+    const [onA, onB, declined] = await Promise.all([
+      timed('terminals', charge('A', payments.filter((i) => tillOf(i) === 'A'))),
+      timed('terminals', charge('B', payments.filter((i) => tillOf(i) === 'B'))),
+      timed('terminals', charge('C', payments.filter((i) => tillOf(i) === 'C'))),
+      ...Array.from({ length: 5 }, () => timed('cash', seller())),
     ]);
     chaos = false;
     clearInterval(flapper);
     await killer;
     proxy.mode = { up: true, cutResponse: 0, delayMs: 0 };
     const madeMs = Date.now() - started;
+    const approved = [...onA, ...onB].sort((a, b) => a.i - b.i);
     expect(approved.map((p) => p.status)).toEqual(Array(APPROVED).fill('consumed'));
     expect(declined.map((p) => p.status)).toEqual(Array(DECLINED).fill('failed'));
 
@@ -275,7 +290,7 @@ describe('sync end to end under a flapping link and crashes', () => {
       // A second delivery of the same id can only follow a central killed between sending and recording it.
       if (centralKills === 0) expect(twice).toBe(0);
       console.log(
-        `chaos (seed ${SEED}): ${SALES} cash sales and ${APPROVED}+${DECLINED} terminal payments made in ${madeMs} ms, converged at ${Date.now() - started} ms; ` +
+        `chaos (seed ${SEED}): ${SALES} cash sales and ${APPROVED}+${DECLINED} terminal payments made in ${madeMs} ms (cash ${done.cash} ms, terminals ${done.terminals} ms), converged at ${Date.now() - started} ms; ` +
           `${storeKills} store kills, ${centralKills} central kills, ${proxy.connections} connections, ${proxy.cuts} responses cut, ` +
           `${sims.reduce((n, s) => n + s.events.filter((e) => e.event === 'disconnected').length, 0)} terminal disconnections, ` +
           `${events.length} events, ${twice} ids delivered again after a central crash`,

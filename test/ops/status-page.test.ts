@@ -10,6 +10,7 @@ import { tx } from '../../src/db/database.js';
 import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
 import { getManagerPassword, setManagerPassword } from '../../src/modules/ops/store.js';
 import { provideStatus } from '../../src/modules/ops/status-sources.js';
+import { latestVersion } from '../../src/db/migrate.js';
 
 const PASSWORD = 'open sesame 2026';
 let server: TestServer | undefined;
@@ -89,7 +90,7 @@ describe('status page', () => {
     // A box that never joined a central says so instead of showing numbers.
     expect(status.text).toMatch(/<section id="sync" data-state="not_configured">/);
     expect(status.text).toMatch(/<section id="disk" data-state="ok">/);
-    expect(status.text).toContain(`schema 70`);
+    expect(status.text).toContain(`schema ${latestVersion()}`);
     expect(status.text).toContain('Last backup</td><td class="bad">never');
   });
 

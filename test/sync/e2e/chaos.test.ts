@@ -311,5 +311,6 @@ describe('sync end to end under a flapping link and crashes', () => {
     expect(rec.rows.find((r: any) => r.measure === 'records.cash_sale')).toMatchObject({ store_count: SALES, central_count: SALES });
     expect(rec.rows.find((r: any) => r.measure === 'ledger.charge')).toMatchObject({ store_count: APPROVED, central_count: APPROVED });
     expect(rec.rows.find((r: any) => r.measure === 'intents.cash.succeeded')).toMatchObject({ store_count: SALES, central_count: SALES });
+    expect(rec.rows.find((r: any) => r.measure === 'intents.payment.failed')).toMatchObject({ store_count: DECLINED, central_count: DECLINED });
   }, 300_000);
 });

@@ -129,6 +129,7 @@ function applyOne(
       object_id: r.id,
       payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, store_id: origin.storeId }),
       created_at: now,
+      to_store_id: origin.storeId,
     });
     return { outcome: 'rejected', reason: err.reason };
   }
@@ -219,7 +220,9 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
         created_at: a.created_at,
       })),
       keys,
-      feed_cursor: syncStore(ctx.db).feedMax(),
+      // A new box reads its scope's whole feed: what the central made for its accounts before it
+      // joined (catalogue, bookings, ledger rows, accounts, keys) reaches it as a live change would.
+      feed_cursor: 0,
       server_time: isoTime(ctx.clock.now()),
     };
   })();

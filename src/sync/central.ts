@@ -59,6 +59,8 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
       let closed = false;
       req.raw.once('close', () => (closed = true));
       for (;;) {
+        // Stopping: answer "nothing new" rather than read a database that is being closed.
+        if (ctx.shutdown.aborted) return { changes: [], cursor: after, server_time: isoTime(ctx.clock.now()) };
         const page = readFeed(ctx, keyAccount, after, limit, storeId);
         // Changes may be committed by another process (`posd keys revoke`), so the wait polls the table.
         if (page.changes.length || Date.now() >= deadline || closed || ctx.shutdown.aborted) {

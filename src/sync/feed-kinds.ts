@@ -9,3 +9,6 @@ import '../modules/tax-invoices/feed.js';
 import '../modules/bank-accounts/feed.js';
 import '../modules/products/feed.js';
 import '../modules/coupons/feed.js';
+import '../modules/bookables/feed.js';
+import '../modules/class-sessions/feed.js';
+import '../modules/bookings/feed.js';

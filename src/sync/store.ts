@@ -57,6 +57,8 @@ export interface FeedRow {
   created_at: string;
   /** The store box whose push caused the change (never sent back to it); null: the central's own. */
   origin_store_id?: string | null;
+  /** The only store box this change is for (a refusal of its record); null: every box of the account. */
+  to_store_id?: string | null;
 }
 
 export interface ReconciliationRow {
@@ -125,8 +127,8 @@ export class SyncStore {
          VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, @outcome, @reason)`,
       ),
       insertFeed: db.prepare(
-        `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at)
-         VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at)`,
+        `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, to_store_id)
+         VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at, @to_store_id)`,
       ),
       held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' ORDER BY received_at, store_id, seq"),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
@@ -227,25 +229,25 @@ export class SyncStore {
   setOutcome(id: string, outcome: 'applied' | 'rejected', reason: string | null): void {
     this.s.setOutcome.run(outcome, reason, id);
   }
-  insertFeed(row: Omit<FeedRow, 'seq' | 'origin_store_id'>): void {
-    this.s.insertFeed.run(row);
+  insertFeed(row: Omit<FeedRow, 'seq' | 'origin_store_id' | 'to_store_id'> & { to_store_id?: string | null }): void {
+    this.s.insertFeed.run({ ...row, to_store_id: row.to_store_id ?? null });
   }
   feedMax(): number {
     return (this.s.feedMax.get() as { m: number }).m;
   }
   /**
    * Feed rows after `after` for these accounts, plus the organization-wide rows of that organization,
-   * leaving out the changes that store box's own push caused (no echo).
+   * leaving out the changes that store box's own push caused (no echo) and those for another box.
    */
   feedAfter(after: number, accountIds: string[], organizationId: string, storeId: string, limit: number): FeedRow[] {
     const marks = accountIds.map(() => '?').join(',');
     return this.db
       .prepare(
         `SELECT * FROM sync_feed WHERE seq > ? AND (account_id IN (${marks}) OR (account_id IS NULL AND organization_id = ?))
-           AND (origin_store_id IS NULL OR origin_store_id <> ?)
+           AND (origin_store_id IS NULL OR origin_store_id <> ?) AND (to_store_id IS NULL OR ? = '' OR to_store_id = ?)
          ORDER BY seq LIMIT ?`,
       )
-      .all(after, ...accountIds, organizationId, storeId, limit) as FeedRow[];
+      .all(after, ...accountIds, organizationId, storeId, storeId, storeId, limit) as FeedRow[];
   }
 
   storeFacts(from: string, until: string): FactRow[] {

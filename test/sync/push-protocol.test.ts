@@ -166,6 +166,11 @@ describe('POST /sync/push at the central', () => {
     expect(res.body.rejected).toEqual([{ id: expect.any(String), reason: 'refused on purpose' }]);
     const feed = await http('GET', `${central.url}/sync/feed?after=0`, store.key);
     expect(feed.body.changes.filter((c: any) => c.kind === 'record_rejected').map((c: any) => c.payload.record_id)).toContain(res.body.rejected[0].id);
+    // The refusal is news for the box that pushed the record, not for another box of the account.
+    const mine = await http('GET', `${central.url}/sync/feed?after=0&store_id=store_a8`, store.key);
+    expect(mine.body.changes.filter((c: any) => c.kind === 'record_rejected').map((c: any) => c.payload.record_id)).toContain(res.body.rejected[0].id);
+    const other = await http('GET', `${central.url}/sync/feed?after=0&store_id=store_other`, store.key);
+    expect(other.body.changes.filter((c: any) => c.kind === 'record_rejected')).toEqual([]);
   });
 
   it('re-emits a store event with its own id, once however often it is pushed', async () => {

@@ -7,6 +7,7 @@ import { invalid, notFound } from '../../errors.js';
 import { newId, randomToken } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
 import { bookablesStore, type BookablesStore, type ResourceRow, type ServiceRow, type StaffRow, type ListFilter } from './store.js';
 import type {
   ResourceCreate, ResourcePatch, ResourceView, ServiceCreate, ServicePatch, ServiceView, StaffCreate, StaffPatch, StaffView,
@@ -85,7 +86,10 @@ export function createService(ctx: AppContext, account: Account, b: ServiceCreat
     created_at: now, updated_at: now,
   };
   checkService(row);
-  tx(ctx.db, () => storeOf(ctx).insertService(row));
+  tx(ctx.db, () => {
+    storeOf(ctx).insertService(row);
+    publishBookable(ctx, 'service', row);
+  });
   return serviceView(row);
 }
 
@@ -105,6 +109,7 @@ export function updateService(ctx: AppContext, account: Account, id: string, p: 
     }
     checkService(row);
     storeOf(ctx).updateService(row);
+    publishBookable(ctx, 'service', row);
     return serviceView(row);
   });
 }
@@ -126,7 +131,10 @@ export function createStaff(ctx: AppContext, account: Account, b: StaffCreate): 
     phone: b.phone ?? null, service_ids: JSON.stringify(b.service_ids ?? []), active: b.active === false ? 0 : 1,
     metadata: JSON.stringify(b.metadata ?? {}), created_at: now, updated_at: now,
   };
-  tx(ctx.db, () => storeOf(ctx).insertStaff(row));
+  tx(ctx.db, () => {
+    storeOf(ctx).insertStaff(row);
+    publishBookable(ctx, 'staff_member', row);
+  });
   return staffView(row);
 }
 
@@ -146,6 +154,7 @@ export function updateStaff(ctx: AppContext, account: Account, id: string, p: St
     if (p.active !== undefined) row.active = p.active ? 1 : 0;
     if (p.metadata !== undefined) row.metadata = JSON.stringify(p.metadata);
     storeOf(ctx).updateStaff(row);
+    publishBookable(ctx, 'staff_member', row);
     return staffView(row);
   });
 }
@@ -171,7 +180,10 @@ export function createResource(ctx: AppContext, account: Account, b: ResourceCre
     metadata: JSON.stringify(b.metadata ?? {}), created_at: now, updated_at: now,
   };
   checkResource(ctx, account, row);
-  tx(ctx.db, () => storeOf(ctx).insertResource(row));
+  tx(ctx.db, () => {
+    storeOf(ctx).insertResource(row);
+    publishBookable(ctx, 'resource', row);
+  });
   return resourceView(row, base);
 }
 
@@ -190,6 +202,7 @@ export function updateResource(ctx: AppContext, account: Account, id: string, p:
     if (p.metadata !== undefined) row.metadata = JSON.stringify(p.metadata);
     checkResource(ctx, account, row);
     storeOf(ctx).updateResource(row);
+    publishBookable(ctx, 'resource', row);
     return resourceView(row, base);
   });
 }
@@ -210,4 +223,34 @@ export function resourceByCalendarToken(ctx: AppContext, id: string, token: stri
   const a = Buffer.from(row.calendar_token);
   const b = Buffer.from(token);
   return a.length === b.length && timingSafeEqual(a, b) ? row : undefined;
+}
+
+export type BookableType = 'service' | 'staff_member' | 'resource';
+type BookableRow = ServiceRow | StaffRow | ResourceRow;
+
+/**
+ * Services, staff members and resources are managed at the central: one made or changed there
+ * reaches the account's boxes (feed kind `bookable`, the whole row), so the counter books them and
+ * sees the central's bookings of them. A no-op at a store.
+ */
+function publishBookable(ctx: AppContext, type: BookableType, row: BookableRow): void {
+  appendFeedChange(ctx.db, { kind: 'bookable', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { type, row }, createdAt: row.updated_at });
+}
+
+/** A bookable learnt from the central's feed: inserted, or set to the central's state unless this box's is newer. */
+export function applyCentralBookable(ctx: AppContext, type: BookableType, row: BookableRow): void {
+  const store = storeOf(ctx);
+  if (type === 'service') {
+    const cur = store.service(row.id);
+    if (!cur) store.insertService(row as ServiceRow);
+    else if (row.updated_at >= cur.updated_at) store.updateService(row as ServiceRow);
+  } else if (type === 'staff_member') {
+    const cur = store.staff(row.id);
+    if (!cur) store.insertStaff(row as StaffRow);
+    else if (row.updated_at >= cur.updated_at) store.updateStaff(row as StaffRow);
+  } else {
+    const cur = store.resource(row.id);
+    if (!cur) store.insertResource(row as ResourceRow);
+    else if (row.updated_at >= cur.updated_at) store.updateResource(row as ResourceRow);
+  }
 }

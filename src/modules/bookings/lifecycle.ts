@@ -7,6 +7,7 @@ import { bookingsStoreOf } from './deps.js';
 import { holdsSlot, nextStatus, type BookingEvent } from './machine.js';
 import type { BookingRow } from './store.js';
 import { bookingView } from './views.js';
+import { publishBooking } from './feed-apply.js';
 
 /** The error a refused trigger answers with: the spec names two, the rest share one code. */
 function refused(row: BookingRow, event: BookingEvent['type']): ApiError {
@@ -50,4 +51,5 @@ export function recordSync(ctx: AppContext, row: BookingRow, op: string): void {
     payload: { op, booking: bookingView(row, publicBaseUrl(ctx.config)) },
     createdAt: isoTime(ctx.clock.now()),
   });
+  publishBooking(ctx, row);
 }

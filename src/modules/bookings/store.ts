@@ -140,6 +140,7 @@ export function bookingsStore(db: Db) {
          AND refund_due = 0 AND created_at >= ? ORDER BY updated_at LIMIT ?`,
     ),
     latePaymentsToRefund: db.prepare("SELECT * FROM sched_bookings WHERE refund_due = 1 AND refund_reason = 'late_payment' LIMIT ?"),
+    series: db.prepare('SELECT id, frequency, interval, count, created_at FROM sched_booking_series WHERE id = ?'),
     insertSeries: db.prepare(
       'INSERT INTO sched_booking_series (id, account_id, live_mode, frequency, interval, count, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
@@ -205,6 +206,7 @@ export function bookingsStore(db: Db) {
     awaitingPayment: (limit: number) => s.awaitingPayment.all(limit) as BookingRow[],
     cancelledWithOpenCheckout: (since: string, limit: number) => s.cancelledWithOpenCheckout.all(since, limit) as BookingRow[],
     latePaymentsToRefund: (limit: number) => s.latePaymentsToRefund.all(limit) as BookingRow[],
+    series: (id: string) => s.series.get(id) as { id: string; frequency: string; interval: number; count: number; created_at: string } | undefined,
     insertSeries: (id: string, accountId: string, liveMode: boolean, frequency: string, interval: number, count: number, at: string) =>
       s.insertSeries.run(id, accountId, liveMode ? 1 : 0, frequency, interval, count, at),
     insertTab: (row: TabRow) => s.insertTab.run(row),

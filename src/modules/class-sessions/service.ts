@@ -12,6 +12,33 @@ import { refreshPayment, refundPayments } from '../bookings/payments.js';
 import { cancelTransition, sessionState } from './machine.js';
 import { classSessionsStore, type ClassSessionRow, type ClassSessionsStore, type SessionFilter } from './store.js';
 import type { ClassSessionCreate, ClassSessionView } from './schema.js';
+import { appendFeedChange } from '../../sync/feed-out.js';
+import { replaceOccupancy, type Occupancy } from '../bookings/feed-apply.js';
+
+/** A class session as the feed carries it: its row and the staff and resource time it holds. */
+export interface FeedClassSession {
+  session: ClassSessionRow;
+  occupancy: Occupancy[];
+}
+
+/**
+ * Class sessions are scheduled at the central (with the bookables they use): one made or cancelled
+ * there reaches the account's boxes (feed kind `class_session`). A no-op at a store.
+ */
+function publishClassSession(ctx: AppContext, id: string): void {
+  const session = storeOf(ctx).get(id)!;
+  const payload: FeedClassSession = { session, occupancy: bookingsStoreOf(ctx).occupancyOf(id) };
+  appendFeedChange(ctx.db, { kind: 'class_session', accountId: session.account_id, liveMode: session.live_mode === 1, objectId: id, payload: { ...payload }, createdAt: session.cancelled_at ?? session.created_at });
+}
+
+/** A class session learnt from the central's feed: inserted, or cancelled as there; its held time as the central's. */
+export function applyCentralClassSession(ctx: AppContext, p: FeedClassSession): void {
+  const store = storeOf(ctx);
+  const cur = store.get(p.session.id);
+  if (!cur) store.insert(p.session);
+  else if (p.session.cancelled_at && !cur.cancelled_at) store.cancel(cur.id, p.session.cancelled_at);
+  replaceOccupancy(ctx, p.session.id, p.session.account_id, p.session.live_mode === 1, p.occupancy);
+}
 
 const stores = new WeakMap<object, ClassSessionsStore>();
 function storeOf(ctx: AppContext): ClassSessionsStore {
@@ -77,6 +104,7 @@ export function createClassSession(ctx: AppContext, account: Account, b: ClassSe
     for (const subject of subjects) {
       bookings.occupy({ ownerId: row.id, accountId: account.id, liveMode: account.live_mode, subject, startsAt: row.starts_at, endsAt: row.ends_at });
     }
+    publishClassSession(ctx, row.id);
   });
   return classSessionView(ctx, row);
 }
@@ -128,6 +156,7 @@ async function cancelNow(ctx: AppContext, account: Account, id: string): Promise
       const at = isoTime(ctx.clock.now());
       if (!storeOf(ctx).cancel(session.id, at)) return;
       bookings.release(session.id);
+      publishClassSession(ctx, session.id);
       for (const seat of bookings.sessionSeats(session.id)) {
         if (!holdsSlot(seat.status)) continue;
         applyEvent(ctx, seat, 'CANCEL', {

@@ -6,6 +6,7 @@ import { AccountsService, type Account } from '../modules/accounts/service.js';
 import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
 import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
 import { withFeedOrigin } from './feed-out.js';
+import { originTotals } from './row-totals.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 
 /**
@@ -267,12 +268,17 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
   })();
 }
 
-/** The central's totals of one store's facts and events for one UTC day. */
+/** The central's totals of one store's facts, events, ledger rows and intents for one UTC day. */
 export function centralSummary(ctx: AppContext, storeId: string, day: string): { rows: SummaryRow[]; appliedSeq: number } {
   const store = syncStore(ctx.db);
   const { from, until } = dayRange(day);
   return ctx.db.transaction(() => ({
-    rows: [...factTotals(store.centralFacts(storeId, from, until)), ...store.centralEvents(storeId, from, until).map(toSummary)],
+    rows: [
+      ...factTotals(store.centralFacts(storeId, from, until)),
+      ...store.centralEvents(storeId, from, until).map(toSummary),
+      // Only the rows this store's records wrote: the central's own rows never came from the store.
+      ...originTotals(ctx.db, from, until, storeId),
+    ],
     appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
   }))();
 }

@@ -69,3 +69,8 @@ export function actingOnOwnDecision<T>(db: Db, fn: () => T): T {
     feedPages.add(db);
   }
 }
+
+/** Whether this database is applying a page of the central's feed right now (what it writes is the central's). */
+export function isApplyingFeed(db: Db): boolean {
+  return feedPages.has(db);
+}

@@ -9,6 +9,7 @@ import { STATE } from './status.js';
 import { dayRange, factTotals, toSummary } from './central-service.js';
 import type { CentralClient } from './transport.js';
 import type { SummaryRow } from './wire.js';
+import { originTotals } from './row-totals.js';
 
 export interface ReconcileResult {
   day: string;
@@ -18,11 +19,22 @@ export interface ReconcileResult {
   differences: ReconciliationRow[];
 }
 
-/** The store's own totals for one UTC day: facts by kind (count, amount per currency) and events. */
+/**
+ * The store's own totals for one UTC day: facts by kind (count, amount per currency), events, and
+ * the ledger rows and intents written on this box (not those the central's feed brought).
+ */
 export function storeSummary(db: Db, day: string): SummaryRow[] {
   const { from, until } = dayRange(day);
   const store = syncStore(db);
-  return [...factTotals(store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary)];
+  return [...factTotals(store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary), ...originTotals(db, from, until, null)];
+}
+
+/**
+ * The last outbox seq that may report a row of that day. A ledger row or intent made just before
+ * midnight may sit in a record stamped just after it, so a minute past the day's end is included.
+ */
+function lastSeqOfDay(db: Db, until: string): number {
+  return syncStore(db).lastSeqBefore(isoTime(Date.parse(until) + 60_000));
 }
 
 function keyOf(r: { account_id: string; live_mode: boolean | number; currency: string; measure: string }): string {
@@ -57,12 +69,17 @@ export async function reconcileDay(db: Db, clock: Clock, client: CentralClient, 
   if (!storeId) throw new Error('this box has no store id: run posd init --central-url first');
   tailEvents(db);
   const { until } = dayRange(day);
-  const lastOfDay = store.lastSeqBefore(until);
   const central = await client.reconcile(storeId, day, signal);
   const checkedAt = isoTime(clock.now());
+  // The store's totals and its last record of the day from one snapshot, taken after the central
+  // answered: a sale of that day made while the request was out is not at the central yet, so the
+  // day is `behind` then, not different.
+  const { mine, lastOfDay } = tx(db, () => {
+    while (tailEvents(db) > 0); // every event so far has its record, so an untailed one reads as behind
+    return { mine: storeSummary(db, day), lastOfDay: lastSeqOfDay(db, until) };
+  });
   if (central.applied_seq < lastOfDay) return { day, state: 'behind', rows: [], differences: [] };
-  // Recompute after the answer: records of that day made meanwhile would otherwise look missing.
-  const rows = compareSummaries(day, storeSummary(db, day), central.rows, checkedAt);
+  const rows = compareSummaries(day, mine, central.rows, checkedAt);
   const differences = rows.filter((r) => r.store_count !== r.central_count || r.store_sum !== r.central_sum);
   tx(db, () => {
     const before = JSON.stringify(store.reconciliationDiffs().filter((d) => d.day === day).map(stripTime));

@@ -38,9 +38,11 @@ describe('feed delivery', () => {
 
     await until('box B has them', () => row(b, 'bank_accounts', bank.body.id) && row(b, 'balance_transactions', paid.balanceTransactionId!));
     expect(row(b, 'bank_accounts', bank.body.id)).toEqual(row(a, 'bank_accounts', bank.body.id));
-    const { balance_after_in_cents: _x, seq: _s1, ...txnAtB } = row(b, 'balance_transactions', paid.balanceTransactionId!)!;
-    const { balance_after_in_cents: _y, seq: _s2, ...txnAtA } = row(a, 'balance_transactions', paid.balanceTransactionId!)!;
+    // `origin` says where each box got the row: A made it, B learnt it from the central (reconciliation).
+    const { balance_after_in_cents: _x, seq: _s1, origin: originAtB, ...txnAtB } = row(b, 'balance_transactions', paid.balanceTransactionId!)!;
+    const { balance_after_in_cents: _y, seq: _s2, origin: originAtA, ...txnAtA } = row(a, 'balance_transactions', paid.balanceTransactionId!)!;
     expect(txnAtB).toEqual(txnAtA);
+    expect([originAtA, originAtB]).toEqual([null, 'central']);
     expect((await http('GET', `${boxB.url}/api/balances`, acct.key)).body).toEqual((await http('GET', `${boxA.url}/api/balances`, acct.key)).body);
     // Box B applied them and pushed nothing back.
     expect(count(b, "SELECT count(*) AS n FROM sync_outbox WHERE kind <> 'event'")).toBe(0);

@@ -50,9 +50,11 @@ describe('the feed carries what the central made to the store', () => {
     expect(ledgerRows(sdb, acct.sandboxId)).toEqual(ledgerRows(cdb, acct.sandboxId));
     expect(ledgerRows(sdb, acct.sandboxId)).toHaveLength(2);
     expect(row(sdb, 'balance_transactions', paid.body.balance_transaction_id)).toMatchObject({ type: 'charge', amount_in_cents: 20_000 });
-    const { receipt_number: _r1, ...intentAtBox } = row(sdb, 'intents', paid.body.intent_id)!;
-    const { receipt_number: _r2, ...intentAtCentral } = row(cdb, 'intents', paid.body.intent_id)!;
+    // Each side numbers its receipts; `origin` says where each side got the row (reconciliation).
+    const { receipt_number: _r1, origin: boxOrigin, ...intentAtBox } = row(sdb, 'intents', paid.body.intent_id)!;
+    const { receipt_number: _r2, origin: centralOrigin, ...intentAtCentral } = row(cdb, 'intents', paid.body.intent_id)!;
     expect(intentAtBox).toEqual(intentAtCentral);
+    expect([boxOrigin, centralOrigin]).toEqual(['central', null]);
     expect(row(sdb, 'bank_accounts', bank.body.id)).toEqual(row(cdb, 'bank_accounts', bank.body.id));
     expect(await balanceOf(store.url, acct.testKey)).toBe(await balanceOf(central.url, acct.testKey));
     expect(await balanceOf(store.url, acct.testKey)).toBe(20_000 - 900 - 5000);

@@ -1,23 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { TestServer } from '../helpers/server.js';
-import { MAIN, requireBuild } from './e2e/processes.js';
+import { posdExit, requireBuild } from './e2e/processes.js';
 import { addStoreAccount, startCentral } from './helpers.js';
 
-const run = promisify(execFile);
-async function posd(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args]);
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const posd = posdExit;
 
 let central: TestServer;
 const dirs: string[] = [];

@@ -22,6 +22,7 @@ import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
 import { storeOwned } from './080-store-owned.js';
 import { syncFeedOrigin } from './085-sync-feed-origin.js';
+import { rowOrigins } from './095-row-origins.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -54,4 +55,5 @@ export const MIGRATIONS: readonly Migration[] = [
   operations,
   storeOwned,
   syncFeedOrigin,
+  rowOrigins,
 ];

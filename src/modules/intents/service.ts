@@ -1,8 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { intentsStore, salesTotals, type IntentRow, type SalesTotalRow } from './store.js';
+import { intentsStore, salesTotals, type IntentRow, type IntentTotalRow, type SalesTotalRow } from './store.js';
 import { appendFeedChange, feedOrigin } from '../../sync/feed-out.js';
+import { rowOrigin } from '../../sync/origins.js';
 
 export type IntentType = IntentRow['type'];
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';
@@ -52,7 +53,7 @@ export function createIntent(ctx: AppContext, input: CreateIntentInput): IntentR
     details: JSON.stringify(input.details),
     created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
-  store.insert(row);
+  store.insert(row, rowOrigin(ctx.db));
   // An intent made at a central (an online payment, a sale at the central) reaches the account's
   // boxes. One a box pushed stays that box's: the central holds every box's sales, a box its own
   // (so a pushed cash sale costs no feed row; its ledger rows, if any, do travel).
@@ -80,7 +81,7 @@ export function applyCentralIntent(ctx: AppContext, intent: FeedIntent): void {
     store.setState({ id: intent.id, status: intent.status, raw_status: intent.raw_status, tax_invoice_url: intent.tax_invoice_url, details });
     return;
   }
-  store.insert({ ...intent, live_mode: intent.live_mode ? 1 : 0, details, receipt_number: store.nextReceiptNumber(intent.account_id) });
+  store.insert({ ...intent, live_mode: intent.live_mode ? 1 : 0, details, receipt_number: store.nextReceiptNumber(intent.account_id) }, rowOrigin(ctx.db));
 }
 
 export function intentRow(ctx: AppContext, id: string): IntentRow | undefined {
@@ -94,4 +95,13 @@ export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: s
 /** Gross live sales (refunds not subtracted) in [fromIso, untilIso), by method and currency. */
 export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string): SalesTotalRow[] {
   return salesTotals(ctx.db, fromIso, untilIso);
+}
+
+/**
+ * Counts and sums of the intents created in [from, until), per account, environment, currency, type
+ * and status, of one origin (`null`: written on this box; see `ledgerTotals`). Sync reconciliation
+ * compares these between a store and its central.
+ */
+export function intentTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): IntentTotalRow[] {
+  return intentsStore(ctx.db).totals(origin, from, until);
 }

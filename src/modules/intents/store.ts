@@ -19,6 +19,17 @@ export interface IntentRow {
   created_at: string;
 }
 
+/** Counts and sums of one account, environment, currency, type and status (reconciliation). */
+export interface IntentTotalRow {
+  account_id: string;
+  live_mode: number;
+  currency: string;
+  type: string;
+  status: string;
+  count: number;
+  amount_in_cents: number;
+}
+
 /** All SQL of unified intents. */
 export class IntentsStore {
   private readonly stmts;
@@ -27,20 +38,29 @@ export class IntentsStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO intents (id, account_id, live_mode, type, status, raw_status, legacy_id, payment_id, receipt_number,
-           amount_in_cents, currency, customer_id, checkout_id, tax_invoice_url, details, created_at)
+           amount_in_cents, currency, customer_id, checkout_id, tax_invoice_url, details, created_at, origin)
          VALUES (@id, @account_id, @live_mode, @type, @status, @raw_status, @legacy_id, @payment_id, @receipt_number,
-           @amount_in_cents, @currency, @customer_id, @checkout_id, @tax_invoice_url, @details, @created_at)`,
+           @amount_in_cents, @currency, @customer_id, @checkout_id, @tax_invoice_url, @details, @created_at, @origin)`,
       ),
       byId: db.prepare('SELECT * FROM intents WHERE id = ?'),
       byLegacyId: db.prepare('SELECT * FROM intents WHERE legacy_id = ?'),
       nextReceipt: db.prepare('SELECT coalesce(max(receipt_number), 0) + 1 AS n FROM intents WHERE account_id = ?'),
       setInvoiceUrl: db.prepare('UPDATE intents SET tax_invoice_url = ? WHERE id = ?'),
+      totals: db.prepare(
+        `SELECT account_id, live_mode, currency, type, status, count(*) AS count, sum(amount_in_cents) AS amount_in_cents
+         FROM intents WHERE origin IS ? AND created_at >= ? AND created_at < ?
+         GROUP BY account_id, live_mode, currency, type, status`,
+      ),
       setState: db.prepare('UPDATE intents SET status = @status, raw_status = @raw_status, tax_invoice_url = @tax_invoice_url, details = @details WHERE id = @id'),
     };
   }
 
-  insert(row: IntentRow): void {
-    this.stmts.insert.run(row);
+  /** `origin`: where the intent was first written (migration 95; `rowOrigin` in src/sync/origins.ts). */
+  insert(row: IntentRow, origin: string | null): void {
+    this.stmts.insert.run({ ...row, origin });
+  }
+  totals(origin: string | null, from: string, until: string): IntentTotalRow[] {
+    return this.stmts.totals.all(origin, from, until) as IntentTotalRow[];
   }
   byId(id: string): IntentRow | undefined {
     return this.stmts.byId.get(id) as IntentRow | undefined;

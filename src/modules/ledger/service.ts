@@ -3,8 +3,9 @@ import type { Config } from '../../config.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { AccountsService, type Account } from '../accounts/service.js';
-import { ledgerStore, type BalanceTransactionRow, type LedgerFilter } from './store.js';
+import { ledgerStore, type BalanceTransactionRow, type LedgerFilter, type LedgerTotalRow } from './store.js';
 import { appendFeedChange } from '../../sync/feed-out.js';
+import { rowOrigin } from '../../sync/origins.js';
 
 export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment';
 
@@ -97,7 +98,7 @@ export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransa
     description: input.description ?? null,
     created_at: input.createdAt ?? isoTime(ctx.clock.now()),
   };
-  store.insert(row);
+  store.insert(row, rowOrigin(ctx.db));
   const txn = toBalanceTransaction({ ...row, seq: 0 });
   // At a central every row reaches the account's boxes (so their ledgers mirror the central's):
   // rows it made itself (online payments, payouts, fee adjustments) and rows a box pushed (to the
@@ -197,4 +198,14 @@ export function balanceTransactionsAfter(
 
 export function ledgerHighWater(ctx: AppContext): number {
   return ledgerStore(ctx.db).highWater();
+}
+
+/**
+ * Counts and sums (amount and fee) of the ledger rows created in [from, until), per account,
+ * environment, currency and type, of one origin: `null` for rows written on this box, a store id at
+ * the central for the rows that store's pushed records wrote, `'central'` at a store for rows its
+ * feed brought. Sync reconciliation compares these between a store and its central.
+ */
+export function ledgerTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): LedgerTotalRow[] {
+  return ledgerStore(ctx.db).totals(origin, from, until);
 }

@@ -19,6 +19,17 @@ export interface BalanceTransactionRow {
   created_at: string;
 }
 
+/** Counts and sums of one account, environment, currency and type (reconciliation). */
+export interface LedgerTotalRow {
+  account_id: string;
+  live_mode: number;
+  currency: string;
+  type: string;
+  count: number;
+  amount_in_cents: number;
+  fee_in_cents: number;
+}
+
 export interface LedgerFilter {
   accountIds: string[];
   liveMode: boolean;
@@ -36,9 +47,9 @@ export class LedgerStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO balance_transactions (id, account_id, live_mode, type, amount_in_cents, fee_in_cents, net_amount_in_cents,
-           currency, balance_after_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, source_type, description, created_at)
+           currency, balance_after_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, source_type, description, created_at, origin)
          VALUES (@id, @account_id, @live_mode, @type, @amount_in_cents, @fee_in_cents, @net_amount_in_cents,
-           @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at)`,
+           @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at, @origin)`,
       ),
       last: db.prepare(
         'SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = ? AND currency = ? ORDER BY seq DESC LIMIT 1',
@@ -51,11 +62,19 @@ export class LedgerStore {
                WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? GROUP BY account_id, currency) m
            ON m.seq = b.seq`,
       ),
+      // \`origin IS ?\`: NULL (rows written on this box) compares like any other origin, on its index.
+      totals: db.prepare(
+        `SELECT account_id, live_mode, currency, type, count(*) AS count, sum(amount_in_cents) AS amount_in_cents,
+           sum(fee_in_cents) AS fee_in_cents
+         FROM balance_transactions WHERE origin IS ? AND created_at >= ? AND created_at < ?
+         GROUP BY account_id, live_mode, currency, type`,
+      ),
     };
   }
 
-  insert(row: Omit<BalanceTransactionRow, 'seq'>): void {
-    this.stmts.insert.run(row);
+  /** `origin`: where the row was first written (migration 95; `rowOrigin` in src/sync/origins.ts). */
+  insert(row: Omit<BalanceTransactionRow, 'seq'>, origin: string | null): void {
+    this.stmts.insert.run({ ...row, origin });
   }
   lastBalance(accountId: string, currency: string): number {
     return (this.stmts.last.get(accountId, currency) as { balance_after_in_cents: number } | undefined)?.balance_after_in_cents ?? 0;
@@ -101,6 +120,10 @@ export class LedgerStore {
     return this.db
       .prepare(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`)
       .all(...w.args, afterSeq, maxSeq, limit) as BalanceTransactionRow[];
+  }
+
+  totals(origin: string | null, from: string, until: string): LedgerTotalRow[] {
+    return this.stmts.totals.all(origin, from, until) as LedgerTotalRow[];
   }
 
   highWater(): number {

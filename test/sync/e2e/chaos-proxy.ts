@@ -22,7 +22,10 @@ export class ChaosProxy {
   private server = net.createServer((c) => this.handle(c));
   private open = new Set<net.Socket>();
 
-  constructor(public target: { host: string; port: number }) {}
+  constructor(
+    public target: { host: string; port: number },
+    private readonly random: () => number = Math.random,
+  ) {}
 
   async listen(): Promise<number> {
     await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
@@ -56,7 +59,7 @@ export class ChaosProxy {
     client.on('data', (chunk) => later(() => upstream.write(chunk)));
     upstream.on('data', (chunk) => {
       this.responses++;
-      if (Math.random() < this.mode.cutResponse) {
+      if (this.mode.cutResponse && this.random() < this.mode.cutResponse) {
         this.cuts++;
         // Half a response, then nothing: the request was applied, its answer is lost.
         client.write(chunk.subarray(0, Math.floor(chunk.length / 2)));
@@ -69,4 +72,16 @@ export class ChaosProxy {
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   }
+}
+
+/** A small seeded generator (mulberry32), so a chaos schedule can be replayed from its seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

@@ -7,15 +7,27 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const MAIN = join(ROOT, 'dist/src/main.js');
+export const SIMULATOR = join(ROOT, 'dist/devices/simulator/cli.js');
 
 export function requireBuild(): void {
-  if (!existsSync(MAIN)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
+  if (!existsSync(MAIN) || !existsSync(SIMULATOR)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
 }
 
 /** `posd <args>` as a separate process; resolves with parsed JSON stdout when --json is given. */
 export async function posd(args: string[]): Promise<any> {
   const { stdout } = await run(process.execPath, [MAIN, ...args], { env: { ...process.env, POSD_LOG_LEVEL: 'warn' } });
   return args.includes('--json') ? JSON.parse(stdout) : stdout;
+}
+
+/** `posd <args>` as a separate process, with its exit code (non-zero does not throw). */
+export async function posdExit(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], { env: { ...process.env, POSD_LOG_LEVEL: 'warn' } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }
 
 export interface DaemonProcess {
@@ -50,6 +62,52 @@ export async function startDaemonProcess(dataDir: string, config: Record<string,
     child,
     async kill(signal = 'SIGKILL') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+export interface SimulatorProcess {
+  child: ChildProcess;
+  /** The simulator's JSON lines, in order (`welcome`, `charge`, `result_ack`, `disconnected`, ...). */
+  events: Array<{ event: string; data: unknown }>;
+  stop(): Promise<void>;
+}
+
+/** The devices simulator CLI (a card terminal) in its own process; resolves once posd welcomed it. */
+export async function startSimulatorProcess(opts: {
+  url: string;
+  terminalId: string;
+  token: string;
+  behaviour: string;
+  delaysMs: { waiting: number; reading: number; authorizing: number };
+  reconnectDelayMs: number;
+}): Promise<SimulatorProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      SIMULATOR, '--url', opts.url, '--terminal-id', opts.terminalId, '--token', opts.token, '--behaviour', opts.behaviour,
+      '--delay-waiting-card', String(opts.delaysMs.waiting), '--delay-reading', String(opts.delaysMs.reading),
+      '--delay-authorizing', String(opts.delaysMs.authorizing), '--reconnect-delay', String(opts.reconnectDelayMs),
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const events: SimulatorProcess['events'] = [];
+  const welcomed = new Promise<void>((resolveWelcome, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const e = JSON.parse(line) as { event: string; data: unknown };
+      events.push(e);
+      if (e.event === 'welcome') resolveWelcome();
+    });
+    child.once('exit', (code) => reject(new Error(`simulator exited (${code}) before posd welcomed it`)));
+  });
+  await welcomed;
+  const exited = new Promise<void>((r) => (child.exitCode === null ? child.once('exit', () => r()) : r()));
+  return {
+    child,
+    events,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     },
   };

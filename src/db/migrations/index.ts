@@ -20,6 +20,7 @@ import { contracts } from './066-contracts.js';
 import { subscriptionTrials } from './067-subscription-trials.js';
 import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
+import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
@@ -49,4 +50,5 @@ export const MIGRATIONS: readonly Migration[] = [
   subscriptionTrials,
   subscriptionItems,
   operations,
+  webhookSequentialKeys,
 ];

@@ -4,7 +4,7 @@ import type { WebhooksStore } from './store.js';
 
 /** What one attempt came to; committed in groups by the worker (`applyOutcome` in its transaction). */
 export interface Outcome {
-  deliveryId: string;
+  deliverySeq: number;
   manual: boolean;
   timestamp: number;
   attemptedAt: number;
@@ -25,11 +25,11 @@ export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome):
   if (ok) {
     // The common case, in one statement: a 2xx settles the delivery whatever happened meanwhile.
     const now = isoTime(ctx.clock.now());
-    const done = store.markSucceeded({ id: o.deliveryId, auto: o.manual ? 0 : 1, code, updated_at: now });
+    const done = store.markSucceeded({ seq: o.deliverySeq, auto: o.manual ? 0 : 1, code, updated_at: now });
     if (done) store.insertAttempt(attemptRow(o, done.attempts, done));
     return;
   }
-  const d = store.delivery(o.deliveryId);
+  const d = store.deliveryBySeq(o.deliverySeq);
   if (!d) return; // the endpoint was deleted meanwhile
   const cfg = ctx.config.webhooks;
   const now = isoTime(ctx.clock.now());
@@ -64,7 +64,7 @@ export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome):
     }
   }
   store.updateDelivery({
-    id: d.id,
+    seq: d.seq,
     status,
     attempts: attempt,
     auto_attempts: autoAttempts,
@@ -78,7 +78,7 @@ export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome):
 
 function attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_mode: number }) {
   return {
-    delivery_id: o.deliveryId,
+    delivery_seq: o.deliverySeq,
     attempt,
     account_id: d.account_id,
     live_mode: d.live_mode,

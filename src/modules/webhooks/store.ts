@@ -17,11 +17,15 @@ export interface EndpointRow {
 }
 
 export interface DeliveryRow {
+  /** The rowid, in creation order: the worker's key (the `id` is the API's). */
+  seq: number;
   id: string;
   account_id: string;
   live_mode: number;
   endpoint_id: string;
   event_id: string;
+  /** `events.seq` of the event delivered; null for test sends. */
+  event_seq: number | null;
   event_type: string;
   event_account_id: string;
   payload: string | null;
@@ -36,7 +40,7 @@ export interface DeliveryRow {
 }
 
 export interface AttemptRow {
-  delivery_id: string;
+  delivery_seq: number;
   attempt: number;
   account_id: string;
   live_mode: number;
@@ -83,15 +87,15 @@ export function webhooksStore(db: Db) {
     setCursor: db.prepare('UPDATE webhook_cursor SET seq = ? WHERE id = 1'),
     eventsAfter: db.prepare('SELECT seq, id, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     insertDelivery: db.prepare(
-      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_type, event_account_id, payload, status,
-         attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
-       VALUES (@id, @account_id, @live_mode, @endpoint_id, @event_id, @event_type, @event_account_id, @payload, 'pending',
-         0, 0, @next_attempt_ms, @created_at, @created_at)
-       ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
+      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+       VALUES (@id, @account_id, @live_mode, @endpoint_id, @event_id, @event_seq, @event_type, @event_account_id, @payload,
+         'pending', 0, 0, @next_attempt_ms, @created_at, @created_at)
+       ON CONFLICT (endpoint_id, event_seq) DO NOTHING`,
     ),
-    // Ids only, from the covering partial index: rows are read one by one when they are sent.
+    // Seqs only, from the covering partial index: rows are read when they are sent.
     due: db.prepare(
-      `SELECT d.id, d.next_attempt_ms FROM webhook_deliveries d
+      `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
        ORDER BY d.next_attempt_ms LIMIT ?`,
@@ -100,32 +104,33 @@ export function webhooksStore(db: Db) {
       `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
        FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       LEFT JOIN events e ON e.id = d.event_id
+       LEFT JOIN events e ON e.seq = d.event_seq
        WHERE d.id = ?`,
     ),
-    // The same rows for a list of ids (a JSON array), in one statement.
+    // The same rows for a list of seqs (a JSON array), in one statement.
     sendableMany: db.prepare(
       `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
        FROM json_each(?) j
-       JOIN webhook_deliveries d ON d.id = j.value
+       JOIN webhook_deliveries d ON d.seq = j.value
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       LEFT JOIN events e ON e.id = d.event_id
+       LEFT JOIN events e ON e.seq = d.event_seq
        ORDER BY j.key`,
     ),
     delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?'),
+    deliveryBySeq: db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
     insertAttempt: db.prepare(
-      `INSERT INTO webhook_attempts (delivery_id, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
-       VALUES (@delivery_id, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
+      `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
+       VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
     ),
     updateDelivery: db.prepare(
       `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
-       WHERE id = @id`,
+       WHERE seq = @seq`,
     ),
     markSucceeded: db.prepare(
       `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
          next_attempt_ms = NULL, last_response_code = @code, last_error = NULL, updated_at = @updated_at
-       WHERE id = @id RETURNING attempts, account_id, live_mode`,
+       WHERE seq = @seq RETURNING attempts, account_id, live_mode`,
     ),
     cancelPending: db.prepare(
       `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
@@ -135,7 +140,7 @@ export function webhooksStore(db: Db) {
       'SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
     ),
     deliveryCount: db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
-    attemptsOf: db.prepare('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt'),
+    attemptsOf: db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
   };
 
   return {
@@ -164,29 +169,31 @@ export function webhooksStore(db: Db) {
       live_mode: number;
       endpoint_id: string;
       event_id: string;
+      event_seq: number | null;
       event_type: string;
       event_account_id: string;
       payload: string | null;
       next_attempt_ms: number | null;
       created_at: string;
     }) => s.insertDelivery.run(row).changes > 0,
-    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ id: string; next_attempt_ms: number }>,
+    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ seq: number; next_attempt_ms: number }>,
     sendable: (id: string) => s.sendable.get(id) as SendableRow | undefined,
-    sendableMany: (ids: string[]) => s.sendableMany.all(JSON.stringify(ids)) as SendableRow[],
+    sendableMany: (seqs: number[]) => s.sendableMany.all(JSON.stringify(seqs)) as SendableRow[],
     delivery: (id: string) => s.delivery.get(id) as DeliveryRow | undefined,
+    deliveryBySeq: (seq: number) => s.deliveryBySeq.get(seq) as DeliveryRow | undefined,
     insertAttempt: (row: AttemptRow) => void s.insertAttempt.run(row),
     updateDelivery: (
-      row: Pick<DeliveryRow, 'id' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
+      row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
     ) => void s.updateDelivery.run(row),
     /** The success path in one statement; the new attempt number, or undefined if the delivery is gone. */
-    markSucceeded: (row: { id: string; auto: number; code: number; updated_at: string }) =>
+    markSucceeded: (row: { seq: number; auto: number; code: number; updated_at: string }) =>
       s.markSucceeded.get(row) as { attempts: number; account_id: string; live_mode: number } | undefined,
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[],
       total: (s.deliveryCount.get(endpointId) as { n: number }).n,
     }),
-    attemptsOf: (deliveryId: string) => s.attemptsOf.all(deliveryId) as AttemptRow[],
+    attemptsOf: (deliverySeq: number) => s.attemptsOf.all(deliverySeq) as AttemptRow[],
   };
 }
 

@@ -42,12 +42,12 @@ export class DeliveryWorker implements Worker {
   private readonly accounts: AccountsService;
   private readonly agent: Agent;
   /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
-  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly inflight = new Map<number, Promise<void>>();
   /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
   private sending = 0;
   private readonly parents = new Map<string, string | null>();
-  /** Ids read ahead from the due index, sent in order as slots free up. */
-  private ready: string[] = [];
+  /** Seqs read ahead from the due index, sent in order as slots free up. */
+  private ready: number[] = [];
   private readonly targets = new Map<string, Target>();
   private readonly keys = new Map<string, { sealed: string; key: Buffer }>();
   private stopped = false;
@@ -142,9 +142,12 @@ export class DeliveryWorker implements Worker {
 
   /** Sends one delivery now, whatever its schedule (manual retry, test send); resolves once recorded. */
   async sendNow(deliveryId: string): Promise<DeliveryRow | undefined> {
-    const running = this.inflight.get(deliveryId);
-    if (running) await running;
-    const row = this.store.sendable(deliveryId);
+    let row = this.store.sendable(deliveryId);
+    const running = row && this.inflight.get(row.seq);
+    if (running) {
+      await running;
+      row = this.store.sendable(deliveryId);
+    }
     if (!row) return undefined;
     await this.launch(row, true);
     return this.store.delivery(deliveryId);
@@ -179,6 +182,7 @@ export class DeliveryWorker implements Worker {
               live_mode: ep.live_mode,
               endpoint_id: ep.id,
               event_id: ev.id,
+              event_seq: ev.seq,
               event_type: ev.type,
               event_account_id: ev.account_id,
               payload: null,
@@ -240,17 +244,17 @@ export class DeliveryWorker implements Worker {
         refilled = true;
         this.ready = this.store
           .due(now, max * 4 + this.inflight.size)
-          .map((r) => r.id)
-          .filter((id) => !this.inflight.has(id));
+          .map((r) => r.seq)
+          .filter((seq) => !this.inflight.has(seq));
         if (this.ready.length === 0) return;
       }
-      const ids: string[] = [];
-      while (ids.length < max - this.sending && this.ready.length > 0) {
-        const id = this.ready.shift()!;
-        if (!this.inflight.has(id)) ids.push(id);
+      const seqs: number[] = [];
+      while (seqs.length < max - this.sending && this.ready.length > 0) {
+        const seq = this.ready.shift()!;
+        if (!this.inflight.has(seq)) seqs.push(seq);
       }
-      if (ids.length === 0) continue;
-      for (const row of this.store.sendableMany(ids)) {
+      if (seqs.length === 0) continue;
+      for (const row of this.store.sendableMany(seqs)) {
         if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
         void this.launch(row, false);
       }
@@ -271,10 +275,10 @@ export class DeliveryWorker implements Worker {
       })
       .catch((err) => this.ctx.log.error({ err, delivery: row.id }, 'webhook attempt failed to record'))
       .finally(() => {
-        if (this.inflight.get(row.id) === p) this.inflight.delete(row.id);
+        if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
         this.kick();
       });
-    this.inflight.set(row.id, p);
+    this.inflight.set(row.seq, p);
     return p;
   }
 
@@ -306,7 +310,7 @@ export class DeliveryWorker implements Worker {
     const timestamp = Math.floor(attemptedAt / 1000);
     const t0 = performance.now();
     const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null): Outcome => ({
-      deliveryId: row.id,
+      deliverySeq: row.seq,
       manual,
       timestamp,
       attemptedAt,
@@ -392,7 +396,7 @@ export class DeliveryWorker implements Worker {
     const poll = this.ctx.config.webhooks.poll_ms;
     let delay = poll;
     if (this.sending < this.ctx.config.webhooks.concurrency) {
-      const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.id));
+      const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.seq));
       if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
     }
     // The timer's pass looks for events too: other processes write them without notifying us.

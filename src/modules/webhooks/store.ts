@@ -52,10 +52,13 @@ export interface AttemptRow {
   error: string | null;
 }
 
-/** What one attempt needs: the delivery, its endpoint, and the event it carries. */
-export interface SendableRow extends DeliveryRow {
-  url: string;
-  secret: string;
+/**
+ * What one attempt needs of the delivery and the event it carries, and whether it may be sent now.
+ * The endpoint's URL and secret never change (an endpoint's `PATCH` changes only its description
+ * and `disabled`): the worker reads them once per endpoint.
+ */
+export interface SendableRow
+  extends Pick<DeliveryRow, 'seq' | 'id' | 'account_id' | 'endpoint_id' | 'event_id' | 'event_type' | 'event_account_id' | 'payload' | 'status' | 'next_attempt_ms'> {
   endpoint_disabled: number;
   /** The event's payload (null for test sends, whose payload is on the delivery). */
   event_payload: string | null;
@@ -68,6 +71,10 @@ export interface EventRowLite {
   live_mode: number;
   type: string;
 }
+
+// Only what an attempt reads: the rows are read for every attempt, and each column is a copy.
+const SENDABLE = `d.seq, d.id, d.account_id, d.endpoint_id, d.event_id, d.event_type, d.event_account_id, d.payload, d.status,
+  d.next_attempt_ms, w.disabled AS endpoint_disabled, e.payload AS event_payload`;
 
 export function webhooksStore(db: Db) {
   const s = {
@@ -101,7 +108,7 @@ export function webhooksStore(db: Db) {
        ORDER BY d.next_attempt_ms LIMIT ?`,
     ),
     sendable: db.prepare(
-      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+      `SELECT ${SENDABLE}
        FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        LEFT JOIN events e ON e.seq = d.event_seq
@@ -109,7 +116,7 @@ export function webhooksStore(db: Db) {
     ),
     // The same rows for a list of seqs (a JSON array), in one statement.
     sendableMany: db.prepare(
-      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+      `SELECT ${SENDABLE}
        FROM json_each(?) j
        JOIN webhook_deliveries d ON d.seq = j.value
        JOIN webhook_endpoints w ON w.id = d.endpoint_id

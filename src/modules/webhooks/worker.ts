@@ -14,16 +14,19 @@ import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
 import { applyOutcome, describe, retryAfterMs, type Outcome } from './outcome.js';
 import { AttemptDeadlines } from './deadlines.js';
+import { post } from './post.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 const FAN_OUT_BATCH = 500;
 /** Outcomes are committed together: after this many, or this long after the first of a group. */
 const FLUSH_BATCH = 256;
 const FLUSH_DELAY_MS = 5;
+/** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
 interface Target {
   origin: string;
   path: string;
   refused: string | null;
+  key: Buffer;
 }
 
 
@@ -48,8 +51,8 @@ export class DeliveryWorker implements Worker {
   private readonly parents = new Map<string, string | null>();
   /** Seqs read ahead from the due index, sent in order as slots free up. */
   private ready: number[] = [];
+  /** By endpoint id: an endpoint's URL and secret never change. */
   private readonly targets = new Map<string, Target>();
-  private readonly keys = new Map<string, { sealed: string; key: Buffer }>();
   private stopped = false;
   private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushScheduled = false;
@@ -282,25 +285,19 @@ export class DeliveryWorker implements Worker {
     return p;
   }
 
-  private keyOf(row: SendableRow): Buffer {
-    const cached = this.keys.get(row.endpoint_id);
-    if (cached && cached.sealed === row.secret) return cached.key;
-    const key = secretKey(this.box.open(row.secret));
-    this.keys.set(row.endpoint_id, { sealed: row.secret, key });
-    return key;
-  }
-
-  /** An endpoint URL's origin and path, and whether it names a refused literal address; cached. */
-  private targetOf(url: string): Target {
-    let t = this.targets.get(url);
+  /** The endpoint's parsed URL and key, cached (undefined if the endpoint is gone). */
+  private targetOf(endpointId: string): Target | undefined {
+    let t = this.targets.get(endpointId);
     if (t) return t;
-    const u = new URL(url);
+    const ep = this.store.endpoint(endpointId);
+    if (!ep) return undefined;
+    const u = new URL(ep.url);
     const host = hostOf(u);
     // A literal address never reaches the socket's lookup, so it is checked here.
     const refused = isIP(host) && !this.guard.addressAllowed(host) ? `address_refused: ${host} is a private, local or metadata address` : null;
-    t = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname, refused };
+    t = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname, refused, key: secretKey(this.box.open(ep.secret)) };
     if (this.targets.size >= 1000) this.targets.clear();
-    this.targets.set(url, t);
+    this.targets.set(endpointId, t);
     return t;
   }
 
@@ -330,22 +327,22 @@ export class DeliveryWorker implements Worker {
         !connected && parsed.event_type !== undefined && parsed.api_version !== undefined
           ? payload
           : JSON.stringify(webhookBody({ type: row.event_type, payload: parsed, account_id: row.event_account_id }, { connected }));
-      const target = this.targetOf(row.url);
+      const target = this.targetOf(row.endpoint_id);
+      if (!target) return out(null, 'endpoint_missing: the endpoint was deleted');
       if (target.refused) return out(null, target.refused);
       // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
       const deadline = this.deadlines.join(performance.now());
       try {
         // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
-        const res = await this.agent.request({
+        const answer = await post(this.agent, {
           origin: target.origin,
           path: target.path,
-          method: 'POST',
           body,
-          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(this.keyOf(row), row.event_id, timestamp, body) },
+          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(target.key, row.event_id, timestamp, body) },
           signal: deadline.signal,
+          bodyLimit: 64 * 1024,
         });
-        await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
-        return out(res.statusCode, null, retryAfterMs(res.headers['retry-after'], this.ctx.clock.now()));
+        return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()));
       } finally {
         this.deadlines.leave(deadline);
       }

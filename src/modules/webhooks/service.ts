@@ -159,7 +159,10 @@ export class WebhooksService {
         disabled_reason: disabled ? (row.disabled === 1 ? row.disabled_reason : 'Disabled through the API.') : null,
         updated_at: now,
       });
-      if (disabled && row.disabled === 0) this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);
+      if (disabled && row.disabled === 0) {
+        this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);
+        this.worker.forgetReadAhead();
+      }
       return endpointView(this.store.endpoint(id)!);
     });
   }
@@ -168,6 +171,7 @@ export class WebhooksService {
     return tx(this.ctx.db, () => {
       const row = this.find([scope.accountId], scope.liveMode, id);
       this.store.deleteEndpoint(id);
+      this.worker.forgetReadAhead();
       return endpointView(row);
     });
   }

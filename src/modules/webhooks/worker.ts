@@ -49,8 +49,13 @@ export class DeliveryWorker implements Worker {
   /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
   private sending = 0;
   private readonly parents = new Map<string, string | null>();
-  /** Seqs read ahead from the due index, sent in order as slots free up. */
-  private ready: number[] = [];
+  /**
+   * Due deliveries read ahead (at most 4 x concurrency, in due order), sent as slots free up. Only
+   * this process changes endpoints and deliveries (the API's service and this worker), and every
+   * change that could make one of these rows unsendable clears them (`forgetReadAhead`): an
+   * endpoint disabled or deleted, a 410, a manual send. Attempts in flight are never read ahead.
+   */
+  private ready: SendableRow[] = [];
   /** By endpoint id: an endpoint's URL and secret never change. */
   private readonly targets = new Map<string, Target>();
   private stopped = false;
@@ -145,6 +150,7 @@ export class DeliveryWorker implements Worker {
 
   /** Sends one delivery now, whatever its schedule (manual retry, test send); resolves once recorded. */
   async sendNow(deliveryId: string): Promise<DeliveryRow | undefined> {
+    this.forgetReadAhead();
     let row = this.store.sendable(deliveryId);
     const running = row && this.inflight.get(row.seq);
     if (running) {
@@ -233,9 +239,8 @@ export class DeliveryWorker implements Worker {
   }
 
   /**
-   * Fills the free slots. Due ids are read ahead in batches (a cheap index-only query) and the rows
-   * to send now are read, and checked again, together just before they are sent (one query for all
-   * the slots freed since the last pass): a delivery finished or canceled meanwhile is skipped.
+   * Fills the free slots from the rows read ahead; when they run out, the next due ones are read
+   * (their seqs from the covering index, the rows of those not in flight in one statement).
    */
   private dispatch(): void {
     const max = this.ctx.config.webhooks.concurrency;
@@ -245,23 +250,24 @@ export class DeliveryWorker implements Worker {
       if (this.ready.length === 0) {
         if (refilled) return;
         refilled = true;
-        this.ready = this.store
+        const seqs = this.store
           .due(now, max * 4 + this.inflight.size)
           .map((r) => r.seq)
           .filter((seq) => !this.inflight.has(seq));
-        if (this.ready.length === 0) return;
+        if (seqs.length === 0) return;
+        this.ready = this.store.sendableMany(seqs);
+        continue;
       }
-      const seqs: number[] = [];
-      while (seqs.length < max - this.sending && this.ready.length > 0) {
-        const seq = this.ready.shift()!;
-        if (!this.inflight.has(seq)) seqs.push(seq);
-      }
-      if (seqs.length === 0) continue;
-      for (const row of this.store.sendableMany(seqs)) {
-        if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
-        void this.launch(row, false);
-      }
+      const row = this.ready.shift()!;
+      if (this.inflight.has(row.seq)) continue;
+      if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+      void this.launch(row, false);
     }
+  }
+
+  /** Drops the rows read ahead (an endpoint changed, a delivery was sent by hand): they are read again. */
+  forgetReadAhead(): void {
+    this.ready = [];
   }
 
   private launch(row: SendableRow, manual: boolean): Promise<void> {
@@ -380,6 +386,8 @@ export class DeliveryWorker implements Worker {
       this.bookkeeping(() => {
         for (const { outcome } of batch) applyOutcome(this.ctx, this.store, outcome);
       });
+      // A 410 disabled its endpoint and canceled that endpoint's pending deliveries.
+      if (batch.some(({ outcome }) => outcome.responseCode === 410)) this.forgetReadAhead();
     } catch (err) {
       this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again');
     }

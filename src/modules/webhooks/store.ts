@@ -76,6 +76,31 @@ export interface EventRowLite {
 const SENDABLE = `d.seq, d.id, d.account_id, d.endpoint_id, d.event_id, d.event_type, d.event_account_id, d.payload, d.status,
   d.next_attempt_ms, w.disabled AS endpoint_disabled, e.payload AS event_payload`;
 
+/**
+ * The delivery worker's routine writes, run by its writer (writer.ts: on a thread with its own
+ * connection, or inline), always with named parameters.
+ */
+export const WRITE_SQL = {
+  // Only for an endpoint still there and enabled: the fan-out is planned before it is written.
+  insertDelivery: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+     SELECT @id, @account_id, @live_mode, @endpoint_id, @event_id, @event_seq, @event_type, @event_account_id, @payload,
+       'pending', 0, 0, @next_attempt_ms, @created_at, @created_at
+     FROM webhook_endpoints WHERE id = @endpoint_id AND disabled = 0
+     ON CONFLICT (endpoint_id, event_seq) DO NOTHING`,
+  // Never backwards: a fan-out redone after a crash may end before one already recorded.
+  advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
+  // A 2xx settles the delivery whatever happened meanwhile; its attempt row takes the new count.
+  markSucceeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
+       next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
+     WHERE seq = @seq`,
+  insertSucceededAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
+       duration_ms, response_code, error)
+     SELECT seq, attempts, account_id, live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, NULL
+     FROM webhook_deliveries WHERE seq = @seq`,
+} as const;
+export type WriteStatement = keyof typeof WRITE_SQL;
+
 export function webhooksStore(db: Db) {
   const s = {
     insertEndpoint: db.prepare(
@@ -91,15 +116,8 @@ export function webhooksStore(db: Db) {
     activeEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
     maxSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
     cursor: db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
-    setCursor: db.prepare('UPDATE webhook_cursor SET seq = ? WHERE id = 1'),
     eventsAfter: db.prepare('SELECT seq, id, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
-    insertDelivery: db.prepare(
-      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
-       VALUES (@id, @account_id, @live_mode, @endpoint_id, @event_id, @event_seq, @event_type, @event_account_id, @payload,
-         'pending', 0, 0, @next_attempt_ms, @created_at, @created_at)
-       ON CONFLICT (endpoint_id, event_seq) DO NOTHING`,
-    ),
+    insertDelivery: db.prepare(WRITE_SQL.insertDelivery),
     // Seqs only, from the covering partial index: rows are read when they are sent.
     due: db.prepare(
       `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
@@ -134,11 +152,6 @@ export function webhooksStore(db: Db) {
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
        WHERE seq = @seq`,
     ),
-    markSucceeded: db.prepare(
-      `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
-         next_attempt_ms = NULL, last_response_code = @code, last_error = NULL, updated_at = @updated_at
-       WHERE seq = @seq RETURNING attempts, account_id, live_mode`,
-    ),
     cancelPending: db.prepare(
       `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
        WHERE endpoint_id = ? AND status = 'pending'`,
@@ -168,7 +181,6 @@ export function webhooksStore(db: Db) {
     },
     maxEventSeq: () => (s.maxSeq.get() as { seq: number }).seq,
     cursor: () => (s.cursor.get() as { seq: number }).seq,
-    setCursor: (seq: number) => void s.setCursor.run(seq),
     eventsAfter: (seq: number, limit: number) => s.eventsAfter.all(seq, limit) as EventRowLite[],
     insertDelivery: (row: {
       id: string;
@@ -192,9 +204,6 @@ export function webhooksStore(db: Db) {
     updateDelivery: (
       row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
     ) => void s.updateDelivery.run(row),
-    /** The success path in one statement; the new attempt number, or undefined if the delivery is gone. */
-    markSucceeded: (row: { seq: number; auto: number; code: number; updated_at: string }) =>
-      s.markSucceeded.get(row) as { attempts: number; account_id: string; live_mode: number } | undefined,
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[],

@@ -5,14 +5,15 @@ import { Agent } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
-import { newId } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { webhookBody } from '../../events/catalogue.js';
 import { AccountsService } from '../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
-import { applyOutcome, describe, retryAfterMs, type Outcome } from './outcome.js';
+import { applyFailure, describe, retryAfterMs, succeeded, successOps, type Outcome } from './outcome.js';
+import { planFanOut } from './fan-out.js';
+import { InlineWriter, ThreadWriter, type BookkeepingWriter, type WriteOp } from './writer.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
@@ -28,8 +29,6 @@ interface Target {
   refused: string | null;
   key: Buffer;
 }
-
-
 
 /**
  * The delivery worker. It fans events out (one `webhook_deliveries` row per event and endpoint,
@@ -74,6 +73,10 @@ export class DeliveryWorker implements Worker {
   private syncPragmas: { normal: Statement; restore: Statement } | undefined;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Where fan-outs and successes are committed (a thread with its own connection, unless in memory). */
+  readonly writer: BookkeepingWriter;
+  /** The fan-out running, if any: one at a time, each batch planned from the cursor the last committed. */
+  private fanning: Promise<number> | undefined;
   private readonly onEvents = () => this.wake();
 
   constructor(
@@ -91,6 +94,10 @@ export class DeliveryWorker implements Worker {
       bodyTimeout: t,
       connections: ctx.config.webhooks.concurrency,
     });
+    this.writer =
+      ctx.db.memory || !ctx.config.webhooks.writer_thread
+        ? new InlineWriter(ctx.db, (fn) => this.bookkeeping(fn))
+        : new ThreadWriter(ctx.db.name, ctx.config.database.busy_timeout_ms, ctx.log);
   }
 
   start(): void {
@@ -106,6 +113,8 @@ export class DeliveryWorker implements Worker {
     this.stopped = true;
     this.deadlines.abortAll();
     await Promise.allSettled([...this.inflight.values()]);
+    if (this.fanning) await this.fanning.catch(() => undefined);
+    await this.writer.close();
     await this.agent.close().catch(() => undefined);
   }
 
@@ -123,9 +132,10 @@ export class DeliveryWorker implements Worker {
       this.wakeScheduled = false;
       if (!this.running) return;
       try {
-        if (this.eventsMaybe) {
+        if (this.eventsMaybe && !this.fanning) {
           this.eventsMaybe = false;
-          this.fanOut();
+          // Its rows are sent by the pass that follows its commit.
+          void this.fanOut().then(() => this.kick());
         }
         this.dispatch();
       } catch (err) {
@@ -141,7 +151,9 @@ export class DeliveryWorker implements Worker {
    */
   async runDue(): Promise<void> {
     for (;;) {
-      this.fanOut();
+      // A fan-out already running may have started before the newest events: run one more after it.
+      while (this.fanning) await this.fanning;
+      await this.fanOut();
       this.dispatch();
       if (this.inflight.size === 0) return;
       await Promise.allSettled([...this.inflight.values()]);
@@ -162,49 +174,34 @@ export class DeliveryWorker implements Worker {
     return this.store.delivery(deliveryId);
   }
 
-  /** Creates the delivery rows of events past the cursor. Returns how many events it read. */
-  fanOut(): number {
+  /**
+   * Creates the delivery rows of events past the cursor, batch after batch, through the writer.
+   * Resolves with how many events it read (0 if it failed: the next pass, or the timer's, tries again).
+   */
+  fanOut(): Promise<number> {
+    const run = this.fanOutAll()
+      .catch((err) => {
+        this.ctx.log.error({ err }, 'webhook fan-out failed; it will be done again');
+        this.eventsMaybe = true;
+        return 0;
+      })
+      .finally(() => {
+        if (this.fanning === run) this.fanning = undefined;
+      });
+    this.fanning = run;
+    return run;
+  }
+
+  private async fanOutAll(): Promise<number> {
     let read = 0;
-    // Most wakes come from finished attempts: skip the write lock when no event is new.
+    // Most passes find nothing new: two index reads, no write.
     if (this.store.maxEventSeq() <= this.store.cursor()) return 0;
     for (;;) {
-      const n = this.bookkeeping(() => {
-        const events = this.store.eventsAfter(this.store.cursor(), FAN_OUT_BATCH);
-        if (events.length === 0) return 0;
-        const byScope = new Map<string, ReturnType<WebhooksStore['activeEndpoints']>>();
-        for (const ep of this.store.activeEndpoints()) {
-          const k = `${ep.account_id}:${ep.live_mode}`;
-          byScope.set(k, [...(byScope.get(k) ?? []), ep]);
-        }
-        const nowMs = this.ctx.clock.now();
-        const now = isoTime(nowMs);
-        for (const ev of events) {
-          if (byScope.size === 0) break;
-          const own = byScope.get(`${ev.account_id}:${ev.live_mode}`);
-          const parent = this.parentOf(ev.account_id);
-          const platform = parent ? byScope.get(`${parent}:${ev.live_mode}`) : undefined;
-          for (const ep of own && platform ? [...own, ...platform] : (own ?? platform ?? [])) {
-            if (ep.from_seq >= ev.seq) continue;
-            this.store.insertDelivery({
-              id: newId('whd'),
-              account_id: ep.account_id,
-              live_mode: ep.live_mode,
-              endpoint_id: ep.id,
-              event_id: ev.id,
-              event_seq: ev.seq,
-              event_type: ev.type,
-              event_account_id: ev.account_id,
-              payload: null,
-              next_attempt_ms: nowMs,
-              created_at: now,
-            });
-          }
-        }
-        this.store.setCursor(events[events.length - 1].seq);
-        return events.length;
-      });
-      read += n;
-      if (n < FAN_OUT_BATCH) return read;
+      const batch = planFanOut(this.store, (id) => this.parentOf(id), this.ctx.clock.now(), FAN_OUT_BATCH);
+      if (batch.events === 0) return read;
+      await this.writer.write(batch.ops);
+      read += batch.events;
+      if (batch.events < FAN_OUT_BATCH) return read;
     }
   }
 
@@ -376,25 +373,50 @@ export class DeliveryWorker implements Worker {
     });
   }
 
+  /**
+   * Commits a group of outcomes: successes through the writer (two statements each, no reads),
+   * failures here on the daemon's connection (they read the delivery to schedule its retry, and a
+   * 410 disables its endpoint). Each outcome's `done` waits for its commit, so the delivery is not
+   * sent again before its outcome is recorded; if recording fails it is sent again.
+   */
   private flush(): void {
     clearTimeout(this.flushTimer);
     this.flushScheduled = false;
     const batch = this.outcomes;
     if (batch.length === 0) return;
     this.outcomes = [];
-    try {
-      this.bookkeeping(() => {
-        for (const { outcome } of batch) applyOutcome(this.ctx, this.store, outcome);
-      });
-      // A 410 disabled its endpoint and canceled that endpoint's pending deliveries.
-      if (batch.some(({ outcome }) => outcome.responseCode === 410)) this.forgetReadAhead();
-    } catch (err) {
-      this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again');
+    const now = isoTime(this.ctx.clock.now());
+    const ops: WriteOp[] = [];
+    const written: Array<() => void> = [];
+    const failed: typeof batch = [];
+    for (const item of batch) {
+      if (succeeded(item.outcome)) {
+        ops.push(...successOps(item.outcome, now));
+        written.push(item.done);
+      } else failed.push(item);
     }
-    for (const { done } of batch) done();
+    if (failed.length > 0) {
+      try {
+        this.bookkeeping(() => {
+          for (const { outcome } of failed) applyFailure(this.ctx, this.store, outcome);
+        });
+        // A 410 disabled its endpoint and canceled that endpoint's pending deliveries.
+        if (failed.some(({ outcome }) => outcome.responseCode === 410)) this.forgetReadAhead();
+      } catch (err) {
+        this.ctx.log.error({ err }, 'recording failed webhook attempts failed; they will be sent again');
+      }
+      for (const { done } of failed) done();
+    }
+    if (ops.length > 0) {
+      this.writer
+        .write(ops)
+        .catch((err) => this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again'))
+        .finally(() => {
+          for (const done of written) done();
+        });
+    }
   }
 
-  /** Applies one attempt's outcome: the attempt row, the delivery's state, the 410 rule. */
   private scheduleTimer(): void {
     clearTimeout(this.timer);
     if (!this.running) return;

@@ -6,7 +6,7 @@ import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
-import { webhookBody } from '../../events/catalogue.js';
+import { deliveryBody } from './body.js';
 import { AccountsService } from '../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
@@ -322,14 +322,7 @@ export class DeliveryWorker implements Worker {
     try {
       const payload = row.payload ?? row.event_payload;
       if (payload === null) return out(null, 'event_missing: the event is no longer stored');
-      const parsed = JSON.parse(payload) as Record<string, unknown>;
-      const connected = row.event_account_id !== row.account_id;
-      // A stored payload that already names its type and version, sent to its own account, is the
-      // body as it is (it was written by JSON.stringify): serializing it again would change nothing.
-      const body =
-        !connected && parsed.event_type !== undefined && parsed.api_version !== undefined
-          ? payload
-          : JSON.stringify(webhookBody({ type: row.event_type, payload: parsed, account_id: row.event_account_id }, { connected }));
+      const body = deliveryBody(row, payload);
       const target = this.targetOf(row.endpoint_id);
       if (!target) return out(null, 'endpoint_missing: the endpoint was deleted');
       if (target.refused) return out(null, target.refused);

@@ -1,27 +1,22 @@
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import type { Statement } from 'better-sqlite3';
 import { Agent } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
-import { tx } from '../../db/database.js';
-import { isoTime } from '../../clock.js';
 import { deliveryBody } from './body.js';
 import { AccountsService } from '../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
-import { applyFailure, describe, retryAfterMs, succeeded, successOps, type Outcome } from './outcome.js';
+import { describe, retryAfterMs, type Outcome } from './outcome.js';
+import { OutcomeRecorder, bookkeepingTx } from './recorder.js';
 import { planFanOut } from './fan-out.js';
-import { InlineWriter, ThreadWriter, type BookkeepingWriter, type WriteOp } from './writer.js';
+import { InlineWriter, ThreadWriter, type BookkeepingWriter } from './writer.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 const FAN_OUT_BATCH = 500;
-/** Outcomes are committed together: after this many, or this long after the first of a group. */
-const FLUSH_BATCH = 256;
-const FLUSH_DELAY_MS = 5;
 /** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
 interface Target {
   origin: string;
@@ -58,9 +53,6 @@ export class DeliveryWorker implements Worker {
   /** By endpoint id: an endpoint's URL and secret never change. */
   private readonly targets = new Map<string, Target>();
   private stopped = false;
-  private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
-  private flushScheduled = false;
-  private flushTimer: NodeJS.Timeout | undefined;
   private wakeScheduled = false;
   /**
    * Whether the next pass must look for new events: set by the outbox's notice, the timer (events
@@ -70,11 +62,12 @@ export class DeliveryWorker implements Worker {
   private eventsMaybe = true;
   /** The whole-attempt limit, one timer shared by the attempts started close together. */
   private readonly deadlines: AttemptDeadlines;
-  private syncPragmas: { normal: Statement; restore: Statement } | undefined;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   /** Where fan-outs and successes are committed (a thread with its own connection, unless in memory). */
   readonly writer: BookkeepingWriter;
+  /** Commits outcomes in groups. */
+  private readonly recorder: OutcomeRecorder;
   /** The fan-out running, if any: one at a time, each batch planned from the cursor the last committed. */
   private fanning: Promise<number> | undefined;
   private readonly onEvents = () => this.wake();
@@ -94,10 +87,12 @@ export class DeliveryWorker implements Worker {
       bodyTimeout: t,
       connections: ctx.config.webhooks.concurrency,
     });
+    const bookkeeping = bookkeepingTx(ctx);
     this.writer =
       ctx.db.memory || !ctx.config.webhooks.writer_thread
-        ? new InlineWriter(ctx.db, (fn) => this.bookkeeping(fn))
+        ? new InlineWriter(ctx.db, bookkeeping)
         : new ThreadWriter(ctx.db.name, ctx.config.database.busy_timeout_ms, ctx.log);
+    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead());
   }
 
   start(): void {
@@ -205,31 +200,6 @@ export class DeliveryWorker implements Worker {
     }
   }
 
-  /**
-   * A transaction for the worker's own records, committed without waiting for the disk flush
-   * (`synchronous=NORMAL` for its duration; the connection's setting is restored after). They are
-   * idempotent: a power cut can only lose the newest of them, after which the cursor is behind
-   * (rows are made again, `ON CONFLICT DO NOTHING`) or an attempt's outcome is missing (the
-   * delivery is sent again with the same webhook-id). Events themselves are committed by their
-   * emitters with the configured durability. On slow store disks this halves the flushes between
-   * an event and its first attempt.
-   */
-  private bookkeeping<T>(fn: () => T): T {
-    const db = this.ctx.db;
-    if (db.inTransaction) return tx(db, fn);
-    // Prepared once: `db.pragma()` compiles its statement at every call, twice per group.
-    this.syncPragmas ??= {
-      normal: db.prepare('PRAGMA synchronous = NORMAL'),
-      restore: db.prepare(`PRAGMA synchronous = ${this.ctx.config.database.synchronous}`),
-    };
-    this.syncPragmas.normal.run();
-    try {
-      return tx(db, fn);
-    } finally {
-      this.syncPragmas.restore.run();
-    }
-  }
-
   private parentOf(accountId: string): string | null {
     if (!this.parents.has(accountId)) this.parents.set(accountId, this.accounts.account(accountId)?.parent_account_id ?? null);
     return this.parents.get(accountId)!;
@@ -274,7 +244,7 @@ export class DeliveryWorker implements Worker {
         this.sending--;
         // The slot is free now; the outcome commits with the next group.
         this.kick();
-        return outcome ? this.record(outcome) : undefined;
+        return outcome ? this.recorder.record(outcome) : undefined;
       }, (err) => {
         this.sending--;
         throw err;
@@ -345,68 +315,6 @@ export class DeliveryWorker implements Worker {
     } catch (err) {
       if (this.stopped) return undefined;
       return out(null, describe(err, this.ctx.config.webhooks.timeout_ms));
-    }
-  }
-
-  /** Queues an outcome for the next group commit; resolves once it is committed. */
-  private record(outcome: Outcome): Promise<void> {
-    return new Promise((resolve) => {
-      this.outcomes.push({ outcome, done: resolve });
-      if (this.outcomes.length >= FLUSH_BATCH) {
-        clearTimeout(this.flushTimer);
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
-        return;
-      }
-      if (this.flushScheduled) return;
-      this.flushScheduled = true;
-      // A few milliseconds of grouping spare many commits when deliveries stream; an attempt's slot
-      // is already free, so this delays only the record (and the re-sending of a crashed group).
-      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
-    });
-  }
-
-  /**
-   * Commits a group of outcomes: successes through the writer (two statements each, no reads),
-   * failures here on the daemon's connection (they read the delivery to schedule its retry, and a
-   * 410 disables its endpoint). Each outcome's `done` waits for its commit, so the delivery is not
-   * sent again before its outcome is recorded; if recording fails it is sent again.
-   */
-  private flush(): void {
-    clearTimeout(this.flushTimer);
-    this.flushScheduled = false;
-    const batch = this.outcomes;
-    if (batch.length === 0) return;
-    this.outcomes = [];
-    const now = isoTime(this.ctx.clock.now());
-    const ops: WriteOp[] = [];
-    const written: Array<() => void> = [];
-    const failed: typeof batch = [];
-    for (const item of batch) {
-      if (succeeded(item.outcome)) {
-        ops.push(...successOps(item.outcome, now));
-        written.push(item.done);
-      } else failed.push(item);
-    }
-    if (failed.length > 0) {
-      try {
-        this.bookkeeping(() => {
-          for (const { outcome } of failed) applyFailure(this.ctx, this.store, outcome);
-        });
-        // A 410 disabled its endpoint and canceled that endpoint's pending deliveries.
-        if (failed.some(({ outcome }) => outcome.responseCode === 410)) this.forgetReadAhead();
-      } catch (err) {
-        this.ctx.log.error({ err }, 'recording failed webhook attempts failed; they will be sent again');
-      }
-      for (const { done } of failed) done();
-    }
-    if (ops.length > 0) {
-      this.writer
-        .write(ops)
-        .catch((err) => this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again'))
-        .finally(() => {
-          for (const done of written) done();
-        });
     }
   }
 

@@ -27,11 +27,11 @@ interface Target {
 
 /**
  * The delivery worker. It fans events out (one `webhook_deliveries` row per event and endpoint,
- * keyed by the event id, behind a cursor over `events.seq` kept in the same transaction), then sends
- * what is due with bounded concurrency, signing each attempt at the moment it is made. Outcomes are
- * committed in groups (one transaction for all attempts that finished in the same tick). Nothing
- * lives only in memory: a delivery whose attempt was in flight when the process died is still
- * `pending` and due, so it is sent again after a restart with the same `webhook-id`.
+ * unique per endpoint and `events.seq`, behind a cursor over `events.seq` written in the same
+ * transaction), then sends what is due with bounded concurrency, signing each attempt at the moment
+ * it is made. Outcomes are committed in groups (recorder.ts). Nothing lives only in memory: a
+ * delivery whose attempt was in flight when the process died is still `pending` and due, so it is
+ * sent again after a restart with the same `webhook-id`.
  */
 export class DeliveryWorker implements Worker {
   readonly name = 'webhook-delivery';

@@ -16,7 +16,14 @@ import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
-const FAN_OUT_BATCH = 500;
+/**
+ * Events fanned out per transaction. Each delivery's random `whd_` id lands on a random page of the
+ * id index, and a commit writes every page it touched: bigger batches touch each page once for
+ * many rows (commit cost per row, 80,000 deliveries: about 10 µs at 500, 4 µs at 2,000, 2.4 µs at
+ * 5,000). A batch holds the event loop for about 20-30 ms while a backlog is fanned out.
+ */
+const FAN_OUT_BATCH = 2000;
+
 /** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
 interface Target {
   origin: string;

@@ -118,7 +118,7 @@ async function throughput(): Promise<BenchResult> {
       for (let sent = 0; sent < total; sent += 500) p.emit(Math.min(500, total - sent), payload);
       const t0 = performance.now();
       const cpu0 = process.cpuUsage();
-      // Polled rarely: counting costs this process CPU that would be charged to delivery.
+      // Polled rarely: the check runs on the thread that delivers, and its CPU is charged to delivery.
       while (!(finished.get() as { done: number }).done) await new Promise((r) => setTimeout(r, 100));
       const rate = total / ((performance.now() - t0) / 1000);
       const cpu = process.cpuUsage(cpu0);

@@ -8,9 +8,9 @@ import { MODULES } from '../../src/modules/index.js';
 import { ManualClock } from '../../src/clock.js';
 import { tx } from '../../src/db/database.js';
 import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
+import { latestVersion } from '../../src/db/migrate.js';
 import { getManagerPassword, setManagerPassword } from '../../src/modules/ops/store.js';
 import { provideStatus } from '../../src/modules/ops/status-sources.js';
-import { latestVersion } from '../../src/db/migrate.js';
 
 const PASSWORD = 'open sesame 2026';
 let server: TestServer | undefined;
@@ -90,7 +90,6 @@ describe('status page', () => {
     // A box that never joined a central says so instead of showing numbers.
     expect(status.text).toMatch(/<section id="sync" data-state="not_configured">/);
     expect(status.text).toMatch(/<section id="disk" data-state="ok">/);
-    // The newest migration, whichever area added it last.
     expect(status.text).toContain(`schema ${latestVersion()}`);
     expect(status.text).toContain('Last backup</td><td class="bad">never');
   });

@@ -22,13 +22,15 @@ import { subscriptionItems } from './068-subscription-items.js';
 import { operations } from './070-operations.js';
 import { storeOwned } from './080-store-owned.js';
 import { syncFeedOrigin } from './085-sync-feed-origin.js';
+import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
  * not collide: 1-9 foundation, 10-19 money, 20-29 terminals, 30-39 events and webhooks, 40-49 sync,
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations,
- * 80-89 sync's second pass (appliers of bookings, coupons, contracts, subscriptions, connected accounts).
+ * 80-89 sync's second pass (store appliers, the central's feed), 90-94 webhook bookkeeping keys,
+ * 95-99 row origins for reconciliation.
  * A released migration is never edited: add a new one.
  */
 export const MIGRATIONS: readonly Migration[] = [
@@ -55,5 +57,6 @@ export const MIGRATIONS: readonly Migration[] = [
   operations,
   storeOwned,
   syncFeedOrigin,
+  webhookSequentialKeys,
   rowOrigins,
 ];

@@ -1,10 +1,11 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import type { WebhooksStore } from './store.js';
+import type { WriteOp } from './writer.js';
 
-/** What one attempt came to; committed in groups by the worker (`applyOutcome` in its transaction). */
+/** What one attempt came to; committed in groups by the worker (`successOps` through its writer, `applyFailure`). */
 export interface Outcome {
-  deliveryId: string;
+  deliverySeq: number;
   manual: boolean;
   timestamp: number;
   attemptedAt: number;
@@ -14,22 +15,38 @@ export interface Outcome {
   retryAfterMs: number | null;
 }
 
+/** Whether an answer settles the delivery: any 2xx. */
+export function succeeded(o: Outcome): boolean {
+  return o.responseCode !== null && o.responseCode >= 200 && o.responseCode < 300;
+}
+
+/** A 2xx attempt's record: the delivery settled and the attempt's row, for the worker's writer. */
+export function successOps(o: Outcome, now: string): WriteOp[] {
+  const params = {
+    seq: o.deliverySeq,
+    auto: o.manual ? 0 : 1,
+    manual: o.manual ? 1 : 0,
+    response_code: o.responseCode,
+    updated_at: now,
+    webhook_timestamp: o.timestamp,
+    attempted_at: isoTime(o.attemptedAt),
+    duration_ms: o.durationMs,
+  };
+  return [
+    ['markSucceeded', params],
+    ['insertSucceededAttempt', params],
+  ];
+}
+
 /**
- * Applies one attempt's outcome: the attempt row, the delivery's state (success, the retry schedule
- * with `Retry-After`, giving up), and the 410 rule (the endpoint is disabled, its pending deliveries
- * canceled). Runs inside the worker's bookkeeping transaction.
+ * Applies a failed attempt's outcome (not a 2xx; see `successOps` for those): the attempt row, the
+ * delivery's state (the retry schedule with `Retry-After`, giving up), and the 410 rule (the
+ * endpoint is disabled, its pending deliveries canceled). Runs inside the worker's bookkeeping
+ * transaction on the daemon's connection: failures are few, and they read before they write.
  */
-export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome): void {
+export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome): void {
   const code = o.responseCode;
-  const ok = code !== null && code >= 200 && code < 300;
-  if (ok) {
-    // The common case, in one statement: a 2xx settles the delivery whatever happened meanwhile.
-    const now = isoTime(ctx.clock.now());
-    const done = store.markSucceeded({ id: o.deliveryId, auto: o.manual ? 0 : 1, code, updated_at: now });
-    if (done) store.insertAttempt(attemptRow(o, done.attempts, done));
-    return;
-  }
-  const d = store.delivery(o.deliveryId);
+  const d = store.deliveryBySeq(o.deliverySeq);
   if (!d) return; // the endpoint was deleted meanwhile
   const cfg = ctx.config.webhooks;
   const now = isoTime(ctx.clock.now());
@@ -64,7 +81,7 @@ export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome):
     }
   }
   store.updateDelivery({
-    id: d.id,
+    seq: d.seq,
     status,
     attempts: attempt,
     auto_attempts: autoAttempts,
@@ -78,7 +95,7 @@ export function applyOutcome(ctx: AppContext, store: WebhooksStore, o: Outcome):
 
 function attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_mode: number }) {
   return {
-    delivery_id: o.deliveryId,
+    delivery_seq: o.deliverySeq,
     attempt,
     account_id: d.account_id,
     live_mode: d.live_mode,

@@ -159,7 +159,10 @@ export class WebhooksService {
         disabled_reason: disabled ? (row.disabled === 1 ? row.disabled_reason : 'Disabled through the API.') : null,
         updated_at: now,
       });
-      if (disabled && row.disabled === 0) this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);
+      if (disabled && row.disabled === 0) {
+        this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);
+        this.worker.forgetReadAhead();
+      }
       return endpointView(this.store.endpoint(id)!);
     });
   }
@@ -168,13 +171,14 @@ export class WebhooksService {
     return tx(this.ctx.db, () => {
       const row = this.find([scope.accountId], scope.liveMode, id);
       this.store.deleteEndpoint(id);
+      this.worker.forgetReadAhead();
       return endpointView(row);
     });
   }
 
   deliveries(endpoint: EndpointRow, limit: number, offset: number): { rows: DeliveryView[]; total: number } {
     const page = this.store.deliveriesPage(endpoint.id, limit, offset);
-    return { rows: page.rows.map((d) => deliveryView(d, this.store.attemptsOf(d.id))), total: page.total };
+    return { rows: page.rows.map((d) => deliveryView(d, this.store.attemptsOf(d.seq))), total: page.total };
   }
 
   async retry(scope: Scope, endpointId: string, deliveryId: string): Promise<DeliveryView> {
@@ -184,7 +188,7 @@ export class WebhooksService {
     if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
     const after = await this.worker.sendNow(deliveryId);
     if (!after) throw notFound('delivery', deliveryId);
-    return deliveryView(after, this.store.attemptsOf(deliveryId));
+    return deliveryView(after, this.store.attemptsOf(after.seq));
   }
 
   /** Spec 6.6's testing tab: an example of any catalogue event, sent now, not retried on its own. */
@@ -203,6 +207,7 @@ export class WebhooksService {
         live_mode: endpoint.live_mode,
         endpoint_id: endpoint.id,
         event_id: newId('msg'),
+        event_seq: null,
         event_type: entry.type,
         event_account_id: endpoint.account_id,
         payload: JSON.stringify(payload),
@@ -212,6 +217,6 @@ export class WebhooksService {
       }),
     );
     const after = await this.worker.sendNow(id);
-    return deliveryView(after!, this.store.attemptsOf(id));
+    return deliveryView(after!, this.store.attemptsOf(after!.seq));
   }
 }

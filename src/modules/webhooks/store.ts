@@ -17,11 +17,15 @@ export interface EndpointRow {
 }
 
 export interface DeliveryRow {
+  /** The rowid, in creation order: the worker's key (the `id` is the API's). */
+  seq: number;
   id: string;
   account_id: string;
   live_mode: number;
   endpoint_id: string;
   event_id: string;
+  /** `events.seq` of the event delivered; null for test sends. */
+  event_seq: number | null;
   event_type: string;
   event_account_id: string;
   payload: string | null;
@@ -36,7 +40,7 @@ export interface DeliveryRow {
 }
 
 export interface AttemptRow {
-  delivery_id: string;
+  delivery_seq: number;
   attempt: number;
   account_id: string;
   live_mode: number;
@@ -48,10 +52,13 @@ export interface AttemptRow {
   error: string | null;
 }
 
-/** What one attempt needs: the delivery, its endpoint, and the event it carries. */
-export interface SendableRow extends DeliveryRow {
-  url: string;
-  secret: string;
+/**
+ * What one attempt needs of the delivery and the event it carries, and whether it may be sent now.
+ * The endpoint's URL and secret never change (an endpoint's `PATCH` changes only its description
+ * and `disabled`): the worker reads them once per endpoint.
+ */
+export interface SendableRow
+  extends Pick<DeliveryRow, 'seq' | 'id' | 'account_id' | 'endpoint_id' | 'event_id' | 'event_type' | 'event_account_id' | 'payload' | 'status' | 'next_attempt_ms'> {
   endpoint_disabled: number;
   /** The event's payload (null for test sends, whose payload is on the delivery). */
   event_payload: string | null;
@@ -64,6 +71,35 @@ export interface EventRowLite {
   live_mode: number;
   type: string;
 }
+
+// Only what an attempt reads: the rows are read for every attempt, and each column is a copy.
+const SENDABLE = `d.seq, d.id, d.account_id, d.endpoint_id, d.event_id, d.event_type, d.event_account_id, d.payload, d.status,
+  d.next_attempt_ms, w.disabled AS endpoint_disabled, e.payload AS event_payload`;
+
+/**
+ * The delivery worker's routine writes, run by its writer (writer.ts: on a thread with its own
+ * connection, or inline), always with named parameters.
+ */
+export const WRITE_SQL = {
+  // Only for an endpoint still there and enabled: the fan-out is planned before it is written.
+  insertDelivery: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+     SELECT @id, @account_id, @live_mode, @endpoint_id, @event_id, @event_seq, @event_type, @event_account_id, @payload,
+       'pending', 0, 0, @next_attempt_ms, @created_at, @created_at
+     FROM webhook_endpoints WHERE id = @endpoint_id AND disabled = 0
+     ON CONFLICT (endpoint_id, event_seq) DO NOTHING`,
+  // Never backwards: a fan-out redone after a crash may end before one already recorded.
+  advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
+  // A 2xx settles the delivery whatever happened meanwhile; its attempt row takes the new count.
+  markSucceeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
+       next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
+     WHERE seq = @seq`,
+  insertSucceededAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
+       duration_ms, response_code, error)
+     SELECT seq, attempts, account_id, live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, NULL
+     FROM webhook_deliveries WHERE seq = @seq`,
+} as const;
+export type WriteStatement = keyof typeof WRITE_SQL;
 
 export function webhooksStore(db: Db) {
   const s = {
@@ -80,52 +116,41 @@ export function webhooksStore(db: Db) {
     activeEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
     maxSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
     cursor: db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
-    setCursor: db.prepare('UPDATE webhook_cursor SET seq = ? WHERE id = 1'),
     eventsAfter: db.prepare('SELECT seq, id, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
-    insertDelivery: db.prepare(
-      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_type, event_account_id, payload, status,
-         attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
-       VALUES (@id, @account_id, @live_mode, @endpoint_id, @event_id, @event_type, @event_account_id, @payload, 'pending',
-         0, 0, @next_attempt_ms, @created_at, @created_at)
-       ON CONFLICT (endpoint_id, event_id) DO NOTHING`,
-    ),
-    // Ids only, from the covering partial index: rows are read one by one when they are sent.
+    insertDelivery: db.prepare(WRITE_SQL.insertDelivery),
+    // Seqs only, from the covering partial index: rows are read when they are sent.
     due: db.prepare(
-      `SELECT d.id, d.next_attempt_ms FROM webhook_deliveries d
+      `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
        ORDER BY d.next_attempt_ms LIMIT ?`,
     ),
     sendable: db.prepare(
-      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+      `SELECT ${SENDABLE}
        FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       LEFT JOIN events e ON e.id = d.event_id
+       LEFT JOIN events e ON e.seq = d.event_seq
        WHERE d.id = ?`,
     ),
-    // The same rows for a list of ids (a JSON array), in one statement.
+    // The same rows for a list of seqs (a JSON array), in one statement.
     sendableMany: db.prepare(
-      `SELECT d.*, w.url, w.secret, w.disabled AS endpoint_disabled, e.payload AS event_payload
+      `SELECT ${SENDABLE}
        FROM json_each(?) j
-       JOIN webhook_deliveries d ON d.id = j.value
+       JOIN webhook_deliveries d ON d.seq = j.value
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       LEFT JOIN events e ON e.id = d.event_id
+       LEFT JOIN events e ON e.seq = d.event_seq
        ORDER BY j.key`,
     ),
     delivery: db.prepare('SELECT * FROM webhook_deliveries WHERE id = ?'),
+    deliveryBySeq: db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
     insertAttempt: db.prepare(
-      `INSERT INTO webhook_attempts (delivery_id, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
-       VALUES (@delivery_id, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
+      `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
+       VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
     ),
     updateDelivery: db.prepare(
       `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
-       WHERE id = @id`,
-    ),
-    markSucceeded: db.prepare(
-      `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
-         next_attempt_ms = NULL, last_response_code = @code, last_error = NULL, updated_at = @updated_at
-       WHERE id = @id RETURNING attempts, account_id, live_mode`,
+       WHERE seq = @seq`,
     ),
     cancelPending: db.prepare(
       `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
@@ -135,7 +160,7 @@ export function webhooksStore(db: Db) {
       'SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
     ),
     deliveryCount: db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
-    attemptsOf: db.prepare('SELECT * FROM webhook_attempts WHERE delivery_id = ? ORDER BY attempt'),
+    attemptsOf: db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
   };
 
   return {
@@ -156,7 +181,6 @@ export function webhooksStore(db: Db) {
     },
     maxEventSeq: () => (s.maxSeq.get() as { seq: number }).seq,
     cursor: () => (s.cursor.get() as { seq: number }).seq,
-    setCursor: (seq: number) => void s.setCursor.run(seq),
     eventsAfter: (seq: number, limit: number) => s.eventsAfter.all(seq, limit) as EventRowLite[],
     insertDelivery: (row: {
       id: string;
@@ -164,29 +188,28 @@ export function webhooksStore(db: Db) {
       live_mode: number;
       endpoint_id: string;
       event_id: string;
+      event_seq: number | null;
       event_type: string;
       event_account_id: string;
       payload: string | null;
       next_attempt_ms: number | null;
       created_at: string;
     }) => s.insertDelivery.run(row).changes > 0,
-    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ id: string; next_attempt_ms: number }>,
+    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ seq: number; next_attempt_ms: number }>,
     sendable: (id: string) => s.sendable.get(id) as SendableRow | undefined,
-    sendableMany: (ids: string[]) => s.sendableMany.all(JSON.stringify(ids)) as SendableRow[],
+    sendableMany: (seqs: number[]) => s.sendableMany.all(JSON.stringify(seqs)) as SendableRow[],
     delivery: (id: string) => s.delivery.get(id) as DeliveryRow | undefined,
+    deliveryBySeq: (seq: number) => s.deliveryBySeq.get(seq) as DeliveryRow | undefined,
     insertAttempt: (row: AttemptRow) => void s.insertAttempt.run(row),
     updateDelivery: (
-      row: Pick<DeliveryRow, 'id' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
+      row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
     ) => void s.updateDelivery.run(row),
-    /** The success path in one statement; the new attempt number, or undefined if the delivery is gone. */
-    markSucceeded: (row: { id: string; auto: number; code: number; updated_at: string }) =>
-      s.markSucceeded.get(row) as { attempts: number; account_id: string; live_mode: number } | undefined,
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[],
       total: (s.deliveryCount.get(endpointId) as { n: number }).n,
     }),
-    attemptsOf: (deliveryId: string) => s.attemptsOf.all(deliveryId) as AttemptRow[],
+    attemptsOf: (deliverySeq: number) => s.attemptsOf.all(deliverySeq) as AttemptRow[],
   };
 }
 

@@ -1,0 +1,115 @@
+import type { Statement } from 'better-sqlite3';
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
+import { applyFailure, succeeded, successOps, type Outcome } from './outcome.js';
+import type { WebhooksStore } from './store.js';
+import type { BookkeepingWriter, WriteOp } from './writer.js';
+
+/** Outcomes are committed together: after this many, or this long after the first of a group. */
+const FLUSH_BATCH = 256;
+const FLUSH_DELAY_MS = 5;
+
+/**
+ * A transaction for the delivery worker's own records on the daemon's connection, committed without
+ * waiting for the disk flush (`synchronous=NORMAL` for its duration; the connection's setting is
+ * restored after). They are idempotent: a power cut can only lose the newest of them, after which
+ * the cursor is behind (rows are made again, `ON CONFLICT DO NOTHING`) or an attempt's outcome is
+ * missing (the delivery is sent again with the same webhook-id). Events themselves are committed by
+ * their emitters with the configured durability. On slow store disks this halves the flushes
+ * between an event and its first attempt.
+ */
+export function bookkeepingTx(ctx: AppContext): <T>(fn: () => T) => T {
+  const db = ctx.db;
+  // Prepared once: `db.pragma()` compiles its statement at every call, twice per group.
+  let pragmas: { normal: Statement; restore: Statement } | undefined;
+  return <T>(fn: () => T): T => {
+    if (db.inTransaction) return tx(db, fn);
+    pragmas ??= {
+      normal: db.prepare('PRAGMA synchronous = NORMAL'),
+      restore: db.prepare(`PRAGMA synchronous = ${ctx.config.database.synchronous}`),
+    };
+    pragmas.normal.run();
+    try {
+      return tx(db, fn);
+    } finally {
+      pragmas.restore.run();
+    }
+  };
+}
+
+/**
+ * Commits attempts' outcomes in groups: successes through the writer (two statements each, no
+ * reads), failures on the daemon's connection (they read the delivery to schedule its retry, and a
+ * 410 disables its endpoint). `record` resolves once its outcome has committed (or failed to: then
+ * the delivery is still due and is sent again), so a delivery is never sent again before then.
+ */
+export class OutcomeRecorder {
+  private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
+  private flushScheduled = false;
+  private flushTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: WebhooksStore,
+    private readonly writer: BookkeepingWriter,
+    private readonly bookkeeping: <T>(fn: () => T) => T,
+    /** Called after a 410 disabled an endpoint (its pending deliveries are canceled). */
+    private readonly onEndpointDisabled: () => void,
+  ) {}
+
+  /** Queues an outcome for the next group commit; resolves once it is committed. */
+  record(outcome: Outcome): Promise<void> {
+    return new Promise((resolve) => {
+      this.outcomes.push({ outcome, done: resolve });
+      if (this.outcomes.length >= FLUSH_BATCH) {
+        clearTimeout(this.flushTimer);
+        this.flushScheduled = true;
+        setImmediate(() => this.flush());
+        return;
+      }
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      // A few milliseconds of grouping spare many commits when deliveries stream; an attempt's slot
+      // is already free, so this delays only the record (and the re-sending of a crashed group).
+      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+    });
+  }
+
+  private flush(): void {
+    clearTimeout(this.flushTimer);
+    this.flushScheduled = false;
+    const batch = this.outcomes;
+    if (batch.length === 0) return;
+    this.outcomes = [];
+    const now = isoTime(this.ctx.clock.now());
+    const ops: WriteOp[] = [];
+    const written: Array<() => void> = [];
+    const failed: typeof batch = [];
+    for (const item of batch) {
+      if (succeeded(item.outcome)) {
+        ops.push(...successOps(item.outcome, now));
+        written.push(item.done);
+      } else failed.push(item);
+    }
+    if (failed.length > 0) {
+      try {
+        this.bookkeeping(() => {
+          for (const { outcome } of failed) applyFailure(this.ctx, this.store, outcome);
+        });
+        if (failed.some(({ outcome }) => outcome.responseCode === 410)) this.onEndpointDisabled();
+      } catch (err) {
+        this.ctx.log.error({ err }, 'recording failed webhook attempts failed; they will be sent again');
+      }
+      for (const { done } of failed) done();
+    }
+    if (ops.length > 0) {
+      this.writer
+        .write(ops)
+        .catch((err) => this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again'))
+        .finally(() => {
+          for (const done of written) done();
+        });
+    }
+  }
+}

@@ -82,8 +82,11 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
         continue;
       }
       if (r.prev_seq !== last) {
+        // `last` is the central's applied seq only for the batch's first new record; after that it is
+        // a record of this batch, which the refusal rolls back, so the message must not call it applied.
+        const expected = last === before ? `the central has applied up to seq ${before}` : `the record before it in the batch is seq ${last}`;
         throw new ApiError('sync_sequence_gap', {
-          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but the central has applied up to seq ${last}; nothing was applied.`,
+          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was applied${last === before ? '' : ` (the central has applied up to seq ${before})`}.`,
           extra: { applied_seq: before, record_id: r.id },
         });
       }

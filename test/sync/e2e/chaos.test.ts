@@ -1,12 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { ChaosProxy, seededRandom } from './chaos-proxy.js';
-import { posd, requireBuild, startDaemonProcess, startSimulatorProcess, type DaemonProcess, type SimulatorProcess } from './processes.js';
+import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir as tmp, startSimulatorProcess, type DaemonProcess, type SimulatorProcess } from './processes.js';
 
 /**
  * Store and central as separate processes, the link between them through a proxy that drops, cuts
@@ -20,13 +18,6 @@ const DECLINED = 20;
 const SEED = Number(process.env.POSD_CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 32));
 const random = seededRandom(SEED);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const dirs: string[] = [];
-const tmp = (p: string) => {
-  const d = mkdtempSync(join(tmpdir(), p));
-  dirs.push(d);
-  return d;
-};
 
 let central: DaemonProcess;
 let store: DaemonProcess;
@@ -51,6 +42,10 @@ let centralConfig: Record<string, unknown>;
 let storeConfig: Record<string, unknown>;
 let centralKills = 0;
 let storeKills = 0;
+/** Stops the link flapper and the killer (set by the test; afterAll calls it too, if the test failed or timed out). */
+let stopChaos: () => Promise<void> = async () => {};
+/** Set by afterAll: requests still retrying in the background (a timed-out test) give up. */
+let tornDown = false;
 
 const hostPort = (url: string) => {
   const u = new URL(url);
@@ -80,6 +75,7 @@ async function call(method: 'GET' | 'POST', url: string, body?: unknown, idempot
  */
 async function untilAnswered(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<any> {
   for (;;) {
+    if (tornDown) throw new Error(`${method} ${path}: the test is over`);
     try {
       const res = await call(method, `${store.url}${path}`, body, idempotencyKey);
       if (res.status >= 200 && res.status < 300) return res.body;
@@ -148,14 +144,18 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  tornDown = true;
+  // A failed or timed-out test leaves the killer running: stop it before it restarts a daemon.
+  await stopChaos();
   await Promise.all(sims.map((s) => s.stop()));
   await store?.kill('SIGTERM');
   await central?.kill('SIGTERM');
+  // Whatever else is still running (a daemon restarted while the test failed): no orphans.
+  await killStarted();
   await proxy?.close();
   await relay?.close();
   await new Promise((r) => receiver?.close(r));
-  if (!process.env.POSD_E2E_LOG) for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  else console.log(dirs);
+  removeTempDirs();
 });
 
 /** Charges on one terminal, one after the other (a newer command would supersede a pending one). */
@@ -223,15 +223,24 @@ describe('sync end to end under a flapping link and crashes', () => {
       done[what] = Math.max(done[what] ?? 0, Date.now() - started);
       return v;
     };
-    const [onA, onB, declined] = await Promise.all([
-      timed('terminals', charge('A', payments.filter((i) => tillOf(i) === 'A'))),
-      timed('terminals', charge('B', payments.filter((i) => tillOf(i) === 'B'))),
-      timed('terminals', charge('C', payments.filter((i) => tillOf(i) === 'C'))),
-      ...Array.from({ length: 5 }, () => timed('cash', seller())),
-    ]);
-    chaos = false;
-    clearInterval(flapper);
-    await killer;
+    const stop = async () => {
+      chaos = false;
+      clearInterval(flapper);
+      await killer;
+    };
+    stopChaos = () => stop().catch(() => {});
+    let made: Array<Array<{ i: number; status: string }> | void>;
+    try {
+      made = await Promise.all([
+        timed('terminals', charge('A', payments.filter((i) => tillOf(i) === 'A'))),
+        timed('terminals', charge('B', payments.filter((i) => tillOf(i) === 'B'))),
+        timed('terminals', charge('C', payments.filter((i) => tillOf(i) === 'C'))),
+        ...Array.from({ length: 5 }, () => timed('cash', seller())),
+      ]);
+    } finally {
+      await stop();
+    }
+    const [onA, onB, declined] = made as Array<Array<{ i: number; status: string }>>;
     proxy.mode = { up: true, cutResponse: 0, delayMs: 0 };
     const madeMs = Date.now() - started;
     const approved = [...onA, ...onB].sort((a, b) => a.i - b.i);

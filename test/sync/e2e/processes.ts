@@ -1,5 +1,6 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
@@ -8,6 +9,53 @@ const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, '../../..');
 export const MAIN = join(ROOT, 'dist/src/main.js');
 export const SIMULATOR = join(ROOT, 'dist/devices/simulator/cli.js');
+
+/** Every process started here that has not exited yet, so a failed test can leave none behind. */
+const running = new Set<ChildProcess>();
+
+function tracked(child: ChildProcess): ChildProcess {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/**
+ * SIGKILLs every process started here that still runs, and waits for them: the last step of each
+ * e2e file's afterAll, whatever failed before it (a test that threw mid-chaos, a beforeAll that
+ * started the central but not the store, a daemon restarted after its handle was dropped).
+ */
+export async function killStarted(): Promise<void> {
+  await Promise.all(
+    [...running].map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+}
+
+// The test process itself ending (a worker torn down, Ctrl-C) takes its daemons with it.
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+const tempDirs: string[] = [];
+
+/** A fresh data folder for a daemon, removed by `removeTempDirs`. */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+
+/** Removes the folders of `tempDir`; with POSD_E2E_LOG set they are kept (daemon.log) and listed. */
+export function removeTempDirs(): void {
+  if (process.env.POSD_E2E_LOG) return void console.log(tempDirs);
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
 
 export function requireBuild(): void {
   if (!existsSync(MAIN) || !existsSync(SIMULATOR)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
@@ -40,7 +88,7 @@ export interface DaemonProcess {
 export async function startDaemonProcess(dataDir: string, config: Record<string, unknown>): Promise<DaemonProcess> {
   const file = join(dataDir, 'test-config.json');
   writeFileSync(file, JSON.stringify({ data_dir: dataDir, http: { host: '127.0.0.1', port: 0 }, log: { level: 'info', format: 'json' }, ...config }));
-  const child = spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, POSD_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = tracked(spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, POSD_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   const url = await new Promise<string>((resolveUrl, reject) => {
@@ -83,7 +131,7 @@ export async function startSimulatorProcess(opts: {
   delaysMs: { waiting: number; reading: number; authorizing: number };
   reconnectDelayMs: number;
 }): Promise<SimulatorProcess> {
-  const child = spawn(
+  const child = tracked(spawn(
     process.execPath,
     [
       SIMULATOR, '--url', opts.url, '--terminal-id', opts.terminalId, '--token', opts.token, '--behaviour', opts.behaviour,
@@ -91,7 +139,7 @@ export async function startSimulatorProcess(opts: {
       '--delay-authorizing', String(opts.delaysMs.authorizing), '--reconnect-delay', String(opts.reconnectDelayMs),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  ));
   const events: SimulatorProcess['events'] = [];
   const welcomed = new Promise<void>((resolveWelcome, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -1,5 +1,4 @@
 import { isoTime } from '../../clock.js';
-import { newId } from '../../ids.js';
 import type { EndpointRow, WebhooksStore } from './store.js';
 import type { WriteOp } from './writer.js';
 
@@ -14,8 +13,8 @@ export interface FanOutBatch {
  * Plans one fan-out batch from the daemon's connection (reads only): one delivery row per event and
  * active endpoint of its account and environment (and of its platform, for a connected account's
  * event), for endpoints made before the event. The writer commits the rows and the cursor together;
- * a row whose endpoint was deleted or disabled meanwhile is not made (the insert checks), and an
- * existing one is kept (`ON CONFLICT DO NOTHING`), so a batch planned twice is written once.
+ * a row whose endpoint was deleted or disabled meanwhile is not made (the insert checks), nor one
+ * for an event the cursor has passed, so a batch planned twice is written once.
  */
 export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) => string | null, nowMs: number, limit: number): FanOutBatch {
   const events = store.eventsAfter(store.cursor(), limit);
@@ -37,7 +36,8 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
       ops.push([
         'insertDelivery',
         {
-          id: newId('whd'),
+          // Derived from the row's seq when read (delivery-ids.ts): nothing random to index.
+          id: null,
           account_id: ep.account_id,
           live_mode: ep.live_mode,
           endpoint_id: ep.id,

@@ -14,7 +14,7 @@ const FLUSH_DELAY_MS = 5;
  * A transaction for the delivery worker's own records on the daemon's connection, committed without
  * waiting for the disk flush (`synchronous=NORMAL` for its duration; the connection's setting is
  * restored after). They are idempotent: a power cut can only lose the newest of them, after which
- * the cursor is behind (rows are made again, `ON CONFLICT DO NOTHING`) or an attempt's outcome is
+ * the cursor is behind (rows are made again, past the cursor only) or an attempt's outcome is
  * missing (the delivery is sent again with the same webhook-id). Events themselves are committed by
  * their emitters with the configured durability. On slow store disks this halves the flushes
  * between an event and its first attempt.

@@ -24,8 +24,8 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
     const k = `${ep.account_id}:${ep.live_mode}`;
     byScope.set(k, [...(byScope.get(k) ?? []), ep]);
   }
-  const now = isoTime(nowMs);
-  const ops: WriteOp[] = [];
+  // [events.seq, endpoint id] per row, in row order: one statement writes them (store.ts).
+  const rows: Array<[number, string]> = [];
   for (const ev of events) {
     if (byScope.size === 0) break;
     const own = byScope.get(`${ev.account_id}:${ev.live_mode}`);
@@ -33,25 +33,11 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
     const platform = parent ? byScope.get(`${parent}:${ev.live_mode}`) : undefined;
     for (const ep of own && platform ? [...own, ...platform] : (own ?? platform ?? [])) {
       if (ep.from_seq >= ev.seq) continue;
-      ops.push([
-        'insertDelivery',
-        {
-          // Derived from the row's seq when read (delivery-ids.ts): nothing random to index.
-          id: null,
-          account_id: ep.account_id,
-          live_mode: ep.live_mode,
-          endpoint_id: ep.id,
-          event_id: ev.id,
-          event_seq: ev.seq,
-          event_type: ev.type,
-          event_account_id: ev.account_id,
-          payload: null,
-          next_attempt_ms: nowMs,
-          created_at: now,
-        },
-      ]);
+      rows.push([ev.seq, ep.id]);
     }
   }
+  const ops: WriteOp[] = [];
+  if (rows.length > 0) ops.push(['insertDeliveries', { rows: JSON.stringify(rows), next_attempt_ms: nowMs, created_at: isoTime(nowMs) }]);
   ops.push(['advanceCursor', { seq: events[events.length - 1].seq }]);
   return { events: events.length, ops };
 }

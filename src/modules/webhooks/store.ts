@@ -93,6 +93,18 @@ export const WRITE_SQL = {
        'pending', 0, 0, @next_attempt_ms, @created_at, @created_at
      FROM webhook_endpoints WHERE id = @endpoint_id AND disabled = 0
        AND (@event_seq IS NULL OR @event_seq > (SELECT seq FROM webhook_cursor WHERE id = 1))`,
+  // A fan-out batch in one statement (`rows`: a JSON array of [events.seq, endpoint id], in the
+  // order the rows are to be numbered): per row, a statement costs about 14 µs of binding and
+  // lookups, this about 3 µs. The event's columns come from its row; the same conditions as above.
+  insertDeliveries: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+     SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL,
+       'pending', 0, 0, @next_attempt_ms, @created_at, @created_at
+     FROM json_each(@rows) j
+     JOIN events e ON e.seq = j.value ->> 0
+     JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
+     WHERE e.seq > (SELECT seq FROM webhook_cursor WHERE id = 1)
+     ORDER BY j.key`,
   // Never backwards: a fan-out redone after a crash may end before one already recorded.
   advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
   // A 2xx settles the delivery whatever happened meanwhile; its attempt row takes the new count.
@@ -103,6 +115,15 @@ export const WRITE_SQL = {
        duration_ms, response_code, error)
      SELECT seq, attempts, account_id, live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, NULL
      FROM webhook_deliveries WHERE seq = @seq`,
+  // The same for many successes with one response code and kind (`seqs`: a JSON array of distinct
+  // seqs; `rows`: [seq, webhook_timestamp, attempted_at, duration_ms] each), two statements a group.
+  markSucceededMany: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
+       next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
+     WHERE seq IN (SELECT value FROM json_each(@seqs))`,
+  insertSucceededAttempts: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
+       duration_ms, response_code, error)
+     SELECT d.seq, d.attempts, d.account_id, d.live_mode, @manual, j.value ->> 1, j.value ->> 2, j.value ->> 3, @response_code, NULL
+     FROM json_each(@rows) j JOIN webhook_deliveries d ON d.seq = j.value ->> 0`,
 } as const;
 export type WriteStatement = keyof typeof WRITE_SQL;
 

@@ -112,24 +112,10 @@ describe('migration 91 (derived delivery ids, fewer indexes)', () => {
     const store = webhooksStore(db);
     expect(store.delivery('whd_0123456789abcdef')).toMatchObject({ seq: 1, id: 'whd_0123456789abcdef', status: 'succeeded' });
     expect(store.attemptsOf(1)).toMatchObject([{ attempt: 1, response_code: 200 }]);
-    const insert = db.prepare(WRITE_SQL.insertDelivery);
-    const row = (event_id: string, event_seq: number) => ({
-      id: null,
-      account_id: 'ac_1',
-      live_mode: 0,
-      endpoint_id: 'ep_1',
-      event_id,
-      event_seq,
-      event_type: 'intent.succeeded',
-      event_account_id: 'ac_1',
-      payload: null,
-      next_attempt_ms: 0,
-      created_at: t,
-    });
-    // The fan-out of events 2 and 3, written twice (a batch redone): rows once, none for event 1.
+    // The fan-out of events 1-3 (1 is behind the cursor), written twice (a batch redone): rows once.
     const batch = () =>
       db.transaction(() => {
-        for (const [id, seq] of [['msg_a', 1], ['msg_b', 2], ['msg_c', 3]] as const) insert.run(row(id, seq));
+        db.prepare(WRITE_SQL.insertDeliveries).run({ rows: JSON.stringify([[1, 'ep_1'], [2, 'ep_1'], [3, 'ep_1']]), next_attempt_ms: 0, created_at: t });
         db.prepare(WRITE_SQL.advanceCursor).run({ seq: 3 });
       })();
     batch();

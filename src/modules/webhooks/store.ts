@@ -66,12 +66,11 @@ export interface SendableRow
   event_payload: string | null;
 }
 
+/** What the fan-out plans from: the rows take the event's id and type from the events table. */
 export interface EventRowLite {
   seq: number;
-  id: string;
   account_id: string;
   live_mode: number;
-  type: string;
 }
 
 // Only what an attempt reads: the rows are read for every attempt, and each column is a copy.
@@ -142,7 +141,7 @@ export function webhooksStore(db: Db) {
     activeEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
     maxSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
     cursor: db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
-    eventsAfter: db.prepare('SELECT seq, id, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    eventsAfter: db.prepare('SELECT seq, account_id, live_mode FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     insertDelivery: db.prepare(WRITE_SQL.insertDelivery),
     // Seqs only, from the covering partial index: rows are read when they are sent.
     due: db.prepare(

@@ -23,6 +23,7 @@ import { operations } from './070-operations.js';
 import { storeOwned } from './080-store-owned.js';
 import { syncFeedOrigin } from './085-sync-feed-origin.js';
 import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
+import { webhookDerivedIds } from './091-webhook-derived-ids.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
@@ -59,4 +60,5 @@ export const MIGRATIONS: readonly Migration[] = [
   syncFeedOrigin,
   webhookSequentialKeys,
   rowOrigins,
+  webhookDerivedIds,
 ];

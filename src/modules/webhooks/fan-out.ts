@@ -1,5 +1,4 @@
 import { isoTime } from '../../clock.js';
-import { newId } from '../../ids.js';
 import type { EndpointRow, WebhooksStore } from './store.js';
 import type { WriteOp } from './writer.js';
 
@@ -14,8 +13,8 @@ export interface FanOutBatch {
  * Plans one fan-out batch from the daemon's connection (reads only): one delivery row per event and
  * active endpoint of its account and environment (and of its platform, for a connected account's
  * event), for endpoints made before the event. The writer commits the rows and the cursor together;
- * a row whose endpoint was deleted or disabled meanwhile is not made (the insert checks), and an
- * existing one is kept (`ON CONFLICT DO NOTHING`), so a batch planned twice is written once.
+ * a row whose endpoint was deleted or disabled meanwhile is not made (the insert checks), nor one
+ * for an event the cursor has passed, so a batch planned twice is written once.
  */
 export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) => string | null, nowMs: number, limit: number): FanOutBatch {
   const events = store.eventsAfter(store.cursor(), limit);
@@ -25,8 +24,8 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
     const k = `${ep.account_id}:${ep.live_mode}`;
     byScope.set(k, [...(byScope.get(k) ?? []), ep]);
   }
-  const now = isoTime(nowMs);
-  const ops: WriteOp[] = [];
+  // [events.seq, endpoint id] per row, in row order: one statement writes them (store.ts).
+  const rows: Array<[number, string]> = [];
   for (const ev of events) {
     if (byScope.size === 0) break;
     const own = byScope.get(`${ev.account_id}:${ev.live_mode}`);
@@ -34,24 +33,11 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
     const platform = parent ? byScope.get(`${parent}:${ev.live_mode}`) : undefined;
     for (const ep of own && platform ? [...own, ...platform] : (own ?? platform ?? [])) {
       if (ep.from_seq >= ev.seq) continue;
-      ops.push([
-        'insertDelivery',
-        {
-          id: newId('whd'),
-          account_id: ep.account_id,
-          live_mode: ep.live_mode,
-          endpoint_id: ep.id,
-          event_id: ev.id,
-          event_seq: ev.seq,
-          event_type: ev.type,
-          event_account_id: ev.account_id,
-          payload: null,
-          next_attempt_ms: nowMs,
-          created_at: now,
-        },
-      ]);
+      rows.push([ev.seq, ep.id]);
     }
   }
+  const ops: WriteOp[] = [];
+  if (rows.length > 0) ops.push(['insertDeliveries', { rows: JSON.stringify(rows), next_attempt_ms: nowMs, created_at: isoTime(nowMs) }]);
   ops.push(['advanceCursor', { seq: events[events.length - 1].seq }]);
   return { events: events.length, ops };
 }

@@ -20,22 +20,45 @@ export function succeeded(o: Outcome): boolean {
   return o.responseCode !== null && o.responseCode >= 200 && o.responseCode < 300;
 }
 
-/** A 2xx attempt's record: the delivery settled and the attempt's row, for the worker's writer. */
-export function successOps(o: Outcome, now: string): WriteOp[] {
-  const params = {
-    seq: o.deliverySeq,
-    auto: o.manual ? 0 : 1,
-    manual: o.manual ? 1 : 0,
-    response_code: o.responseCode,
-    updated_at: now,
-    webhook_timestamp: o.timestamp,
-    attempted_at: isoTime(o.attemptedAt),
-    duration_ms: o.durationMs,
-  };
-  return [
-    ['markSucceeded', params],
-    ['insertSucceededAttempt', params],
-  ];
+/**
+ * 2xx attempts' records for the worker's writer: each delivery settled and its attempt's row. The
+ * successes of a group that share a response code and kind (automatic or manual) are two
+ * statements in all; a delivery twice in one group (not expected: it is not sent again before its
+ * outcome commits) gets its own statements, in order, so each attempt keeps its number.
+ */
+export function successOps(outcomes: Outcome[], now: string): WriteOp[] {
+  const groups = new Map<string, { seqs: number[]; rows: unknown[][]; auto: number; manual: number; response_code: number | null }>();
+  const seen = new Set<number>();
+  const single: WriteOp[] = [];
+  for (const o of outcomes) {
+    const attempted = isoTime(o.attemptedAt);
+    if (seen.has(o.deliverySeq)) {
+      const params = {
+        seq: o.deliverySeq,
+        auto: o.manual ? 0 : 1,
+        manual: o.manual ? 1 : 0,
+        response_code: o.responseCode,
+        updated_at: now,
+        webhook_timestamp: o.timestamp,
+        attempted_at: attempted,
+        duration_ms: o.durationMs,
+      };
+      single.push(['markSucceeded', params], ['insertSucceededAttempt', params]);
+      continue;
+    }
+    seen.add(o.deliverySeq);
+    const key = `${o.responseCode}:${o.manual ? 1 : 0}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { seqs: [], rows: [], auto: o.manual ? 0 : 1, manual: o.manual ? 1 : 0, response_code: o.responseCode }));
+    g.seqs.push(o.deliverySeq);
+    g.rows.push([o.deliverySeq, o.timestamp, attempted, o.durationMs]);
+  }
+  const ops: WriteOp[] = [];
+  for (const g of groups.values()) {
+    const common = { auto: g.auto, manual: g.manual, response_code: g.response_code, updated_at: now };
+    ops.push(['markSucceededMany', { ...common, seqs: JSON.stringify(g.seqs) }], ['insertSucceededAttempts', { manual: g.manual, response_code: g.response_code, rows: JSON.stringify(g.rows) }]);
+  }
+  return [...ops, ...single];
 }
 
 /**

@@ -14,7 +14,7 @@ const FLUSH_DELAY_MS = 5;
  * A transaction for the delivery worker's own records on the daemon's connection, committed without
  * waiting for the disk flush (`synchronous=NORMAL` for its duration; the connection's setting is
  * restored after). They are idempotent: a power cut can only lose the newest of them, after which
- * the cursor is behind (rows are made again, `ON CONFLICT DO NOTHING`) or an attempt's outcome is
+ * the cursor is behind (rows are made again, past the cursor only) or an attempt's outcome is
  * missing (the delivery is sent again with the same webhook-id). Events themselves are committed by
  * their emitters with the configured durability. On slow store disks this halves the flushes
  * between an event and its first attempt.
@@ -40,7 +40,7 @@ export function bookkeepingTx(ctx: AppContext): <T>(fn: () => T) => T {
 
 /**
  * Commits attempts' outcomes in groups: successes through the writer (two statements each, no
- * reads), failures on the daemon's connection (they read the delivery to schedule its retry, and a
+ * reads, two statements per group of like answers), failures on the daemon's connection (they read the delivery to schedule its retry, and a
  * 410 disables its endpoint). `record` resolves once its outcome has committed (or failed to: then
  * the delivery is still due and is sent again), so a delivery is never sent again before then.
  */
@@ -83,15 +83,16 @@ export class OutcomeRecorder {
     if (batch.length === 0) return;
     this.outcomes = [];
     const now = isoTime(this.ctx.clock.now());
-    const ops: WriteOp[] = [];
+    const successes: Outcome[] = [];
     const written: Array<() => void> = [];
     const failed: typeof batch = [];
     for (const item of batch) {
       if (succeeded(item.outcome)) {
-        ops.push(...successOps(item.outcome, now));
+        successes.push(item.outcome);
         written.push(item.done);
       } else failed.push(item);
     }
+    const ops: WriteOp[] = successes.length > 0 ? successOps(successes, now) : [];
     if (failed.length > 0) {
       try {
         this.bookkeeping(() => {

@@ -24,7 +24,7 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker): v
           byEndpoint.set(row.endpoint_id, ep);
         }
         ep.deliveries.push({
-          delivery_id: row.id,
+          delivery_id: worker.deliveryId(row),
           event_type: row.event_type,
           attempts: row.attempts,
           last_response_code: row.last_response_code,

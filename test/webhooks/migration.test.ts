@@ -84,7 +84,7 @@ describe('migration 90 (webhook sequential keys)', () => {
   });
 });
 
-describe('migration 91 (derived delivery ids, fewer indexes)', () => {
+describe('migration 96 (derived delivery ids, fewer indexes)', () => {
   it('keeps stored ids, rows and attempts; new rows get derived ids; the fan-out insert makes one row per endpoint and event', () => {
     dir = mkdtempSync(join(tmpdir(), 'posd-wh-migration-'));
     const db = openDatabase(join(dir, 'posd.db'), { migrate: false });

@@ -23,16 +23,17 @@ import { operations } from './070-operations.js';
 import { storeOwned } from './080-store-owned.js';
 import { syncFeedOrigin } from './085-sync-feed-origin.js';
 import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
-import { webhookDerivedIds } from './091-webhook-derived-ids.js';
+import { webhookDerivedIds } from './096-webhook-derived-ids.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
  * Every schema change, in order. Versions are grouped by area so that work on different areas does
  * not collide: 1-9 foundation, 10-19 money, 20-29 terminals, 30-39 events and webhooks, 40-49 sync,
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations,
- * 80-89 sync's second pass (store appliers, the central's feed), 90-94 webhook bookkeeping keys,
- * 95-99 row origins for reconciliation.
- * A released migration is never edited: add a new one.
+ * 80-89 sync's second pass (store appliers, the central's feed), 90 and 96 webhook bookkeeping keys,
+ * 95 row origins for reconciliation. From 96 on, a new migration takes the next number above the
+ * highest: the runner applies only versions above the database's, so a lower number added later
+ * would be skipped on every database already past it. A released migration is never edited.
  */
 export const MIGRATIONS: readonly Migration[] = [
   foundation,

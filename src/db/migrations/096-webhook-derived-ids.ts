@@ -14,7 +14,7 @@ import type { Migration } from '../migrate.js';
  * Both tables are rebuilt (SQLite cannot drop a column's UNIQUE or NOT NULL in place), as in 90.
  */
 export const webhookDerivedIds: Migration = {
-  version: 91,
+  version: 96,
   name: 'webhook-derived-ids',
   up: `
     CREATE TABLE webhook_delivery_ids_key (

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { Account } from '../accounts/service.js';
 import { tx } from '../../db/database.js';
+import { groupCommit } from '../../db/group-commit.js';
 import { ApiError, invalid } from '../../errors.js';
 import { isoTime } from '../../clock.js';
 import { newId, randomToken } from '../../ids.js';
@@ -78,16 +79,40 @@ function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer
   return row;
 }
 
+/** The availability check and the inserts (and the checkout), in the caller's transaction. */
+function book(ctx: AppContext, account: Account, b: BookingCreate): BookingRow {
+  expireHolds(ctx);
+  const plan = planBooking(ctx, account, b as Target);
+  return place(ctx, account, plan, resolveCustomer(ctx, account, b), b);
+}
+
 /**
- * `POST /bookings`: one IMMEDIATE transaction from the availability check to the insert (and the
+ * A booking in one IMMEDIATE transaction from the availability check to the insert (and the
  * checkout), so of many concurrent requests for one slot exactly one commits; the others see its
  * rows and answer `slot_unavailable`.
  */
 export function createBooking(ctx: AppContext, account: Account, b: BookingCreate): BookingRow {
-  return tx(ctx.db, () => {
-    expireHolds(ctx);
-    const plan = planBooking(ctx, account, b as Target);
-    return place(ctx, account, plan, resolveCustomer(ctx, account, b), b);
+  return tx(ctx.db, () => book(ctx, account, b));
+}
+
+/**
+ * `POST /bookings`: the same check and inserts, run in the database's next group commit
+ * (`db/group-commit.ts`): bookings that arrive together share one IMMEDIATE transaction and one
+ * flush, each in its own savepoint, checked and written one after the other, so a booking sees the
+ * slots taken by those before it in the batch and two can still never hold one slot. One refused
+ * rolls back alone. Resolves only once the commit is on disk. `inTransaction` runs last in the
+ * booking's savepoint (the route stores its idempotent answer there).
+ */
+export function createBookingGrouped(
+  ctx: AppContext,
+  account: Account,
+  b: BookingCreate,
+  inTransaction?: (row: BookingRow) => void,
+): Promise<BookingRow> {
+  return groupCommit(ctx.db, () => {
+    const row = book(ctx, account, b);
+    inTransaction?.(row);
+    return row;
   });
 }
 

@@ -12,12 +12,13 @@ import {
   TabItemBody, TabSchema,
 } from './schema.js';
 import {
-  acceptBooking, addTabItem, bookingAccountId, bookingsEnabled, cancelBooking, chargeBalance, checkInBooking, closeTab, completeBooking, createBooking,
+  acceptBooking, addTabItem, bookingAccountId, bookingsEnabled, cancelBooking, chargeBalance, checkInBooking, closeTab, completeBooking, createBookingGrouped,
   createSeries, declineBooking, getBooking, listBookings, markBalancePaidOutside, noShowBooking, registerGuests, requireBookingsEnabled, rescheduleBooking,
   tabOf, tabView,
 } from './service.js';
 import { viewFor } from './views.js';
 import { IdParams } from '../../api/schemas.js';
+import { commitIdempotentResponse } from '../../api/idempotency.js';
 
 const iso = (s: string | undefined) => (s === undefined ? undefined : new Date(s).toISOString());
 
@@ -31,9 +32,12 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
     return account;
   };
 
-  app.post('/bookings', { schema: { tags, body: BookingCreateBody, response: { 201: BookingSchema, ...errorResponses } } }, async (req, reply) =>
-    reply.code(201).send(viewFor(ctx, req)(createBooking(ctx, enabledAccount(req), req.body))),
-  );
+  app.post('/bookings', { schema: { tags, body: BookingCreateBody, response: { 201: BookingSchema, ...errorResponses } } }, async (req, reply) => {
+    const view = viewFor(ctx, req);
+    // The Idempotency-Key's answer commits with the booking, so a retry after a crash never books twice.
+    const row = await createBookingGrouped(ctx, enabledAccount(req), req.body, (r) => commitIdempotentResponse(req, reply, 201, view(r)));
+    return reply.code(201).send(view(row));
+  });
 
   app.post('/booking_series', { schema: { tags, body: SeriesCreateBody, response: { 201: SeriesSchema, ...errorResponses } } }, async (req, reply) => {
     const s = createSeries(ctx, enabledAccount(req), req.body);

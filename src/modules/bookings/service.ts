@@ -11,7 +11,7 @@ import type { BookingFilter, BookingRow, TabRow } from './store.js';
 import type { Stay } from './schema.js';
 import { nextTabStatus } from './tab-machine.js';
 
-export { createBooking, createSeries, rescheduleBooking } from './create.js';
+export { createBooking, createBookingGrouped, createSeries, rescheduleBooking } from './create.js';
 
 /** Whether the account takes bookings: on unless the account setting `bookings_enabled` is false. */
 export function bookingsEnabled(account: Account): boolean {

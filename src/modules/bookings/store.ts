@@ -124,8 +124,11 @@ export function bookingsStore(db: Db) {
       `UPDATE sched_bookings SET ${COLUMNS.filter((c) => !FIXED.has(c)).map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
     ),
     get: db.prepare('SELECT * FROM sched_bookings WHERE id = ?'),
+    // Walks (subject, ends_at) from the new slot's start: only rows ending after it are read, the
+    // subject's future from there, never its whole past (migration 98).
     conflict: db.prepare(
-      `SELECT owner_id FROM sched_occupancy WHERE subject = ? AND starts_at < ? AND ends_at > ? AND owner_id <> ? LIMIT 1`,
+      `SELECT owner_id FROM sched_occupancy INDEXED BY sched_occupancy_subject_end
+        WHERE subject = ? AND ends_at > ? AND starts_at < ? AND owner_id <> ? LIMIT 1`,
     ),
     occupy: db.prepare(
       'INSERT INTO sched_occupancy (owner_id, account_id, live_mode, subject, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?)',
@@ -210,7 +213,7 @@ export function bookingsStore(db: Db) {
     get: (id: string) => s.get.get(id) as BookingRow | undefined,
     /** The first owner already holding `subject` somewhere in [from, to), ignoring `exceptOwner`. */
     conflict: (subject: string, from: string, to: string, exceptOwner = '') =>
-      (s.conflict.get(subject, to, from, exceptOwner) as { owner_id: string } | undefined)?.owner_id,
+      (s.conflict.get(subject, from, to, exceptOwner) as { owner_id: string } | undefined)?.owner_id,
     occupy: (o: OccupancyInput) => s.occupy.run(o.ownerId, o.accountId, o.liveMode ? 1 : 0, o.subject, o.startsAt, o.endsAt),
     release: (ownerId: string) => s.release.run(ownerId).changes,
     occupancyOf: (ownerId: string) => s.occupancyOf.all(ownerId) as Array<{ subject: string; starts_at: string; ends_at: string }>,

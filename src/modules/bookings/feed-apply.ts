@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
+import { appendFeedChange, publishesFeed } from '../../sync/feed-out.js';
 import { bookingsStoreOf } from './deps.js';
 import type { BookingRow } from './store.js';
 
@@ -24,6 +24,8 @@ export interface FeedBooking {
  * (`recordSync`). A no-op at a store.
  */
 export function publishBooking(ctx: AppContext, row: BookingRow): void {
+  // Asked first: at a store (every booking of the counter) the payload below would be read for nothing.
+  if (!publishesFeed(ctx.db)) return;
   const store = bookingsStoreOf(ctx);
   const series = row.booking_series_id ? (store.series(row.booking_series_id) ?? null) : null;
   const payload: FeedBooking = { booking: row, occupancy: store.occupancyOf(row.id), series };

@@ -24,6 +24,7 @@ import { storeOwned } from './080-store-owned.js';
 import { syncFeedOrigin } from './085-sync-feed-origin.js';
 import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
 import { webhookDerivedIds } from './096-webhook-derived-ids.js';
+import { eventsRedundantIndex } from './097-events-redundant-index.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
@@ -62,4 +63,5 @@ export const MIGRATIONS: readonly Migration[] = [
   webhookSequentialKeys,
   rowOrigins,
   webhookDerivedIds,
+  eventsRedundantIndex,
 ];

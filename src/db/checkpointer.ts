@@ -111,6 +111,9 @@ export function startCheckpointer(
       if (stopping) return;
       stopping = true;
       const exited = new Promise((r) => worker.once('exit', r));
+      // Unreferenced, the thread would let a stopping process exit before it closed its connection
+      // (and before the daemon's stop finished).
+      worker.ref();
       worker.postMessage('close');
       await exited;
       inline();

@@ -30,6 +30,11 @@ export const ConfigSchema = Type.Object({
       /** FULL by default: a sale acknowledged with a 2xx must survive a power cut. */
       synchronous: Type.Union([Type.Literal('FULL'), Type.Literal('NORMAL'), Type.Literal('EXTRA')], { default: 'FULL' }),
       busy_timeout_ms: Type.Integer({ minimum: 0, default: 5000 }),
+      /**
+       * WAL checkpoints run on a thread of their own every this many ms (src/db/checkpointer.ts),
+       * off the request path. 0: SQLite's default, inside the commit that fills the WAL.
+       */
+      checkpoint_interval_ms: Type.Integer({ minimum: 0, default: 100 }),
     },
     { default: {} },
   ),

@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { maskedConfig, publicBaseUrl } from './config.js';
 import { openDatabase, type Db } from './db/database.js';
 import { databaseFile } from './db/paths.js';
+import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { Outbox } from './events/outbox.js';
@@ -80,7 +81,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const url = publicBaseUrl(config, port);
   if (installation) opts.onInstalled?.(installation, `${url}/api`);
 
-  const workers: Worker[] = modules.flatMap((m) => m.workers?.(ctx) ?? []);
+  const workers: Worker[] = [checkpointWorker(ctx, config), ...modules.flatMap((m) => m.workers?.(ctx) ?? [])];
   for (const w of workers) await w.start();
   // The effective configuration, once, with every secret masked: what a manager needs to read a problem.
   log.info({ config: maskedConfig(config) }, 'configuration');
@@ -115,4 +116,26 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     })());
 
   return { ctx, app, url, stop };
+}
+
+/** The WAL checkpoint thread as a daemon worker: started before the others, stopped after them. */
+function checkpointWorker(ctx: AppContext, config: Config): Worker {
+  let checkpointer: Checkpointer | undefined;
+  return {
+    name: 'wal-checkpoint',
+    start() {
+      // An in-memory database has no WAL and no file another connection could open.
+      if (config.database.checkpoint_interval_ms === 0 || ctx.db.memory) return;
+      checkpointer = startCheckpointer(ctx.db, {
+        file: ctx.db.name,
+        intervalMs: config.database.checkpoint_interval_ms,
+        synchronous: config.database.synchronous,
+        busyTimeoutMs: config.database.busy_timeout_ms,
+        log: ctx.log,
+      });
+    },
+    async stop() {
+      await checkpointer?.stop();
+    },
+  };
 }

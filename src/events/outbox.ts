@@ -61,7 +61,7 @@ export class Outbox {
     if (!this.db.inTransaction) throw new Error('emit() outside a transaction: the event would not commit with its change');
     const id = input.id ?? newId('msg');
     const createdAt = input.createdAt ?? isoTime(this.clock.now());
-    this.insert.run({
+    const row: Omit<EventRow, 'seq'> = {
       id,
       account_id: input.accountId,
       live_mode: input.liveMode ? 1 : 0,
@@ -69,9 +69,13 @@ export class Outbox {
       object_id: input.objectId ?? null,
       payload: JSON.stringify(input.payload),
       created_at: createdAt,
-    });
+    };
+    const result = this.insert.run(row);
     this.scheduleWake();
-    return this.get(id)!;
+    // The row just written is known: reading it back cost a second statement per event on every
+    // money write. Only an id that already existed (a re-emitted event) returns the stored one.
+    if (result.changes === 0) return this.get(id)!;
+    return toStoredEvent({ ...row, seq: Number(result.lastInsertRowid) });
   }
 
   get(id: string): StoredEvent | undefined {

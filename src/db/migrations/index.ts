@@ -25,6 +25,7 @@ import { syncFeedOrigin } from './085-sync-feed-origin.js';
 import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
 import { webhookDerivedIds } from './096-webhook-derived-ids.js';
 import { occupancyByEnd } from './098-occupancy-by-end.js';
+import { eventsRedundantIndex } from './099-events-redundant-index.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
@@ -32,7 +33,7 @@ import { rowOrigins } from './095-row-origins.js';
  * not collide: 1-9 foundation, 10-19 money, 20-29 terminals, 30-39 events and webhooks, 40-49 sync,
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations,
  * 80-89 sync's second pass (store appliers, the central's feed), 90 and 96 webhook bookkeeping keys,
- * 95 row origins for reconciliation. From 96 on, a new migration takes the next number above the
+ * 95 row origins for reconciliation, 98 occupancy by end, 99 a redundant events index. From 96 on, a new migration takes the next number above the
  * highest: the runner applies only versions above the database's, so a lower number added later
  * would be skipped on every database already past it. A released migration is never edited.
  */
@@ -64,4 +65,5 @@ export const MIGRATIONS: readonly Migration[] = [
   rowOrigins,
   webhookDerivedIds,
   occupancyByEnd,
+  eventsRedundantIndex,
 ];

@@ -33,9 +33,10 @@ import { rowOrigins } from './095-row-origins.js';
  * not collide: 1-9 foundation, 10-19 money, 20-29 terminals, 30-39 events and webhooks, 40-49 sync,
  * 50-59 scheduling, 60-69 contracts, coupons, subscriptions and the rest, 70-79 operations,
  * 80-89 sync's second pass (store appliers, the central's feed), 90 and 96 webhook bookkeeping keys,
- * 95 row origins for reconciliation, 98 occupancy by end, 99 a redundant events index. From 96 on, a new migration takes the next number above the
- * highest: the runner applies only versions above the database's, so a lower number added later
- * would be skipped on every database already past it. A released migration is never edited.
+ * 95 row origins for reconciliation, 98 occupancy by end, 99 a redundant events index. From 96 on,
+ * a new migration takes the next number above the highest: the runner applies only versions above
+ * the database's, so a lower number added later would be skipped on every database already past it.
+ * A released migration is never edited.
  */
 export const MIGRATIONS: readonly Migration[] = [
   foundation,

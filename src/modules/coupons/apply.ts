@@ -5,7 +5,7 @@ import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
 import type { Account } from '../accounts/service.js';
 import { getCheckout } from '../checkouts/service.js';
-import { CouponsStore, type CouponRow } from './store.js';
+import { couponsStore, type CouponsStore, type CouponRow } from './store.js';
 import { codeKey } from './service.js';
 
 /** A checkout before it is stored: what coupons need to know of it. */
@@ -79,7 +79,7 @@ function evaluate(store: CouponsStore, c: CouponRow, draft: CheckoutDraft): { of
  * the items' subtotal. Reads only: redemptions count when the checkout is paid (`redeemCoupons`).
  */
 export function applyCoupons(ctx: AppContext, account: Account, draft: CheckoutDraft): CouponResult {
-  const store = new CouponsStore(ctx.db);
+  const store = couponsStore(ctx.db);
   const now = isoTime(ctx.clock.now());
   const subtotal = draft.items.reduce((s, i) => s + lineTotal(i), 0);
   const shipping = draft.shipping_amount_in_cents ?? 0;
@@ -126,7 +126,7 @@ export function redeemCoupons(
   input: { checkout_id: string; customer_id?: string | null; applied: Array<{ coupon_id: string; amount_off_in_cents: number }> },
 ): number {
   if (!ctx.db.inTransaction) throw new Error('redeemCoupons() outside the payment transaction');
-  const store = new CouponsStore(ctx.db);
+  const store = couponsStore(ctx.db);
   const now = isoTime(ctx.clock.now());
   let counted = 0;
   for (const a of input.applied) {

@@ -6,7 +6,7 @@ import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../sync/outbox.js';
 import { appendFeedChange } from '../../sync/feed-out.js';
 import type { Account } from '../accounts/service.js';
-import { CouponsStore, type CouponRow } from './store.js';
+import { couponsStore, type CouponsStore, type CouponRow } from './store.js';
 import type { Coupon, CreateCouponInput, UpdateCouponInput } from './schema.js';
 
 export function couponView(r: CouponRow): Coupon {
@@ -42,7 +42,7 @@ export class CouponsService {
   readonly store: CouponsStore;
 
   constructor(private readonly ctx: AppContext) {
-    this.store = new CouponsStore(ctx.db);
+    this.store = couponsStore(ctx.db);
   }
 
   now(): string {

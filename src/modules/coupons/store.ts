@@ -137,3 +137,12 @@ export class CouponsStore {
     return inserted;
   }
 }
+
+const stores = new WeakMap<Db, CouponsStore>();
+
+/** The coupons store of a database, its statements prepared once (checkout pricing calls it on every checkout). */
+export function couponsStore(db: Db): CouponsStore {
+  let s = stores.get(db);
+  if (!s) stores.set(db, (s = new CouponsStore(db)));
+  return s;
+}

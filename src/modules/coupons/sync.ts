@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import type { Coupon } from './schema.js';
 import { CouponsService, codeKey } from './service.js';
-import { CouponsStore } from './store.js';
+import { couponsStore } from './store.js';
 
 /** The `coupon` record (the coupon as the API answers it, after a creation or an update). */
 export function isCouponRecord(p: Record<string, unknown>): p is Record<string, unknown> & Coupon {
@@ -27,7 +27,7 @@ export function isCouponRecord(p: Record<string, unknown>): p is Record<string, 
  * redemptions still count against it). Returns a refusal, or null.
  */
 export function applyStoreCoupon(ctx: AppContext, accountId: string, liveMode: boolean, c: Coupon, updatedAt: string): string | null {
-  const store = new CouponsStore(ctx.db);
+  const store = couponsStore(ctx.db);
   const now = isoTime(ctx.clock.now());
   const existing = store.get(c.id, now);
   if (existing && (existing.account_id !== accountId || (existing.live_mode === 1) !== liveMode)) return `coupon ${c.id} belongs to another account at the central`;
@@ -93,7 +93,7 @@ export function isRedemptionRecord(p: Record<string, unknown>): p is Record<stri
  * an older posd carry no id: the record's id stands in. Returns a refusal, or null.
  */
 export function applyStoreRedemption(ctx: AppContext, accountId: string, liveMode: boolean, r: RedemptionRecord, recordId: string, recordAt: string): string | null {
-  const store = new CouponsStore(ctx.db);
+  const store = couponsStore(ctx.db);
   const coupon = store.get(r.coupon_id, isoTime(ctx.clock.now()));
   if (!coupon || coupon.account_id !== accountId) return `coupon ${r.coupon_id} is unknown at the central for account ${accountId}`;
   const id = r.id ?? `coupred_${recordId}`;

@@ -7,7 +7,7 @@ import { AccountsService, type Account } from '../accounts/service.js';
 import { accountView } from '../accounts/routes.js';
 import { REQUIRED_DOCUMENTS, reviewDocuments, type DocumentType, type Documents } from './documents.js';
 import { nextTaxInvoicingStatus, nextVerificationStatus, type VerificationEvent } from './machine.js';
-import { ConnectedStore, type ProfileRow } from './store.js';
+import { connectedStore, type ConnectedStore, type ProfileRow } from './store.js';
 import type { CommissionInvoicing, ConnectedAccount, CreateConnectedInput, TaxInvoicing, TaxInvoicingInput, Verification } from './schema.js';
 
 type StoredDocs = Partial<Record<DocumentType, { data: unknown; submitted_at: string }>>;
@@ -18,7 +18,7 @@ export class ConnectedService {
   readonly accounts: AccountsService;
 
   constructor(private readonly ctx: AppContext) {
-    this.store = new ConnectedStore(ctx.db);
+    this.store = connectedStore(ctx.db);
     this.accounts = new AccountsService(ctx.db, ctx.clock);
   }
 

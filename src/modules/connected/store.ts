@@ -120,3 +120,12 @@ export class ConnectedStore {
     return this.s.settleInvoice.run(r).changes === 1;
   }
 }
+
+const stores = new WeakMap<Db, ConnectedStore>();
+
+/** The connected-profiles store of a database, its statements prepared once (sync applies one record at a time). */
+export function connectedStore(db: Db): ConnectedStore {
+  let s = stores.get(db);
+  if (!s) stores.set(db, (s = new ConnectedStore(db)));
+  return s;
+}

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { ChaosProxy, seededRandom } from './chaos-proxy.js';
+import { until } from '../helpers.js';
 import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir as tmp, startSimulatorProcess, type DaemonProcess, type SimulatorProcess } from './processes.js';
 
 /**
@@ -253,13 +254,13 @@ describe('sync end to end under a flapping link and crashes', () => {
     const ids = (db: Database.Database, sql: string) => (db.prepare(sql).all() as Array<{ id: string }>).map((e) => e.id);
     const storeEvents = () => ids(storeDb, 'SELECT id FROM events ORDER BY id');
     const reemitted = () => ids(centralDb, "SELECT id FROM events WHERE id IN (SELECT json_extract(payload, '$.id') FROM sync_received WHERE kind = 'event') ORDER BY id");
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      const status = (await call('GET', `${store.url}/sync/status`)).body;
-      if (status?.records_waiting === 0 && status.connected && reemitted().length === storeEvents().length) break;
-      if (Date.now() > deadline) throw new Error(`still waiting (seed ${SEED}): ${JSON.stringify(status)}`);
-      await sleep(100);
-    }
+    let status: { records_waiting?: number; connected?: boolean } | undefined;
+    await until(`sync to drain (seed ${SEED})`, async () => {
+      status = (await call('GET', `${store.url}/sync/status`)).body;
+      return status?.records_waiting === 0 && status.connected && reemitted().length === storeEvents().length;
+    }, 90_000).catch((err: Error) => {
+      throw new Error(`${err.message}; last status ${JSON.stringify(status)}`);
+    });
     try {
       // Each intended sale exists exactly once at the store (amounts are unique per sale)...
       const q = 'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents, i.status FROM cash_intents c JOIN intents i ON i.id = c.intent_id ORDER BY c.id';
@@ -292,8 +293,8 @@ describe('sync end to end under a flapping link and crashes', () => {
       const events = storeEvents();
       expect(events.length).toBeGreaterThanOrEqual(SALES + APPROVED + DECLINED);
       expect(reemitted()).toEqual(events);
-      const until = Date.now() + 60_000;
-      while (events.some((id) => !seen.has(id)) && Date.now() < until) await sleep(100);
+      // Waited for, then compared: a missing id fails the comparison below with the ids named.
+      await until('every event at the receiver', () => events.every((id) => seen.has(id)), 60_000).catch(() => undefined);
       expect([...seen.keys()].sort()).toEqual(events);
       const twice = [...seen.values()].filter((n) => n > 1).length;
       // A second delivery of the same id can only follow a central killed between sending and recording it.

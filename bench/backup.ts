@@ -3,7 +3,7 @@ import { copyFileSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BenchResult } from './lib.js';
-import { backupDatabase } from '../src/modules/ops/backup.js';
+import { backupDatabase } from '../src/system/backup.js';
 
 const MiB = 1 << 20;
 

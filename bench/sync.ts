@@ -8,7 +8,7 @@ import pino from 'pino';
 import { MAIN, type BenchResult } from './lib.js';
 import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
-import { AccountsService } from '../src/modules/accounts/service.js';
+import { AccountsService } from '../src/accounts/service.js';
 import { createCashSale } from '../src/modules/cash-sales/service.js';
 import { pushAll } from '../src/sync/client.js';
 import { tailEvents, waitingCount } from '../src/sync/push.js';

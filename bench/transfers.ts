@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { systemClock } from '../src/clock.js';
 import type { AppContext } from '../src/context.js';
 import { openDatabase, tx } from '../src/db/database.js';
-import { AccountsService } from '../src/modules/accounts/service.js';
+import { AccountsService } from '../src/accounts/service.js';
 import { postBalanceTransaction } from '../src/modules/ledger/service.js';
 import { load, startBaseline, startBenchDaemon, type BenchResult } from './lib.js';
 

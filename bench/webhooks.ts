@@ -10,7 +10,7 @@ import { validateConfig } from '../src/config.js';
 import { startDaemon } from '../src/daemon.js';
 import { tx } from '../src/db/database.js';
 import { catalogueEntry } from '../src/events/catalogue.js';
-import type { Installation } from '../src/modules/accounts/service.js';
+import type { Installation } from '../src/accounts/service.js';
 import { startBaseline, type BenchResult } from './lib.js';
 
 /**

@@ -2,7 +2,7 @@ import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
-import type { Outbox } from './events/outbox.js';
+import type { Outbox } from './outbox/events.js';
 
 /**
  * What every module receives: the validated configuration, the one database, the injected clock,

@@ -6,13 +6,13 @@ import { databaseFile } from './db/paths.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
-import { Outbox } from './events/outbox.js';
+import { Outbox } from './outbox/events.js';
 import { buildApp } from './api/app.js';
 import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES } from './modules/index.js';
-import { AccountsService, initInstallation, type Installation } from './modules/accounts/service.js';
-import { acquireDaemonLock } from './modules/ops/daemon-lock.js';
+import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
+import { acquireDaemonLock } from './system/daemon-lock.js';
 
 export interface DaemonOptions {
   config: Config;

@@ -3,13 +3,13 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
-import { AccountsService, hashKey } from '../modules/accounts/service.js';
+import { AccountsService, hashKey } from '../accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors } from './validation.js';
 import type { ApiApp, PosdModule } from './module.js';
-import { registerHttpMetrics } from '../modules/ops/metrics.js';
+import { registerHttpMetrics } from '../system/metrics.js';
 
 const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
 

@@ -6,8 +6,8 @@ import Database from 'better-sqlite3';
 import { CliError, cliConfig, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
 import { tx } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
-import { backupDatabase, backupDir, inspectDatabase, stamp } from '../modules/ops/backup.js';
-import { runningDaemon } from '../modules/ops/daemon-lock.js';
+import { backupDatabase, backupDir, inspectDatabase, stamp } from '../system/backup.js';
+import { runningDaemon } from '../system/daemon-lock.js';
 import { insertBackupRun } from '../modules/ops/store.js';
 
 export function backupCommand(): Command {

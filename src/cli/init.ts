@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
-import { AccountsService, initInstallation } from '../modules/accounts/service.js';
+import { AccountsService, initInstallation } from '../accounts/service.js';
 import { CentralClient, CentralRefusal } from '../sync/transport.js';
 import { joinCentral } from '../sync/join.js';
 

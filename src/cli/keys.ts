@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
-import { AccountsService } from '../modules/accounts/service.js';
+import { AccountsService } from '../accounts/service.js';
 import type { Db } from '../db/database.js';
 
 function withAccounts<T>(opts: DataOptions, fn: (accounts: AccountsService, db: Db) => T): T {

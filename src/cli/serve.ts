@@ -1,8 +1,8 @@
 import { Command } from 'commander';
 import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
 import { DatabaseTooNewError } from '../db/migrate.js';
-import { DaemonRunningError } from '../modules/ops/daemon-lock.js';
-import { SdNotify } from '../sd-notify.js';
+import { DaemonRunningError } from '../system/daemon-lock.js';
+import { SdNotify } from '../system/sd-notify.js';
 
 export function serveCommand(): Command {
   return withDataOptions(new Command('serve'))

@@ -3,10 +3,10 @@ import { Command } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
 import { systemClock } from '../clock.js';
-import { Outbox } from '../events/outbox.js';
+import { Outbox } from '../outbox/events.js';
 import { ApiError } from '../errors.js';
 import type { AppContext } from '../context.js';
-import { AccountsService } from '../modules/accounts/service.js';
+import { AccountsService } from '../accounts/service.js';
 
 type Registry = typeof import('../modules/terminals/service.js');
 

@@ -1,5 +1,5 @@
 import { newId } from '../ids.js';
-import type { StoredEvent } from './outbox.js';
+import type { StoredEvent } from '../outbox/events.js';
 import { LEGACY_API_VERSION, UNIFIED_API_VERSION } from './formats.js';
 import {
   exampleCustomer,

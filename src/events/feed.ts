@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { toStoredEvent, type StoredEvent } from './outbox.js';
+import { toStoredEvent, type StoredEvent } from '../outbox/events.js';
 
 export interface EventFeedQuery {
   accountIds: string[];

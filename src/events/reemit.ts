@@ -1,5 +1,5 @@
 import type { AppContext } from '../context.js';
-import type { StoredEvent } from './outbox.js';
+import type { StoredEvent } from '../outbox/events.js';
 
 export interface ForeignEvent {
   /** The `msg_...` id the event got where it was first emitted (a store): its webhook-id for life. */

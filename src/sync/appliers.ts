@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.js';
 import type { PushRecord } from './wire.js';
 import { reemitEvent } from '../events/reemit.js';
-import { AccountsService } from '../modules/accounts/service.js';
+import { AccountsService } from '../accounts/service.js';
 import { applyStoreCashSale, isCashSaleRecord } from '../modules/cash-sales/sync.js';
 import { applyStorePayment, isPaymentRecord } from '../modules/payments/sync.js';
 import { applyStoreRefund, isRefundRecord } from '../modules/refunds/sync.js';

@@ -2,10 +2,10 @@ import type { AppContext } from '../context.js';
 import { tx } from '../db/database.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
-import { AccountsService, type Account } from '../modules/accounts/service.js';
+import { AccountsService, type Account } from '../accounts/service.js';
 import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
 import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
-import { withFeedOrigin } from './feed-out.js';
+import { withFeedOrigin } from '../outbox/feed-changes.js';
 import { originTotals } from './row-totals.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
 

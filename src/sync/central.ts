@@ -5,7 +5,7 @@ import type { AppContext } from '../context.js';
 import { Authenticator } from '../api/auth.js';
 import { ApiError } from '../errors.js';
 import { isoTime } from '../clock.js';
-import { AccountsService, type Account } from '../modules/accounts/service.js';
+import { AccountsService, type Account } from '../accounts/service.js';
 import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './central-service.js';
 import { syncStore } from './store.js';
 import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from './wire.js';

@@ -10,5 +10,5 @@ import '../modules/bank-accounts/feed.js';
 import '../modules/products/feed.js';
 import '../modules/coupons/feed.js';
 import '../modules/bookables/feed.js';
-import '../modules/class-sessions/feed.js';
+import '../modules/bookings/class-sessions/feed.js';
 import '../modules/bookings/feed.js';

@@ -1,9 +1,9 @@
 import type { AppContext } from '../context.js';
 import { tx } from '../db/database.js';
-import { AccountsService } from '../modules/accounts/service.js';
-import type { KeyRow } from '../modules/accounts/store.js';
+import { AccountsService } from '../accounts/service.js';
+import type { KeyRow } from '../accounts/store.js';
 import { syncStore } from './store.js';
-import { actingOnOwnDecision, applyingFeed } from './outbox.js';
+import { actingOnOwnDecision, applyingFeed } from '../outbox/sync-records.js';
 import { STATE } from './status.js';
 import type { FeedChange, FeedResponse } from './wire.js';
 

@@ -1,8 +1,8 @@
-import { provideStatus } from '../modules/ops/status-sources.js';
+import { provideStatus } from '../system/status-sources.js';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
-import { AccountsService } from '../modules/accounts/service.js';
+import { AccountsService } from '../accounts/service.js';
 import { centralRoutes } from './central.js';
 import { SyncWorker } from './client.js';
 import { applyHeldRecords } from './central-service.js';

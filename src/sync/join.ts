@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import { tx } from '../db/database.js';
 import type { Clock } from '../clock.js';
 import { newId } from '../ids.js';
-import { AccountsService } from '../modules/accounts/service.js';
+import { AccountsService } from '../accounts/service.js';
 import { syncStore } from './store.js';
 import { STATE } from './status.js';
 import type { BootstrapResponse } from './wire.js';

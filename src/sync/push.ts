@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
 import { tx } from '../db/database.js';
-import { appendSyncRecord } from './outbox.js';
+import { appendSyncRecord } from '../outbox/sync-records.js';
 import { syncStore } from './store.js';
 import { STATE } from './status.js';
 import { SYNC_PROTOCOL, type PushBody, type PushResponse } from './wire.js';

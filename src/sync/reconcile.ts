@@ -2,7 +2,7 @@ import type { Db } from '../db/database.js';
 import { tx } from '../db/database.js';
 import { isoTime, type Clock } from '../clock.js';
 import { newId } from '../ids.js';
-import { appendSyncRecord } from './outbox.js';
+import { appendSyncRecord } from '../outbox/sync-records.js';
 import { tailEvents } from './push.js';
 import { syncStore, type ReconciliationRow } from './store.js';
 import { STATE } from './status.js';

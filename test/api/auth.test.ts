@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { AccountsService, hashKey, keyDisplayPrefix } from '../../src/modules/accounts/service.js';
+import { AccountsService, hashKey, keyDisplayPrefix } from '../../src/accounts/service.js';
 import { newId } from '../../src/ids.js';
 import { MODULES_WITH_FIXTURE } from '../helpers/fixture-module.js';
 

@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import type { PosdModule } from '../../src/api/module.js';
 import { tx } from '../../src/db/database.js';
-import { provideStatus } from '../../src/modules/ops/status-sources.js';
+import { provideStatus } from '../../src/system/status-sources.js';
 
 /**
  * Stands in for the webhooks area on the status page until that area lands in this branch: a real

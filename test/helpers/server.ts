@@ -5,7 +5,7 @@ import { request } from 'undici';
 import pino from 'pino';
 import { validateConfig, type Config } from '../../src/config.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
-import type { Installation } from '../../src/modules/accounts/service.js';
+import type { Installation } from '../../src/accounts/service.js';
 import type { Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
 

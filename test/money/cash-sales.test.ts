@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { retryPendingTaxInvoices } from '../../src/modules/tax-invoices/service.js';
 import { count, rows } from './helpers.js';
 

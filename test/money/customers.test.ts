@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { createCheckout } from '../../src/modules/checkouts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 

@@ -8,7 +8,7 @@ import { validateConfig } from '../../src/config.js';
 import { createContext } from '../../src/daemon.js';
 import { tx } from '../../src/db/database.js';
 import { ManualClock } from '../../src/clock.js';
-import { AccountsService, type Account } from '../../src/modules/accounts/service.js';
+import { AccountsService, type Account } from '../../src/accounts/service.js';
 import { balancesFor, postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { createCheckout } from '../../src/modules/checkouts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';

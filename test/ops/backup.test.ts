@@ -8,7 +8,7 @@ import { MODULES_WITH_FIXTURE } from '../helpers/fixture-module.js';
 import { runPosd } from '../helpers/process.js';
 import { ManualClock } from '../../src/clock.js';
 import { tx } from '../../src/db/database.js';
-import { backupDatabase } from '../../src/modules/ops/backup.js';
+import { backupDatabase } from '../../src/system/backup.js';
 import { NightlyBackup, msUntilHour } from '../../src/modules/ops/nightly-backup.js';
 import { lastBackupRun } from '../../src/modules/ops/store.js';
 

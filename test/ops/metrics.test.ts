@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { MODULES_WITH_FIXTURE } from '../helpers/fixture-module.js';
-import { metrics } from '../../src/modules/ops/metrics.js';
+import { metrics } from '../../src/system/metrics.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { SdNotify } from '../../src/sd-notify.js';
+import { SdNotify } from '../../src/system/sd-notify.js';
 import { spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 
 /** A real unix datagram socket, as systemd has: python3 binds it and prints each message as JSON. */

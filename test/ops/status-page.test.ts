@@ -10,7 +10,7 @@ import { tx } from '../../src/db/database.js';
 import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
 import { latestVersion } from '../../src/db/migrate.js';
 import { getManagerPassword, setManagerPassword } from '../../src/modules/ops/store.js';
-import { provideStatus } from '../../src/modules/ops/status-sources.js';
+import { provideStatus } from '../../src/system/status-sources.js';
 
 const PASSWORD = 'open sesame 2026';
 let server: TestServer | undefined;

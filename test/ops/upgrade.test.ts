@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase, tx } from '../../src/db/database.js';
 import { latestVersion, migrate, schemaVersion } from '../../src/db/migrate.js';
 import { MIGRATIONS } from '../../src/db/migrations/index.js';
-import { AccountsService, initInstallation } from '../../src/modules/accounts/service.js';
-import { Outbox } from '../../src/events/outbox.js';
-import { appendSyncRecord } from '../../src/sync/outbox.js';
+import { AccountsService, initInstallation } from '../../src/accounts/service.js';
+import { Outbox } from '../../src/outbox/events.js';
+import { appendSyncRecord } from '../../src/outbox/sync-records.js';
 import { ManualClock } from '../../src/clock.js';
 import { runPosd, spawnDaemon } from '../helpers/process.js';
 

@@ -3,7 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { expireHolds, pollPayments, refundLatePayments } from '../../src/modules/bookings/holds.js';
 import { customer, ok, pay, rows, salon } from './helpers.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { setCheckoutStatus } from '../../src/modules/checkouts/service.js';
 import { tx } from '../../src/db/database.js';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, tx, type Db } from '../../src/db/database.js';
 import { ManualClock } from '../../src/clock.js';
 import { ApiError } from '../../src/errors.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { createBookingGrouped } from '../../src/modules/bookings/service.js';
 import { bookingsStore } from '../../src/modules/bookings/store.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ManualClock } from '../../src/clock.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { ok, salon } from './helpers.js';
 
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00.000Z'));

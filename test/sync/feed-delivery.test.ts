@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { tx } from '../../src/db/database.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { createProduct } from '../../src/modules/products/service.js';

@@ -7,7 +7,7 @@ import { validateConfig } from '../../src/config.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { openDatabase } from '../../src/db/database.js';
 import { databaseFile } from '../../src/db/paths.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { CentralClient } from '../../src/sync/transport.js';
 import { joinCentral } from '../../src/sync/join.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { tx } from '../../src/db/database.js';
-import { appendSyncRecord } from '../../src/sync/outbox.js';
+import { appendSyncRecord } from '../../src/outbox/sync-records.js';
 import { registerSyncApplier } from '../../src/sync/appliers.js';
 import { syncStatus } from '../../src/sync/status.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
 import { CentralClient } from '../../src/sync/transport.js';
 import { backoffDelay } from '../../src/sync/client.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
 

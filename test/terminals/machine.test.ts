@@ -7,7 +7,7 @@ import {
   restoreCommand,
   type CommandEvent,
   type Transitioned,
-} from '../../src/modules/terminal-commands/machine.js';
+} from '../../src/modules/terminals/commands/machine.js';
 
 const at = '2026-01-01T00:00:00.000Z';
 const result = (outcome: 'approved' | 'declined' | 'canceled' | 'error'): CommandEvent => ({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 
 let s: TestServer;
 let otherKey: string;

@@ -8,7 +8,7 @@ import { validateConfig } from '../../src/config.js';
 import { createContext } from '../../src/daemon.js';
 import { ManualClock } from '../../src/clock.js';
 import { ApiError } from '../../src/errors.js';
-import { AccountsService, type Account } from '../../src/modules/accounts/service.js';
+import { AccountsService, type Account } from '../../src/accounts/service.js';
 import { balancesFor } from '../../src/modules/ledger/service.js';
 import { createBankAccount } from '../../src/modules/bank-accounts/service.js';
 import { createTransfer } from '../../src/modules/transfers/service.js';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { CATALOGUE, EVENT_TYPES, catalogueEntry, webhookBody } from '../../src/events/catalogue.js';
 import { LEGACY_API_VERSION, UNIFIED_API_VERSION, newAccountEventFormat } from '../../src/events/formats.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { openDatabase } from '../../src/db/database.js';
 import { ManualClock } from '../../src/clock.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

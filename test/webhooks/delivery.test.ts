@@ -7,7 +7,7 @@ import { tx } from '../../src/db/database.js';
 import { accountsModule } from '../../src/modules/accounts/index.js';
 import { createWebhooksModule, deliveryWorkerOf, type DeliveryWorker } from '../../src/modules/webhooks/index.js';
 import { systemResolver, type Resolver } from '../../src/modules/webhooks/url-guard.js';
-import { AccountsService } from '../../src/modules/accounts/service.js';
+import { AccountsService } from '../../src/accounts/service.js';
 import { reemitEvent } from '../../src/events/reemit.js';
 import { UNIFIED_API_VERSION } from '../../src/events/formats.js';
 

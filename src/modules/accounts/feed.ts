@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService, type Account } from './service.js';
+import { AccountsService, type Account } from '../../accounts/service.js';
 
 // An account made or changed at the central (a connected child and its sandbox made after this box
 // joined, new settings): made here with the central's ids, or its settings and tax details updated,

@@ -4,7 +4,7 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
-import { AccountsService, type Account } from './service.js';
+import { AccountsService, type Account } from '../../accounts/service.js';
 import { AccountSchema, TestResponse, type AccountView } from './schema.js';
 import { balanceRoutes } from '../ledger/routes.js';
 import { ErrorSchema, IdParams, errorBodies } from '../../api/schemas.js';

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { invalid } from '../../errors.js';
 import { listEvents } from '../../events/feed.js';
-import type { StoredEvent } from '../../events/outbox.js';
+import type { StoredEvent } from '../../outbox/events.js';
 import type { Activity, ActivityQueryInput } from './schema.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;

@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { applyBankAccountState, isBankAccountRecord } from './sync.js';
 
 // A bank account added, preferred or archived at the central or at another box of the account:

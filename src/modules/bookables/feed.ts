@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { applyCentralBookable, type BookableType } from './service.js';
 import type { ResourceRow, ServiceRow, StaffRow } from './store.js';
 

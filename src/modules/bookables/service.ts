@@ -1,13 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { tx } from '../../db/database.js';
 import { invalid, notFound } from '../../errors.js';
 import { newId, randomToken } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
+import { appendFeedChange } from '../../outbox/feed-changes.js';
 import { bookablesStore, type BookablesStore, type ResourceRow, type ServiceRow, type StaffRow, type ListFilter } from './store.js';
 import type {
   ResourceCreate, ResourcePatch, ResourceView, ServiceCreate, ServicePatch, ServiceView, StaffCreate, StaffPatch, StaffView,

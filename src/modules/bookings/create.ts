@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { tx } from '../../db/database.js';
 import { groupCommit } from '../../db/group-commit.js';
 import { ApiError, invalid } from '../../errors.js';

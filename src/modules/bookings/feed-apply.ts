@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { appendFeedChange, publishesFeed } from '../../sync/feed-out.js';
+import { appendFeedChange, publishesFeed } from '../../outbox/feed-changes.js';
 import { bookingsStoreOf } from './deps.js';
 import type { BookingRow } from './store.js';
 

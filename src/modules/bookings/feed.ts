@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { applyCentralBooking, type FeedBooking } from './feed-apply.js';
 
 // A booking made or changed at the central (online) or at another box of the account: held here

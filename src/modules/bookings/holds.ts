@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
-import { AccountsService, type Account } from '../accounts/service.js';
+import { AccountsService, type Account } from '../../accounts/service.js';
 import { bookingsStoreOf, depsOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
 import { refreshPayment, refundPayments } from './payments.js';

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
 import { isoTime } from '../../clock.js';
-import { appendSyncRecord } from '../../sync/outbox.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { bookingsStoreOf } from './deps.js';
 import { holdsSlot, nextStatus, type BookingEvent } from './machine.js';
 import type { BookingRow } from './store.js';

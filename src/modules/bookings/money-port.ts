@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 
 /**
  * What scheduling needs from the money area, by the names that area exports (checkouts, payments,

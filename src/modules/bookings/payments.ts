@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { serviceRow } from '../bookables/service.js';

@@ -1,10 +1,10 @@
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { ApiError, invalid } from '../../errors.js';
 import { isoTime } from '../../clock.js';
 import { resourceRow, serviceRow, staffRow, unitsOfRoomType } from '../bookables/service.js';
 import type { ServiceRow } from '../bookables/store.js';
-import { classSessionRow } from '../class-sessions/service.js';
+import { classSessionRow } from './class-sessions/service.js';
 import { feedsStoreOf } from '../calendar-feeds/store.js';
 import { bookingsStoreOf } from './deps.js';
 import type { Segment, Stay } from './schema.js';

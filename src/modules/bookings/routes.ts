@@ -5,7 +5,7 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { errorResponses } from '../bookables/routes.js';
 import {
   BookingCreateBody, BookingListQuery, BookingSchema, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,

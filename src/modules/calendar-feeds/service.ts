@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { ApiError } from '../../errors.js';

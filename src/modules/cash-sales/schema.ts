@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AmountSchema, CurrencySchema } from '../ledger/money.js';
+import { AmountSchema, CurrencySchema } from '../../money.js';
 
 const NullableText = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
 

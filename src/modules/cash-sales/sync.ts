@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { insertPaidCheckout } from '../checkouts/service.js';
 import { createIntent } from '../intents/service.js';
 import { cashSalesStore, type CashIntentRow } from './store.js';

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AmountSchema, CurrencySchema } from '../ledger/money.js';
+import { AmountSchema, CurrencySchema } from '../../money.js';
 import { TaxCategory } from '../products/schema.js';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());

@@ -6,7 +6,7 @@ import { nextContractStatus } from './machine.js';
 import { ContractsService } from './service.js';
 import type { ContractRow } from './store.js';
 import { contractRecord } from './sync.js';
-import { appendSyncRecord } from '../../sync/outbox.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { deliverLink } from './routes.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/database.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { applyCoupons, redeemCoupons, type AppliedCoupon, type CouponResult } from './apply.js';
 import { codeKey } from './service.js';
 

@@ -3,9 +3,9 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { appendSyncRecord } from '../../sync/outbox.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
-import type { Account } from '../accounts/service.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
+import { appendFeedChange } from '../../outbox/feed-changes.js';
+import type { Account } from '../../accounts/service.js';
 import { couponsStore, type CouponsStore, type CouponRow } from './store.js';
 import type { Coupon, CreateCouponInput, UpdateCouponInput } from './schema.js';
 

@@ -3,7 +3,7 @@ import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
 import { ApiError } from '../../errors.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { customersStore, type CustomerRow } from './store.js';
 
 export interface Customer {

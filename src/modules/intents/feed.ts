@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { applyCentralIntent, type FeedIntent } from './service.js';
 
 // An intent made or changed at the central (an online payment, a sale at the central): held here

@@ -2,8 +2,8 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { intentsStore, salesTotals, type IntentRow, type IntentTotalRow, type SalesTotalRow } from './store.js';
-import { appendFeedChange, feedOrigin } from '../../sync/feed-out.js';
-import { rowOrigin } from '../../sync/origins.js';
+import { appendFeedChange, feedOrigin } from '../../outbox/feed-changes.js';
+import { rowOrigin } from '../../outbox/origins.js';
 
 export type IntentType = IntentRow['type'];
 export type IntentStatus = 'pending' | 'succeeded' | 'failed' | 'canceled' | 'paid';

@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from './service.js';
 
 /**

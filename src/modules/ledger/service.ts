@@ -2,10 +2,10 @@ import type { AppContext } from '../../context.js';
 import type { Config } from '../../config.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { AccountsService, type Account } from '../accounts/service.js';
+import { AccountsService, type Account } from '../../accounts/service.js';
 import { ledgerStore, type BalanceTransactionRow, type LedgerFilter, type LedgerTotalRow } from './store.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
-import { rowOrigin } from '../../sync/origins.js';
+import { appendFeedChange } from '../../outbox/feed-changes.js';
+import { rowOrigin } from '../../outbox/origins.js';
 
 export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment';
 

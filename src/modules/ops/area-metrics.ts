@@ -1,6 +1,6 @@
 import type { AppContext } from '../../context.js';
-import { metrics } from './metrics.js';
-import { statusSources } from './status-sources.js';
+import { metrics } from '../../system/metrics.js';
+import { statusSources } from '../../system/status-sources.js';
 import { syncOutboxSummary } from './store.js';
 
 /**

@@ -4,8 +4,8 @@ import { request } from 'undici';
 import type { Config } from '../../config.js';
 import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
-import { inspectDatabase } from './backup.js';
-import { runningDaemon } from './daemon-lock.js';
+import { inspectDatabase } from '../../system/backup.js';
+import { runningDaemon } from '../../system/daemon-lock.js';
 
 export interface Check {
   name: string;

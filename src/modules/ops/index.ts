@@ -4,10 +4,10 @@ import { NightlyBackup } from './nightly-backup.js';
 import { provideBuiltInSources } from './sources.js';
 import { registerAreaMetrics } from './area-metrics.js';
 
-export { metrics, type Metrics } from './metrics.js';
-export { provideStatus, statusSources, type StatusSources } from './status-sources.js';
-export { backupDatabase, inspectDatabase, backupDir } from './backup.js';
-export { runningDaemon } from './daemon-lock.js';
+export { metrics, type Metrics } from '../../system/metrics.js';
+export { provideStatus, statusSources, type StatusSources } from '../../system/status-sources.js';
+export { backupDatabase, inspectDatabase, backupDir } from '../../system/backup.js';
+export { runningDaemon } from '../../system/daemon-lock.js';
 
 /** Operations: the manager's status page, /metrics and the nightly backup. */
 export const opsModule: PosdModule = {

@@ -4,9 +4,9 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { databaseFile } from '../../db/paths.js';
-import { backupDatabase, backupDir, pruneNightly, stamp } from './backup.js';
+import { backupDatabase, backupDir, pruneNightly, stamp } from '../../system/backup.js';
 import { insertBackupRun } from './store.js';
-import { metrics } from './metrics.js';
+import { metrics } from '../../system/metrics.js';
 
 /** Milliseconds from `nowMs` to the next `hour`:00 local time (tomorrow's when it has passed). */
 export function msUntilHour(nowMs: number, hour: number): number {

@@ -3,9 +3,9 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { databaseFile } from '../../db/paths.js';
 import { schemaVersion } from '../../db/migrate.js';
-import { statusSources, type CommandInFlight, type FailingEndpoint, type SalesTotal, type SyncState, type TerminalStatus } from './status-sources.js';
+import { statusSources, type CommandInFlight, type FailingEndpoint, type SalesTotal, type SyncState, type TerminalStatus } from '../../system/status-sources.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
-import { backupDir } from './backup.js';
+import { backupDir } from '../../system/backup.js';
 
 /** A panel either has data, or says why not: its area is not installed, or reading it failed. */
 export type Panel<T> = { state: 'ok'; data: T } | { state: 'not_configured' } | { state: 'error'; message: string };

@@ -4,11 +4,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { WindowLimiter } from '../../api/rate-limit.js';
-import { metrics } from './metrics.js';
+import { metrics } from '../../system/metrics.js';
 import { verifyPassword } from './password.js';
 import { getManagerPassword } from './store.js';
 import { statusView } from './panels.js';
-import { statusSources } from './status-sources.js';
+import { statusSources } from '../../system/status-sources.js';
 import { CSS, loginPage, statusPage } from './page.js';
 import { LOGIN_COOKIE, cookie, currentSession, endSession, newLoginToken, parseCookies, sameToken, startSession } from './session.js';
 

@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { salesByMethod } from '../intents/service.js';
 import { listTerminals } from '../terminals/service.js';
-import { listCommands } from '../terminal-commands/service.js';
-import { provideStatus, statusSources, type CommandInFlight, type TerminalStatus } from './status-sources.js';
+import { listCommands } from '../terminals/commands/service.js';
+import { provideStatus, statusSources, type CommandInFlight, type TerminalStatus } from '../../system/status-sources.js';
 
 /** A store box has a handful of terminals and commands: one page each is all of them. */
 const ALL = 500;

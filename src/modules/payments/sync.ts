@@ -1,10 +1,10 @@
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { insertStoreCheckout } from '../checkouts/service.js';
 import { intentRow, createIntent } from '../intents/service.js';
 import { feeFor, hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
-import { withFeedOrigin } from '../../sync/feed-out.js';
+import { withFeedOrigin } from '../../outbox/feed-changes.js';
 import { paymentIntentInput } from './service.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 

@@ -1,5 +1,5 @@
 import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { applyCentralProduct, type FeedProduct } from './service.js';
 
 // The catalogue is managed at the central: a product made or changed there (name, status, new

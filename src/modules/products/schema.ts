@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { AmountSchema, CurrencySchema } from '../ledger/money.js';
+import { AmountSchema, CurrencySchema } from '../../money.js';
 
 export const TaxCategory = Type.Union([Type.Literal('good'), Type.Literal('service')]);
 const Interval = Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)));

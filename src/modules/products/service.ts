@@ -3,10 +3,10 @@ import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
 import { invalid, notFound } from '../../errors.js';
-import type { Account } from '../accounts/service.js';
-import { assertAccountCurrency } from '../ledger/money.js';
+import type { Account } from '../../accounts/service.js';
+import { assertAccountCurrency } from '../../money.js';
 import { productsStore, type PriceRow, type ProductRow } from './store.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
+import { appendFeedChange } from '../../outbox/feed-changes.js';
 
 /** A product as the feed carries it: its row and all its prices (prices are never changed, only added). */
 export interface FeedProduct {

@@ -5,7 +5,7 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { ReportsStore, type ReportRunRow } from './store.js';
 import type { CreateReportRunInput, ReportParametersT, ReportRun } from './schema.js';
 

@@ -3,7 +3,7 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { invalid } from '../../errors.js';
 import { newId } from '../../ids.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { COUNTRY_NAMES } from './subdivisions.js';
 import { knowsSubdivisions, resolveRegion } from './regions.js';
 import { ShippingStore } from './store.js';

@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { appendSyncRecord } from '../../sync/outbox.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { subscriptionRecord } from './sync.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { getPrice } from '../products/service.js';
 import { subscriptionCreatePayload } from './document.js';

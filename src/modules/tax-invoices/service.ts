@@ -2,11 +2,11 @@ import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { setIntentTaxInvoiceUrl } from '../intents/service.js';
 import { taxInvoiceProvider, type IssuedTaxInvoice, type TaxInvoiceRequest } from './provider.js';
 import { taxInvoicesStore } from './store.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
+import { appendFeedChange } from '../../outbox/feed-changes.js';
 
 /**
  * At a central, an intent's tax invoice URL, once known, reaches the account's boxes (feed kind

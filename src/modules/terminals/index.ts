@@ -1,5 +1,5 @@
 import type { PosdModule } from '../../api/module.js';
-import { registerTerminalLink, terminalWorkers } from '../../terminals/index.js';
+import { registerTerminalLink, terminalWorkers } from './link/index.js';
 import { terminalRoutes } from './routes.js';
 
 /** The terminal registry, plus the daemon plumbing of the links (`/terminals/link`, serial ports). */

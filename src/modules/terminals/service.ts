@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { newId, randomToken } from '../../ids.js';
@@ -8,7 +8,7 @@ import { ApiError, invalid, notFound } from '../../errors.js';
 import { terminalsStore, type TerminalRow } from './store.js';
 import { terminalSignals } from './signals.js';
 import type { CreateTerminalBody, TerminalView } from './schema.js';
-import { cancelUntakenCommandsOfTerminal, terminalHasTakenCommand } from '../terminal-commands/service.js';
+import { cancelUntakenCommandsOfTerminal, terminalHasTakenCommand } from './commands/service.js';
 
 export type { TerminalRow } from './store.js';
 

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { AccountsService } from '../accounts/service.js';
+import { AccountsService } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { pathTo, type WithdrawalStatus } from './machine.js';
 import { transfersStore, type TransferRow } from './store.js';

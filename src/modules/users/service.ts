@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
-import type { Account } from '../accounts/service.js';
+import type { Account } from '../../accounts/service.js';
 import { usersStore, type UserRow } from './store.js';
 
 export interface User {

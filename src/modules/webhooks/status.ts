@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { provideStatus, type FailingEndpoint } from '../ops/status-sources.js';
+import { provideStatus, type FailingEndpoint } from '../../system/status-sources.js';
 import type { DeliveryWorker } from './worker.js';
 import type { DeliveryRow, EndpointRow } from './store.js';
 

@@ -1,5 +1,5 @@
 import { startTestServer, type TestServer } from '../../helpers/server.js';
-import { bridgeOf } from '../../../src/terminals/index.js';
+import { bridgeOf } from '../../../src/modules/terminals/link/index.js';
 import type { Clock, PortStream, TerminalMessage } from '../../../devices/index.js';
 import { connectWsTerminal, openSerialTerminal, type ScriptedTerminal } from './scripted-terminal.js';
 import { openPtyPair, type PtyPair } from '../../devices/helpers/pty-pair.js';

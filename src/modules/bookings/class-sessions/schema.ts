@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Nullable } from '../../api/schemas.js';
+import { Nullable } from '../../../api/schemas.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PageQuery } from '../../api/pagination.js';
-import { MAX_LINE_CENTS } from '../ledger/money.js';
+import { PageQuery } from '../../../api/pagination.js';
+import { MAX_LINE_CENTS } from '../../../money.js';
 
 const NullableString = (opts: Parameters<typeof Type.String>[0] = {}) => Type.Union([Type.String(opts), Type.Null()]);
 

@@ -1,6 +1,6 @@
 import type { Db } from '../db/database.js';
-import { feedOrigin } from './feed-out.js';
-import { isApplyingFeed } from './outbox.js';
+import { feedOrigin } from './feed-changes.js';
+import { isApplyingFeed } from './sync-records.js';
 
 /** The origin of a row a store wrote from the central's feed. */
 export const FEED_ORIGIN = 'central';

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../../db/database.js';
-import { tx } from '../../db/database.js';
-import { newId, randomToken } from '../../ids.js';
-import { isoTime, type Clock } from '../../clock.js';
+import type { Db } from '../db/database.js';
+import { tx } from '../db/database.js';
+import { newId, randomToken } from '../ids.js';
+import { isoTime, type Clock } from '../clock.js';
 import { accountsStore, type AccountRow, type KeyRow } from './store.js';
-import { DEFAULT_UNIFIED_SINCE, newAccountEventFormat } from '../../events/formats.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
+import { DEFAULT_UNIFIED_SINCE, newAccountEventFormat } from '../events/formats.js';
+import { appendFeedChange } from '../outbox/feed-changes.js';
 
 export type Environment = 'live' | 'test';
 export type KeyKind = 'account' | 'organization';

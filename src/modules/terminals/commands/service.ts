@@ -1,16 +1,16 @@
-import type { AppContext } from '../../context.js';
-import { AccountsService, type Account } from '../accounts/service.js';
-import { tx } from '../../db/database.js';
-import { isoTime } from '../../clock.js';
-import { newId } from '../../ids.js';
-import { ApiError, invalid, notFound } from '../../errors.js';
-import { findTerminal } from '../terminals/service.js';
-import { terminalSignals } from '../terminals/signals.js';
+import type { AppContext } from '../../../context.js';
+import { AccountsService, type Account } from '../../../accounts/service.js';
+import { tx } from '../../../db/database.js';
+import { isoTime } from '../../../clock.js';
+import { newId } from '../../../ids.js';
+import { ApiError, invalid, notFound } from '../../../errors.js';
+import { findTerminal } from '../service.js';
+import { terminalSignals } from '../signals.js';
 import { applyCommandEvent, initialCommand, type CommandContext, type CommandEvent, type SettleParams, type Transitioned } from './machine.js';
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
 import { checkoutForCommand, checkoutStatusOf, markCheckoutInProgress, settleTerminalPayment } from './payments.js';
 import type { CommandView, CreateCommandBody } from './schema.js';
-import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../ledger/money.js';
+import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../../../money.js';
 
 
 /** The checkout's own status; derived from the command only if the checkout cannot be read. */

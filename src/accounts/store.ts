@@ -1,4 +1,4 @@
-import type { Db } from '../../db/database.js';
+import type { Db } from '../db/database.js';
 
 export interface AccountRow {
   id: string;

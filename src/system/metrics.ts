@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../context.js';
-import { databaseFile } from '../../db/paths.js';
+import type { AppContext } from '../context.js';
+import { databaseFile } from '../db/paths.js';
 
 /**
  * The metrics of one daemon. Each daemon has its own prom-client Registry (never the global one), so

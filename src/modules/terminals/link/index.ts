@@ -1,7 +1,7 @@
 import { WebSocketServer } from 'ws';
-import type { ApiApp, Worker } from '../api/module.js';
-import type { AppContext } from '../context.js';
-import { MAX_MESSAGE_BYTES, realClock, type Clock as Scheduler, type PortOpener } from '../../devices/index.js';
+import type { ApiApp, Worker } from '../../../api/module.js';
+import type { AppContext } from '../../../context.js';
+import { MAX_MESSAGE_BYTES, realClock, type Clock as Scheduler, type PortOpener } from '../../../../devices/index.js';
 import { TerminalBridge } from './bridge.js';
 import { SerialPorts } from './serial-ports.js';
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { invalid } from '../../errors.js';
+import { invalid } from './errors.js';
 
 /** Currencies a charge may use. Balances may also hold USDC (spec 2.10) but nothing here charges it. */
 export const CHARGE_CURRENCIES = ['GTQ', 'USD'] as const;

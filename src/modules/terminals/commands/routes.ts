@@ -1,11 +1,11 @@
-import type { ApiApp } from '../../api/module.js';
-import type { AppContext } from '../../context.js';
-import { readScope, requireAccount } from '../../api/auth.js';
-import { pageOf, setPageHeaders } from '../../api/pagination.js';
+import type { ApiApp } from '../../../api/module.js';
+import type { AppContext } from '../../../context.js';
+import { readScope, requireAccount } from '../../../api/auth.js';
+import { pageOf, setPageHeaders } from '../../../api/pagination.js';
 import { Type } from '@sinclair/typebox';
 import { CommandIdParams, CommandSchema, CreateCommandBody, FinalCommandErrorSchema, ListCommandsQuery } from './schema.js';
 import { cancelCommand, createCommand, getCommand, listCommands } from './service.js';
-import { ErrorSchema, errorBodies } from '../../api/schemas.js';
+import { ErrorSchema, errorBodies } from '../../../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 404, 422, 429);
 

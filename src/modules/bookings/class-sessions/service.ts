@@ -1,19 +1,19 @@
-import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
-import { tx } from '../../db/database.js';
-import { ApiError, invalid, notFound } from '../../errors.js';
-import { isoTime } from '../../clock.js';
-import { newId } from '../../ids.js';
-import { resourceRow, serviceRow, staffRow } from '../bookables/service.js';
-import { bookingsStoreOf } from '../bookings/deps.js';
-import { applyEvent } from '../bookings/lifecycle.js';
-import { holdsSlot } from '../bookings/machine.js';
-import { refreshPayment, refundPayments } from '../bookings/payments.js';
+import type { AppContext } from '../../../context.js';
+import type { Account } from '../../../accounts/service.js';
+import { tx } from '../../../db/database.js';
+import { ApiError, invalid, notFound } from '../../../errors.js';
+import { isoTime } from '../../../clock.js';
+import { newId } from '../../../ids.js';
+import { resourceRow, serviceRow, staffRow } from '../../bookables/service.js';
+import { bookingsStoreOf } from '../deps.js';
+import { applyEvent } from '../lifecycle.js';
+import { holdsSlot } from '../machine.js';
+import { refreshPayment, refundPayments } from '../payments.js';
 import { cancelTransition, sessionState } from './machine.js';
 import { classSessionsStore, type ClassSessionRow, type ClassSessionsStore, type SessionFilter } from './store.js';
 import type { ClassSessionCreate, ClassSessionView } from './schema.js';
-import { appendFeedChange } from '../../sync/feed-out.js';
-import { replaceOccupancy, type Occupancy } from '../bookings/feed-apply.js';
+import { appendFeedChange } from '../../../outbox/feed-changes.js';
+import { replaceOccupancy, type Occupancy } from '../feed-apply.js';
 
 /** A class session as the feed carries it: its row and the staff and resource time it holds. */
 export interface FeedClassSession {

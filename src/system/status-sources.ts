@@ -1,4 +1,4 @@
-import type { AppContext } from '../../context.js';
+import type { AppContext } from '../context.js';
 
 /**
  * What the status page shows comes from small read functions each area provides: the terminals

@@ -1,8 +1,8 @@
 import Database from 'better-sqlite3';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Config } from '../../config.js';
-import { latestVersion } from '../../db/migrate.js';
+import type { Config } from '../config.js';
+import { latestVersion } from '../db/migrate.js';
 
 export function backupDir(config: Pick<Config, 'backup' | 'data_dir'>): string {
   return config.backup.dir || join(config.data_dir, 'backups');

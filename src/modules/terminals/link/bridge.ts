@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type WebSocket from 'ws';
-import type { AppContext } from '../context.js';
-import { isoTime } from '../clock.js';
+import type { AppContext } from '../../../context.js';
+import { isoTime } from '../../../clock.js';
 import {
   answerHello,
   awaitHello,
@@ -15,15 +15,15 @@ import {
   type ServerMessage,
   type TerminalMessage,
   type TimerHandle,
-} from '../../devices/index.js';
+} from '../../../../devices/index.js';
 import {
   authenticateTerminal,
   markAllUnavailable,
   recordAvailability,
   recordHello,
   recordSeen,
-} from '../modules/terminals/service.js';
-import { terminalSignals } from '../modules/terminals/signals.js';
+} from '../service.js';
+import { terminalSignals } from '../signals.js';
 import {
   applyTerminalEvent,
   commandContext,
@@ -31,9 +31,9 @@ import {
   currentCommandOf,
   openCommands,
   type AppliedEvent,
-} from '../modules/terminal-commands/service.js';
-import type { CommandRow } from '../modules/terminal-commands/store.js';
-import type { CommandEvent, TerminalOutcome } from '../modules/terminal-commands/machine.js';
+} from '../commands/service.js';
+import type { CommandRow } from '../commands/store.js';
+import type { CommandEvent, TerminalOutcome } from '../commands/machine.js';
 
 interface Session {
   terminalId: string;

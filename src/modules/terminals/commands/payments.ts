@@ -1,7 +1,7 @@
-import type { AppContext } from '../../context.js';
-import type { Account } from '../accounts/service.js';
-import { createCheckout, getCheckoutIn, setCheckoutStatus } from '../checkouts/service.js';
-import { settleCheckoutPayment } from '../payments/service.js';
+import type { AppContext } from '../../../context.js';
+import type { Account } from '../../../accounts/service.js';
+import { createCheckout, getCheckoutIn, setCheckoutStatus } from '../../checkouts/service.js';
+import { settleCheckoutPayment } from '../../payments/service.js';
 import type { TerminalOutcome } from './machine.js';
 
 /**

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Config } from '../../config.js';
+import type { Config } from '../config.js';
 
 export class DaemonRunningError extends Error {
   constructor(

@@ -1,5 +1,5 @@
-import { registerFeedApplier } from '../../sync/feed.js';
-import { AccountsService } from '../accounts/service.js';
+import { registerFeedApplier } from '../../../sync/feed.js';
+import { AccountsService } from '../../../accounts/service.js';
 import { applyCentralClassSession, type FeedClassSession } from './service.js';
 
 // A class session scheduled or cancelled at the central: held here with the central's id, and the

@@ -1,7 +1,7 @@
-import type { AppContext } from '../context.js';
-import { keepServerSerialLink, type Clock as Scheduler, type PortOpener, type ServerSerialKeeper } from '../../devices/index.js';
-import { serialTerminals, terminalRow } from '../modules/terminals/service.js';
-import { terminalSignals } from '../modules/terminals/signals.js';
+import type { AppContext } from '../../../context.js';
+import { keepServerSerialLink, type Clock as Scheduler, type PortOpener, type ServerSerialKeeper } from '../../../../devices/index.js';
+import { serialTerminals, terminalRow } from '../service.js';
+import { terminalSignals } from '../signals.js';
 import type { TerminalBridge } from './bridge.js';
 
 /**

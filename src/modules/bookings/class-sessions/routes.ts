@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
-import type { ApiApp } from '../../api/module.js';
-import type { AppContext } from '../../context.js';
-import { readScope, requireAccount } from '../../api/auth.js';
-import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { errorResponses } from '../bookables/routes.js';
+import type { ApiApp } from '../../../api/module.js';
+import type { AppContext } from '../../../context.js';
+import { readScope, requireAccount } from '../../../api/auth.js';
+import { pageOf, setPageHeaders } from '../../../api/pagination.js';
+import { errorResponses } from '../../bookables/routes.js';
 import { ClassSessionCreateBody, ClassSessionListQuery, ClassSessionSchema } from './schema.js';
 import { cancelClassSession, classSessionRow, classSessionView, createClassSession, listClassSessions } from './service.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams } from '../../../api/schemas.js';
 
 export function classSessionRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['scheduling'];

@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js';
 import type { AppContext } from '../context.js';
 import { AccountsService } from '../accounts/service.js';
 
-type Registry = typeof import('../modules/terminals/service.js');
+type Registry = typeof import('../modules/terminals/service.js') & typeof import('../modules/terminals/retire.js');
 
 /**
  * Runs `fn` with a context on the database alone: the CLI works beside a running daemon. The
@@ -16,7 +16,7 @@ type Registry = typeof import('../modules/terminals/service.js');
  * as fast as before.
  */
 async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts: AccountsService, registry: Registry) => T): Promise<T> {
-  const registry = await import('../modules/terminals/service.js');
+  const registry = { ...(await import('../modules/terminals/service.js')), ...(await import('../modules/terminals/retire.js')) };
   const config = cliConfig(opts);
   const db = openCliDatabase(config);
   const abort = new AbortController();

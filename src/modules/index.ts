@@ -15,10 +15,8 @@ import { activitiesModule } from './activities/index.js';
 import { webhooksModule } from './webhooks/index.js';
 import { syncModule } from '../sync/index.js';
 import { terminalsModule } from './terminals/index.js';
-import { terminalCommandsModule } from './terminals/commands/module.js';
 import { bookablesModule } from './bookables/index.js';
 import { bookingsModule } from './bookings/index.js';
-import { classSessionsModule } from './bookings/class-sessions/index.js';
 import { calendarFeedsModule } from './calendar-feeds/index.js';
 import { shippingModule } from './shipping/index.js';
 import { couponsModule } from './coupons/index.js';
@@ -46,10 +44,8 @@ export const MODULES: readonly PosdModule[] = [
   webhooksModule,
   syncModule,
   terminalsModule,
-  terminalCommandsModule,
   bookablesModule,
   bookingsModule,
-  classSessionsModule,
   calendarFeedsModule,
   shippingModule,
   couponsModule,

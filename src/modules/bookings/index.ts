@@ -3,14 +3,20 @@ import { setSchedulingDeps } from './deps.js';
 import { holdsWorker } from './holds.js';
 import { moneyPort } from './money-adapter.js';
 import { bookingPageRoutes } from './page.js';
+import { calendarExportRoutes } from './calendar-export.js';
 import { bookingRoutes } from './routes.js';
+import { classSessionRoutes } from './class-sessions/routes.js';
 
 export const bookingsModule: PosdModule = {
   name: 'bookings',
   api(app, ctx) {
     setSchedulingDeps(ctx, { money: moneyPort });
     bookingRoutes(app, ctx);
+    classSessionRoutes(app, ctx);
   },
-  root: bookingPageRoutes,
+  root(app, ctx) {
+    bookingPageRoutes(app, ctx);
+    calendarExportRoutes(app, ctx);
+  },
   workers: (ctx) => [holdsWorker(ctx)],
 };

@@ -5,7 +5,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { bookingsStoreOf } from './deps.js';
 import { holdsSlot, nextStatus, type BookingEvent } from './machine.js';
 import type { BookingRow } from './store.js';
-import { bookingRecord } from './sync.js';
+import { bookingRecord } from './records.js';
 import { publishBooking } from './feed-apply.js';
 
 /** The error a refused trigger answers with: the spec names two, the rest share one code. */

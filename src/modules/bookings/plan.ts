@@ -5,7 +5,7 @@ import { isoTime } from '../../clock.js';
 import { resourceRow, serviceRow, staffRow, unitsOfRoomType } from '../bookables/service.js';
 import type { ServiceRow } from '../bookables/store.js';
 import { classSessionRow } from './class-sessions/service.js';
-import { feedsStoreOf } from '../calendar-feeds/store.js';
+import { feedsBlockNights } from '../calendar-feeds/service.js';
 import { bookingsStoreOf } from './deps.js';
 import type { Segment, Stay } from './schema.js';
 
@@ -162,11 +162,10 @@ function planStay(ctx: AppContext, account: Account, s: NonNullable<Target['stay
     if (!unit.active) throw invalid({ 'stay.unit_id': 'the unit is not active' });
     candidates = [unit];
   }
-  const feeds = feedsStoreOf(ctx.db);
   const unit = candidates.find(
     (u) =>
       free(ctx, { subject: `night:${u.id}`, startsAt: s.check_in_on, endsAt: s.check_out_on }, exceptOwner) &&
-      !feeds.overlaps(u.id, s.check_in_on, s.check_out_on),
+      !feedsBlockNights(ctx, u.id, s.check_in_on, s.check_out_on),
   );
   if (!unit) throw slotUnavailable(s.unit_id ? 'The unit is taken on some of those nights.' : 'No unit of this room type is free on those nights.');
   const startsAt = isoTime(inMs);

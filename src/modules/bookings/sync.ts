@@ -2,59 +2,21 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
 import { registerRejectionHandler, type Rejection } from '../../sync/feed.js';
-import { bookableRows, ensureBookables, type BookableRows } from '../bookables/service.js';
+import { bookableRows, ensureBookables } from '../bookables/service.js';
 import { ensureClassSession, findClassSession } from './class-sessions/service.js';
-import type { ClassSessionRow } from './class-sessions/store.js';
-import { feedsStoreOf } from '../calendar-feeds/store.js';
+import { feedsBlockNights } from '../calendar-feeds/service.js';
 import { bookingsStoreOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
+import type { BookingRecord, BookingRefs } from './records.js';
 import { publishBooking } from './feed-apply.js';
 import { holdsSlot } from './machine.js';
-import type { BookingView } from './schema.js';
-import type { BookingRow, SeriesRow } from './store.js';
+import type { BookingRow } from './store.js';
 import { bookingView } from './views.js';
-
-/** What the booking names that a central may not hold (made at the store): written there when absent. */
-export interface BookingRefs extends BookableRows {
-  class_session: ClassSessionRow | null;
-  series: SeriesRow | null;
-}
-
-/**
- * The `booking` sync record of every booking write: the view (what the API answers), the whole row
- * (what the central writes, same ids and times), what it occupies, and the rows it names.
- */
-export interface BookingRecord {
-  op: string;
-  booking: BookingView;
-  row: BookingRow;
-  occupancy: Array<{ subject: string; starts_at: string; ends_at: string }>;
-  refs: BookingRefs;
-}
 
 /** Why the central refuses a booking that collides with one it holds; the store cancels its own on this code. */
 export const SLOT_TAKEN = 'slot_unavailable';
 /** Why the store cancelled a booking the central refused (`cancellation_reason`). */
 export const REFUSED_BY_CENTRAL = 'refused_by_central';
-
-/** The record of one booking write at this box (see `recordSync`). */
-export function bookingRecord(ctx: AppContext, row: BookingRow, op: string): BookingRecord {
-  const store = bookingsStoreOf(ctx);
-  const session = row.class_session_id ? (findClassSession(ctx, row.class_session_id) ?? null) : null;
-  const segments: Array<{ service_id: string; staff_member_id: string | null; resource_id: string | null }> = JSON.parse(row.segments);
-  const rows = bookableRows(ctx, {
-    services: [row.service_id, ...(session ? [session.service_id] : [])],
-    staff: [row.staff_member_id, session?.staff_member_id ?? null, ...segments.map((s) => s.staff_member_id)].filter((x): x is string => !!x),
-    resources: [row.resource_id, session?.resource_id ?? null, ...segments.map((s) => s.resource_id)].filter((x): x is string => !!x),
-  });
-  return {
-    op,
-    booking: bookingView(row, publicBaseUrl(ctx.config)),
-    row,
-    occupancy: store.occupancyOf(row.id),
-    refs: { ...rows, class_session: session, series: row.booking_series_id ? (store.series(row.booking_series_id) ?? null) : null },
-  };
-}
 
 export function isBookingRecord(p: Record<string, unknown>): p is Record<string, unknown> & BookingRecord {
   const row = p.row as Partial<BookingRow> | undefined;
@@ -151,7 +113,7 @@ function slotTaken(ctx: AppContext, row: BookingRow, record: BookingRecord): str
   }
   if (row.kind === 'stay' && row.resource_id) {
     const stay = JSON.parse(row.stay ?? '{}') as { check_in_on?: string; check_out_on?: string };
-    if (stay.check_in_on && stay.check_out_on && feedsStoreOf(ctx.db).overlaps(row.resource_id, stay.check_in_on, stay.check_out_on)) {
+    if (stay.check_in_on && stay.check_out_on && feedsBlockNights(ctx, row.resource_id, stay.check_in_on, stay.check_out_on)) {
       return `unit ${row.resource_id} is blocked by a calendar feed at the central on some of those nights`;
     }
   }

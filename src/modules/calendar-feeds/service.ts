@@ -139,3 +139,10 @@ export function feedsWorker(ctx: AppContext): Worker {
     },
   };
 }
+
+export { unitCalendar } from './ical.js';
+
+/** Whether a calendar feed blocks any night of [fromOn, toOn) on the unit (a stay there is refused). */
+export function feedsBlockNights(ctx: AppContext, resourceId: string, fromOn: string, toOn: string): boolean {
+  return feedsStoreOf(ctx.db).overlaps(resourceId, fromOn, toOn);
+}

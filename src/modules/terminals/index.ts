@@ -1,11 +1,18 @@
 import type { PosdModule } from '../../api/module.js';
 import { registerTerminalLink, terminalWorkers } from './link/index.js';
 import { terminalRoutes } from './routes.js';
+import { commandRoutes } from './commands/routes.js';
 
-/** The terminal registry, plus the daemon plumbing of the links (`/terminals/link`, serial ports). */
+/**
+ * The terminal registry and its commands (charges sent to a terminal), plus the daemon plumbing of
+ * the links (`/terminals/link`, serial ports).
+ */
 export const terminalsModule: PosdModule = {
   name: 'terminals',
-  api: terminalRoutes,
+  api(app, ctx) {
+    terminalRoutes(app, ctx);
+    commandRoutes(app, ctx);
+  },
   root: registerTerminalLink,
   workers: terminalWorkers,
 };

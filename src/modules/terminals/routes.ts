@@ -4,7 +4,8 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { CreateTerminalBody, CreatedTerminalSchema, TerminalIdParams, TerminalSchema } from './schema.js';
-import { createTerminal, getTerminal, listTerminals, retireTerminal } from './service.js';
+import { createTerminal, getTerminal, listTerminals } from './service.js';
+import { retireTerminal } from './retire.js';
 import { errorBodies } from '../../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);

@@ -4,11 +4,10 @@ import type { Account } from '../../accounts/service.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { newId, randomToken } from '../../ids.js';
-import { ApiError, invalid, notFound } from '../../errors.js';
+import { invalid, notFound } from '../../errors.js';
 import { terminalsStore, type TerminalRow } from './store.js';
 import { terminalSignals } from './signals.js';
 import type { CreateTerminalBody, TerminalView } from './schema.js';
-import { cancelUntakenCommandsOfTerminal, terminalHasTakenCommand } from './commands/service.js';
 
 export type { TerminalRow } from './store.js';
 
@@ -81,25 +80,7 @@ export function listTerminals(ctx: AppContext, scope: { accountIds: string[]; li
   };
 }
 
-/**
- * Retires a terminal: its token stops working and its link closes. A terminal that holds a command
- * cannot be retired (the payment on it may still complete); its untaken commands are canceled.
- */
-export function retireTerminal(ctx: AppContext, account: Account, id: string): TerminalView {
-  const scope = { accountIds: [account.id], liveMode: account.live_mode };
-  const row = findTerminal(ctx, scope, id);
-  if (!row) throw notFound('terminal', id);
-  const store = terminalsStore(ctx.db);
-  tx(ctx.db, () => {
-    if (terminalHasTakenCommand(ctx, id)) throw new ApiError('terminal_busy');
-    cancelUntakenCommandsOfTerminal(ctx, id);
-    store.retire(id, isoTime(ctx.clock.now()));
-  });
-  terminalSignals(ctx).emit('retired', id);
-  return terminalView(store.byId(id)!);
-}
-
-// ---- For the bridge (src/terminals/) ----
+// ---- For the bridge (link/) ----
 
 /** The terminal a hello names, when its token matches and it is not retired. */
 export function authenticateTerminal(ctx: AppContext, terminalId: string, token: string): TerminalRow | undefined {

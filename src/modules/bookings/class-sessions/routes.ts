@@ -5,7 +5,8 @@ import { readScope, requireAccount } from '../../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../../api/pagination.js';
 import { errorResponses } from '../../bookables/routes.js';
 import { ClassSessionCreateBody, ClassSessionListQuery, ClassSessionSchema } from './schema.js';
-import { cancelClassSession, classSessionRow, classSessionView, createClassSession, listClassSessions } from './service.js';
+import { classSessionRow, classSessionView, createClassSession, listClassSessions } from './service.js';
+import { cancelClassSession } from './cancel.js';
 import { IdParams } from '../../../api/schemas.js';
 
 export function classSessionRoutes(app: ApiApp, ctx: AppContext): void {

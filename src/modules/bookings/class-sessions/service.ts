@@ -6,10 +6,6 @@ import { isoTime } from '../../../clock.js';
 import { newId } from '../../../ids.js';
 import { resourceRow, serviceRow, staffRow } from '../../bookables/service.js';
 import { bookingsStoreOf } from '../deps.js';
-import { applyEvent } from '../lifecycle.js';
-import { holdsSlot } from '../machine.js';
-import { refreshPayment, refundPayments } from '../payments.js';
-import { cancelTransition, sessionState } from './machine.js';
 import { classSessionsStore, type ClassSessionRow, type ClassSessionsStore, type SessionFilter } from './store.js';
 import type { ClassSessionCreate, ClassSessionView } from './schema.js';
 import { appendFeedChange } from '../../../outbox/feed-changes.js';
@@ -25,7 +21,7 @@ export interface FeedClassSession {
  * Class sessions are scheduled at the central (with the bookables they use): one made or cancelled
  * there reaches the account's boxes (feed kind `class_session`). A no-op at a store.
  */
-function publishClassSession(ctx: AppContext, id: string): void {
+export function publishClassSession(ctx: AppContext, id: string): void {
   const session = storeOf(ctx).get(id)!;
   const payload: FeedClassSession = { session, occupancy: bookingsStoreOf(ctx).occupancyOf(id) };
   appendFeedChange(ctx.db, { kind: 'class_session', accountId: session.account_id, liveMode: session.live_mode === 1, objectId: id, payload: { ...payload }, createdAt: session.cancelled_at ?? session.created_at });
@@ -41,7 +37,7 @@ export function applyCentralClassSession(ctx: AppContext, p: FeedClassSession): 
 }
 
 const stores = new WeakMap<object, ClassSessionsStore>();
-function storeOf(ctx: AppContext): ClassSessionsStore {
+export function storeOf(ctx: AppContext): ClassSessionsStore {
   let s = stores.get(ctx.db);
   if (!s) stores.set(ctx.db, (s = classSessionsStore(ctx.db)));
   return s;
@@ -122,71 +118,4 @@ export function createClassSession(ctx: AppContext, account: Account, b: ClassSe
 export function listClassSessions(ctx: AppContext, f: SessionFilter, limit: number, offset: number) {
   const { rows, total } = storeOf(ctx).list(f, limit, offset);
   return { rows: rows.map((r) => classSessionView(ctx, r)), total };
-}
-
-/** Who may move money (spec 4.6): an account setting, on unless `money_movement_enabled` is false. */
-export function canMoveMoney(account: Account): boolean {
-  return account.settings.money_movement_enabled !== false;
-}
-
-/**
- * Spec 3.4 and 4.6. The first call, in one transaction: the session is cancelled, its instructor
- * and room are freed, and every seat still holding is cancelled as the business and marked as owed
- * a refund. Then each owed seat is refunded, each refund recorded as it succeeds. Seats whose
- * refund failed stay owed: the answer is 422 `seats_left` naming them, and a later call (on a
- * cancelled session, which is otherwise `not_cancellable`) refunds only those.
- */
-export async function cancelClassSession(ctx: AppContext, account: Account, id: string): Promise<ClassSessionView> {
-  if (!canMoveMoney(account)) throw new ApiError('money_movement_not_enabled');
-  // Two calls for one session run one after the other: a refund awaited by the first must be
-  // recorded before the second looks at which seats are still owed one.
-  const previous = running.get(id) ?? Promise.resolve();
-  const mine = previous.catch(() => undefined).then(() => cancelNow(ctx, account, id));
-  running.set(id, mine);
-  try {
-    return await mine;
-  } finally {
-    if (running.get(id) === mine) running.delete(id);
-  }
-}
-
-const running = new Map<string, Promise<ClassSessionView>>();
-
-async function cancelNow(ctx: AppContext, account: Account, id: string): Promise<ClassSessionView> {
-  const bookings = bookingsStoreOf(ctx);
-  let session = classSessionRow(ctx, account, id);
-  if (!cancelTransition(sessionState(session.cancelled_at))) {
-    // A cancelled session takes the call again only to finish the refunds still owed (spec 4.6).
-    if (bookings.refundsDue(session.id).length === 0) throw new ApiError('not_cancellable', { message: 'The class session is already cancelled.' });
-  } else {
-    if (Date.parse(session.starts_at) <= ctx.clock.now()) throw new ApiError('not_cancellable', { message: 'The class session has already started.' });
-    // Payments made up to now must be known before deciding who is owed a refund.
-    for (const seat of bookings.sessionSeats(session.id)) if (seat.status === 'pending' && seat.checkout_id) refreshPayment(ctx, account, seat);
-    tx(ctx.db, () => {
-      const at = isoTime(ctx.clock.now());
-      if (!storeOf(ctx).cancel(session.id, at)) return;
-      bookings.release(session.id);
-      publishClassSession(ctx, session.id);
-      for (const seat of bookings.sessionSeats(session.id)) {
-        if (!holdsSlot(seat.status)) continue;
-        applyEvent(ctx, seat, 'CANCEL', {
-          cancelled_by: 'merchant', cancellation_reason: 'class_session_cancelled', hold_expires_at: null,
-          refund_due: seat.paid_in_cents > 0 ? 1 : 0,
-          refund_reason: seat.paid_in_cents > 0 ? 'class_session_cancelled' : null,
-        });
-      }
-    });
-    session = classSessionRow(ctx, account, id);
-  }
-  const failed: string[] = [];
-  for (const seat of bookings.refundsDue(session.id)) {
-    try {
-      await refundPayments(ctx, account, seat);
-    } catch (err) {
-      ctx.log.warn({ err, booking_id: seat.id }, 'class seat refund failed');
-      failed.push(seat.id);
-    }
-  }
-  if (failed.length) throw new ApiError('seats_left', { message: `${failed.length} seat(s) could not be refunded; call again to finish them.`, extra: { booking_ids: failed } });
-  return classSessionView(ctx, session);
 }

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
-import { DatabaseTooNewError } from '../db/migrate.js';
+import { DatabaseRefusedError } from '../db/migrate.js';
 import { DaemonRunningError } from '../system/daemon-lock.js';
 import { SdNotify } from '../system/sd-notify.js';
 
@@ -42,7 +42,7 @@ export function serveCommand(): Command {
           },
         });
       } catch (err) {
-        if (err instanceof DatabaseTooNewError || err instanceof DaemonRunningError) throw new CliError(err.message);
+        if (err instanceof DatabaseRefusedError || err instanceof DaemonRunningError) throw new CliError(err.message);
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new CliError(`port ${config.http.port} on ${config.http.host} is already in use (another posd running?)`);
         if (code === 'EACCES') throw new CliError(`not allowed to listen on ${config.http.host}:${config.http.port}`);

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
-import { latestVersion } from '../db/migrate.js';
+import { latestVersion, madeByDevelopmentBuild } from '../db/migrate.js';
 
 export function backupDir(config: Pick<Config, 'backup' | 'data_dir'>): string {
   return config.backup.dir || join(config.data_dir, 'backups');
@@ -86,6 +86,8 @@ export interface Inspection {
   ok: boolean;
   problem?: string;
   schemaVersion?: number;
+  /** Made by a development build before 0.1: whole, but no posd of today runs it. */
+  development?: boolean;
 }
 
 /** Reads a database file without changing it: integrity, and whether this posd can run it. */
@@ -103,6 +105,9 @@ export function inspectDatabase(file: string): Inspection {
     const version = db.pragma('user_version', { simple: true }) as number;
     const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'accounts'").get();
     if (!hasMeta) return { ok: false, problem: `${basename(file)} is not a posd database (no accounts table)`, schemaVersion: version };
+    if (madeByDevelopmentBuild(db)) {
+      return { ok: false, problem: `${basename(file)} was made by a development build of posd before 0.1, which this posd does not run`, schemaVersion: version, development: true };
+    }
     if (version > latestVersion()) {
       return { ok: false, problem: `schema version ${version} is newer than this posd understands (${latestVersion()})`, schemaVersion: version };
     }

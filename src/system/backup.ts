@@ -103,11 +103,11 @@ export function inspectDatabase(file: string): Inspection {
     const result = rows.map((r) => r.integrity_check);
     if (result.length !== 1 || result[0] !== 'ok') return { ok: false, problem: `integrity_check: ${result.slice(0, 3).join('; ')}` };
     const version = db.pragma('user_version', { simple: true }) as number;
-    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'accounts'").get();
-    if (!hasMeta) return { ok: false, problem: `${basename(file)} is not a posd database (no accounts table)`, schemaVersion: version };
     if (madeByDevelopmentBuild(db)) {
       return { ok: false, problem: `${basename(file)} was made by a development build of posd before 0.1, which this posd does not run`, schemaVersion: version, development: true };
     }
+    const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'accounts'").get();
+    if (!hasMeta) return { ok: false, problem: `${basename(file)} is not a posd database (no accounts table)`, schemaVersion: version };
     if (version > latestVersion()) {
       return { ok: false, problem: `schema version ${version} is newer than this posd understands (${latestVersion()})`, schemaVersion: version };
     }

@@ -28,7 +28,19 @@ export interface Daemon {
   app: ApiApp;
   /** `http://host:port` actually listened on (port 0 resolved). */
   url: string;
-  stop(): Promise<void>;
+  /** Resolves false when a step of the stop failed (each is logged): the process should exit non-zero. */
+  stop(): Promise<boolean>;
+}
+
+/** A worker's `start` threw: the daemon has stopped whatever had started, and does not run. */
+export class WorkerStartError extends Error {
+  constructor(
+    readonly worker: string,
+    cause: unknown,
+  ) {
+    super(`the ${worker} worker failed to start: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'WorkerStartError';
+  }
 }
 
 export function createContext(config: Config, opts: { log?: Logger; clock?: Clock; db?: Db } = {}): AppContext & { abort: AbortController } {
@@ -41,8 +53,10 @@ export function createContext(config: Config, opts: { log?: Logger; clock?: Cloc
 
 /**
  * The composition root: open the database (migrating it), make the installation on the first run,
- * build the app, listen, start the workers. `stop` undoes it in reverse order, each step on its own
- * so one failure does not leave the database open.
+ * build the app, listen, start the workers. Whatever fails on the way undoes what had started, as
+ * `stop` does: the port closed, the workers started so far stopped, the database closed, the data
+ * folder released. `stop` undoes it in reverse order, each step on its own so one failure does not
+ * leave the database open.
  */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // The pid file marks the data folder as served: `posd restore` refuses while it names a live process.
@@ -55,67 +69,91 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     throw err;
   }
   const { config, log } = ctx;
-  const accounts = new AccountsService(ctx.db, ctx.clock, { unifiedSince: config.events.unified_since });
-  let installation: Installation | undefined;
-  if (!accounts.isInitialised()) {
-    installation = initInstallation(accounts, {
-      name: 'My store',
-      role: config.role,
-      country: config.accounts.country,
-      defaultCurrency: config.accounts.default_currency,
-    });
-  }
-
   const modules = opts.modules ?? MODULES;
-  let app: ApiApp;
+  let app: ApiApp | undefined;
+  // A worker is listed before its start runs, so one that throws half-way is stopped too.
+  const started: Worker[] = [];
+
+  /** Undoes what has started, in reverse order, each step on its own; false when one failed. */
+  const halt = async (): Promise<boolean> => {
+    let clean = true;
+    ctx.abort.abort();
+    if (app) {
+      const server = app.server;
+      const grace = setTimeout(() => server.closeAllConnections(), config.http.shutdown_grace_ms);
+      try {
+        await app.close();
+      } catch (err) {
+        clean = false;
+        log.error({ err }, 'closing the HTTP server failed');
+      }
+      clearTimeout(grace);
+    }
+    for (const w of [...started].reverse()) {
+      try {
+        await w.stop();
+      } catch (err) {
+        clean = false;
+        log.error({ err, worker: w.name }, 'stopping a worker failed');
+      }
+    }
+    try {
+      ctx.db.close();
+    } catch (err) {
+      clean = false;
+      log.error({ err }, 'closing the database failed');
+    }
+    releaseLock();
+    return clean;
+  };
+
+  let url: string;
   try {
+    const accounts = new AccountsService(ctx.db, ctx.clock, { unifiedSince: config.events.unified_since });
+    let installation: Installation | undefined;
+    if (!accounts.isInitialised()) {
+      installation = initInstallation(accounts, {
+        name: 'My store',
+        role: config.role,
+        country: config.accounts.country,
+        defaultCurrency: config.accounts.default_currency,
+      });
+    }
     app = await buildApp(ctx, modules);
     await app.listen({ host: config.http.host, port: config.http.port });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.http.port;
+    url = publicBaseUrl(config, port);
+    if (installation) opts.onInstalled?.(installation, `${url}/api`);
+
+    for (const w of [checkpointWorker(ctx, config), ...modules.flatMap((m) => m.workers?.(ctx) ?? [])]) {
+      started.push(w);
+      try {
+        await w.start();
+      } catch (err) {
+        throw new WorkerStartError(w.name, err);
+      }
+    }
   } catch (err) {
-    ctx.db.close();
-    releaseLock();
+    log.error({ err }, 'posd failed to start; stopping what had started');
+    await halt();
     throw err;
   }
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.http.port;
-  const url = publicBaseUrl(config, port);
-  if (installation) opts.onInstalled?.(installation, `${url}/api`);
-
-  const workers: Worker[] = [checkpointWorker(ctx, config), ...modules.flatMap((m) => m.workers?.(ctx) ?? [])];
-  for (const w of workers) await w.start();
+  const listening = app;
   // The effective configuration, once, with every secret masked: what a manager needs to read a problem.
   log.info({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir }, 'posd listening');
 
-  let stopping: Promise<void> | undefined;
+  let stopping: Promise<boolean> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       log.info('posd stopping');
-      ctx.abort.abort();
-      const grace = setTimeout(() => app.server.closeAllConnections(), config.http.shutdown_grace_ms);
-      try {
-        await app.close();
-      } catch (err) {
-        log.error({ err }, 'closing the HTTP server failed');
-      }
-      clearTimeout(grace);
-      for (const w of [...workers].reverse()) {
-        try {
-          await w.stop();
-        } catch (err) {
-          log.error({ err, worker: w.name }, 'stopping a worker failed');
-        }
-      }
-      try {
-        ctx.db.close();
-      } catch (err) {
-        log.error({ err }, 'closing the database failed');
-      }
-      releaseLock();
-      log.info('posd stopped');
+      const clean = await halt();
+      log.info(clean ? 'posd stopped' : 'posd stopped with errors');
+      return clean;
     })());
 
-  return { ctx, app, url, stop };
+  return { ctx, app: listening, url, stop };
 }
 
 /** The WAL checkpoint thread as a daemon worker: started before the others, stopped after them. */

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { loadConfig, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
-import { DatabaseTooNewError } from '../db/migrate.js';
+import { DatabaseRefusedError } from '../db/migrate.js';
 
 /** A failure the user can act on: printed as one line, exit code 2, never a stack trace. */
 export class CliError extends Error {
@@ -44,7 +44,7 @@ export function openCliDatabase(config: Config): Db {
   try {
     return openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms });
   } catch (err) {
-    if (err instanceof DatabaseTooNewError) throw new CliError(err.message);
+    if (err instanceof DatabaseRefusedError) throw new CliError(err.message);
     const code = (err as NodeJS.ErrnoException).code;
     if (code) throw new CliError(`cannot open the database in ${config.data_dir}: ${code} (${(err as Error).message})`);
     throw err;

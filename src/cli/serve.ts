@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { CliError, cliConfig, withDataOptions, type DataOptions } from './common.js';
-import { DatabaseTooNewError } from '../db/migrate.js';
+import { DatabaseRefusedError } from '../db/migrate.js';
 import { DaemonRunningError } from '../system/daemon-lock.js';
 import { SdNotify } from '../system/sd-notify.js';
 
@@ -18,7 +18,7 @@ export function serveCommand(): Command {
       }
       const config = cliConfig(opts, Object.keys(http).length ? { http } : {});
       // Loaded here so the other commands start without the HTTP stack.
-      const { startDaemon } = await import('../daemon.js');
+      const { startDaemon, WorkerStartError } = await import('../daemon.js');
       let daemon;
       try {
         daemon = await startDaemon({
@@ -42,7 +42,9 @@ export function serveCommand(): Command {
           },
         });
       } catch (err) {
-        if (err instanceof DatabaseTooNewError || err instanceof DaemonRunningError) throw new CliError(err.message);
+        if (err instanceof DatabaseRefusedError || err instanceof DaemonRunningError) throw new CliError(err.message);
+        // Logged with its stack; the daemon has stopped what had started and released the data folder.
+        if (err instanceof WorkerStartError) throw new CliError(err.message, 1);
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new CliError(`port ${config.http.port} on ${config.http.host} is already in use (another posd running?)`);
         if (code === 'EACCES') throw new CliError(`not allowed to listen on ${config.http.host}:${config.http.port}`);
@@ -54,16 +56,18 @@ export function serveCommand(): Command {
       // Listening, migrated and workers started: only now is the service ready.
       await notify.ready(`serving ${d.url}`);
       notify.startWatchdog();
-      await new Promise<void>((resolve) => {
+      const clean = await new Promise<boolean>((resolve) => {
         const onSignal = (signal: string) => {
           process.off('SIGTERM', onSignal);
           process.off('SIGINT', onSignal);
           d.ctx.log.info({ signal }, 'signal received');
           void notify.stopping();
-          d.stop().then(resolve, resolve);
+          d.stop().then(resolve, () => resolve(false));
         };
         process.on('SIGTERM', onSignal);
         process.on('SIGINT', onSignal);
       });
+      // A worker that could not stop may have left work half done: say so to systemd and scripts.
+      if (!clean) throw new CliError('stopped with errors (see the log)', 1);
     });
 }

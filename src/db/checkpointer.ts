@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Db } from './database.js';
+import { startThread, type ThreadDatabase } from './threads.js';
 
 /** SQLite's own default: a commit that leaves the WAL past this many pages checkpoints it. */
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
@@ -29,42 +28,6 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-// The thread's program, plain CommonJS so it runs the same from the build and under the test runner
-// (a worker thread cannot load .ts files on Node 20), like the webhook writer's.
-const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma('busy_timeout = ' + workerData.busyTimeoutMs);
-// A checkpoint syncs the WAL and the database file as this connection's setting says: the daemon's.
-db.pragma('synchronous = ' + workerData.synchronous);
-let running = true;
-let last = { log: -1, checkpointed: -1 };
-function tick() {
-  if (!running) return;
-  try {
-    // PASSIVE never waits for the writer or readers: it copies what it can and leaves the rest for
-    // the next tick. The next writer restarts the WAL from its start once all of it is copied.
-    const [r] = db.pragma('wal_checkpoint(PASSIVE)');
-    if (r.log !== last.log || r.checkpointed !== last.checkpointed) {
-      last = r;
-      parentPort.postMessage({ walPages: r.log, checkpointedPages: r.checkpointed });
-    }
-  } catch (err) {
-    parentPort.postMessage({ error: err instanceof Error ? err.message : String(err) });
-  }
-  timer = setTimeout(tick, workerData.intervalMs);
-}
-let timer = setTimeout(tick, workerData.intervalMs);
-parentPort.on('message', (m) => {
-  if (m !== 'close') return;
-  running = false;
-  clearTimeout(timer);
-  db.close();
-  parentPort.close();
-});
-`;
-
 /**
  * Moves WAL checkpoints off the daemon's event loop. By default SQLite checkpoints inside the
  * commit that fills the WAL past 1000 pages: that request's thread copies the pages into the
@@ -77,19 +40,16 @@ parentPort.on('message', (m) => {
  */
 export function startCheckpointer(
   db: Db,
-  opts: { file: string; intervalMs: number; synchronous: string; busyTimeoutMs: number; log: Logger },
+  opts: ThreadDatabase & { intervalMs: number; log: Logger },
 ): Checkpointer {
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   const inline = () => db.open && db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
-  const worker = new Worker(THREAD_SOURCE, {
-    eval: true,
-    workerData: {
-      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-      file: opts.file,
-      intervalMs: opts.intervalMs,
-      synchronous: opts.synchronous,
-      busyTimeoutMs: opts.busyTimeoutMs,
-    },
+  // threads/checkpoint.cjs: its connection syncs as the daemon's does (`synchronous`).
+  const worker = startThread('checkpoint', {
+    file: opts.file,
+    busyTimeoutMs: opts.busyTimeoutMs,
+    synchronous: opts.synchronous,
+    intervalMs: opts.intervalMs,
   });
   // The HTTP server keeps the process alive; the checkpointer must not.
   worker.unref();

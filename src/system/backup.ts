@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
-import { latestVersion } from '../db/migrate.js';
+import { latestVersion, madeByDevelopmentBuild } from '../db/migrate.js';
 
 export function backupDir(config: Pick<Config, 'backup' | 'data_dir'>): string {
   return config.backup.dir || join(config.data_dir, 'backups');
@@ -86,6 +86,8 @@ export interface Inspection {
   ok: boolean;
   problem?: string;
   schemaVersion?: number;
+  /** Made by a development build before 0.1: whole, but no posd of today runs it. */
+  development?: boolean;
 }
 
 /** Reads a database file without changing it: integrity, and whether this posd can run it. */
@@ -101,6 +103,9 @@ export function inspectDatabase(file: string): Inspection {
     const result = rows.map((r) => r.integrity_check);
     if (result.length !== 1 || result[0] !== 'ok') return { ok: false, problem: `integrity_check: ${result.slice(0, 3).join('; ')}` };
     const version = db.pragma('user_version', { simple: true }) as number;
+    if (madeByDevelopmentBuild(db)) {
+      return { ok: false, problem: `${basename(file)} was made by a development build of posd before 0.1, which this posd does not run`, schemaVersion: version, development: true };
+    }
     const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'accounts'").get();
     if (!hasMeta) return { ok: false, problem: `${basename(file)} is not a posd database (no accounts table)`, schemaVersion: version };
     if (version > latestVersion()) {

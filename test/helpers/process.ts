@@ -1,8 +1,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 
 export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+
+let built = false;
+/**
+ * The built posd makes new databases from dist/src/db/baseline.sql, which `npm run build` copies
+ * and `tsc` alone does not: a missing or older copy would fail every spawned daemon far from the
+ * cause, so say it here.
+ */
+export function assertBuilt(): void {
+  if (built) return;
+  const copy = new URL('../../dist/src/db/baseline.sql', import.meta.url);
+  const source = new URL('../../src/db/baseline.sql', import.meta.url);
+  if (!existsSync(copy) || readFileSync(copy, 'utf8') !== readFileSync(source, 'utf8')) {
+    throw new Error('dist/src/db/baseline.sql is missing or differs from src/db/baseline.sql: run npm run build (tsc alone does not copy it)');
+  }
+  built = true;
+}
 
 export interface RunResult {
   code: number | null;
@@ -12,6 +29,7 @@ export interface RunResult {
 
 /** Runs the built `posd` command to completion. */
 export async function runPosd(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+  assertBuilt();
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
@@ -32,6 +50,7 @@ export interface DaemonProcess {
 
 /** Starts `posd serve` as its own process, the way a store box runs it. */
 export function spawnDaemon(args: string[], env: Record<string, string> = {}): DaemonProcess {
+  assertBuilt();
   const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
     env: { ...process.env, POSD_LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,55 +1,62 @@
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openDatabase, tx } from '../../src/db/database.js';
-import { latestVersion, migrate, schemaVersion } from '../../src/db/migrate.js';
-import { MIGRATIONS } from '../../src/db/migrations/index.js';
-import { AccountsService, initInstallation } from '../../src/accounts/service.js';
-import { Outbox } from '../../src/outbox/events.js';
-import { appendSyncRecord } from '../../src/outbox/sync-records.js';
-import { ManualClock } from '../../src/clock.js';
+import { openDatabase } from '../../src/db/database.js';
+import { BASELINE_VERSION, POSD_APPLICATION_ID, baselineSchema, latestVersion } from '../../src/db/migrate.js';
 import { runPosd, spawnDaemon } from '../helpers/process.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('upgrades keep the data', () => {
-  it('a database made by the foundation-only posd opens with every migration and keeps its rows', async () => {
+describe('the schema of a data folder', () => {
+  it('posd init makes the database from the baseline the build carries', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'posd-upgrade-'));
+    // The build copies baseline.sql beside dist/src/db/migrate.js, where the built posd reads it.
+    expect(readFileSync(new URL('../../dist/src/db/baseline.sql', import.meta.url), 'utf8')).toBe(baselineSchema());
+    const r = await runPosd(['init', '--data', dir, '--json']);
+    expect(r.code).toBe(0);
+    const made = new Database(join(dir, 'posd.db'), { readonly: true });
+    const expected = openDatabase(':memory:');
+    try {
+      expect(made.pragma('user_version', { simple: true })).toBe(BASELINE_VERSION);
+      expect(made.pragma('application_id', { simple: true })).toBe(POSD_APPLICATION_ID);
+      const schema = (db: Database.Database) => db.prepare('SELECT type, name, sql FROM sqlite_master ORDER BY name').all();
+      expect(schema(made)).toEqual(schema(expected));
+    } finally {
+      made.close();
+      expected.close();
+    }
+  });
+
+  it('posd serve refuses a data folder made by a development build with one line and exit code 2, leaving it untouched', async () => {
     dir = mkdtempSync(join(tmpdir(), 'posd-upgrade-'));
     const file = join(dir, 'posd.db');
-    const clock = new ManualClock();
+    // What the builds before 0.1 left: their migrations' tables at version 99, no application id.
     const old = new Database(file);
     old.pragma('journal_mode = WAL');
-    expect(migrate(old, MIGRATIONS.filter((m) => m.version <= 2))).toBe(2);
-    const accounts = new AccountsService(old, clock);
-    const inst = initInstallation(accounts, { name: 'Tienda vieja', role: 'store', country: 'GT', defaultCurrency: 'GTQ' });
-    const outbox = new Outbox(old, clock);
-    tx(old, () => {
-      outbox.emit({ type: 'account.updated', accountId: inst.account_id, liveMode: true, payload: { name: 'Tienda vieja' }, objectId: inst.account_id });
-      appendSyncRecord(old, { kind: 'cash_sale', accountId: inst.account_id, liveMode: true, payload: { amount_in_cents: 4200 }, createdAt: '2026-01-01T00:00:00.000Z' });
-    });
-    const dump = (db: Database.Database) =>
-      ['organizations', 'accounts', 'api_keys', 'events', 'sync_outbox'].map((t) => db.prepare(`SELECT * FROM ${t} ORDER BY rowid`).all());
-    const before = dump(old);
+    old.exec('CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT');
+    old.pragma('user_version = 99');
     old.close();
-
-    const db = openDatabase(file); // the whole list
-    try {
-      expect(schemaVersion(db)).toBe(latestVersion());
-      expect(latestVersion()).toBeGreaterThan(2);
-      expect(dump(db)).toEqual(before);
-      // The keys made by the old version still authenticate.
-      const now = new AccountsService(db, clock);
-      expect(now.accounts().map((a) => a.id)).toContain(inst.account_id);
-    } finally {
-      db.close();
-    }
-    // And the daemon serves them.
-    const r = await runPosd(['keys', 'list', '--data', dir, '--json']);
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toHaveLength(2);
+    const daemon = spawnDaemon(['--data', dir, '--port', '0']);
+    const { code } = await daemon.exited;
+    expect(code).toBe(2);
+    expect(daemon.stderr()).toBe(`posd: the data folder ${dir} was made by a development build of posd before 0.1; move it away and run posd init\n`);
+    expect(daemon.stdout()).toBe('');
+    const after = new Database(file, { readonly: true });
+    expect(after.pragma('user_version', { simple: true })).toBe(99);
+    expect(after.prepare('SELECT name FROM sqlite_master').pluck().all()).toEqual(['meta', 'sqlite_autoindex_meta_1']);
+    after.close();
+    const doctor = await runPosd(['doctor', '--data', dir, '--json']);
+    const report = JSON.parse(doctor.stdout);
+    expect(report.checks.find((c: { name: string }) => c.name === 'daemon').detail).toBe('not running');
+    expect(report.checks.find((c: { name: string }) => c.name === 'schema version')).toMatchObject({
+      ok: false,
+      detail: '99, made by a development build of posd before 0.1',
+      fix: `move ${dir} away and run posd init`,
+    });
+    expect(doctor.code).toBe(1);
   });
 
   it('posd serve refuses a database newer than itself with one line and exit code 2, leaving it untouched', async () => {

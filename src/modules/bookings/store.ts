@@ -126,7 +126,7 @@ export function bookingsStore(db: Db) {
     ),
     get: db.prepare('SELECT * FROM sched_bookings WHERE id = ?'),
     // Walks (subject, ends_at) from the new slot's start: only rows ending after it are read, the
-    // subject's future from there, never its whole past (migration 98).
+    // subject's future from there, never its whole past (sched_occupancy_subject_end).
     conflict: db.prepare(
       `SELECT owner_id FROM sched_occupancy INDEXED BY sched_occupancy_subject_end
         WHERE subject = ? AND ends_at > ? AND starts_at < ? AND owner_id <> ? LIMIT 1`,

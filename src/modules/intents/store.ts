@@ -55,7 +55,7 @@ export class IntentsStore {
     };
   }
 
-  /** `origin`: where the intent was first written (migration 95; `rowOrigin` in src/sync/origins.ts). */
+  /** `origin`: where the intent was first written (src/db/baseline.sql; `rowOrigin` in src/outbox/origins.ts). */
   insert(row: IntentRow, origin: string | null): void {
     this.stmts.insert.run({ ...row, origin });
   }

@@ -72,7 +72,7 @@ export class LedgerStore {
     };
   }
 
-  /** `origin`: where the row was first written (migration 95; `rowOrigin` in src/sync/origins.ts). */
+  /** `origin`: where the row was first written (src/db/baseline.sql; `rowOrigin` in src/outbox/origins.ts). */
   insert(row: Omit<BalanceTransactionRow, 'seq'>, origin: string | null): void {
     this.stmts.insert.run({ ...row, origin });
   }

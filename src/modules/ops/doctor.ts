@@ -58,16 +58,20 @@ function database(config: Config): Check[] {
     return out;
   }
   const newer = version !== undefined && version > latestVersion();
+  // Both are whole databases (integrity is checked first) that this posd will not run.
+  const whole = inspection.ok || newer || inspection.development === true;
   out.push({
     name: 'database integrity',
-    ok: inspection.ok || newer,
-    detail: inspection.ok || newer ? 'integrity_check ok' : inspection.problem!,
-    fix: inspection.ok || newer ? undefined : 'stop posd and posd restore the last good backup (posd backup files are checked when made)',
+    ok: whole,
+    detail: whole ? 'integrity_check ok' : inspection.problem!,
+    fix: whole ? undefined : 'stop posd and posd restore the last good backup (posd backup files are checked when made)',
   });
   out.push(
-    newer
-      ? { name: 'schema version', ok: false, detail: `${version}, newer than this posd (${latestVersion()})`, fix: 'run the newer posd that wrote this database, or restore a backup made by this version' }
-      : { name: 'schema version', ok: true, detail: version === latestVersion() ? `${version} (current)` : `${version}; posd serve will upgrade it to ${latestVersion()}` },
+    inspection.development
+      ? { name: 'schema version', ok: false, detail: `${version}, made by a development build of posd before 0.1`, fix: `move ${config.data_dir} away and run posd init` }
+      : newer
+        ? { name: 'schema version', ok: false, detail: `${version}, newer than this posd (${latestVersion()})`, fix: 'run the newer posd that wrote this database, or restore a backup made by this version' }
+        : { name: 'schema version', ok: true, detail: version === latestVersion() ? `${version} (current)` : `${version}; posd serve will upgrade it to ${latestVersion()}` },
   );
   return out;
 }

@@ -8,12 +8,11 @@ const SHAPE = /^whd_[0-9a-z]{16}$/;
 /**
  * A delivery's public id derived from its seq: `whd_` + 16 base36 characters (gaps.md's shape), a
  * keyed permutation of the seq (a Feistel network over two 8-character halves, rounds of
- * HMAC-SHA256 under a random key made by migration 96 and kept in the database). Nothing about it
+ * HMAC-SHA256 under a random key made with the database and kept in it). Nothing about it
  * is stored or indexed at fan-out, where a random-key index cost a page write per row; it cannot
  * collide (a permutation), reveals neither the order nor the count without the key, and maps back
  * to the row's seq. Deliveries never leave the database that made them (they are not synced), so
- * only uniqueness within it matters. Rows written before migration 96 (and test sends) keep a
- * stored random id.
+ * only uniqueness within it matters. Test sends keep a stored random id.
  */
 export class DeliveryIds {
   constructor(private readonly key: Buffer) {}

@@ -83,7 +83,7 @@ const SENDABLE = `d.seq, d.account_id, d.endpoint_id, d.event_id, d.event_type, 
  */
 export const WRITE_SQL = {
   // Only for an endpoint still there and enabled: the fan-out is planned before it is written. One
-  // delivery per (endpoint, event) without a UNIQUE index (migration 96): the cursor moves in the
+  // delivery per (endpoint, event) without a UNIQUE index (docs/webhooks.md): the cursor moves in the
   // same transaction as the rows it covers, so an event at or before it has its rows already, and
   // a batch planned twice (a fan-out redone) is written once. `id` is null but for test sends.
   insertDelivery: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,

@@ -18,7 +18,7 @@ import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore }
 
 /**
  * Events fanned out per transaction. Chosen when each delivery's random `whd_` id landed on a random
- * page of an index (commit cost per row: about 10 µs at 500, 4 µs at 2,000); since migration 96
+ * page of an index (commit cost per row: about 10 µs at 500, 4 µs at 2,000); now (docs/webhooks.md, second pass)
  * every index a fan-out row enters is appended to, and bigger batches mostly spare commits. A batch
  * holds the event loop for about 20-30 ms while a backlog is fanned out.
  */

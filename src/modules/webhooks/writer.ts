@@ -1,7 +1,7 @@
-import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Db } from '../../db/database.js';
+import { startThread } from '../../db/threads.js';
 import { WRITE_SQL, type WriteStatement } from './store.js';
 
 /** One statement of the delivery worker's bookkeeping (a key of `WRITE_SQL`) and its named parameters. */
@@ -47,36 +47,6 @@ export class InlineWriter implements BookkeepingWriter {
     return Promise.resolve();
   }
 }
-
-// The thread's program, plain CommonJS so it runs the same from the compiled build and from the
-// TypeScript sources under the test runner (a worker thread cannot load .ts files on Node 20). It
-// only runs the statements it is given, so the rules stay in the worker's code.
-const THREAD_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.file, { fileMustExist: true });
-db.pragma('busy_timeout = ' + workerData.busyTimeoutMs);
-// Idempotent records (docs/webhooks.md): a power cut may lose the newest, never corrupt them.
-db.pragma('synchronous = NORMAL');
-db.pragma('foreign_keys = ON');
-const statements = new Map(Object.entries(workerData.sql).map(([k, sql]) => [k, db.prepare(sql)]));
-const run = db.transaction((ops) => {
-  for (const [k, params] of ops) statements.get(k).run(params);
-});
-parentPort.on('message', (m) => {
-  if (m === 'close') {
-    db.close();
-    parentPort.close();
-    return;
-  }
-  try {
-    run.immediate(m.ops);
-    parentPort.postMessage({ id: m.id });
-  } catch (err) {
-    parentPort.postMessage({ id: m.id, error: err instanceof Error ? err.message : String(err) });
-  }
-});
-`;
 
 interface Pending {
   resolve: () => void;
@@ -138,10 +108,10 @@ export class ThreadWriter implements BookkeepingWriter {
   }
 
   private start(): Thread {
-    const worker = new Worker(THREAD_SOURCE, {
-      eval: true,
-      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file: this.file, busyTimeoutMs: this.busyTimeoutMs, sql: WRITE_SQL },
-    });
+    // db/threads/bookkeeping.cjs runs only the statements of WRITE_SQL it is sent, so the rules stay
+    // in the worker's code. synchronous=NORMAL: the records are idempotent (docs/webhooks.md), so a
+    // power cut may lose the newest, never corrupt them.
+    const worker = startThread('bookkeeping', { file: this.file, busyTimeoutMs: this.busyTimeoutMs, synchronous: 'NORMAL', sql: WRITE_SQL });
     // The daemon's server keeps the process alive; an idle writer must not.
     worker.unref();
     const t: Thread = { worker, pending: new Map() };

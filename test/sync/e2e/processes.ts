@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { assertBuilt } from '../../helpers/process.js';
 
 const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, '../../..');
@@ -58,7 +59,8 @@ export function removeTempDirs(): void {
 }
 
 export function requireBuild(): void {
-  if (!existsSync(MAIN) || !existsSync(SIMULATOR)) throw new Error('build first: npm test runs tsc (or npx tsc -p tsconfig.json)');
+  if (!existsSync(MAIN) || !existsSync(SIMULATOR)) throw new Error('build first: npm run build (npm test runs it)');
+  assertBuilt();
 }
 
 /** `posd <args>` as a separate process; resolves with parsed JSON stdout when --json is given. */

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { assertBuilt } from '../../helpers/process.js';
 
 const MAIN = join(import.meta.dirname, '../../../dist/src/main.js');
 
@@ -27,7 +28,8 @@ export interface PosdProcess {
 }
 
 export async function startPosd(env: Record<string, string>): Promise<PosdProcess> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (npm test runs tsc before vitest)`);
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: build first (npm test runs the build before vitest)`);
+  assertBuilt();
   const proc = spawn(process.execPath, [MAIN, 'serve'], {
     env: { ...process.env, POSD_LOG_LEVEL: 'warn', POSD_LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

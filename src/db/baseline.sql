@@ -1,0 +1,1177 @@
+-- posd's schema: every table, index, trigger and starting row of a new database, in one text.
+--
+-- migrate.ts runs this file in one transaction on a database whose user_version is 0 (a new one),
+-- and sets user_version to BASELINE_VERSION (100) and application_id to posd's in the same
+-- transaction. From the first release on, this file is never edited: a change to the schema is a
+-- new numbered migration in src/db/migrations/ (101, 102, ...), applied on top of it. Until then,
+-- nothing has been shipped, so changes are made here.
+--
+-- Every table is STRICT. Times are ISO-8601 UTC text; money is integer cents; live_mode is 0 or 1.
+-- Comments say why a table or column is shaped as it is; what a module does with it is in docs/.
+
+
+-- ================================================================================================
+-- Installation, organizations, accounts and keys
+-- ================================================================================================
+
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE organizations (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+-- A live account (ac_) may own sandboxes (sbx_, live_mode 0, sandbox_of = the live account).
+-- Connected children point at their platform with parent_account_id.
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  name TEXT NOT NULL,
+  sandbox_of TEXT REFERENCES accounts(id),
+  parent_account_id TEXT REFERENCES accounts(id),
+  tax_id TEXT,
+  tax_name TEXT,
+  country TEXT NOT NULL,
+  default_currency TEXT NOT NULL,
+  currencies TEXT NOT NULL,
+  event_format TEXT NOT NULL CHECK (event_format IN ('unified', 'both')),
+  settings TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  CHECK (account_id = id)
+) STRICT;
+CREATE INDEX accounts_parent ON accounts(parent_account_id);
+CREATE INDEX accounts_org ON accounts(organization_id, live_mode);
+
+-- Keys are stored only as SHA-256 hashes: a key is 190 random bits, so a slow hash adds nothing.
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  prefix TEXT NOT NULL UNIQUE,
+  hash TEXT NOT NULL UNIQUE,
+  kind TEXT NOT NULL CHECK (kind IN ('account', 'organization')),
+  environment TEXT NOT NULL CHECK (environment IN ('live', 'test')),
+  account_id TEXT REFERENCES accounts(id),
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  created_at TEXT NOT NULL,
+  revoked_at TEXT,
+  CHECK ((kind = 'account') = (account_id IS NOT NULL))
+) STRICT;
+
+CREATE TABLE idempotency_keys (
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('running', 'done')),
+  boot_id TEXT NOT NULL,
+  status_code INTEGER,
+  response TEXT,
+  content_type TEXT,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (scope, key)
+) STRICT;
+CREATE INDEX idempotency_created ON idempotency_keys(created_at);
+
+
+-- ================================================================================================
+-- Outboxes: what a change must tell, written in the transaction that makes the change
+-- ================================================================================================
+
+-- The transactional outbox: an event is written in the same transaction as the change it reports.
+CREATE TABLE events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  type TEXT NOT NULL,
+  object_id TEXT,
+  payload TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+-- No (account_id, live_mode, seq) index: events_account_time serves the activity feed's account
+-- filter and count, and the webhook and sync workers read events by seq (the rowid).
+CREATE INDEX events_type ON events(account_id, type, created_at);
+-- GET /activities reads the outbox newest first by time, per account and environment.
+CREATE INDEX events_account_time ON events(account_id, live_mode, created_at);
+
+-- Facts central must learn, appended in the same transaction as the change (see src/sync/outbox.ts).
+CREATE TABLE sync_outbox (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  kind TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+
+-- ================================================================================================
+-- Money (docs/money.md, docs/transfers.md). Amounts are integer cents; every object row carries
+-- account_id and live_mode
+-- ================================================================================================
+
+CREATE TABLE products (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  name TEXT NOT NULL,
+  description TEXT,
+  tax_category TEXT NOT NULL CHECK (tax_category IN ('good', 'service')),
+  status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX products_account ON products(account_id, live_mode, created_at);
+
+CREATE TABLE prices (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  product_id TEXT NOT NULL REFERENCES products(id),
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  currency TEXT NOT NULL,
+  charge_type TEXT NOT NULL CHECK (charge_type IN ('one_time', 'recurring')),
+  billing_interval TEXT,
+  billing_interval_count INTEGER,
+  created_at TEXT NOT NULL,
+  -- Spec 6.4: a recurring price may start with a free trial of this length.
+  free_trial_interval TEXT CHECK (free_trial_interval IN ('day', 'week', 'month', 'year')),
+  free_trial_interval_count INTEGER
+) STRICT;
+CREATE INDEX prices_product ON prices(product_id, created_at);
+
+-- One directory per merchant (merchant_id = the live account), shared by its sandbox: a customer
+-- is a test customer (live_mode 0) until its first real payment (docs/money.md).
+CREATE TABLE customers (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  merchant_id TEXT NOT NULL,
+  email TEXT,
+  full_name TEXT,
+  phone TEXT,
+  tax_id TEXT,
+  created_at TEXT NOT NULL,
+  became_live_at TEXT
+) STRICT;
+CREATE UNIQUE INDEX customers_email ON customers(merchant_id, live_mode, email) WHERE email IS NOT NULL;
+CREATE INDEX customers_merchant ON customers(merchant_id, created_at);
+
+CREATE TABLE users (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  email TEXT NOT NULL,
+  name TEXT,
+  phone TEXT,
+  created_at TEXT NOT NULL,
+  UNIQUE (account_id, email)
+) STRICT;
+
+CREATE TABLE checkouts (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  status TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  items TEXT NOT NULL,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  customer_id TEXT,
+  expires_at TEXT,
+  latest_intent_id TEXT,
+  payment_intent_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX checkouts_account ON checkouts(account_id, live_mode, created_at);
+
+-- The unified intent (in_): one per payment attempt of any method.
+CREATE TABLE intents (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  type TEXT NOT NULL CHECK (type IN ('payment', 'bank_transfer', 'crypto', 'balance', 'cash')),
+  status TEXT NOT NULL,
+  raw_status TEXT NOT NULL,
+  legacy_id TEXT NOT NULL UNIQUE,
+  payment_id TEXT NOT NULL,
+  receipt_number INTEGER NOT NULL,
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  customer_id TEXT,
+  checkout_id TEXT,
+  tax_invoice_url TEXT,
+  details TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  -- Where the intent was first written (see balance_transactions.origin).
+  origin TEXT,
+  UNIQUE (account_id, receipt_number)
+) STRICT;
+-- No index by checkout_id: nothing looks intents up by checkout, and every sale would update it.
+CREATE INDEX intents_origin ON intents(origin, created_at);
+
+CREATE TABLE payment_intents (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  intent_id TEXT NOT NULL UNIQUE,
+  checkout_id TEXT NOT NULL,
+  method TEXT NOT NULL CHECK (method IN ('card', 'bank_transfer', 'terminal', 'cash')),
+  status TEXT NOT NULL CHECK (status IN ('succeeded', 'failed')),
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  fee_in_cents INTEGER NOT NULL,
+  commission_in_cents INTEGER NOT NULL,
+  vat_withheld_in_cents INTEGER NOT NULL,
+  customer_id TEXT,
+  failure_reason TEXT,
+  card_network TEXT,
+  card_last4 TEXT,
+  authorization_code TEXT,
+  processor_reference TEXT,
+  installments INTEGER,
+  channel TEXT,
+  balance_transaction_id TEXT,
+  tax_invoice_url TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX payment_intents_checkout ON payment_intents(checkout_id);
+
+CREATE TABLE cash_intents (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  intent_id TEXT NOT NULL UNIQUE,
+  checkout_id TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  currency TEXT NOT NULL,
+  description TEXT,
+  tax_id TEXT,
+  customer_id TEXT,
+  created_at TEXT NOT NULL
+) STRICT;
+
+-- A payment intent is refunded at most once and always in full: the UNIQUE is the last guard.
+CREATE TABLE refunds (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  intent_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL,
+  fee_returned_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  reason TEXT,
+  balance_transaction_id TEXT,
+  created_at TEXT NOT NULL
+) STRICT;
+
+-- The ledger: append-only; seq orders rows and chains balance_after per account and currency.
+CREATE TABLE balance_transactions (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  type TEXT NOT NULL CHECK (type IN ('charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment')),
+  amount_in_cents INTEGER NOT NULL,
+  fee_in_cents INTEGER NOT NULL,
+  net_amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  balance_after_in_cents INTEGER NOT NULL,
+  commission_in_cents INTEGER NOT NULL,
+  vat_withheld_in_cents INTEGER NOT NULL,
+  source_id TEXT NOT NULL,
+  source_type TEXT NOT NULL,
+  description TEXT,
+  created_at TEXT NOT NULL,
+  -- Where the row was first written, for reconciliation between a store and its central: NULL on
+  -- the box that made it; at the central, the store_id whose pushed record wrote it; at a store,
+  -- 'central' for a row that arrived through the central's feed. Set at insert (rowOrigin in
+  -- src/outbox/origins.ts), never changed after.
+  origin TEXT,
+  CHECK (amount_in_cents + fee_in_cents = net_amount_in_cents)
+) STRICT;
+CREATE INDEX balance_transactions_chain ON balance_transactions(account_id, currency, seq);
+CREATE INDEX balance_transactions_time ON balance_transactions(account_id, live_mode, created_at);
+CREATE INDEX balance_transactions_origin ON balance_transactions(origin, created_at);
+
+-- A DTE requested for an intent; pending ones are retried by the worker until the provider answers.
+CREATE TABLE tax_invoices (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  intent_id TEXT NOT NULL UNIQUE,
+  tax_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'issued')),
+  document_id TEXT,
+  url TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  request TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  issued_at TEXT
+) STRICT;
+CREATE INDEX tax_invoices_pending ON tax_invoices(status, created_at);
+
+-- External bank accounts, the destinations of withdrawals. Immutable except is_preferred and the
+-- archive (spec 4.3): to change other data the merchant archives and creates a new one.
+CREATE TABLE bank_accounts (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  holder_name TEXT NOT NULL,
+  -- Kept whole: central needs it to pay a withdrawal; the API only ever shows it masked.
+  number TEXT NOT NULL,
+  bank_name TEXT NOT NULL,
+  bank_code TEXT NOT NULL,
+  currency TEXT NOT NULL CHECK (currency IN ('GTQ', 'USD')),
+  account_type TEXT NOT NULL CHECK (account_type IN ('monetaria', 'ahorro')),
+  is_preferred INTEGER NOT NULL DEFAULT 0 CHECK (is_preferred IN (0, 1)),
+  status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
+  created_at TEXT NOT NULL,
+  archived_at TEXT,
+  CHECK (is_preferred = 0 OR status = 'active')
+) STRICT;
+CREATE INDEX bank_accounts_account ON bank_accounts(account_id, live_mode, status, created_at);
+-- One preferred account per currency is a rule of the data, not only of the code.
+CREATE UNIQUE INDEX bank_accounts_one_preferred ON bank_accounts(account_id, live_mode, currency) WHERE is_preferred = 1;
+
+-- Money leaving an account: peer-to-peer transfers (tr_, to another account of the installation)
+-- and withdrawals (wd_, to an external bank account). One table because GET /transfers shows both
+-- in one unified form, which withdrawal events embed too.
+CREATE TABLE transfers (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  kind TEXT NOT NULL CHECK (kind IN ('peer', 'withdrawal')),
+  status TEXT NOT NULL CHECK (status IN ('succeeded', 'pending', 'in_transit', 'paid', 'failed')),
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  currency TEXT NOT NULL,
+  recipient_account_id TEXT,
+  bank_account_id TEXT,
+  note TEXT,
+  -- The ledger row of the sending account (the debit), of the recipient (the credit), and the row
+  -- that gave a failed withdrawal's money back.
+  balance_transaction_id TEXT NOT NULL,
+  recipient_balance_transaction_id TEXT,
+  return_balance_transaction_id TEXT,
+  failure_reason TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  in_transit_at TEXT,
+  paid_at TEXT,
+  failed_at TEXT,
+  CHECK ((kind = 'peer') = (recipient_account_id IS NOT NULL AND recipient_balance_transaction_id IS NOT NULL)),
+  CHECK ((kind = 'withdrawal') = (bank_account_id IS NOT NULL)),
+  CHECK ((kind = 'peer') = (status = 'succeeded'))
+) STRICT;
+CREATE INDEX transfers_account ON transfers(account_id, live_mode, created_at);
+CREATE INDEX transfers_recipient ON transfers(recipient_account_id, live_mode, created_at) WHERE recipient_account_id IS NOT NULL;
+
+
+-- ================================================================================================
+-- Terminals and their commands
+-- ================================================================================================
+
+-- The terminal registry. The pairing token is stored only as its SHA-256 hash (shown once).
+CREATE TABLE terminals (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  name TEXT NOT NULL,
+  transport TEXT NOT NULL CHECK (transport IN ('websocket', 'serial')),
+  serial_path TEXT,
+  baud_rate INTEGER,
+  token_hash TEXT NOT NULL,
+  availability TEXT NOT NULL DEFAULT 'unavailable' CHECK (availability IN ('available', 'unavailable')),
+  last_seen_at TEXT,
+  model TEXT,
+  firmware TEXT,
+  created_at TEXT NOT NULL,
+  retired_at TEXT,
+  CHECK ((transport = 'serial') = (serial_path IS NOT NULL))
+) STRICT;
+CREATE INDEX terminals_account ON terminals(account_id, live_mode, created_at);
+
+-- Terminal session commands. status/final mirror the persisted XState snapshot (machine.ts is
+-- the only writer of both); the columns exist so lists filter and sort in SQL.
+CREATE TABLE terminal_commands (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT NOT NULL REFERENCES terminals(id),
+  external_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'consumed', 'failed')),
+  final INTEGER NOT NULL CHECK (final IN (0, 1)),
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  installments INTEGER,
+  description TEXT,
+  show_post_payment_screens INTEGER NOT NULL,
+  print_receipt INTEGER NOT NULL,
+  tax_id TEXT,
+  items TEXT,
+  checkout_id TEXT NOT NULL,
+  checkout_url TEXT,
+  snapshot TEXT NOT NULL,
+  cancellation_requested_at TEXT,
+  canceled_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (account_id, external_id)
+) STRICT;
+CREATE INDEX terminal_commands_list ON terminal_commands(account_id, live_mode, seq);
+CREATE INDEX terminal_commands_open ON terminal_commands(terminal_id, final, seq);
+
+
+-- ================================================================================================
+-- Webhooks (docs/webhooks.md)
+-- ================================================================================================
+
+-- Endpoints belong to one account and one environment (a sandbox's endpoints are its own).
+-- secret: the signing secret encrypted at rest (see src/modules/webhooks/secrets.ts).
+-- from_seq: events.seq when the endpoint was made; it receives only later events.
+CREATE TABLE webhook_endpoints (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  url TEXT NOT NULL,
+  description TEXT,
+  secret TEXT NOT NULL,
+  disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+  disabled_reason TEXT,
+  from_seq INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode);
+
+-- How far the delivery worker has fanned events out (events.seq).
+CREATE TABLE webhook_cursor (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq INTEGER NOT NULL
+) STRICT;
+INSERT INTO webhook_cursor (id, seq) VALUES (1, 0);
+
+-- One row per event and endpoint, written at fan-out and updated once per attempt. Keyed by seq
+-- (the rowid, in creation order) so those writes append instead of landing on random index pages
+-- (docs/webhooks.md). One delivery per (endpoint, event) is kept by the fan-out itself, which makes
+-- no row for an event at or before the cursor and moves the cursor in the same transaction.
+CREATE TABLE webhook_deliveries (
+  seq INTEGER PRIMARY KEY,
+  -- NULL: the id is derived from seq (delivery-ids.ts).
+  id TEXT,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  -- The webhook-id (msg_…): the same on every attempt.
+  event_id TEXT NOT NULL,
+  -- events.seq of the event delivered; NULL for test sends, which are not events.
+  event_seq INTEGER,
+  event_type TEXT NOT NULL,
+  event_account_id TEXT NOT NULL,
+  -- Set only for test sends, which are not events of the account.
+  payload TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed', 'canceled')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  auto_attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_ms INTEGER,
+  last_response_code INTEGER,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+-- Stored ids only (test sends): a new fan-out row is not in this index at all.
+CREATE UNIQUE INDEX webhook_deliveries_stored_id ON webhook_deliveries(id) WHERE id IS NOT NULL;
+-- Due deliveries in order, the seq (rowid) read from the index alone.
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_ms, endpoint_id) WHERE status = 'pending';
+-- An endpoint's deliveries in seq (creation) order: the rowid ends every index entry.
+CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id);
+
+-- Every attempt is a row, keyed (delivery_seq, attempt): appends.
+CREATE TABLE webhook_attempts (
+  delivery_seq INTEGER NOT NULL REFERENCES webhook_deliveries(seq) ON DELETE CASCADE,
+  attempt INTEGER NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  manual INTEGER NOT NULL CHECK (manual IN (0, 1)),
+  webhook_timestamp INTEGER NOT NULL,
+  attempted_at TEXT NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  response_code INTEGER,
+  error TEXT,
+  PRIMARY KEY (delivery_seq, attempt)
+) STRICT, WITHOUT ROWID;
+
+-- The key of the permutation that derives a delivery's public whd_ id from its seq
+-- (src/modules/webhooks/delivery-ids.ts): made once, with the database, and kept in it.
+CREATE TABLE webhook_delivery_ids_key (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  key BLOB NOT NULL
+) STRICT;
+INSERT INTO webhook_delivery_ids_key (id, key) VALUES (1, randomblob(32));
+
+
+-- ================================================================================================
+-- Sync between a store and its central (docs/sync.md)
+-- ================================================================================================
+
+-- Store side: the push cursor (highest seq central acknowledged), the feed cursor, the store id
+-- and the last outcome of each loop. One row per key, written in the transaction that moves it.
+CREATE TABLE sync_state (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+-- Central side: one row per store box (its own store_id, bound to the account whose key pushes).
+CREATE TABLE sync_stores (
+  store_id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  applied_seq INTEGER NOT NULL DEFAULT 0,
+  last_push_at TEXT,
+  created_at TEXT NOT NULL
+) STRICT;
+
+-- Central side: every record a store pushed, by its global id, with the hash of its content so a
+-- repeated push is recognised and a tampered one refused. 'held': no applier for its kind yet
+-- (an older central); kept and applied in order once one is registered, never dropped.
+CREATE TABLE sync_received (
+  id TEXT PRIMARY KEY,
+  store_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  kind TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  received_at TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'rejected', 'held')),
+  reason TEXT,
+  UNIQUE (store_id, seq)
+) STRICT;
+CREATE INDEX sync_received_day ON sync_received(store_id, kind, created_at);
+CREATE INDEX sync_received_held ON sync_received(outcome) WHERE outcome = 'held';
+
+-- Central side: the change feed stores pull, per account (organization-wide rows have no account).
+CREATE TABLE sync_feed (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  organization_id TEXT NOT NULL,
+  account_id TEXT,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  kind TEXT NOT NULL,
+  object_id TEXT,
+  payload TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  -- Central side: the store box whose push made this change (NULL: made at the central). The feed
+  -- never sends a change back to the box it came from; other boxes of the account still get it.
+  origin_store_id TEXT,
+  -- The only box that gets this change (NULL: every box of the account). A refusal of a record is
+  -- news for the box that pushed it, not for the other boxes of the account.
+  to_store_id TEXT
+) STRICT;
+CREATE INDEX sync_feed_account ON sync_feed(account_id, seq);
+CREATE INDEX sync_feed_org ON sync_feed(organization_id, seq);
+
+-- Store side: central's refusals of records this store pushed (central decides).
+CREATE TABLE sync_decisions (
+  record_id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  kind TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  decided_at TEXT NOT NULL
+) STRICT;
+
+-- Store side: the last comparison per account, day, currency and measure.
+CREATE TABLE sync_reconciliations (
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  day TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  measure TEXT NOT NULL,
+  store_count INTEGER NOT NULL,
+  store_sum INTEGER NOT NULL,
+  central_count INTEGER NOT NULL,
+  central_sum INTEGER NOT NULL,
+  checked_at TEXT NOT NULL,
+  PRIMARY KEY (account_id, live_mode, day, currency, measure)
+) STRICT;
+
+-- Key changes reach the feed by trigger so every path that makes or revokes a key (API, CLI in
+-- another process) is caught in its own transaction. Only a central publishes a feed.
+CREATE TRIGGER sync_feed_key_insert AFTER INSERT ON api_keys
+WHEN (SELECT value FROM meta WHERE key = 'role') = 'central'
+BEGIN
+  INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at)
+  VALUES (NEW.organization_id, NEW.account_id, NEW.live_mode, 'api_key', NEW.id,
+    json_object('id', NEW.id, 'prefix', NEW.prefix, 'hash', NEW.hash, 'kind', NEW.kind,
+      'environment', NEW.environment, 'account_id', NEW.account_id, 'organization_id', NEW.organization_id,
+      'live_mode', NEW.live_mode, 'created_at', NEW.created_at, 'revoked_at', NEW.revoked_at),
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+END;
+CREATE TRIGGER sync_feed_key_revoke AFTER UPDATE OF revoked_at ON api_keys
+WHEN (SELECT value FROM meta WHERE key = 'role') = 'central' AND NEW.revoked_at IS NOT OLD.revoked_at
+BEGIN
+  INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at)
+  VALUES (NEW.organization_id, NEW.account_id, NEW.live_mode, 'api_key', NEW.id,
+    json_object('id', NEW.id, 'prefix', NEW.prefix, 'hash', NEW.hash, 'kind', NEW.kind,
+      'environment', NEW.environment, 'account_id', NEW.account_id, 'organization_id', NEW.organization_id,
+      'live_mode', NEW.live_mode, 'created_at', NEW.created_at, 'revoked_at', NEW.revoked_at),
+    strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+END;
+
+
+-- ================================================================================================
+-- Scheduling: bookable things, bookings, class sessions and calendar feeds (spec 2.1, 2.2, 2.5;
+-- docs/scheduling.md)
+-- ================================================================================================
+
+CREATE TABLE sched_services (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  kind TEXT NOT NULL CHECK (kind IN ('appointment', 'class', 'lodging')),
+  name TEXT NOT NULL,
+  description TEXT,
+  duration_minutes INTEGER NOT NULL,
+  processing_minutes INTEGER NOT NULL DEFAULT 0,
+  final_minutes INTEGER NOT NULL DEFAULT 0,
+  price_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  product_id TEXT,
+  payment_policy TEXT NOT NULL CHECK (payment_policy IN ('none', 'card_on_file', 'deposit', 'full')),
+  deposit_in_cents INTEGER,
+  protection_in_cents INTEGER,
+  hold_minutes INTEGER,
+  capacity INTEGER,
+  max_guests INTEGER,
+  active INTEGER NOT NULL DEFAULT 1,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX sched_services_account ON sched_services(account_id, live_mode, created_at);
+
+CREATE TABLE sched_staff_members (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  name TEXT NOT NULL,
+  email TEXT,
+  phone TEXT,
+  service_ids TEXT NOT NULL DEFAULT '[]',
+  active INTEGER NOT NULL DEFAULT 1,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX sched_staff_account ON sched_staff_members(account_id, live_mode, created_at);
+
+CREATE TABLE sched_resources (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('room', 'chair', 'equipment', 'lodging_unit')),
+  room_type_id TEXT REFERENCES sched_services(id),
+  active INTEGER NOT NULL DEFAULT 1,
+  -- Secret part of the public .ics URL; anyone holding the URL reads the unit's busy nights.
+  calendar_token TEXT NOT NULL UNIQUE,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX sched_resources_account ON sched_resources(account_id, live_mode, created_at);
+CREATE INDEX sched_resources_room_type ON sched_resources(room_type_id);
+
+CREATE TABLE sched_class_sessions (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  service_id TEXT NOT NULL REFERENCES sched_services(id),
+  name TEXT NOT NULL,
+  staff_member_id TEXT REFERENCES sched_staff_members(id),
+  resource_id TEXT REFERENCES sched_resources(id),
+  starts_at TEXT NOT NULL,
+  ends_at TEXT NOT NULL,
+  capacity INTEGER NOT NULL,
+  cancelled_at TEXT,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX sched_class_sessions_account ON sched_class_sessions(account_id, live_mode, starts_at);
+
+CREATE TABLE sched_booking_series (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  frequency TEXT NOT NULL CHECK (frequency IN ('daily', 'weekly')),
+  interval INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE sched_bookings (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'confirmed', 'checked_in', 'completed', 'cancelled', 'no_show')),
+  source TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('appointment', 'class_seat', 'stay')),
+  service_id TEXT NOT NULL REFERENCES sched_services(id),
+  requires_acceptance INTEGER NOT NULL DEFAULT 0 CHECK (requires_acceptance IN (0, 1)),
+  starts_at TEXT NOT NULL,
+  ends_at TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  customer_name TEXT,
+  customer_email TEXT,
+  customer_phone TEXT,
+  segments TEXT NOT NULL,
+  staff_member_id TEXT,
+  resource_id TEXT,
+  class_session_id TEXT REFERENCES sched_class_sessions(id),
+  stay TEXT,
+  payment_policy TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  total_in_cents INTEGER NOT NULL,
+  due_in_cents INTEGER NOT NULL,
+  paid_in_cents INTEGER NOT NULL DEFAULT 0,
+  balance_in_cents INTEGER NOT NULL,
+  balance_paid_outside_at TEXT,
+  checkout_id TEXT,
+  checkout_url TEXT,
+  balance_checkout_id TEXT,
+  balance_checkout_url TEXT,
+  no_show_fee_checkout_id TEXT,
+  booking_series_id TEXT REFERENCES sched_booking_series(id),
+  access_token TEXT NOT NULL,
+  customer_note TEXT,
+  merchant_note TEXT,
+  accepted_at TEXT,
+  hold_expires_at TEXT,
+  cancelled_by TEXT,
+  cancellation_reason TEXT,
+  rescheduled_from_id TEXT,
+  -- Refund bookkeeping of declinations and class cancellations: a seat is refunded at most once.
+  payment_intent_ids TEXT NOT NULL DEFAULT '[]',
+  refund_due INTEGER NOT NULL DEFAULT 0 CHECK (refund_due IN (0, 1)),
+  -- Why a refund is owed: 'declined', 'class_session_cancelled' (retried by calling again) or
+  -- 'late_payment' (a checkout paid after its booking was cancelled; the worker refunds it).
+  refund_reason TEXT,
+  refunded_at TEXT,
+  refund_ids TEXT NOT NULL DEFAULT '[]',
+  refunded_intent_ids TEXT NOT NULL DEFAULT '[]',
+  refund_error TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  -- At the central, the store box that made the booking and pushed it (NULL: made here). The
+  -- central's own workers (hold expiry, subscription billing, contract reminders and expiry) leave
+  -- such objects to that store, which already runs them; the central learns each step as a record.
+  origin_store_id TEXT
+) STRICT;
+CREATE INDEX sched_bookings_time ON sched_bookings(account_id, live_mode, starts_at);
+CREATE INDEX sched_bookings_session ON sched_bookings(class_session_id, status);
+CREATE INDEX sched_bookings_pending ON sched_bookings(status, hold_expires_at);
+CREATE INDEX sched_bookings_customer ON sched_bookings(customer_id);
+CREATE INDEX sched_bookings_refund_due ON sched_bookings(refund_due, refund_reason);
+
+-- What a booking or class session occupies: a staff member's or resource's time, or a unit's
+-- nights (subject 'night:<res_id>', times are dates). Rows exist only while the slot is held, so
+-- the overlap check is one indexed query inside the booking's IMMEDIATE transaction.
+CREATE TABLE sched_occupancy (
+  owner_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  subject TEXT NOT NULL,
+  starts_at TEXT NOT NULL,
+  ends_at TEXT NOT NULL,
+  CHECK (starts_at < ends_at)
+) STRICT;
+CREATE INDEX sched_occupancy_owner ON sched_occupancy(owner_id);
+-- The overlap check reads a subject's occupancy by where it ENDS (docs/scheduling.md, "Measured"):
+-- `starts_at < :to AND ends_at > :from` walks only the rows that end after the new slot starts (the
+-- subject's future, which a calendar bounds), not all of its past. starts_at and owner_id are in
+-- the key so the walk never reads the table.
+CREATE INDEX sched_occupancy_subject_end ON sched_occupancy(subject, ends_at, starts_at, owner_id);
+
+CREATE TABLE sched_service_tabs (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  booking_id TEXT NOT NULL REFERENCES sched_bookings(id),
+  status TEXT NOT NULL CHECK (status IN ('open', 'closed')),
+  items TEXT NOT NULL DEFAULT '[]',
+  checkout_id TEXT,
+  checkout_url TEXT,
+  created_at TEXT NOT NULL,
+  closed_at TEXT
+) STRICT;
+
+CREATE TABLE sched_ical_feeds (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  resource_id TEXT NOT NULL REFERENCES sched_resources(id),
+  label TEXT NOT NULL,
+  url TEXT NOT NULL,
+  last_synced_at TEXT,
+  last_error TEXT,
+  next_sync_at TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX sched_ical_feeds_resource ON sched_ical_feeds(resource_id);
+CREATE INDEX sched_ical_feeds_due ON sched_ical_feeds(next_sync_at);
+
+-- Nights a feed blocks, replaced as a whole after each good read (a failed read keeps them).
+CREATE TABLE sched_feed_blocks (
+  feed_id TEXT NOT NULL REFERENCES sched_ical_feeds(id),
+  resource_id TEXT NOT NULL,
+  start_on TEXT NOT NULL,
+  end_on TEXT NOT NULL,
+  uid TEXT,
+  summary TEXT,
+  CHECK (start_on < end_on)
+) STRICT;
+CREATE INDEX sched_feed_blocks_resource ON sched_feed_blocks(resource_id, start_on);
+CREATE INDEX sched_feed_blocks_feed ON sched_feed_blocks(feed_id);
+
+
+-- ================================================================================================
+-- Store shipping (docs/store-shipping.md)
+-- ================================================================================================
+
+-- One catalogue per account (destinations and their options, JSON validated by the module).
+-- A catalogue is read whole for every quote and edited whole: one row keeps it consistent.
+CREATE TABLE store_shipping_settings (
+  account_id TEXT PRIMARY KEY,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+  catalogue TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+
+
+-- ================================================================================================
+-- Coupons (docs/coupons.md)
+-- ================================================================================================
+
+CREATE TABLE coupons (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  name TEXT NOT NULL,
+  -- name folded (upper case, trimmed): the code a buyer types matches it whatever the case
+  code_key TEXT NOT NULL,
+  discount_mode TEXT NOT NULL CHECK (discount_mode IN ('code', 'bank', 'custom_bins')),
+  display_name TEXT,
+  amount_off_in_cents INTEGER,
+  percent_off REAL,
+  currency TEXT,
+  automatically_applies INTEGER NOT NULL CHECK (automatically_applies IN (0, 1)),
+  max_redemptions INTEGER,
+  times_redeemed INTEGER NOT NULL DEFAULT 0,
+  duration TEXT NOT NULL CHECK (duration IN ('once', 'repeating', 'forever')),
+  duration_in_payments INTEGER,
+  minimum_amount_in_cents INTEGER,
+  once_per_customer INTEGER NOT NULL CHECK (once_per_customer IN (0, 1)),
+  product_ids TEXT NOT NULL DEFAULT '[]',
+  starts_at TEXT,
+  expires_at TEXT,
+  archived INTEGER NOT NULL DEFAULT 0 CHECK (archived IN (0, 1)),
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  CHECK ((amount_off_in_cents IS NULL) <> (percent_off IS NULL))
+) STRICT;
+CREATE INDEX coupons_account ON coupons(account_id, created_at);
+CREATE UNIQUE INDEX coupons_code ON coupons(account_id, code_key) WHERE archived = 0;
+
+-- One row per paid checkout that carried the coupon: limits and once-per-customer count these.
+CREATE TABLE coupon_redemptions (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  coupon_id TEXT NOT NULL REFERENCES coupons(id),
+  checkout_id TEXT NOT NULL,
+  customer_id TEXT,
+  amount_off_in_cents INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE (coupon_id, checkout_id)
+) STRICT;
+CREATE INDEX coupon_redemptions_customer ON coupon_redemptions(coupon_id, customer_id);
+
+-- The coupons a checkout carries (owned by the coupons module, keyed by the checkout id): the
+-- codes typed are kept so a changed checkout is priced again with them, and payment redeems them.
+CREATE TABLE checkout_coupons (
+  checkout_id TEXT NOT NULL,
+  coupon_id TEXT NOT NULL REFERENCES coupons(id),
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  code TEXT,
+  automatic INTEGER NOT NULL CHECK (automatic IN (0, 1)),
+  amount_off_in_cents INTEGER NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (checkout_id, coupon_id)
+) STRICT;
+
+
+-- ================================================================================================
+-- Reports (docs/reports.md)
+-- ================================================================================================
+
+-- A report is generated by a worker; the row says where it stands and, once succeeded, what the
+-- file holds (size and hash), so a download can never hand out a different or partial file.
+CREATE TABLE report_runs (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  report_type TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'succeeded', 'failed')),
+  parameters TEXT NOT NULL,
+  file_name TEXT,
+  size_bytes INTEGER,
+  sha256 TEXT,
+  row_count INTEGER,
+  error TEXT,
+  boot_id TEXT,
+  created_at TEXT NOT NULL,
+  started_at TEXT,
+  succeeded_at TEXT,
+  failed_at TEXT,
+  CHECK ((status = 'succeeded') = (sha256 IS NOT NULL))
+) STRICT;
+CREATE INDEX report_runs_account ON report_runs(account_id, created_at);
+CREATE INDEX report_runs_status ON report_runs(status, created_at);
+
+
+-- ================================================================================================
+-- Connected accounts (docs/connected-accounts.md)
+-- ================================================================================================
+
+-- What a platform knows of each connected child (one row per environment's child account).
+CREATE TABLE connected_profiles (
+  account_id TEXT PRIMARY KEY,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  parent_account_id TEXT NOT NULL,
+  -- null for a child connected before posd knew its e-mail (created by other means)
+  email TEXT,
+  verification_status TEXT NOT NULL CHECK (verification_status IN ('unverified', 'incomplete', 'rejected', 'verified')),
+  documents TEXT NOT NULL DEFAULT '{}',
+  document_errors TEXT NOT NULL DEFAULT '{}',
+  submitted_at TEXT,
+  reviewed_at TEXT,
+  verified_at TEXT,
+  commission_override_mode TEXT CHECK (commission_override_mode IN ('none', 'daily')),
+  commission_enabled_at TEXT,
+  commission_disabled_at TEXT,
+  -- Last Guatemala calendar day (YYYY-MM-DD) whose commissions were invoiced or found empty.
+  commission_invoiced_through TEXT,
+  tax_invoicing_status TEXT NOT NULL DEFAULT 'inactive' CHECK (tax_invoicing_status IN ('inactive', 'active')),
+  tax_invoicing_public TEXT NOT NULL DEFAULT '{}',
+  -- The provider's credentials: never serialized to any API response or event.
+  tax_invoicing_credentials TEXT NOT NULL DEFAULT '{}',
+  tax_invoicing_activated_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (parent_account_id, email)
+) STRICT;
+
+CREATE TABLE commission_invoices (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  platform_account_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  commission_in_cents INTEGER NOT NULL,
+  vat_in_cents INTEGER NOT NULL,
+  total_in_cents INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'issued', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at TEXT,
+  document_id TEXT,
+  url TEXT,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (account_id, day, currency)
+) STRICT;
+CREATE INDEX commission_invoices_due ON commission_invoices(status, next_attempt_at);
+
+
+-- ================================================================================================
+-- Subscriptions (docs/subscriptions.md)
+-- ================================================================================================
+
+CREATE TABLE subscriptions (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  customer_id TEXT,
+  product_id TEXT NOT NULL,
+  price_id TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  billing_interval TEXT NOT NULL CHECK (billing_interval IN ('day', 'week', 'month', 'year')),
+  billing_interval_count INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('active', 'past_due', 'paused', 'canceled')),
+  current_period_start TEXT NOT NULL,
+  current_period_end TEXT NOT NULL,
+  -- Automatic charges failed in a row; the first failure fixes the retry schedule (+3 and +5 days).
+  failed_attempts INTEGER NOT NULL DEFAULT 0,
+  first_failure_at TEXT,
+  next_retry_at TEXT,
+  paused_at TEXT,
+  canceled_at TEXT,
+  cancel_reason TEXT,
+  origin_checkout_id TEXT NOT NULL,
+  latest_checkout_id TEXT,
+  card_network TEXT,
+  card_last4 TEXT,
+  -- Sandbox only: the outcome the sandbox "card on file" gives automatic charges (set by the advance helper).
+  sandbox_outcome TEXT NOT NULL DEFAULT 'succeeded' CHECK (sandbox_outcome IN ('succeeded', 'failed')),
+  -- Optimistic lock: a transition applies once even if the biller and a request race.
+  version INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  -- Set while the subscription is in its free trial (no charge made yet); cleared by the first successful charge.
+  trial_end TEXT,
+  setup_intent_id TEXT,
+  -- See sched_bookings.origin_store_id.
+  origin_store_id TEXT,
+  UNIQUE (origin_checkout_id, price_id)
+) STRICT;
+CREATE INDEX subscriptions_account ON subscriptions(account_id, created_at);
+CREATE INDEX subscriptions_due ON subscriptions(status, current_period_end);
+CREATE INDEX subscriptions_retry ON subscriptions(status, next_retry_at);
+
+-- Recurring products added to a subscription beside the one it was started with, and one-time
+-- charges waiting for the next renewal (spec 6.2 subscription.item_added/item_removed/invoice_item_added).
+CREATE TABLE subscription_items (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  subscription_id TEXT NOT NULL REFERENCES subscriptions(id),
+  product_id TEXT NOT NULL,
+  price_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  quantity INTEGER NOT NULL CHECK (quantity BETWEEN 1 AND 9),
+  tax_category TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  -- Kept after removal so the history stays readable; only rows without it are billed.
+  removed_at TEXT
+) STRICT;
+CREATE INDEX subscription_items_sub ON subscription_items(subscription_id, created_at);
+
+CREATE TABLE subscription_invoice_items (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  subscription_id TEXT NOT NULL REFERENCES subscriptions(id),
+  description TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  created_at TEXT NOT NULL,
+  -- The renewal checkout that charged it; null while it waits for the next successful charge.
+  billed_checkout_id TEXT
+) STRICT;
+CREATE INDEX subscription_invoice_items_sub ON subscription_invoice_items(subscription_id, created_at);
+
+
+-- ================================================================================================
+-- Contracts (docs/contracts.md)
+-- ================================================================================================
+
+CREATE TABLE contract_templates (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  name TEXT NOT NULL,
+  body TEXT NOT NULL,
+  signature_required_before TEXT NOT NULL CHECK (signature_required_before IN ('confirmation', 'visit', 'none')),
+  signature_valid_for_months INTEGER,
+  fields TEXT NOT NULL DEFAULT '[]',
+  service_ids TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX contract_templates_account ON contract_templates(account_id, created_at);
+
+CREATE TABLE contracts (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  template_id TEXT NOT NULL REFERENCES contract_templates(id),
+  customer_id TEXT NOT NULL,
+  customer TEXT NOT NULL,
+  booking_id TEXT,
+  checkout_id TEXT,
+  title TEXT NOT NULL,
+  -- The filled text shown to the customer; exactly what body_sha256 hashes once signed.
+  body TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('sent', 'viewed', 'signed', 'declined', 'expired')),
+  sent_via TEXT CHECK (sent_via IN ('messaging', 'email', 'link')),
+  -- The secret part of signing_url (192 random bits): whoever holds the link may read the contract.
+  signing_token TEXT NOT NULL UNIQUE,
+  signing_url TEXT NOT NULL,
+  field_values TEXT NOT NULL DEFAULT '{}',
+  verified_channel TEXT CHECK (verified_channel IN ('messaging', 'email', 'sandbox')),
+  body_sha256 TEXT,
+  pdf_file TEXT,
+  code_hash TEXT,
+  code_channel TEXT,
+  code_expires_at TEXT,
+  code_attempts INTEGER NOT NULL DEFAULT 0,
+  viewed_at TEXT,
+  signed_at TEXT,
+  valid_until TEXT,
+  declined_at TEXT,
+  decline_reason TEXT,
+  reminder_sent_at TEXT,
+  expires_at TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  -- See sched_bookings.origin_store_id.
+  origin_store_id TEXT
+) STRICT;
+CREATE INDEX contracts_account ON contracts(account_id, created_at);
+CREATE INDEX contracts_open ON contracts(status, created_at);
+CREATE INDEX contracts_customer ON contracts(customer_id, template_id, status);
+
+
+-- ================================================================================================
+-- Operations (docs/operations.md)
+-- ================================================================================================
+
+-- Status page sessions of the store manager. Installation-wide, not an account's object, so no
+-- account_id: the manager looks after the box, whatever accounts it serves. Only the SHA-256 of
+-- the session cookie is stored; csrf is the token the page's POST forms must echo.
+CREATE TABLE manager_sessions (
+  token_hash TEXT PRIMARY KEY,
+  csrf TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL
+) STRICT;
+
+-- Backups taken by the nightly worker or posd backup, for the status page and doctor.
+CREATE TABLE backup_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  file TEXT NOT NULL,
+  trigger TEXT NOT NULL CHECK (trigger IN ('nightly', 'manual')),
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  bytes INTEGER,
+  ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+  error TEXT
+) STRICT;

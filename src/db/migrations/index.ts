@@ -26,6 +26,7 @@ import { webhookSequentialKeys } from './090-webhook-sequential-keys.js';
 import { webhookDerivedIds } from './096-webhook-derived-ids.js';
 import { occupancyByEnd } from './098-occupancy-by-end.js';
 import { eventsRedundantIndex } from './099-events-redundant-index.js';
+import { webhookOperations } from './100-webhook-operations.js';
 import { rowOrigins } from './095-row-origins.js';
 
 /**
@@ -67,4 +68,5 @@ export const MIGRATIONS: readonly Migration[] = [
   webhookDerivedIds,
   occupancyByEnd,
   eventsRedundantIndex,
+  webhookOperations,
 ];

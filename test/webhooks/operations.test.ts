@@ -7,6 +7,7 @@ import { tx } from '../../src/db/database.js';
 import { accountsModule } from '../../src/modules/accounts/index.js';
 import { createWebhooksModule, deliveryWorkerOf, type DeliveryWorker } from '../../src/modules/webhooks/index.js';
 import { statusSources } from '../../src/system/status-sources.js';
+import { runPosd } from '../helpers/process.js';
 
 // Operating webhooks (issue 21): filters, secret rotation, bulk replay, the failing-endpoint
 // lifecycle, retention. Real HTTP to real receivers; time moves on a ManualClock. The
@@ -187,6 +188,28 @@ describe('bulk replay', () => {
     expect(new Set(r.received.slice(attemptsDown).map((g) => g.headers['webhook-id']))).toEqual(new Set(events.map((e) => e.id)));
     expect(other.received).toHaveLength(4);
     expect((await deliveries(bystander.id)).every((d) => d.attempt_count === 1)).toBe(true);
+  });
+
+  it('`posd webhooks replay` makes the same replay from the shell, beside the running daemon', { timeout: 60_000 }, async () => {
+    const r = await receiver([{ status: 500 }]);
+    const ep = await endpoint(r.url);
+    const ev = emit('intent.succeeded');
+    await worker.runDue();
+    await s.api('PATCH', `/webhook_endpoints/${ep.id}`, { key: s.installation.keys.test, body: { disabled: true } });
+    await s.api('PATCH', `/webhook_endpoints/${ep.id}`, { key: s.installation.keys.test, body: { disabled: false } });
+    r.replies = [{ status: 200 }];
+    const before = r.received.length;
+    const run = await runPosd(['webhooks', 'replay', '--data', s.daemon.ctx.config.data_dir, '--endpoint', ep.id, '--status', 'canceled', '--no-wait', '--json']);
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ endpoint_id: ep.id, total: 1, pending: 1 });
+    // The command ran on the real clock: its delivery is due at its real time.
+    clock.set(Date.now() + 1000);
+    await worker.runDue();
+    expect(r.received.slice(before).map((g) => g.headers['webhook-id'])).toEqual([ev.id]);
+    const bad = await runPosd(['webhooks', 'replay', '--data', s.daemon.ctx.config.data_dir, '--endpoint', 'ep_nope', '--no-wait']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim()).toBe('posd: no webhook endpoint ep_nope');
   });
 
   it('refuses a replay on a disabled endpoint', async () => {

@@ -2,7 +2,7 @@ import type { Migration } from '../migrate.js';
 
 /**
  * Operating webhooks (issue 21, docs/webhooks.md): per-endpoint event-type filters, signing-secret
- * rotation with an overlap, the failing-endpoint lifecycle, and bulk replays. Columns only added
+ * rotation with an overlap, the failing-endpoint lifecycle, per-endpoint throttles, and bulk replays. Columns only added
  * (nullable or defaulted): no table is rebuilt and no index a fan-out row enters is added.
  */
 export const webhookOperations: Migration = {
@@ -21,6 +21,10 @@ export const webhookOperations: Migration = {
     -- When it was disabled and the newest event then: re-enabling can replay what it missed.
     ALTER TABLE webhook_endpoints ADD COLUMN disabled_at_ms INTEGER;
     ALTER TABLE webhook_endpoints ADD COLUMN disabled_seq INTEGER;
+
+    -- Per-endpoint gates (gates.ts): messages per second, attempts in flight; NULL: none.
+    ALTER TABLE webhook_endpoints ADD COLUMN rate_limit INTEGER;
+    ALTER TABLE webhook_endpoints ADD COLUMN max_in_flight INTEGER;
 
     -- A bulk replay: its deliveries are the endpoint's rows with seq in [first_seq, last_seq].
     CREATE TABLE webhook_replays (

@@ -14,6 +14,8 @@ export const EndpointSchema = Type.Object({
   disabled_reason: Nullable(Type.String()),
   filter_types: Described(Type.Array(Type.String()), 'The event types the endpoint receives (Svix: filterTypes); null: every type.'),
   failing_since: Described(Type.String({ format: 'date-time' }), 'Since when every automatic attempt to it has failed; null: not failing.'),
+  rate_limit: Described(Type.Integer(), 'Messages per second at most (Svix: rateLimit); null: no limit.'),
+  max_in_flight: Described(Type.Integer(), 'Attempts in flight at most, of webhooks.concurrency; null: no cap.'),
   previous_secret_expires_at: Described(Type.String({ format: 'date-time' }), 'After a secret rotation: until when deliveries also carry the signature by the replaced secret.'),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
@@ -24,16 +26,26 @@ export const DeletedEndpointSchema = Type.Composite([EndpointSchema, Type.Object
 
 const FilterTypes = Described(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }), "Catalogue event types (docs/events.md) the endpoint receives; null or absent: every type (Svix's filterTypes).");
 
+const RateLimit = Described(Type.Integer({ minimum: 1, maximum: 100_000 }), 'Messages per second at most (a token bucket holding one second); null or absent: no limit.');
+const MaxInFlight = Described(
+  Type.Integer({ minimum: 1, maximum: 1000 }),
+  "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: no cap.",
+);
+
 export const CreateEndpointBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048 }),
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   filter_types: Type.Optional(FilterTypes),
+  rate_limit: Type.Optional(RateLimit),
+  max_in_flight: Type.Optional(MaxInFlight),
 });
 
 export const UpdateEndpointBody = Type.Object({
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   disabled: Type.Optional(Type.Boolean()),
   filter_types: Type.Optional(FilterTypes),
+  rate_limit: Type.Optional(RateLimit),
+  max_in_flight: Type.Optional(MaxInFlight),
   replay_missed: Type.Optional(
     Type.Boolean({
       description:

@@ -24,6 +24,8 @@ export interface EndpointView {
   disabled_reason: string | null;
   /** The event types it receives; null: all. */
   filter_types: string[] | null;
+  rate_limit: number | null;
+  max_in_flight: number | null;
   /** Since when its deliveries have failed without a success between (null: not failing). */
   failing_since: string | null;
   /** Until when deliveries are also signed with the secret a rotation replaced (null: no overlap). */
@@ -68,6 +70,8 @@ export function endpointView(row: EndpointRow): EndpointView {
     disabled: row.disabled === 1,
     disabled_reason: row.disabled_reason,
     filter_types: row.filter_types === null ? null : (JSON.parse(row.filter_types) as string[]),
+    rate_limit: row.rate_limit,
+    max_in_flight: row.max_in_flight,
     failing_since: row.failing_since_ms === null ? null : isoTime(row.failing_since_ms),
     previous_secret_expires_at: row.previous_secret_expires_ms === null ? null : isoTime(row.previous_secret_expires_ms),
     created_at: row.created_at,
@@ -127,7 +131,7 @@ export class WebhooksService {
 
   async create(
     scope: Scope,
-    input: { url: string; description?: string | null; filter_types?: string[] | null },
+    input: { url: string; description?: string | null; filter_types?: string[] | null; rate_limit?: number | null; max_in_flight?: number | null },
   ): Promise<EndpointView & { signingSecret: string }> {
     const refused = await this.guard.check(input.url);
     if (refused.length > 0) throw new ApiError('webhook_url_refused', { errors: { url: refused } });
@@ -135,7 +139,7 @@ export class WebhooksService {
     const secret = newSigningSecret();
     const now = this.now();
     const id = newId('ep');
-    tx(this.ctx.db, () =>
+    tx(this.ctx.db, () => {
       this.store.insertEndpoint({
         id,
         account_id: scope.accountId,
@@ -148,8 +152,10 @@ export class WebhooksService {
         filter_types: filterTypes === null ? null : JSON.stringify(filterTypes),
         created_at: now,
         updated_at: now,
-      }),
-    );
+      });
+      if (input.rate_limit != null || input.max_in_flight != null) this.store.setGates(id, input.rate_limit ?? null, input.max_in_flight ?? null, now);
+    });
+    if (input.rate_limit != null || input.max_in_flight != null) this.worker.forgetTarget(id);
     return { ...endpointView(this.store.endpoint(id)!), signingSecret: secret };
   }
 
@@ -168,7 +174,14 @@ export class WebhooksService {
   update(
     scope: Scope,
     id: string,
-    patch: { description?: string | null; disabled?: boolean; filter_types?: string[] | null; replay_missed?: boolean },
+    patch: {
+      description?: string | null;
+      disabled?: boolean;
+      filter_types?: string[] | null;
+      rate_limit?: number | null;
+      max_in_flight?: number | null;
+      replay_missed?: boolean;
+    },
   ): EndpointView & { replay?: ReplayView } {
     const filterTypes = patch.filter_types === undefined ? undefined : checkedTypes('filter_types', patch.filter_types);
     return tx(this.ctx.db, () => {
@@ -186,6 +199,15 @@ export class WebhooksService {
         updated_at: now,
       });
       if (filterTypes !== undefined) this.store.setFilterTypes(id, filterTypes, now);
+      if (patch.rate_limit !== undefined || patch.max_in_flight !== undefined) {
+        this.store.setGates(
+          id,
+          patch.rate_limit === undefined ? row.rate_limit : patch.rate_limit,
+          patch.max_in_flight === undefined ? row.max_in_flight : patch.max_in_flight,
+          now,
+        );
+        this.worker.forgetTarget(id);
+      }
       let replay: ReplayView | undefined;
       if (disabled && row.disabled === 0) {
         this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);

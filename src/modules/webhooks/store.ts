@@ -21,6 +21,10 @@ export interface EndpointRow {
   failing_noticed: number;
   disabled_at_ms: number | null;
   disabled_seq: number | null;
+  /** Messages per second at most; null: no limit. */
+  rate_limit: number | null;
+  /** Attempts in flight at most; null: no cap below `webhooks.concurrency`. */
+  max_in_flight: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -177,6 +181,14 @@ export function webhooksStore(db: Db) {
     eventsAfter: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     eventsBetween: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? AND seq <= ? AND live_mode = ? ORDER BY seq'),
     setFilterTypes: db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
+    setGates: db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
+    gatedCount: db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE rate_limit IS NOT NULL OR max_in_flight IS NOT NULL').pluck(),
+    // Deliveries a gate held back (gates.ts), to when it should let them through: `rows` is a JSON
+    // array of [seq, next_attempt_ms]. Not an attempt: counts and the schedule stay.
+    reschedule: db.prepare(
+      `UPDATE webhook_deliveries SET next_attempt_ms = j.value ->> 1
+       FROM json_each(?) j WHERE webhook_deliveries.seq = j.value ->> 0 AND webhook_deliveries.status = 'pending'`,
+    ),
     rotateSecret: db.prepare(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_ms = @expires_ms, secret = @secret, updated_at = @updated_at
        WHERE id = @id`,
@@ -345,6 +357,9 @@ export function webhooksStore(db: Db) {
       row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
     ) => void s.updateDelivery.run(row),
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
+    setGates: (id: string, rate: number | null, maxInFlight: number | null, now: string) => void s.setGates.run(rate, maxInFlight, now, id),
+    gatedCount: () => s.gatedCount.get() as number,
+    reschedule: (rows: Array<[number, number]>) => void s.reschedule.run(JSON.stringify(rows)),
     eventsBetween: (afterSeq: number, toSeq: number, liveMode: number) => s.eventsBetween.all(afterSeq, toSeq, liveMode) as EventRowLite[],
     setFilterTypes: (id: string, types: string[] | null, now: string) => void s.setFilterTypes.run(types === null ? null : JSON.stringify(types), now, id),
     rotateSecret: (row: { id: string; secret: string; expires_ms: number; updated_at: string }) => void s.rotateSecret.run(row),

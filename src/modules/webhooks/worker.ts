@@ -8,12 +8,13 @@ import { AccountsService } from '../../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
-import { describe, retryAfterMs, type Outcome } from './outcome.js';
+import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { OutcomeRecorder, bookkeepingTx } from './recorder.js';
 import { planFanOut } from './fan-out.js';
 import { InlineWriter, ThreadWriter, type BookkeepingWriter } from './writer.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
+import { EndpointGates, type GateSettings } from './gates.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
@@ -35,12 +36,15 @@ interface Target {
   /** The key a rotation replaced, signing beside `key` until `previousUntil` (Unix ms). */
   previous: Buffer | null;
   previousUntil: number;
+  /** The endpoint's throttle and cap (gates.ts); null: none. */
+  gate: GateSettings | null;
 }
 
 /** How often (clock time) the worker looks at failing endpoints and prunes old deliveries. */
 const HOUSEKEEPING_MS = 60_000;
 /** Deliveries deleted per statement when pruning (one transaction each: short write locks). */
 const PRUNE_BATCH = 5_000;
+const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
 
 /**
  * The delivery worker. It fans events out (one `webhook_deliveries` row per event and endpoint,
@@ -75,6 +79,9 @@ export class DeliveryWorker implements Worker {
    */
   private readonly failing: Set<string>;
   private lastHousekeeping = Number.NEGATIVE_INFINITY;
+  private readonly gates: EndpointGates;
+  /** Whether any endpoint has a gate or the breaker is on: otherwise dispatch never looks at them. */
+  private gating: boolean;
   private stopped = false;
   private wakeScheduled = false;
   /**
@@ -116,6 +123,8 @@ export class DeliveryWorker implements Worker {
         ? new InlineWriter(ctx.db, bookkeeping)
         : new ThreadWriter(ctx.db.name, ctx.config.database.busy_timeout_ms, ctx.log);
     this.failing = new Set(this.store.failingIds());
+    this.gates = new EndpointGates(ctx.config.webhooks.breaker_failures, ctx.config.webhooks.breaker_probe_ms);
+    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
     this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing);
   }
 
@@ -246,8 +255,15 @@ export class DeliveryWorker implements Worker {
     const max = this.ctx.config.webhooks.concurrency;
     const now = this.ctx.clock.now();
     let refilled = false;
+    let held: Array<[number, number]> | undefined;
+    if (this.gating) this.gates.newPass();
     while (this.sending < max) {
       if (this.ready.length === 0) {
+        // Rows a gate held back leave the due window before it is read again.
+        if (held) {
+          this.reschedule(held);
+          held = undefined;
+        }
         if (refilled) return;
         refilled = true;
         const seqs = this.store
@@ -261,13 +277,68 @@ export class DeliveryWorker implements Worker {
       const row = this.ready.shift()!;
       if (this.inflight.has(row.seq)) continue;
       if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+      if (this.gating) {
+        const gate = this.targetOf(row.endpoint_id)?.gate ?? null;
+        if (gate || this.gates.breakerOn) {
+          const at = this.gates.admit(row.endpoint_id, gate ?? NO_GATE, now);
+          if (at !== 0) {
+            (held ??= []).push([row.seq, at]);
+            continue;
+          }
+          void this.launch(row, false, true);
+          continue;
+        }
+      }
       void this.launch(row, false);
     }
+    if (held) this.reschedule(held);
+  }
+
+  private reschedule(rows: Array<[number, number]>): void {
+    try {
+      this.store.reschedule(rows);
+    } catch (err) {
+      this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
+    }
+  }
+
+  /** Drops the rows read ahead (an endpoint changed, a delivery was sent by hand): they are read again. */
+  forgetReadAhead(): void {
+    this.ready = [];
+  }
+
+  private launch(row: SendableRow, manual: boolean, gated = false): Promise<void> {
+    this.sending++;
+    const p = this.attempt(row, manual)
+      .then((outcome) => {
+        this.sending--;
+        if (gated) this.gates.finished(row.endpoint_id, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
+        // The slot is free now; the outcome commits with the next group.
+        this.kick();
+        return outcome ? this.recorder.record(outcome) : undefined;
+      }, (err) => {
+        this.sending--;
+        if (gated) this.gates.finished(row.endpoint_id, false, true, 0, this.ctx.clock.now());
+        throw err;
+      })
+      .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
+      .finally(() => {
+        if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
+        this.kick();
+      });
+    this.inflight.set(row.seq, p);
+    return p;
   }
 
   /** A rotation changed the endpoint's secret: its key is read again. */
   forgetTarget(endpointId: string): void {
     this.targets.delete(endpointId);
+    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+  }
+
+  /** Whether an endpoint's circuit breaker is open or half-open. */
+  breakerOpen(endpointId: string): boolean {
+    return this.gates.isOpen(endpointId);
   }
 
   /** The endpoint's failing streak is over (it was enabled again). */
@@ -324,32 +395,6 @@ export class DeliveryWorker implements Worker {
     this.ctx.log.warn({ event: 'webhook_endpoint.disabled', endpoint: id, reason }, 'webhook endpoint disabled');
   }
 
-  /** Drops the rows read ahead (an endpoint changed, a delivery was sent by hand): they are read again. */
-  forgetReadAhead(): void {
-    this.ready = [];
-  }
-
-  private launch(row: SendableRow, manual: boolean): Promise<void> {
-    this.sending++;
-    const p = this.attempt(row, manual)
-      .then((outcome) => {
-        this.sending--;
-        // The slot is free now; the outcome commits with the next group.
-        this.kick();
-        return outcome ? this.recorder.record(outcome) : undefined;
-      }, (err) => {
-        this.sending--;
-        throw err;
-      })
-      .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
-      .finally(() => {
-        if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
-        this.kick();
-      });
-    this.inflight.set(row.seq, p);
-    return p;
-  }
-
   /** The endpoint's parsed URL and key, cached (undefined if the endpoint is gone). */
   private targetOf(endpointId: string): Target | undefined {
     let t = this.targets.get(endpointId);
@@ -367,6 +412,7 @@ export class DeliveryWorker implements Worker {
       key: secretKey(this.box.open(ep.secret)),
       previous: ep.previous_secret === null ? null : secretKey(this.box.open(ep.previous_secret)),
       previousUntil: ep.previous_secret_expires_ms ?? 0,
+      gate: ep.rate_limit === null && ep.max_in_flight === null ? null : { rateLimit: ep.rate_limit, maxInFlight: ep.max_in_flight },
     };
     if (this.targets.size >= 1000) this.targets.clear();
     this.targets.set(endpointId, t);

@@ -233,6 +233,22 @@ export const ConfigSchema = Type.Object({
       /** Longest wait a `Retry-After` header may impose on one retry. */
       max_retry_after_ms: Type.Integer({ minimum: 0, default: 21_600_000 }),
       /**
+       * Finished deliveries and their attempts are kept this many days after their last change, then
+       * deleted (bulk replays reach back this far). Pending ones are kept whatever their age.
+       */
+      retention_days: Type.Integer({ minimum: 1, maximum: 3650, default: 30 }),
+      /** An endpoint failing this long (every automatic attempt since its last success) is reported once. */
+      failing_notice_ms: Type.Integer({ minimum: 60_000, default: 3_600_000 }),
+      /** An endpoint failing this many days is disabled (its reason kept); 0: never. */
+      auto_disable_after_days: Type.Integer({ minimum: 0, maximum: 365, default: 5 }),
+      /**
+       * Circuit breaker per endpoint (gates.ts): this many automatic attempts failed or timed out in
+       * a row stop its sending; 0 (the default): off.
+       */
+      breaker_failures: Type.Integer({ minimum: 0, maximum: 1000, default: 0 }),
+      /** How long an open breaker waits before one probe (doubling after a failed probe, up to 10 min). */
+      breaker_probe_ms: Type.Integer({ minimum: 100, default: 30_000 }),
+      /**
        * Key (base64 of 32 bytes) that encrypts signing secrets at rest. Empty: a key file
        * `webhook-secrets.key` in the data folder, made on first use.
        */

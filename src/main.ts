@@ -9,6 +9,7 @@ import { backupCommand, restoreCommand } from './cli/backup.js';
 import { doctorCommand } from './cli/doctor.js';
 import { reconcileCommand, syncCommand } from './cli/sync.js';
 import { terminalsCommand } from './cli/terminals.js';
+import { webhooksCommand } from './cli/webhooks.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
     terminalsCommand(),
     syncCommand(),
     reconcileCommand(),
+    webhooksCommand(),
   ]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();

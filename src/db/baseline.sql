@@ -453,9 +453,36 @@ CREATE TABLE webhook_endpoints (
   disabled_reason TEXT,
   from_seq INTEGER NOT NULL,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- JSON array of event types the endpoint receives; NULL: every type.
+  filter_types TEXT,
+  -- The secret replaced by a rotation (sealed like secret) and when it stops signing (Unix ms).
+  previous_secret TEXT,
+  previous_secret_expires_ms INTEGER,
+  -- When the endpoint's failing streak began (its first failed attempt since its last success),
+  -- and whether the streak's hour-long notice was given.
+  failing_since_ms INTEGER,
+  failing_noticed INTEGER NOT NULL DEFAULT 0,
+  -- When it was disabled and the newest event then: re-enabling can replay what it missed.
+  disabled_at_ms INTEGER,
+  disabled_seq INTEGER,
+  -- Per-endpoint gates (modules/webhooks/gates.ts): messages per second, attempts in flight; NULL: none.
+  rate_limit INTEGER,
+  max_in_flight INTEGER
 ) STRICT;
 CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode);
+
+-- A bulk replay: its deliveries are the endpoint's rows with seq in [first_seq, last_seq].
+CREATE TABLE webhook_replays (
+  id TEXT PRIMARY KEY,
+  endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+  first_seq INTEGER,
+  last_seq INTEGER,
+  total INTEGER NOT NULL,
+  filters TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX webhook_replays_endpoint ON webhook_replays(endpoint_id);
 
 -- How far the delivery worker has fanned events out (events.seq).
 CREATE TABLE webhook_cursor (

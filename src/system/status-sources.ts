@@ -47,6 +47,10 @@ export interface FailingEndpoint {
   endpoint_id: string;
   url: string;
   account_id: string;
+  /** Since when every automatic attempt has failed, once that is an hour or more (webhooks.failing_notice_ms). */
+  failing_since?: string | null;
+  /** Why it is disabled, if it is (e.g. disabled automatically after days of failing). */
+  disabled_reason?: string | null;
   deliveries: FailingDelivery[];
 }
 

@@ -10,6 +10,8 @@ export interface Received {
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
+  /** Real milliseconds before answering (a slow receiver). */
+  delayMs?: number;
 }
 
 /**
@@ -18,6 +20,9 @@ export interface Reply {
  */
 export class Receiver {
   readonly received: Received[] = [];
+  /** Requests being answered now, and the most at once. */
+  active = 0;
+  maxActive = 0;
   private server: Server;
   private waiters: Array<{ n: number; resolve: () => void }> = [];
   replies: Reply[];
@@ -30,8 +35,14 @@ export class Receiver {
       req.on('end', () => {
         this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
         const reply = this.replies[Math.min(this.received.length - 1, this.replies.length - 1)];
-        res.writeHead(reply.status, reply.headers ?? {});
-        res.end('ok');
+        this.maxActive = Math.max(this.maxActive, ++this.active);
+        const answer = () => {
+          this.active--;
+          res.writeHead(reply.status, reply.headers ?? {});
+          res.end('ok');
+        };
+        if (reply.delayMs) setTimeout(answer, reply.delayMs);
+        else answer();
         this.waiters = this.waiters.filter((w) => {
           if (this.received.length >= w.n) w.resolve();
           return this.received.length < w.n;

@@ -42,6 +42,7 @@ describe('webhook bookkeeping statements', () => {
     ]);
     const o = (seq: number, code: number, manual: boolean, ts: number): Outcome => ({
       deliverySeq: seq,
+      endpointId: 'ep_on',
       manual,
       timestamp: ts,
       attemptedAt: ts * 1000,

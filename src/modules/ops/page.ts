@@ -96,7 +96,9 @@ export function statusPage(view: StatusView, csrf: string, notice?: string): str
       ? '<p class="ok">Every delivery is going through.</p>'
       : list
           .map(
-            (e) => `<h3>${esc(e.url)} <span class="muted">${esc(e.account_id)}</span></h3>${table(
+            (e) => `<h3>${esc(e.url)} <span class="muted">${esc(e.account_id)}</span></h3>${
+              e.disabled_reason ? `<p class="bad">${esc(e.disabled_reason)}</p>` : e.failing_since ? `<p class="bad">Failing since ${esc(e.failing_since)}.</p>` : ''
+            }${table(
               ['Event', 'Attempts', 'Last answer', 'Last try', ''],
               e.deliveries.map((d) => [
                 td(d.event_type),

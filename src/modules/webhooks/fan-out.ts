@@ -12,7 +12,7 @@ export interface FanOutBatch {
 /**
  * Plans one fan-out batch from the daemon's connection (reads only): one delivery row per event and
  * active endpoint of its account and environment (and of its platform, for a connected account's
- * event), for endpoints made before the event. The writer commits the rows and the cursor together;
+ * event), for endpoints made before the event whose `filter_types`, if any, name its type. The writer commits the rows and the cursor together;
  * a row whose endpoint was deleted or disabled meanwhile is not made (the insert checks), nor one
  * for an event the cursor has passed, so a batch planned twice is written once.
  */
@@ -20,7 +20,10 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
   const events = store.eventsAfter(store.cursor(), limit);
   if (events.length === 0) return { events: 0, ops: [] };
   const byScope = new Map<string, EndpointRow[]>();
+  // `filter_types` (Svix's name): an endpoint with a list receives only those types.
+  const only = new Map<string, Set<string>>();
   for (const ep of store.activeEndpoints()) {
+    if (ep.filter_types !== null) only.set(ep.id, new Set(JSON.parse(ep.filter_types) as string[]));
     const k = `${ep.account_id}:${ep.live_mode}`;
     byScope.set(k, [...(byScope.get(k) ?? []), ep]);
   }
@@ -33,6 +36,7 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
     const platform = parent ? byScope.get(`${parent}:${ev.live_mode}`) : undefined;
     for (const ep of own && platform ? [...own, ...platform] : (own ?? platform ?? [])) {
       if (ep.from_seq >= ev.seq) continue;
+      if (only.size > 0 && only.get(ep.id)?.has(ev.type) === false) continue;
       rows.push([ev.seq, ep.id]);
     }
   }

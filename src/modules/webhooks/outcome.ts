@@ -6,6 +6,7 @@ import type { WriteOp } from './writer.js';
 /** What one attempt came to; committed in groups by the worker (`successOps` through its writer, `applyFailure`). */
 export interface Outcome {
   deliverySeq: number;
+  endpointId: string;
   manual: boolean;
   timestamp: number;
   attemptedAt: number;
@@ -75,6 +76,8 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
   const now = isoTime(ctx.clock.now());
   const attempt = d.attempts + 1;
   store.insertAttempt(attemptRow(o, attempt, d));
+  // An automatic attempt's failure starts (or continues) the endpoint's failing streak.
+  if (!o.manual) store.markFailing(d.endpoint_id, o.attemptedAt);
   const autoAttempts = d.auto_attempts + (o.manual ? 0 : 1);
   let status = d.status;
   let next = d.next_attempt_ms;
@@ -86,6 +89,7 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     if (ep && !ep.disabled) {
       store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
       store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
+      store.markDisabled(ep.id, ctx.clock.now(), store.cursor());
     }
   } else if (o.manual) {
     // A manual resend never shortens or extends the schedule of a delivery still being retried.

@@ -56,6 +56,8 @@ export class OutcomeRecorder {
     private readonly bookkeeping: <T>(fn: () => T) => T,
     /** Called after a 410 disabled an endpoint (its pending deliveries are canceled). */
     private readonly onEndpointDisabled: () => void,
+    /** Endpoints in a failing streak (worker.ts): their successes end it, failures add to it. */
+    private readonly failing: Set<string> = new Set(),
   ) {}
 
   /** Queues an outcome for the next group commit; resolves once it is committed. */
@@ -93,10 +95,18 @@ export class OutcomeRecorder {
       } else failed.push(item);
     }
     const ops: WriteOp[] = successes.length > 0 ? successOps(successes, now) : [];
+    if (this.failing.size > 0) {
+      for (const o of successes) {
+        if (this.failing.delete(o.endpointId)) ops.push(['clearFailing', { id: o.endpointId }]);
+      }
+    }
     if (failed.length > 0) {
       try {
         this.bookkeeping(() => {
-          for (const { outcome } of failed) applyFailure(this.ctx, this.store, outcome);
+          for (const { outcome } of failed) {
+            applyFailure(this.ctx, this.store, outcome);
+            if (!outcome.manual) this.failing.add(outcome.endpointId);
+          }
         });
         if (failed.some(({ outcome }) => outcome.responseCode === 410)) this.onEndpointDisabled();
       } catch (err) {

@@ -13,8 +13,13 @@ import {
   DeliverySchema,
   EndpointParams,
   EndpointSchema,
+  ReplayBody,
+  ReplayParams,
+  ReplaySchema,
+  RotateSecretBody,
   TestBody,
   UpdateEndpointBody,
+  UpdatedEndpointSchema,
 } from './schema.js';
 import { errorBodies } from '../../api/schemas.js';
 
@@ -60,7 +65,7 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
     app.route({
       method,
       url: '/webhook_endpoints/:id',
-      schema: { tags, params: EndpointParams, body: UpdateEndpointBody, response: { 200: EndpointSchema, ...errors } },
+      schema: { tags, params: EndpointParams, body: UpdateEndpointBody, response: { 200: UpdatedEndpointSchema, ...errors } },
       handler: async (req) => service.update(scopeOf(req), req.params.id, req.body),
     });
   }
@@ -88,6 +93,47 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
     '/webhook_endpoints/:id/deliveries/:delivery_id/retry',
     { schema: { tags, params: DeliveryParams, response: { 200: DeliverySchema, ...errors } } },
     async (req) => service.retry(scopeOf(req), req.params.id, req.params.delivery_id),
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/rotate_secret',
+    {
+      schema: {
+        tags,
+        description:
+          'A new signing secret, returned only here. Until `previous_secret_expires_at` every delivery carries the signatures by both secrets in `webhook-signature` (Standard Webhooks; Svix: rotate secret).',
+        params: EndpointParams,
+        body: RotateSecretBody,
+        response: { 200: CreatedEndpointSchema, ...errors },
+      },
+      // The answer holds the new secret: its stored copy for Idempotency-Key replays is sealed.
+      config: { idempotencyCodec: { seal: (t: string) => box.seal(t), open: (t: string) => box.open(t) } },
+    },
+    async (req) => service.rotateSecret(scopeOf(req), req.params.id, req.body?.overlap_seconds),
+  );
+
+  app.post(
+    '/webhook_endpoints/:id/replays',
+    {
+      schema: {
+        tags,
+        description:
+          'Bulk replay: the events of the endpoint\'s deliveries that match (time range, event types, statuses) are sent again as new deliveries with the same webhook-id. Svix: recover; Stripe: resend.',
+        params: EndpointParams,
+        body: ReplayBody,
+        response: { 201: ReplaySchema, ...errors },
+      },
+    },
+    async (req, reply) => reply.code(201).send(service.replay(scopeOf(req), req.params.id, req.body)),
+  );
+
+  app.get(
+    '/webhook_endpoints/:id/replays/:replay_id',
+    { schema: { tags, params: ReplayParams, response: { 200: ReplaySchema, ...errors } } },
+    async (req) => {
+      const scope = readScope(req);
+      return service.replayStatus(scope.accountIds, scope.liveMode, req.params.id, req.params.replay_id);
+    },
   );
 
   app.post(

@@ -8,7 +8,11 @@ import { newSigningSecret } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import type { UrlGuard } from './url-guard.js';
 import type { DeliveryWorker } from './worker.js';
-import { webhooksStore, type AttemptRow, type DeliveryRow, type EndpointRow, type WebhooksStore } from './store.js';
+import { webhooksStore, type AttemptRow, type DeliveryRow, type EndpointRow, type ReplayFilter, type WebhooksStore } from './store.js';
+import { replayDeliveries, replayMissed, replayView, type ReplayView } from './replay.js';
+
+/** How long a rotated-out secret keeps signing when the request names no overlap (Svix's default). */
+export const DEFAULT_ROTATION_OVERLAP_S = 24 * 3600;
 
 export interface EndpointView {
   id: string;
@@ -18,6 +22,14 @@ export interface EndpointView {
   description: string | null;
   disabled: boolean;
   disabled_reason: string | null;
+  /** The event types it receives; null: all. */
+  filter_types: string[] | null;
+  rate_limit: number | null;
+  max_in_flight: number | null;
+  /** Since when its deliveries have failed without a success between (null: not failing). */
+  failing_since: string | null;
+  /** Until when deliveries are also signed with the secret a rotation replaced (null: no overlap). */
+  previous_secret_expires_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -57,6 +69,11 @@ export function endpointView(row: EndpointRow): EndpointView {
     description: row.description,
     disabled: row.disabled === 1,
     disabled_reason: row.disabled_reason,
+    filter_types: row.filter_types === null ? null : (JSON.parse(row.filter_types) as string[]),
+    rate_limit: row.rate_limit,
+    max_in_flight: row.max_in_flight,
+    failing_since: row.failing_since_ms === null ? null : isoTime(row.failing_since_ms),
+    previous_secret_expires_at: row.previous_secret_expires_ms === null ? null : isoTime(row.previous_secret_expires_ms),
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -112,13 +129,17 @@ export class WebhooksService {
     return isoTime(this.ctx.clock.now());
   }
 
-  async create(scope: Scope, input: { url: string; description?: string | null }): Promise<EndpointView & { signingSecret: string }> {
+  async create(
+    scope: Scope,
+    input: { url: string; description?: string | null; filter_types?: string[] | null; rate_limit?: number | null; max_in_flight?: number | null },
+  ): Promise<EndpointView & { signingSecret: string }> {
     const refused = await this.guard.check(input.url);
     if (refused.length > 0) throw new ApiError('webhook_url_refused', { errors: { url: refused } });
+    const filterTypes = checkedTypes('filter_types', input.filter_types);
     const secret = newSigningSecret();
     const now = this.now();
     const id = newId('ep');
-    tx(this.ctx.db, () =>
+    tx(this.ctx.db, () => {
       this.store.insertEndpoint({
         id,
         account_id: scope.accountId,
@@ -128,10 +149,13 @@ export class WebhooksService {
         secret: this.box.seal(secret),
         // Events already written are not sent to an endpoint registered after them.
         from_seq: this.store.maxEventSeq(),
+        filter_types: filterTypes === null ? null : JSON.stringify(filterTypes),
         created_at: now,
         updated_at: now,
-      }),
-    );
+      });
+      if (input.rate_limit != null || input.max_in_flight != null) this.store.setGates(id, input.rate_limit ?? null, input.max_in_flight ?? null, now);
+    });
+    if (input.rate_limit != null || input.max_in_flight != null) this.worker.forgetTarget(id);
     return { ...endpointView(this.store.endpoint(id)!), signingSecret: secret };
   }
 
@@ -147,11 +171,26 @@ export class WebhooksService {
     return { rows: page.rows.map(endpointView), total: page.total };
   }
 
-  update(scope: Scope, id: string, patch: { description?: string | null; disabled?: boolean }): EndpointView {
+  update(
+    scope: Scope,
+    id: string,
+    patch: {
+      description?: string | null;
+      disabled?: boolean;
+      filter_types?: string[] | null;
+      rate_limit?: number | null;
+      max_in_flight?: number | null;
+      replay_missed?: boolean;
+    },
+  ): EndpointView & { replay?: ReplayView } {
+    const filterTypes = patch.filter_types === undefined ? undefined : checkedTypes('filter_types', patch.filter_types);
     return tx(this.ctx.db, () => {
       const row = this.find([scope.accountId], scope.liveMode, id);
       const now = this.now();
       const disabled = patch.disabled === undefined ? row.disabled === 1 : patch.disabled;
+      if (patch.replay_missed && !(row.disabled === 1 && !disabled)) {
+        throw invalid({ replay_missed: 'only when enabling a disabled endpoint (with disabled: false)' });
+      }
       this.store.updateEndpoint({
         id,
         description: patch.description === undefined ? row.description : patch.description,
@@ -159,12 +198,69 @@ export class WebhooksService {
         disabled_reason: disabled ? (row.disabled === 1 ? row.disabled_reason : 'Disabled through the API.') : null,
         updated_at: now,
       });
+      if (filterTypes !== undefined) this.store.setFilterTypes(id, filterTypes, now);
+      if (patch.rate_limit !== undefined || patch.max_in_flight !== undefined) {
+        this.store.setGates(
+          id,
+          patch.rate_limit === undefined ? row.rate_limit : patch.rate_limit,
+          patch.max_in_flight === undefined ? row.max_in_flight : patch.max_in_flight,
+          now,
+        );
+        this.worker.forgetTarget(id);
+      }
+      let replay: ReplayView | undefined;
       if (disabled && row.disabled === 0) {
         this.store.cancelPending(id, 'endpoint_disabled: disabled through the API', now);
+        this.store.markDisabled(id, this.ctx.clock.now(), this.store.cursor());
         this.worker.forgetReadAhead();
+      } else if (!disabled && row.disabled === 1) {
+        // The filters set in this same request apply to what is replayed.
+        if (patch.replay_missed) replay = replayMissed(this.store, this.ctx.clock, this.store.endpoint(id)!, (a) => this.worker.parentOf(a));
+        this.store.markDisabled(id, null, null);
+        this.worker.endFailing(id);
+        this.worker.wake();
       }
+      const view = endpointView(this.store.endpoint(id)!);
+      return replay ? { ...view, replay } : view;
+    });
+  }
+
+  /**
+   * A new signing secret (returned only here); the one it replaces keeps signing every delivery
+   * beside it for `overlapSeconds` (both signatures in `webhook-signature`), then stops.
+   */
+  rotateSecret(scope: Scope, id: string, overlapSeconds = DEFAULT_ROTATION_OVERLAP_S): EndpointView & { signingSecret: string } {
+    const secret = newSigningSecret();
+    const view = tx(this.ctx.db, () => {
+      this.find([scope.accountId], scope.liveMode, id);
+      this.store.rotateSecret({ id, secret: this.box.seal(secret), expires_ms: this.ctx.clock.now() + overlapSeconds * 1000, updated_at: this.now() });
       return endpointView(this.store.endpoint(id)!);
     });
+    this.worker.forgetTarget(id);
+    return { ...view, signingSecret: secret };
+  }
+
+  /** A bulk replay of the endpoint's deliveries (replay.ts). */
+  replay(scope: Scope, id: string, input: { since?: string; until?: string; event_types?: string[] | null; statuses?: Array<DeliveryRow['status']> | null }): ReplayView {
+    const endpoint = this.find([scope.accountId], scope.liveMode, id);
+    if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
+    const filter: ReplayFilter = {
+      since: input.since === undefined ? isoTime(0) : isoTime(Date.parse(input.since)),
+      until: input.until === undefined ? isoTime(this.ctx.clock.now() + 1) : isoTime(Date.parse(input.until)),
+      event_types: input.event_types ?? null,
+      statuses: input.statuses ?? null,
+    };
+    if (filter.since >= filter.until) throw invalid({ until: 'must be after since' });
+    const view = replayDeliveries(this.ctx.db, this.store, this.ctx.clock, endpoint, filter);
+    this.worker.wake();
+    return view;
+  }
+
+  replayStatus(accountIds: string[], liveMode: boolean, endpointId: string, replayId: string): ReplayView {
+    const endpoint = this.find(accountIds, liveMode, endpointId);
+    const r = this.store.replayById(replayId);
+    if (!r || r.endpoint_id !== endpoint.id) throw notFound('replay', replayId);
+    return replayView(this.store, r);
   }
 
   remove(scope: Scope, id: string): EndpointView {
@@ -219,4 +315,12 @@ export class WebhooksService {
     const after = await this.worker.sendNow(id);
     return deliveryView(after!, this.store.attemptsOf(after!.seq));
   }
+}
+
+/** Event types named by a request: each must be in the catalogue (docs/events.md); null or absent: all. */
+function checkedTypes(field: string, types: string[] | null | undefined): string[] | null {
+  if (types === undefined || types === null) return null;
+  const unknown = types.filter((t) => !catalogueEntry(t));
+  if (unknown.length > 0) throw invalid({ [field]: `not in the event catalogue (docs/events.md): ${unknown.join(', ')}` });
+  return [...new Set(types)];
 }

@@ -30,11 +30,17 @@ export interface SignedHeaders {
   'webhook-signature': string;
 }
 
-export function signedHeaders(secret: string | Buffer, id: string, timestampSeconds: number, body: string): SignedHeaders {
+/**
+ * The headers of one attempt. With `previous` (a rotation's overlap), the signature by each secret,
+ * space-separated in the one header, as Standard Webhooks allows: a receiver holding either
+ * secret verifies it.
+ */
+export function signedHeaders(secret: string | Buffer, id: string, timestampSeconds: number, body: string, previous?: string | Buffer): SignedHeaders {
+  const signature = sign(secret, id, timestampSeconds, body);
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),
-    'webhook-signature': sign(secret, id, timestampSeconds, body),
+    'webhook-signature': previous === undefined ? signature : `${signature} ${sign(previous, id, timestampSeconds, body)}`,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
 import { provideStatus, type FailingEndpoint } from '../../system/status-sources.js';
 import type { DeliveryWorker } from './worker.js';
 import type { DeliveryRow, EndpointRow } from './store.js';
@@ -14,9 +15,28 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker): v
      WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)
      ORDER BY d.updated_at DESC LIMIT 200`,
   );
+  // Endpoints failing for an hour or more, and those disabled after failing: one line each, even
+  // when no delivery of theirs is still listed (an auto-disable cancels the pending ones).
+  const longFailing = ctx.db.prepare(
+    `SELECT id, url, account_id, failing_since_ms, disabled, disabled_reason FROM webhook_endpoints
+     WHERE failing_since_ms IS NOT NULL AND (failing_since_ms <= ? OR disabled = 1) ORDER BY failing_since_ms LIMIT 100`,
+  );
   provideStatus(ctx, {
     failingWebhooks(): FailingEndpoint[] {
       const byEndpoint = new Map<string, FailingEndpoint>();
+      const rows = longFailing.all(ctx.clock.now() - ctx.config.webhooks.failing_notice_ms) as Array<
+        Pick<EndpointRow, 'id' | 'url' | 'account_id' | 'disabled' | 'disabled_reason'> & { failing_since_ms: number }
+      >;
+      for (const ep of rows) {
+        byEndpoint.set(ep.id, {
+          endpoint_id: ep.id,
+          url: ep.url,
+          account_id: ep.account_id,
+          failing_since: isoTime(ep.failing_since_ms),
+          disabled_reason: ep.disabled ? ep.disabled_reason : null,
+          deliveries: [],
+        });
+      }
       for (const row of failing.all() as Array<DeliveryRow & { endpoint_url: EndpointRow['url'] }>) {
         let ep = byEndpoint.get(row.endpoint_id);
         if (!ep) {

@@ -13,6 +13,18 @@ export interface EndpointRow {
   disabled: number;
   disabled_reason: string | null;
   from_seq: number;
+  /** JSON array of the event types it receives; null: all. */
+  filter_types: string | null;
+  previous_secret: string | null;
+  previous_secret_expires_ms: number | null;
+  failing_since_ms: number | null;
+  failing_noticed: number;
+  disabled_at_ms: number | null;
+  disabled_seq: number | null;
+  /** Messages per second at most; null: no limit. */
+  rate_limit: number | null;
+  /** Attempts in flight at most; null: no cap below `webhooks.concurrency`. */
+  max_in_flight: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -71,6 +83,28 @@ export interface EventRowLite {
   seq: number;
   account_id: string;
   live_mode: number;
+  /** For the endpoints' `filter_types`. */
+  type: string;
+}
+
+export interface ReplayRow {
+  id: string;
+  endpoint_id: string;
+  first_seq: number | null;
+  last_seq: number | null;
+  total: number;
+  filters: string;
+  created_at: string;
+}
+
+/** Which of an endpoint's deliveries a bulk replay sends again (docs/webhooks.md). */
+export interface ReplayFilter {
+  /** ISO times; the delivery's `created_at` (when the event was fanned out to it) in [since, until). */
+  since: string;
+  until: string;
+  /** Null: any. */
+  event_types: string[] | null;
+  statuses: Array<DeliveryRow['status']> | null;
 }
 
 // Only what an attempt reads: the rows are read for every attempt, and each column is a copy.
@@ -106,6 +140,8 @@ export const WRITE_SQL = {
      ORDER BY j.key`,
   // Never backwards: a fan-out redone after a crash may end before one already recorded.
   advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
+  // A success ends the endpoint's failing streak (written only for endpoints known to be failing).
+  clearFailing: 'UPDATE webhook_endpoints SET failing_since_ms = NULL, failing_noticed = 0 WHERE id = @id',
   // A 2xx settles the delivery whatever happened meanwhile; its attempt row takes the new count.
   markSucceeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
        next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
@@ -129,8 +165,9 @@ export type WriteStatement = keyof typeof WRITE_SQL;
 export function webhooksStore(db: Db) {
   const s = {
     insertEndpoint: db.prepare(
-      `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, created_at, updated_at)
-       VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @created_at, @updated_at)`,
+      `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, filter_types,
+         created_at, updated_at)
+       VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @filter_types, @created_at, @updated_at)`,
     ),
     endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
     updateEndpoint: db.prepare(
@@ -141,7 +178,77 @@ export function webhooksStore(db: Db) {
     activeEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
     maxSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
     cursor: db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
-    eventsAfter: db.prepare('SELECT seq, account_id, live_mode FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    eventsAfter: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    eventsBetween: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? AND seq <= ? AND live_mode = ? ORDER BY seq'),
+    setFilterTypes: db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
+    setGates: db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
+    gatedCount: db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE rate_limit IS NOT NULL OR max_in_flight IS NOT NULL').pluck(),
+    // Deliveries a gate held back (gates.ts), to when it should let them through: `rows` is a JSON
+    // array of [seq, next_attempt_ms]. Not an attempt: counts and the schedule stay.
+    reschedule: db.prepare(
+      `UPDATE webhook_deliveries SET next_attempt_ms = j.value ->> 1
+       FROM json_each(?) j WHERE webhook_deliveries.seq = j.value ->> 0 AND webhook_deliveries.status = 'pending'`,
+    ),
+    rotateSecret: db.prepare(
+      `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_ms = @expires_ms, secret = @secret, updated_at = @updated_at
+       WHERE id = @id`,
+    ),
+    markDisabled: db.prepare('UPDATE webhook_endpoints SET disabled_at_ms = ?, disabled_seq = ? WHERE id = ?'),
+    markFailing: db.prepare('UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?'),
+    clearFailing: db.prepare(WRITE_SQL.clearFailing),
+    failingEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0'),
+    failingIds: db.prepare('SELECT id FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL').pluck(),
+    setNoticed: db.prepare('UPDATE webhook_endpoints SET failing_noticed = 1 WHERE id = ?'),
+    // One new pending delivery per distinct event among the endpoint's deliveries that match (the
+    // event still stored; test sends are not events), in event order; none for an event already
+    // pending on the endpoint (it is sent anyway). One pass over the endpoint's rows: the pending
+    // list is read once (an uncorrelated IN), the grouping keeps one row per event (the rows of an
+    // (endpoint, event) agree on every column copied).
+    replay: db.prepare(
+      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+       SELECT NULL, d.account_id, d.live_mode, d.endpoint_id, d.event_id, d.event_seq, d.event_type, d.event_account_id, NULL,
+         'pending', 0, 0, @now_ms, @now, @now
+       FROM webhook_deliveries d
+       WHERE d.endpoint_id = @endpoint_id AND d.event_seq IS NOT NULL AND d.created_at >= @since AND d.created_at < @until
+         AND d.updated_at >= @changed_since
+         AND (@types IS NULL OR d.event_type IN (SELECT value FROM json_each(@types)))
+         AND (@statuses IS NULL OR d.status IN (SELECT value FROM json_each(@statuses)))
+         AND d.event_seq NOT IN (SELECT p.event_seq FROM webhook_deliveries p
+           WHERE p.endpoint_id = @endpoint_id AND p.status = 'pending' AND p.event_seq IS NOT NULL)
+         AND EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)
+       GROUP BY d.event_seq
+       ORDER BY d.event_seq`,
+    ),
+    // Rows for events the endpoint never had (it was disabled): [events.seq, endpoint id] pairs.
+    insertCatchUp: db.prepare(
+      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+       SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0, @now_ms, @now, @now
+       FROM json_each(@rows) j
+       JOIN events e ON e.seq = j.value ->> 0
+       JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
+       ORDER BY j.key`,
+    ),
+    maxDeliverySeq: db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
+    insertReplay: db.prepare(
+      `INSERT INTO webhook_replays (id, endpoint_id, first_seq, last_seq, total, filters, created_at)
+       VALUES (@id, @endpoint_id, @first_seq, @last_seq, @total, @filters, @created_at)`,
+    ),
+    replayById: db.prepare('SELECT * FROM webhook_replays WHERE id = ?'),
+    replayCounts: db.prepare(
+      `SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? GROUP BY status`,
+    ),
+    // Retention: finished deliveries last changed before the cutoff, oldest first (their attempts
+    // go with them: ON DELETE CASCADE). Pending ones are kept whatever their age.
+    pruneDeliveries: db.prepare(
+      `DELETE FROM webhook_deliveries WHERE seq IN (
+         SELECT seq FROM webhook_deliveries WHERE status != 'pending' AND updated_at < ?
+           -- Never the newest row: a new row takes MAX(seq) + 1, and a derived id must not come back.
+           AND seq < (SELECT MAX(seq) FROM webhook_deliveries)
+         ORDER BY seq LIMIT ?)`,
+    ),
+    pruneReplays: db.prepare('DELETE FROM webhook_replays WHERE created_at < ?'),
     insertDelivery: db.prepare(WRITE_SQL.insertDelivery),
     // Seqs only, from the covering partial index: rows are read when they are sent.
     due: db.prepare(
@@ -203,7 +310,9 @@ export function webhooksStore(db: Db) {
     /** Fills in the public id of rows read elsewhere (status page). */
     withId: (row: DeliveryRow) => withId(row)!,
     seqOfId,
-    insertEndpoint: (row: Omit<EndpointRow, 'disabled' | 'disabled_reason'>) => void s.insertEndpoint.run(row),
+    insertEndpoint: (
+      row: Pick<EndpointRow, 'id' | 'account_id' | 'live_mode' | 'url' | 'description' | 'secret' | 'from_seq' | 'filter_types' | 'created_at' | 'updated_at'>,
+    ) => void s.insertEndpoint.run(row),
     endpoint: (id: string) => s.endpoint.get(id) as EndpointRow | undefined,
     updateEndpoint: (row: Pick<EndpointRow, 'id' | 'description' | 'disabled' | 'disabled_reason' | 'updated_at'>) => void s.updateEndpoint.run(row),
     deleteEndpoint: (id: string) => s.deleteEndpoint.run(id).changes > 0,
@@ -248,6 +357,51 @@ export function webhooksStore(db: Db) {
       row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
     ) => void s.updateDelivery.run(row),
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
+    setGates: (id: string, rate: number | null, maxInFlight: number | null, now: string) => void s.setGates.run(rate, maxInFlight, now, id),
+    gatedCount: () => s.gatedCount.get() as number,
+    reschedule: (rows: Array<[number, number]>) => void s.reschedule.run(JSON.stringify(rows)),
+    eventsBetween: (afterSeq: number, toSeq: number, liveMode: number) => s.eventsBetween.all(afterSeq, toSeq, liveMode) as EventRowLite[],
+    setFilterTypes: (id: string, types: string[] | null, now: string) => void s.setFilterTypes.run(types === null ? null : JSON.stringify(types), now, id),
+    rotateSecret: (row: { id: string; secret: string; expires_ms: number; updated_at: string }) => void s.rotateSecret.run(row),
+    markDisabled: (id: string, atMs: number | null, seq: number | null) => void s.markDisabled.run(atMs, seq, id),
+    markFailing: (id: string, sinceMs: number) => void s.markFailing.run(sinceMs, id),
+    clearFailing: (id: string) => void s.clearFailing.run({ id }),
+    /** Enabled endpoints failing since `sinceMs` or before. */
+    failingSince: (sinceMs: number) => s.failingEndpoints.all(sinceMs) as EndpointRow[],
+    failingIds: () => s.failingIds.all() as string[],
+    setNoticed: (id: string) => void s.setNoticed.run(id),
+    /** Inserts the replay's deliveries; their seqs are contiguous (one statement, one writer). */
+    /** `changedSince`: only rows last changed then or later (re-enabling: what its disabling canceled). */
+    replay(endpointId: string, f: ReplayFilter, nowMs: number, now: string, changedSince = ''): { first: number | null; last: number | null; total: number } {
+      const before = s.maxDeliverySeq.get() as number;
+      const total = s.replay.run({
+        endpoint_id: endpointId,
+        since: f.since,
+        until: f.until,
+        types: f.event_types === null ? null : JSON.stringify(f.event_types),
+        statuses: f.statuses === null ? null : JSON.stringify(f.statuses),
+        changed_since: changedSince,
+        now_ms: nowMs,
+        now,
+      }).changes;
+      return total === 0 ? { first: null, last: null, total } : { first: before + 1, last: s.maxDeliverySeq.get() as number, total };
+    },
+    insertCatchUp(rows: Array<[number, string]>, nowMs: number, now: string): { first: number | null; last: number | null; total: number } {
+      const before = s.maxDeliverySeq.get() as number;
+      const total = rows.length === 0 ? 0 : s.insertCatchUp.run({ rows: JSON.stringify(rows), now_ms: nowMs, now }).changes;
+      return total === 0 ? { first: null, last: null, total } : { first: before + 1, last: s.maxDeliverySeq.get() as number, total };
+    },
+    insertReplay: (row: ReplayRow) => void s.insertReplay.run(row),
+    replayById: (id: string) => s.replayById.get(id) as ReplayRow | undefined,
+    replayCounts(r: ReplayRow): Record<DeliveryRow['status'], number> {
+      const counts = { pending: 0, succeeded: 0, failed: 0, canceled: 0 };
+      if (r.first_seq === null || r.last_seq === null) return counts;
+      for (const { status, n } of s.replayCounts.all(r.endpoint_id, r.first_seq, r.last_seq) as Array<{ status: DeliveryRow['status']; n: number }>) counts[status] = n;
+      return counts;
+    },
+    /** Deletes up to `limit` finished deliveries last changed before `cutoff` (ISO); how many. */
+    prune: (cutoff: string, limit: number) => s.pruneDeliveries.run(cutoff, limit).changes,
+    pruneReplays: (cutoff: string) => void s.pruneReplays.run(cutoff),
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: (s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[]).map((r) => withId(r)!),
       total: (s.deliveryCount.get(endpointId) as { n: number }).n,

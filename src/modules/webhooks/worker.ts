@@ -8,12 +8,15 @@ import { AccountsService } from '../../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
 import { hostOf, type UrlGuard } from './url-guard.js';
-import { describe, retryAfterMs, type Outcome } from './outcome.js';
+import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { OutcomeRecorder, bookkeepingTx } from './recorder.js';
 import { planFanOut } from './fan-out.js';
 import { InlineWriter, ThreadWriter, type BookkeepingWriter } from './writer.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
+import { EndpointGates, type GateSettings } from './gates.js';
+import { isoTime } from '../../clock.js';
+import { tx } from '../../db/database.js';
 import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore } from './store.js';
 
 /**
@@ -30,7 +33,18 @@ interface Target {
   path: string;
   refused: string | null;
   key: Buffer;
+  /** The key a rotation replaced, signing beside `key` until `previousUntil` (Unix ms). */
+  previous: Buffer | null;
+  previousUntil: number;
+  /** The endpoint's throttle and cap (gates.ts); null: none. */
+  gate: GateSettings | null;
 }
+
+/** How often (clock time) the worker looks at failing endpoints and prunes old deliveries. */
+const HOUSEKEEPING_MS = 60_000;
+/** Deliveries deleted per statement when pruning (one transaction each: short write locks). */
+const PRUNE_BATCH = 5_000;
+const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
 
 /**
  * The delivery worker. It fans events out (one `webhook_deliveries` row per event and endpoint,
@@ -57,8 +71,17 @@ export class DeliveryWorker implements Worker {
    * endpoint disabled or deleted, a 410, a manual send. Attempts in flight are never read ahead.
    */
   private ready: SendableRow[] = [];
-  /** By endpoint id: an endpoint's URL and secret never change. */
+  /** By endpoint id: an endpoint's URL never changes; its secret only by a rotation (`forgetTarget`). */
   private readonly targets = new Map<string, Target>();
+  /**
+   * Endpoints in a failing streak (`failing_since_ms` set): a success of theirs ends it. Kept here so
+   * the successes of healthy endpoints, nearly all of them, write nothing more.
+   */
+  private readonly failing: Set<string>;
+  private lastHousekeeping = Number.NEGATIVE_INFINITY;
+  private readonly gates: EndpointGates;
+  /** Whether any endpoint has a gate or the breaker is on: otherwise dispatch never looks at them. */
+  private gating: boolean;
   private stopped = false;
   private wakeScheduled = false;
   /**
@@ -99,7 +122,10 @@ export class DeliveryWorker implements Worker {
       ctx.db.memory || !ctx.config.webhooks.writer_thread
         ? new InlineWriter(ctx.db, bookkeeping)
         : new ThreadWriter(ctx.db.name, ctx.config.database.busy_timeout_ms, ctx.log);
-    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead());
+    this.failing = new Set(this.store.failingIds());
+    this.gates = new EndpointGates(ctx.config.webhooks.breaker_failures, ctx.config.webhooks.breaker_probe_ms);
+    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing);
   }
 
   start(): void {
@@ -152,6 +178,7 @@ export class DeliveryWorker implements Worker {
    * move a ManualClock and call this instead of sleeping; operators' tools may call it too.
    */
   async runDue(): Promise<void> {
+    this.housekeeping();
     for (;;) {
       // A fan-out already running may have started before the newest events: run one more after it.
       while (this.fanning) await this.fanning;
@@ -214,7 +241,8 @@ export class DeliveryWorker implements Worker {
     }
   }
 
-  private parentOf(accountId: string): string | null {
+  /** The parent (platform) account of an account, cached. */
+  parentOf(accountId: string): string | null {
     if (!this.parents.has(accountId)) this.parents.set(accountId, this.accounts.account(accountId)?.parent_account_id ?? null);
     return this.parents.get(accountId)!;
   }
@@ -227,8 +255,15 @@ export class DeliveryWorker implements Worker {
     const max = this.ctx.config.webhooks.concurrency;
     const now = this.ctx.clock.now();
     let refilled = false;
+    let held: Array<[number, number]> | undefined;
+    if (this.gating) this.gates.newPass();
     while (this.sending < max) {
       if (this.ready.length === 0) {
+        // Rows a gate held back leave the due window before it is read again.
+        if (held) {
+          this.reschedule(held);
+          held = undefined;
+        }
         if (refilled) return;
         refilled = true;
         const seqs = this.store
@@ -242,7 +277,28 @@ export class DeliveryWorker implements Worker {
       const row = this.ready.shift()!;
       if (this.inflight.has(row.seq)) continue;
       if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+      if (this.gating) {
+        const gate = this.targetOf(row.endpoint_id)?.gate ?? null;
+        if (gate || this.gates.breakerOn) {
+          const at = this.gates.admit(row.endpoint_id, gate ?? NO_GATE, now);
+          if (at !== 0) {
+            (held ??= []).push([row.seq, at]);
+            continue;
+          }
+          void this.launch(row, false, true);
+          continue;
+        }
+      }
       void this.launch(row, false);
+    }
+    if (held) this.reschedule(held);
+  }
+
+  private reschedule(rows: Array<[number, number]>): void {
+    try {
+      this.store.reschedule(rows);
+    } catch (err) {
+      this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
     }
   }
 
@@ -251,16 +307,18 @@ export class DeliveryWorker implements Worker {
     this.ready = [];
   }
 
-  private launch(row: SendableRow, manual: boolean): Promise<void> {
+  private launch(row: SendableRow, manual: boolean, gated = false): Promise<void> {
     this.sending++;
     const p = this.attempt(row, manual)
       .then((outcome) => {
         this.sending--;
+        if (gated) this.gates.finished(row.endpoint_id, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
         // The slot is free now; the outcome commits with the next group.
         this.kick();
         return outcome ? this.recorder.record(outcome) : undefined;
       }, (err) => {
         this.sending--;
+        if (gated) this.gates.finished(row.endpoint_id, false, true, 0, this.ctx.clock.now());
         throw err;
       })
       .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
@@ -270,6 +328,71 @@ export class DeliveryWorker implements Worker {
       });
     this.inflight.set(row.seq, p);
     return p;
+  }
+
+  /** A rotation changed the endpoint's secret: its key is read again. */
+  forgetTarget(endpointId: string): void {
+    this.targets.delete(endpointId);
+    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+  }
+
+  /** Whether an endpoint's circuit breaker is open or half-open. */
+  breakerOpen(endpointId: string): boolean {
+    return this.gates.isOpen(endpointId);
+  }
+
+  /** The endpoint's failing streak is over (it was enabled again). */
+  endFailing(endpointId: string): void {
+    this.failing.delete(endpointId);
+    this.store.clearFailing(endpointId);
+  }
+
+  /**
+   * The failing-endpoint lifecycle and retention (docs/webhooks.md), at most once a minute of the
+   * clock: an endpoint failing for `failing_notice_ms` is reported once (a warning in the log, a
+   * line on the status page); one failing for `auto_disable_after_days` is disabled, its reason
+   * kept, its pending deliveries canceled; finished deliveries (and their attempts) older than
+   * `retention_days` are deleted.
+   */
+  housekeeping(): void {
+    const now = this.ctx.clock.now();
+    if (now - this.lastHousekeeping < HOUSEKEEPING_MS) return;
+    this.lastHousekeeping = now;
+    const cfg = this.ctx.config.webhooks;
+    try {
+      for (const ep of this.store.failingSince(now - cfg.failing_notice_ms)) {
+        const days = cfg.auto_disable_after_days;
+        if (days > 0 && ep.failing_since_ms! <= now - days * 86_400_000) {
+          this.autoDisable(ep.id, ep.failing_since_ms!, now);
+        } else if (!ep.failing_noticed) {
+          this.store.setNoticed(ep.id);
+          this.ctx.log.warn(
+            { event: 'webhook_endpoint.failing', endpoint: ep.id, account: ep.account_id, url: ep.url, failing_since: isoTime(ep.failing_since_ms!) },
+            'webhook endpoint failing',
+          );
+        }
+      }
+      const cutoff = isoTime(now - cfg.retention_days * 86_400_000);
+      while (this.store.prune(cutoff, PRUNE_BATCH) === PRUNE_BATCH);
+      this.store.pruneReplays(cutoff);
+    } catch (err) {
+      this.ctx.log.error({ err }, 'webhook housekeeping failed; it runs again in a minute');
+    }
+  }
+
+  private autoDisable(id: string, since: number, now: number): void {
+    const days = this.ctx.config.webhooks.auto_disable_after_days;
+    const at = isoTime(now);
+    const reason = `Disabled automatically: every delivery failed since ${isoTime(since)} (${days} days).`;
+    tx(this.ctx.db, () => {
+      const ep = this.store.endpoint(id);
+      if (!ep || ep.disabled) return;
+      this.store.updateEndpoint({ id, description: ep.description, disabled: 1, disabled_reason: reason, updated_at: at });
+      this.store.cancelPending(id, `endpoint_disabled: failing since ${isoTime(since)}`, at);
+      this.store.markDisabled(id, now, this.store.cursor());
+    });
+    this.forgetReadAhead();
+    this.ctx.log.warn({ event: 'webhook_endpoint.disabled', endpoint: id, reason }, 'webhook endpoint disabled');
   }
 
   /** The endpoint's parsed URL and key, cached (undefined if the endpoint is gone). */
@@ -282,7 +405,15 @@ export class DeliveryWorker implements Worker {
     const host = hostOf(u);
     // A literal address never reaches the socket's lookup, so it is checked here.
     const refused = isIP(host) && !this.guard.addressAllowed(host) ? `address_refused: ${host} is a private, local or metadata address` : null;
-    t = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname, refused, key: secretKey(this.box.open(ep.secret)) };
+    t = {
+      origin: u.origin,
+      path: u.search ? `${u.pathname}${u.search}` : u.pathname,
+      refused,
+      key: secretKey(this.box.open(ep.secret)),
+      previous: ep.previous_secret === null ? null : secretKey(this.box.open(ep.previous_secret)),
+      previousUntil: ep.previous_secret_expires_ms ?? 0,
+      gate: ep.rate_limit === null && ep.max_in_flight === null ? null : { rateLimit: ep.rate_limit, maxInFlight: ep.max_in_flight },
+    };
     if (this.targets.size >= 1000) this.targets.clear();
     this.targets.set(endpointId, t);
     return t;
@@ -295,6 +426,7 @@ export class DeliveryWorker implements Worker {
     const t0 = performance.now();
     const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null): Outcome => ({
       deliverySeq: row.seq,
+      endpointId: row.endpoint_id,
       manual,
       timestamp,
       attemptedAt,
@@ -318,7 +450,7 @@ export class DeliveryWorker implements Worker {
           origin: target.origin,
           path: target.path,
           body,
-          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(target.key, row.event_id, timestamp, body) },
+          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(target.key, row.event_id, timestamp, body, target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined) },
           signal: deadline.signal,
           bodyLimit: 64 * 1024,
         });
@@ -342,7 +474,10 @@ export class DeliveryWorker implements Worker {
       if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
     }
     // The timer's pass looks for events too: other processes write them without notifying us.
-    this.timer = setTimeout(() => this.wake(), delay);
+    this.timer = setTimeout(() => {
+      this.housekeeping();
+      this.wake();
+    }, delay);
     this.timer.unref();
   }
 }

@@ -3,10 +3,21 @@ import type { Db } from './db/database.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import type { Outbox } from './outbox/events.js';
+import type { SyncRegistry } from './sync/registry.js';
+
+/**
+ * What this daemon's modules declared to each other, built once from its module list
+ * (`buildRegistry` in modules/index.ts). `sync`: the kinds sync routes to their modules. The
+ * checkouts module adds `checkout` (its hooks, in modules/checkouts/hooks.ts) by declaration
+ * merging, as a fastify plugin adds a decorator, so this file names no module.
+ */
+export interface Registry {
+  sync: SyncRegistry;
+}
 
 /**
  * What every module receives: the validated configuration, the one database, the injected clock,
- * the logger and the outbox. Built once by the composition root (`daemon.ts`) or by a test.
+ * the logger, the outbox and the modules' registry. Built once by the composition root (`daemon.ts`) or by a test.
  */
 export interface AppContext {
   config: Config;
@@ -14,6 +25,7 @@ export interface AppContext {
   clock: Clock;
   log: Logger;
   outbox: Outbox;
+  registry: Registry;
   /** Differs on every start: marks in-flight work left behind by a previous process. */
   bootId: string;
   /** Raised once the daemon is stopping: workers end their loops when it aborts. */

@@ -10,7 +10,7 @@ import { Outbox } from './outbox/events.js';
 import { buildApp } from './api/app.js';
 import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
-import { MODULES } from './modules/index.js';
+import { MODULES, buildRegistry } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
 
@@ -43,12 +43,17 @@ export class WorkerStartError extends Error {
   }
 }
 
-export function createContext(config: Config, opts: { log?: Logger; clock?: Clock; db?: Db } = {}): AppContext & { abort: AbortController } {
+/** A context on the configured database; `modules` (default: every module) make its registry. */
+export function createContext(
+  config: Config,
+  opts: { log?: Logger; clock?: Clock; db?: Db; modules?: readonly PosdModule[] } = {},
+): AppContext & { abort: AbortController } {
   const clock = opts.clock ?? systemClock;
+  const registry = buildRegistry(opts.modules ?? MODULES);
   const log = opts.log ?? createLogger(config);
   const db = opts.db ?? openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms });
   const abort = new AbortController();
-  return { config, db, clock, log, outbox: new Outbox(db, clock), bootId: randomUUID(), shutdown: abort.signal, abort };
+  return { config, db, clock, log, outbox: new Outbox(db, clock), registry, bootId: randomUUID(), shutdown: abort.signal, abort };
 }
 
 /**
@@ -61,15 +66,15 @@ export function createContext(config: Config, opts: { log?: Logger; clock?: Cloc
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // The pid file marks the data folder as served: `posd restore` refuses while it names a live process.
   const releaseLock = acquireDaemonLock(opts.config);
+  const modules = opts.modules ?? MODULES;
   let ctx: ReturnType<typeof createContext>;
   try {
-    ctx = createContext(opts.config, { log: opts.log, clock: opts.clock });
+    ctx = createContext(opts.config, { log: opts.log, clock: opts.clock, modules });
   } catch (err) {
     releaseLock();
     throw err;
   }
   const { config, log } = ctx;
-  const modules = opts.modules ?? MODULES;
   let app: ApiApp | undefined;
   // A worker is listed before its start runs, so one that throws half-way is stopped too.
   const started: Worker[] = [];

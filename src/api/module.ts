@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
+import type { SyncDeclarations } from '../sync/registry.js';
 
 /** The fastify instance every module registers its routes on, typed by its TypeBox schemas. */
 export type ApiApp = FastifyInstance<
@@ -21,10 +22,15 @@ export interface Worker {
 /**
  * One area of the product. `api` registers routes under `/api` (authenticated, rate limited,
  * idempotent); `root` registers daemon plumbing outside it (`/terminals/link`, `/sync/...`).
+ * `sync` declares the kinds of facts it pushes, the feed changes it applies at a store and how it
+ * takes the central's refusals (see src/sync/registry.ts). The checkouts module adds `checkout?:
+ * CheckoutHooks` (modules/checkouts/hooks.ts) by declaration merging, so api/ names no module.
+ * `modules/index.ts` builds the daemon's registry from these declarations.
  */
 export interface PosdModule {
   name: string;
   api?(app: ApiApp, ctx: AppContext): void | Promise<void>;
   root?(app: ApiApp, ctx: AppContext): void | Promise<void>;
   workers?(ctx: AppContext): Worker[];
+  sync?: SyncDeclarations;
 }

@@ -98,7 +98,9 @@ export function reconcileCommand(): Command {
         const { client } = clientFor(config, db);
         let result;
         try {
-          result = await reconcileDay(db, systemClock, client, day);
+          // The modules' declarations say what each kind of record weighs; loaded for this command only.
+          const { buildRegistry, MODULES } = await import('../modules/index.js');
+          result = await reconcileDay({ db, clock: systemClock, registry: buildRegistry(MODULES) }, client, day);
         } catch (err) {
           throw new CliError(`reconciliation failed: ${(err as Error).message}`, 1);
         } finally {

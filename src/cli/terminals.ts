@@ -17,6 +17,7 @@ type Registry = typeof import('../modules/terminals/service.js') & typeof import
  */
 async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts: AccountsService, registry: Registry) => T): Promise<T> {
   const registry = { ...(await import('../modules/terminals/service.js')), ...(await import('../modules/terminals/retire.js')) };
+  const { buildRegistry, MODULES } = await import('../modules/index.js');
   const config = cliConfig(opts);
   const db = openCliDatabase(config);
   const abort = new AbortController();
@@ -26,6 +27,7 @@ async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts:
     clock: systemClock,
     log: pino({ level: 'silent' }),
     outbox: new Outbox(db, systemClock),
+    registry: buildRegistry(MODULES),
     bootId: randomUUID(),
     shutdown: abort.signal,
   };

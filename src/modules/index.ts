@@ -1,4 +1,7 @@
 import type { PosdModule } from '../api/module.js';
+import type { Registry } from '../context.js';
+import { SyncRegistry } from '../sync/registry.js';
+import { checkoutHooksOf } from './checkouts/hooks.js';
 import { accountsModule } from './accounts/index.js';
 import { ledgerModule } from './ledger/index.js';
 import { productsModule } from './products/index.js';
@@ -55,3 +58,12 @@ export const MODULES: readonly PosdModule[] = [
   contractsModule,
   opsModule,
 ];
+
+
+/**
+ * The daemon's registry, built once from its modules' declarations: the sync kinds (push, feed,
+ * rejections, row totals) and the checkout hooks. Sync and the API reach the modules only through it.
+ */
+export function buildRegistry(modules: readonly PosdModule[]): Registry {
+  return { sync: new SyncRegistry(modules), checkout: checkoutHooksOf(modules) };
+}

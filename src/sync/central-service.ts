@@ -3,7 +3,7 @@ import { tx } from '../db/database.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
 import { AccountsService, type Account } from '../accounts/service.js';
-import { SyncRejection, syncApplier, syncTotalsOf, type SyncOrigin } from './appliers.js';
+import { SyncRejection, type SyncOrigin, type SyncRegistry } from './registry.js';
 import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
 import { withFeedOrigin } from '../outbox/feed-changes.js';
 import { originTotals } from './row-totals.js';
@@ -130,7 +130,7 @@ function applyOne(
   organizationId: string,
   now: string,
 ): { outcome: 'applied' | 'rejected' | 'held'; reason: string | null } {
-  const apply = syncApplier(r.kind);
+  const apply = ctx.registry.sync.applier(r.kind);
   if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
   try {
     // What the applier publishes to the feed is tagged with this box, so it is not sent back to it.
@@ -181,7 +181,7 @@ function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): nu
   const accounts = new AccountsService(ctx.db, ctx.clock);
   let done = 0;
   for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {
-    if (!syncApplier(row.kind)) continue;
+    if (!ctx.registry.sync.applier(row.kind)) continue;
     const storeRow = store.storeRow(row.store_id);
     const account = accounts.account(row.account_id);
     if (!storeRow || !account) continue;
@@ -277,10 +277,10 @@ export function centralSummary(ctx: AppContext, storeId: string, day: string): {
   const { from, until } = dayRange(day);
   return ctx.db.transaction(() => ({
     rows: [
-      ...factTotals(store.centralFacts(storeId, from, until)),
+      ...factTotals(ctx.registry.sync, store.centralFacts(storeId, from, until)),
       ...store.centralEvents(storeId, from, until).map(toSummary),
       // Only the rows this store's records wrote: the central's own rows never came from the store.
-      ...originTotals(ctx.db, from, until, storeId),
+      ...originTotals(ctx.registry.sync, ctx.db, from, until, storeId),
     ],
     appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
   }))();
@@ -296,10 +296,10 @@ export function dayRange(day: string): { from: string; until: string } {
 }
 
 /** Count and amount of facts per account, environment, currency and kind (`records.<kind>`), by each kind's rule. */
-export function factTotals(rows: FactRow[]): SummaryRow[] {
+export function factTotals(registry: SyncRegistry, rows: FactRow[]): SummaryRow[] {
   const out = new Map<string, SummaryRow>();
   for (const r of rows) {
-    const t = syncTotalsOf(r.kind, JSON.parse(r.payload));
+    const t = registry.totalsOf(r.kind, JSON.parse(r.payload));
     const currency = t?.currency ?? '';
     const key = `${r.account_id}|${r.live_mode}|${currency}|${r.kind}`;
     let row = out.get(key);

@@ -5,7 +5,6 @@ import { syncStore } from './store.js';
 import { STATE, centralTarget } from './status.js';
 import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
-import './feed-kinds.js';
 import { reconcileDay } from './reconcile.js';
 import { CentralClient, CentralRefusal } from './transport.js';
 
@@ -179,7 +178,7 @@ export class SyncWorker implements Worker {
       const now = this.ctx.clock.now();
       for (const day of [isoTime(now - 86_400_000).slice(0, 10), isoTime(now).slice(0, 10)]) {
         try {
-          const r = await reconcileDay(this.ctx.db, this.ctx.clock, this.client!, day, this.abort.signal);
+          const r = await reconcileDay(this.ctx, this.client!, day, this.abort.signal);
           if (r.state === 'different') this.ctx.log.warn({ day, differences: r.differences.length }, 'sync: totals differ from the central');
         } catch (err) {
           if (!this.stopped) this.ctx.log.warn({ day, err: errorText(err) }, 'sync: reconciliation failed');

@@ -8,6 +8,8 @@ import { SyncWorker } from './client.js';
 import { applyHeldRecords } from './central-service.js';
 import { syncStatus } from './status.js';
 import { ErrorSchema } from '../api/schemas.js';
+import { eventPush, reconciliationReportPush } from './kinds.js';
+import { applyApiKey, applyRecordRejected } from './feed.js';
 
 const Diff = Type.Object({
   account_id: Type.String(),
@@ -53,6 +55,11 @@ export const SyncStatusSchema = Type.Object({
  */
 export const syncModule: PosdModule = {
   name: 'sync',
+  // The kinds of the engine itself; every other kind is declared by the module that owns it.
+  sync: {
+    push: { event: eventPush, reconciliation_report: reconciliationReportPush },
+    feed: { api_key: applyApiKey, record_rejected: applyRecordRejected },
+  },
   root(app, ctx) {
     if (ctx.config.role === 'central') centralRoutes(app, ctx);
     const authenticator = new Authenticator(new AccountsService(ctx.db, ctx.clock));

@@ -1,6 +1,8 @@
 import type { Db } from '../db/database.js';
+import type { AppContext } from '../context.js';
+import type { SyncRegistry } from './registry.js';
 import { tx } from '../db/database.js';
-import { isoTime, type Clock } from '../clock.js';
+import { isoTime } from '../clock.js';
 import { newId } from '../ids.js';
 import { appendSyncRecord } from '../outbox/sync-records.js';
 import { tailEvents } from './push.js';
@@ -23,10 +25,10 @@ export interface ReconcileResult {
  * The store's own totals for one UTC day: facts by kind (count, amount per currency), events, and
  * the ledger rows and intents written on this box (not those the central's feed brought).
  */
-export function storeSummary(db: Db, day: string): SummaryRow[] {
+export function storeSummary(registry: SyncRegistry, db: Db, day: string): SummaryRow[] {
   const { from, until } = dayRange(day);
   const store = syncStore(db);
-  return [...factTotals(store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary), ...originTotals(db, from, until, null)];
+  return [...factTotals(registry, store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary), ...originTotals(registry, db, from, until, null)];
 }
 
 /**
@@ -63,7 +65,8 @@ export function compareSummaries(day: string, mine: SummaryRow[], theirs: Summar
  * central operations as a `reconciliation_report` record, once per distinct difference; nothing is
  * ever patched.
  */
-export async function reconcileDay(db: Db, clock: Clock, client: CentralClient, day: string, signal?: AbortSignal): Promise<ReconcileResult> {
+export async function reconcileDay(ctx: Pick<AppContext, 'db' | 'clock' | 'registry'>, client: CentralClient, day: string, signal?: AbortSignal): Promise<ReconcileResult> {
+  const { db, clock } = ctx;
   const store = syncStore(db);
   const storeId = store.state(STATE.storeId);
   if (!storeId) throw new Error('this box has no store id: run posd init --central-url first');
@@ -76,7 +79,7 @@ export async function reconcileDay(db: Db, clock: Clock, client: CentralClient, 
   // day is `behind` then, not different.
   const { mine, lastOfDay } = tx(db, () => {
     while (tailEvents(db) > 0); // every event so far has its record, so an untailed one reads as behind
-    return { mine: storeSummary(db, day), lastOfDay: lastSeqOfDay(db, until) };
+    return { mine: storeSummary(ctx.registry.sync, db, day), lastOfDay: lastSeqOfDay(db, until) };
   });
   if (central.applied_seq < lastOfDay) return { day, state: 'behind', rows: [], differences: [] };
   const rows = compareSummaries(day, mine, central.rows, checkedAt);

@@ -52,7 +52,7 @@ describe('cash sales made at the store', () => {
     const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
     cleanup.push(() => client.close());
     const day = sales[0].created_at.slice(0, 10);
-    const rec = await reconcileDay(store.daemon.ctx.db, store.daemon.ctx.clock, client, day);
+    const rec = await reconcileDay(store.daemon.ctx, client, day);
     expect(rec.state).toBe('equal');
     expect(rec.rows.find((r) => r.measure === 'records.cash_sale')).toMatchObject({ currency: 'GTQ', store_count: 5, central_count: 5, store_sum: 7510, central_sum: 7510 });
   });

@@ -51,7 +51,7 @@ describe('coupons made and redeemed at the store', () => {
 
     const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
     cleanup.push(() => client.close());
-    const rec = await reconcileDay(store.daemon.ctx.db, store.daemon.ctx.clock, client, made.body.created_at.slice(0, 10));
+    const rec = await reconcileDay(store.daemon.ctx, client, made.body.created_at.slice(0, 10));
     expect(rec.rows.find((r) => r.measure === 'records.coupon_redemption')).toMatchObject({ currency: 'GTQ', store_count: 1, central_count: 1, store_sum: 2_000, central_sum: 2_000 });
     expect(rec.rows.find((r) => r.measure === 'records.coupon')).toMatchObject({ store_count: 2, central_count: 2, store_sum: 0, central_sum: 0 });
 

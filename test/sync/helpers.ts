@@ -12,9 +12,11 @@ import { CentralClient } from '../../src/sync/transport.js';
 import { joinCentral } from '../../src/sync/join.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import type { Clock } from '../../src/clock.js';
+import type { PosdModule } from '../../src/api/module.js';
 
-export async function startCentral(opts: { clock?: Clock } = {}): Promise<TestServer> {
-  return startTestServer({ config: { role: 'central' }, clock: opts.clock });
+/** A central; `modules` (default: every module) lets a test declare kinds of its own. */
+export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[] } = {}): Promise<TestServer> {
+  return startTestServer({ config: { role: 'central' }, clock: opts.clock, modules: opts.modules });
 }
 
 /** What central operations do for a new store: an account in their organization and its live key. */

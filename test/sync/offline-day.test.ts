@@ -60,7 +60,7 @@ describe('a store offline for a whole day', () => {
 
     const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
     cleanup.push(() => client.close());
-    const rec = await reconcileDay(db, clock, client, day);
+    const rec = await reconcileDay(store.daemon.ctx, client, day);
     expect(rec.state).toBe('equal');
     expect(rec.rows.find((r) => r.measure === 'intents.cash.succeeded')).toMatchObject({ store_count: SALES, central_count: SALES });
   }, 60_000);

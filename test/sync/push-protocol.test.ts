@@ -1,25 +1,41 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerSyncApplier, SyncRejection } from '../../src/sync/appliers.js';
+import type { PosdModule } from '../../src/api/module.js';
+import { MODULES, buildRegistry } from '../../src/modules/index.js';
 import { tx } from '../../src/db/database.js';
 import { applyHeldRecords } from '../../src/sync/central-service.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, startCentral } from './helpers.js';
 
-// A kind of fact only this file knows, so the central's behaviour is observed through a table the
-// applier writes (the money kinds are registered by their own modules).
-registerSyncApplier('test_note', (ctx, record) => {
-  if (record.payload.refuse) throw new SyncRejection('refused on purpose');
-  ctx.db.exec('CREATE TABLE IF NOT EXISTS test_notes (id TEXT PRIMARY KEY, account_id TEXT, amount INTEGER)');
-  ctx.db.prepare('INSERT INTO test_notes (id, account_id, amount) VALUES (?, ?, ?)').run(record.id, record.account_id, record.payload.amount_in_cents);
-});
+// Kinds of fact only this file knows, declared by a module of its own, so the central's behaviour is
+// observed through a table the applier writes (the money kinds are declared by their own modules).
+const testModule: PosdModule = {
+  name: 'test-notes',
+  sync: {
+    push: {
+      test_note: {
+        apply(ctx, record) {
+          if (record.payload.refuse) return 'refused on purpose';
+          ctx.db.exec('CREATE TABLE IF NOT EXISTS test_notes (id TEXT PRIMARY KEY, account_id TEXT, amount INTEGER)');
+          ctx.db.prepare('INSERT INTO test_notes (id, account_id, amount) VALUES (?, ?, ?)').run(record.id, record.account_id, record.payload.amount_in_cents);
+        },
+      },
+      test_broken: {
+        apply(ctx) {
+          tx(ctx.db, () => ctx.db.exec('CREATE TABLE IF NOT EXISTS test_broken (x)'));
+          throw new Error('disk on fire');
+        },
+      },
+    },
+  },
+};
 
 let central: TestServer;
 let store: ReturnType<typeof addStoreAccount>;
 let other: ReturnType<typeof addStoreAccount>;
 
 beforeAll(async () => {
-  central = await startCentral();
+  central = await startCentral({ modules: [...MODULES, testModule] });
   store = addStoreAccount(central, 'Store A');
   other = addStoreAccount(central, 'Store B');
 });
@@ -153,12 +169,14 @@ describe('POST /sync/push at the central', () => {
     const outcome = () => (central.daemon.ctx.db.prepare("SELECT outcome FROM sync_received WHERE kind = 'later_kind'").get() as { outcome: string }).outcome;
     expect(outcome()).toBe('held');
     expect(applyHeldRecords(central.daemon.ctx)).toBe(0);
+    // A central upgraded to a version whose modules declare the kind: its registry knows it.
     const applied: string[] = [];
-    registerSyncApplier('later_kind', (_ctx, r) => void applied.push(r.id));
-    expect(applyHeldRecords(central.daemon.ctx)).toBe(1);
+    const later: PosdModule = { name: 'later', sync: { push: { later_kind: { apply: (_ctx, r) => void applied.push(r.id) } } } };
+    const upgraded = { ...central.daemon.ctx, registry: buildRegistry([...MODULES, testModule, later]) };
+    expect(applyHeldRecords(upgraded)).toBe(1);
     expect(outcome()).toBe('applied');
     expect(applied).toHaveLength(1);
-    expect(applyHeldRecords(central.daemon.ctx)).toBe(0);
+    expect(applyHeldRecords(upgraded)).toBe(0);
   });
 
   it('keeps a record the central refuses on its merits, goes on, and tells the store through its feed', async () => {
@@ -199,10 +217,6 @@ describe('POST /sync/push at the central', () => {
   });
 
   it('rolls a batch back whole when an applier fails unexpectedly', async () => {
-    registerSyncApplier('test_broken', (ctx) => {
-      tx(ctx.db, () => ctx.db.exec('CREATE TABLE IF NOT EXISTS test_broken (x)'));
-      throw new Error('disk on fire');
-    });
     const r0 = received();
     const res = await push('store_a10', [rec(1, 0), rec(2, 1, { kind: 'test_broken' })]);
     expect(res.status).toBe(503);

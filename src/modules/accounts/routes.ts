@@ -6,7 +6,6 @@ import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
 import { AccountsService, type Account } from '../../accounts/service.js';
 import { AccountSchema, TestResponse, type AccountView } from './schema.js';
-import { balanceRoutes } from '../ledger/routes.js';
 import { ErrorSchema, IdParams, errorBodies } from '../../api/schemas.js';
 
 export function accountView(a: Account): AccountView {
@@ -45,9 +44,6 @@ export function accountRoutes(app: ApiApp, ctx: AppContext): void {
   app.get('/account', { schema: { tags: ['account'], response: { 200: AccountSchema, ...errors } } }, async (req) =>
     accountView(requireAccount(req)),
   );
-
-  // GET /balances reads the ledger: the ledger module's balanceRoutes serves it.
-  balanceRoutes(app, ctx);
 
   app.get(
     '/connected_accounts',

@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
 import { isoTime } from '../../clock.js';
 import { bankAccountsStore, type BankAccountRow } from './store.js';
 import { publishBankAccount } from './service.js';
@@ -9,19 +11,19 @@ export interface BankAccountRecord {
   bank_account: Omit<BankAccountRow, 'live_mode' | 'is_preferred'> & { live_mode: boolean; is_preferred: boolean };
 }
 
-export function isBankAccountRecord(p: Record<string, unknown>): p is Record<string, unknown> & BankAccountRecord {
-  const b = p.bank_account as Partial<BankAccountRecord['bank_account']> | undefined;
-  return (
-    (p.change === 'created' || p.change === 'preferred_changed' || p.change === 'archived') &&
-    typeof b?.id === 'string' &&
-    typeof b.number === 'string' &&
-    typeof b.holder_name === 'string' &&
-    typeof b.currency === 'string' &&
-    typeof b.is_preferred === 'boolean' &&
-    (b.status === 'active' || b.status === 'archived') &&
-    typeof b.created_at === 'string'
-  );
-}
+/** The fields of a `bank_account` record (pushed, or a feed change with `change` added) its appliers rely on. */
+export const BankAccountPayload = Type.Object({
+  change: Type.Union([Type.Literal('created'), Type.Literal('preferred_changed'), Type.Literal('archived')]),
+  bank_account: Type.Object({
+    id: Type.String(),
+    number: Type.String(),
+    holder_name: Type.String(),
+    currency: Type.String(),
+    is_preferred: Type.Boolean(),
+    status: Type.Union([Type.Literal('active'), Type.Literal('archived')]),
+    created_at: Type.String(),
+  }),
+});
 
 /**
  * A bank account fact from a store, applied at the central (sync): the account is written with the
@@ -51,3 +53,11 @@ export function applyBankAccountState(ctx: AppContext, accountId: string, b: Ban
   else if (existing.status === 'active') store.setPreferred(row.id, row.is_preferred === 1);
   return store.get(row.id, b.live_mode);
 }
+
+/** A bank account added, preferred or archived at the store (`bank_account`): the central pays withdrawals to it. */
+export const bankAccountPush: PushKind<BankAccountRecord> = {
+  payload: BankAccountPayload,
+  malformed: 'bank_account record without bank_account',
+  apply: (ctx, record) => applyStoreBankAccount(ctx, record.account_id, record.payload),
+  totals: () => null,
+};

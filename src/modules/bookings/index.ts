@@ -6,6 +6,9 @@ import { bookingPageRoutes } from './page.js';
 import { calendarExportRoutes } from './calendar-export.js';
 import { bookingRoutes } from './routes.js';
 import { classSessionRoutes } from './class-sessions/routes.js';
+import { classSessionFeed } from './class-sessions/feed.js';
+import { bookingFeed } from './feed.js';
+import { applyBookingRejection, bookingPush } from './sync.js';
 
 export const bookingsModule: PosdModule = {
   name: 'bookings',
@@ -19,4 +22,9 @@ export const bookingsModule: PosdModule = {
     calendarExportRoutes(app, ctx);
   },
   workers: (ctx) => [holdsWorker(ctx)],
+  sync: {
+    push: { booking: bookingPush },
+    feed: { booking: bookingFeed, class_session: classSessionFeed },
+    rejections: { booking: applyBookingRejection },
+  },
 };

@@ -1,7 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
-import { registerRejectionHandler, type Rejection } from '../../sync/feed.js';
+import type { PushKind, Rejection } from '../../sync/registry.js';
 import { bookableRows, ensureBookables } from '../bookables/service.js';
 import { ensureClassSession, findClassSession } from './class-sessions/service.js';
 import { feedsBlockNights } from '../calendar-feeds/service.js';
@@ -18,21 +19,13 @@ export const SLOT_TAKEN = 'slot_unavailable';
 /** Why the store cancelled a booking the central refused (`cancellation_reason`). */
 export const REFUSED_BY_CENTRAL = 'refused_by_central';
 
-export function isBookingRecord(p: Record<string, unknown>): p is Record<string, unknown> & BookingRecord {
-  const row = p.row as Partial<BookingRow> | undefined;
-  const refs = p.refs as Partial<BookingRefs> | undefined;
-  return (
-    typeof p.op === 'string' &&
-    typeof row?.id === 'string' &&
-    typeof row.status === 'string' &&
-    typeof row.service_id === 'string' &&
-    typeof row.updated_at === 'string' &&
-    Array.isArray(p.occupancy) &&
-    Array.isArray(refs?.services) &&
-    Array.isArray(refs.staff_members) &&
-    Array.isArray(refs.resources)
-  );
-}
+/** The fields of a `booking` record the central relies on (a record of an older posd lacks `row` and `refs`). */
+export const BookingPayload = Type.Object({
+  op: Type.String(),
+  row: Type.Object({ id: Type.String(), status: Type.String(), service_id: Type.String(), updated_at: Type.String() }),
+  occupancy: Type.Array(Type.Unknown()),
+  refs: Type.Object({ services: Type.Array(Type.Unknown()), staff_members: Type.Array(Type.Unknown()), resources: Type.Array(Type.Unknown()) }),
+});
 
 /** What keeps occupancy rows: every state but cancelled (a completed or missed booking keeps its time, as at the store). */
 const occupies = (status: BookingRow['status']) => status !== 'cancelled';
@@ -161,4 +154,14 @@ export function applyBookingRejection(ctx: AppContext, rejection: Rejection): vo
   });
 }
 
-registerRejectionHandler('booking', applyBookingRejection);
+/**
+ * A booking made or moved at the store (`booking`): written with the store's ids and, when it starts
+ * taking time at the central, refused if that time is already taken there (the store then cancels
+ * its booking: `applyBookingRejection`). Counted in reconciliation, never summed.
+ */
+export const bookingPush: PushKind<BookingRecord> = {
+  payload: BookingPayload,
+  malformed: 'booking record without row, occupancy or refs (written by an older posd?)',
+  apply: (ctx, record, origin) => applyStoreBooking(ctx, record.account_id, origin.storeId, record.payload),
+  totals: () => null,
+};

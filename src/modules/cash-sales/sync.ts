@@ -1,4 +1,7 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
+import { AccountsService } from '../../accounts/service.js';
 import type { Account } from '../../accounts/service.js';
 import { insertPaidCheckout } from '../checkouts/service.js';
 import { createIntent } from '../intents/service.js';
@@ -12,19 +15,17 @@ export interface CashSaleRecord {
   intent: { payment?: { id?: string }; created_at?: string };
 }
 
-export function isCashSaleRecord(p: Record<string, unknown>): p is Record<string, unknown> & CashSaleRecord {
-  const sale = p.sale as Partial<CashSale> | undefined;
-  const cash = p.cash_intent as Partial<CashIntentRow> | undefined;
-  return (
-    typeof sale?.id === 'string' &&
-    typeof sale.amount_in_cents === 'number' &&
-    typeof sale.currency === 'string' &&
-    typeof sale.created_at === 'string' &&
-    typeof sale.checkout?.id === 'string' &&
-    typeof cash?.id === 'string' &&
-    cash.intent_id === sale.id
-  );
-}
+/** The fields of a `cash_sale` record the central relies on. */
+export const CashSalePayload = Type.Object({
+  sale: Type.Object({
+    id: Type.String(),
+    amount_in_cents: Type.Number(),
+    currency: Type.String(),
+    created_at: Type.String(),
+    checkout: Type.Object({ id: Type.String() }),
+  }),
+  cash_intent: Type.Object({ id: Type.String() }),
+});
 
 /**
  * A cash sale made at a store, applied at the central (sync): the same checkout, intent and cash
@@ -63,3 +64,18 @@ export function applyStoreCashSale(ctx: AppContext, account: Account, record: Ca
   });
   cashSalesStore(ctx.db).insert({ ...cash, account_id: account.id, live_mode: account.live_mode ? 1 : 0 });
 }
+
+/** A cash sale made at the store (`cash_sale`): applied with the store's ids; it weighs its sale's amount. */
+export const cashSalePush: PushKind<CashSaleRecord> = {
+  payload: CashSalePayload,
+  consistent: (p) => p.cash_intent.intent_id === p.sale.id,
+  malformed: 'cash_sale record without sale or cash_intent',
+  apply(ctx, record) {
+    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    applyStoreCashSale(ctx, account, record.payload);
+  },
+  totals: (p) => {
+    const sale = p.sale as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+    return typeof sale?.currency === 'string' && typeof sale.amount_in_cents === 'number' ? { currency: sale.currency, amount_in_cents: sale.amount_in_cents } : null;
+  },
+};

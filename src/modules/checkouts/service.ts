@@ -8,7 +8,6 @@ import type { Account } from '../../accounts/service.js';
 import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../../money.js';
 import { getPrice, getProduct } from '../products/service.js';
 import { getCustomer } from '../customers/service.js';
-import { checkoutCouponCodes, priceWithCoupons, recordCheckoutCoupons } from '../coupons/checkout-hook.js';
 import { checkoutsStore, type CheckoutRow } from './store.js';
 import { EDITABLE_STATUSES, nextCheckoutStatus, type CheckoutEvent, type CheckoutStatus } from './machine.js';
 import type { Checkout, CheckoutItem } from './schema.js';
@@ -134,9 +133,15 @@ function checkCustomer(ctx: AppContext, account: Account, id: string | null | un
 
 export function createCheckout(ctx: AppContext, account: Account, input: CheckoutInput): Checkout {
   const resolved = resolveItems(ctx, account, input.items, input.currency);
-  const codes = input.coupon_codes ?? [];
-  const coupons = priceWithCoupons(ctx, account, { items: resolved.items, currency: resolved.currency, customer_id: input.customer_id ?? null, coupon_codes: codes });
-  if (coupons.discount_in_cents > 0) assertMinimumCharge(coupons.total_in_cents, resolved.currency);
+  // Priced by the module that declares the checkout's price (coupons), with the codes typed.
+  const price = ctx.registry.checkout.price(ctx, account, {
+    checkoutId: null,
+    items: resolved.items,
+    currency: resolved.currency,
+    customer_id: input.customer_id ?? null,
+    coupon_codes: input.coupon_codes ?? [],
+  });
+  if (price.discount_in_cents > 0) assertMinimumCharge(price.total_in_cents, resolved.currency);
   const at = isoTime(ctx.clock.now());
   return tx(ctx.db, () => {
     const row: CheckoutRow = {
@@ -144,7 +149,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       account_id: account.id,
       live_mode: account.live_mode ? 1 : 0,
       status: 'unpaid',
-      amount_in_cents: coupons.total_in_cents,
+      amount_in_cents: price.total_in_cents,
       currency: resolved.currency,
       items: JSON.stringify(resolved.items),
       metadata: JSON.stringify(input.metadata ?? {}),
@@ -156,7 +161,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       updated_at: at,
     };
     checkoutsStore(ctx.db).insert(row);
-    recordCheckoutCoupons(ctx, account, row.id, codes, coupons);
+    price.record(row.id);
     return toCheckout(ctx, row);
   });
 }
@@ -266,16 +271,15 @@ export function updateCheckout(ctx: AppContext, account: Account, id: string, pa
     if (patch.expires_at !== undefined) next.expires_at = checkExpiry(ctx, patch.expires_at);
     if (patch.items || patch.currency || patch.customer_id !== undefined) {
       // New lines or a new buyer: the coupons are priced again with the codes typed at creation.
-      const codes = checkoutCouponCodes(ctx, id);
-      const coupons = priceWithCoupons(ctx, account, {
+      const price = ctx.registry.checkout.price(ctx, account, {
+        checkoutId: id,
         items: JSON.parse(next.items) as CheckoutItem[],
         currency: next.currency,
         customer_id: next.customer_id,
-        coupon_codes: codes,
       });
-      if (coupons.discount_in_cents > 0) assertMinimumCharge(coupons.total_in_cents, next.currency);
-      next.amount_in_cents = coupons.total_in_cents;
-      recordCheckoutCoupons(ctx, account, id, codes, coupons);
+      if (price.discount_in_cents > 0) assertMinimumCharge(price.total_in_cents, next.currency);
+      next.amount_in_cents = price.total_in_cents;
+      price.record(id);
     }
     checkoutsStore(ctx.db).update(next);
     return toCheckout(ctx, next);

@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
 import { ConnectedService } from './service.js';
 import type { ProfileRow } from './store.js';
 
@@ -15,9 +17,8 @@ export interface ConnectedAccountRecord {
   created_at?: string;
 }
 
-export function isConnectedAccountRecord(p: Record<string, unknown>): p is Record<string, unknown> & ConnectedAccountRecord {
-  return typeof p.live_account_id === 'string' && typeof p.sandbox_id === 'string' && typeof p.parent_account_id === 'string' && typeof p.email === 'string';
-}
+/** The fields of a `connected_account` record the central relies on. */
+export const ConnectedAccountPayload = Type.Object({ live_account_id: Type.String(), sandbox_id: Type.String(), parent_account_id: Type.String(), email: Type.String() });
 
 /**
  * A child connected at a store, applied at the central (sync): the live child and its sandbox with
@@ -69,11 +70,12 @@ export interface VerificationRecord {
   tax_name?: string | null;
 }
 
-const STATUSES = new Set(['unverified', 'incomplete', 'rejected', 'verified']);
-
-export function isVerificationRecord(p: Record<string, unknown>): p is Record<string, unknown> & VerificationRecord {
-  return typeof p.account_id === 'string' && typeof p.status === 'string' && STATUSES.has(p.status) && typeof p.document_errors === 'object' && p.document_errors !== null;
-}
+/** The fields of a `connected_account_verification` record the central relies on. */
+export const VerificationPayload = Type.Object({
+  account_id: Type.String(),
+  status: Type.Union(['unverified', 'incomplete', 'rejected', 'verified'].map((s) => Type.Literal(s))),
+  document_errors: Type.Object({}),
+});
 
 /**
  * A verification decided at a store, applied at the central (sync): the child's status, its
@@ -102,3 +104,19 @@ export function applyStoreVerification(ctx: AppContext, accountId: string, recor
   if (r.status === 'verified' && r.tax_id) svc.accounts.setTaxDetails(child.id, r.tax_id, r.tax_name ?? null);
   return null;
 }
+
+/** A child connected at the store (`connected_account`): it exists at the central with the same ids (and enters the store key's scope at once). Counted only. */
+export const connectedAccountPush: PushKind<ConnectedAccountRecord> = {
+  payload: ConnectedAccountPayload,
+  malformed: 'connected_account record without account ids, parent or e-mail',
+  apply: (ctx, record) => applyStoreConnectedAccount(ctx, record.account_id, record.created_at, record.payload),
+  totals: () => null,
+};
+
+/** A child's verification moved at the store (`connected_account_verification`). Counted only. */
+export const verificationPush: PushKind<VerificationRecord> = {
+  payload: VerificationPayload,
+  malformed: 'connected_account_verification record without account_id or status',
+  apply: (ctx, record) => applyStoreVerification(ctx, record.account_id, record.created_at, record.payload),
+  totals: () => null,
+};

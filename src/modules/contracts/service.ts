@@ -12,7 +12,6 @@ import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
 import { addInterval } from '../subscriptions/periods.js';
 import { nextContractStatus, type ContractEvent } from './machine.js';
 import { renderSignedPdf } from './pdf.js';
-import { contractRecord } from './sync.js';
 import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
 import type { Contract, CreateContractInput, CreateTemplateInput, TemplateFieldT } from './schema.js';
 
@@ -60,6 +59,21 @@ export function contractView(ctx: AppContext, r: ContractRow): Contract {
     decline_reason: r.decline_reason,
     created_at: r.created_at,
   };
+}
+
+/** The signing secrets never leave the box that sends the codes. */
+type SyncedContractRow = Omit<ContractRow, 'signing_token' | 'code_hash' | 'code_channel' | 'code_expires_at' | 'code_attempts' | 'pdf_file'>;
+
+/**
+ * The `contract` record of a creation or a state change: the contract as the API answers it, plus
+ * the row (the filled text, its times) and the template it was filled from, which a central that
+ * never saw them (made at the store) needs to hold the contract.
+ */
+export type ContractRecord = Contract & { row: SyncedContractRow; template: TemplateRow };
+
+export function contractRecord(ctx: AppContext, row: ContractRow, template: TemplateRow): ContractRecord {
+  const { signing_token: _t, code_hash: _h, code_channel: _c, code_expires_at: _e, code_attempts: _a, pdf_file: _p, ...synced } = row;
+  return { ...contractView(ctx, row), row: synced, template };
 }
 
 export class SigningError extends Error {}

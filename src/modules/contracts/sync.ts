@@ -1,37 +1,15 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
 import { randomToken } from '../../ids.js';
-import type { Contract } from './schema.js';
-import { contractView } from './service.js';
+import type { ContractRecord } from './service.js';
 import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
 
-/** The signing secrets never leave the box that sends the codes. */
-type SyncedContractRow = Omit<ContractRow, 'signing_token' | 'code_hash' | 'code_channel' | 'code_expires_at' | 'code_attempts' | 'pdf_file'>;
-
-/**
- * The `contract` record of a creation or a state change: the contract as the API answers it, plus
- * the row (the filled text, its times) and the template it was filled from, which a central that
- * never saw them (made at the store) needs to hold the contract.
- */
-export type ContractRecord = Contract & { row: SyncedContractRow; template: TemplateRow };
-
-export function contractRecord(ctx: AppContext, row: ContractRow, template: TemplateRow): ContractRecord {
-  const { signing_token: _t, code_hash: _h, code_channel: _c, code_expires_at: _e, code_attempts: _a, pdf_file: _p, ...synced } = row;
-  return { ...contractView(ctx, row), row: synced, template };
-}
-
-export function isContractRecord(p: Record<string, unknown>): p is Record<string, unknown> & ContractRecord {
-  const row = p.row as Partial<ContractRow> | undefined;
-  const t = p.template as Partial<TemplateRow> | undefined;
-  return (
-    typeof row?.id === 'string' &&
-    typeof row.status === 'string' &&
-    typeof row.body === 'string' &&
-    typeof row.updated_at === 'string' &&
-    typeof t?.id === 'string' &&
-    t.id === row.template_id &&
-    typeof t.body === 'string'
-  );
-}
+/** The fields of a `contract` record the central relies on (a record of an older posd lacks `row` and `template`). */
+export const ContractPayload = Type.Object({
+  row: Type.Object({ id: Type.String(), status: Type.String(), body: Type.String(), updated_at: Type.String() }),
+  template: Type.Object({ id: Type.String(), body: Type.String() }),
+});
 
 /**
  * A contract sent, signed, declined or expired at a store, applied at the central (sync): its
@@ -58,3 +36,12 @@ export function applyStoreContract(ctx: AppContext, accountId: string, storeId: 
   store.setOrigin(row.id, storeId);
   return null;
 }
+
+/** Contracts carry their state after the change (`contract`): a newer state is never overwritten by an older record. Counted only. */
+export const contractPush: PushKind<ContractRecord> = {
+  payload: ContractPayload,
+  consistent: (p) => p.template.id === p.row.template_id,
+  malformed: 'contract record without row or template (written by an older posd?)',
+  apply: (ctx, record, origin) => applyStoreContract(ctx, record.account_id, origin.storeId, record.payload),
+  totals: () => null,
+};

@@ -3,9 +3,8 @@ import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { nextContractStatus } from './machine.js';
-import { ContractsService } from './service.js';
+import { ContractsService, contractRecord } from './service.js';
 import type { ContractRow } from './store.js';
-import { contractRecord } from './sync.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { deliverLink } from './routes.js';
 

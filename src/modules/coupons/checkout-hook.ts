@@ -3,9 +3,10 @@ import type { Db } from '../../db/database.js';
 import type { Account } from '../../accounts/service.js';
 import { applyCoupons, redeemCoupons, type AppliedCoupon, type CouponResult } from './apply.js';
 import { codeKey } from './service.js';
+import type { CheckoutHooks } from '../checkouts/hooks.js';
 
 /**
- * The bridge the checkouts and payments services call: which coupons a checkout carries (table
+ * The checkout hooks coupons declare (`checkout` in index.ts): which coupons a checkout carries (table
  * `checkout_coupons`, owned here), priced again when the checkout changes, redeemed when it is paid.
  */
 interface Row {
@@ -86,3 +87,19 @@ export function redeemCheckoutCoupons(ctx: AppContext, account: Account, checkou
   if (applied.length === 0) return 0;
   return redeemCoupons(ctx, account, { checkout_id: checkoutId, customer_id: customerId, applied });
 }
+
+/** Spec 2.7: a checkout is priced with its coupons, and they count once it is paid. */
+export const couponCheckoutHooks: CheckoutHooks = {
+  price(ctx, account, draft) {
+    const codes = draft.coupon_codes ?? (draft.checkoutId ? checkoutCouponCodes(ctx, draft.checkoutId) : []);
+    const result = priceWithCoupons(ctx, account, { items: draft.items, currency: draft.currency, customer_id: draft.customer_id, coupon_codes: codes });
+    return {
+      discount_in_cents: result.discount_in_cents,
+      total_in_cents: result.total_in_cents,
+      record: (checkoutId) => recordCheckoutCoupons(ctx, account, checkoutId, codes, result),
+    };
+  },
+  afterPay(ctx, account, checkout) {
+    redeemCheckoutCoupons(ctx, account, checkout.id, checkout.customer_id);
+  },
+};

@@ -1,11 +1,11 @@
-import { registerFeedApplier } from '../../sync/feed.js';
+import type { FeedApplier } from '../../sync/registry.js';
 import { AccountsService } from '../../accounts/service.js';
 import { CouponsService } from './service.js';
 import type { CouponRow } from './store.js';
 
 // A coupon made or changed at the central (or at another box of the account): upserted here by id,
 // so the counter accepts its code. No events, no sync record.
-registerFeedApplier('coupon', (ctx, change) => {
+export const couponFeed: FeedApplier = (ctx, change) => {
   const row = (change.payload as { coupon?: Omit<CouponRow, 'status'> }).coupon;
   if (typeof row?.id !== 'string') return;
   const account = new AccountsService(ctx.db, ctx.clock).account(row.account_id);
@@ -13,4 +13,4 @@ registerFeedApplier('coupon', (ctx, change) => {
   if (!new CouponsService(ctx).applyCentral(row)) {
     ctx.log.warn({ coupon_id: row.id, code: row.code_key }, 'sync: a coupon of the central uses a code a coupon of this box holds; skipped');
   }
-});
+};

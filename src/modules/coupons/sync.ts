@@ -1,22 +1,21 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
 import { isoTime } from '../../clock.js';
 import type { Coupon } from './schema.js';
 import { CouponsService, codeKey } from './service.js';
 import { couponsStore } from './store.js';
 
-/** The `coupon` record (the coupon as the API answers it, after a creation or an update). */
-export function isCouponRecord(p: Record<string, unknown>): p is Record<string, unknown> & Coupon {
-  return (
-    typeof p.id === 'string' &&
-    typeof p.name === 'string' &&
-    typeof p.discount_mode === 'string' &&
-    typeof p.duration === 'string' &&
-    typeof p.status === 'string' &&
-    typeof p.created_at === 'string' &&
-    Array.isArray(p.product_ids) &&
-    (typeof p.amount_off_in_cents === 'number') !== (typeof p.percent_off === 'number')
-  );
-}
+/** The fields of a `coupon` record (the coupon as the API answers it, after a creation or an update) the central relies on. */
+export const CouponPayload = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  discount_mode: Type.String(),
+  duration: Type.String(),
+  status: Type.String(),
+  created_at: Type.String(),
+  product_ids: Type.Array(Type.Unknown()),
+});
 
 /**
  * A coupon created or changed at a store, applied at the central (sync): written with the store's
@@ -81,9 +80,8 @@ export interface RedemptionRecord {
   created_at?: string;
 }
 
-export function isRedemptionRecord(p: Record<string, unknown>): p is Record<string, unknown> & RedemptionRecord {
-  return typeof p.coupon_id === 'string' && typeof p.checkout_id === 'string' && typeof p.amount_off_in_cents === 'number';
-}
+/** The fields of a `coupon_redemption` record the central relies on. */
+export const RedemptionPayload = Type.Object({ coupon_id: Type.String(), checkout_id: Type.String(), amount_off_in_cents: Type.Number() });
 
 /**
  * A redemption counted at a store, applied at the central (sync): written once by its id (and once
@@ -110,3 +108,21 @@ export function applyStoreRedemption(ctx: AppContext, accountId: string, liveMod
   });
   return null;
 }
+
+/** Coupons made at the store keep their ids (`coupon`). Counted only. */
+export const couponPush: PushKind<Coupon> = {
+  payload: CouponPayload,
+  // A coupon takes an amount or a percentage off, never both.
+  consistent: (p) => (typeof p.amount_off_in_cents === 'number') !== (typeof p.percent_off === 'number'),
+  malformed: 'coupon record without id, name, discount or status',
+  apply: (ctx, record) => applyStoreCoupon(ctx, record.account_id, record.live_mode, record.payload, record.created_at),
+  totals: () => null,
+};
+
+/** A redemption (`coupon_redemption`) counts once by its id, even past the central's limit (the sale happened), and weighs its discount. */
+export const redemptionPush: PushKind<RedemptionRecord> = {
+  payload: RedemptionPayload,
+  malformed: 'coupon_redemption record without coupon_id, checkout_id or amount_off_in_cents',
+  apply: (ctx, record) => applyStoreRedemption(ctx, record.account_id, record.live_mode, record.payload, record.id, record.created_at),
+  totals: (p) => (typeof p.currency === 'string' && typeof p.amount_off_in_cents === 'number' ? { currency: p.currency, amount_in_cents: p.amount_off_in_cents } : null),
+};

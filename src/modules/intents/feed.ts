@@ -1,13 +1,13 @@
-import { registerFeedApplier } from '../../sync/feed.js';
+import type { FeedApplier } from '../../sync/registry.js';
 import { AccountsService } from '../../accounts/service.js';
 import { applyCentralIntent, type FeedIntent } from './service.js';
 
 // An intent made or changed at the central (an online payment, a sale at the central): held here
 // with the central's ids, so `GET /intents/:id` answers at the box too. No events (the central's).
-registerFeedApplier('intent', (ctx, change) => {
+export const intentFeed: FeedApplier = (ctx, change) => {
   const intent = change.payload as unknown as FeedIntent;
   if (typeof intent.id !== 'string') return;
   const account = new AccountsService(ctx.db, ctx.clock).account(intent.account_id);
   if (!account || account.live_mode !== intent.live_mode) return;
   applyCentralIntent(ctx, intent);
-});
+};

@@ -1,4 +1,4 @@
-import { registerFeedApplier } from '../../sync/feed.js';
+import type { FeedApplier } from '../../sync/registry.js';
 import { AccountsService } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from './service.js';
 
@@ -10,7 +10,7 @@ import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction 
  * balance (its rows in the order it learnt them), as the central keeps its own: the two agree on the
  * balance once both hold the same rows, not row by row. No events: the central emitted them.
  */
-registerFeedApplier('balance_transaction', (ctx, change) => {
+export const balanceTransactionFeed: FeedApplier = (ctx, change) => {
   const t = change.payload as unknown as BalanceTransaction;
   if (typeof t.id !== 'string' || hasBalanceTransaction(ctx, t.id)) return;
   const account = new AccountsService(ctx.db, ctx.clock).account(t.account_id);
@@ -29,4 +29,4 @@ registerFeedApplier('balance_transaction', (ctx, change) => {
     sourceType: t.source_type,
     description: t.description,
   });
-});
+};

@@ -31,3 +31,9 @@ export const BalanceTransactionQuery = Type.Object({
   type: Type.Optional(Type.Union(BALANCE_TRANSACTION_TYPES.map((t) => Type.Literal(t)))),
 });
 
+
+/**
+ * A ledger row inside a pushed sync record (payment, refund, transfer): the fields the central's
+ * appliers rely on, checked before they post it (src/sync/registry.ts).
+ */
+export const SyncedLedgerRow = Type.Object({ id: Type.String(), amount_in_cents: Type.Number(), fee_in_cents: Type.Number() });

@@ -13,9 +13,6 @@ import type { Checkout } from '../checkouts/schema.js';
 import { intentDocument } from '../intents/document.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
-import { redeemCheckoutCoupons } from '../coupons/checkout-hook.js';
-import { createSubscriptionsForCheckout } from '../subscriptions/checkout-hook.js';
-import { assertContractAllowsPayment } from '../contracts/checkout-hook.js';
 import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
@@ -112,7 +109,8 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       throw new ApiError('checkout_not_modifiable', { message: `The checkout is already ${checkout.status}.` });
     }
     if (input.outcome === 'succeeded' && isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
-    if (input.outcome === 'succeeded') assertContractAllowsPayment(ctx, checkout.id);
+    // The checkout hooks other modules declared (contracts: spec 4.8, unsigned refuses payment).
+    if (input.outcome === 'succeeded') ctx.registry.checkout.beforePay(ctx, checkout.id);
 
     const at = isoTime(ctx.clock.now());
     const succeeded = input.outcome === 'succeeded';
@@ -170,7 +168,6 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       paymentIntentId: paId,
     });
     if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
-    if (succeeded) redeemCheckoutCoupons(ctx, account, checkout.id, checkout.customer_id);
 
     const doc = intentDocument(ctx, intentId)!;
     const scope = { accountId: account.id, liveMode: account.live_mode };
@@ -185,8 +182,9 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
         objectId: paId,
       });
     }
-    // Spec 3.5: a paid recurring line starts its subscription (after the payment's own events).
-    if (succeeded) createSubscriptionsForCheckout(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null });
+    // After the payment's own events: coupons count their redemptions, a paid recurring line starts
+    // its subscription (spec 3.5).
+    if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null });
     appendSyncRecord(ctx.db, {
       kind: input.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
       ...scope,

@@ -1,4 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
+import { AccountsService } from '../../accounts/service.js';
+import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { insertStoreCheckout } from '../checkouts/service.js';
@@ -16,24 +20,19 @@ export interface PaymentRecord {
   balance_transaction: BalanceTransaction | null;
 }
 
-export function isPaymentRecord(p: Record<string, unknown>): p is Record<string, unknown> & PaymentRecord {
-  const pa = p.payment_intent as Partial<PaymentIntentRow> | undefined;
-  const co = p.checkout as Partial<Checkout> | undefined;
-  const txn = p.balance_transaction as Partial<BalanceTransaction> | null | undefined;
-  return (
-    typeof pa?.id === 'string' &&
-    typeof pa.intent_id === 'string' &&
-    typeof pa.amount_in_cents === 'number' &&
-    typeof pa.currency === 'string' &&
-    (pa.status === 'succeeded' || pa.status === 'failed') &&
-    typeof co?.id === 'string' &&
-    co.id === pa.checkout_id &&
-    Array.isArray(co.items) &&
-    typeof p.intent === 'object' &&
-    p.intent !== null &&
-    (txn === null || txn === undefined || (typeof txn.id === 'string' && typeof txn.amount_in_cents === 'number' && typeof txn.fee_in_cents === 'number'))
-  );
-}
+/** The fields of a `terminal_payment` / `checkout_payment` record the central relies on. */
+export const PaymentPayload = Type.Object({
+  payment_intent: Type.Object({
+    id: Type.String(),
+    intent_id: Type.String(),
+    amount_in_cents: Type.Number(),
+    currency: Type.String(),
+    status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+  }),
+  checkout: Type.Object({ id: Type.String(), items: Type.Array(Type.Unknown()) }),
+  intent: Type.Object({}),
+  balance_transaction: Type.Optional(Type.Union([Type.Null(), SyncedLedgerRow])),
+});
 
 /**
  * A checkout payment settled at a store (terminal, card, bank transfer), applied at the central
@@ -106,3 +105,27 @@ function centralFee(ctx: AppContext, account: Account, paymentId: string, txn: B
     }),
   );
 }
+
+/**
+ * A checkout paid at the store (`terminal_payment`, `checkout_payment`): applied with the store's
+ * ids, its ledger `charge` row and fee included. Only a success weighs in the totals.
+ */
+function paymentPush(kind: string): PushKind<PaymentRecord> {
+  return {
+    payload: PaymentPayload,
+    consistent: (p) => p.checkout.id === p.payment_intent.checkout_id,
+    malformed: `${kind} record without payment_intent, intent or checkout`,
+    apply(ctx, record) {
+      const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+      applyStorePayment(ctx, account, record.payload);
+    },
+    totals: (p) => {
+      const pa = p.payment_intent as { status?: unknown; currency?: unknown; amount_in_cents?: unknown } | undefined;
+      return pa?.status === 'succeeded' && typeof pa.currency === 'string' && typeof pa.amount_in_cents === 'number'
+        ? { currency: pa.currency, amount_in_cents: pa.amount_in_cents }
+        : null;
+    },
+  };
+}
+
+export const paymentPushKinds = { terminal_payment: paymentPush('terminal_payment'), checkout_payment: paymentPush('checkout_payment') };

@@ -1,4 +1,5 @@
 import type { PosdModule } from '../../api/module.js';
 import { refundRoutes } from './routes.js';
+import { refundPush } from './sync.js';
 
-export const refundsModule: PosdModule = { name: 'refunds', api: refundRoutes };
+export const refundsModule: PosdModule = { name: 'refunds', api: refundRoutes, sync: { push: { refund: refundPush } } };

@@ -1,4 +1,8 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
+import { AccountsService } from '../../accounts/service.js';
+import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import type { Refund } from './service.js';
@@ -10,19 +14,18 @@ export interface RefundRecord {
   balance_transaction: BalanceTransaction | null;
 }
 
-export function isRefundRecord(p: Record<string, unknown>): p is Record<string, unknown> & RefundRecord {
-  const r = p.refund as Partial<Refund> | undefined;
-  const txn = p.balance_transaction as Partial<BalanceTransaction> | null | undefined;
-  return (
-    typeof r?.id === 'string' &&
-    typeof r.payment_intent_id === 'string' &&
-    typeof r.intent_id === 'string' &&
-    typeof r.amount_in_cents === 'number' &&
-    typeof r.currency === 'string' &&
-    typeof r.created_at === 'string' &&
-    (txn === null || txn === undefined || (typeof txn.id === 'string' && typeof txn.amount_in_cents === 'number' && typeof txn.fee_in_cents === 'number'))
-  );
-}
+/** The fields of a `refund` record the central relies on. */
+export const RefundPayload = Type.Object({
+  refund: Type.Object({
+    id: Type.String(),
+    payment_intent_id: Type.String(),
+    intent_id: Type.String(),
+    amount_in_cents: Type.Number(),
+    currency: Type.String(),
+    created_at: Type.String(),
+  }),
+  balance_transaction: Type.Optional(Type.Union([Type.Null(), SyncedLedgerRow])),
+});
 
 /**
  * A refund made at a store, applied at the central (sync): the refund and its ledger `refund` row
@@ -69,3 +72,21 @@ export function applyStoreRefund(ctx: AppContext, account: Account, record: Refu
   });
   return null;
 }
+
+/**
+ * A refund made at the store (`refund`): applied with the store's ids and its ledger `refund` row. A
+ * payment the central refunded itself meanwhile is refused (refunded once).
+ */
+export const refundPush: PushKind<RefundRecord> = {
+  payload: RefundPayload,
+  malformed: 'refund record without refund',
+  apply(ctx, record) {
+    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    const conflict = applyStoreRefund(ctx, account, record.payload);
+    if (conflict) return `payment ${record.payload.refund.payment_intent_id} was already refunded at the central by ${conflict.conflictingRefundId}`;
+  },
+  totals: (p) => {
+    const r = p.refund as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+    return typeof r?.currency === 'string' && typeof r.amount_in_cents === 'number' ? { currency: r.currency, amount_in_cents: r.amount_in_cents } : null;
+  },
+};

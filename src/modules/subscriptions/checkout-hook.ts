@@ -9,6 +9,7 @@ import { getPrice } from '../products/service.js';
 import { subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
+import type { CheckoutHooks } from '../checkouts/hooks.js';
 
 /**
  * Spec 3.5 "(none) → active on purchase of a recurring product": called by the payment settlement,
@@ -79,3 +80,9 @@ export function createSubscriptionsForCheckout(
   }
   return made;
 }
+
+export const subscriptionCheckoutHooks: CheckoutHooks = {
+  afterPay(ctx, account, checkout, paid) {
+    createSubscriptionsForCheckout(ctx, account, checkout, paid);
+  },
+};

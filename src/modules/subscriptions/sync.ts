@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
 import { subscriptionDetail } from './document.js';
 import { SubscriptionsStore, type InvoiceItemRow, type SubscriptionItemRow, type SubscriptionRow } from './store.js';
 
@@ -18,17 +20,12 @@ export function subscriptionRecord(store: SubscriptionsStore, row: SubscriptionR
   return record;
 }
 
-export function isSubscriptionRecord(p: Record<string, unknown>): p is Record<string, unknown> & SubscriptionRecord {
-  const row = p.row as Partial<SubscriptionRow> | undefined;
-  return (
-    typeof row?.id === 'string' &&
-    typeof row.status === 'string' &&
-    typeof row.updated_at === 'string' &&
-    typeof row.current_period_end === 'string' &&
-    Array.isArray(p.item_rows) &&
-    Array.isArray(p.invoice_item_rows)
-  );
-}
+/** The fields of a `subscription` record the central relies on (a record of an older posd lacks the rows). */
+export const SubscriptionPayload = Type.Object({
+  row: Type.Object({ id: Type.String(), status: Type.String(), updated_at: Type.String(), current_period_end: Type.String() }),
+  item_rows: Type.Array(Type.Unknown()),
+  invoice_item_rows: Type.Array(Type.Unknown()),
+});
 
 /** Columns that are the central's own, not the store's state. */
 const SELF = new Set<string>(['version', 'origin_store_id']);
@@ -61,3 +58,11 @@ export function applyStoreSubscription(ctx: AppContext, accountId: string, store
   for (const inv of record.invoice_item_rows) if (!store.hasInvoiceItem(inv.id)) store.insertInvoiceItem({ ...inv, account_id: accountId });
   return null;
 }
+
+/** Subscriptions carry their state after the change (`subscription`); the store keeps running their timers. Counted only. */
+export const subscriptionPush: PushKind<SubscriptionRecord> = {
+  payload: SubscriptionPayload,
+  malformed: 'subscription record without row or items (written by an older posd?)',
+  apply: (ctx, record, origin) => applyStoreSubscription(ctx, record.account_id, origin.storeId, record.payload),
+  totals: () => null,
+};

@@ -1,5 +1,6 @@
 import type { PosdModule } from '../../api/module.js';
 import { transferRoutes } from './routes.js';
+import { transferPushKinds } from './sync.js';
 
 /** Peer-to-peer transfers between accounts of the installation, and withdrawals to bank accounts. */
-export const transfersModule: PosdModule = { name: 'transfers', api: transferRoutes };
+export const transfersModule: PosdModule = { name: 'transfers', api: transferRoutes, sync: { push: transferPushKinds } };

@@ -1,4 +1,6 @@
+import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
 import { AccountsService } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { pathTo, type WithdrawalStatus } from './machine.js';
@@ -11,23 +13,22 @@ export interface TransferRecord {
   balance_transactions: BalanceTransaction[];
 }
 
-export function isTransferRecord(p: Record<string, unknown>): p is Record<string, unknown> & TransferRecord {
-  const t = p.transfer as Partial<TransferRecord['transfer']> | undefined;
-  return (
-    typeof p.change === 'string' &&
-    typeof t?.id === 'string' &&
-    (t.kind === 'peer' || t.kind === 'withdrawal') &&
-    typeof t.status === 'string' &&
-    typeof t.amount_in_cents === 'number' &&
-    typeof t.currency === 'string' &&
-    typeof t.created_at === 'string' &&
-    typeof t.updated_at === 'string' &&
-    Array.isArray(p.balance_transactions) &&
-    (p.balance_transactions as Array<Partial<BalanceTransaction>>).every(
-      (b) => typeof b?.id === 'string' && typeof b.account_id === 'string' && typeof b.amount_in_cents === 'number' && typeof b.fee_in_cents === 'number',
-    )
-  );
-}
+/** The fields of a `transfer` / `withdrawal` record the central relies on. */
+export const TransferPayload = Type.Object({
+  change: Type.String(),
+  transfer: Type.Object({
+    id: Type.String(),
+    kind: Type.Union([Type.Literal('peer'), Type.Literal('withdrawal')]),
+    status: Type.String(),
+    amount_in_cents: Type.Number(),
+    currency: Type.String(),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  }),
+  balance_transactions: Type.Array(
+    Type.Object({ id: Type.String(), account_id: Type.String(), amount_in_cents: Type.Number(), fee_in_cents: Type.Number() }),
+  ),
+});
 
 /**
  * A peer transfer or a withdrawal step made at a store, applied at the central (sync): the transfer
@@ -90,3 +91,24 @@ export function applyStoreTransfer(ctx: AppContext, accountId: string, record: T
   });
   return null;
 }
+
+/**
+ * A peer transfer or a withdrawal step made at the store (`transfer`, `withdrawal`): the row and the
+ * ledger rows of that step with the store's ids. A step the central's state no longer allows is
+ * refused. Only the creation weighs in the totals (a status step moves no new amount).
+ */
+function transferPush(kind: string): PushKind<TransferRecord> {
+  return {
+    payload: TransferPayload,
+    malformed: `${kind} record without transfer or balance_transactions`,
+    apply: (ctx, record) => applyStoreTransfer(ctx, record.account_id, record.payload),
+    totals: (p) => {
+      const t = p.transfer as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+      return p.change === 'created' && typeof t?.currency === 'string' && typeof t.amount_in_cents === 'number'
+        ? { currency: t.currency, amount_in_cents: t.amount_in_cents }
+        : null;
+    },
+  };
+}
+
+export const transferPushKinds = { transfer: transferPush('transfer'), withdrawal: transferPush('withdrawal') };

@@ -1,0 +1,75 @@
+import type { AppContext } from '../../context.js';
+import type { Account } from '../../accounts/service.js';
+import type { Checkout, CheckoutItem } from './schema.js';
+
+/** A checkout's lines as priced: new (no id yet) or changed. */
+export interface CheckoutPriceDraft {
+  /** Null for a checkout being created. */
+  checkoutId: string | null;
+  items: Array<Pick<CheckoutItem, 'amount_in_cents' | 'quantity' | 'product_id'>>;
+  currency: string;
+  customer_id: string | null;
+  /** Codes typed at creation; undefined when a changed checkout is priced again with the codes it carries. */
+  coupon_codes?: string[];
+}
+
+export interface CheckoutPrice {
+  discount_in_cents: number;
+  total_in_cents: number;
+  /** Inside the checkout's transaction, once its row exists: keep what this price applied. */
+  record(checkoutId: string): void;
+}
+
+/** The payment that made a checkout paid. */
+export interface CheckoutPaid {
+  paymentIntentId: string;
+  card: { network: string; last4: string } | null;
+}
+
+/**
+ * What other modules add to a checkout's life, declared in their index.ts (`checkout`) so that
+ * checkouts and payments call them without importing them: coupons price it and count their
+ * redemptions once it is paid, contracts hold its payment until signed, subscriptions start with
+ * its payment.
+ */
+export interface CheckoutHooks {
+  /** The amount to charge for the lines (spec 2.7: coupons). At most one module prices. */
+  price?(ctx: AppContext, account: Account, draft: CheckoutPriceDraft): CheckoutPrice;
+  /** Before a successful payment settles: throw an ApiError to refuse it (spec 4.8). */
+  beforePay?(ctx: AppContext, checkoutId: string): void;
+  /** Inside the payment's transaction, after its own events, for a paid checkout. */
+  afterPay?(ctx: AppContext, account: Account, checkout: Checkout, paid: CheckoutPaid): void;
+}
+
+declare module '../../api/module.js' {
+  interface PosdModule {
+    checkout?: CheckoutHooks;
+  }
+}
+
+declare module '../../context.js' {
+  interface Registry {
+    /** Every module's checkout hooks as one, in module order. */
+    checkout: Required<CheckoutHooks>;
+  }
+}
+
+/** Without a pricing module a checkout costs the sum of its lines. */
+function listPrice(_ctx: AppContext, _account: Account, draft: CheckoutPriceDraft): CheckoutPrice {
+  const total = draft.items.reduce((s, i) => s + i.amount_in_cents * (i.quantity ?? 1), 0);
+  return { discount_in_cents: 0, total_in_cents: total, record() {} };
+}
+
+/** The modules' hooks as one: before and after hooks run in module order. */
+export function checkoutHooksOf(modules: ReadonlyArray<{ name: string; checkout?: CheckoutHooks }>): Required<CheckoutHooks> {
+  const declared = modules.filter((m) => m.checkout).map((m) => ({ name: m.name, hooks: m.checkout! }));
+  const pricing = declared.filter((d) => d.hooks.price);
+  if (pricing.length > 1) throw new Error(`checkouts are priced by one module; ${pricing.map((d) => d.name).join(' and ')} both declare a price`);
+  const before = declared.flatMap((d) => (d.hooks.beforePay ? [d.hooks.beforePay] : []));
+  const after = declared.flatMap((d) => (d.hooks.afterPay ? [d.hooks.afterPay] : []));
+  return {
+    price: pricing[0]?.hooks.price ?? listPrice,
+    beforePay: (ctx, checkoutId) => before.forEach((fn) => fn(ctx, checkoutId)),
+    afterPay: (ctx, account, checkout, paid) => after.forEach((fn) => fn(ctx, account, checkout, paid)),
+  };
+}

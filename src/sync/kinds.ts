@@ -1,0 +1,40 @@
+import { Type } from '@sinclair/typebox';
+import { reemitEvent } from '../events/reemit.js';
+import type { PushKind } from './registry.js';
+
+const EventPayload = Type.Object({ id: Type.String(), type: Type.String(), payload: Type.Object({}) });
+
+/**
+ * An event made at the store: re-emitted at the central with the same id, so central operations'
+ * endpoints (which deduplicate by webhook-id) see it once however often it is pushed.
+ */
+export const eventPush: PushKind<{ id: string; type: string; object_id?: unknown; payload: Record<string, unknown>; created_at?: unknown }> = {
+  payload: EventPayload,
+  malformed: 'event record without id, type or payload',
+  apply(ctx, record) {
+    const p = record.payload;
+    reemitEvent(ctx, {
+      id: p.id,
+      type: p.type,
+      accountId: record.account_id,
+      liveMode: record.live_mode,
+      objectId: typeof p.object_id === 'string' ? p.object_id : null,
+      payload: p.payload,
+      createdAt: typeof p.created_at === 'string' ? p.created_at : record.created_at,
+    });
+  },
+};
+
+/** A store found its totals differ from the central's: central operations hear it as an event. */
+export const reconciliationReportPush: PushKind<Record<string, unknown>> = {
+  apply(ctx, record, origin) {
+    ctx.outbox.emit({
+      type: 'sync.reconciliation_difference',
+      accountId: record.account_id,
+      liveMode: record.live_mode,
+      objectId: origin.storeId,
+      payload: { store_id: origin.storeId, ...record.payload },
+      createdAt: record.created_at,
+    });
+  },
+};

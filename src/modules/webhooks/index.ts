@@ -1,14 +1,14 @@
 import type { PosdModule } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { SecretBox } from './secrets.js';
-import { UrlGuard, type Resolver } from './url-guard.js';
+import { UrlGuard, type Resolver } from '../../system/url-guard.js';
 import { DeliveryWorker } from './worker.js';
 import { WebhooksService } from './service.js';
 import { webhookRoutes } from './routes.js';
 import { provideWebhookStatus } from './status.js';
 
 export { DeliveryWorker } from './worker.js';
-export { UrlGuard, type Resolver } from './url-guard.js';
+export { UrlGuard, type Resolver } from '../../system/url-guard.js';
 export { sign, signedHeaders, verify, newSigningSecret } from './signing.js';
 
 interface Parts {

@@ -6,7 +6,7 @@ import { ApiError, invalid, notFound } from '../../errors.js';
 import { catalogueEntry, EVENT_TYPES } from '../../events/catalogue.js';
 import { newSigningSecret } from './signing.js';
 import type { SecretBox } from './secrets.js';
-import type { UrlGuard } from './url-guard.js';
+import type { UrlGuard } from '../../system/url-guard.js';
 import type { DeliveryWorker } from './worker.js';
 import { webhooksStore, type AttemptRow, type DeliveryRow, type EndpointRow, type ReplayFilter, type WebhooksStore } from './store.js';
 import { replayDeliveries, replayMissed, replayView, type ReplayView } from './replay.js';

@@ -7,7 +7,7 @@ import { deliveryBody } from './body.js';
 import { AccountsService } from '../../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from './secrets.js';
-import { hostOf, type UrlGuard } from './url-guard.js';
+import { hostOf, type UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { OutcomeRecorder, bookkeepingTx } from './recorder.js';
 import { planFanOut } from './fan-out.js';

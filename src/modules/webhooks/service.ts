@@ -5,7 +5,7 @@ import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { catalogueEntry, EVENT_TYPES } from '../../events/catalogue.js';
 import { newSigningSecret } from './signing.js';
-import type { SecretBox } from './secrets.js';
+import type { SecretBox } from '../../system/secret-box.js';
 import type { UrlGuard } from '../../system/url-guard.js';
 import type { DeliveryWorker } from './worker.js';
 import { webhooksStore, type AttemptRow, type DeliveryRow, type EndpointRow, type ReplayFilter, type WebhooksStore } from './store.js';

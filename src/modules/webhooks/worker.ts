@@ -6,7 +6,7 @@ import type { Worker } from '../../api/module.js';
 import { deliveryBody } from './body.js';
 import { AccountsService } from '../../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
-import type { SecretBox } from './secrets.js';
+import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { OutcomeRecorder, bookkeepingTx } from './recorder.js';

@@ -54,6 +54,9 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+// Owner-only from the start: every file posd or a library it uses creates (the database, SQLite's
+// -wal and -shm, backups, key files) is 0600 and every folder 0700, whatever umask started it.
+process.umask(0o077);
 main(process.argv).then((code) => {
   process.exitCode = code;
 });

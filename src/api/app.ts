@@ -1,3 +1,4 @@
+import sjson from 'secure-json-parse';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -15,6 +16,26 @@ const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
 
 function errorBody(code: keyof typeof ERRORS, extra: Partial<ErrorBody> = {}): ErrorBody {
   return { message: ERRORS[code].message, code, ...extra };
+}
+
+/** Deeper than any body posd takes; deeper nesting would only exhaust the validator's stack. */
+const MAX_JSON_DEPTH = 64;
+
+/** Whether the JSON text nests arrays and objects deeper than `max` (a linear scan, before parsing). */
+function nestsDeeper(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
 }
 
 function headerValue(req: FastifyRequest, name: string): string | undefined {
@@ -81,9 +102,11 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, {});
+    // Hostile shapes are the caller's fault (400), not ours (a stack overflow, a polluted prototype).
+    if (nestsDeeper(text, MAX_JSON_DEPTH)) return done(new ApiError('invalid_json', { message: `The body nests deeper than ${MAX_JSON_DEPTH} levels.` }), undefined);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
     } catch {
       return done(new ApiError('invalid_json'), undefined);
     }

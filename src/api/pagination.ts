@@ -2,16 +2,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 
 /** `page` from 1 and `items` 1 to 100 (gaps.md); a page past the end is an empty list, not an error. */
+// `page` is bounded so its offset stays an integer SQLite takes (a 20-digit page was a 500).
+const MAX_PAGE = 10_000_000;
+
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
   items: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
 };
 
 /** Bookings name the size `per_page` (spec 4.5), default 25. */
 export const PerPageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
 };
+
+const MAX_ECHOED_QUERY = 1024;
 
 export interface Page {
   page: number;
@@ -21,8 +26,11 @@ export interface Page {
 }
 
 export function pageOf(query: { page?: number; items?: number; per_page?: number }, defaultSize = 10): Page {
-  const page = query.page ?? 1;
-  const size = query.items ?? query.per_page ?? defaultSize;
+  // Only what a route's schema validated is a number: a list that names `per_page` still sees a raw
+  // `items=abc` in its query, and handing that text to SQLite was a 500.
+  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
+  const page = num(query.page) ?? 1;
+  const size = num(query.items) ?? num(query.per_page) ?? defaultSize;
   return { page, size, limit: size, offset: (page - 1) * size };
 }
 
@@ -39,6 +47,9 @@ export function setPageHeaders(
 ): void {
   const totalPages = Math.max(1, Math.ceil(total / page.size));
   const url = new URL(req.url, `${req.protocol}://${req.headers.host ?? 'localhost'}`);
+  // The other parameters are kept only while short: a huge query repeated four times made a header
+  // Node's own client refuses.
+  if (url.search.length > MAX_ECHOED_QUERY) url.search = '';
   const link = (n: number, rel: string) => {
     url.searchParams.set('page', String(n));
     url.searchParams.set(sizeParam, String(page.size));

@@ -52,15 +52,28 @@ function messageOf(error: ErrorObject): string {
   }
 }
 
+/**
+ * At most this many fields, each named and described in at most this many characters: a body of
+ * thousands of bad elements must not get an answer five times its size (issue 17).
+ */
+const MAX_FIELDS = 20;
+const MAX_TEXT = 200;
+const bounded = (text: string) => (text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT - 1)}…` : text);
+
 /** Ajv's errors as the spec's `errors` object: field name to a list of messages. */
 export function fieldErrors(errors: ErrorObject[], part: string | undefined): Record<string, string[]> {
   const out: Record<string, string[]> = {};
+  let fields = 0;
   // A union (anyOf) reports every branch; keep the messages but say them once per field.
   for (const error of errors) {
     if (error.keyword === 'anyOf' || error.keyword === 'oneOf') continue;
-    const field = part === 'params' || part === 'querystring' || part === 'body' || !part ? fieldOf(error) : `${part}.${fieldOf(error)}`;
+    const field = bounded(part === 'params' || part === 'querystring' || part === 'body' || !part ? fieldOf(error) : `${part}.${fieldOf(error)}`);
+    if (!out[field] && ++fields > MAX_FIELDS) {
+      out['(more)'] = [`only the first ${MAX_FIELDS} fields in error are listed`];
+      break;
+    }
     const list = (out[field] ??= []);
-    const msg = messageOf(error);
+    const msg = bounded(messageOf(error));
     if (!list.includes(msg)) list.push(msg);
   }
   if (Object.keys(out).length === 0 && errors[0]) out[fieldOf(errors[0])] = [messageOf(errors[0])];

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { ownerOnlyDir, ownerOnlyFiles } from '../system/file-modes.js';
 import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import Database from 'better-sqlite3';
@@ -60,7 +61,7 @@ export function restoreCommand(): Command {
       const inspection = inspectDatabase(backup);
       if (!inspection.ok) throw new CliError(`${backup} cannot be restored: ${inspection.problem}; nothing was changed`);
       const target = databaseFile(config);
-      mkdirSync(config.data_dir, { recursive: true, mode: 0o750 });
+      ownerOnlyDir(config.data_dir);
       let kept: string | undefined;
       if (existsSync(target)) {
         // Fold the log into the file first, so the copy kept aside is the whole current database.
@@ -75,6 +76,7 @@ export function restoreCommand(): Command {
       rmSync(`${target}-shm`, { force: true });
       const staging = `${target}.restoring`;
       copyFileSync(backup, staging);
+      ownerOnlyFiles(staging);
       renameSync(staging, target);
       process.stdout.write(
         `posd: restored ${backup} (schema ${inspection.schemaVersion}) into ${config.data_dir}` +

@@ -440,7 +440,7 @@ CREATE INDEX terminal_commands_open ON terminal_commands(terminal_id, final, seq
 -- ================================================================================================
 
 -- Endpoints belong to one account and one environment (a sandbox's endpoints are its own).
--- secret: the signing secret encrypted at rest (see src/modules/webhooks/secrets.ts).
+-- secret: the signing secret encrypted at rest (see src/system/secret-box.ts).
 -- from_seq: events.seq when the endpoint was made; it receives only later events.
 CREATE TABLE webhook_endpoints (
   id TEXT PRIMARY KEY,

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
+import { ownerOnlyDir, ownerOnlyFiles } from '../system/file-modes.js';
 import { dirname } from 'node:path';
 import { migrate } from './migrate.js';
 
@@ -18,8 +18,10 @@ export interface OpenOptions {
  * `synchronous=FULL` by default so a committed sale survives a power cut, foreign keys on.
  */
 export function openDatabase(file: string, opts: OpenOptions = {}): Db {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+  if (file !== ':memory:' && !opts.readonly) ownerOnlyDir(dirname(file));
   const db = new Database(file, { readonly: opts.readonly ?? false });
+  // Before WAL mode: SQLite gives -wal and -shm the main file's mode.
+  if (file !== ':memory:' && !opts.readonly) ownerOnlyFiles(file, `${file}-wal`, `${file}-shm`);
   db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
   if (!opts.readonly) {
     db.pragma('journal_mode = WAL');

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
+import { DIR_MODE, ownerOnlyFiles } from './file-modes.js';
 import { latestVersion, madeByDevelopmentBuild } from '../db/migrate.js';
 
 export function backupDir(config: Pick<Config, 'backup' | 'data_dir'>): string {
@@ -41,7 +42,8 @@ function fsyncPath(path: string): void {
  * `dest` is either a whole, checked backup or absent.
  */
 export async function backupDatabase(source: string, dest: string, opts: { onProgress?: (p: BackupProgress) => void; busyTimeoutMs?: number } = {}): Promise<BackupResult> {
-  mkdirSync(dirname(dest), { recursive: true });
+  // A backup is the whole store's data: owner-only, also under `posd backup --to FILE`.
+  mkdirSync(dirname(dest), { recursive: true, mode: DIR_MODE });
   const partial = `${dest}.partial`;
   rmSync(partial, { force: true });
   const db = new Database(source, { fileMustExist: true });
@@ -76,6 +78,7 @@ export async function backupDatabase(source: string, dest: string, opts: { onPro
     rmSync(partial, { force: true });
     throw new Error(`the backup failed its integrity check: ${check.problem}`);
   }
+  ownerOnlyFiles(partial);
   fsyncPath(partial);
   renameSync(partial, dest);
   fsyncPath(dirname(dest));

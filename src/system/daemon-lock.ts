@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
+import { ownerOnlyDir } from './file-modes.js';
 
 export class DaemonRunningError extends Error {
   constructor(
@@ -62,18 +63,18 @@ export function runningDaemon(config: Pick<Config, 'data_dir'>): number | null {
 export function acquireDaemonLock(config: Pick<Config, 'data_dir'>): () => void {
   const file = pidFile(config);
   // A first start makes the folder; closed to other users, as it holds the sales.
-  mkdirSync(config.data_dir, { recursive: true, mode: 0o750 });
+  ownerOnlyDir(config.data_dir);
   const other = runningDaemon(config);
   if (other !== null) throw new DaemonRunningError(other, config.data_dir);
   // `pid starttime`: the start time tells this process from a later one given the same pid.
   const mine = `${process.pid} ${startTime(process.pid) ?? ''}`.trimEnd() + '\n';
   try {
-    writeFileSync(file, mine, { mode: 0o640, flag: 'wx' });
+    writeFileSync(file, mine, { mode: 0o600, flag: 'wx' });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     // A stale file (checked above); 'wx' again so two daemons starting at once cannot both win.
     rmSync(file, { force: true });
-    writeFileSync(file, mine, { mode: 0o640, flag: 'wx' });
+    writeFileSync(file, mine, { mode: 0o600, flag: 'wx' });
   }
   return () => {
     try {

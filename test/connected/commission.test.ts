@@ -62,6 +62,8 @@ beforeAll(async () => {
     clock,
     config: {
       money: { tax_invoicing: { provider: 'http', url } },
+      // The certifier listens on loopback, which the outbound guard refuses unless allow-listed.
+      webhooks: { allow_cidrs: ['127.0.0.1/32'] },
       connected: { invoice_max_attempts: 2, invoice_retry_base_ms: 60_000 },
     },
   });

@@ -139,7 +139,7 @@ describe('cash sales while the tax-invoice provider is unreachable', () => {
   beforeAll(async () => {
     port = await freePort();
     s = await startTestServer({
-      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 2000, retry_interval_ms: 3_600_000 } } },
+      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 2000, retry_interval_ms: 3_600_000 } }, webhooks: { allow_cidrs: ['127.0.0.1/32'] } },
     });
   });
   afterEach(async () => {
@@ -190,7 +190,7 @@ describe('the tax-invoice worker', () => {
   it('issues a pending invoice on its own once the provider is back', async () => {
     const port = await freePort();
     const s = await startTestServer({
-      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 1000, retry_interval_ms: 20 } } },
+      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 1000, retry_interval_ms: 20 } }, webhooks: { allow_cidrs: ['127.0.0.1/32'] } },
     });
     try {
       const res = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 800, tax_id: '77' } });

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { ManualClock } from '../../src/clock.js';
-import { setFeedDispatcher, syncDueFeeds } from '../../src/modules/calendar-feeds/service.js';
+import { setFeedTrust, syncDueFeeds } from '../../src/modules/calendar-feeds/service.js';
 import { blockedNights } from '../../src/modules/calendar-feeds/ical.js';
 import { ok, pay, rows } from './helpers.js';
 import { startCalendarPeer, type CalendarPeer } from './tls-peer.js';
@@ -12,7 +12,6 @@ const fixture = (name: string) => readFileSync(new URL(`./fixtures/${name}`, imp
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00.000Z'));
 let s: TestServer;
 let peer: CalendarPeer;
-let agent: Agent;
 let roomType: any;
 let unitA: any;
 let unitB: any;
@@ -20,17 +19,16 @@ const guest = { name: 'Ana Pérez', email: 'ana@example.com' };
 
 beforeAll(async () => {
   // The workers' own timers stay out of the way: the test drives every pass with the clock.
-  s = await startTestServer({ clock, config: { scheduling: { sweep_interval_ms: 3_600_000 } } });
+  // The peer listens on loopback, which the outbound guard refuses unless allow-listed.
+  s = await startTestServer({ clock, config: { scheduling: { sweep_interval_ms: 3_600_000 }, webhooks: { allow_cidrs: ['127.0.0.1/32'] } } });
   peer = await startCalendarPeer();
-  agent = new Agent({ connect: { ca: peer.ca } });
-  setFeedDispatcher(s.daemon.ctx, agent);
+  setFeedTrust(s.daemon.ctx, peer.ca);
   roomType = await ok(s.api('POST', '/services', { body: { kind: 'lodging', name: 'Double room', price_in_cents: 50_000, max_guests: 2 } }));
   unitA = await ok(s.api('POST', '/resources', { body: { name: 'Room 1', room_type_id: roomType.id } }));
   unitB = await ok(s.api('POST', '/resources', { body: { name: 'Room 2', room_type_id: roomType.id } }));
 });
 afterAll(async () => {
   await s.stop();
-  await agent.close();
   await peer.close();
 });
 
@@ -147,12 +145,12 @@ describe('calendar feeds', () => {
   it('a peer whose certificate is not trusted is a failing feed, not a crash', async () => {
     const { syncFeed } = await import('../../src/modules/calendar-feeds/service.js');
     const feed = await ok(s.api('POST', `/resources/${unitB.id}/ical_feeds`, { body: { label: 'Other', url: `${peer.url}/other.ics` } }));
-    setFeedDispatcher(s.daemon.ctx, new Agent());
+    setFeedTrust(s.daemon.ctx, undefined);
     const row = rows(s, 'SELECT * FROM sched_ical_feeds WHERE id = ?', feed.id)[0];
     const after = await syncFeed(s.daemon.ctx, row);
     expect(after.last_error).toMatch(/certificate|self.signed/i);
     expect(after.last_synced_at).toBeNull();
-    setFeedDispatcher(s.daemon.ctx, agent);
+    setFeedTrust(s.daemon.ctx, peer.ca);
   });
 
   it("publishes each unit's own nights at a public .ics URL with a secret token, no guest data", async () => {

@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/clock.js';
 import { tx } from '../../src/db/database.js';
 import { accountsModule } from '../../src/modules/accounts/index.js';
 import { createWebhooksModule, deliveryWorkerOf, type DeliveryWorker } from '../../src/modules/webhooks/index.js';
-import { systemResolver, type Resolver } from '../../src/modules/webhooks/url-guard.js';
+import { systemResolver, type Resolver } from '../../src/system/url-guard.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { reemitEvent } from '../../src/events/reemit.js';
 import { UNIFIED_API_VERSION } from '../../src/events/formats.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UrlGuard, type Resolver } from '../../src/modules/webhooks/url-guard.js';
+import { UrlGuard, type Resolver } from '../../src/system/url-guard.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
 const names: Record<string, string[]> = {

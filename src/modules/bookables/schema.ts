@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { PageQuery } from '../../api/pagination.js';
 import { Nullable } from '../../api/schemas.js';
 
 export const Currency = Type.Union([Type.Literal('GTQ'), Type.Literal('USD')]);
@@ -122,7 +123,7 @@ export const ResourceSchema = Type.Object({
 export type ResourceView = Static<typeof ResourceSchema>;
 
 export const ActiveListQuery = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: PageQuery.page,
   items: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
   active: Type.Optional(Type.Boolean()),
 });

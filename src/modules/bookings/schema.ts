@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageQuery } from '../../api/pagination.js';
 import { Metadata, PaymentPolicy } from '../bookables/schema.js';
 import { Nullable } from '../../api/schemas.js';
 
@@ -164,7 +165,7 @@ export const BookingListQuery = Type.Object({
   booking_series_id: Type.Optional(Type.String()),
   q: Type.Optional(Type.String({ maxLength: 200 })),
   kind: Type.Optional(BookingKind),
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: PageQuery.page,
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25 })),
 });
 

@@ -1,4 +1,5 @@
 import { request, type Dispatcher } from 'undici';
+import { describeOutboundError, guardedAgent, literalRefused, outboundGuard, ADDRESS_REFUSED } from '../../system/url-guard.js';
 import type { AppContext } from '../../context.js';
 import type { Account } from '../../accounts/service.js';
 import type { Worker } from '../../api/module.js';
@@ -12,18 +13,36 @@ import { blockedNights } from './ical.js';
 
 const MINUTE = 60_000;
 
-/** How the feed worker reaches the internet; a test passes an Agent trusting its own CA. */
+/**
+ * How the feed worker reaches the internet: through the outbound guard (a feed is a URL fetched on
+ * an account's word, so it must not reach the box's own network). A test passes the CA it trusts;
+ * the agent is still the guarded one.
+ */
 const dispatchers = new WeakMap<object, Dispatcher>();
-export function setFeedDispatcher(ctx: AppContext, d: Dispatcher): void {
-  dispatchers.set(ctx, d);
+export function setFeedTrust(ctx: AppContext, ca: string | undefined): void {
+  dispatchers.set(ctx, guardedAgent(outboundGuard(ctx), { timeoutMs: ctx.config.scheduling.feed_timeout_ms, ca }));
 }
+function feedAgent(ctx: AppContext): Dispatcher {
+  let d = dispatchers.get(ctx);
+  if (!d) {
+    d = guardedAgent(outboundGuard(ctx), { timeoutMs: ctx.config.scheduling.feed_timeout_ms });
+    dispatchers.set(ctx, d);
+  }
+  return d;
+}
+
+/** A failure whose message is posd's own (status, size, content), safe to store as `last_error`. */
+class FeedError extends Error {}
 
 export function feedView(f: FeedRow) {
   return { id: f.id, resource_id: f.resource_id, label: f.label, url: f.url, last_synced_at: f.last_synced_at, last_error: f.last_error, created_at: f.created_at };
 }
 
-/** Spec 4.7: `url` must be https; anything else is 422. The first read is due at once. */
-export function createFeed(ctx: AppContext, account: Account, resourceId: string, b: { label: string; url: string }): FeedRow {
+/**
+ * Spec 4.7: `url` must be https; anything else is 422, and so is a URL the outbound guard refuses
+ * (a private, local or metadata address, now or after DNS). The first read is due at once.
+ */
+export async function createFeed(ctx: AppContext, account: Account, resourceId: string, b: { label: string; url: string }): Promise<FeedRow> {
   const resource = resourceRow(ctx, account, resourceId);
   let url: URL;
   try {
@@ -32,6 +51,10 @@ export function createFeed(ctx: AppContext, account: Account, resourceId: string
     throw new ApiError('invalid_feed_url', { message: 'The url is not a valid URL.', errors: { url: ['must be an https URL'] } });
   }
   if (url.protocol !== 'https:') throw new ApiError('invalid_feed_url', { errors: { url: ['must be an https URL'] } });
+  // The reasons name no resolved address: the answer must not tell what a name means inside.
+  if ((await outboundGuard(ctx).check(url.toString())).length > 0) {
+    throw new ApiError('invalid_feed_url', { errors: { url: ['must not point at a private, local or metadata address'] } });
+  }
   const now = isoTime(ctx.clock.now());
   const row: FeedRow = {
     id: newId('feed'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, resource_id: resource.id, label: b.label,
@@ -52,9 +75,11 @@ export function feedBlocks(ctx: AppContext, feedId: string) {
 
 async function download(ctx: AppContext, url: string): Promise<string> {
   const { feed_timeout_ms: timeout, feed_max_bytes: max } = ctx.config.scheduling;
+  // A literal address never reaches the guarded lookup; checked here on every read.
+  if (literalRefused(outboundGuard(ctx), url)) throw new FeedError(ADDRESS_REFUSED);
   const res = await request(url, {
     method: 'GET',
-    dispatcher: dispatchers.get(ctx),
+    dispatcher: feedAgent(ctx),
     headers: { accept: 'text/calendar, */*;q=0.5', 'user-agent': 'posd-calendar-feed/1' },
     headersTimeout: timeout,
     bodyTimeout: timeout,
@@ -62,8 +87,9 @@ async function download(ctx: AppContext, url: string): Promise<string> {
   });
   if (res.statusCode !== 200) {
     await res.body.dump();
-    const where = res.headers.location ? ` (redirects to ${String(res.headers.location)}: register that URL)` : '';
-    throw new Error(`HTTP ${res.statusCode}${where}`);
+    // Redirects are not followed (a public URL could send the read inward), nor echoed.
+    const where = res.statusCode >= 300 && res.statusCode < 400 ? ': redirects are not followed, register the final URL' : '';
+    throw new FeedError(`HTTP ${res.statusCode}${where}`);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -71,7 +97,7 @@ async function download(ctx: AppContext, url: string): Promise<string> {
     size += (chunk as Buffer).length;
     if (size > max) {
       res.body.destroy();
-      throw new Error(`feed larger than ${max} bytes`);
+      throw new FeedError(`feed larger than ${max} bytes`);
     }
     chunks.push(chunk as Buffer);
   }
@@ -87,7 +113,12 @@ export async function syncFeed(ctx: AppContext, feed: FeedRow): Promise<FeedRow>
   const store = feedsStoreOf(ctx.db);
   const next = () => isoTime(ctx.clock.now() + ctx.config.scheduling.feed_interval_minutes * MINUTE);
   try {
-    const text = await download(ctx, feed.url);
+    let text: string;
+    try {
+      text = await download(ctx, feed.url);
+    } catch (err) {
+      throw err instanceof FeedError ? err : new FeedError(describeOutboundError(err));
+    }
     const today = isoTime(ctx.clock.now()).slice(0, 10);
     const until = isoTime(ctx.clock.now() + ctx.config.scheduling.feed_horizon_days * 86_400_000).slice(0, 10);
     // Yesterday too: a night that began before midnight UTC somewhere west is still tonight there.
@@ -136,6 +167,9 @@ export function feedsWorker(ctx: AppContext): Worker {
     async stop() {
       if (timer) clearInterval(timer);
       await running;
+      const agent = dispatchers.get(ctx);
+      dispatchers.delete(ctx);
+      await agent?.close();
     },
   };
 }

@@ -9,6 +9,7 @@ import { REQUIRED_DOCUMENTS, reviewDocuments, type DocumentType, type Documents 
 import { nextTaxInvoicingStatus, nextVerificationStatus, type VerificationEvent } from './machine.js';
 import { connectedStore, type ConnectedStore, type ProfileRow } from './store.js';
 import type { CommissionInvoicing, ConnectedAccount, CreateConnectedInput, TaxInvoicing, TaxInvoicingInput, Verification } from './schema.js';
+import { secretBoxOf } from '../../system/secret-box.js';
 
 type StoredDocs = Partial<Record<DocumentType, { data: unknown; submitted_at: string }>>;
 type Mode = 'none' | 'daily';
@@ -295,7 +296,9 @@ export class ConnectedService {
         ...p,
         tax_invoicing_status: status,
         tax_invoicing_public: JSON.stringify({ provider: input.provider, establishment_code: input.establishment_code }),
-        tax_invoicing_credentials: JSON.stringify({ username: input.username, api_key: input.api_key }),
+        // posd must reuse the certifier's credentials, so they are sealed with the box's key, not hashed:
+        // a copy of the database alone must not let anyone issue invoices in the merchant's name.
+        tax_invoicing_credentials: secretBoxOf(this.ctx).seal(JSON.stringify({ username: input.username, api_key: input.api_key })),
         tax_invoicing_activated_at: p.tax_invoicing_status === 'active' ? p.tax_invoicing_activated_at : at,
         updated_at: at,
       };

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
+import { ADDRESS_REFUSED, guardedAgent, literalRefused, outboundGuard, type UrlGuard } from '../../system/url-guard.js';
 import type { AppContext } from '../../context.js';
 import { publicBaseUrl } from '../../config.js';
 
@@ -50,17 +51,28 @@ export class SandboxTaxInvoiceProvider implements TaxInvoiceProvider {
  * and `{document_id, url}`. Anything else, including a timeout, is "unreachable" and retried later.
  */
 export class HttpTaxInvoiceProvider implements TaxInvoiceProvider {
+  private readonly agent: Dispatcher | undefined;
+
+  /**
+   * With a guard, the certifier is reached like any outbound URL (docs/security.md): never an
+   * inward address unless `webhooks.allow_cidrs` admits it, checked on the address the socket uses.
+   */
   constructor(
     private readonly url: string,
     private readonly apiKey: string,
     private readonly timeoutMs: number,
-  ) {}
+    private readonly guard?: UrlGuard,
+  ) {
+    this.agent = guard ? guardedAgent(guard, { timeoutMs }) : undefined;
+  }
 
   async issue(req: TaxInvoiceRequest): Promise<IssuedTaxInvoice> {
+    if (this.guard && literalRefused(this.guard, this.url)) throw new Error(`tax invoice provider: ${ADDRESS_REFUSED}`);
     const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': req.invoice_id };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     const res = await request(this.url, {
       method: 'POST',
+      dispatcher: this.agent,
       headers,
       body: JSON.stringify(req),
       headersTimeout: this.timeoutMs,
@@ -82,7 +94,7 @@ export function taxInvoiceProvider(ctx: AppContext): TaxInvoiceProvider {
   let p = providers.get(ctx);
   if (!p) {
     const c = ctx.config.money.tax_invoicing;
-    p = c.provider === 'http' ? new HttpTaxInvoiceProvider(c.url, c.api_key, c.timeout_ms) : new SandboxTaxInvoiceProvider(publicBaseUrl(ctx.config));
+    p = c.provider === 'http' ? new HttpTaxInvoiceProvider(c.url, c.api_key, c.timeout_ms, outboundGuard(ctx)) : new SandboxTaxInvoiceProvider(publicBaseUrl(ctx.config));
     providers.set(ctx, p);
   }
   return p;

@@ -7,13 +7,18 @@ import { CreateTerminalBody, CreatedTerminalSchema, TerminalIdParams, TerminalSc
 import { createTerminal, getTerminal, listTerminals } from './service.js';
 import { retireTerminal } from './retire.js';
 import { errorBodies } from '../../api/schemas.js';
+import { sealedResponses, secretBoxOf } from '../../system/secret-box.js';
 
 const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
 export function terminalRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/terminals',
-    { schema: { tags: ['terminals'], body: CreateTerminalBody, response: { 201: CreatedTerminalSchema, ...errors } } },
+    {
+      schema: { tags: ['terminals'], body: CreateTerminalBody, response: { 201: CreatedTerminalSchema, ...errors } },
+      // The answer holds the pairing token: its stored copy for Idempotency-Key replays is sealed.
+      config: { idempotencyCodec: sealedResponses(secretBoxOf(ctx)) },
+    },
     async (req, reply) => {
       const { terminal, pairingToken } = createTerminal(ctx, requireAccount(req), req.body);
       return reply.code(201).send({ ...terminal, pairing_token: pairingToken });

@@ -1,14 +1,14 @@
 import type { PosdModule } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
-import { SecretBox } from './secrets.js';
-import { UrlGuard, type Resolver } from './url-guard.js';
+import { secretBoxOf, type SecretBox } from '../../system/secret-box.js';
+import { UrlGuard, type Resolver } from '../../system/url-guard.js';
 import { DeliveryWorker } from './worker.js';
 import { WebhooksService } from './service.js';
 import { webhookRoutes } from './routes.js';
 import { provideWebhookStatus } from './status.js';
 
 export { DeliveryWorker } from './worker.js';
-export { UrlGuard, type Resolver } from './url-guard.js';
+export { UrlGuard, type Resolver } from '../../system/url-guard.js';
 export { sign, signedHeaders, verify, newSigningSecret } from './signing.js';
 
 interface Parts {
@@ -29,7 +29,7 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
     let p = byContext.get(ctx);
     if (!p) {
       const guard = new UrlGuard(ctx.config.webhooks.allow_cidrs, opts.resolver);
-      const box = SecretBox.fromConfig(ctx.config);
+      const box = secretBoxOf(ctx);
       const worker = new DeliveryWorker(ctx, guard, box);
       p = { guard, box, worker, service: new WebhooksService(ctx, guard, box, worker) };
       byContext.set(ctx, p);

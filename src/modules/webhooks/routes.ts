@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { ApiApp } from '../../api/module.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
-import type { SecretBox } from './secrets.js';
+import { sealedResponses, type SecretBox } from '../../system/secret-box.js';
 import { endpointView, type WebhooksService, type Scope } from './service.js';
 import {
   CreateEndpointBody,
@@ -36,7 +36,7 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
     {
       schema: { tags, body: CreateEndpointBody, response: { 201: CreatedEndpointSchema, ...errors } },
       // The response holds the signing secret: its stored copy for Idempotency-Key replays is sealed.
-      config: { idempotencyCodec: { seal: (t: string) => box.seal(t), open: (t: string) => box.open(t) } },
+      config: { idempotencyCodec: sealedResponses(box) },
     },
     async (req, reply) => {
       const created = await service.create(scopeOf(req), req.body);

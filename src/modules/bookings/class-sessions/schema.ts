@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageQuery } from '../../../api/pagination.js';
 import { Nullable } from '../../../api/schemas.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
@@ -41,6 +42,6 @@ export const ClassSessionListQuery = Type.Object({
   from: Type.Optional(Type.String({ format: 'date-time' })),
   to: Type.Optional(Type.String({ format: 'date-time' })),
   cancelled: Type.Optional(Type.Boolean()),
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: PageQuery.page,
   items: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 10 })),
 });

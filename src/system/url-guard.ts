@@ -1,11 +1,15 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
+import { Agent } from 'undici';
+import type { AppContext } from '../context.js';
 
 /**
- * Keeps webhook deliveries off the box's own network (SSRF): loopback, private, link-local, carrier
+ * The one outbound URL guard (docs/security.md): every URL posd fetches on someone's word (webhook
+ * endpoints, calendar feeds, the tax certifier) goes through it. It keeps requests off the box's
+ * own network (SSRF): loopback, private, link-local, carrier
  * NAT, multicast, reserved and cloud metadata addresses are refused, unless an allow-listed CIDR
- * (`webhooks.allow_cidrs`) admits them. URLs are checked at creation and again at every delivery,
+ * (`webhooks.allow_cidrs`, which admits for every outbound use) admits them. URLs are checked at creation and again at every delivery,
  * after DNS resolution, on the very address the connection then uses (the guard is the socket's DNS
  * lookup), so a name that later resolves inward is not followed.
  */
@@ -161,4 +165,59 @@ export function parseCidr(cidr: string): { network: string; prefix: number; type
   const prefix = prefixText === undefined ? max : Number(prefixText);
   if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (prefixText !== undefined && !/^\d+$/.test(prefixText))) return undefined;
   return { network, prefix, type: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
+const guards = new WeakMap<AppContext, UrlGuard>();
+const resolvers = new WeakMap<AppContext, Resolver>();
+
+/** Tests make a name resolve anywhere (DNS rebinding) for the daemon's shared guard; call before first use. */
+export function setOutboundResolver(ctx: AppContext, resolver: Resolver): void {
+  resolvers.set(ctx, resolver);
+  guards.delete(ctx);
+}
+
+/** The daemon's guard for calendar feeds and the tax certifier, from `webhooks.allow_cidrs`. */
+export function outboundGuard(ctx: AppContext): UrlGuard {
+  let g = guards.get(ctx);
+  if (!g) {
+    g = new UrlGuard(ctx.config.webhooks.allow_cidrs, resolvers.get(ctx));
+    guards.set(ctx, g);
+  }
+  return g;
+}
+
+/**
+ * An agent whose every connection resolves through the guard (the check happens on the address
+ * the socket then uses) and that never follows a redirect (undici's request does not). A literal
+ * address skips the lookup, so callers check it with `literalRefused` first.
+ */
+export function guardedAgent(guard: UrlGuard, opts: { timeoutMs: number; ca?: string; connections?: number }): Agent {
+  return new Agent({
+    connect: { lookup: guard.lookup(), timeout: opts.timeoutMs, ...(opts.ca ? { ca: opts.ca } : {}) },
+    headersTimeout: opts.timeoutMs,
+    bodyTimeout: opts.timeoutMs,
+    connections: opts.connections ?? 8,
+  });
+}
+
+/** Whether a URL names a literal address the guard refuses (the socket's lookup never sees it). */
+export function literalRefused(guard: UrlGuard, raw: string): boolean {
+  const host = hostOf(new URL(raw));
+  return isIP(host) !== 0 && !guard.addressAllowed(host);
+}
+
+export const ADDRESS_REFUSED = 'address_refused: the host is a private, local or metadata address';
+
+/**
+ * An outbound failure in a fixed vocabulary: never the resolved address, the peer's own message or
+ * the low-level error text, so a stored `last_error` tells a caller nothing about what answered.
+ */
+export function describeOutboundError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  const code = e?.code ?? e?.cause?.code ?? '';
+  if (code === 'EADDRREFUSED' || e?.name === 'AddressRefusedError' || e?.cause?.name === 'AddressRefusedError') return ADDRESS_REFUSED;
+  if (e?.name === 'TimeoutError' || /TIMEOUT/.test(code)) return 'timeout: no complete answer in time';
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL/.test(code)) return 'tls: the certificate is not trusted';
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns: the host name does not resolve';
+  return 'unreachable: could not connect';
 }

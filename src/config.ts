@@ -400,6 +400,14 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
 
 /** Load, merge (defaults < file < environment < flags) and validate; throws ConfigError naming the field. */
 export function loadConfig(opts: LoadConfigOptions = {}): Config {
+  return loadConfigLayers(opts).config;
+}
+
+/**
+ * `loadConfig`, with what was set before defaults were applied: `posd serve` must know whether the
+ * role was asked for (file, environment or flag) or only defaulted, to run a data folder's stored role.
+ */
+export function loadConfigLayers(opts: LoadConfigOptions = {}): { config: Config; given: Record<string, unknown> } {
   const env = opts.env ?? process.env;
   const file = opts.file ?? env.POSD_CONFIG;
   let raw: Record<string, unknown> = file ? readConfigFile(file) : {};
@@ -410,7 +418,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): Config {
   }
   if (env.POSD_DATA !== undefined) fromEnv.data_dir = env.POSD_DATA;
   raw = deepMerge(deepMerge(raw, fromEnv), opts.overrides ?? {});
-  return validateConfig(raw);
+  return { config: validateConfig(raw), given: raw };
 }
 
 export function validateConfig(raw: unknown): Config {

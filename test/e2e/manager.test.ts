@@ -1,11 +1,12 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
-import { runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
+import { MAIN, runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 
 // Issue 16: the stumbles of a store manager on a fresh box, replayed with separate processes and real folders.
 
@@ -136,5 +137,60 @@ describe('keys are never lost', () => {
     expect(manager.code).toBe(2);
     expect(manager.stderr).toMatch(/no installation in/);
     expect(existsSync(join(base, 'm'))).toBe(false);
+  });
+});
+
+describe('errors that name what to fix', () => {
+  it('a data folder posd cannot write is named, not reported as a listening problem', { timeout: 180_000 }, async () => {
+    const base = dir();
+    chmodSync(base, 0o755);
+    const d = join(base, 'data');
+    mkdirSync(d, { mode: 0o755 });
+    // As root every folder is writable: the start runs as nobody, for whom this root-owned folder is not.
+    const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    if (!asOther.uid) chmodSync(d, 0o555);
+    const child = spawn(process.execPath, [MAIN, 'serve', '--data', d, '--port', '0'], { ...asOther, cwd: base, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (c) => (err += c));
+    child.stdout.resume();
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(2);
+    expect(err.trim().split('\n')).toHaveLength(1);
+    expect(err).toContain(`cannot write in the data folder ${d} (EACCES`);
+    expect(err).not.toMatch(/listen/);
+  });
+
+  it('a misspelt setting stops the start with its path; a bad choice lists the choices', { timeout: 180_000 }, async () => {
+    const d = dir();
+    const cfg = join(d, 'posd.json');
+    writeFileSync(cfg, JSON.stringify({ htp: { port: 8080 } }));
+    const typo = serve(['--data', join(d, 'data'), '--config', cfg]);
+    expect((await typo.exited).code).toBe(2);
+    expect(typo.stderr().trim()).toMatch(/^posd: config: htp: unknown setting \(known here: .*http/);
+    const choice = serve(['--data', join(d, 'data')], { POSD_LOG_LEVEL: 'loud' });
+    expect((await choice.exited).code).toBe(2);
+    expect(choice.stderr().trim()).toBe('posd: config: log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")');
+  });
+
+  it('the first start prints the keys last, then the status page and the password command; the settings stay at debug', { timeout: 180_000 }, async () => {
+    const d = dir();
+    // One file for both streams, as a terminal or the journal shows them: the order is the order written.
+    const out = join(d, 'out.log');
+    const fd = openSync(out, 'w');
+    const child = spawn(process.execPath, [MAIN, 'serve', '--data', join(d, 'data'), '--port', '0'], { env: { ...process.env, POSD_LOG_FORMAT: 'json' }, stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+    const deadline = Date.now() + 120_000;
+    while (!/Set its password/.test(readFileSync(out, 'utf8')) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    const lines = readFileSync(out, 'utf8').split('\n');
+    const keyLine = lines.findIndex((l) => /live key\s+sk_live_/.test(l));
+    const listening = lines.findIndex((l) => l.includes('"msg":"posd listening"'));
+    expect(keyLine).toBeGreaterThan(listening);
+    expect(listening).toBeGreaterThanOrEqual(0);
+    const page = lines.findIndex((l) => /Status page\s+http:\/\/127\.0\.0\.1:\d+\//.test(l));
+    expect(page).toBeGreaterThan(keyLine);
+    expect(lines[page + 1]).toMatch(/posd manager set-password --data /);
+    expect(lines.some((l) => l.includes('"msg":"configuration"'))).toBe(false);
   });
 });

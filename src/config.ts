@@ -416,6 +416,14 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
 
 /** Load, merge (defaults < file < environment < flags) and validate; throws ConfigError naming the field. */
 export function loadConfig(opts: LoadConfigOptions = {}): Config {
+  return loadConfigLayers(opts).config;
+}
+
+/**
+ * `loadConfig`, with what was set before defaults were applied: `posd serve` must know whether the
+ * role was asked for (file, environment or flag) or only defaulted, to run a data folder's stored role.
+ */
+export function loadConfigLayers(opts: LoadConfigOptions = {}): { config: Config; given: Record<string, unknown> } {
   const env = opts.env ?? process.env;
   const file = opts.file ?? env.POSD_CONFIG;
   let raw: Record<string, unknown> = file ? readConfigFile(file) : {};
@@ -426,15 +434,21 @@ export function loadConfig(opts: LoadConfigOptions = {}): Config {
   }
   if (env.POSD_DATA !== undefined) fromEnv.data_dir = env.POSD_DATA;
   raw = deepMerge(deepMerge(raw, fromEnv), opts.overrides ?? {});
-  return validateConfig(raw);
+  return { config: validateConfig(raw), given: raw };
 }
 
 export function validateConfig(raw: unknown): Config {
+  // A misspelt setting ({"htp": ...}) was silently ignored, leaving the default the manager meant to change.
+  const unknown = unknownKeys(ConfigSchema, raw ?? {}, []);
+  if (unknown) throw new ConfigError(`config: ${unknown.path}: unknown setting (known here: ${unknown.known.join(', ')})`);
   const withDefaults = Value.Default(ConfigSchema, Value.Clone(raw ?? {}));
   const first = Value.Errors(ConfigSchema, withDefaults).First();
   if (first) {
     const field = first.path.replace(/^\//, '').replace(/\//g, '.') || '(root)';
-    throw new ConfigError(`config: ${field}: ${first.message}`);
+    const allowed = literalChoices(first.schema);
+    // TypeBox says "Expected union value" for a bad choice; the manager needs the choices.
+    const message = allowed ? `must be one of ${allowed.join(', ')} (got ${JSON.stringify(first.value)})` : first.message;
+    throw new ConfigError(`config: ${field}: ${message}`);
   }
   const config = withDefaults as Config;
   for (const cidr of config.webhooks.allow_cidrs) {
@@ -442,6 +456,33 @@ export function validateConfig(raw: unknown): Config {
   }
   config.data_dir = resolve(config.data_dir);
   return config;
+}
+
+/** The first key of `value` the schema does not know, with its dotted path, walking objects and lists of objects. */
+function unknownKeys(schema: TSchema, value: unknown, path: string[]): { path: string; known: string[] } | undefined {
+  if (schema[Kind] === 'Object' && schema.properties && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const props = schema.properties as Record<string, TSchema>;
+    for (const [k, v] of Object.entries(value)) {
+      if (!(k in props)) return { path: [...path, k].join('.'), known: Object.keys(props) };
+      const inner = unknownKeys(props[k], v, [...path, k]);
+      if (inner) return inner;
+    }
+  }
+  if (schema[Kind] === 'Array' && schema.items && Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const inner = unknownKeys(schema.items as TSchema, v, [...path, String(i)]);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
+/** The allowed values of a choice (a union of literals), or undefined for any other schema. */
+function literalChoices(schema: TSchema): string[] | undefined {
+  if (schema[Kind] !== 'Union') return undefined;
+  const options = schema.anyOf as TSchema[];
+  if (!options.every((o) => o[Kind] === 'Literal')) return undefined;
+  return options.map((o) => String(o.const));
 }
 
 /** `10.0.0.0/8`, `192.168.1.5` (one address), `fd00::/8`. */

@@ -115,6 +115,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let url: string;
   try {
     const accounts = new AccountsService(ctx.db, ctx.clock, { unifiedSince: config.events.unified_since });
+    app = await buildApp(ctx, modules);
+    await app.listen({ host: config.http.host, port: config.http.port });
+    // Made only once the port is ours: a start that cannot listen must not create keys it never shows.
     let installation: Installation | undefined;
     if (!accounts.isInitialised()) {
       installation = initInstallation(accounts, {
@@ -124,8 +127,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
         defaultCurrency: config.accounts.default_currency,
       });
     }
-    app = await buildApp(ctx, modules);
-    await app.listen({ host: config.http.host, port: config.http.port });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.http.port;
     url = publicBaseUrl(config, port);
@@ -146,7 +147,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
   const listening = app;
   // The effective configuration, once, with every secret masked: what a manager needs to read a problem.
-  log.info({ config: maskedConfig(config) }, 'configuration');
+  // At debug: at info its 150 lines pushed the first start's keys off the screen.
+  log.debug({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir }, 'posd listening');
 
   let stopping: Promise<boolean> | undefined;

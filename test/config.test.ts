@@ -41,6 +41,16 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { POSD_LIMITS_PER_KEY_PER_SECOND: 'lots' } })).toThrow(/limits\.per_key_per_second/);
   });
 
+  it('refuses a misspelt setting with its path, and lists the allowed values of a choice (issue 16)', () => {
+    expect(() => loadConfig({ env: {}, overrides: { htp: { port: 80 } } })).toThrow(/^config: htp: unknown setting \(known here: role, data_dir, http,/);
+    expect(() => loadConfig({ env: {}, overrides: { http: { prot: 80 } } })).toThrow(/^config: http\.prot: unknown setting \(known here: host, port,/);
+    expect(() => loadConfig({ env: {}, overrides: { terminals: { serial: [{ terminal_id: 't', path: '/dev/ttyS0', baud: 9600 }] } } })).toThrow(
+      /^config: terminals\.serial\.0\.baud: unknown setting/,
+    );
+    expect(() => loadConfig({ env: { POSD_DATABASE_SYNCHRONOUS: 'SOMETIMES' } })).toThrow('config: database.synchronous: must be one of FULL, NORMAL, EXTRA (got "SOMETIMES")');
+    expect(() => loadConfig({ env: { POSD_ROLE: 'hub' } })).toThrow('config: role: must be one of store, central (got "hub")');
+  });
+
   it('masks secrets when the configuration is logged', () => {
     const masked = maskedConfig({ ...loadConfig({ env: {} }), sync: { central_key: 'sk_live_secret' } } as never);
     expect(JSON.stringify(masked)).not.toContain('sk_live_secret');

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { loadConfig, ConfigError, type Config } from '../config.js';
+import { existsSync } from 'node:fs';
+import { loadConfigLayers, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
 import { DatabaseRefusedError } from '../db/migrate.js';
@@ -32,15 +33,31 @@ export function withDataOptions(cmd: Command): Command {
 }
 
 export function cliConfig(opts: DataOptions, overrides: Record<string, unknown> = {}): Config {
+  return cliConfigLayers(opts, overrides).config;
+}
+
+/** `cliConfig` with the settings as given before defaults (see loadConfigLayers). */
+export function cliConfigLayers(opts: DataOptions, overrides: Record<string, unknown> = {}): { config: Config; given: Record<string, unknown> } {
   try {
-    return loadConfig({ file: opts.config, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
+    return loadConfigLayers({ file: opts.config, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;
   }
 }
 
-export function openCliDatabase(config: Config): Db {
+/**
+ * Only `init` and `serve` make a data folder: any other command on a folder without a database
+ * would otherwise leave behind an empty installation that a later `serve` fills with keys nobody saw.
+ */
+export function requireInstallation(config: Config): void {
+  if (!existsSync(databaseFile(config))) {
+    throw new CliError(`no installation in ${config.data_dir} (wrong --data? posd init or posd serve creates one there)`);
+  }
+}
+
+export function openCliDatabase(config: Config, opts: { create?: boolean } = {}): Db {
+  if (!opts.create) requireInstallation(config);
   try {
     return openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms });
   } catch (err) {

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { databaseFile } from '../db/paths.js';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
 import { AccountsService, initInstallation } from '../accounts/service.js';
 import { CentralClient, CentralRefusal } from '../sync/transport.js';
@@ -20,7 +22,7 @@ export function initCommand(): Command {
     .action(async (opts: InitOptions) => {
       if (opts.centralUrl || opts.centralKey) return joinAction(opts);
       const config = cliConfig(opts, { role: opts.role });
-      const db = openCliDatabase(config);
+      const db = openCliDatabase(config, { create: true });
       try {
         const accounts = new AccountsService(db, { now: () => Date.now() }, { unifiedSince: config.events.unified_since });
         if (accounts.isInitialised()) throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
@@ -59,19 +61,33 @@ async function joinAction(opts: InitOptions): Promise<void> {
     throw new CliError(`--central-url: not a URL: ${opts.centralUrl}`);
   }
   const config = cliConfig(opts, { role: 'store' });
-  const db = openCliDatabase(config);
-  const client = new CentralClient(url.origin + url.pathname.replace(/\/$/, ''), opts.centralKey, { timeoutMs: config.sync.request_timeout_ms });
-  try {
-    if (new AccountsService(db, { now: () => Date.now() }).isInitialised()) {
-      throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
-    }
-    let snap;
+  if (existsSync(databaseFile(config))) {
+    const existing = openCliDatabase(config);
     try {
-      snap = await client.bootstrap();
-    } catch (err) {
-      if (err instanceof CentralRefusal) throw new CliError(`the central refused the key: ${err.body.message ?? err.status}`);
-      throw new CliError(`cannot reach the central at ${url.origin}: ${(err as Error).message}`);
+      if (new AccountsService(existing, { now: () => Date.now() }).isInitialised()) {
+        throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
+      }
+    } finally {
+      existing.close();
     }
+  }
+  // The central is asked first, so a refused key or an unreachable central leaves no data folder behind.
+  const client = new CentralClient(url.origin + url.pathname.replace(/\/$/, ''), opts.centralKey, { timeoutMs: config.sync.request_timeout_ms });
+  let snap;
+  try {
+    snap = await client.bootstrap();
+  } catch (err) {
+    await client.close();
+    if (err instanceof CentralRefusal && err.status === 404 && err.body.code === 'route_not_found') {
+      // A posd store (or another posd role) answers but has no sync endpoints: the key is not the problem.
+      throw new CliError(`that server is not a central: ${url.origin} has no sync endpoints (start it with posd serve --role central, or check --central-url)`);
+    }
+    if (err instanceof CentralRefusal) throw new CliError(`the central refused the key: ${err.body.message ?? err.status}`);
+    throw new CliError(`cannot reach the central at ${url.origin}: ${(err as Error).message}`);
+  }
+  await client.close();
+  const db = openCliDatabase(config, { create: true });
+  try {
     const joined = joinCentral(db, { now: () => Date.now() }, snap, { url: url.toString(), key: opts.centralKey });
     if (opts.json) return printJson(joined);
     process.stdout.write(
@@ -83,8 +99,10 @@ async function joinAction(opts: InitOptions): Promise<void> {
         '',
       ].join('\n'),
     );
+  } catch (err) {
+    if (err instanceof Error && /already holds an installation/.test(err.message)) throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
+    throw err;
   } finally {
-    await client.close();
     db.close();
   }
 }

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
-import { CliError, cliConfig, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
+import { CliError, cliConfig, openCliDatabase, requireInstallation, withDataOptions, type DataOptions } from './common.js';
 import { tx } from '../db/database.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from '../modules/ops/password.js';
 import { setManagerPassword } from '../modules/ops/store.js';
@@ -39,6 +39,7 @@ export function managerCommand(): Command {
     .option('--password-stdin', 'read the password from standard input (for scripts)')
     .action(async (opts: DataOptions & { passwordStdin?: boolean }) => {
       const config = cliConfig(opts);
+      requireInstallation(config); // before asking for a password that could not be stored
       let password: string;
       if (opts.passwordStdin) password = await readStdin();
       else if (process.stdin.isTTY) {

@@ -35,8 +35,12 @@ describe('posd init --central-url --central-key', () => {
     const down = await posd(['init', '--central-url', 'http://127.0.0.1:9', '--central-key', `sk_live_${'B'.repeat(32)}`, '--data', d2]);
     expect(down.code).toBe(2);
     expect(down.stderr).toMatch(/cannot reach the central/);
+    // Nothing means nothing: no data folder is left behind for a later serve to fill (issue 16).
+    expect(existsSync(d1 + '/posd.db')).toBe(false);
+    expect(existsSync(d2 + '/posd.db')).toBe(false);
     const status = await posd(['sync', 'status', '--json', '--data', d2]);
-    expect(JSON.parse(status.stdout)).toMatchObject({ configured: false, store_id: null });
+    expect(status.code).toBe(2);
+    expect(status.stderr).toMatch(/no installation in/);
     const one = await posd(['init', '--central-url', central.url, '--data', dir()]);
     expect(one.code).toBe(2);
     expect(one.stderr).toMatch(/go together/);

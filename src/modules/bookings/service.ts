@@ -9,7 +9,7 @@ import { applyEvent, saveBooking } from './lifecycle.js';
 import { openCheckout, refreshPayment, refundPayments } from './payments.js';
 import type { BookingFilter, BookingRow, TabRow } from './store.js';
 import type { Stay } from './schema.js';
-import { nextState } from '../../lifecycle.js';
+import { initialState, nextState } from '../../lifecycle.js';
 import { serviceTabMachine } from './tab-machine.js';
 
 export { createBooking, createBookingGrouped, createSeries, rescheduleBooking } from './create.js';
@@ -89,7 +89,7 @@ export function checkInBooking(ctx: AppContext, account: Account, id: string): B
     if (next.kind === 'stay') {
       const stay: Stay = JSON.parse(next.stay!);
       const tab: TabRow = {
-        id: newId('tab'), account_id: next.account_id, live_mode: next.live_mode, booking_id: next.id, status: 'open', items: '[]',
+        id: newId('tab'), account_id: next.account_id, live_mode: next.live_mode, booking_id: next.id, status: initialState(serviceTabMachine), items: '[]',
         checkout_id: null, checkout_url: null, created_at: isoTime(ctx.clock.now()), closed_at: null,
       };
       bookingsStoreOf(ctx).insertTab(tab);

@@ -9,7 +9,7 @@ import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../.
 import { getPrice, getProduct } from '../products/service.js';
 import { getCustomer } from '../customers/service.js';
 import { checkoutsStore, type CheckoutRow } from './store.js';
-import { nextState } from '../../lifecycle.js';
+import { initialState, nextState } from '../../lifecycle.js';
 import { checkoutMachine, EDITABLE_STATUSES, type CheckoutEvent, type CheckoutStatus } from './machine.js';
 import type { Checkout, CheckoutItem } from './schema.js';
 
@@ -149,7 +149,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       id: newId('ch'),
       account_id: account.id,
       live_mode: account.live_mode ? 1 : 0,
-      status: 'unpaid',
+      status: initialState(checkoutMachine),
       amount_in_cents: price.total_in_cents,
       currency: resolved.currency,
       items: JSON.stringify(resolved.items),

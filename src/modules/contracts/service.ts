@@ -10,7 +10,7 @@ import type { Account } from '../../accounts/service.js';
 import { createCheckout, checkoutUrl } from '../checkouts/service.js';
 import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
 import { addInterval } from '../subscriptions/periods.js';
-import { nextState } from '../../lifecycle.js';
+import { initialState, nextState } from '../../lifecycle.js';
 import { contractMachine, type ContractEvent } from './machine.js';
 import { renderSignedPdf } from './pdf.js';
 import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
@@ -176,7 +176,7 @@ export class ContractsService {
         checkout_id: checkoutId,
         title: t.name,
         body,
-        status: 'sent',
+        status: initialState(contractMachine),
         sent_via: input.sent_via ?? (phone ? 'messaging' : email ? 'email' : 'link'),
         signing_token: token,
         signing_url: `${baseUrl}/sign/${token}`,

@@ -11,7 +11,7 @@ import { settleCheckoutPayment } from '../payments/service.js';
 import { getCustomer } from '../customers/service.js';
 import { getPrice, getProduct } from '../products/service.js';
 import { setupIntentEventPayload, subscriptionEventPayload } from './document.js';
-import { nextState } from '../../lifecycle.js';
+import { initialState, nextState } from '../../lifecycle.js';
 import { eventsFor, subscriptionMachine, type SubscriptionEvent } from './machine.js';
 import type { CreateTrialSubscriptionBody } from './schema.js';
 import { addInterval } from './periods.js';
@@ -101,7 +101,7 @@ export class SubscriptionsService {
         currency: price.currency,
         billing_interval: interval,
         billing_interval_count: price.billing_interval_count ?? 1,
-        status: 'active',
+        status: initialState(subscriptionMachine),
         // The trial is the first period: the biller charges when it ends, like any renewal.
         current_period_start: at,
         current_period_end: trialEnd,

@@ -7,7 +7,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { bankAccountById } from '../bank-accounts/service.js';
 import { postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
-import { isFinalState, nextState } from '../../lifecycle.js';
+import { initialState, isFinalState, nextState } from '../../lifecycle.js';
 import { pathTo, withdrawalMachine, type WithdrawalStatus } from './machine.js';
 import { debitOrRefuse, type ReadScope } from './service.js';
 import { transfersStore, type TransferRow } from './store.js';
@@ -66,7 +66,7 @@ export function createWithdrawal(ctx: AppContext, account: Account, input: Creat
       account_id: account.id,
       live_mode: account.live_mode ? 1 : 0,
       kind: 'withdrawal',
-      status: 'pending',
+      status: initialState(withdrawalMachine),
       amount_in_cents: input.amount_in_cents,
       currency: input.currency,
       recipient_account_id: null,

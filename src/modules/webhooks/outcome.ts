@@ -107,8 +107,9 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
       next = ctx.clock.now() + Math.max(delay, asked);
     }
   }
-  store.updateDelivery({
+  const written = store.updateDelivery({
     seq: d.seq,
+    from: d.status,
     status,
     attempts: attempt,
     auto_attempts: autoAttempts,
@@ -117,6 +118,9 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     last_error: error,
     updated_at: now,
   });
+  // Read and written in one transaction, so only a bug gets here: roll back rather than keep an
+  // attempt row whose delivery moved on without it.
+  if (!written) throw new Error(`webhook delivery ${d.id} left ${d.status} while its failure was recorded`);
   ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
 }
 

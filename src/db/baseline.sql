@@ -403,8 +403,9 @@ CREATE TABLE terminals (
 ) STRICT;
 CREATE INDEX terminals_account ON terminals(account_id, live_mode, created_at);
 
--- Terminal session commands. status/final mirror the persisted XState snapshot (machine.ts is
--- the only writer of both); the columns exist so lists filter and sort in SQL.
+-- Terminal session commands. status/final/offered mirror the persisted XState snapshot (machine.ts
+-- is the only writer of all three); the columns exist so lists and dispatch filter in SQL without
+-- reading XState's snapshot layout. offered: the charge was handed to the terminal's link.
 CREATE TABLE terminal_commands (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -414,6 +415,7 @@ CREATE TABLE terminal_commands (
   external_id TEXT NOT NULL,
   status TEXT NOT NULL CHECK (status IN ('pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'consumed', 'failed')),
   final INTEGER NOT NULL CHECK (final IN (0, 1)),
+  offered INTEGER NOT NULL CHECK (offered IN (0, 1)),
   amount_in_cents INTEGER NOT NULL,
   currency TEXT NOT NULL,
   installments INTEGER,

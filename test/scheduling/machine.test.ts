@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { holdsSlot, nextStatus, type BookingStatus, type BookingEvent } from '../../src/modules/bookings/machine.js';
+import { nextState } from '../../src/lifecycle.js';
+import { bookingMachine, holdsSlot, type BookingStatus, type BookingEvent } from '../../src/modules/bookings/machine.js';
 import { startTestServer } from '../helpers/server.js';
 import { ManualClock } from '../../src/clock.js';
 import { customer, ok, salon } from './helpers.js';
@@ -11,7 +12,7 @@ describe('the booking machine', () => {
   it('allows exactly the moves of docs/scheduling.md', () => {
     const table: Record<string, string> = {};
     for (const s of STATES) for (const e of EVENTS) {
-      const to = nextStatus(s, e);
+      const to = nextState(bookingMachine, s, { type: e });
       if (to) table[`${s} ${e}`] = to;
     }
     expect(table).toEqual({

@@ -87,6 +87,10 @@ describe.each(['websocket', 'serial'] as const)('races over %s', (transport) => 
     await back.hello({ current_command_id: null });
     await back.next('charge', (c) => c.command_id === id);
     expect((await h.get(id)).status).toBe('pending');
+    // Offered, not held, offered again: the column dispatch filters on follows the machine's context.
+    const row = h.server.daemon.ctx.db.prepare('SELECT offered, snapshot FROM terminal_commands WHERE id = ?').get(id) as { offered: number; snapshot: string };
+    expect(row.offered).toBe(1);
+    expect(JSON.parse(row.snapshot).context.offered).toBe(true);
   });
 
   it('a duplicate result changes nothing and is acknowledged again', async () => {

@@ -5,6 +5,8 @@ import { groupCommit } from '../../db/group-commit.js';
 import { ApiError, invalid } from '../../errors.js';
 import { isoTime } from '../../clock.js';
 import { newId, randomToken } from '../../ids.js';
+import { initialState } from '../../lifecycle.js';
+import { bookingMachine } from './machine.js';
 import { bookingsStoreOf, depsOf } from './deps.js';
 import { recordSync, applyEvent } from './lifecycle.js';
 import { amountDue, openCheckout } from './payments.js';
@@ -51,7 +53,7 @@ function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer
   const requiresAcceptance = b.requires_acceptance === true;
   const row: BookingRow = {
     id: newId('bk'), account_id: account.id, live_mode: account.live_mode ? 1 : 0,
-    status: pendingPayment || requiresAcceptance ? 'pending' : 'confirmed', source: 'api', kind: plan.kind,
+    status: pendingPayment || requiresAcceptance ? initialState(bookingMachine) : 'confirmed', source: 'api', kind: plan.kind,
     service_id: plan.service.id, requires_acceptance: requiresAcceptance ? 1 : 0, starts_at: plan.startsAt, ends_at: plan.endsAt,
     customer_id: customer.id, customer_name: customer.name, customer_email: customer.email, customer_phone: customer.phone,
     segments: JSON.stringify(plan.segments), staff_member_id: plan.staffMemberId, resource_id: plan.resourceId,

@@ -3,7 +3,8 @@ import { ApiError } from '../../errors.js';
 import { isoTime } from '../../clock.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { bookingsStoreOf } from './deps.js';
-import { holdsSlot, nextStatus, type BookingEvent } from './machine.js';
+import { nextState } from '../../lifecycle.js';
+import { bookingMachine, holdsSlot, type BookingEvent } from './machine.js';
 import type { BookingRow } from './store.js';
 import { bookingRecord } from './records.js';
 import { publishBooking } from './feed-apply.js';
@@ -22,7 +23,7 @@ function refused(row: BookingRow, event: BookingEvent['type']): ApiError {
  */
 export function applyEvent(ctx: AppContext, row: BookingRow, event: BookingEvent['type'], patch: Partial<BookingRow> = {}): BookingRow {
   if (!ctx.db.inTransaction) throw new Error('applyEvent() outside a transaction');
-  const to = nextStatus(row.status, event);
+  const to = nextState(bookingMachine, row.status, { type: event });
   if (!to) throw refused(row, event);
   const next: BookingRow = { ...row, ...patch, status: to, updated_at: isoTime(ctx.clock.now()) };
   const store = bookingsStoreOf(ctx);

@@ -1,4 +1,5 @@
-import { setup, transition } from 'xstate';
+import { setup } from 'xstate';
+import { nextState } from '../../lifecycle.js';
 
 export type BookingStatus = 'pending' | 'confirmed' | 'checked_in' | 'completed' | 'cancelled' | 'no_show';
 
@@ -64,15 +65,7 @@ export const bookingMachine = setup({
   },
 });
 
-/** The state after `event`, or null when the machine does not accept it from `from`. */
-export function nextStatus(from: BookingStatus, event: BookingEvent['type']): BookingStatus | null {
-  const snapshot = bookingMachine.resolveState({ value: from, context: {} });
-  if (!snapshot.can({ type: event })) return null;
-  const [next] = transition(bookingMachine, snapshot, { type: event });
-  return next.value as BookingStatus;
-}
-
 /** States that still hold the slot (spec 3.1 "any state still holding the slot"). */
 export function holdsSlot(status: BookingStatus): boolean {
-  return nextStatus(status, 'CANCEL') !== null;
+  return nextState(bookingMachine, status, { type: 'CANCEL' }) !== null;
 }

@@ -9,7 +9,8 @@ import { applyEvent, saveBooking } from './lifecycle.js';
 import { openCheckout, refreshPayment, refundPayments } from './payments.js';
 import type { BookingFilter, BookingRow, TabRow } from './store.js';
 import type { Stay } from './schema.js';
-import { nextTabStatus } from './tab-machine.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { serviceTabMachine } from './tab-machine.js';
 
 export { createBooking, createBookingGrouped, createSeries, rescheduleBooking } from './create.js';
 
@@ -88,7 +89,7 @@ export function checkInBooking(ctx: AppContext, account: Account, id: string): B
     if (next.kind === 'stay') {
       const stay: Stay = JSON.parse(next.stay!);
       const tab: TabRow = {
-        id: newId('tab'), account_id: next.account_id, live_mode: next.live_mode, booking_id: next.id, status: 'open', items: '[]',
+        id: newId('tab'), account_id: next.account_id, live_mode: next.live_mode, booking_id: next.id, status: initialState(serviceTabMachine), items: '[]',
         checkout_id: null, checkout_url: null, created_at: isoTime(ctx.clock.now()), closed_at: null,
       };
       bookingsStoreOf(ctx).insertTab(tab);
@@ -162,7 +163,7 @@ export function tabOf(ctx: AppContext, account: Account, id: string): TabRow {
 export function addTabItem(ctx: AppContext, account: Account, id: string, item: { name: string; amount_in_cents: number; quantity?: number }): TabRow {
   return tx(ctx.db, () => {
     const tab = tabOf(ctx, account, id);
-    if (!nextTabStatus(tab.status, 'ADD_ITEM')) throw new ApiError('booking_state_invalid', { message: 'The service tab is closed.' });
+    if (!nextState(serviceTabMachine, tab.status, { type: 'ADD_ITEM' })) throw new ApiError('booking_state_invalid', { message: 'The service tab is closed.' });
     const next = { ...tab, items: JSON.stringify([...JSON.parse(tab.items), { name: item.name, amount_in_cents: item.amount_in_cents, quantity: item.quantity ?? 1 }]) };
     bookingsStoreOf(ctx).updateTab(next);
     return next;
@@ -173,7 +174,7 @@ export function addTabItem(ctx: AppContext, account: Account, id: string, item: 
 export function closeTab(ctx: AppContext, account: Account, id: string): TabRow {
   return tx(ctx.db, () => {
     const tab = tabOf(ctx, account, id);
-    const closed = nextTabStatus(tab.status, 'CLOSE');
+    const closed = nextState(serviceTabMachine, tab.status, { type: 'CLOSE' });
     // Closing a closed tab answers it as it is: a till that retries must not open a second checkout.
     if (!closed) return tab;
     const booking = bookingsStoreOf(ctx).get(tab.booking_id)!;

@@ -1,4 +1,4 @@
-import { setup, transition } from 'xstate';
+import { setup } from 'xstate';
 
 export type TabStatus = 'open' | 'closed';
 
@@ -13,9 +13,3 @@ export const serviceTabMachine = setup({
     closed: { type: 'final' },
   },
 });
-
-export function nextTabStatus(from: TabStatus, event: 'ADD_ITEM' | 'CLOSE'): TabStatus | null {
-  const snapshot = serviceTabMachine.resolveState({ value: from, context: {} });
-  if (!snapshot.can({ type: event })) return null;
-  return transition(serviceTabMachine, snapshot, { type: event })[0].value as TabStatus;
-}

@@ -1,4 +1,4 @@
-import { getNextSnapshot, setup } from 'xstate';
+import { setup } from 'xstate';
 
 export type CheckoutStatus =
   | 'unpaid'
@@ -60,12 +60,5 @@ export const checkoutMachine = setup({
     failed: { type: 'final' },
   },
 });
-
-/** The status after `event`, or null when the machine does not allow it from `status`. */
-export function nextCheckoutStatus(status: CheckoutStatus, event: CheckoutEvent): CheckoutStatus | null {
-  const from = checkoutMachine.resolveState({ value: status, context: {} });
-  if (!from.can(event)) return null;
-  return getNextSnapshot(checkoutMachine, from, event).value as CheckoutStatus;
-}
 
 export const EDITABLE_STATUSES: readonly CheckoutStatus[] = ['unpaid'];

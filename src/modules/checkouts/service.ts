@@ -9,7 +9,8 @@ import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../.
 import { getPrice, getProduct } from '../products/service.js';
 import { getCustomer } from '../customers/service.js';
 import { checkoutsStore, type CheckoutRow } from './store.js';
-import { EDITABLE_STATUSES, nextCheckoutStatus, type CheckoutEvent, type CheckoutStatus } from './machine.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { checkoutMachine, EDITABLE_STATUSES, type CheckoutEvent, type CheckoutStatus } from './machine.js';
 import type { Checkout, CheckoutItem } from './schema.js';
 
 export type { Checkout, CheckoutItem } from './schema.js';
@@ -148,7 +149,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       id: newId('ch'),
       account_id: account.id,
       live_mode: account.live_mode ? 1 : 0,
-      status: 'unpaid',
+      status: initialState(checkoutMachine),
       amount_in_cents: price.total_in_cents,
       currency: resolved.currency,
       items: JSON.stringify(resolved.items),
@@ -300,7 +301,7 @@ export function setCheckoutStatus(
   return tx(ctx.db, () => {
     const row = ownedRow(ctx, account, id);
     if (!row) throw new ApiError('not_found', { message: `No checkout with id ${id}.` });
-    const status = nextCheckoutStatus(row.status as CheckoutStatus, event);
+    const status = nextState(checkoutMachine, row.status as CheckoutStatus, event);
     if (!status) throw new ApiError('checkout_not_modifiable', { message: `A ${row.status} checkout cannot take ${event.type}.` });
     const next: CheckoutRow = {
       ...row,

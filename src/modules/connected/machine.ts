@@ -1,4 +1,4 @@
-import { getNextSnapshot, setup } from 'xstate';
+import { setup } from 'xstate';
 
 export type VerificationStatus = 'unverified' | 'incomplete' | 'rejected' | 'verified';
 export type VerificationEvent = { type: 'DOCUMENTS_MISSING' } | { type: 'DOCUMENTS_REJECTED' } | { type: 'DOCUMENTS_ACCEPTED' };
@@ -19,11 +19,6 @@ export const verificationMachine = setup({ types: { events: {} as VerificationEv
   states: { unverified: {}, incomplete: {}, rejected: {}, verified: {} },
 });
 
-export function nextVerificationStatus(status: VerificationStatus, event: VerificationEvent): VerificationStatus {
-  const from = verificationMachine.resolveState({ value: status, context: {} });
-  return getNextSnapshot(verificationMachine, from, event).value as VerificationStatus;
-}
-
 export type TaxInvoicingStatus = 'inactive' | 'active';
 export type TaxInvoicingEvent = { type: 'ACTIVATE' } | { type: 'DEACTIVATE' };
 
@@ -36,9 +31,3 @@ export const taxInvoicingMachine = setup({ types: { events: {} as TaxInvoicingEv
     active: { on: { DEACTIVATE: 'inactive', ACTIVATE: 'active' } },
   },
 });
-
-export function nextTaxInvoicingStatus(status: TaxInvoicingStatus, event: TaxInvoicingEvent): TaxInvoicingStatus | null {
-  const from = taxInvoicingMachine.resolveState({ value: status, context: {} });
-  if (!from.can(event)) return null;
-  return getNextSnapshot(taxInvoicingMachine, from, event).value as TaxInvoicingStatus;
-}

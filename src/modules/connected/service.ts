@@ -6,7 +6,8 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { AccountsService, type Account } from '../../accounts/service.js';
 import { accountView } from '../accounts/routes.js';
 import { REQUIRED_DOCUMENTS, reviewDocuments, type DocumentType, type Documents } from './documents.js';
-import { nextTaxInvoicingStatus, nextVerificationStatus, type VerificationEvent } from './machine.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { taxInvoicingMachine, verificationMachine, type VerificationEvent } from './machine.js';
 import { connectedStore, type ConnectedStore, type ProfileRow } from './store.js';
 import type { CommissionInvoicing, ConnectedAccount, CreateConnectedInput, TaxInvoicing, TaxInvoicingInput, Verification } from './schema.js';
 import { secretBoxOf } from '../../system/secret-box.js';
@@ -44,7 +45,7 @@ export class ConnectedService {
       live_mode: child.live_mode ? 1 : 0,
       parent_account_id: child.parent_account_id!,
       email: null,
-      verification_status: 'unverified',
+      verification_status: initialState(verificationMachine),
       documents: '{}',
       document_errors: '{}',
       submitted_at: null,
@@ -54,7 +55,7 @@ export class ConnectedService {
       commission_enabled_at: null,
       commission_disabled_at: null,
       commission_invoiced_through: null,
-      tax_invoicing_status: 'inactive',
+      tax_invoicing_status: initialState(taxInvoicingMachine),
       tax_invoicing_public: '{}',
       tax_invoicing_credentials: '{}',
       tax_invoicing_activated_at: null,
@@ -168,7 +169,8 @@ export class ConnectedService {
     const event: VerificationEvent =
       Object.keys(errors).length > 0 ? { type: 'DOCUMENTS_REJECTED' } : missing.length > 0 ? { type: 'DOCUMENTS_MISSING' } : { type: 'DOCUMENTS_ACCEPTED' };
     const prev = p.verification_status;
-    const status = nextVerificationStatus(prev, event);
+    // Every review lands from any state: the machine takes each of the three outcomes everywhere.
+    const status = nextState(verificationMachine, prev, event)!;
     const errorsJson = JSON.stringify(errors);
     const next: ProfileRow = {
       ...p,
@@ -290,7 +292,7 @@ export class ConnectedService {
     return tx(this.ctx.db, () => {
       const child = this.requireChild(platform, childId);
       const p = this.profile(child);
-      const status = nextTaxInvoicingStatus(p.tax_invoicing_status, { type: 'ACTIVATE' })!;
+      const status = nextState(taxInvoicingMachine, p.tax_invoicing_status, { type: 'ACTIVATE' })!;
       const at = this.now();
       const next: ProfileRow = {
         ...p,

@@ -1,4 +1,4 @@
-import { getNextSnapshot, setup } from 'xstate';
+import { setup } from 'xstate';
 
 export type ContractStatus = 'sent' | 'viewed' | 'signed' | 'declined' | 'expired';
 export type ContractEvent = { type: 'VIEW' } | { type: 'SIGN' } | { type: 'DECLINE' } | { type: 'EXPIRE' };
@@ -15,9 +15,3 @@ export const contractMachine = setup({ types: { events: {} as ContractEvent } })
     expired: { type: 'final' },
   },
 });
-
-export function nextContractStatus(status: ContractStatus, event: ContractEvent): ContractStatus | null {
-  const from = contractMachine.resolveState({ value: status, context: {} });
-  if (!from.can(event)) return null;
-  return getNextSnapshot(contractMachine, from, event).value as ContractStatus;
-}

@@ -10,7 +10,8 @@ import type { Account } from '../../accounts/service.js';
 import { createCheckout, checkoutUrl } from '../checkouts/service.js';
 import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
 import { addInterval } from '../subscriptions/periods.js';
-import { nextContractStatus, type ContractEvent } from './machine.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { contractMachine, type ContractEvent } from './machine.js';
 import { renderSignedPdf } from './pdf.js';
 import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
 import type { Contract, CreateContractInput, CreateTemplateInput, TemplateFieldT } from './schema.js';
@@ -175,7 +176,7 @@ export class ContractsService {
         checkout_id: checkoutId,
         title: t.name,
         body,
-        status: 'sent',
+        status: initialState(contractMachine),
         sent_via: input.sent_via ?? (phone ? 'messaging' : email ? 'email' : 'link'),
         signing_token: token,
         signing_url: `${baseUrl}/sign/${token}`,
@@ -206,7 +207,7 @@ export class ContractsService {
   }
 
   private move(row: ContractRow, event: ContractEvent, patch: Partial<ContractRow>): ContractRow {
-    const to = nextContractStatus(row.status, event);
+    const to = nextState(contractMachine, row.status, event);
     if (!to) throw new SigningError(`Este contrato ya no admite cambios (${row.status}).`);
     const next = { ...row, ...patch, status: to, updated_at: this.now() };
     this.store.save(next);

@@ -2,7 +2,8 @@ import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
-import { nextContractStatus } from './machine.js';
+import { nextState } from '../../lifecycle.js';
+import { contractMachine } from './machine.js';
 import { ContractsService, contractRecord } from './service.js';
 import type { ContractRow } from './store.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
@@ -46,7 +47,7 @@ export class ContractsWorker implements Worker {
     tx(this.ctx.db, () => {
       for (const row of this.svc.store.open()) {
         if (row.expires_at <= at) {
-          const expired: ContractRow = { ...row, status: nextContractStatus(row.status, { type: 'EXPIRE' })!, code_hash: null, updated_at: at };
+          const expired: ContractRow = { ...row, status: nextState(contractMachine, row.status, { type: 'EXPIRE' })!, code_hash: null, updated_at: at };
           this.svc.store.save(expired);
           // The central leaves expiry to the store that made the contract: it learns it as a record.
           appendSyncRecord(this.ctx.db, { kind: 'contract', accountId: row.account_id, liveMode: row.live_mode === 1, createdAt: at, payload: contractRecord(this.ctx, expired, this.svc.store.template(row.template_id)!) });

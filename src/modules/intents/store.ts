@@ -51,6 +51,7 @@ export class IntentsStore {
          FROM intents WHERE origin IS ? AND created_at >= ? AND created_at < ?
          GROUP BY account_id, live_mode, currency, type, status`,
       ),
+      // The central's copy of an intent, taken as the central has it: a replica runs no lifecycle (docs/architecture.md).
       setState: db.prepare('UPDATE intents SET status = @status, raw_status = @raw_status, tax_invoice_url = @tax_invoice_url, details = @details WHERE id = @id'),
     };
   }

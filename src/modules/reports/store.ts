@@ -42,9 +42,10 @@ export class ReportsStore {
            row_count = @row_count, succeeded_at = @at, error = NULL WHERE id = @id AND status = 'running'`,
       ),
       fail: db.prepare("UPDATE report_runs SET status = 'failed', error = @error, failed_at = @at WHERE id = @id AND status = 'running'"),
+      // Back in the queue: a run a stopped process left running, or a succeeded one whose file vanished.
       requeue: db.prepare(
         `UPDATE report_runs SET status = 'pending', boot_id = NULL, started_at = NULL, file_name = NULL, size_bytes = NULL,
-           sha256 = NULL, row_count = NULL, succeeded_at = NULL WHERE id = ?`,
+           sha256 = NULL, row_count = NULL, succeeded_at = NULL WHERE id = ? AND status IN ('running', 'succeeded')`,
       ),
       // Runs a previous process left half-written go back in the queue.
       orphans: db.prepare("SELECT id FROM report_runs WHERE status = 'running' AND (boot_id IS NULL OR boot_id <> ?)"),
@@ -76,8 +77,8 @@ export class ReportsStore {
   fail(id: string, error: string, at: string): boolean {
     return this.s.fail.run({ id, error, at }).changes === 1;
   }
-  requeue(id: string): void {
-    this.s.requeue.run(id);
+  requeue(id: string): boolean {
+    return this.s.requeue.run(id).changes === 1;
   }
   orphans(bootId: string): string[] {
     return (this.s.orphans.all(bootId) as Array<{ id: string }>).map((r) => r.id);

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
+import { initialState } from '../../lifecycle.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { subscriptionRecord } from './sync.js';
 import type { Account } from '../../accounts/service.js';
@@ -8,6 +9,7 @@ import type { Checkout } from '../checkouts/schema.js';
 import { getPrice } from '../products/service.js';
 import { subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
+import { subscriptionMachine } from './machine.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
 import type { CheckoutHooks } from '../checkouts/hooks.js';
 
@@ -45,7 +47,7 @@ export function createSubscriptionsForCheckout(
       currency: price.currency,
       billing_interval: interval,
       billing_interval_count: count,
-      status: 'active',
+      status: initialState(subscriptionMachine),
       current_period_start: at,
       current_period_end: addInterval(at, interval, count),
       failed_attempts: 0,

@@ -1,4 +1,4 @@
-import { getNextSnapshot, setup } from 'xstate';
+import { setup } from 'xstate';
 
 export type SubscriptionStatus = 'active' | 'past_due' | 'paused' | 'canceled';
 export type SubscriptionEvent =
@@ -46,13 +46,6 @@ export const subscriptionMachine = setup({
     canceled: { on: { REACTIVATE: { guard: 'withinPeriod', target: 'active' } } },
   },
 });
-
-/** The status after `event`, or null when the machine refuses it. */
-export function nextSubscriptionStatus(status: SubscriptionStatus, event: SubscriptionEvent): SubscriptionStatus | null {
-  const from = subscriptionMachine.resolveState({ value: status, context: {} });
-  if (!from.can(event)) return null;
-  return getNextSnapshot(subscriptionMachine, from, event).value as SubscriptionStatus;
-}
 
 /**
  * Spec 6.2: the events a transition emits, in order (a retry that fails again and a recovery emit

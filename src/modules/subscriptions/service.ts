@@ -11,7 +11,8 @@ import { settleCheckoutPayment } from '../payments/service.js';
 import { getCustomer } from '../customers/service.js';
 import { getPrice, getProduct } from '../products/service.js';
 import { setupIntentEventPayload, subscriptionEventPayload } from './document.js';
-import { eventsFor, nextSubscriptionStatus, type SubscriptionEvent } from './machine.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { eventsFor, subscriptionMachine, type SubscriptionEvent } from './machine.js';
 import type { CreateTrialSubscriptionBody } from './schema.js';
 import { addInterval } from './periods.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
@@ -44,7 +45,7 @@ export class SubscriptionsService {
    * got there first) is refused too, so no event is ever emitted twice.
    */
   private apply(sub: SubscriptionRow, event: SubscriptionEvent, patch: Partial<SubscriptionRow>, extra: Record<string, unknown> = {}): SubscriptionRow {
-    const to = nextSubscriptionStatus(sub.status, event);
+    const to = nextState(subscriptionMachine, sub.status, event);
     if (!to) {
       if (event.type === 'REACTIVATE' && sub.status === 'canceled') throw new ApiError('reactivation_period_over', { extra: { status: sub.status } });
       throw new ApiError('subscription_transition_invalid', {
@@ -100,7 +101,7 @@ export class SubscriptionsService {
         currency: price.currency,
         billing_interval: interval,
         billing_interval_count: price.billing_interval_count ?? 1,
-        status: 'active',
+        status: initialState(subscriptionMachine),
         // The trial is the first period: the biller charges when it ends, like any renewal.
         current_period_start: at,
         current_period_end: trialEnd,

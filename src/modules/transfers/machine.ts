@@ -1,4 +1,5 @@
-import { setup, transition } from 'xstate';
+import { setup } from 'xstate';
+import { nextState } from '../../lifecycle.js';
 
 export type WithdrawalStatus = 'pending' | 'in_transit' | 'paid' | 'failed';
 
@@ -23,18 +24,6 @@ export const withdrawalMachine = setup({
   },
 });
 
-/** The status `event` leads to from `status`, or null when the machine does not allow it. */
-export function nextWithdrawalStatus(status: WithdrawalStatus, event: WithdrawalEvent): WithdrawalStatus | null {
-  const snapshot = withdrawalMachine.resolveState({ value: status });
-  if (snapshot.status === 'done') return null;
-  const [next] = transition(withdrawalMachine, snapshot, event);
-  return next.value === status ? null : (next.value as WithdrawalStatus);
-}
-
-export function isFinalWithdrawalStatus(status: WithdrawalStatus): boolean {
-  return withdrawalMachine.resolveState({ value: status }).status === 'done';
-}
-
 /**
  * The events that take a withdrawal from `status` to `outcome`, in order: reaching `paid` from
  * `pending` passes through `in_transit`. Null when the outcome cannot be reached.
@@ -47,7 +36,7 @@ export function pathTo(status: WithdrawalStatus, outcome: 'in_transit' | 'paid' 
   };
   for (const plan of plans[outcome]) {
     let at: WithdrawalStatus | null = status;
-    for (const e of plan) at = at && nextWithdrawalStatus(at, e);
+    for (const e of plan) at = at && nextState(withdrawalMachine, at, e);
     if (at === outcome) return plan;
   }
   return null;

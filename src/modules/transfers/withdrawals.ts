@@ -7,7 +7,8 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { bankAccountById } from '../bank-accounts/service.js';
 import { postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
-import { isFinalWithdrawalStatus, nextWithdrawalStatus, pathTo, type WithdrawalStatus } from './machine.js';
+import { initialState, isFinalState, nextState } from '../../lifecycle.js';
+import { pathTo, withdrawalMachine, type WithdrawalStatus } from './machine.js';
 import { debitOrRefuse, type ReadScope } from './service.js';
 import { transfersStore, type TransferRow } from './store.js';
 import { syncPayload, withdrawalEventPayload, withdrawalView } from './views.js';
@@ -65,7 +66,7 @@ export function createWithdrawal(ctx: AppContext, account: Account, input: Creat
       account_id: account.id,
       live_mode: account.live_mode ? 1 : 0,
       kind: 'withdrawal',
-      status: 'pending',
+      status: initialState(withdrawalMachine),
       amount_in_cents: input.amount_in_cents,
       currency: input.currency,
       recipient_account_id: null,
@@ -134,14 +135,15 @@ export function advanceWithdrawal(
     const status = row.status as WithdrawalStatus;
     const plan = pathTo(status, outcome);
     if (!plan) {
-      throw new ApiError(isFinalWithdrawalStatus(status) ? 'withdrawal_final' : 'validation_error', {
-        message: isFinalWithdrawalStatus(status) ? `The withdrawal is already ${status}.` : `A ${status} withdrawal cannot move to ${outcome}.`,
-        ...(isFinalWithdrawalStatus(status) ? {} : { errors: { outcome: [`cannot be reached from ${status}`] } }),
+      const final = isFinalState(withdrawalMachine, status);
+      throw new ApiError(final ? 'withdrawal_final' : 'validation_error', {
+        message: final ? `The withdrawal is already ${status}.` : `A ${status} withdrawal cannot move to ${outcome}.`,
+        ...(final ? {} : { errors: { outcome: [`cannot be reached from ${status}`] } }),
       });
     }
     for (const event of plan) {
       const from = row.status as WithdrawalStatus;
-      const next = nextWithdrawalStatus(from, event)!;
+      const next = nextState(withdrawalMachine, from, event)!;
       const at = isoTime(ctx.clock.now());
       const ledger: BalanceTransaction[] = [];
       let returned: BalanceTransaction | undefined;

@@ -85,12 +85,6 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
   if (code === 410) {
     status = 'failed';
     next = null;
-    const ep = store.endpoint(d.endpoint_id);
-    if (ep && !ep.disabled) {
-      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
-      store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
-      store.markDisabled(ep.id, ctx.clock.now(), store.cursor());
-    }
   } else if (o.manual) {
     // A manual resend never shortens or extends the schedule of a delivery still being retried.
     if (!(d.status === 'pending' && d.next_attempt_ms !== null)) {
@@ -107,8 +101,9 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
       next = ctx.clock.now() + Math.max(delay, asked);
     }
   }
-  store.updateDelivery({
+  const written = store.updateDelivery({
     seq: d.seq,
+    from: d.status,
     status,
     attempts: attempt,
     auto_attempts: autoAttempts,
@@ -117,6 +112,18 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     last_error: error,
     updated_at: now,
   });
+  // Read and written in one transaction, so only a bug gets here: roll back rather than keep an
+  // attempt row whose delivery moved on without it.
+  if (!written) throw new Error(`webhook delivery ${d.id} left ${d.status} while its failure was recorded`);
+  if (code === 410) {
+    // After this delivery's own write: it ends failed (the receiver answered), its siblings canceled.
+    const ep = store.endpoint(d.endpoint_id);
+    if (ep && !ep.disabled) {
+      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
+      store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
+      store.markDisabled(ep.id, ctx.clock.now(), store.cursor());
+    }
+  }
   ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
 }
 

@@ -142,7 +142,8 @@ export const WRITE_SQL = {
   advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
   // A success ends the endpoint's failing streak (written only for endpoints known to be failing).
   clearFailing: 'UPDATE webhook_endpoints SET failing_since_ms = NULL, failing_noticed = 0 WHERE id = @id',
-  // A 2xx settles the delivery whatever happened meanwhile; its attempt row takes the new count.
+  // A 2xx settles the delivery whatever happened meanwhile, from any state (the one unguarded move
+  // of a bookkeeping flag, docs/architecture.md): its attempt row takes the new count.
   markSucceeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
        next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
      WHERE seq = @seq`,
@@ -281,10 +282,11 @@ export function webhooksStore(db: Db) {
       `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
        VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
     ),
+    // Guarded by the state the failure was judged from (docs/architecture.md, Lifecycles).
     updateDelivery: db.prepare(
       `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
-       WHERE seq = @seq`,
+       WHERE seq = @seq AND status = @from`,
     ),
     cancelPending: db.prepare(
       `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
@@ -353,9 +355,12 @@ export function webhooksStore(db: Db) {
     },
     deliveryBySeq: (seq: number) => withId(s.deliveryBySeq.get(seq) as DeliveryRow | undefined),
     insertAttempt: (row: AttemptRow) => void s.insertAttempt.run(row),
+    /** False when the delivery is no longer in `from`: nothing was written. */
     updateDelivery: (
-      row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'>,
-    ) => void s.updateDelivery.run(row),
+      row: Pick<DeliveryRow, 'seq' | 'status' | 'attempts' | 'auto_attempts' | 'next_attempt_ms' | 'last_response_code' | 'last_error' | 'updated_at'> & {
+        from: DeliveryRow['status'];
+      },
+    ) => s.updateDelivery.run(row).changes === 1,
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
     setGates: (id: string, rate: number | null, maxInFlight: number | null, now: string) => void s.setGates.run(rate, maxInFlight, now, id),
     gatedCount: () => s.gatedCount.get() as number,

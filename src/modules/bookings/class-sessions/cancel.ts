@@ -7,7 +7,8 @@ import { bookingsStoreOf } from '../deps.js';
 import { applyEvent } from '../lifecycle.js';
 import { holdsSlot } from '../machine.js';
 import { refreshPayment, refundPayments } from '../payments.js';
-import { cancelTransition, sessionState } from './machine.js';
+import { nextState } from '../../../lifecycle.js';
+import { classSessionMachine, sessionState } from './machine.js';
 import { classSessionRow, classSessionView, publishClassSession, storeOf } from './service.js';
 import type { ClassSessionView } from './schema.js';
 
@@ -42,7 +43,7 @@ const running = new Map<string, Promise<ClassSessionView>>();
 async function cancelNow(ctx: AppContext, account: Account, id: string): Promise<ClassSessionView> {
   const bookings = bookingsStoreOf(ctx);
   let session = classSessionRow(ctx, account, id);
-  if (!cancelTransition(sessionState(session.cancelled_at))) {
+  if (!nextState(classSessionMachine, sessionState(session.cancelled_at), { type: 'CANCEL' })) {
     // A cancelled session takes the call again only to finish the refunds still owed (spec 4.6).
     if (bookings.refundsDue(session.id).length === 0) throw new ApiError('not_cancellable', { message: 'The class session is already cancelled.' });
   } else {

@@ -1,4 +1,4 @@
-import { setup, transition } from 'xstate';
+import { setup } from 'xstate';
 
 export type ClassSessionState = 'scheduled' | 'cancelled';
 
@@ -19,11 +19,4 @@ export const classSessionMachine = setup({
 
 export function sessionState(cancelledAt: string | null): ClassSessionState {
   return cancelledAt ? 'cancelled' : 'scheduled';
-}
-
-/** The state after CANCEL, or null when a session in `from` cannot be cancelled. */
-export function cancelTransition(from: ClassSessionState): ClassSessionState | null {
-  const snapshot = classSessionMachine.resolveState({ value: from, context: {} });
-  if (!snapshot.can({ type: 'CANCEL' })) return null;
-  return transition(classSessionMachine, snapshot, { type: 'CANCEL' })[0].value as ClassSessionState;
 }

@@ -10,6 +10,8 @@ export interface CommandRow {
   external_id: string;
   status: CommandStatus;
   final: number;
+  /** 1 once the charge was handed to the terminal's link (the machine's `context.offered`). */
+  offered: number;
   amount_in_cents: number;
   currency: string;
   installments: number | null;
@@ -46,35 +48,33 @@ export function commandsStore(db: Db) {
   return s;
 }
 
-const OFFERED = `json_extract(c.snapshot, '$.context.offered')`;
-
 function makeStore(db: Db) {
   const withTerminal = `SELECT c.*, t.availability AS terminal_availability FROM terminal_commands c JOIN terminals t ON t.id = c.terminal_id`;
   const insert = db.prepare(
-    `INSERT INTO terminal_commands (id, account_id, live_mode, terminal_id, external_id, status, final, amount_in_cents, currency,
+    `INSERT INTO terminal_commands (id, account_id, live_mode, terminal_id, external_id, status, final, offered, amount_in_cents, currency,
        installments, description, show_post_payment_screens, print_receipt, tax_id, items, checkout_id, checkout_url, snapshot,
        cancellation_requested_at, canceled_at, created_at, updated_at)
-     VALUES (@id, @account_id, @live_mode, @terminal_id, @external_id, @status, @final, @amount_in_cents, @currency,
+     VALUES (@id, @account_id, @live_mode, @terminal_id, @external_id, @status, @final, @offered, @amount_in_cents, @currency,
        @installments, @description, @show_post_payment_screens, @print_receipt, @tax_id, @items, @checkout_id, @checkout_url, @snapshot,
        NULL, NULL, @created_at, @created_at)`,
   );
   const byId = db.prepare(`${withTerminal} WHERE c.id = ?`);
   const byExternal = db.prepare(`${withTerminal} WHERE c.account_id = ? AND c.external_id = ?`);
   const update = db.prepare(
-    `UPDATE terminal_commands SET status = @status, final = @final, snapshot = @snapshot,
+    `UPDATE terminal_commands SET status = @status, final = @final, offered = @offered, snapshot = @snapshot,
        cancellation_requested_at = @cancellation_requested_at, canceled_at = @canceled_at, updated_at = @updated_at
      WHERE id = @id`,
   );
   const untakenPending = db.prepare(
-    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND NOT ${OFFERED} ORDER BY c.seq`,
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq`,
   );
   const offeredOpen = db.prepare(
-    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND ${OFFERED} ORDER BY c.seq LIMIT 1`,
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 ORDER BY c.seq LIMIT 1`,
   );
   const newestUntaken = db.prepare(
-    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND NOT ${OFFERED} ORDER BY c.seq DESC LIMIT 1`,
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq DESC LIMIT 1`,
   );
-  const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND ${OFFERED} LIMIT 1`);
+  const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 LIMIT 1`);
   const open = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.final = 0 ORDER BY c.seq`);
   const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
 
@@ -93,7 +93,7 @@ function makeStore(db: Db) {
     insert: (row: Omit<CommandRow, 'seq' | 'updated_at' | 'cancellation_requested_at' | 'canceled_at'>) => insert.run(row),
     byId: (id: string) => byId.get(id) as CommandRowWithTerminal | undefined,
     byExternalId: (accountId: string, externalId: string) => byExternal.get(accountId, externalId) as CommandRowWithTerminal | undefined,
-    update: (row: Pick<CommandRow, 'id' | 'status' | 'final' | 'snapshot' | 'cancellation_requested_at' | 'canceled_at' | 'updated_at'>) =>
+    update: (row: Pick<CommandRow, 'id' | 'status' | 'final' | 'offered' | 'snapshot' | 'cancellation_requested_at' | 'canceled_at' | 'updated_at'>) =>
       update.run(row),
     /** Pending commands never handed to the terminal: the ones a newer command supersedes. */
     untakenPending: (terminalId: string) => untakenPending.all(terminalId) as CommandRow[],

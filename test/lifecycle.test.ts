@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { initialState, isFinalState, nextState } from '../src/lifecycle.js';
+import { checkoutMachine } from '../src/modules/checkouts/machine.js';
+import { verificationMachine } from '../src/modules/connected/machine.js';
+import { subscriptionMachine } from '../src/modules/subscriptions/machine.js';
+
+describe('src/lifecycle.ts', () => {
+  it('starts a row in the machine’s own initial state', () => {
+    expect(initialState(checkoutMachine)).toBe('unpaid');
+    expect(initialState(subscriptionMachine)).toBe('active');
+    expect(initialState(verificationMachine)).toBe('unverified');
+  });
+
+  it('evaluates guards with the event: a failed charge is retried, the last one cancels', () => {
+    expect(nextState(subscriptionMachine, 'past_due', { type: 'CHARGE_FAILED', finalAttempt: false })).toBe('past_due');
+    expect(nextState(subscriptionMachine, 'past_due', { type: 'CHARGE_FAILED', finalAttempt: true })).toBe('canceled');
+    expect(nextState(subscriptionMachine, 'canceled', { type: 'REACTIVATE', withinPeriod: false })).toBeNull();
+    expect(nextState(subscriptionMachine, 'canceled', { type: 'REACTIVATE', withinPeriod: true })).toBe('active');
+  });
+
+  it('takes transitions written on the root as well as on a state', () => {
+    expect(nextState(verificationMachine, 'verified', { type: 'DOCUMENTS_REJECTED' })).toBe('rejected');
+  });
+
+  it('knows final states, where every event is refused', () => {
+    expect(isFinalState(checkoutMachine, 'paid')).toBe(true);
+    expect(isFinalState(checkoutMachine, 'unpaid')).toBe(false);
+    expect(nextState(checkoutMachine, 'paid', { type: 'PAYMENT_FAILED' })).toBeNull();
+  });
+});

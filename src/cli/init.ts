@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
 import { AccountsService, initInstallation } from '../accounts/service.js';
+import { systemClock } from '../clock.js';
 import { CentralClient, CentralRefusal } from '../sync/transport.js';
 import { joinCentral } from '../sync/join.js';
 
@@ -22,7 +23,7 @@ export function initCommand(): Command {
       const config = cliConfig(opts, { role: opts.role });
       const db = openCliDatabase(config);
       try {
-        const accounts = new AccountsService(db, { now: () => Date.now() }, { unifiedSince: config.events.unified_since });
+        const accounts = new AccountsService(db, systemClock, { unifiedSince: config.events.unified_since });
         if (accounts.isInitialised()) throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
         const inst = initInstallation(accounts, {
           name: opts.name,
@@ -62,7 +63,7 @@ async function joinAction(opts: InitOptions): Promise<void> {
   const db = openCliDatabase(config);
   const client = new CentralClient(url.origin + url.pathname.replace(/\/$/, ''), opts.centralKey, { timeoutMs: config.sync.request_timeout_ms });
   try {
-    if (new AccountsService(db, { now: () => Date.now() }).isInitialised()) {
+    if (new AccountsService(db, systemClock).isInitialised()) {
       throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
     }
     let snap;
@@ -72,7 +73,7 @@ async function joinAction(opts: InitOptions): Promise<void> {
       if (err instanceof CentralRefusal) throw new CliError(`the central refused the key: ${err.body.message ?? err.status}`);
       throw new CliError(`cannot reach the central at ${url.origin}: ${(err as Error).message}`);
     }
-    const joined = joinCentral(db, { now: () => Date.now() }, snap, { url: url.toString(), key: opts.centralKey });
+    const joined = joinCentral(db, systemClock, snap, { url: url.toString(), key: opts.centralKey });
     if (opts.json) return printJson(joined);
     process.stdout.write(
       [

@@ -5,8 +5,7 @@ import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { tx } from '../../db/database.js';
 import { AccountsService } from '../../accounts/service.js';
-import { ErrorResponses } from '../ledger/schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CustomerBody, CustomerList, CustomerSchema } from './schema.js';
 import { findOrCreateCustomerRow, listCustomers, requireCustomer } from './service.js';
 

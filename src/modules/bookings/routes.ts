@@ -5,7 +5,7 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import {
   BookingCreateBody, BookingListQuery, BookingSchema, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,
   TabItemBody, TabSchema,
@@ -23,7 +23,7 @@ const iso = (s: string | undefined) => (s === undefined ? undefined : new Date(s
 
 export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['bookings'];
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   const one = { params: IdParams, response: { 201: BookingSchema, ...ErrorResponses } };
   const enabledAccount = (req: FastifyRequest) => {
     const account = requireAccount(req);

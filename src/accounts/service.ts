@@ -360,8 +360,8 @@ const services = new WeakMap<Pick<AppContext, 'db' | 'clock'>, AccountsService>(
 
 /**
  * The accounts of a context: its database on its clock, made once per context (its statements are
- * prepared once per database by `accountsStore`). With the default options, as every module's
- * `new AccountsService(ctx.db, ctx.clock)` was; the daemon and the CLI pass `events.unified_since`.
+ * prepared once per database by `accountsStore`). Default options: only the installation's first
+ * accounts (daemon start, `posd init`, `posd keys`) are made with `events.unified_since`.
  */
 export function accountsOf(ctx: Pick<AppContext, 'db' | 'clock'>): AccountsService {
   let service = services.get(ctx);

@@ -1,23 +1,14 @@
-/** Time is injected everywhere so that timeouts and schedules are tested without sleeping. */
-export interface Clock {
-  now(): number;
-}
+import { realClock, type Clock } from '../devices/clock.js';
 
-export const systemClock: Clock = { now: () => Date.now() };
+/**
+ * Time is injected everywhere so that timeouts and schedules are tested without sleeping. One shape
+ * for the whole program, the one devices/ already drives its resends and pings with (devices/ may
+ * not import src/, so src/ takes its type from there).
+ */
+export type { Clock, TimerHandle } from '../devices/clock.js';
 
-/** A clock tests move by hand. */
-export class ManualClock implements Clock {
-  constructor(private ms = Date.parse('2026-01-01T00:00:00.000Z')) {}
-  now(): number {
-    return this.ms;
-  }
-  advance(ms: number): void {
-    this.ms += ms;
-  }
-  set(ms: number): void {
-    this.ms = ms;
-  }
-}
+/** Wall time, and timers that do not keep a finished process alive. */
+export const systemClock: Clock = realClock();
 
 export function isoTime(ms: number): string {
   return new Date(ms).toISOString();

@@ -3,6 +3,7 @@ import type { Db } from '../db/database.js';
 import { tx } from '../db/database.js';
 import { newId, randomToken } from '../ids.js';
 import { isoTime, type Clock } from '../clock.js';
+import type { AppContext } from '../context.js';
 import { accountsStore, type AccountRow, type KeyRow } from './store.js';
 import { DEFAULT_UNIFIED_SINCE, newAccountEventFormat } from '../events/formats.js';
 import { appendFeedChange } from '../outbox/feed-changes.js';
@@ -353,6 +354,19 @@ export class AccountsService {
   insertKeyHash(row: Omit<KeyRow, 'revoked_at'>): void {
     tx(this.db, () => this.store.insertKey(row));
   }
+}
+
+const services = new WeakMap<Pick<AppContext, 'db' | 'clock'>, AccountsService>();
+
+/**
+ * The accounts of a context: its database on its clock, made once per context (its statements are
+ * prepared once per database by `accountsStore`). Default options: only the installation's first
+ * accounts (daemon start, `posd init`, `posd keys`) are made with `events.unified_since`.
+ */
+export function accountsOf(ctx: Pick<AppContext, 'db' | 'clock'>): AccountsService {
+  let service = services.get(ctx);
+  if (!service) services.set(ctx, (service = new AccountsService(ctx.db, ctx.clock)));
+  return service;
 }
 
 export interface Installation {

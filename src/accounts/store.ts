@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { perDb } from '../db/per-db.js';
 
 export interface AccountRow {
   id: string;
@@ -170,14 +171,5 @@ export class AccountsStore {
   }
 }
 
-const stores = new WeakMap<Db, AccountsStore>();
-
 /** One store per database, so statements are prepared once. */
-export function accountsStore(db: Db): AccountsStore {
-  let store = stores.get(db);
-  if (!store) {
-    store = new AccountsStore(db);
-    stores.set(db, store);
-  }
-  return store;
-}
+export const accountsStore = perDb((db) => new AccountsStore(db));

@@ -4,7 +4,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
-import { AccountsService, hashKey } from '../accounts/service.js';
+import { accountsOf, hashKey } from '../accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { WindowLimiter } from './rate-limit.js';
@@ -161,7 +161,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   const authenticator = new Authenticator(accounts);
   const idempotency = new IdempotencyStore(ctx.db, ctx.clock, ctx.bootId);
   const perKey = new WindowLimiter(config.limits.per_key_per_second, 1000, ctx.clock);

@@ -23,3 +23,6 @@ export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]
 export function errorBodies<S extends number>(...statuses: S[]): Record<S, typeof ErrorSchema> {
   return Object.fromEntries(statuses.map((s) => [s, ErrorSchema])) as Record<S, typeof ErrorSchema>;
 }
+
+/** The errors of a route that validates, authenticates, scopes, finds, conflicts and is rate limited. */
+export const ErrorResponses = errorBodies(400, 401, 403, 404, 409, 422, 429);

@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { databaseFile } from '../db/paths.js';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
 import { AccountsService, initInstallation } from '../accounts/service.js';
+import { systemClock } from '../clock.js';
 import { CentralClient, CentralRefusal } from '../sync/transport.js';
 import { joinCentral } from '../sync/join.js';
 
@@ -24,7 +25,7 @@ export function initCommand(): Command {
       const config = cliConfig(opts, { role: opts.role });
       const db = openCliDatabase(config, { create: true });
       try {
-        const accounts = new AccountsService(db, { now: () => Date.now() }, { unifiedSince: config.events.unified_since });
+        const accounts = new AccountsService(db, systemClock, { unifiedSince: config.events.unified_since });
         if (accounts.isInitialised()) throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
         const inst = initInstallation(accounts, {
           name: opts.name,
@@ -64,7 +65,7 @@ async function joinAction(opts: InitOptions): Promise<void> {
   if (existsSync(databaseFile(config))) {
     const existing = openCliDatabase(config);
     try {
-      if (new AccountsService(existing, { now: () => Date.now() }).isInitialised()) {
+      if (new AccountsService(existing, systemClock).isInitialised()) {
         throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
       }
     } finally {
@@ -88,7 +89,7 @@ async function joinAction(opts: InitOptions): Promise<void> {
   await client.close();
   const db = openCliDatabase(config, { create: true });
   try {
-    const joined = joinCentral(db, { now: () => Date.now() }, snap, { url: url.toString(), key: opts.centralKey });
+    const joined = joinCentral(db, systemClock, snap, { url: url.toString(), key: opts.centralKey });
     if (opts.json) return printJson(joined);
     process.stdout.write(
       [

@@ -1,13 +1,14 @@
 import { Command, Option } from 'commander';
 import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
 import { AccountsService } from '../accounts/service.js';
+import { systemClock } from '../clock.js';
 import type { Db } from '../db/database.js';
 
 function withAccounts<T>(opts: DataOptions, fn: (accounts: AccountsService, db: Db) => T): T {
   const config = cliConfig(opts);
   const db = openCliDatabase(config);
   try {
-    return fn(new AccountsService(db, { now: () => Date.now() }, { unifiedSince: config.events.unified_since }), db);
+    return fn(new AccountsService(db, systemClock, { unifiedSince: config.events.unified_since }), db);
   } finally {
     db.close();
   }

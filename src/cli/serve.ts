@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfigLayers, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
+import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { databaseFile } from '../db/paths.js';
 import { AccountsService, type Installation } from '../accounts/service.js';
@@ -20,7 +21,7 @@ function storedRole(config: Config): 'store' | 'central' | undefined {
   if (!existsSync(databaseFile(config))) return undefined;
   const db = openCliDatabase(config);
   try {
-    const role = new AccountsService(db, { now: () => Date.now() }).meta('role');
+    const role = new AccountsService(db, systemClock).meta('role');
     return role === 'central' || role === 'store' ? role : undefined;
   } finally {
     db.close();

@@ -6,7 +6,7 @@ import { systemClock } from '../clock.js';
 import { Outbox } from '../outbox/events.js';
 import { ApiError } from '../errors.js';
 import type { AppContext } from '../context.js';
-import { AccountsService } from '../accounts/service.js';
+import { accountsOf, type AccountsService } from '../accounts/service.js';
 
 type Registry = typeof import('../modules/terminals/service.js') & typeof import('../modules/terminals/retire.js');
 
@@ -32,7 +32,7 @@ async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts:
     shutdown: abort.signal,
   };
   try {
-    return fn(ctx, new AccountsService(db, systemClock), registry);
+    return fn(ctx, accountsOf(ctx), registry);
   } catch (err) {
     if (err instanceof ApiError) throw new CliError(err.errors ? `${err.message} ${JSON.stringify(err.errors)}` : err.message);
     throw err;

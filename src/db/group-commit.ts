@@ -1,4 +1,5 @@
 import { tx, type Db } from './database.js';
+import { perDb } from './per-db.js';
 
 interface Job {
   fn: () => unknown;
@@ -64,14 +65,9 @@ export class GroupCommitter {
   }
 }
 
-const committers = new WeakMap<Db, GroupCommitter>();
+const committers = perDb((db) => new GroupCommitter(db));
 
 /** Runs `fn` in the database's next group commit; resolves once it is committed. */
 export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
-  let c = committers.get(db);
-  if (!c) {
-    c = new GroupCommitter(db);
-    committers.set(db, c);
-  }
-  return c.run(fn);
+  return committers(db).run(fn);
 }

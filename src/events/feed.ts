@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { toStoredEvent, type StoredEvent } from '../outbox/events.js';
+import { perDb } from '../db/per-db.js';
 
 export interface EventFeedQuery {
   accountIds: string[];
@@ -67,14 +68,9 @@ class EventFeed {
   }
 }
 
-const feeds = new WeakMap<Db, EventFeed>();
+const feeds = perDb((db) => new EventFeed(db));
 
 /** Events of some accounts in one environment, newest first, with the total for pagination headers. */
 export function listEvents(db: Db, query: EventFeedQuery): { rows: StoredEvent[]; total: number } {
-  let feed = feeds.get(db);
-  if (!feed) {
-    feed = new EventFeed(db);
-    feeds.set(db, feed);
-  }
-  return feed.list(query);
+  return feeds(db).list(query);
 }

@@ -1,5 +1,5 @@
-import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.js';
+import { perDb } from '../db/per-db.js';
 
 /**
  * The central's side of the change feed: what the owning modules call, inside the transaction of a
@@ -18,31 +18,21 @@ export interface FeedChangeInput {
   createdAt: string;
 }
 
-const roles = new WeakMap<Db, Statement<unknown[]>>();
-const writes = new WeakMap<Db, { organization: Statement<unknown[]>; insert: Statement<unknown[]> }>();
+const roles = perDb((db) => db.prepare("SELECT value FROM meta WHERE key = 'role'"));
 
 // The writing statements are prepared only at a central: a store's database (or an older one being
 // made by the foundation alone) may not have the feed's columns.
-function writeStatements(db: Db) {
-  let w = writes.get(db);
-  if (!w) {
-    w = {
-      organization: db.prepare('SELECT organization_id FROM accounts WHERE id = ?'),
-      insert: db.prepare(
-        `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, origin_store_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-    };
-    writes.set(db, w);
-  }
-  return w;
-}
+const writeStatements = perDb((db) => ({
+  organization: db.prepare('SELECT organization_id FROM accounts WHERE id = ?'),
+  insert: db.prepare(
+    `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, origin_store_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  ),
+}));
 
 /** Whether this database is a central's (the role is in `meta`, as the key triggers read it). */
 export function publishesFeed(db: Db): boolean {
-  let role = roles.get(db);
-  if (!role) roles.set(db, (role = db.prepare("SELECT value FROM meta WHERE key = 'role'")));
-  return (role.get() as { value: string } | undefined)?.value === 'central';
+  return (roles(db).get() as { value: string } | undefined)?.value === 'central';
 }
 
 // The store whose pushed record is being applied right now (set by the push engine around each

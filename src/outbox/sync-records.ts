@@ -1,6 +1,6 @@
-import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.js';
 import { newId } from '../ids.js';
+import { perDb } from '../db/per-db.js';
 
 export interface SyncRecordInput {
   /** What the fact is: `cash_sale`, `terminal_payment`, `refund`, `booking`, ... (see docs/sync-protocol.md). */
@@ -15,18 +15,12 @@ export interface SyncRecordInput {
 }
 
 // Prepared once per database: this runs inside every money write.
-const inserts = new WeakMap<Db, Statement<unknown[]>>();
-function insertStatement(db: Db) {
-  let stmt = inserts.get(db);
-  if (!stmt) {
-    stmt = db.prepare(
-      `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT(id) DO NOTHING`,
-    );
-    inserts.set(db, stmt);
-  }
-  return stmt;
-}
+const insertStatement = perDb((db) =>
+  db.prepare(
+    `INSERT INTO sync_outbox (id, account_id, live_mode, kind, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT(id) DO NOTHING`,
+  ),
+);
 
 /**
  * Appends a fact to the store's sync outbox. Call it inside the transaction of the change (money

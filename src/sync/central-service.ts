@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import { tx } from '../db/database.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
-import { AccountsService, type Account } from '../accounts/service.js';
+import { accountsOf, AccountsService, type Account } from '../accounts/service.js';
 import { SyncRejection, type SyncOrigin, type SyncRegistry } from './registry.js';
 import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
 import { withFeedOrigin } from '../outbox/feed-changes.js';
@@ -44,7 +44,7 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
   const accountOf = (r: PushRecord): Account => {
     let account = byId.get(r.account_id);
     if (!account) {
-      for (const a of syncScope(new AccountsService(ctx.db, ctx.clock), keyAccount)) byId.set(a.id, a);
+      for (const a of syncScope(accountsOf(ctx), keyAccount)) byId.set(a.id, a);
       account = byId.get(r.account_id);
     }
     if (!account || account.live_mode !== r.live_mode) {
@@ -178,7 +178,7 @@ export function applyHeldRecords(ctx: AppContext): number {
  */
 function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): number {
   const store = syncStore(ctx.db);
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   let done = 0;
   for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {
     if (!ctx.registry.sync.applier(row.kind)) continue;
@@ -227,7 +227,7 @@ export function toFeedChange(row: FeedRow): FeedChange {
  */
 export function readFeed(ctx: AppContext, keyAccount: Account, after: number, limit: number, storeId = ''): { changes: FeedChange[]; cursor: number } {
   const store = syncStore(ctx.db);
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   // One snapshot for the scope and both reads: the max seen is committed, so no row below it can
   // appear later, and an account made meanwhile (a new child) is in the scope its rows are read with.
   return ctx.db.transaction(() => {

@@ -5,7 +5,7 @@ import type { AppContext } from '../context.js';
 import { Authenticator } from '../api/auth.js';
 import { ApiError } from '../errors.js';
 import { isoTime } from '../clock.js';
-import { AccountsService, type Account } from '../accounts/service.js';
+import { accountsOf, type Account } from '../accounts/service.js';
 import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './central-service.js';
 import { syncStore } from './store.js';
 import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from './wire.js';
@@ -26,7 +26,7 @@ export function storeKeyAccount(authenticator: Authenticator, req: FastifyReques
  * totals a store compares with its own. Authenticated with the store account's key, like /api.
  */
 export function centralRoutes(app: ApiApp, ctx: AppContext): void {
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   const authenticator = new Authenticator(accounts);
   const scopeOf = (req: FastifyRequest) => {
     const keyAccount = storeKeyAccount(authenticator, req);

@@ -1,5 +1,5 @@
 import { tx } from '../db/database.js';
-import { AccountsService } from '../accounts/service.js';
+import { accountsOf } from '../accounts/service.js';
 import type { KeyRow } from '../accounts/store.js';
 import { syncStore } from './store.js';
 import { actingOnOwnDecision, applyingFeed } from '../outbox/sync-records.js';
@@ -11,7 +11,7 @@ import type { FeedApplier, FeedApplyContext } from './registry.js';
 // a revocation stops it here at the next pull.
 export const applyApiKey: FeedApplier = (ctx, change) => {
   const k = change.payload as unknown as KeyRow;
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   if (k.account_id && !accounts.account(k.account_id)) return; // an account this box does not serve
   if (!k.account_id && !accounts.organization(k.organization_id)) return;
   accounts.upsertKeyHash({

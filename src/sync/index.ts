@@ -2,7 +2,7 @@ import { provideStatus } from '../system/status-sources.js';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
-import { AccountsService } from '../accounts/service.js';
+import { accountsOf } from '../accounts/service.js';
 import { centralRoutes } from './central.js';
 import { SyncWorker } from './client.js';
 import { applyHeldRecords } from './central-service.js';
@@ -62,7 +62,7 @@ export const syncModule: PosdModule = {
   },
   root(app, ctx) {
     if (ctx.config.role === 'central') centralRoutes(app, ctx);
-    const authenticator = new Authenticator(new AccountsService(ctx.db, ctx.clock));
+    const authenticator = new Authenticator(accountsOf(ctx));
     app.get(
       '/sync/status',
       { schema: { hide: true, response: { 200: SyncStatusSchema, 401: ErrorSchema } } },

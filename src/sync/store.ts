@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { perDb } from '../db/per-db.js';
 
 /** A row of the store's `sync_outbox`. */
 export interface OutboxRow {
@@ -288,13 +289,4 @@ export class SyncStore {
   }
 }
 
-const stores = new WeakMap<Db, SyncStore>();
-
-export function syncStore(db: Db): SyncStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new SyncStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const syncStore = perDb((db) => new SyncStore(db));

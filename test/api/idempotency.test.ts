@@ -3,7 +3,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { MODULES_WITH_FIXTURE } from '../helpers/fixture-module.js';
 import { IdempotencyStore } from '../../src/api/idempotency.js';
 import { openDatabase } from '../../src/db/database.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { join } from 'node:path';
 
 let s: TestServer;

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { tx } from '../../src/db/database.js';
 import { postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { commissionInvoicer } from '../../src/modules/connected/index.js';

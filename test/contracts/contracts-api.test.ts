@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { contractsWorker, htmlToText } from '../../src/modules/contracts/index.js';
 import { mailText, pdfText, squash, startMailbox, type Mailbox } from './helpers.js';
 

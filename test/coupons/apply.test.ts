@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { tx } from '../../src/db/database.js';
 import { AccountsService, type Account } from '../../src/accounts/service.js';
 import { applyCoupons, redeemCoupons, type CheckoutDraft } from '../../src/modules/coupons/index.js';

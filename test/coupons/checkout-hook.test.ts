@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { AccountsService, type Account } from '../../src/accounts/service.js';
 import { createCheckout, getCheckout, updateCheckout } from '../../src/modules/checkouts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config.js';
 import { createContext } from '../../src/daemon.js';
 import { tx } from '../../src/db/database.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { AccountsService, type Account } from '../../src/accounts/service.js';
 import { balancesFor, postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { createCheckout } from '../../src/modules/checkouts/service.js';

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { MODULES_WITH_FIXTURE } from '../helpers/fixture-module.js';
 import { runPosd } from '../helpers/process.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { tx } from '../../src/db/database.js';
 import { backupDatabase } from '../../src/system/backup.js';
 import { NightlyBackup, msUntilHour } from '../../src/modules/ops/nightly-backup.js';

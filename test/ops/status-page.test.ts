@@ -5,7 +5,7 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { PageClient } from '../helpers/page-client.js';
 import { fixtureWebhooksModule } from '../helpers/ops-fixtures.js';
 import { MODULES } from '../../src/modules/index.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { tx } from '../../src/db/database.js';
 import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
 import { latestVersion } from '../../src/db/migrate.js';

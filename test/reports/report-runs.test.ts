@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { reportWorker } from '../../src/modules/reports/index.js';
 import { listBalanceTransactions } from '../../src/modules/ledger/service.js';
 import { parseCsv, postRows } from './helpers.js';

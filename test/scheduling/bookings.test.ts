@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { expireHolds, pollPayments, refundLatePayments } from '../../src/modules/bookings/holds.js';
 import { customer, ok, pay, rows, salon } from './helpers.js';
 import { AccountsService } from '../../src/accounts/service.js';

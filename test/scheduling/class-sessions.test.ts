@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { AccountsService } from '../../src/accounts/service.js';
-import { setSchedulingDeps } from '../../src/modules/bookings/deps.js';
+import { MODULES } from '../../src/modules/index.js';
+import { createBookingsModule } from '../../src/modules/bookings/index.js';
 import { moneyPort } from '../../src/modules/bookings/money-adapter.js';
 import { ok, pay, rows } from './helpers.js';
 
@@ -12,8 +13,20 @@ let yoga: any;
 let teacher: any;
 let studio: any;
 
+// Fault at the boundary to the money area: a test sets which refunds fail, the rest go through.
+let refundFault: ((paymentIntentId: string) => void) | undefined;
+const bookings = createBookingsModule({
+  money: {
+    ...moneyPort,
+    refundPaymentIntent(ctx, account, pi) {
+      refundFault?.(pi);
+      return moneyPort.refundPaymentIntent(ctx, account, pi);
+    },
+  },
+});
+
 beforeAll(async () => {
-  s = await startTestServer({ clock });
+  s = await startTestServer({ clock, modules: MODULES.map((m) => (m.name === 'bookings' ? bookings : m)) });
   yoga = await ok(s.api('POST', '/services', { body: { kind: 'class', name: 'Yoga', duration_minutes: 60, price_in_cents: 8_000, capacity: 10, payment_policy: 'full' } }));
   teacher = await ok(s.api('POST', '/staff_members', { body: { name: 'Luis' } }));
   studio = await ok(s.api('POST', '/resources', { body: { name: 'Studio', kind: 'room' } }));
@@ -59,16 +72,10 @@ describe('class sessions', () => {
     const intentOf = new Map<string, string>();
     for (const b of seats) intentOf.set(rows(s, 'SELECT payment_intent_ids AS p FROM sched_bookings WHERE id = ?', b.id)[0].p.slice(2, -2), b.id);
     const calls: string[] = [];
-    setSchedulingDeps(s.daemon.ctx, {
-      money: {
-        ...moneyPort,
-        refundPaymentIntent(ctx, account, pi) {
-          calls.push(pi);
-          if (failing.has(intentOf.get(pi)!)) throw new Error('processor unavailable');
-          return moneyPort.refundPaymentIntent(ctx, account, pi);
-        },
-      },
-    });
+    refundFault = (pi) => {
+      calls.push(pi);
+      if (failing.has(intentOf.get(pi)!)) throw new Error('processor unavailable');
+    };
 
     const first = await s.api('POST', `/class_sessions/${c.id}/cancellation`);
     expect(first.status).toBe(422);
@@ -101,7 +108,7 @@ describe('class sessions', () => {
 
     const fourth = await s.api('POST', `/class_sessions/${c.id}/cancellation`);
     expect(fourth.body.code).toBe('not_cancellable');
-    setSchedulingDeps(s.daemon.ctx, { money: moneyPort });
+    refundFault = undefined;
   });
 
   it('not_cancellable once started; money_movement_not_enabled when the account cannot move money', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { customer, ok, rows, salon } from './helpers.js';
 
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00.000Z'));

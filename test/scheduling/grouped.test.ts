@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, tx, type Db } from '../../src/db/database.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { ApiError } from '../../src/errors.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { createBookingGrouped } from '../../src/modules/bookings/service.js';

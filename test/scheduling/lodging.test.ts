@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { setFeedTrust, syncDueFeeds } from '../../src/modules/calendar-feeds/service.js';
 import { blockedNights } from '../../src/modules/calendar-feeds/ical.js';
 import { ok, pay, rows } from './helpers.js';

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { nextState } from '../../src/lifecycle.js';
 import { bookingMachine, holdsSlot, type BookingStatus, type BookingEvent } from '../../src/modules/bookings/machine.js';
 import { startTestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { customer, ok, salon } from './helpers.js';
 
 const STATES: BookingStatus[] = ['pending', 'confirmed', 'checked_in', 'completed', 'cancelled', 'no_show'];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { setFeedTrust, syncDueFeeds, syncFeed } from '../../src/modules/calendar-feeds/service.js';
 import { setOutboundResolver, type ResolvedAddress } from '../../src/system/url-guard.js';
 import { ok, rows } from '../scheduling/helpers.js';

@@ -11,7 +11,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { CentralClient } from '../../src/sync/transport.js';
 import { joinCentral } from '../../src/sync/join.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import type { Clock } from '../../src/clock.js';
+import { systemClock, type Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */
@@ -57,7 +57,7 @@ export async function startStore(
     const snap = await client.bootstrap();
     await client.close();
     const db = openDatabase(databaseFile(config));
-    storeId = joinCentral(db, { now: () => Date.now() }, snap, { url: centralUrl, key }).store_id;
+    storeId = joinCentral(db, systemClock, snap, { url: centralUrl, key }).store_id;
     db.close();
   }
   const daemon = await startDaemon({ config, clock: opts.clock, log: pino({ level: process.env.POSD_TEST_LOG ?? 'silent' }) });

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { syncStatus } from '../../src/sync/status.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
 import { CentralClient } from '../../src/sync/transport.js';

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateConfig } from '../../src/config.js';
 import { createContext } from '../../src/daemon.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { ApiError } from '../../src/errors.js';
 import { AccountsService, type Account } from '../../src/accounts/service.js';
 import { balancesFor } from '../../src/modules/ledger/service.js';

@@ -4,7 +4,7 @@ import { CATALOGUE, EVENT_TYPES, catalogueEntry, webhookBody } from '../../src/e
 import { LEGACY_API_VERSION, UNIFIED_API_VERSION, newAccountEventFormat } from '../../src/events/formats.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { openDatabase } from '../../src/db/database.js';
-import { ManualClock } from '../../src/clock.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Receiver } from '../helpers/receiver.js';
 

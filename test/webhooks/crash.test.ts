@@ -18,7 +18,8 @@ interface Running {
 }
 
 /** Starts `posd serve` as its own process and resolves once it listens (its log line names the URL). */
-function serve(dataDir: string): Promise<Running> {
+/** Starts posd; a first start also waits for its key banner, printed on stderr after the listening line. */
+function serve(dataDir: string, opts: { banner: boolean }): Promise<Running> {
   const child = spawn(process.execPath, [MAIN, 'serve'], {
     env: {
       ...process.env,
@@ -35,11 +36,17 @@ function serve(dataDir: string): Promise<Running> {
   let stdout = '';
   let stderr = '';
   return new Promise((resolvePromise, reject) => {
-    child.stderr!.on('data', (c) => (stderr += c));
+    const check = () => {
+      const m = /"url":"(http:\/\/[^"]+)\/api".*posd listening/.exec(stdout);
+      if (m && (!opts.banner || /sandbox (sbx_\S+)/.test(stderr))) resolvePromise({ child, url: m[1], get stderr() { return stderr; } } as Running);
+    };
+    child.stderr!.on('data', (c) => {
+      stderr += c;
+      check();
+    });
     child.stdout!.on('data', (c) => {
       stdout += c;
-      const m = /"url":"(http:\/\/[^"]+)\/api".*posd listening/.exec(stdout);
-      if (m) resolvePromise({ child, url: m[1], get stderr() { return stderr; } } as Running);
+      check();
     });
     child.on('exit', (code) => reject(new Error(`posd exited (${code}): ${stderr}`)));
   });
@@ -77,7 +84,7 @@ afterAll(async () => {
 
 describe('webhook delivery across a SIGKILL', () => {
   it('resumes after a restart and loses nothing', async () => {
-    running = await serve(dataDir);
+    running = await serve(dataDir, { banner: true });
     const testKey = /test key\s+(sk_test_\S+)/.exec(running.stderr)![1];
     const sandboxId = /sandbox (sbx_\S+)/.exec(running.stderr)![1];
     const created = await request(`${running.url}/api/webhook_endpoints`, {
@@ -110,7 +117,7 @@ describe('webhook delivery across a SIGKILL', () => {
     receiver.replies = [{ status: 200 }];
     const before = receiver.received.length;
 
-    running = await serve(dataDir);
+    running = await serve(dataDir, { banner: false });
     const okIds = () => new Set(receiver.received.slice(before).map((r) => r.headers['webhook-id']));
     await until(() => ids.every((id) => okIds().has(id)), 'every event delivered after the restart');
 

@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
 
 // An account made or changed at the central (a connected child and its sandbox made after this box
 // joined, new settings): made here with the central's ids, or its settings and tax details updated,
@@ -8,6 +8,6 @@ import { AccountsService, type Account } from '../../accounts/service.js';
 export const accountFeed: FeedApplier = (ctx, change) => {
   const p = change.payload as { account?: Account; sandbox?: Account };
   if (!p.account?.id) return;
-  const made = new AccountsService(ctx.db, ctx.clock).applyCentralAccount(p.account, p.sandbox);
+  const made = accountsOf(ctx).applyCentralAccount(p.account, p.sandbox);
   if (!made) ctx.log.warn({ account_id: p.account.id }, 'sync: an account from the central cannot be made at this box; skipped');
 };

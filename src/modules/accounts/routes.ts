@@ -4,31 +4,15 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
-import { AccountSchema, TestResponse, type AccountView } from './schema.js';
-import { ErrorSchema, IdParams, errorBodies } from '../../api/schemas.js';
-
-export function accountView(a: Account): AccountView {
-  return {
-    id: a.id,
-    name: a.name,
-    tax_id: a.tax_id,
-    tax_name: a.tax_name,
-    country: a.country,
-    default_currency: a.default_currency,
-    currencies: a.currencies,
-    environment: a.live_mode ? 'live' : 'sandbox',
-    live_mode: a.live_mode,
-    parent_account_id: a.parent_account_id,
-    organization_id: a.organization_id,
-    created_at: a.created_at,
-  };
-}
+import { accountsOf } from '../../accounts/service.js';
+import { AccountSchema, TestResponse } from './schema.js';
+import { accountView } from '../../accounts/view.js';
+import { IdParams, errorBodies } from '../../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 404, 429);
 
 export function accountRoutes(app: ApiApp, ctx: AppContext): void {
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
 
   app.get('/test', { schema: { tags: ['account'], response: { 200: TestResponse, ...errors } } }, async (req) => {
     const account = requireAccount(req);

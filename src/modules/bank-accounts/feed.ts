@@ -1,6 +1,6 @@
 import { Value } from '@sinclair/typebox/value';
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { applyBankAccountState, BankAccountPayload, type BankAccountRecord } from './sync.js';
 
 // A bank account added, preferred or archived at the central or at another box of the account:
@@ -9,7 +9,7 @@ export const bankAccountFeed: FeedApplier = (ctx, change) => {
   const p = { change: 'created', ...change.payload };
   if (!Value.Check(BankAccountPayload, p) || !change.account_id) return;
   const record = p as unknown as BankAccountRecord;
-  const account = new AccountsService(ctx.db, ctx.clock).account(change.account_id);
+  const account = accountsOf(ctx).account(change.account_id);
   if (!account || account.live_mode !== record.bank_account.live_mode) return;
   applyBankAccountState(ctx, account.id, record.bank_account);
 };

@@ -10,18 +10,18 @@ import {
   BankSchema,
   CreateBankAccountBody,
   UpdateBankAccountBody,
-  errorResponses,
 } from './schema.js';
 import { archiveBankAccount, createBankAccount, getBankAccount, listBankAccounts, listBanks, updateBankAccount } from './service.js';
+import { ErrorResponses } from '../../api/schemas.js';
 
 const tags = ['bank accounts'];
 
 export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
-  app.get('/banks', { schema: { tags, response: { 200: Type.Array(BankSchema), ...errorResponses } } }, async () => listBanks());
+  app.get('/banks', { schema: { tags, response: { 200: Type.Array(BankSchema), ...ErrorResponses } } }, async () => listBanks());
 
   app.post(
     '/bank_accounts',
-    { schema: { tags, body: CreateBankAccountBody, response: { 201: BankAccountSchema, ...errorResponses } } },
+    { schema: { tags, body: CreateBankAccountBody, response: { 201: BankAccountSchema, ...ErrorResponses } } },
     async (req, reply) => {
       const account = requireAccount(req);
       return reply.code(201).send(createBankAccount(ctx, account, req.body));
@@ -30,7 +30,7 @@ export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/bank_accounts',
-    { schema: { tags, querystring: BankAccountListQuery, response: { 200: Type.Array(BankAccountSchema), ...errorResponses } } },
+    { schema: { tags, querystring: BankAccountListQuery, response: { 200: Type.Array(BankAccountSchema), ...ErrorResponses } } },
     async (req, reply) => {
       const page = pageOf(req.query);
       const { rows, total } = listBankAccounts(ctx, readScope(req), page.limit, page.offset);
@@ -41,7 +41,7 @@ export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/bank_accounts/:id',
-    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...errorResponses } } },
+    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...ErrorResponses } } },
     async (req) => getBankAccount(ctx, readScope(req), req.params.id),
   );
 
@@ -49,14 +49,14 @@ export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
   for (const method of ['patch', 'put'] as const) {
     app[method](
       '/bank_accounts/:id',
-      { schema: { tags, params: BankAccountParams, body: UpdateBankAccountBody, response: { 200: BankAccountSchema, ...errorResponses } } },
+      { schema: { tags, params: BankAccountParams, body: UpdateBankAccountBody, response: { 200: BankAccountSchema, ...ErrorResponses } } },
       async (req) => updateBankAccount(ctx, requireAccount(req), req.params.id, req.body as Record<string, unknown>),
     );
   }
 
   app.delete(
     '/bank_accounts/:id',
-    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...errorResponses } } },
+    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...ErrorResponses } } },
     async (req) => archiveBankAccount(ctx, requireAccount(req), req.params.id),
   );
 }

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
-import { errorBodies } from '../../api/schemas.js';
 
 export const BankSchema = Type.Object({ name: Type.String(), code: Type.String() });
 
@@ -41,4 +40,3 @@ export const UpdateBankAccountBody = Type.Object({ is_preferred: Type.Boolean() 
 export const BankAccountParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const BankAccountListQuery = Type.Object(PageQuery);
 
-export const errorResponses = errorBodies(400, 401, 403, 404, 409, 422, 429);

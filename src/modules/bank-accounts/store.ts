@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface BankAccountRow {
   id: string;
@@ -71,13 +72,4 @@ class BankAccountsStore {
   }
 }
 
-const stores = new WeakMap<Db, BankAccountsStore>();
-
-export function bankAccountsStore(db: Db): BankAccountsStore {
-  let store = stores.get(db);
-  if (!store) {
-    store = new BankAccountsStore(db);
-    stores.set(db, store);
-  }
-  return store;
-}
+export const bankAccountsStore = perDb((db) => new BankAccountsStore(db));

@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { applyCentralBookable, type BookableType } from './service.js';
 import type { ResourceRow, ServiceRow, StaffRow } from './store.js';
 
@@ -9,7 +9,7 @@ import type { ResourceRow, ServiceRow, StaffRow } from './store.js';
 export const bookableFeed: FeedApplier = (ctx, change) => {
   const p = change.payload as { type?: BookableType; row?: ServiceRow | StaffRow | ResourceRow };
   if (!p.row?.id || (p.type !== 'service' && p.type !== 'staff_member' && p.type !== 'resource')) return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(p.row.account_id);
+  const account = accountsOf(ctx).account(p.row.account_id);
   if (!account || account.live_mode !== (p.row.live_mode === 1)) return;
   applyCentralBookable(ctx, p.type, p.row);
 };

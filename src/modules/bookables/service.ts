@@ -12,12 +12,11 @@ import { bookablesStore, type BookablesStore, type ResourceRow, type ServiceRow,
 import type {
   ResourceCreate, ResourcePatch, ResourceView, ServiceCreate, ServicePatch, ServiceView, StaffCreate, StaffPatch, StaffView,
 } from './schema.js';
+import { perDb } from '../../db/per-db.js';
 
-const stores = new WeakMap<object, BookablesStore>();
+const stores = perDb(bookablesStore);
 export function storeOf(ctx: AppContext): BookablesStore {
-  let s = stores.get(ctx.db);
-  if (!s) stores.set(ctx.db, (s = bookablesStore(ctx.db)));
-  return s;
+  return stores(ctx.db);
 }
 
 /** Where this daemon is reachable for links it hands out: the configured public URL, else the request's host. */

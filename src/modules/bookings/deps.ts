@@ -1,22 +1,23 @@
 import type { AppContext } from '../../context.js';
+import { perDb } from '../../db/per-db.js';
 import { bookingsStore, type BookingsStore } from './store.js';
 import type { MoneyPort } from './money-port.js';
 
+/** What the bookings module was created with (`createBookingsModule`). */
 export interface SchedulingDeps {
   money: MoneyPort;
 }
 
-const stores = new WeakMap<object, BookingsStore>();
-const deps = new WeakMap<object, SchedulingDeps>();
+const stores = perDb(bookingsStore);
 
 export function bookingsStoreOf(ctx: AppContext): BookingsStore {
-  let s = stores.get(ctx.db);
-  if (!s) stores.set(ctx.db, (s = bookingsStore(ctx.db)));
-  return s;
+  return stores(ctx.db);
 }
 
-/** Set once by the module when the daemon starts; a test may replace a part (fault injection at the money boundary). */
-export function setSchedulingDeps(ctx: AppContext, d: SchedulingDeps): void {
+const deps = new WeakMap<AppContext, SchedulingDeps>();
+
+/** Called by the module as the daemon builds its API, so code reached with a context finds its options. */
+export function attachSchedulingDeps(ctx: AppContext, d: SchedulingDeps): void {
   deps.set(ctx, d);
 }
 

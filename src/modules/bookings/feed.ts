@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { applyCentralBooking, type FeedBooking } from './feed-apply.js';
 
 // A booking made or changed at the central (online) or at another box of the account: held here
@@ -8,7 +8,7 @@ import { applyCentralBooking, type FeedBooking } from './feed-apply.js';
 export const bookingFeed: FeedApplier = (ctx, change) => {
   const p = change.payload as unknown as FeedBooking;
   if (typeof p.booking?.id !== 'string' || !Array.isArray(p.occupancy)) return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(p.booking.account_id);
+  const account = accountsOf(ctx).account(p.booking.account_id);
   if (!account || account.live_mode !== (p.booking.live_mode === 1)) return;
   applyCentralBooking(ctx, p);
 };

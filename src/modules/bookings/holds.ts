@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
 import { bookingsStoreOf, depsOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
 import { refreshPayment, refundPayments } from './payments.js';
@@ -10,7 +10,7 @@ import { refreshPayment, refundPayments } from './payments.js';
 const IN_FLIGHT = new Set(['payment_in_progress', 'needs_verification', 'needs_payer_authentication']);
 
 function accountOf(ctx: AppContext, id: string): Account | undefined {
-  return new AccountsService(ctx.db, ctx.clock).account(id);
+  return accountsOf(ctx).account(id);
 }
 
 /**

@@ -1,7 +1,8 @@
 import type { PosdModule } from '../../api/module.js';
-import { setSchedulingDeps } from './deps.js';
+import { attachSchedulingDeps } from './deps.js';
 import { holdsWorker } from './holds.js';
 import { moneyPort } from './money-adapter.js';
+import type { MoneyPort } from './money-port.js';
 import { bookingPageRoutes } from './page.js';
 import { calendarExportRoutes } from './calendar-export.js';
 import { bookingRoutes } from './routes.js';
@@ -10,21 +11,30 @@ import { classSessionFeed } from './class-sessions/feed.js';
 import { bookingFeed } from './feed.js';
 import { applyBookingRejection, bookingPush } from './sync.js';
 
-export const bookingsModule: PosdModule = {
-  name: 'bookings',
-  api(app, ctx) {
-    setSchedulingDeps(ctx, { money: moneyPort });
-    bookingRoutes(app, ctx);
-    classSessionRoutes(app, ctx);
-  },
-  root(app, ctx) {
-    bookingPageRoutes(app, ctx);
-    calendarExportRoutes(app, ctx);
-  },
-  workers: (ctx) => [holdsWorker(ctx)],
-  sync: {
-    push: { booking: bookingPush },
-    feed: { booking: bookingFeed, class_session: classSessionFeed },
-    rejections: { booking: applyBookingRejection },
-  },
-};
+/**
+ * The bookings module. `money` replaces the way into the money modules (tests inject faults at
+ * that boundary with it).
+ */
+export function createBookingsModule(opts: { money?: MoneyPort } = {}): PosdModule {
+  const deps = { money: opts.money ?? moneyPort };
+  return {
+    name: 'bookings',
+    api(app, ctx) {
+      attachSchedulingDeps(ctx, deps);
+      bookingRoutes(app, ctx);
+      classSessionRoutes(app, ctx);
+    },
+    root(app, ctx) {
+      bookingPageRoutes(app, ctx);
+      calendarExportRoutes(app, ctx);
+    },
+    workers: (ctx) => [holdsWorker(ctx)],
+    sync: {
+      push: { booking: bookingPush },
+      feed: { booking: bookingFeed, class_session: classSessionFeed },
+      rejections: { booking: applyBookingRejection },
+    },
+  };
+}
+
+export const bookingsModule = createBookingsModule();

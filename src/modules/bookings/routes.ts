@@ -5,8 +5,7 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
-import { AccountsService } from '../../accounts/service.js';
-import { errorResponses } from '../bookables/routes.js';
+import { accountsOf } from '../../accounts/service.js';
 import {
   BookingCreateBody, BookingListQuery, BookingSchema, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,
   TabItemBody, TabSchema,
@@ -17,35 +16,35 @@ import {
   tabOf, tabView,
 } from './service.js';
 import { viewFor } from './views.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { commitIdempotentResponse } from '../../api/idempotency.js';
 
 const iso = (s: string | undefined) => (s === undefined ? undefined : new Date(s).toISOString());
 
 export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['bookings'];
-  const accounts = new AccountsService(ctx.db, ctx.clock);
-  const one = { params: IdParams, response: { 201: BookingSchema, ...errorResponses } };
+  const accounts = accountsOf(ctx);
+  const one = { params: IdParams, response: { 201: BookingSchema, ...ErrorResponses } };
   const enabledAccount = (req: FastifyRequest) => {
     const account = requireAccount(req);
     requireBookingsEnabled(account);
     return account;
   };
 
-  app.post('/bookings', { schema: { tags, body: BookingCreateBody, response: { 201: BookingSchema, ...errorResponses } } }, async (req, reply) => {
+  app.post('/bookings', { schema: { tags, body: BookingCreateBody, response: { 201: BookingSchema, ...ErrorResponses } } }, async (req, reply) => {
     const view = viewFor(ctx, req);
     // The Idempotency-Key's answer commits with the booking, so a retry after a crash never books twice.
     const row = await createBookingGrouped(ctx, enabledAccount(req), req.body, (r) => commitIdempotentResponse(req, reply, 201, view(r)));
     return reply.code(201).send(view(row));
   });
 
-  app.post('/booking_series', { schema: { tags, body: SeriesCreateBody, response: { 201: SeriesSchema, ...errorResponses } } }, async (req, reply) => {
+  app.post('/booking_series', { schema: { tags, body: SeriesCreateBody, response: { 201: SeriesSchema, ...ErrorResponses } } }, async (req, reply) => {
     const s = createSeries(ctx, enabledAccount(req), req.body);
     const view = viewFor(ctx, req);
     return reply.code(201).send({ id: s.id, frequency: s.frequency, interval: s.interval, count: s.count, bookings: s.rows.map(view) });
   });
 
-  app.get('/bookings', { schema: { tags, querystring: BookingListQuery, response: { 200: Type.Array(BookingSchema), ...errorResponses } } }, async (req, reply) => {
+  app.get('/bookings', { schema: { tags, querystring: BookingListQuery, response: { 200: Type.Array(BookingSchema), ...ErrorResponses } } }, async (req, reply) => {
     // An organization key lists every account that takes bookings; one account must have them on.
     const enabled = req.auth.accountIds.filter((id) => {
       const a = accounts.account(id);
@@ -69,7 +68,7 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
   });
 
   // An organization key reads a booking of any of its accounts without naming it.
-  app.get('/bookings/:id', { schema: { tags, params: IdParams, response: { 200: BookingSchema, ...errorResponses } } }, async (req) => {
+  app.get('/bookings/:id', { schema: { tags, params: IdParams, response: { 200: BookingSchema, ...ErrorResponses } } }, async (req) => {
     const owner = req.auth.account ?? accounts.account(bookingAccountId(ctx, req.params.id) ?? '');
     if (!owner || !req.auth.accountIds.includes(owner.id)) throw notFound('booking', req.params.id);
     requireBookingsEnabled(owner);
@@ -113,7 +112,7 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
     reply.code(201).send(viewFor(ctx, req)(registerGuests(ctx, enabledAccount(req), req.params.id, req.body.guests))),
   );
 
-  const tab = { params: IdParams, response: { 200: TabSchema, 201: TabSchema, ...errorResponses } };
+  const tab = { params: IdParams, response: { 200: TabSchema, 201: TabSchema, ...ErrorResponses } };
   app.get('/service_tabs/:id', { schema: { tags, ...tab } }, async (req) => tabView(ctx, tabOf(ctx, enabledAccount(req), req.params.id)));
   app.post('/service_tabs/:id/items', { schema: { tags, ...tab, body: TabItemBody } }, async (req, reply) =>
     reply.code(201).send(tabView(ctx, addTabItem(ctx, enabledAccount(req), req.params.id, req.body))),

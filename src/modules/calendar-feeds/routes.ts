@@ -2,9 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
-import { errorResponses } from '../bookables/routes.js';
 import { createFeed, feedsOfResource, feedView } from './service.js';
-import { IdParams, Nullable } from '../../api/schemas.js';
+import { IdParams, Nullable, ErrorResponses } from '../../api/schemas.js';
 
 const FeedSchema = Type.Object({
   id: Type.String(),
@@ -19,10 +18,10 @@ const FeedBody = Type.Object({ label: Type.String({ minLength: 1, maxLength: 200
 
 export function feedRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['scheduling'];
-  app.post('/resources/:id/ical_feeds', { schema: { tags, params: IdParams, body: FeedBody, response: { 201: FeedSchema, ...errorResponses } } }, async (req, reply) =>
+  app.post('/resources/:id/ical_feeds', { schema: { tags, params: IdParams, body: FeedBody, response: { 201: FeedSchema, ...ErrorResponses } } }, async (req, reply) =>
     reply.code(201).send(feedView(await createFeed(ctx, requireAccount(req), req.params.id, req.body))),
   );
-  app.get('/resources/:id/ical_feeds', { schema: { tags, params: IdParams, response: { 200: Type.Array(FeedSchema), ...errorResponses } } }, async (req) =>
+  app.get('/resources/:id/ical_feeds', { schema: { tags, params: IdParams, response: { 200: Type.Array(FeedSchema), ...ErrorResponses } } }, async (req) =>
     feedsOfResource(ctx, requireAccount(req), req.params.id).map(feedView),
   );
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface FeedRow {
   id: string;
@@ -55,9 +56,4 @@ export function feedsStore(db: Db) {
 }
 export type FeedsStore = ReturnType<typeof feedsStore>;
 
-const stores = new WeakMap<object, FeedsStore>();
-export function feedsStoreOf(db: Db): FeedsStore {
-  let st = stores.get(db);
-  if (!st) stores.set(db, (st = feedsStore(db)));
-  return st;
-}
+export const feedsStoreOf = perDb(feedsStore);

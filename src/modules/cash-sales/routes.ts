@@ -1,10 +1,10 @@
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
-import { ErrorResponses } from '../ledger/schema.js';
 import { CashSaleBody, CashSaleSchema } from './schema.js';
 import { createCashSale } from './service.js';
 import { commitIdempotentResponse } from '../../api/idempotency.js';
+import { ErrorResponses } from '../../api/schemas.js';
 
 export function cashSaleRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface CashIntentRow {
   id: string;
@@ -36,13 +37,4 @@ export class CashSalesStore {
   }
 }
 
-const stores = new WeakMap<Db, CashSalesStore>();
-
-export function cashSalesStore(db: Db): CashSalesStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new CashSalesStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const cashSalesStore = perDb((db) => new CashSalesStore(db));

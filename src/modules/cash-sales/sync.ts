@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import type { Account } from '../../accounts/service.js';
 import { insertPaidCheckout } from '../checkouts/service.js';
 import { createIntent } from '../intents/service.js';
@@ -71,7 +71,7 @@ export const cashSalePush: PushKind<CashSaleRecord> = {
   consistent: (p) => p.cash_intent.intent_id === p.sale.id,
   malformed: 'cash_sale record without sale or cash_intent',
   apply(ctx, record) {
-    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    const account = accountsOf(ctx).account(record.account_id)!;
     applyStoreCashSale(ctx, account, record.payload);
   },
   totals: (p) => {

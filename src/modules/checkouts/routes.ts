@@ -4,8 +4,7 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
-import { ErrorResponses } from '../ledger/schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CheckoutSchema, CreateCheckoutBody, UpdateCheckoutBody } from './schema.js';
 import { createCheckout, getCheckoutIn, listCheckouts, updateCheckout } from './service.js';
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface CheckoutRow {
   id: string;
@@ -59,13 +60,4 @@ export class CheckoutsStore {
   }
 }
 
-const stores = new WeakMap<Db, CheckoutsStore>();
-
-export function checkoutsStore(db: Db): CheckoutsStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new CheckoutsStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const checkoutsStore = perDb((db) => new CheckoutsStore(db));

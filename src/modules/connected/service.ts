@@ -3,8 +3,8 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
-import { accountView } from '../accounts/routes.js';
+import { accountsOf, AccountsService, type Account } from '../../accounts/service.js';
+import { accountView } from '../../accounts/view.js';
 import { REQUIRED_DOCUMENTS, reviewDocuments, type DocumentType, type Documents } from './documents.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { taxInvoicingMachine, verificationMachine, type VerificationEvent } from './machine.js';
@@ -21,7 +21,7 @@ export class ConnectedService {
 
   constructor(private readonly ctx: AppContext) {
     this.store = connectedStore(ctx.db);
-    this.accounts = new AccountsService(ctx.db, ctx.clock);
+    this.accounts = accountsOf(ctx);
   }
 
   private now(): string {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface ProfileRow {
   account_id: string;
@@ -121,11 +122,5 @@ export class ConnectedStore {
   }
 }
 
-const stores = new WeakMap<Db, ConnectedStore>();
-
 /** The connected-profiles store of a database, its statements prepared once (sync applies one record at a time). */
-export function connectedStore(db: Db): ConnectedStore {
-  let s = stores.get(db);
-  if (!s) stores.set(db, (s = new ConnectedStore(db)));
-  return s;
-}
+export const connectedStore = perDb((db) => new ConnectedStore(db));

@@ -4,6 +4,7 @@ import type { Account } from '../../accounts/service.js';
 import { applyCoupons, redeemCoupons, type AppliedCoupon, type CouponResult } from './apply.js';
 import { codeKey } from './service.js';
 import type { CheckoutHooks } from '../checkouts/hooks.js';
+import { perDb } from '../../db/per-db.js';
 
 /**
  * The checkout hooks coupons declare (`checkout` in index.ts): which coupons a checkout carries (table
@@ -20,8 +21,7 @@ interface Row {
   position: number;
 }
 
-const stmts = new WeakMap<Db, ReturnType<typeof prepare>>();
-function prepare(db: Db) {
+const sql = perDb(function prepare(db: Db) {
   return {
     del: db.prepare('DELETE FROM checkout_coupons WHERE checkout_id = ?'),
     ins: db.prepare(
@@ -30,12 +30,7 @@ function prepare(db: Db) {
     ),
     list: db.prepare('SELECT * FROM checkout_coupons WHERE checkout_id = ? ORDER BY position'),
   };
-}
-function sql(db: Db) {
-  let s = stmts.get(db);
-  if (!s) stmts.set(db, (s = prepare(db)));
-  return s;
-}
+});
 
 /** Inside the checkout's transaction: what it carries now replaces what it carried. */
 export function recordCheckoutCoupons(ctx: AppContext, account: Account, checkoutId: string, codes: string[], result: CouponResult): void {

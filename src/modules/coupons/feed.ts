@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { CouponsService } from './service.js';
 import type { CouponRow } from './store.js';
 
@@ -8,7 +8,7 @@ import type { CouponRow } from './store.js';
 export const couponFeed: FeedApplier = (ctx, change) => {
   const row = (change.payload as { coupon?: Omit<CouponRow, 'status'> }).coupon;
   if (typeof row?.id !== 'string') return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(row.account_id);
+  const account = accountsOf(ctx).account(row.account_id);
   if (!account || account.live_mode !== (row.live_mode === 1)) return;
   if (!new CouponsService(ctx).applyCentral(row)) {
     ctx.log.warn({ coupon_id: row.id, code: row.code_key }, 'sync: a coupon of the central uses a code a coupon of this box holds; skipped');

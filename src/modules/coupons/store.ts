@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface CouponRow {
   id: string;
@@ -138,11 +139,5 @@ export class CouponsStore {
   }
 }
 
-const stores = new WeakMap<Db, CouponsStore>();
-
 /** The coupons store of a database, its statements prepared once (checkout pricing calls it on every checkout). */
-export function couponsStore(db: Db): CouponsStore {
-  let s = stores.get(db);
-  if (!s) stores.set(db, (s = new CouponsStore(db)));
-  return s;
-}
+export const couponsStore = perDb((db) => new CouponsStore(db));

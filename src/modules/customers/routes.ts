@@ -4,14 +4,13 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { tx } from '../../db/database.js';
-import { AccountsService } from '../../accounts/service.js';
-import { ErrorResponses } from '../ledger/schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { accountsOf } from '../../accounts/service.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CustomerBody, CustomerList, CustomerSchema } from './schema.js';
 import { findOrCreateCustomerRow, listCustomers, requireCustomer } from './service.js';
 
 export function customerRoutes(app: ApiApp, ctx: AppContext): void {
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
 
   /** Find-or-create by e-mail: 201 when made, 200 with the existing customer. */
   app.post(

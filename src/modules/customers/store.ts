@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface CustomerRow {
   id: string;
@@ -68,13 +69,4 @@ export class CustomersStore {
   }
 }
 
-const stores = new WeakMap<Db, CustomersStore>();
-
-export function customersStore(db: Db): CustomersStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new CustomersStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const customersStore = perDb((db) => new CustomersStore(db));

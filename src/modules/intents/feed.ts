@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { applyCentralIntent, type FeedIntent } from './service.js';
 
 // An intent made or changed at the central (an online payment, a sale at the central): held here
@@ -7,7 +7,7 @@ import { applyCentralIntent, type FeedIntent } from './service.js';
 export const intentFeed: FeedApplier = (ctx, change) => {
   const intent = change.payload as unknown as FeedIntent;
   if (typeof intent.id !== 'string') return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(intent.account_id);
+  const account = accountsOf(ctx).account(intent.account_id);
   if (!account || account.live_mode !== intent.live_mode) return;
   applyCentralIntent(ctx, intent);
 };

@@ -2,8 +2,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope } from '../../api/auth.js';
 import { notFound } from '../../errors.js';
-import { ErrorResponses } from '../ledger/schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { intentDocument } from './document.js';
 import { IntentDocumentSchema } from './schema.js';
 

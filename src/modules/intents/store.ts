@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface IntentRow {
   id: string;
@@ -81,16 +82,7 @@ export class IntentsStore {
   }
 }
 
-const stores = new WeakMap<Db, IntentsStore>();
-
-export function intentsStore(db: Db): IntentsStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new IntentsStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const intentsStore = perDb((db) => new IntentsStore(db));
 
 export interface SalesTotalRow {
   method: string;

@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from './service.js';
 
 /**
@@ -13,7 +13,7 @@ import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction 
 export const balanceTransactionFeed: FeedApplier = (ctx, change) => {
   const t = change.payload as unknown as BalanceTransaction;
   if (typeof t.id !== 'string' || hasBalanceTransaction(ctx, t.id)) return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(t.account_id);
+  const account = accountsOf(ctx).account(t.account_id);
   if (!account || account.live_mode !== t.live_mode) return; // an account this box does not serve
   postBalanceTransaction(ctx, {
     id: t.id,

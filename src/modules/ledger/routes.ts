@@ -6,8 +6,8 @@ import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { BalanceSchema } from '../accounts/schema.js';
 import { balancesFor, getBalanceTransaction, listBalanceTransactions } from './service.js';
-import { BalanceTransactionQuery, BalanceTransactionSchema, ErrorResponses } from './schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { BalanceTransactionQuery, BalanceTransactionSchema } from './schema.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 
 const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 

@@ -1,8 +1,5 @@
 import { Type } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
-import { IdParams, errorBodies } from '../../api/schemas.js';
-
-export const ErrorResponses = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
 export const BALANCE_TRANSACTION_TYPES = ['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment'] as const;
 

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import type { Config } from '../../config.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
 import { ledgerStore, type BalanceTransactionRow, type LedgerFilter, type LedgerTotalRow } from './store.js';
 import { appendFeedChange } from '../../outbox/feed-changes.js';
 import { rowOrigin } from '../../outbox/origins.js';
@@ -126,7 +126,7 @@ export interface Balance {
  * pending. Every currency the account holds appears, at zero when it has no rows.
  */
 export function balancesFor(ctx: AppContext, accountIds: string[], liveMode: boolean): Balance[] {
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   const rows = ledgerStore(ctx.db).balances(accountIds, liveMode);
   const out: Balance[] = [];
   for (const id of accountIds) {

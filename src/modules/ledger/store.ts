@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface BalanceTransactionRow {
   seq: number;
@@ -131,13 +132,4 @@ export class LedgerStore {
   }
 }
 
-const stores = new WeakMap<Db, LedgerStore>();
-
-export function ledgerStore(db: Db): LedgerStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new LedgerStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const ledgerStore = perDb((db) => new LedgerStore(db));

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { salesByMethod } from '../intents/service.js';
 import { listTerminals } from '../terminals/service.js';
 import { listCommands } from '../terminals/commands/service.js';
@@ -11,7 +11,7 @@ const OPEN_STATES = ['pending', 'dispatched', 'cancel_requested'];
 
 /** Every account of the installation, live and sandbox apart: the page is installation-wide. */
 function scopes(ctx: AppContext): Array<{ accountIds: string[]; liveMode: boolean }> {
-  const all = new AccountsService(ctx.db, ctx.clock).accounts();
+  const all = accountsOf(ctx).accounts();
   return [true, false]
     .map((liveMode) => ({ liveMode, accountIds: all.filter((a) => a.live_mode === liveMode).map((a) => a.id) }))
     .filter((s) => s.accountIds.length > 0);

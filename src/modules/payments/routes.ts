@@ -2,8 +2,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { ApiError, notFound } from '../../errors.js';
-import { ErrorResponses } from '../ledger/schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { PayBody, PayResult, PaymentIntentPatch, PaymentIntentSchema } from './schema.js';
 import { getPaymentIntent, setPaymentIntentTaxInvoiceUrl, settleCheckoutPayment } from './service.js';
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface PaymentIntentRow {
   id: string;
@@ -61,13 +62,4 @@ export class PaymentsStore {
   }
 }
 
-const stores = new WeakMap<Db, PaymentsStore>();
-
-export function paymentsStore(db: Db): PaymentsStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new PaymentsStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const paymentsStore = perDb((db) => new PaymentsStore(db));

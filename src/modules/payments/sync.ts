@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
@@ -116,7 +116,7 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
     consistent: (p) => p.checkout.id === p.payment_intent.checkout_id,
     malformed: `${kind} record without payment_intent, intent or checkout`,
     apply(ctx, record) {
-      const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+      const account = accountsOf(ctx).account(record.account_id)!;
       applyStorePayment(ctx, account, record.payload);
     },
     totals: (p) => {

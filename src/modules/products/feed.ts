@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { applyCentralProduct, type FeedProduct } from './service.js';
 
 // The catalogue is managed at the central: a product made or changed there (name, status, new
@@ -7,7 +7,7 @@ import { applyCentralProduct, type FeedProduct } from './service.js';
 export const productFeed: FeedApplier = (ctx, change) => {
   const p = change.payload as unknown as FeedProduct;
   if (typeof p.product?.id !== 'string' || !Array.isArray(p.prices)) return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(p.product.account_id);
+  const account = accountsOf(ctx).account(p.product.account_id);
   if (!account || account.live_mode !== (p.product.live_mode === 1)) return;
   applyCentralProduct(ctx, p);
 };

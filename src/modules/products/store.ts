@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface ProductRow {
   id: string;
@@ -97,13 +98,4 @@ export class ProductsStore {
   }
 }
 
-const stores = new WeakMap<Db, ProductsStore>();
-
-export function productsStore(db: Db): ProductsStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new ProductsStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const productsStore = perDb((db) => new ProductsStore(db));

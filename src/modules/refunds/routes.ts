@@ -3,8 +3,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { notFound } from '../../errors.js';
-import { ErrorResponses } from '../ledger/schema.js';
-import { IdParams } from '../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { getRefund, refundPaymentIntent } from './service.js';
 
 const NS = Type.Union([Type.String(), Type.Null()]);

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface RefundRow {
   id: string;
@@ -43,13 +44,4 @@ export class RefundsStore {
   }
 }
 
-const stores = new WeakMap<Db, RefundsStore>();
-
-export function refundsStore(db: Db): RefundsStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new RefundsStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const refundsStore = perDb((db) => new RefundsStore(db));

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
@@ -81,7 +81,7 @@ export const refundPush: PushKind<RefundRecord> = {
   payload: RefundPayload,
   malformed: 'refund record without refund',
   apply(ctx, record) {
-    const account = new AccountsService(ctx.db, ctx.clock).account(record.account_id)!;
+    const account = accountsOf(ctx).account(record.account_id)!;
     const conflict = applyStoreRefund(ctx, account, record.payload);
     if (conflict) return `payment ${record.payload.refund.payment_intent_id} was already refunded at the central by ${conflict.conflictingRefundId}`;
   },

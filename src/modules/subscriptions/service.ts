@@ -5,7 +5,7 @@ import { ApiError, invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { subscriptionRecord } from './sync.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, AccountsService, type Account } from '../../accounts/service.js';
 import { createCheckout } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
 import { getCustomer } from '../customers/service.js';
@@ -26,7 +26,7 @@ export class SubscriptionsService {
 
   constructor(private readonly ctx: AppContext) {
     this.store = new SubscriptionsStore(ctx.db);
-    this.accounts = new AccountsService(ctx.db, ctx.clock);
+    this.accounts = accountsOf(ctx);
   }
 
   private now(): string {

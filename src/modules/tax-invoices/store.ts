@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface TaxInvoiceRow {
   id: string;
@@ -53,13 +54,4 @@ export class TaxInvoicesStore {
   }
 }
 
-const stores = new WeakMap<Db, TaxInvoicesStore>();
-
-export function taxInvoicesStore(db: Db): TaxInvoicesStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new TaxInvoicesStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const taxInvoicesStore = perDb((db) => new TaxInvoicesStore(db));

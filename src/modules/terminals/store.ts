@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface TerminalRow {
   id: string;
@@ -17,14 +18,8 @@ export interface TerminalRow {
   retired_at: string | null;
 }
 
-const stores = new WeakMap<Db, ReturnType<typeof makeStore>>();
-
 /** Every SQL statement of the terminal registry, prepared once per database. */
-export function terminalsStore(db: Db) {
-  let s = stores.get(db);
-  if (!s) stores.set(db, (s = makeStore(db)));
-  return s;
-}
+export const terminalsStore = perDb(makeStore);
 
 function makeStore(db: Db) {
   const insert = db.prepare(

@@ -5,7 +5,6 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError } from '../../errors.js';
-import { errorResponses } from '../bank-accounts/schema.js';
 import {
   AdvanceWithdrawalBody,
   CreateTransferBody,
@@ -18,20 +17,21 @@ import {
 } from './schema.js';
 import { createTransfer, getTransfer, listTransfers } from './service.js';
 import { advanceWithdrawal, createWithdrawal, getWithdrawal, listWithdrawals } from './withdrawals.js';
+import { ErrorResponses } from '../../api/schemas.js';
 
 export function transferRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['transfers'];
 
   app.post(
     '/transfers',
-    { schema: { tags, body: CreateTransferBody, response: { 201: TransferSchema, ...errorResponses } } },
+    { schema: { tags, body: CreateTransferBody, response: { 201: TransferSchema, ...ErrorResponses } } },
     // The Idempotency-Key's answer commits with the money movement.
     async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createTransfer(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
     '/transfers',
-    { schema: { tags, querystring: TransferListQuery, response: { 200: Type.Array(TransferSchema), ...errorResponses } } },
+    { schema: { tags, querystring: TransferListQuery, response: { 200: Type.Array(TransferSchema), ...ErrorResponses } } },
     async (req, reply) => {
       const page = pageOf(req.query);
       const { rows, total } = listTransfers(ctx, readScope(req), { kind: req.query.kind }, page.limit, page.offset);
@@ -42,19 +42,19 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/transfers/:id',
-    { schema: { tags, params: IdParams, response: { 200: TransferSchema, ...errorResponses } } },
+    { schema: { tags, params: IdParams, response: { 200: TransferSchema, ...ErrorResponses } } },
     async (req) => getTransfer(ctx, readScope(req), req.params.id),
   );
 
   app.post(
     '/withdrawals',
-    { schema: { tags: ['withdrawals'], body: CreateWithdrawalBody, response: { 201: WithdrawalSchema, ...errorResponses } } },
+    { schema: { tags: ['withdrawals'], body: CreateWithdrawalBody, response: { 201: WithdrawalSchema, ...ErrorResponses } } },
     async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createWithdrawal(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
     '/withdrawals',
-    { schema: { tags: ['withdrawals'], querystring: WithdrawalListQuery, response: { 200: Type.Array(WithdrawalSchema), ...errorResponses } } },
+    { schema: { tags: ['withdrawals'], querystring: WithdrawalListQuery, response: { 200: Type.Array(WithdrawalSchema), ...ErrorResponses } } },
     async (req, reply) => {
       const page = pageOf(req.query);
       const { rows, total } = listWithdrawals(ctx, readScope(req), { status: req.query.status }, page.limit, page.offset);
@@ -65,14 +65,14 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/withdrawals/:id',
-    { schema: { tags: ['withdrawals'], params: IdParams, response: { 200: WithdrawalSchema, ...errorResponses } } },
+    { schema: { tags: ['withdrawals'], params: IdParams, response: { 200: WithdrawalSchema, ...ErrorResponses } } },
     async (req) => getWithdrawal(ctx, readScope(req), req.params.id),
   );
 
   // gaps.md: sandbox test helpers answer 404 to live keys, as if they did not exist.
   app.post(
     '/test_helpers/withdrawals/:id/advance',
-    { schema: { tags: ['test helpers'], params: IdParams, body: AdvanceWithdrawalBody, response: { 200: WithdrawalSchema, ...errorResponses } } },
+    { schema: { tags: ['test helpers'], params: IdParams, body: AdvanceWithdrawalBody, response: { 200: WithdrawalSchema, ...ErrorResponses } } },
     async (req) => {
       const account = requireAccount(req);
       if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });

@@ -4,7 +4,7 @@ import { newId } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
-import { AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
 import { postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { transfersStore, type TransferRow } from './store.js';
 import { syncPayload, transferEventPayload, transferView } from './views.js';
@@ -38,7 +38,7 @@ export function debitOrRefuse(ctx: AppContext, input: Parameters<typeof postBala
  * to the sender, `transfer.received` to the recipient and the sync record commit together.
  */
 export function createTransfer(ctx: AppContext, sender: Account, input: CreateTransferInput): TransferView {
-  const accounts = new AccountsService(ctx.db, ctx.clock);
+  const accounts = accountsOf(ctx);
   const recipient = accounts.account(input.recipient_id);
   if (input.recipient_id === sender.id) throw invalid({ recipient_id: 'must be another account than the sender' });
   if (!recipient || recipient.live_mode !== sender.live_mode) {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface TransferRow {
   id: string;
@@ -103,13 +104,4 @@ class TransfersStore {
   }
 }
 
-const stores = new WeakMap<Db, TransfersStore>();
-
-export function transfersStore(db: Db): TransfersStore {
-  let store = stores.get(db);
-  if (!store) {
-    store = new TransfersStore(db);
-    stores.set(db, store);
-  }
-  return store;
-}
+export const transfersStore = perDb((db) => new TransfersStore(db));

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { pathTo, type WithdrawalStatus } from './machine.js';
 import { transfersStore, type TransferRow } from './store.js';
@@ -48,7 +48,7 @@ export function applyStoreTransfer(ctx: AppContext, accountId: string, record: T
   // Ledger rows may only touch the sender and, for a peer transfer, its recipient.
   const allowed = new Set([accountId]);
   if (row.kind === 'peer' && row.recipient_account_id) {
-    const recipient = new AccountsService(ctx.db, ctx.clock).account(row.recipient_account_id);
+    const recipient = accountsOf(ctx).account(row.recipient_account_id);
     if (!recipient || recipient.live_mode !== t.live_mode) return `recipient ${row.recipient_account_id} is unknown at the central`;
     allowed.add(recipient.id);
   }

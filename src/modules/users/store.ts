@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
 
 export interface UserRow {
   id: string;
@@ -45,13 +46,4 @@ export class UsersStore {
   }
 }
 
-const stores = new WeakMap<Db, UsersStore>();
-
-export function usersStore(db: Db): UsersStore {
-  let s = stores.get(db);
-  if (!s) {
-    s = new UsersStore(db);
-    stores.set(db, s);
-  }
-  return s;
-}
+export const usersStore = perDb((db) => new UsersStore(db));

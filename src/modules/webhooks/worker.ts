@@ -4,7 +4,7 @@ import { Agent } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { deliveryBody } from './body.js';
-import { AccountsService } from '../../accounts/service.js';
+import { accountsOf, AccountsService } from '../../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';
@@ -109,7 +109,7 @@ export class DeliveryWorker implements Worker {
   ) {
     this.store = webhooksStore(ctx.db);
     this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
-    this.accounts = new AccountsService(ctx.db, ctx.clock);
+    this.accounts = accountsOf(ctx);
     const t = ctx.config.webhooks.timeout_ms;
     this.agent = new Agent({
       connect: { lookup: guard.lookup(), timeout: t },

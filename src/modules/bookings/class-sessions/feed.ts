@@ -1,5 +1,5 @@
 import type { FeedApplier } from '../../../sync/registry.js';
-import { AccountsService } from '../../../accounts/service.js';
+import { accountsOf } from '../../../accounts/service.js';
 import { applyCentralClassSession, type FeedClassSession } from './service.js';
 
 // A class session scheduled or cancelled at the central: held here with the central's id, and the
@@ -7,7 +7,7 @@ import { applyCentralClassSession, type FeedClassSession } from './service.js';
 export const classSessionFeed: FeedApplier = (ctx, change) => {
   const p = change.payload as unknown as FeedClassSession;
   if (typeof p.session?.id !== 'string' || !Array.isArray(p.occupancy)) return;
-  const account = new AccountsService(ctx.db, ctx.clock).account(p.session.account_id);
+  const account = accountsOf(ctx).account(p.session.account_id);
   if (!account || account.live_mode !== (p.session.live_mode === 1)) return;
   applyCentralClassSession(ctx, p);
 };

@@ -3,18 +3,17 @@ import type { ApiApp } from '../../../api/module.js';
 import type { AppContext } from '../../../context.js';
 import { readScope, requireAccount } from '../../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../../api/pagination.js';
-import { errorResponses } from '../../bookables/routes.js';
 import { ClassSessionCreateBody, ClassSessionListQuery, ClassSessionSchema } from './schema.js';
 import { classSessionRow, classSessionView, createClassSession, listClassSessions } from './service.js';
 import { cancelClassSession } from './cancel.js';
-import { IdParams } from '../../../api/schemas.js';
+import { IdParams, ErrorResponses } from '../../../api/schemas.js';
 
 export function classSessionRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['scheduling'];
-  app.post('/class_sessions', { schema: { tags, body: ClassSessionCreateBody, response: { 201: ClassSessionSchema, ...errorResponses } } }, async (req, reply) =>
+  app.post('/class_sessions', { schema: { tags, body: ClassSessionCreateBody, response: { 201: ClassSessionSchema, ...ErrorResponses } } }, async (req, reply) =>
     reply.code(201).send(createClassSession(ctx, requireAccount(req), req.body)),
   );
-  app.get('/class_sessions', { schema: { tags, querystring: ClassSessionListQuery, response: { 200: Type.Array(ClassSessionSchema), ...errorResponses } } }, async (req, reply) => {
+  app.get('/class_sessions', { schema: { tags, querystring: ClassSessionListQuery, response: { 200: Type.Array(ClassSessionSchema), ...ErrorResponses } } }, async (req, reply) => {
     const page = pageOf(req.query);
     const q = req.query;
     const { rows, total } = listClassSessions(
@@ -26,10 +25,10 @@ export function classSessionRoutes(app: ApiApp, ctx: AppContext): void {
     setPageHeaders(req, reply, page, total);
     return rows;
   });
-  app.get('/class_sessions/:id', { schema: { tags, params: IdParams, response: { 200: ClassSessionSchema, ...errorResponses } } }, async (req) =>
+  app.get('/class_sessions/:id', { schema: { tags, params: IdParams, response: { 200: ClassSessionSchema, ...ErrorResponses } } }, async (req) =>
     classSessionView(ctx, classSessionRow(ctx, requireAccount(req), req.params.id)),
   );
-  app.post('/class_sessions/:id/cancellation', { schema: { tags, params: IdParams, response: { 201: ClassSessionSchema, ...errorResponses } } }, async (req, reply) =>
+  app.post('/class_sessions/:id/cancellation', { schema: { tags, params: IdParams, response: { 201: ClassSessionSchema, ...ErrorResponses } } }, async (req, reply) =>
     reply.code(201).send(await cancelClassSession(ctx, requireAccount(req), req.params.id)),
   );
 }

@@ -10,6 +10,7 @@ import { classSessionsStore, type ClassSessionRow, type ClassSessionsStore, type
 import type { ClassSessionCreate, ClassSessionView } from './schema.js';
 import { appendFeedChange } from '../../../outbox/feed-changes.js';
 import { replaceOccupancy, type Occupancy } from '../feed-apply.js';
+import { perDb } from '../../../db/per-db.js';
 
 /** A class session as the feed carries it: its row and the staff and resource time it holds. */
 export interface FeedClassSession {
@@ -36,11 +37,9 @@ export function applyCentralClassSession(ctx: AppContext, p: FeedClassSession): 
   replaceOccupancy(ctx, p.session.id, p.session.account_id, p.session.live_mode === 1, p.occupancy);
 }
 
-const stores = new WeakMap<object, ClassSessionsStore>();
+const stores = perDb(classSessionsStore);
 export function storeOf(ctx: AppContext): ClassSessionsStore {
-  let s = stores.get(ctx.db);
-  if (!s) stores.set(ctx.db, (s = classSessionsStore(ctx.db)));
-  return s;
+  return stores(ctx.db);
 }
 
 export function classSessionRow(ctx: AppContext, account: Account, id: string): ClassSessionRow {

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../../context.js';
-import { AccountsService, type Account } from '../../../accounts/service.js';
+import { accountsOf, type Account } from '../../../accounts/service.js';
 import { tx } from '../../../db/database.js';
 import { isoTime } from '../../../clock.js';
 import { newId } from '../../../ids.js';
@@ -215,7 +215,7 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
     // `terminal_payment` sync record in this same transaction. A terminal-confirmed cancel moves
     // no money: the checkout returns to unpaid.
     if (effect.type === 'sendCancel') continue;
-    const account = new AccountsService(ctx.db, ctx.clock).account(row.account_id);
+    const account = accountsOf(ctx).account(row.account_id);
     if (!account) throw new Error(`command ${row.id}: account ${row.account_id} is gone`);
     if (effect.type === 'settle') {
       settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result: effect.params as SettleParams });

@@ -1,5 +1,6 @@
 import type { Db } from '../../../db/database.js';
 import type { CommandStatus } from './machine.js';
+import { perDb } from '../../../db/per-db.js';
 
 export interface CommandRow {
   seq: number;
@@ -39,14 +40,8 @@ export interface CommandFilters {
   external_id?: string;
 }
 
-const stores = new WeakMap<Db, ReturnType<typeof makeStore>>();
-
 /** Every SQL statement of terminal session commands, prepared once per database. */
-export function commandsStore(db: Db) {
-  let s = stores.get(db);
-  if (!s) stores.set(db, (s = makeStore(db)));
-  return s;
-}
+export const commandsStore = perDb(makeStore);
 
 function makeStore(db: Db) {
   const withTerminal = `SELECT c.*, t.availability AS terminal_availability FROM terminal_commands c JOIN terminals t ON t.id = c.terminal_id`;

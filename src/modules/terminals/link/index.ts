@@ -1,7 +1,7 @@
 import { WebSocketServer } from 'ws';
 import type { ApiApp, Worker } from '../../../api/module.js';
 import type { AppContext } from '../../../context.js';
-import { MAX_MESSAGE_BYTES, realClock, type Clock as Scheduler, type PortOpener } from '../../../../devices/index.js';
+import { MAX_MESSAGE_BYTES, type PortOpener } from '../../../../devices/index.js';
 import { TerminalBridge } from './bridge.js';
 import { SerialPorts } from './serial-ports.js';
 
@@ -22,15 +22,6 @@ export function useSerialOpener(ctx: AppContext, open: PortOpener): void {
   openers.set(ctx, open);
 }
 
-/**
- * Timers follow the injected clock when it can schedule (a test's ManualClock from devices/), so
- * dispatch timeouts are tested by moving time, not by sleeping.
- */
-function schedulerOf(ctx: AppContext): Scheduler {
-  const c = ctx.clock as Partial<Scheduler>;
-  return typeof c.setTimeout === 'function' && typeof c.clearTimeout === 'function' ? (c as Scheduler) : realClock();
-}
-
 /** The one bridge of a running daemon. */
 export function bridgeOf(ctx: AppContext): TerminalBridge {
   return bridging(ctx).bridge;
@@ -39,9 +30,9 @@ export function bridgeOf(ctx: AppContext): TerminalBridge {
 function bridging(ctx: AppContext): Bridging {
   let b = bridges.get(ctx);
   if (!b) {
-    const scheduler = schedulerOf(ctx);
-    const bridge = new TerminalBridge(ctx, scheduler);
-    b = { bridge, serial: new SerialPorts(ctx, bridge, scheduler, openers.get(ctx)) };
+    // Timers follow the injected clock, so dispatch timeouts are tested by moving time, not by sleeping.
+    const bridge = new TerminalBridge(ctx, ctx.clock);
+    b = { bridge, serial: new SerialPorts(ctx, bridge, ctx.clock, openers.get(ctx)) };
     bridges.set(ctx, b);
   }
   return b;

@@ -11,7 +11,7 @@ import { subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
 import { subscriptionMachine } from './machine.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
-import type { CheckoutHooks } from '../checkouts/hooks.js';
+import type { CheckoutHooks } from '../checkouts/schema.js';
 
 /**
  * Spec 3.5 "(none) → active on purchase of a recurring product": called by the payment settlement,

@@ -278,3 +278,5 @@ export class SubscriptionsService {
     });
   }
 }
+
+export { addInterval } from './periods.js';

@@ -221,7 +221,7 @@ export class ContractsService {
   viewed(token: string): ContractRow | undefined {
     return tx(this.ctx.db, () => {
       const row = this.store.byToken(token);
-      if (!row || row.status !== 'sent') return row;
+      if (row?.status !== 'sent') return row;
       return this.move(row, { type: 'VIEW' }, { viewed_at: this.now() });
     });
   }

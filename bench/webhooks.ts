@@ -38,7 +38,7 @@ async function rawLoop(url: string, body: string, seconds: number): Promise<Rate
   const end = performance.now() + seconds * 1000;
   const cpu0 = process.cpuUsage();
   let done = 0;
-  const headers = { 'content-type': 'application/json', 'webhook-id': 'msg_0000000000000000', 'webhook-timestamp': '1700000000', 'webhook-signature': 'v1,' + 'A'.repeat(44) };
+  const headers = { 'content-type': 'application/json', 'webhook-id': 'msg_0000000000000000', 'webhook-timestamp': '1700000000', 'webhook-signature': `v1,${'A'.repeat(44)}` };
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {

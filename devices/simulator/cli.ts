@@ -54,7 +54,7 @@ export async function main(argv: string[]): Promise<void> {
   });
   sim.on('event', ({ event, data }) => {
     const line = { at: new Date().toISOString(), terminal_id: o.terminalId, event, data };
-    process.stdout.write(JSON.stringify(line, replacer) + '\n');
+    process.stdout.write(`${JSON.stringify(line, replacer)}\n`);
   });
 
   let stopping = false;

@@ -45,7 +45,7 @@ export class AccountsStore {
   private writes = 0;
   private readonly dataVersion;
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.stmts = {
       insertOrg: db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (@id, @name, @created_at)'),

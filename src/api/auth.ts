@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-import { AccountsService, hashKey, type Account, type Environment, type KeyKind } from '../accounts/service.js';
+import { type AccountsService, hashKey, type Account, type Environment, type KeyKind } from '../accounts/service.js';
 
 /** Who is calling and on which accounts they act: set on every `/api` request by `authenticate`. */
 export interface AuthContext {

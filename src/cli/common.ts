@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { loadConfigLayers, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';

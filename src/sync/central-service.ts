@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import { tx } from '../db/database.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
-import { accountsOf, AccountsService, type Account } from '../accounts/service.js';
+import { accountsOf, type AccountsService, type Account } from '../accounts/service.js';
 import { SyncRejection, type SyncOrigin, type SyncRegistry } from './registry.js';
 import { syncStore, type FactRow, type FeedRow, type ReceivedRow } from './store.js';
 import { withFeedOrigin } from '../outbox/feed-changes.js';

@@ -49,6 +49,7 @@ export type Refusal = string | { reason: string; code: string | null } | null | 
  * (rules between fields a schema cannot state) before `apply` runs; a payload failing either is
  * refused with `malformed` and no code (the store changes nothing on such a refusal).
  */
+// biome-ignore lint/suspicious/noExplicitAny: a registry holds kinds of every payload type; each module's declaration is typed.
 export interface PushKind<P = any> {
   payload?: TSchema;
   consistent?(payload: P): boolean;

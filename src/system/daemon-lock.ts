@@ -67,7 +67,7 @@ export function acquireDaemonLock(config: Pick<Config, 'data_dir'>): () => void 
   const other = runningDaemon(config);
   if (other !== null) throw new DaemonRunningError(other, config.data_dir);
   // `pid starttime`: the start time tells this process from a later one given the same pid.
-  const mine = `${process.pid} ${startTime(process.pid) ?? ''}`.trimEnd() + '\n';
+  const mine = `${`${process.pid} ${startTime(process.pid) ?? ''}`.trimEnd()}\n`;
   try {
     writeFileSync(file, mine, { mode: 0o600, flag: 'wx' });
   } catch (err) {

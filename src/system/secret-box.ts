@@ -25,7 +25,7 @@ export class SecretBox {
     if (!existsSync(file)) {
       // 'wx' fails if another process made it meanwhile; then we read theirs.
       try {
-        writeFileSync(file, randomBytes(32).toString('base64') + '\n', { flag: 'wx', mode: 0o600 });
+        writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { flag: 'wx', mode: 0o600 });
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }

@@ -33,7 +33,7 @@ beforeAll(async () => {
   const revokedTest = accounts.createKey({ accountId: platformSbx, environment: 'test' });
   accounts.revokeKey(revokedTest.prefix);
   // A live account holding a test key: data from before "live accounts hold no test keys".
-  const mismatched = 'sk_test_' + 'M'.repeat(32);
+  const mismatched = `sk_test_${'M'.repeat(32)}`;
   accounts.insertKeyHash({
     id: newId('key'),
     prefix: keyDisplayPrefix(mismatched),
@@ -66,13 +66,13 @@ describe('authentication (spec section 5)', () => {
   });
 
   it('an invalid key answers 401 invalid_key', async () => {
-    const r = await s.api('GET', '/test', { key: 'sk_live_' + 'x'.repeat(32) });
+    const r = await s.api('GET', '/test', { key: `sk_live_${'x'.repeat(32)}` });
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('invalid_key');
   });
 
   it('a masked key never authenticates, even when its visible part is right', async () => {
-    const masked = keys.live.slice(0, 12) + '****';
+    const masked = `${keys.live.slice(0, 12)}****`;
     const r = await s.api('GET', '/test', { key: masked });
     expect(r.status).toBe(401);
     expect(r.body.code).toBe('masked_key');
@@ -85,7 +85,7 @@ describe('authentication (spec section 5)', () => {
   });
 
   it('a test key that no longer exists answers 401 pointing to the sandbox', async () => {
-    for (const key of [keys.revokedTest, 'sk_test_' + 'z'.repeat(32)]) {
+    for (const key of [keys.revokedTest, `sk_test_${'z'.repeat(32)}`]) {
       const r = await s.api('GET', '/test', { key });
       expect(r.status).toBe(401);
       expect(r.body.code).toBe('test_key_not_found');

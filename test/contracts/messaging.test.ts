@@ -8,7 +8,7 @@ let s: TestServer;
 let gateway: Server;
 let gatewayStatus = 200;
 const received: Array<{ auth: string | undefined; body: { to: string; text: string } }> = [];
-let waiting: Array<() => void> = [];
+const waiting: Array<() => void> = [];
 const nextMessage = async (n: number) => {
   while (received.length < n) await new Promise<void>((r) => waiting.push(r));
   return received[n - 1];

@@ -13,7 +13,7 @@ import { balancesFor, postBalanceTransaction } from '../../src/modules/ledger/se
 import { createCheckout } from '../../src/modules/checkouts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { refundPaymentIntent } from '../../src/modules/refunds/service.js';
-import { ApiError } from '../../src/errors.js';
+import type { ApiError } from '../../src/errors.js';
 
 type Op =
   | { kind: 'charge'; account: number; currency: 'GTQ' | 'USD'; amount: number; fail: boolean }

@@ -47,7 +47,7 @@ describe('posd doctor', () => {
     expect(check(bad.report, 'data folder permissions')).toMatchObject({ ok: false, fix: `chmod 0750 ${data}` });
     expect(check(bad.report, 'database integrity')).toMatchObject({ ok: true });
     expect(check(bad.report, 'schema version')?.detail).toMatch(/\(current\)$/);
-    expect(bad.text).toMatch(/^FAIL  last backup\s+no backup has been taken\n\s+-> run posd backup now/m);
+    expect(bad.text).toMatch(/^FAIL {2}last backup\s+no backup has been taken\n\s+-> run posd backup now/m);
     expect(bad.text).toMatch(/2 problem\(s\) found\n$/);
 
     chmodSync(data, 0o750);

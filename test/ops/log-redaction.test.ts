@@ -81,7 +81,7 @@ describe('secrets never reach the logs', () => {
     const status = await page.get('/');
     const csrf = PageClient.csrf(status.text);
     secrets.add(csrf);
-    expect((await page.post('/logout', { _csrf: 'x' + csrf })).status).toBe(403);
+    expect((await page.post('/logout', { _csrf: `x${csrf}` })).status).toBe(403);
     expect((await page.post('/logout', { _csrf: csrf })).status).toBe(303);
 
     expect((await call('/metrics', { authorization: `Bearer ${metricsToken}x` })).status).toBe(401);

@@ -98,7 +98,7 @@ describe('class sessions', () => {
     expect(third.body.id).toBe(c.id);
 
     // Every paid seat refunded exactly once; the unpaid seat not at all.
-    const refunds = rows(s, 'SELECT payment_intent_id, count(*) AS n FROM refunds WHERE payment_intent_id IN (' + [...intentOf.keys()].map(() => '?').join(',') + ') GROUP BY payment_intent_id', ...intentOf.keys());
+    const refunds = rows(s, `SELECT payment_intent_id, count(*) AS n FROM refunds WHERE payment_intent_id IN (${[...intentOf.keys()].map(() => '?').join(',')}) GROUP BY payment_intent_id`, ...intentOf.keys());
     expect(refunds).toHaveLength(5);
     expect(refunds.every((r) => r.n === 1)).toBe(true);
     // Refund attempts: 5 the first time (2 failed), 2 the second (1 failed), 1 the third.

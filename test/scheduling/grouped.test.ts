@@ -10,7 +10,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { createBookingGrouped } from '../../src/modules/bookings/service.js';
 import { bookingsStore } from '../../src/modules/bookings/store.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { customer, ok, rows, salon } from './helpers.js';
+import { customer, rows, salon } from './helpers.js';
 
 describe('the overlap check (occupancy read by where it ends)', () => {
   let dir: string;

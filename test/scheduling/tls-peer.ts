@@ -29,7 +29,7 @@ export async function startCalendarPeer(): Promise<CalendarPeer> {
   const cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
   rmSync(dir, { recursive: true, force: true });
   const peer: CalendarPeer = { url: '', ca: cert, respond: { status: 200, body: '' }, hits: 0, close: async () => undefined };
-  const server: Server = createServer({ key, cert }, (req, res) => {
+  const server: Server = createServer({ key, cert }, (_req, res) => {
     peer.hits++;
     res.writeHead(peer.respond.status, { 'content-type': 'text/calendar; charset=utf-8' });
     res.end(peer.respond.body);

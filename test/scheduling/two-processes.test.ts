@@ -43,7 +43,7 @@ describe('one data folder, one daemon', () => {
     const svc = await call(baseA, key, 'POST', '/services', { kind: 'appointment', name: 'Cut', duration_minutes: 45, price_in_cents: 10_000 });
     const staff = await call(baseB, key, 'POST', '/staff_members', { name: 'Ana' });
     expect([svc.status, staff.status]).toEqual([201, 201]);
-    const startsAt = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 11) + '15:00:00Z';
+    const startsAt = `${new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 11)}15:00:00Z`;
     const body = (i: number) => ({ service_id: svc.body.id, starts_at: startsAt, staff_member_id: staff.body.id, customer: { email: `p${i}@example.com` } });
     const results = await Promise.all(Array.from({ length: 30 }, (_, i) => call(i % 2 ? baseA : baseB, key, 'POST', '/bookings', body(i))));
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);

@@ -10,7 +10,7 @@ let certifier: Server;
 let hits = 0;
 
 beforeAll(async () => {
-  certifier = createServer((req, res) => {
+  certifier = createServer((_req, res) => {
     hits++;
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ document_id: 'DTE-1', url: 'https://fel.example/1' }));
   });

@@ -7,7 +7,7 @@ import { syncStore } from '../../src/sync/store.js';
 import { syncStatus } from '../../src/sync/status.js';
 import { recordHash } from '../../src/sync/wire.js';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, until, } from './helpers.js';
 import { tableRows } from './replay.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];

@@ -36,8 +36,8 @@ describe('posd init --central-url --central-key', () => {
     expect(down.code).toBe(2);
     expect(down.stderr).toMatch(/cannot reach the central/);
     // Nothing means nothing: no data folder is left behind for a later serve to fill (issue 16).
-    expect(existsSync(d1 + '/posd.db')).toBe(false);
-    expect(existsSync(d2 + '/posd.db')).toBe(false);
+    expect(existsSync(`${d1}/posd.db`)).toBe(false);
+    expect(existsSync(`${d2}/posd.db`)).toBe(false);
     const status = await posd(['sync', 'status', '--json', '--data', d2]);
     expect(status.code).toBe(2);
     expect(status.stderr).toMatch(/no installation in/);

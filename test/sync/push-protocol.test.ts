@@ -81,7 +81,7 @@ describe('POST /sync/push at the central', () => {
 
   it('refuses a wrong, revoked or organization key and applies nothing', async () => {
     const r0 = received();
-    const bad = await push('store_k', [rec(1, 0)], 'sk_live_' + 'x'.repeat(32));
+    const bad = await push('store_k', [rec(1, 0)], `sk_live_${'x'.repeat(32)}`);
     expect(bad.status).toBe(401);
     expect(bad.body.code).toBe('invalid_key');
     const none = await http('POST', `${central.url}/sync/push`, null, { protocol: 1, store_id: 'store_k', records: [rec(1, 0)] });

@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
 import { Nullable } from '../../api/schemas.js';
 

@@ -282,3 +282,5 @@ export function applyCentralBookable(ctx: AppContext, type: BookableType, row: B
     else if (row.updated_at >= cur.updated_at) store.updateResource(row as ResourceRow);
   }
 }
+
+export type { ServiceRow } from './store.js';

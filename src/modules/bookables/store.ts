@@ -64,7 +64,7 @@ export interface ListFilter {
 }
 
 function insertSql(table: Table, columns: string[]): string {
-  return `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => '@' + c).join(', ')})`;
+  return `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`;
 }
 
 const SERVICE_COLUMNS = [

@@ -3,7 +3,7 @@ import type { Account } from '../../accounts/service.js';
 import { ApiError, invalid } from '../../errors.js';
 import { isoTime } from '../../clock.js';
 import { resourceRow, serviceRow, staffRow, unitsOfRoomType } from '../bookables/service.js';
-import type { ServiceRow } from '../bookables/store.js';
+import type { ServiceRow } from '../bookables/service.js';
 import { classSessionRow } from './class-sessions/service.js';
 import { feedsBlockNights } from '../calendar-feeds/service.js';
 import { bookingsStoreOf } from './deps.js';

@@ -120,7 +120,7 @@ export interface TabRow {
 /** All SQL of bookings, their occupancy, series and service tabs. */
 export function bookingsStore(db: Db) {
   const s = {
-    insert: db.prepare(`INSERT INTO sched_bookings (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})`),
+    insert: db.prepare(`INSERT INTO sched_bookings (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`),
     update: db.prepare(
       `UPDATE sched_bookings SET ${COLUMNS.filter((c) => !FIXED.has(c)).map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
     ),
@@ -214,7 +214,7 @@ export function bookingsStore(db: Db) {
       args.push(f.to);
     }
     if (f.q !== undefined && f.q.trim() !== '') {
-      const like = `%${f.q.trim().toLowerCase().replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+      const like = `%${f.q.trim().toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
       w.push("(lower(coalesce(customer_name, '')) LIKE ? ESCAPE '\\' OR lower(coalesce(customer_email, '')) LIKE ? ESCAPE '\\' OR coalesce(customer_phone, '') LIKE ? ESCAPE '\\')");
       args.push(like, like, like);
     }

@@ -136,5 +136,5 @@ export function unitCalendar(opts: { unitId: string; unitName: string; nights: A
     cal.addSubcomponent(ev);
   }
   // RFC 5545 lines end in CRLF; ical.js joins with its newLineChar, which defaults to CRLF.
-  return cal.toString() + '\r\n';
+  return `${cal.toString()}\r\n`;
 }

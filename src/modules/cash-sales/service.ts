@@ -9,9 +9,10 @@ import { assertAccountCurrency, MAX_LINE_CENTS } from '../../money.js';
 import { insertPaidCheckout } from '../checkouts/service.js';
 import { customerById, getCustomer, markCustomerLive } from '../customers/service.js';
 import { createIntent } from '../intents/service.js';
-import { intentDocument, LEGACY_API_VERSION } from '../intents/document.js';
+import { intentDocument } from '../intents/service.js';
+import { LEGACY_API_VERSION } from '../../events/formats.js';
 import { recordTaxInvoice, taxInvoicingEnabled, tryIssue } from '../tax-invoices/service.js';
-import type { TaxInvoiceRequest } from '../tax-invoices/provider.js';
+import type { TaxInvoiceRequest } from '../tax-invoices/service.js';
 import { cashSalesStore } from './store.js';
 import type { CashSale, CashSaleBody } from './schema.js';
 

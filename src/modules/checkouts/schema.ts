@@ -65,3 +65,5 @@ export const CheckoutSchema = Type.Object({
   updated_at: Type.String(),
 });
 export type Checkout = Static<typeof CheckoutSchema>;
+
+export type { CheckoutHooks } from './hooks.js';

@@ -4,7 +4,7 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { balanceTransactionsAfter, ledgerHighWater } from '../ledger/service.js';
-import { taxInvoiceProvider } from '../tax-invoices/provider.js';
+import { taxInvoiceProvider } from '../tax-invoices/service.js';
 import { ConnectedService } from './service.js';
 import type { CommissionInvoiceRow, ProfileRow } from './store.js';
 

@@ -3,7 +3,7 @@ import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
-import { accountsOf, AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, type AccountsService, type Account } from '../../accounts/service.js';
 import { accountView } from '../../accounts/view.js';
 import { REQUIRED_DOCUMENTS, reviewDocuments, type DocumentType, type Documents } from './documents.js';
 import { initialState, nextState } from '../../lifecycle.js';

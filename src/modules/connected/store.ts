@@ -58,7 +58,7 @@ export class ConnectedStore {
   constructor(db: Db) {
     this.s = {
       insert: db.prepare(
-        `INSERT INTO connected_profiles (${PROFILE_COLUMNS.join(', ')}) VALUES (${PROFILE_COLUMNS.map((c) => '@' + c).join(', ')})`,
+        `INSERT INTO connected_profiles (${PROFILE_COLUMNS.join(', ')}) VALUES (${PROFILE_COLUMNS.map((c) => `@${c}`).join(', ')})`,
       ),
       save: db.prepare(
         `UPDATE connected_profiles SET ${PROFILE_COLUMNS.filter((c) => c !== 'account_id').map((c) => `${c} = @${c}`).join(', ')}

@@ -37,7 +37,7 @@ export function applyStoreConnectedAccount(ctx: AppContext, platformId: string, 
   if (live && live.parent_account_id !== r.parent_account_id) return `account ${r.live_account_id} exists at the central under another parent`;
   if (!live) {
     const parent = svc.accounts.account(r.parent_account_id);
-    if (!parent || !parent.live_mode) return `platform ${r.parent_account_id} is unknown at the central`;
+    if (!parent?.live_mode) return `platform ${r.parent_account_id} is unknown at the central`;
     svc.accounts.createAccount({
       id: r.live_account_id,
       sandboxId: r.sandbox_id,

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { ApiError } from '../../errors.js';
 import { ContractsStore } from './store.js';
-import type { CheckoutHooks } from '../checkouts/hooks.js';
+import type { CheckoutHooks } from '../checkouts/schema.js';
 
 /** Spec 4.8: a contract's checkout accepts no payment until the contract is signed. */
 export function assertContractAllowsPayment(ctx: AppContext, checkoutId: string): void {

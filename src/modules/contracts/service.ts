@@ -9,7 +9,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { createCheckout, checkoutUrl } from '../checkouts/service.js';
 import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
-import { addInterval } from '../subscriptions/periods.js';
+import { addInterval } from '../subscriptions/service.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { contractMachine, type ContractEvent } from './machine.js';
 import { renderSignedPdf } from './pdf.js';
@@ -221,7 +221,7 @@ export class ContractsService {
   viewed(token: string): ContractRow | undefined {
     return tx(this.ctx.db, () => {
       const row = this.store.byToken(token);
-      if (!row || row.status !== 'sent') return row;
+      if (row?.status !== 'sent') return row;
       return this.move(row, { type: 'VIEW' }, { viewed_at: this.now() });
     });
   }

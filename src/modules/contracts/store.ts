@@ -63,11 +63,11 @@ export class ContractsStore {
   constructor(db: Db) {
     const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live';
     this.s = {
-      insertT: db.prepare(`INSERT INTO contract_templates (${T_COLS.join(', ')}) VALUES (${T_COLS.map((c) => '@' + c).join(', ')})`),
+      insertT: db.prepare(`INSERT INTO contract_templates (${T_COLS.join(', ')}) VALUES (${T_COLS.map((c) => `@${c}`).join(', ')})`),
       getT: db.prepare('SELECT * FROM contract_templates WHERE id = ?'),
       listT: db.prepare(`SELECT * FROM contract_templates WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       countT: db.prepare(`SELECT count(*) AS n FROM contract_templates WHERE ${scope}`),
-      insertC: db.prepare(`INSERT INTO contracts (${C_COLS.join(', ')}) VALUES (${C_COLS.map((c) => '@' + c).join(', ')})`),
+      insertC: db.prepare(`INSERT INTO contracts (${C_COLS.join(', ')}) VALUES (${C_COLS.map((c) => `@${c}`).join(', ')})`),
       saveC: db.prepare(`UPDATE contracts SET ${C_COLS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`),
       getC: db.prepare('SELECT * FROM contracts WHERE id = ?'),
       byToken: db.prepare('SELECT * FROM contracts WHERE signing_token = ?'),

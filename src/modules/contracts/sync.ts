@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
 import { randomToken } from '../../ids.js';
 import type { ContractRecord } from './service.js';
-import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
+import { ContractsStore, } from './store.js';
 
 /** The fields of a `contract` record the central relies on (a record of an older posd lacks `row` and `template`). */
 export const ContractPayload = Type.Object({

@@ -3,7 +3,7 @@ import type { Db } from '../../db/database.js';
 import type { Account } from '../../accounts/service.js';
 import { applyCoupons, redeemCoupons, type AppliedCoupon, type CouponResult } from './apply.js';
 import { codeKey } from './service.js';
-import type { CheckoutHooks } from '../checkouts/hooks.js';
+import type { CheckoutHooks } from '../checkouts/schema.js';
 import { perDb } from '../../db/per-db.js';
 
 /**

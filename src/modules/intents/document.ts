@@ -1,11 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { customerById } from '../customers/service.js';
 import { getCheckoutIn } from '../checkouts/service.js';
-import { intentRow } from './service.js';
-
-/** `api_version` of unified payloads and of the legacy per-method payloads (spec 9: different dates). */
-export const UNIFIED_API_VERSION = '2025-01-01';
-export const LEGACY_API_VERSION = '2023-04-01';
+import { UNIFIED_API_VERSION } from '../../events/formats.js';
+// The store, not service.ts: service.ts re-exports this file as the module's front.
+import { intentsStore } from './store.js';
 
 export interface IntentDocument {
   id: string;
@@ -37,7 +35,7 @@ export interface IntentDocument {
  * state (so a later tax invoice URL shows here).
  */
 export function intentDocument(ctx: AppContext, intentId: string): IntentDocument | undefined {
-  const row = intentRow(ctx, intentId);
+  const row = intentsStore(ctx.db).byId(intentId);
   if (!row) return undefined;
   const liveMode = row.live_mode === 1;
   const customer = row.customer_id ? customerById(ctx, row.customer_id) : undefined;

@@ -105,3 +105,5 @@ export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string
 export function intentTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): IntentTotalRow[] {
   return intentsStore(ctx.db).totals(origin, from, until);
 }
+
+export { intentDocument, type IntentDocument } from './document.js';

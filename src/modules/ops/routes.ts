@@ -48,7 +48,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       done(null, Object.fromEntries(new URLSearchParams(String(body))));
     });
 
-    const showLogin = (req: FastifyRequest, reply: FastifyReply, status: number, error?: string) => {
+    const showLogin = (_req: FastifyRequest, reply: FastifyReply, status: number, error?: string) => {
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
       return html(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));

@@ -2,7 +2,7 @@ import type { PosdModule } from '../../api/module.js';
 import { paymentRoutes } from './routes.js';
 import { applyCentralPaymentTaxInvoiceUrl } from './service.js';
 import { paymentPushKinds } from './sync.js';
-import { taxInvoiceUrlFeed } from '../tax-invoices/feed.js';
+import { taxInvoiceUrlFeed } from '../tax-invoices/service.js';
 
 export const paymentsModule: PosdModule = {
   name: 'payments',

@@ -1,6 +1,6 @@
 import type { Checkout } from '../checkouts/service.js';
 import type { Customer } from '../customers/service.js';
-import { LEGACY_API_VERSION } from '../intents/document.js';
+import { LEGACY_API_VERSION } from '../../events/formats.js';
 import type { PaymentIntentRow } from './store.js';
 
 /** Legacy event type of a settled payment, per method (spec 6.2 and 6.4). */

@@ -10,7 +10,7 @@ import { customerById, markCustomerLive } from '../customers/service.js';
 import { feeFor, postBalanceTransaction } from '../ledger/service.js';
 import { createIntent, setIntentTaxInvoiceUrl, type CreateIntentInput } from '../intents/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { intentDocument } from '../intents/document.js';
+import { intentDocument } from '../intents/service.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';

@@ -7,7 +7,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { postBalanceTransaction } from '../ledger/service.js';
 import { paymentIntentRow } from '../payments/service.js';
-import { UNIFIED_API_VERSION } from '../intents/document.js';
+import { UNIFIED_API_VERSION } from '../../events/formats.js';
 import { refundsStore, type RefundRow } from './store.js';
 
 export interface Refund {

@@ -34,8 +34,8 @@ function cell(v: string | number | null): string {
   return text;
 }
 
-export const HEADER = COLUMNS.map(([h]) => h).join(',') + '\r\n';
+export const HEADER = `${COLUMNS.map(([h]) => h).join(',')}\r\n`;
 
 export function csvLine(t: BalanceTransaction): string {
-  return COLUMNS.map(([, f]) => cell(f(t))).join(',') + '\r\n';
+  return `${COLUMNS.map(([, f]) => cell(f(t))).join(',')}\r\n`;
 }

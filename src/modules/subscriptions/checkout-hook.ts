@@ -11,7 +11,7 @@ import { subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
 import { subscriptionMachine } from './machine.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
-import type { CheckoutHooks } from '../checkouts/hooks.js';
+import type { CheckoutHooks } from '../checkouts/schema.js';
 
 /**
  * Spec 3.5 "(none) → active on purchase of a recurring product": called by the payment settlement,
@@ -32,7 +32,7 @@ export function createSubscriptionsForCheckout(
   for (const item of checkout.items) {
     if (!item.price_id) continue;
     const found = getPrice(ctx, account, item.price_id);
-    if (!found || found.price.charge_type !== 'recurring') continue;
+    if (found?.price.charge_type !== 'recurring') continue;
     const { price, product } = found;
     const interval = (price.billing_interval ?? 'month') as SubscriptionRow['billing_interval'];
     const count = price.billing_interval_count ?? 1;

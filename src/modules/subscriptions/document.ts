@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import { LEGACY_API_VERSION } from '../intents/document.js';
+import { LEGACY_API_VERSION } from '../../events/formats.js';
 import { customerById } from '../customers/service.js';
 import type { Product } from '../products/schema.js';
 import type { InvoiceItemRow, SubscriptionItemRow, SubscriptionRow, SubscriptionsStore } from './store.js';

@@ -5,7 +5,7 @@ import { ApiError, invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { subscriptionRecord } from './sync.js';
-import { accountsOf, AccountsService, type Account } from '../../accounts/service.js';
+import { accountsOf, type AccountsService, type Account } from '../../accounts/service.js';
 import { createCheckout } from '../checkouts/service.js';
 import { settleCheckoutPayment } from '../payments/service.js';
 import { getCustomer } from '../customers/service.js';
@@ -278,3 +278,5 @@ export class SubscriptionsService {
     });
   }
 }
+
+export { addInterval } from './periods.js';

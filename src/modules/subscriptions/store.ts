@@ -76,7 +76,7 @@ export class SubscriptionsStore {
   constructor(db: Db) {
     const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live AND (@status IS NULL OR status = @status)';
     this.s = {
-      insert: db.prepare(`INSERT INTO subscriptions (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')}) ON CONFLICT DO NOTHING`),
+      insert: db.prepare(`INSERT INTO subscriptions (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')}) ON CONFLICT DO NOTHING`),
       save: db.prepare(
         `UPDATE subscriptions SET ${COLUMNS.filter((c) => c !== 'id' && c !== 'version').map((c) => `${c} = @${c}`).join(', ')},
            version = version + 1

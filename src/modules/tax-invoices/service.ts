@@ -113,3 +113,7 @@ export function taxInvoiceWorker(ctx: AppContext): Worker {
     },
   };
 }
+
+// The module's front: what other modules use of the certifier client and the feed.
+export { taxInvoiceProvider, type TaxInvoiceRequest } from './provider.js';
+export { taxInvoiceUrlFeed } from './feed.js';

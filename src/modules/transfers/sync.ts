@@ -58,7 +58,7 @@ export function applyStoreTransfer(ctx: AppContext, accountId: string, record: T
   if (existing) {
     if (existing.status === row.status) return null;
     const plan = row.kind === 'withdrawal' && row.status !== 'pending' ? pathTo(existing.status as WithdrawalStatus, row.status as 'in_transit' | 'paid' | 'failed') : null;
-    if (!plan || plan.length !== 1) return `withdrawal ${row.id} is ${existing.status} at the central; the store's ${row.status} does not follow`;
+    if (plan?.length !== 1) return `withdrawal ${row.id} is ${existing.status} at the central; the store's ${row.status} does not follow`;
   }
   for (const b of record.balance_transactions) {
     if (hasBalanceTransaction(ctx, b.id)) continue;

@@ -91,7 +91,7 @@ export function createWithdrawal(ctx: AppContext, account: Account, input: Creat
 
 function findWithdrawal(ctx: AppContext, scope: ReadScope, id: string): TransferRow {
   const row = transfersStore(ctx.db).get(id, scope.liveMode);
-  if (!row || row.kind !== 'withdrawal' || !scope.accountIds.includes(row.account_id)) throw notFound('withdrawal', id);
+  if (row?.kind !== 'withdrawal' || !scope.accountIds.includes(row.account_id)) throw notFound('withdrawal', id);
   return row;
 }
 

@@ -21,7 +21,7 @@ export function secretKey(secret: string): Buffer {
 
 export function sign(secret: string | Buffer, id: string, timestampSeconds: number, body: string): string {
   const key = typeof secret === 'string' ? secretKey(secret) : secret;
-  return 'v1,' + createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64')}`;
 }
 
 export interface SignedHeaders {

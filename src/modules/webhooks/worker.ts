@@ -4,7 +4,7 @@ import { Agent } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { deliveryBody } from './body.js';
-import { accountsOf, AccountsService } from '../../accounts/service.js';
+import { accountsOf, type AccountsService } from '../../accounts/service.js';
 import { signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';

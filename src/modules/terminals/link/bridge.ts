@@ -5,7 +5,7 @@ import { isoTime } from '../../../clock.js';
 import {
   answerHello,
   awaitHello,
-  HandshakeError,
+  type HandshakeError,
   serverLinkFromWebSocket,
   type Clock as Scheduler,
   type Hello,
@@ -325,7 +325,7 @@ export class TerminalBridge {
   pump(session: Session): void {
     if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return;
     const row = currentCommandOf(this.ctx, session.terminalId);
-    if (!row || row.status !== 'pending' || commandContext(row).offered) return;
+    if (row?.status !== 'pending' || commandContext(row).offered) return;
     // Written before it is sent: after a crash the command is known to be possibly held.
     const applied = applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() });
     if (!applied?.changed) return;

@@ -1,0 +1,54 @@
+/**
+ * The layers of docs/architecture.md, enforced in `npm test` (npm run lint:deps).
+ * Run-time cycles are refused too; type-only imports are not edges (they vanish at run time).
+ */
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A run-time import cycle: one of the two must move down a layer or take what it needs as an argument.',
+      from: {},
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+    {
+      name: 'devices-stand-alone',
+      severity: 'error',
+      comment: 'devices/ is the driver layer: it imports nothing from src/.',
+      from: { path: '^devices/' },
+      to: { path: '^src/' },
+    },
+    {
+      name: 'lower-layers-below-modules',
+      severity: 'error',
+      comment: 'The plumbing under the modules (db, outbox, events, accounts, api, sync, system and the root files) never imports a module: modules declare what they add (see src/api/module.ts).',
+      from: { path: '^src/(db|outbox|events|accounts|api|sync|system)/|^src/[^/]+\\.ts$', pathNot: '^src/(main|daemon)\\.ts$' },
+      to: { path: '^src/modules/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'module-through-its-front',
+      severity: 'error',
+      comment:
+        'A module reaches another only through its index.ts, service.ts or schema.ts (a sub-module such as terminals/commands/ or bookings/class-sessions/ has fronts of its own).',
+      from: { path: '^src/modules/([^/]+)/' },
+      to: {
+        path: '^src/modules/([^/]+)/',
+        pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/(index|service|schema)\\.ts$', '^src/modules/[^/]+/[^/]+/(index|service|schema)\\.ts$'],
+      },
+    },
+    {
+      name: 'no-unresolvable',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.cjs'] },
+    exclude: { path: '^(dist|node_modules)/' },
+  },
+};

@@ -32,14 +32,20 @@ export function withDataOptions(cmd: Command): Command {
   return cmd.addOption(dataOption()).addOption(configOption());
 }
 
-export function cliConfig(opts: DataOptions, overrides: Record<string, unknown> = {}): Config {
-  return cliConfigLayers(opts, overrides).config;
+export function cliConfig(opts: DataOptions, overrides: Record<string, unknown> = {}, how: { noFile?: boolean } = {}): Config {
+  return cliConfigLayers(opts, overrides, how).config;
 }
 
 /** `cliConfig` with the settings as given before defaults (see loadConfigLayers). */
-export function cliConfigLayers(opts: DataOptions, overrides: Record<string, unknown> = {}): { config: Config; given: Record<string, unknown> } {
+export function cliConfigLayers(
+  opts: DataOptions,
+  overrides: Record<string, unknown> = {},
+  /** noFile: read no config file at all (restore is about to write it). */
+  how: { noFile?: boolean } = {},
+): { config: Config; given: Record<string, unknown> } {
+  const env = how.noFile ? { ...process.env, POSD_CONFIG: undefined } : process.env;
   try {
-    return loadConfigLayers({ file: opts.config, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
+    return loadConfigLayers({ file: how.noFile ? undefined : opts.config, env, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;

@@ -1202,5 +1202,7 @@ CREATE TABLE backup_runs (
   finished_at TEXT NOT NULL,
   bytes INTEGER,
   ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
-  error TEXT
+  error TEXT,
+  -- JSON array of what a good backup left out (secrets without backup.passphrase); NULL: nothing.
+  left_out TEXT
 ) STRICT;

@@ -6,6 +6,8 @@ import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
 import { inspectDatabase } from '../../system/backup.js';
 import { runningDaemon } from '../../system/daemon-lock.js';
+import { checkSecretsKey } from '../../system/secret-box.js';
+import { sealedSecretSample } from '../webhooks/service.js';
 
 export interface Check {
   name: string;
@@ -85,10 +87,20 @@ function recorded(config: Config, nowMs: number): Check[] {
   try {
     const has = (t: string) => !!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
     if (has('backup_runs') && config.backup.hour >= 0) {
-      const last = db.prepare('SELECT finished_at, file FROM backup_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1').get() as { finished_at: string; file: string } | undefined;
+      const last = db.prepare('SELECT finished_at, file, left_out FROM backup_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1').get() as
+        | { finished_at: string; file: string; left_out: string | null }
+        | undefined;
       const ageH = last ? (nowMs - Date.parse(last.finished_at)) / 3_600_000 : Infinity;
+      const leftOut = last?.left_out ? (JSON.parse(last.left_out) as string[]) : [];
       out.push(
-        ageH <= 36
+        ageH <= 36 && leftOut.length > 0
+          ? {
+              name: 'last backup',
+              ok: false,
+              detail: `${last!.finished_at} (${last!.file}) left out ${leftOut.join(', ')}: a box restored from it cannot sign webhooks as before`,
+              fix: 'set backup.passphrase (POSD_BACKUP_PASSPHRASE in the service environment), then run posd backup --passphrase-file FILE now',
+            }
+          : ageH <= 36
           ? { name: 'last backup', ok: true, detail: `${last!.finished_at} (${last!.file})` }
           : {
               name: 'last backup',
@@ -98,6 +110,7 @@ function recorded(config: Config, nowMs: number): Check[] {
             },
       );
     }
+    if (has('webhook_endpoints')) out.push({ name: 'webhook signing key', ...checkSecretsKey(config, sealedSecretSample(db)) });
     if (has('terminals')) out.push(...terminals(db));
   } finally {
     db.close();

@@ -416,3 +416,12 @@ export function webhooksStore(db: Db) {
 }
 
 export type WebhooksStore = ReturnType<typeof webhooksStore>;
+
+/** A few endpoints' sealed secrets, read without the module running: doctor checks the key against them. */
+export function sealedSecretSample(db: Db, limit = 5): Array<{ id: string; secret: string }> {
+  return db.prepare('SELECT id, secret FROM webhook_endpoints ORDER BY created_at DESC LIMIT ?').all(limit) as Array<{ id: string; secret: string }>;
+}
+
+export function endpointCount(db: Db): number {
+  return db.prepare('SELECT count(*) FROM webhook_endpoints').pluck().get() as number;
+}

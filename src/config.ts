@@ -96,6 +96,10 @@ export const ConfigSchema = Type.Object({
       clock_warn_ms: Type.Integer({ minimum: 0, default: 60_000 }),
       /** How often the store compares today's and yesterday's totals with the central (0: only on demand). */
       reconcile_interval_ms: Type.Integer({ minimum: 0, default: 600_000 }),
+      /** The oldest record waiting this long while the central answers raises an alert (log event, doctor, page). */
+      alert_waiting_ms: Type.Integer({ minimum: 1000, default: 300_000 }),
+      /** No contact with the central for this long raises an alert. */
+      alert_link_down_ms: Type.Integer({ minimum: 1000, default: 900_000 }),
     },
     { default: {} },
   ),

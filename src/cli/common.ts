@@ -4,6 +4,9 @@ import { loadConfigLayers, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
 import { DatabaseRefusedError } from '../db/migrate.js';
+import { AccountsService } from '../accounts/service.js';
+import Database from 'better-sqlite3';
+import { systemClock } from '../clock.js';
 
 /** A failure the user can act on: printed as one line, exit code 2, never a stack trace. */
 export class CliError extends Error {
@@ -84,4 +87,36 @@ export function printTable(rows: Array<Record<string, unknown>>, columns: string
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
   const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
   process.stdout.write(`${line(columns)}\n${cells.map(line).join('\n')}${cells.length ? '\n' : ''}`);
+}
+
+/**
+ * The role the data folder was made for (`meta.role`, written by init and by the first serve), or
+ * undefined for a folder with no installation yet. Read before the daemon starts so a central's
+ * folder served without `--role` runs as a central.
+ */
+export function storedRole(config: Config): 'store' | 'central' | undefined {
+  if (!existsSync(databaseFile(config))) return undefined;
+  // Read-only: doctor reads the role too, and must change nothing.
+  let db: Db;
+  try {
+    db = new Database(databaseFile(config), { readonly: true, fileMustExist: true });
+  } catch {
+    return undefined;
+  }
+  try {
+    const role = new AccountsService(db, systemClock).meta('role');
+    return role === 'central' || role === 'store' ? role : undefined;
+  } catch {
+    return undefined; // not a posd database, or one this posd cannot read: the start says why
+  } finally {
+    db.close();
+  }
+}
+
+/** `cliConfig` in the role stored in the data folder unless one was given: doctor and sync act as the box runs. */
+export function cliConfigInRole(opts: DataOptions): Config {
+  const { config, given } = cliConfigLayers(opts);
+  if (given.role !== undefined) return config;
+  const stored = storedRole(config);
+  return stored && stored !== config.role ? { ...config, role: stored } : config;
 }

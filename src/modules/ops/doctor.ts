@@ -7,7 +7,8 @@ import { latestVersion } from '../../db/migrate.js';
 import { inspectDatabase } from '../../system/backup.js';
 import { runningDaemon } from '../../system/daemon-lock.js';
 import { checkSecretsKey } from '../../system/secret-box.js';
-import { sealedSecretSample } from '../webhooks/service.js';
+import { sealedSecretSample, webhookHealth } from '../webhooks/service.js';
+import { syncStatus } from '../../sync/status.js';
 
 export interface Check {
   name: string;
@@ -110,12 +111,44 @@ function recorded(config: Config, nowMs: number): Check[] {
             },
       );
     }
-    if (has('webhook_endpoints')) out.push({ name: 'webhook signing key', ...checkSecretsKey(config, sealedSecretSample(db)) });
+    if (has('webhook_endpoints')) {
+      out.push({ name: 'webhook signing key', ...checkSecretsKey(config, sealedSecretSample(db)) });
+      out.push(webhooks(config, db, nowMs));
+    }
+    if (has('sync_state')) out.push(...sync(config, db, nowMs));
     if (has('terminals')) out.push(...terminals(db));
   } finally {
     db.close();
   }
   return out;
+}
+
+/** Sync: the same alerts the daemon logs and the page shows (records ageing, link down, records parked). */
+function sync(config: Config, db: Database.Database, nowMs: number): Check[] {
+  const s = syncStatus(config, db, nowMs);
+  if (config.role === 'store' && !s.configured) return [];
+  if (s.alerts.length === 0) {
+    const detail =
+      config.role === 'central'
+        ? `no records parked${s.skipped_records ? ` (${s.skipped_records} skipped by an operator: posd sync records --skipped)` : ''}`
+        : `${s.records_waiting} record(s) waiting${s.oldest_waiting_at ? ` (oldest ${s.oldest_waiting_at})` : ''}, last success ${s.last_success_at ?? 'never'}`;
+    return [{ name: 'sync', ok: true, detail }];
+  }
+  return s.alerts.map((a) => ({ name: 'sync', ok: false, detail: a.message, fix: a.fix }));
+}
+
+/** Webhooks: endpoints failing for longer than webhooks.failing_notice_ms, and deliveries waiting. */
+function webhooks(config: Config, db: Database.Database, nowMs: number): Check {
+  const h = webhookHealth(db, nowMs - config.webhooks.failing_notice_ms);
+  const waiting = `${h.pending} deliver${h.pending === 1 ? 'y' : 'ies'} waiting`;
+  if (h.failing.length === 0) return { name: 'webhooks', ok: true, detail: `no endpoint failing; ${waiting}` };
+  const first = h.failing[0];
+  return {
+    name: 'webhooks',
+    ok: false,
+    detail: `${h.failing.length} endpoint(s) failing, ${first.url} since ${new Date(first.failing_since_ms).toISOString()}; ${waiting}`,
+    fix: 'check the receiver (the status page shows the last error per endpoint); resend from the page once it answers, or disable the endpoint',
+  };
 }
 
 /** Serial terminals name a device; that device must exist and be usable by this user. */

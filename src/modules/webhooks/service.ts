@@ -326,4 +326,4 @@ function checkedTypes(field: string, types: string[] | null | undefined): string
 }
 
 // Read without the module running, by doctor, the status page's verdict and backups.
-export { sealedSecretSample, endpointCount } from './store.js';
+export { sealedSecretSample, endpointCount, webhookHealth } from './store.js';

@@ -20,7 +20,7 @@ export interface Check {
 
 const GiB = 1 << 30;
 
-function dataFolder(config: Config): Check[] {
+export function dataFolder(config: Config): Check[] {
   const dir = config.data_dir;
   if (!existsSync(dir)) return [{ name: 'data folder', ok: false, detail: `${dir} does not exist`, fix: `run posd init --data ${dir}, or point --data / POSD_DATA at the right folder` }];
   const st = statSync(dir);
@@ -83,9 +83,21 @@ function database(config: Config): Check[] {
 function recorded(config: Config, nowMs: number): Check[] {
   const file = databaseFile(config);
   if (!existsSync(file)) return [];
-  const out: Check[] = [];
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
+    return recordedChecks(config, db, nowMs);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The checks that read the database (backups, the webhook key, webhooks, sync, serial terminals),
+ * on any connection: doctor opens the file read-only, the status page's verdict uses the daemon's.
+ */
+export function recordedChecks(config: Config, db: Database.Database, nowMs: number): Check[] {
+  const out: Check[] = [];
+  {
     const has = (t: string) => !!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
     if (has('backup_runs') && config.backup.hour >= 0) {
       const last = db.prepare('SELECT finished_at, file, left_out FROM backup_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1').get() as
@@ -117,8 +129,6 @@ function recorded(config: Config, nowMs: number): Check[] {
     }
     if (has('sync_state')) out.push(...sync(config, db, nowMs));
     if (has('terminals')) out.push(...terminals(db));
-  } finally {
-    db.close();
   }
   return out;
 }

@@ -96,6 +96,10 @@ export const ConfigSchema = Type.Object({
       clock_warn_ms: Type.Integer({ minimum: 0, default: 60_000 }),
       /** How often the store compares today's and yesterday's totals with the central (0: only on demand). */
       reconcile_interval_ms: Type.Integer({ minimum: 0, default: 600_000 }),
+      /** The oldest record waiting this long while the central answers raises an alert (log event, doctor, page). */
+      alert_waiting_ms: Type.Integer({ minimum: 1000, default: 300_000 }),
+      /** No contact with the central for this long raises an alert. */
+      alert_link_down_ms: Type.Integer({ minimum: 1000, default: 900_000 }),
     },
     { default: {} },
   ),
@@ -322,6 +326,12 @@ export const ConfigSchema = Type.Object({
       hour: Type.Integer({ minimum: -1, maximum: 23, default: 3 }),
       /** How many nightly backups to keep (older ones are deleted after a successful backup). */
       keep: Type.Integer({ minimum: 1, maximum: 365, default: 7 }),
+      /**
+       * Seals the webhook signing key and the settings inside every backup (scrypt + AES-256-GCM), so
+       * a backup rebuilds the whole box yet a copy of it alone cannot forge deliveries. Usually given
+       * as `POSD_BACKUP_PASSPHRASE`; empty: backups hold the database and the settings without secrets.
+       */
+      passphrase: Type.String({ default: '' }),
     },
     { default: {} },
   ),
@@ -499,9 +509,29 @@ export function publicBaseUrl(config: Config, listeningPort?: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${listeningPort ?? config.http.port}`;
 }
 
+/**
+ * The settings that differ from the defaults, as a nested object a config file may hold (without
+ * `data_dir`, which belongs to the box being restored): what a backup carries to rebuild a box.
+ */
+export function changedSettings(config: Config): Record<string, unknown> {
+  const defaults = validateConfig({}) as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const leaf of leaves(ConfigSchema)) {
+    if (leaf.path[0] === 'data_dir') continue;
+    let value: unknown = config;
+    let base: unknown = defaults;
+    for (const k of leaf.path) {
+      value = (value as Record<string, unknown> | undefined)?.[k];
+      base = (base as Record<string, unknown> | undefined)?.[k];
+    }
+    if (value !== undefined && JSON.stringify(value) !== JSON.stringify(base)) setPath(out, leaf.path, value);
+  }
+  return out;
+}
+
 /** The configuration as it may be logged: nothing here is secret yet, but sections that hold secrets are masked. */
 export function maskedConfig(config: Config): Record<string, unknown> {
   return JSON.parse(
-    JSON.stringify(config, (key, value) => (/(key|secret|token|password)$/i.test(key) && value ? '****' : value)),
+    JSON.stringify(config, (key, value) => (/(key|secret|token|password|passphrase)$/i.test(key) && value ? '****' : value)),
   );
 }

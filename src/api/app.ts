@@ -9,6 +9,7 @@ import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors } from './validation.js';
+import { lazySerializerFactory } from './lazy-serializer.js';
 import type { ApiApp, PosdModule } from './module.js';
 import { registerHttpMetrics } from '../system/metrics.js';
 
@@ -86,6 +87,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() as never } },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
   // Before any route, so every route (under /api and outside it) is counted.

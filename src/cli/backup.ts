@@ -1,7 +1,8 @@
 import { Command } from 'commander';
-import { copyFileSync, existsSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
 import { ownerOnlyDir, ownerOnlyFiles } from '../system/file-modes.js';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import Database from 'better-sqlite3';
 import { CliError, cliConfig, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
@@ -10,13 +11,38 @@ import { databaseFile } from '../db/paths.js';
 import { backupDatabase, backupDir, inspectDatabase, stamp } from '../system/backup.js';
 import { runningDaemon } from '../system/daemon-lock.js';
 import { insertBackupRun } from '../modules/ops/store.js';
+import { packBackup, PassphraseNeededError, unpackBackup } from '../modules/ops/backup-contents.js';
+import { dropBundle, readBundle, WrongPassphraseError } from '../system/backup-bundle.js';
+import { checkSecretsKey, keyFingerprint, secretsKeyFile } from '../system/secret-box.js';
+import { sealedSecretSample } from '../modules/webhooks/service.js';
+import type { Config } from '../config.js';
+
+type PassphraseOptions = { passphraseFile?: string };
+
+/** The passphrase from --passphrase-file (its first line), else backup.passphrase (POSD_BACKUP_PASSPHRASE). */
+function passphraseOf(opts: PassphraseOptions, config: Config): string | undefined {
+  if (opts.passphraseFile) {
+    let text: string;
+    try {
+      text = readFileSync(opts.passphraseFile, 'utf8');
+    } catch (err) {
+      throw new CliError(`--passphrase-file ${opts.passphraseFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    const line = text.split(/\r?\n/)[0];
+    if (!line) throw new CliError(`--passphrase-file ${opts.passphraseFile} is empty`);
+    return line;
+  }
+  return config.backup.passphrase || undefined;
+}
 
 export function backupCommand(): Command {
   return withDataOptions(new Command('backup'))
     .description('copy the database to a file, safely while the daemon runs')
     .option('--to <file>', 'where to write the backup (default <backup.dir>/manual-<time>.db)')
-    .action(async (opts: DataOptions & { to?: string }) => {
+    .option('--passphrase-file <file>', 'seal the webhook signing key and the settings in the backup under this passphrase (default: backup.passphrase)')
+    .action(async (opts: DataOptions & PassphraseOptions & { to?: string }) => {
       const config = cliConfig(opts);
+      const passphrase = passphraseOf(opts, config);
       const source = databaseFile(config);
       if (!existsSync(source)) throw new CliError(`no database in ${config.data_dir}`);
       const dest = resolve(opts.to ?? join(backupDir(config), `manual-${stamp(Date.now())}.db`));
@@ -27,8 +53,10 @@ export function backupCommand(): Command {
         ? new cliProgress.SingleBar({ format: 'backup [{bar}] {percentage}% | {value}/{total} pages', stream: process.stderr }, cliProgress.Presets.shades_classic)
         : undefined;
       try {
+        const packed = packBackup(config, db, passphrase ?? '');
         const result = await backupDatabase(source, dest, {
           busyTimeoutMs: config.database.busy_timeout_ms,
+          bundle: packed.bundle,
           onProgress: ({ totalPages, remainingPages }) => {
             if (!bar) return;
             if (bar.getTotal() !== totalPages) bar.start(totalPages, 0);
@@ -37,8 +65,15 @@ export function backupCommand(): Command {
         });
         bar?.update(bar.getTotal());
         bar?.stop();
-        tx(db, () => insertBackupRun(db, { file: dest, trigger: 'manual', started_at: started, finished_at: new Date().toISOString(), bytes: result.bytes, ok: 1, error: null }));
-        process.stdout.write(`posd: backup written to ${dest} (${result.bytes} bytes, integrity checked)\n`);
+        const leftOut = packed.leftOut.length ? JSON.stringify(packed.leftOut) : null;
+        tx(db, () => insertBackupRun(db, { file: dest, trigger: 'manual', started_at: started, finished_at: new Date().toISOString(), bytes: result.bytes, ok: 1, error: null, left_out: leftOut }));
+        process.stdout.write(`posd: backup written to ${dest} (${result.bytes} bytes, integrity checked)\n  holds: ${packed.holds}\n`);
+        if (packed.leftOut.length) {
+          process.stdout.write(
+            `  left out: ${packed.leftOut.join(', ')}: a box restored from it cannot sign webhooks as before; ` +
+              'set backup.passphrase (POSD_BACKUP_PASSPHRASE) or pass --passphrase-file to seal them in\n',
+          );
+        }
       } catch (err) {
         bar?.stop();
         tx(db, () => insertBackupRun(db, { file: dest, trigger: 'manual', started_at: started, finished_at: new Date().toISOString(), bytes: null, ok: 0, error: (err as Error).message }));
@@ -51,37 +86,112 @@ export function backupCommand(): Command {
 
 export function restoreCommand(): Command {
   return withDataOptions(new Command('restore'))
-    .description('replace the database with a backup (the daemon must be stopped)')
+    .description('rebuild the box from a backup: database, webhook signing key and settings (the daemon must be stopped)')
     .argument('<file>', 'a backup made by posd backup or the nightly backup')
-    .action((file: string, opts: DataOptions) => {
-      const config = cliConfig(opts);
+    .option('--passphrase-file <file>', 'the passphrase the backup was sealed with (default: backup.passphrase)')
+    .option('--without-secrets', 'restore a sealed backup without its passphrase: the database and the settings less their secrets')
+    .action((file: string, opts: DataOptions & PassphraseOptions & { withoutSecrets?: boolean }) => {
+      // On a fresh box the settings file named by --config is what the restore writes.
+      const settingsFile = opts.config ?? process.env.POSD_CONFIG;
+      const freshSettings = settingsFile !== undefined && !existsSync(settingsFile);
+      const config = freshSettings ? cliConfig({ data: opts.data }, {}, { noFile: true }) : cliConfig(opts);
       const pid = runningDaemon(config);
       if (pid !== null) throw new CliError(`posd is running on ${config.data_dir} (pid ${pid}); stop it first (systemctl stop posd), nothing was changed`);
       const backup = resolve(file);
       const inspection = inspectDatabase(backup);
       if (!inspection.ok) throw new CliError(`${backup} cannot be restored: ${inspection.problem}; nothing was changed`);
+      let contents;
+      try {
+        contents = unpackBackup(readBundle(backup), passphraseOf(opts, config), opts.withoutSecrets);
+      } catch (err) {
+        if (err instanceof PassphraseNeededError) {
+          throw new CliError(
+            `${backup} holds the webhook signing key and the settings sealed under a passphrase: give it with --passphrase-file FILE or POSD_BACKUP_PASSPHRASE ` +
+              '(or --without-secrets to restore without them: webhook deliveries then fail until the key is put back); nothing was changed',
+          );
+        }
+        if (err instanceof WrongPassphraseError) throw new CliError(`wrong passphrase for ${backup}; nothing was changed`);
+        throw err;
+      }
       const target = databaseFile(config);
       ownerOnlyDir(config.data_dir);
+      const at = stamp(Date.now());
       let kept: string | undefined;
+      // Staged and cleaned before anything live is touched, so a failure here changes nothing.
+      const staging = `${target}.restoring`;
+      copyFileSync(backup, staging);
+      ownerOnlyFiles(staging);
+      dropBundle(staging);
       if (existsSync(target)) {
         // Fold the log into the file first, so the copy kept aside is the whole current database.
         const current = new Database(target);
         current.pragma('wal_checkpoint(TRUNCATE)');
         current.close();
-        kept = `${target}.pre-restore-${stamp(Date.now())}`;
+        kept = `${target}.pre-restore-${at}`;
         renameSync(target, kept);
       }
       // A log left beside the new file would be replayed into it: remove both.
       rmSync(`${target}-wal`, { force: true });
       rmSync(`${target}-shm`, { force: true });
-      const staging = `${target}.restoring`;
-      copyFileSync(backup, staging);
-      ownerOnlyFiles(staging);
       renameSync(staging, target);
-      process.stdout.write(
-        `posd: restored ${backup} (schema ${inspection.schemaVersion}) into ${config.data_dir}` +
-          (kept ? `; the previous database is kept as ${kept}` : '') +
-          '\n',
-      );
+      const lines = [`posd: restored ${backup} (schema ${inspection.schemaVersion}) into ${config.data_dir}`];
+      if (kept) lines.push(`  the previous database is kept as ${kept}`);
+      if (contents.keyFile !== null) lines.push(`  webhook signing key ${contents.keyFingerprint ?? ''}: ${restoreKeyFile(config, contents.keyFile, at)}`);
+      if (contents.settings && Object.keys(contents.settings).length > 0) lines.push(`  settings: ${restoreSettings(config, contents.settings, settingsFile)}`);
+      if (contents.leftOut.length) lines.push(`  not in this backup: ${contents.leftOut.join(', ')}`);
+      // Whatever was or was not restored, say now whether webhooks will sign: the first delivery would tell too late.
+      const db = new Database(target, { readonly: true });
+      let check;
+      try {
+        check = checkSecretsKey(config, sealedSecretSample(db));
+      } finally {
+        db.close();
+      }
+      if (!check.ok) lines.push(`  WARNING: ${check.detail}; ${check.fix}`);
+      process.stdout.write(lines.join('\n') + '\n');
     });
+}
+
+/** Puts the backup's key file in place (the one there, if different, kept aside); says what it did. */
+function restoreKeyFile(config: Config, text: string, at: string): string {
+  const file = secretsKeyFile(config);
+  const fingerprint = keyFingerprint(Buffer.from(text.trim(), 'base64'));
+  let note = `restored as ${file}`;
+  if (existsSync(file)) {
+    const current = readFileSync(file, 'utf8');
+    if (current.trim() === text.trim()) return `already in ${file}`;
+    const aside = `${file}.pre-restore-${at}`;
+    renameSync(file, aside);
+    note += `; the previous key is kept as ${aside}`;
+  }
+  const staging = `${file}.restoring`;
+  writeFileSync(staging, text, { mode: 0o600 });
+  ownerOnlyFiles(staging);
+  renameSync(staging, file);
+  if (config.webhooks.secrets_key && keyFingerprint(Buffer.from(config.webhooks.secrets_key, 'base64')) !== fingerprint) {
+    note += '; but the webhooks.secrets_key setting (POSD_WEBHOOKS_SECRETS_KEY) overrides it and is another key: remove that setting';
+  }
+  return note;
+}
+
+/** Writes the backup's settings where serve will read them, never over a different file. */
+function restoreSettings(config: Config, settings: Record<string, unknown>, settingsFile: string | undefined): string {
+  const text = JSON.stringify(settings, null, 2) + '\n';
+  if (settingsFile && !existsSync(settingsFile)) {
+    mkdirSync(dirname(resolve(settingsFile)), { recursive: true });
+    writeFileSync(settingsFile, text, { mode: 0o600 });
+    return `written to ${settingsFile}`;
+  }
+  if (settingsFile) {
+    try {
+      if (isDeepStrictEqual(JSON.parse(readFileSync(settingsFile, 'utf8')), settings)) return `the same as ${settingsFile}`;
+    } catch {
+      // unreadable or not JSON: kept, the backup's copy is written beside the data
+    }
+  }
+  const aside = join(config.data_dir, 'posd.json.from-backup');
+  writeFileSync(aside, text, { mode: 0o600 });
+  return settingsFile
+    ? `${settingsFile} differs and is kept; the backup's settings are in ${aside}: compare and merge`
+    : `written to ${aside}: serve with --config ${aside} (or move it to /etc/posd/posd.json)`;
 }

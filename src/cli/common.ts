@@ -4,6 +4,9 @@ import { loadConfigLayers, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
 import { DatabaseRefusedError } from '../db/migrate.js';
+import { AccountsService } from '../accounts/service.js';
+import Database from 'better-sqlite3';
+import { systemClock } from '../clock.js';
 
 /** A failure the user can act on: printed as one line, exit code 2, never a stack trace. */
 export class CliError extends Error {
@@ -32,14 +35,20 @@ export function withDataOptions(cmd: Command): Command {
   return cmd.addOption(dataOption()).addOption(configOption());
 }
 
-export function cliConfig(opts: DataOptions, overrides: Record<string, unknown> = {}): Config {
-  return cliConfigLayers(opts, overrides).config;
+export function cliConfig(opts: DataOptions, overrides: Record<string, unknown> = {}, how: { noFile?: boolean } = {}): Config {
+  return cliConfigLayers(opts, overrides, how).config;
 }
 
 /** `cliConfig` with the settings as given before defaults (see loadConfigLayers). */
-export function cliConfigLayers(opts: DataOptions, overrides: Record<string, unknown> = {}): { config: Config; given: Record<string, unknown> } {
+export function cliConfigLayers(
+  opts: DataOptions,
+  overrides: Record<string, unknown> = {},
+  /** noFile: read no config file at all (restore is about to write it). */
+  how: { noFile?: boolean } = {},
+): { config: Config; given: Record<string, unknown> } {
+  const env = how.noFile ? { ...process.env, POSD_CONFIG: undefined } : process.env;
   try {
-    return loadConfigLayers({ file: opts.config, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
+    return loadConfigLayers({ file: how.noFile ? undefined : opts.config, env, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
   } catch (err) {
     if (err instanceof ConfigError) throw new CliError(err.message);
     throw err;
@@ -78,4 +87,36 @@ export function printTable(rows: Array<Record<string, unknown>>, columns: string
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
   const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
   process.stdout.write(`${line(columns)}\n${cells.map(line).join('\n')}${cells.length ? '\n' : ''}`);
+}
+
+/**
+ * The role the data folder was made for (`meta.role`, written by init and by the first serve), or
+ * undefined for a folder with no installation yet. Read before the daemon starts so a central's
+ * folder served without `--role` runs as a central.
+ */
+export function storedRole(config: Config): 'store' | 'central' | undefined {
+  if (!existsSync(databaseFile(config))) return undefined;
+  // Read-only: doctor reads the role too, and must change nothing.
+  let db: Db;
+  try {
+    db = new Database(databaseFile(config), { readonly: true, fileMustExist: true });
+  } catch {
+    return undefined;
+  }
+  try {
+    const role = new AccountsService(db, systemClock).meta('role');
+    return role === 'central' || role === 'store' ? role : undefined;
+  } catch {
+    return undefined; // not a posd database, or one this posd cannot read: the start says why
+  } finally {
+    db.close();
+  }
+}
+
+/** `cliConfig` in the role stored in the data folder unless one was given: doctor and sync act as the box runs. */
+export function cliConfigInRole(opts: DataOptions): Config {
+  const { config, given } = cliConfigLayers(opts);
+  if (given.role !== undefined) return config;
+  const stored = storedRole(config);
+  return stored && stored !== config.role ? { ...config, role: stored } : config;
 }

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { CliError, cliConfig, printJson, withDataOptions, type DataOptions } from './common.js';
+import { CliError, cliConfig, cliConfigInRole, printJson, withDataOptions, type DataOptions } from './common.js';
 import { runDoctor } from '../modules/ops/doctor.js';
 
 export function doctorCommand(): Command {
@@ -7,7 +7,15 @@ export function doctorCommand(): Command {
     .description('check the data folder, disk, database, clock and terminal links; says what to do about each problem')
     .option('--json', 'print the checks as JSON')
     .action(async (opts: DataOptions & { json?: boolean }) => {
-      const checks = await runDoctor(cliConfig(opts));
+      const plain = cliConfig(opts);
+      // A missing or unreadable database is doctor's to report, not a reason to stop before it.
+      let config = plain;
+      try {
+        config = cliConfigInRole(opts);
+      } catch {
+        /* reported by the database checks */
+      }
+      const checks = await runDoctor(config);
       const problems = checks.filter((c) => !c.ok);
       if (opts.json) printJson({ ok: problems.length === 0, checks });
       else {

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import pino from 'pino';
-import { CliError, cliConfigLayers, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
-import { systemClock } from '../clock.js';
+import { CliError, cliConfigLayers, storedRole, withDataOptions, type DataOptions } from './common.js';
 import type { Config } from '../config.js';
 import { databaseFile } from '../db/paths.js';
 import { AccountsService, type Installation } from '../accounts/service.js';
@@ -11,22 +10,6 @@ import { DaemonRunningError } from '../system/daemon-lock.js';
 import { SdNotify } from '../system/sd-notify.js';
 
 type ServeOptions = DataOptions & { host?: string; port?: string; role?: 'store' | 'central' };
-
-/**
- * The role the data folder was made for (`meta.role`, written by init and by the first serve), or
- * undefined for a folder with no installation yet. Read before the daemon starts so a central's
- * folder served without `--role` runs as a central.
- */
-function storedRole(config: Config): 'store' | 'central' | undefined {
-  if (!existsSync(databaseFile(config))) return undefined;
-  const db = openCliDatabase(config);
-  try {
-    const role = new AccountsService(db, systemClock).meta('role');
-    return role === 'central' || role === 'store' ? role : undefined;
-  } finally {
-    db.close();
-  }
-}
 
 export function serveCommand(): Command {
   return withDataOptions(new Command('serve'))

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
-import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
+import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { systemClock } from '../clock.js';
@@ -15,7 +15,7 @@ import { CentralClient } from '../sync/transport.js';
 const BAR_FROM = 1000;
 
 function withStore<T>(opts: DataOptions, fn: (config: Config, db: Db) => Promise<T>): Promise<T> {
-  const config = cliConfig(opts);
+  const config = cliConfigInRole(opts);
   const db = openCliDatabase(config);
   return fn(config, db).finally(() => db.close());
 }
@@ -50,6 +50,8 @@ export function syncCommand(): Command {
           ...s.decisions.slice(0, 5).map((d) => `  ${d.decided_at} ${d.kind} ${d.record_id}: ${d.reason}`),
           `reconciliation  ${s.reconciliation.state}${s.reconciliation.checked_at ? ` (checked ${s.reconciliation.checked_at})` : ''}`,
           ...s.warnings.map((w) => `warning         ${w}`),
+          ...(config.role === 'central' ? [`parked          ${s.parked_records}`, `skipped         ${s.skipped_records}`] : []),
+          ...s.alerts.map((a) => `ALERT           ${a.message}\n                -> ${a.fix}`),
         ];
         process.stdout.write(`${lines.join('\n')}\n`);
       }),
@@ -83,7 +85,84 @@ export function syncCommand(): Command {
         }
       }),
     );
+  operatorCommands(sync);
   return sync;
+}
+
+function centralOnly(config: Config): void {
+  if (config.role !== 'central') throw new CliError('records are parked at the central: run this on the central (posd sync status shows this store\'s side)');
+}
+
+/**
+ * What an operator does about records a central could not apply (docs/sync.md): list them, put one
+ * back to be applied again once the cause is fixed, or skip it with a reason that is kept.
+ */
+function operatorCommands(sync: Command): void {
+  withDataOptions(sync.command('records'))
+    .description('central: records parked because they could not be applied (or --skipped, --held), with their reason')
+    .option('--skipped', 'list the records an operator skipped, with the reason given')
+    .option('--held', 'list the records held for an applier or a retry')
+    .option('--store <id>', 'only this store box')
+    .option('--limit <n>', 'at most this many (default 100)', '100')
+    .option('--json', 'print JSON')
+    .action((opts: DataOptions & { skipped?: boolean; held?: boolean; store?: string; limit: string; json?: boolean }) =>
+      withStore(opts, async (config, db) => {
+        centralOnly(config);
+        const outcome = opts.skipped ? 'skipped' : opts.held ? 'held' : 'parked';
+        const rows = syncStore(db).recordsIn(outcome, opts.store ?? null, Math.max(1, Number(opts.limit) || 100));
+        if (opts.json) return printJson(rows);
+        if (rows.length === 0) return void process.stdout.write(`no ${outcome} records\n`);
+        printTable(rows as never, outcome === 'skipped' ? ['id', 'store_id', 'seq', 'kind', 'decided_at', 'note', 'reason'] : ['id', 'store_id', 'seq', 'kind', 'decided_at', 'reason']);
+      }),
+    );
+  withDataOptions(sync.command('retry'))
+    .description('central: apply parked records again (after fixing their cause); the running central applies them within seconds')
+    .argument('[record...]', 'record ids (sync_...)')
+    .option('--all', 'every parked record (of --store, if given)')
+    .option('--store <id>', 'with --all: only this store box')
+    .option('--wait <seconds>', 'how long to wait for the running central to apply them (default 30)', '30')
+    .action((ids: string[], opts: DataOptions & { all?: boolean; store?: string; wait: string }) =>
+      withStore(opts, async (config, db) => {
+        centralOnly(config);
+        const store = syncStore(db);
+        const chosen = opts.all ? store.recordsIn('parked', opts.store ?? null, 1_000_000).map((r) => r.id) : ids;
+        if (chosen.length === 0) throw new CliError(opts.all ? 'no parked records' : 'name the records to retry (posd sync records lists them), or --all');
+        const put = db.transaction(() => chosen.filter((id) => store.retry(id)))();
+        const notParked = chosen.filter((id) => !put.includes(id));
+        if (notParked.length) process.stderr.write(`posd: not parked, left alone: ${notParked.join(', ')}\n`);
+        if (put.length === 0) throw new CliError('nothing to retry');
+        const { runningDaemon } = await import('../system/daemon-lock.js');
+        if (runningDaemon(config) === null) {
+          process.stdout.write(`${put.length} record(s) put back; the central applies them when it starts\n`);
+          return;
+        }
+        // The running central's held sweep applies them; wait to tell the operator how it went.
+        const end = Date.now() + Number(opts.wait) * 1000;
+        const read = () => put.map((id) => ({ id, ...store.outcomeOf(id)! }));
+        let rows = read();
+        while (rows.some((r) => r.outcome === 'held') && Date.now() < end) {
+          await new Promise((r) => setTimeout(r, 200));
+          rows = read();
+        }
+        for (const r of rows) {
+          process.stdout.write(`${r.id}  ${r.outcome === 'held' ? 'waiting (the central has not applied it yet)' : r.outcome}${r.outcome === 'parked' || r.outcome === 'rejected' ? `: ${r.reason}` : ''}\n`);
+        }
+        if (rows.some((r) => r.outcome === 'parked')) throw new CliError('', 1);
+      }),
+    );
+  withDataOptions(sync.command('skip'))
+    .description('central: give up on a parked record; the reason is kept and reported (posd sync records --skipped)')
+    .argument('<record>', 'the record id (sync_...)')
+    .requiredOption('--reason <text>', 'why it is skipped (kept with the record)')
+    .action((id: string, opts: DataOptions & { reason: string }) =>
+      withStore(opts, async (config, db) => {
+        centralOnly(config);
+        if (!opts.reason.trim()) throw new CliError('--reason: say why the record is skipped');
+        const ok = db.transaction(() => syncStore(db).skip(id, opts.reason.trim(), new Date().toISOString()))();
+        if (!ok) throw new CliError(`${id} is not a parked or held record (posd sync records lists them)`);
+        process.stdout.write(`${id} skipped: ${opts.reason.trim()}\n`);
+      }),
+    );
 }
 
 export function reconcileCommand(): Command {

@@ -587,12 +587,20 @@ CREATE TABLE sync_received (
   payload TEXT NOT NULL,
   created_at TEXT NOT NULL,
   received_at TEXT NOT NULL,
-  outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'rejected', 'held')),
+  -- held: acknowledged, applied later (no applier yet, or an operator's retry); parked: its applier
+  -- failed, so it waits for an operator (posd sync retry / skip) while the store's others flow on;
+  -- skipped: an operator gave up on it, with `note` saying why.
+  outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'rejected', 'held', 'parked', 'skipped')),
   reason TEXT,
+  -- When it was parked or skipped, and the operator's reason for a skip (kept and reported).
+  decided_at TEXT,
+  note TEXT,
   UNIQUE (store_id, seq)
 ) STRICT;
 CREATE INDEX sync_received_day ON sync_received(store_id, kind, created_at);
 CREATE INDEX sync_received_held ON sync_received(outcome) WHERE outcome = 'held';
+CREATE INDEX sync_received_parked ON sync_received(store_id, seq) WHERE outcome = 'parked';
+CREATE INDEX sync_received_skipped ON sync_received(store_id, seq) WHERE outcome = 'skipped';
 
 -- Central side: the change feed stores pull, per account (organization-wide rows have no account).
 CREATE TABLE sync_feed (
@@ -1202,5 +1210,7 @@ CREATE TABLE backup_runs (
   finished_at TEXT NOT NULL,
   bytes INTEGER,
   ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
-  error TEXT
+  error TEXT,
+  -- JSON array of what a good backup left out (secrets without backup.passphrase); NULL: nothing.
+  left_out TEXT
 ) STRICT;

@@ -62,6 +62,7 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
   let applied = 0;
   let duplicates = 0;
   let held = 0;
+  let parked = 0;
   const rejected: Array<{ id: string; reason: string }> = [];
   const appliedSeq = tx(ctx.db, () => {
     const row = store.ensureStore(body.store_id, keyAccount.id, keyAccount.live_mode, now);
@@ -95,6 +96,10 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
       const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
       if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
       if (outcome === 'held') held++;
+      if (outcome === 'parked') {
+        parked++;
+        ctx.log.warn({ event: 'sync.record_parked', store_id: body.store_id, record_id: r.id, seq: r.seq, kind: r.kind, reason }, 'sync: a record could not be applied and is parked for an operator (posd sync records)');
+      }
       store.insertReceived({
         id: r.id,
         store_id: body.store_id,
@@ -108,6 +113,7 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
         received_at: now,
         outcome,
         reason,
+        decided_at: outcome === 'parked' ? now : null,
       });
       applied++;
       last = r.seq;
@@ -115,13 +121,26 @@ export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[]
     store.advanceStore(body.store_id, last, now);
     return last;
   });
-  return { applied_seq: appliedSeq, applied, duplicates, held, rejected, server_time: now };
+  return { applied_seq: appliedSeq, applied, duplicates, held, parked, rejected, server_time: now };
+}
+
+/**
+ * An applier's failure that says nothing about the record: the database itself was busy, full or
+ * failing. The batch is refused whole and pushed again later, as before. Anything else (a bug, a
+ * constraint the record breaks) would fail every retry of the batch: that record is parked instead.
+ */
+function transient(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') && !code.startsWith('SQLITE_CONSTRAINT');
 }
 
 /**
  * Runs the kind's applier in a savepoint. A refusal on the merits is kept as `rejected` and told to
  * the store through its feed; a kind with no applier yet is `held` (acknowledged, applied later by
- * `applyHeldRecords`), so one new kind never stops a store's whole stream. Other errors propagate.
+ * `applyHeldRecords`), so one new kind never stops a store's whole stream. A record whose applier
+ * fails is `parked` with the failure as its reason (its savepoint rolled back) and waits for an
+ * operator (`posd sync retry` / `skip`), while the store's later records keep flowing: one bad
+ * record used to refuse every push of its store, for good. Transient database errors propagate.
  */
 function applyOne(
   ctx: AppContext,
@@ -129,7 +148,7 @@ function applyOne(
   origin: SyncOrigin,
   organizationId: string,
   now: string,
-): { outcome: 'applied' | 'rejected' | 'held'; reason: string | null } {
+): { outcome: 'applied' | 'rejected' | 'held' | 'parked'; reason: string | null } {
   const apply = ctx.registry.sync.applier(r.kind);
   if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
   try {
@@ -137,7 +156,10 @@ function applyOne(
     withFeedOrigin(ctx.db, origin.storeId, () => tx(ctx.db, () => apply(ctx, r as PushRecord, origin)));
     return { outcome: 'applied', reason: null };
   } catch (err) {
-    if (!(err instanceof SyncRejection)) throw Object.assign(err as Error, { syncRecordId: r.id });
+    if (!(err instanceof SyncRejection)) {
+      if (transient(err)) throw Object.assign(err as Error, { syncRecordId: r.id });
+      return { outcome: 'parked', reason: `applier failed: ${(err as Error).message ?? String(err)}`.slice(0, 500) };
+    }
     syncStore(ctx.db).insertFeed({
       organization_id: organizationId,
       account_id: r.account_id,
@@ -153,10 +175,9 @@ function applyOne(
 }
 
 /**
- * Applies records held for want of an applier, in each store's order, once this central knows
- * their kind (after an upgrade). Each in its own transaction; returns how many were applied. A
- * record whose applier fails stays held and so do the later held records of its store (order is
- * kept); the others go on, and the next start or the store's next push tries again.
+ * Applies held records (kept for want of an applier until an upgrade, or put back by `posd sync
+ * retry`), in each store's order. Each in its own transaction; returns how many were decided. A
+ * record whose applier fails is parked and the store's later held records go on without it.
  */
 export function applyHeldRecords(ctx: AppContext): number {
   const byStore = new Map<string, ReceivedRow[]>();
@@ -172,9 +193,9 @@ export function applyHeldRecords(ctx: AppContext): number {
 
 /**
  * One store's held records, in seq order. A kind still unknown stays held and is passed over (as
- * at push time, where later records of known kinds are applied past it). With `isolate` an
- * unexpected failure is logged and stops this store only, so its later held records wait behind
- * it; without it (inside a push) it fails the push like any applier failure.
+ * at push time, where later records of known kinds are applied past it). A record whose applier
+ * fails is parked, as at push time. A transient database error stops this store's pass: with
+ * `isolate` it is logged (the next sweep tries again); inside a push it fails the push.
  */
 function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): number {
   const store = syncStore(ctx.db);
@@ -188,8 +209,16 @@ function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): nu
     try {
       tx(ctx.db, () => {
         const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
-        const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, isoTime(ctx.clock.now()));
-        if (r.outcome !== 'held') store.setOutcome(row.id, r.outcome, r.reason);
+        const now = isoTime(ctx.clock.now());
+        const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, now);
+        if (r.outcome === 'held') return;
+        store.setOutcome(row.id, r.outcome, r.reason, r.outcome === 'parked' ? now : null);
+        if (r.outcome === 'parked') {
+          ctx.log.warn(
+            { event: 'sync.record_parked', store_id: row.store_id, record_id: row.id, seq: row.seq, kind: row.kind, reason: r.reason },
+            'sync: a record could not be applied and is parked for an operator (posd sync records)',
+          );
+        }
       });
     } catch (err) {
       if (!isolate) throw err;

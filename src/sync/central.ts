@@ -108,6 +108,8 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
               last_push_at: Type.Union([Type.String(), Type.Null()]),
               held_records: Type.Integer(),
               rejected_records: Type.Integer(),
+              parked_records: Type.Integer(),
+              skipped_records: Type.Integer(),
               created_at: Type.String(),
             }),
           ),
@@ -130,6 +132,8 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
           last_push_at: s.last_push_at,
           held_records: s.held,
           rejected_records: s.rejected,
+          parked_records: s.parked,
+          skipped_records: s.skipped,
           created_at: s.created_at,
         }));
     },

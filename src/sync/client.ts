@@ -2,7 +2,7 @@ import type { AppContext } from '../context.js';
 import type { Worker } from '../api/module.js';
 import { isoTime } from '../clock.js';
 import { syncStore } from './store.js';
-import { STATE, centralTarget } from './status.js';
+import { STATE, centralTarget, syncStatus } from './status.js';
 import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
 import { reconcileDay } from './reconcile.js';
@@ -58,6 +58,7 @@ function noteSuccess(ctx: Pick<AppContext, 'db' | 'clock'>, key: string, serverT
   ctx.db.transaction(() => {
     store.setState(key, isoTime(t1));
     store.setState(STATE.lastAttemptOk, 1);
+    store.setState(STATE.linkDownSince, null);
     if (Number.isFinite(server)) store.setState(STATE.clockOffset, Math.round(server - (t0 + t1) / 2));
   }).immediate();
 }
@@ -67,7 +68,11 @@ function noteFailure(ctx: Pick<AppContext, 'db' | 'clock'>, err: unknown): void 
   ctx.db.transaction(() => {
     store.setState(STATE.lastError, errorText(err));
     store.setState(STATE.lastErrorAt, isoTime(ctx.clock.now()));
-    store.setState(STATE.lastAttemptOk, 0);
+    // A refusal is an answer: the link is up and the central takes nothing (the stalled alert says so).
+    const answered = err instanceof CentralRefusal;
+    store.setState(STATE.lastAttemptOk, answered ? 1 : 0);
+    if (answered) store.setState(STATE.linkDownSince, null);
+    else if (store.state(STATE.linkDownSince) === undefined) store.setState(STATE.linkDownSince, isoTime(ctx.clock.now()));
   }).immediate();
 }
 
@@ -96,7 +101,7 @@ export class SyncWorker implements Worker {
     this.client = new CentralClient(target.url, target.key, { timeoutMs: this.ctx.config.sync.request_timeout_ms });
     this.ctx.outbox.notifier.on('events', this.onEvents);
     this.ctx.log.info({ central: target.url, store_id: storeId }, 'sync: pushing to the central');
-    this.loops = [this.pushLoop(storeId), this.pullLoop(storeId), this.reconcileLoop()];
+    this.loops = [this.pushLoop(storeId), this.pullLoop(storeId), this.reconcileLoop(), this.watchLoop()];
   }
 
   /** Wakes the push loop now (new facts, or `posd sync now`). */
@@ -183,6 +188,36 @@ export class SyncWorker implements Worker {
         } catch (err) {
           if (!this.stopped) this.ctx.log.warn({ day, err: errorText(err) }, 'sync: reconciliation failed');
         }
+      }
+    }
+  }
+
+  /**
+   * Raises its hand: an operational event in the log when a sync alert starts (records ageing while
+   * the central answers, or the link down too long), and one when it clears. Doctor and the status
+   * page read the same alerts from the database.
+   */
+  private async watchLoop(): Promise<void> {
+    const { sync } = this.ctx.config;
+    const every = Math.min(30_000, Math.max(200, Math.min(sync.alert_waiting_ms, sync.alert_link_down_ms) / 4));
+    const active = new Map<string, string>();
+    while (!this.stopped) {
+      await this.pause(every, false);
+      if (this.stopped) break;
+      let alerts;
+      try {
+        alerts = syncStatus(this.ctx.config, this.ctx.db, this.ctx.clock.now()).alerts;
+      } catch {
+        continue; // the database is closing
+      }
+      for (const a of alerts) {
+        if (!active.has(a.code)) this.ctx.log.warn({ event: a.code, fix: a.fix }, `sync: ${a.message}`);
+        active.set(a.code, a.message);
+      }
+      for (const code of [...active.keys()]) {
+        if (alerts.some((a) => a.code === code)) continue;
+        active.delete(code);
+        this.ctx.log.info({ event: 'sync_recovered', cleared: code }, 'sync: recovered');
       }
     }
   }

@@ -6,10 +6,15 @@ import { accountsOf } from '../accounts/service.js';
 import { centralRoutes } from './central.js';
 import { SyncWorker } from './client.js';
 import { applyHeldRecords } from './central-service.js';
-import { syncStatus } from './status.js';
+import { syncStatus, type SyncStatus } from './status.js';
+import { metrics } from '../system/metrics.js';
+import type { AppContext } from '../context.js';
 import { ErrorSchema } from '../api/schemas.js';
 import { eventPush, reconciliationReportPush } from './kinds.js';
 import { applyApiKey, applyRecordRejected } from './feed.js';
+
+/** How soon a central applies a record an operator put back with `posd sync retry`. */
+const HELD_SWEEP_MS = 2000;
 
 const Diff = Type.Object({
   account_id: Type.String(),
@@ -30,6 +35,7 @@ export const SyncStatusSchema = Type.Object({
   central_url: Nullable(Type.String()),
   store_id: Nullable(Type.String()),
   connected: Type.Boolean(),
+  link_down_since: Nullable(Type.String()),
   last_success_at: Nullable(Type.String()),
   last_pull_at: Nullable(Type.String()),
   records_waiting: Type.Integer(),
@@ -42,6 +48,9 @@ export const SyncStatusSchema = Type.Object({
   rejected_records: Type.Integer(),
   decisions: Type.Array(Type.Object({ record_id: Type.String(), kind: Type.String(), reason: Type.String(), decided_at: Type.String() })),
   held_records: Type.Integer(),
+  parked_records: Type.Integer(),
+  skipped_records: Type.Integer(),
+  alerts: Type.Array(Type.Object({ code: Type.String(), message: Type.String(), fix: Type.String() })),
   reconciliation: Type.Object({
     state: Type.Union([Type.Literal('never'), Type.Literal('equal'), Type.Literal('different')]),
     checked_at: Nullable(Type.String()),
@@ -62,6 +71,7 @@ export const syncModule: PosdModule = {
   },
   root(app, ctx) {
     if (ctx.config.role === 'central') centralRoutes(app, ctx);
+    registerSyncMetrics(ctx);
     const authenticator = new Authenticator(accountsOf(ctx));
     app.get(
       '/sync/status',
@@ -69,11 +79,12 @@ export const syncModule: PosdModule = {
       async (req) => {
         const raw = req.headers['x-secret-key'];
         authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
-        return syncStatus(ctx.config, ctx.db);
+        return syncStatus(ctx.config, ctx.db, ctx.clock.now());
       },
     );
   },
   workers(ctx) {
+    provideStatus(ctx, { syncAlerts: () => syncStatus(ctx.config, ctx.db, ctx.clock.now()).alerts });
     if (ctx.config.role === 'store') {
       // A box that never joined a central shows the panel as "not configured".
       if (syncStatus(ctx.config, ctx.db).configured) provideStatus(ctx, {
@@ -90,16 +101,87 @@ export const syncModule: PosdModule = {
       });
       return [new SyncWorker(ctx)];
     }
-    // After an upgrade, records held for want of an applier are applied, in the order they came.
+    // Records held for want of an applier (after an upgrade) are applied at start; records an
+    // operator put back with `posd sync retry` (from another process) are found by a short poll
+    // on the partial index of held records.
+    let timer: NodeJS.Timeout | undefined;
+    const sweep = () => {
+      try {
+        const n = applyHeldRecords(ctx);
+        if (n) ctx.log.info({ records: n }, 'sync: applied held records');
+      } catch (err) {
+        ctx.log.error({ err }, 'sync: applying held records failed; the next sweep tries again');
+      }
+    };
     return [
       {
         name: 'sync-held',
         start() {
-          const n = applyHeldRecords(ctx);
-          if (n) ctx.log.info({ records: n }, 'sync: applied records held for an applier');
+          sweep();
+          timer = setInterval(sweep, HELD_SWEEP_MS);
+          timer.unref();
         },
-        stop() {},
+        stop() {
+          clearInterval(timer);
+        },
       },
     ];
   },
 };
+
+/** Sync in /metrics, read at scrape time from the same status as doctor and the page. */
+function registerSyncMetrics(ctx: AppContext): void {
+  const m = metrics(ctx);
+  // One read per scrape for the four series.
+  let memo: { at: number; status: SyncStatus } | undefined;
+  const status = (): SyncStatus => {
+    const now = Date.now();
+    if (!memo || now - memo.at > 250) memo = { at: now, status: syncStatus(ctx.config, ctx.db, ctx.clock.now()) };
+    return memo.status;
+  };
+  m.gauge({
+    name: 'posd_sync_records',
+    help: 'Sync records by state: waiting (store, not yet acknowledged by the central); held, parked and skipped (central)',
+    labelNames: ['state'],
+    collect() {
+      const s = status();
+      this.set({ state: 'waiting' }, s.records_waiting);
+      this.set({ state: 'held' }, s.held_records);
+      this.set({ state: 'parked' }, s.parked_records);
+      this.set({ state: 'skipped' }, s.skipped_records);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_oldest_waiting_age_seconds',
+    help: 'Age of the oldest record waiting for the central (0: none waiting)',
+    collect() {
+      const oldest = status().oldest_waiting_at;
+      this.set(oldest ? Math.max(0, (ctx.clock.now() - Date.parse(oldest)) / 1000) : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_last_success_timestamp_seconds',
+    help: 'When the central last acknowledged a push (0: never)',
+    collect() {
+      const at = status().last_success_at;
+      this.set(at ? Date.parse(at) / 1000 : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_link_up',
+    help: '1 while the central answers, 0 when it does not (store)',
+    collect() {
+      this.set(status().connected ? 1 : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_alerts',
+    help: 'Sync alerts raised now, by code (sync_stalled, sync_link_down, sync_records_parked)',
+    labelNames: ['code'],
+    collect() {
+      this.reset();
+      for (const code of ['sync_stalled', 'sync_link_down', 'sync_records_parked']) this.set({ code }, 0);
+      for (const a of status().alerts) this.set({ code: a.code }, 1);
+    },
+  });
+}

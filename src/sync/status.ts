@@ -16,7 +16,16 @@ export const STATE = {
   lastErrorAt: 'last_error_at',
   clockOffset: 'clock_offset_ms',
   lastAttemptOk: 'last_attempt_ok',
+  /** When the first failure after a success (or the first failure ever) happened; cleared by a success. */
+  linkDownSince: 'link_down_since',
 } as const;
+
+/** A sync problem a manager must hear about: one line, and what to do. */
+export interface SyncAlert {
+  code: 'sync_stalled' | 'sync_link_down' | 'sync_records_parked';
+  message: string;
+  fix: string;
+}
 
 export interface SyncStatus {
   role: 'store' | 'central';
@@ -24,6 +33,8 @@ export interface SyncStatus {
   central_url: string | null;
   store_id: string | null;
   connected: boolean;
+  /** Since when the central has not answered (null: it answers, or was never tried). */
+  link_down_since: string | null;
   last_success_at: string | null;
   last_pull_at: string | null;
   records_waiting: number;
@@ -38,6 +49,11 @@ export interface SyncStatus {
   decisions: Array<{ record_id: string; kind: string; reason: string; decided_at: string }>;
   /** Central: records kept without an applier for their kind (applied after an upgrade). */
   held_records: number;
+  /** Central: records whose applier failed, waiting for an operator; and those an operator skipped. */
+  parked_records: number;
+  skipped_records: number;
+  /** What needs a manager now (docs/sync.md, "Sync that raises its hand"). */
+  alerts: SyncAlert[];
   reconciliation: {
     state: 'never' | 'equal' | 'different';
     checked_at: string | null;
@@ -64,7 +80,7 @@ export function centralTarget(config: Config, db: Db): { url: string; key: strin
 }
 
 /** Read from the database alone, so `posd sync status` works with the daemon stopped. */
-export function syncStatus(config: Config, db: Db): SyncStatus {
+export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): SyncStatus {
   const store = syncStore(db);
   return db.transaction((): SyncStatus => {
     const target = centralTarget(config, db);
@@ -78,12 +94,17 @@ export function syncStatus(config: Config, db: Db): SyncStatus {
     }
     const diffs = store.reconciliationDiffs();
     const checkedAt = store.lastReconciled();
+    const counts = config.role === 'central' ? store.outcomeCounts() : { held: store.heldCount(), parked: 0, skipped: 0 };
+    const connected = store.state(STATE.lastAttemptOk) === '1';
+    const downSince = connected ? null : (store.state(STATE.linkDownSince) ?? null);
+    const lastError = store.state(STATE.lastError) ?? null;
     return {
       role: config.role,
       configured: target !== null,
       central_url: target?.url ?? null,
       store_id: store.state(STATE.storeId) ?? null,
-      connected: store.state(STATE.lastAttemptOk) === '1',
+      connected,
+      link_down_since: downSince,
       last_success_at: store.state(STATE.lastPushOk) ?? null,
       last_pull_at: store.state(STATE.lastPullOk) ?? null,
       records_waiting: waiting.n,
@@ -95,7 +116,10 @@ export function syncStatus(config: Config, db: Db): SyncStatus {
       warnings,
       rejected_records: store.decisionCount(),
       decisions: store.latestDecisions(20),
-      held_records: store.heldCount(),
+      held_records: counts.held,
+      parked_records: counts.parked,
+      skipped_records: counts.skipped,
+      alerts: syncAlerts(config, { configured: target !== null, connected, downSince, oldest: waiting.oldest, waiting: waiting.n, lastError, parked: counts.parked }, nowMs),
       reconciliation: {
         state: checkedAt === null ? 'never' : diffs.length ? 'different' : 'equal',
         checked_at: checkedAt,
@@ -113,4 +137,50 @@ export function syncStatus(config: Config, db: Db): SyncStatus {
       },
     };
   })();
+}
+
+function ago(ms: number): string {
+  const m = Math.round(ms / 60_000);
+  return m < 1 ? `${Math.round(ms / 1000)} s` : m < 120 ? `${m} min` : `${Math.round(m / 60)} h`;
+}
+
+/**
+ * The sync problems a manager must hear about. A store: the oldest waiting record older than
+ * `sync.alert_waiting_ms` while the central answers (it takes nothing: see the last error), or no
+ * contact for longer than `sync.alert_link_down_ms`. A central: records parked for an operator.
+ */
+export function syncAlerts(
+  config: Config,
+  s: { configured: boolean; connected: boolean; downSince: string | null; oldest: string | null; waiting: number; lastError: string | null; parked: number },
+  nowMs: number,
+): SyncAlert[] {
+  const out: SyncAlert[] = [];
+  if (config.role === 'central') {
+    if (s.parked > 0) {
+      out.push({
+        code: 'sync_records_parked',
+        message: `${s.parked} record(s) from stores could not be applied and are parked`,
+        fix: 'posd sync records; then posd sync retry RECORD (after the fix) or posd sync skip RECORD --reason TEXT',
+      });
+    }
+    return out;
+  }
+  if (!s.configured) return out;
+  const oldestAge = s.oldest ? nowMs - Date.parse(s.oldest) : 0;
+  if (s.connected && oldestAge > config.sync.alert_waiting_ms) {
+    out.push({
+      code: 'sync_stalled',
+      message: `${s.waiting} record(s) waiting for the central, the oldest for ${ago(oldestAge)}, although the central answers${s.lastError ? ` (last error: ${s.lastError})` : ''}`,
+      fix: 'posd sync status and the log (sync: ...) say why the central refuses them; posd sync now retries at once',
+    });
+  }
+  const downFor = s.downSince ? nowMs - Date.parse(s.downSince) : 0;
+  if (!s.connected && downFor > config.sync.alert_link_down_ms) {
+    out.push({
+      code: 'sync_link_down',
+      message: `no contact with the central for ${ago(downFor)} (since ${s.downSince})${s.waiting ? `; ${s.waiting} record(s) waiting` : ''}${s.lastError ? `: ${s.lastError}` : ''}`,
+      fix: 'check the internet link and sync.central_url; sales go on and are pushed once it is back',
+    });
+  }
+  return out;
 }

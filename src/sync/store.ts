@@ -43,8 +43,23 @@ export interface ReceivedRow {
   payload: string;
   created_at: string;
   received_at: string;
-  outcome: 'applied' | 'rejected' | 'held';
+  outcome: 'applied' | 'rejected' | 'held' | 'parked' | 'skipped';
   reason: string | null;
+  decided_at?: string | null;
+  note?: string | null;
+}
+
+export interface OperatorRecord {
+  id: string;
+  store_id: string;
+  seq: number;
+  kind: string;
+  account_id: string;
+  outcome: 'held' | 'parked' | 'skipped';
+  reason: string | null;
+  received_at: string;
+  decided_at: string | null;
+  note: string | null;
 }
 
 export interface FeedRow {
@@ -115,7 +130,9 @@ export class SyncStore {
       getStore: db.prepare('SELECT * FROM sync_stores WHERE store_id = ?'),
       listStores: db.prepare(
         `SELECT s.*, (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'held') AS held,
-           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'rejected') AS rejected
+           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'rejected') AS rejected,
+           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'parked') AS parked,
+           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'skipped') AS skipped
          FROM sync_stores s ORDER BY s.last_push_at`,
       ),
       insertStore: db.prepare(
@@ -125,8 +142,8 @@ export class SyncStore {
       received: db.prepare('SELECT * FROM sync_received WHERE id = ?'),
       receivedAt: db.prepare('SELECT * FROM sync_received WHERE store_id = ? AND seq = ?'),
       insertReceived: db.prepare(
-        `INSERT INTO sync_received (id, store_id, seq, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason)
-         VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, @outcome, @reason)`,
+        `INSERT INTO sync_received (id, store_id, seq, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason, decided_at)
+         VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, @outcome, @reason, @decided_at)`,
       ),
       insertFeed: db.prepare(
         `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, to_store_id)
@@ -136,7 +153,26 @@ export class SyncStore {
       heldOf: db.prepare("SELECT * FROM sync_received WHERE store_id = ? AND outcome = 'held' ORDER BY seq"),
       outboxRecord: db.prepare('SELECT * FROM sync_outbox WHERE id = ?'),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
-      setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ? WHERE id = ?'),
+      setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ?, decided_at = ? WHERE id = ?'),
+      // One statement per outcome, each naming it literally, so SQLite uses that outcome's partial index.
+      list_held: db.prepare(
+        `SELECT id, store_id, seq, kind, account_id, outcome, reason, received_at, decided_at, note FROM sync_received
+         WHERE outcome = 'held' AND (? IS NULL OR store_id = ?) ORDER BY store_id, seq LIMIT ?`,
+      ),
+      count_held: db.prepare("SELECT count(*) FROM sync_received WHERE outcome = 'held'").pluck(),
+      list_parked: db.prepare(
+        `SELECT id, store_id, seq, kind, account_id, outcome, reason, received_at, decided_at, note FROM sync_received
+         WHERE outcome = 'parked' AND (? IS NULL OR store_id = ?) ORDER BY store_id, seq LIMIT ?`,
+      ),
+      count_parked: db.prepare("SELECT count(*) FROM sync_received WHERE outcome = 'parked'").pluck(),
+      list_skipped: db.prepare(
+        `SELECT id, store_id, seq, kind, account_id, outcome, reason, received_at, decided_at, note FROM sync_received
+         WHERE outcome = 'skipped' AND (? IS NULL OR store_id = ?) ORDER BY store_id, seq LIMIT ?`,
+      ),
+      count_skipped: db.prepare("SELECT count(*) FROM sync_received WHERE outcome = 'skipped'").pluck(),
+      outcomeOf: db.prepare('SELECT outcome, reason FROM sync_received WHERE id = ?'),
+      retry: db.prepare("UPDATE sync_received SET outcome = 'held', decided_at = NULL WHERE id = ? AND outcome = 'parked'"),
+      skip: db.prepare("UPDATE sync_received SET outcome = 'skipped', note = ?, decided_at = ? WHERE id = ? AND outcome IN ('parked', 'held')"),
       feedMax: db.prepare('SELECT coalesce(max(seq), 0) AS m FROM sync_feed'),
       // Reconciliation reads the facts of one day; totals per kind are computed by their registered rule.
       outboxDay: db.prepare(
@@ -208,8 +244,8 @@ export class SyncStore {
   storeRow(storeId: string): StoreRow | undefined {
     return this.s.getStore.get(storeId) as StoreRow | undefined;
   }
-  stores(): Array<StoreRow & { held: number; rejected: number }> {
-    return this.s.listStores.all() as Array<StoreRow & { held: number; rejected: number }>;
+  stores(): Array<StoreRow & { held: number; rejected: number; parked: number; skipped: number }> {
+    return this.s.listStores.all() as Array<StoreRow & { held: number; rejected: number; parked: number; skipped: number }>;
   }
   ensureStore(storeId: string, accountId: string, liveMode: boolean, at: string): StoreRow {
     this.s.insertStore.run(storeId, accountId, liveMode ? 1 : 0, at);
@@ -225,7 +261,7 @@ export class SyncStore {
     return this.s.receivedAt.get(storeId, seq) as ReceivedRow | undefined;
   }
   insertReceived(row: ReceivedRow): void {
-    this.s.insertReceived.run(row);
+    this.s.insertReceived.run({ ...row, decided_at: row.decided_at ?? null });
   }
   held(): ReceivedRow[] {
     return this.s.held.all() as ReceivedRow[];
@@ -241,8 +277,28 @@ export class SyncStore {
   heldCount(): number {
     return (this.s.heldCount.get() as { n: number }).n;
   }
-  setOutcome(id: string, outcome: 'applied' | 'rejected', reason: string | null): void {
-    this.s.setOutcome.run(outcome, reason, id);
+  setOutcome(id: string, outcome: 'applied' | 'rejected' | 'parked', reason: string | null, decidedAt: string | null = null): void {
+    this.s.setOutcome.run(outcome, reason, decidedAt, id);
+  }
+  /** Records waiting for (or decided by) an operator, oldest first per store. */
+  recordsIn(outcome: 'parked' | 'skipped' | 'held', storeId: string | null, limit: number): OperatorRecord[] {
+    const stmt = outcome === 'held' ? this.s.list_held : outcome === 'parked' ? this.s.list_parked : this.s.list_skipped;
+    return stmt.all(storeId, storeId, limit) as OperatorRecord[];
+  }
+  /** How many records are held, parked and skipped at this central. */
+  outcomeCounts(): { held: number; parked: number; skipped: number } {
+    return { held: this.s.count_held.get() as number, parked: this.s.count_parked.get() as number, skipped: this.s.count_skipped.get() as number };
+  }
+  outcomeOf(id: string): { outcome: ReceivedRow['outcome']; reason: string | null } | undefined {
+    return this.s.outcomeOf.get(id) as { outcome: ReceivedRow['outcome']; reason: string | null } | undefined;
+  }
+  /** A parked record back to held: the central's held sweep applies it again. False if it was not parked. */
+  retry(id: string): boolean {
+    return this.s.retry.run(id).changes === 1;
+  }
+  /** An operator gives up on a parked (or held) record, saying why. False if it was neither. */
+  skip(id: string, note: string, at: string): boolean {
+    return this.s.skip.run(note, at, id).changes === 1;
   }
   insertFeed(row: Omit<FeedRow, 'seq' | 'origin_store_id' | 'to_store_id'> & { to_store_id?: string | null }): void {
     this.s.insertFeed.run({ ...row, to_store_id: row.to_store_id ?? null });

@@ -33,6 +33,8 @@ export const PushResponse = Type.Object({
   duplicates: Type.Integer(),
   /** Records kept without being applied: this central has no applier for their kind yet. */
   held: Type.Integer(),
+  /** Records acknowledged but parked: their applier failed; an operator retries or skips them. */
+  parked: Type.Optional(Type.Integer()),
   rejected: Type.Array(Type.Object({ id: Type.String(), reason: Type.String() })),
   server_time: Type.String(),
 });

@@ -4,6 +4,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
 import { DIR_MODE, ownerOnlyFiles } from './file-modes.js';
 import { latestVersion, madeByDevelopmentBuild } from '../db/migrate.js';
+import { writeBundle } from './backup-bundle.js';
 
 export function backupDir(config: Pick<Config, 'backup' | 'data_dir'>): string {
   return config.backup.dir || join(config.data_dir, 'backups');
@@ -41,7 +42,11 @@ function fsyncPath(path: string): void {
  * the copy. Written to `dest.partial`, checked with `PRAGMA integrity_check`, flushed, then renamed:
  * `dest` is either a whole, checked backup or absent.
  */
-export async function backupDatabase(source: string, dest: string, opts: { onProgress?: (p: BackupProgress) => void; busyTimeoutMs?: number } = {}): Promise<BackupResult> {
+export async function backupDatabase(
+  source: string,
+  dest: string,
+  opts: { onProgress?: (p: BackupProgress) => void; busyTimeoutMs?: number; /** What the backup carries besides the database (backup-bundle.ts). */ bundle?: Record<string, string> } = {},
+): Promise<BackupResult> {
   // A backup is the whole store's data: owner-only, also under `posd backup --to FILE`.
   mkdirSync(dirname(dest), { recursive: true, mode: DIR_MODE });
   const partial = `${dest}.partial`;
@@ -72,6 +77,12 @@ export async function backupDatabase(source: string, dest: string, opts: { onPro
     copy.pragma('journal_mode = DELETE');
   } finally {
     copy.close();
+  }
+  try {
+    if (opts.bundle) writeBundle(partial, opts.bundle);
+  } catch (err) {
+    rmSync(partial, { force: true });
+    throw err;
   }
   const check = inspectDatabase(partial);
   if (!check.ok) {

@@ -1,8 +1,10 @@
 import { statSync } from 'node:fs';
-import { Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { databaseFile } from '../db/paths.js';
+import { latestVersion } from '../db/migrate.js';
+import { posdVersion } from './build-info.js';
 
 /**
  * The metrics of one daemon. Each daemon has its own prom-client Registry (never the global one), so
@@ -36,6 +38,13 @@ function create(ctx: Pick<AppContext, 'config'>): Metrics {
     gauge: (cfg) => (existing(cfg.name) as Gauge<never>) ?? new Gauge({ ...cfg, registers: [registry] }),
     histogram: (cfg) => (existing(cfg.name) as Histogram<never>) ?? new Histogram({ ...cfg, registers: [registry] }),
   };
+  // Process defaults (CPU, memory, event loop lag, handles, GC) under their usual names, and one
+  // build-info series so a dashboard can tell which posd answers.
+  collectDefaultMetrics({ register: registry });
+  m.gauge({ name: 'posd_build_info', help: 'The running posd: version, Node.js version, schema version and role (always 1)', labelNames: ['version', 'node', 'schema', 'role'] }).set(
+    { version: posdVersion(), node: process.versions.node, schema: String(latestVersion()), role: ctx.config.role },
+    1,
+  );
   const db = databaseFile(ctx.config);
   m.gauge({
     name: 'posd_database_bytes',

@@ -71,6 +71,8 @@ export interface StatusSources {
   /** The webhooks area's manual retry: sends the delivery again now. */
   resendDelivery?(deliveryId: string): Promise<{ ok: boolean; message: string }>;
   sync?(): SyncState;
+  /** Sync problems that need a manager now, on a store or a central (one line each, with what to do). */
+  syncAlerts?(): Array<{ code: string; message: string; fix: string }>;
 }
 
 const byContext = new WeakMap<object, StatusSources>();

@@ -136,7 +136,7 @@ describe('backups under write load', () => {
     await load.stop();
     expect(b.stderr).toBe('');
     expect(b.code).toBe(0);
-    expect(b.stdout).toMatch(/^posd: backup written to .*manual\.db \(\d+ bytes, integrity checked\)\n$/);
+    expect(b.stdout).toMatch(/^posd: backup written to .*manual\.db \(\d+ bytes, integrity checked\)\n {2}holds: database, settings\n$/);
     expect(lastBackupRun(server.daemon.ctx.db)).toMatchObject({ file, trigger: 'manual', ok: 1 });
     const notes = notesIn(file);
     for (const text of ackedBefore) expect(notes.has(text)).toBe(true);

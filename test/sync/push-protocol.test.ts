@@ -26,6 +26,11 @@ const testModule: PosdModule = {
           throw new Error('disk on fire');
         },
       },
+      test_busy: {
+        apply() {
+          throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+        },
+      },
     },
   },
 };
@@ -216,9 +221,25 @@ describe('POST /sync/push at the central', () => {
     expect((await http('GET', `${central.url}/sync/stores`, null)).status).toBe(401);
   });
 
-  it('rolls a batch back whole when an applier fails unexpectedly', async () => {
+  it('parks a record whose applier fails, undoing what it wrote, and applies the store\'s later records', async () => {
     const r0 = received();
-    const res = await push('store_a10', [rec(1, 0), rec(2, 1, { kind: 'test_broken' })]);
+    const n0 = notes();
+    const res = await push('store_a10', [rec(1, 0), rec(2, 1, { kind: 'test_broken' }), rec(3, 2)]);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ applied_seq: 3, parked: 1, rejected: [] });
+    expect(received()).toBe(r0 + 3);
+    expect(notes()).toBe(n0 + 2);
+    // The applier's savepoint was rolled back: its table was never made.
+    expect(central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'test_broken'").get()).toEqual({ n: 0 });
+    const parked = central.daemon.ctx.db.prepare("SELECT outcome, reason, decided_at FROM sync_received WHERE store_id = 'store_a10' AND seq = 2").get() as Record<string, string>;
+    expect(parked).toMatchObject({ outcome: 'parked', reason: 'applier failed: disk on fire' });
+    expect(parked.decided_at).toMatch(/^\d{4}-/);
+    expect((await http('GET', `${central.url}/sync/stores`, store.key)).body.find((s: any) => s.store_id === 'store_a10')).toMatchObject({ applied_seq: 3 });
+  });
+
+  it('refuses a batch whole when the database itself fails (busy), so it is pushed again later', async () => {
+    const r0 = received();
+    const res = await push('store_a11', [rec(1, 0), rec(2, 1, { kind: 'test_busy' })]);
     expect(res.status).toBe(503);
     expect(res.body.code).toBe('sync_apply_failed');
     expect(received()).toBe(r0);

@@ -22,7 +22,7 @@ export function calendarExportRoutes(app: ApiApp, ctx: AppContext): void {
       const now = ctx.clock.now();
       // A month back, so a platform that reads late still sees the stay in progress.
       const fromOn = isoTime(now - 31 * 86_400_000).slice(0, 10);
-      const body = unitCalendar({ unitId: unit.id, unitName: unit.name, nights: unitNights(ctx, unit.id, fromOn), now: new Date(now) });
+      const body = await unitCalendar({ unitId: unit.id, unitName: unit.name, nights: unitNights(ctx, unit.id, fromOn), now: new Date(now) });
       return reply.header('content-type', 'text/calendar; charset=utf-8').header('cache-control', 'no-store').send(body);
     },
   );

@@ -9,7 +9,6 @@ import { isoTime } from '../../clock.js';
 import { newId } from '../../ids.js';
 import { resourceRow } from '../bookables/service.js';
 import { feedsStoreOf, type FeedRow } from './store.js';
-import { blockedNights } from './ical.js';
 
 const MINUTE = 60_000;
 
@@ -123,6 +122,8 @@ export async function syncFeed(ctx: AppContext, feed: FeedRow): Promise<FeedRow>
     const until = isoTime(ctx.clock.now() + ctx.config.scheduling.feed_horizon_days * 86_400_000).slice(0, 10);
     // Yesterday too: a night that began before midnight UTC somewhere west is still tonight there.
     const from = isoTime(Date.parse(`${today}T00:00:00Z`) - 86_400_000).slice(0, 10);
+    // The iCalendar parser is loaded by the first feed read, not at start.
+    const { blockedNights } = await import('./ical.js');
     const blocks = blockedNights(text, from, until);
     tx(ctx.db, () => {
       store.replaceBlocks(feed, blocks);
@@ -174,7 +175,10 @@ export function feedsWorker(ctx: AppContext): Worker {
   };
 }
 
-export { unitCalendar } from './ical.js';
+/** The public iCalendar export of a unit; the iCalendar library is loaded by the first export. */
+export async function unitCalendar(opts: Parameters<typeof import('./ical.js').unitCalendar>[0]): Promise<string> {
+  return (await import('./ical.js')).unitCalendar(opts);
+}
 
 /** Whether a calendar feed blocks any night of [fromOn, toOn) on the unit (a stay there is refused). */
 export function feedsBlockNights(ctx: AppContext, resourceId: string, fromOn: string, toOn: string): boolean {

@@ -1,4 +1,4 @@
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import { request } from 'undici';
 import type { AppContext } from '../../context.js';
 
@@ -14,7 +14,7 @@ export interface Message {
  * a failed delivery throws so the caller can tell the customer.
  */
 export class ContractDelivery {
-  private transport: nodemailer.Transporter | undefined;
+  private transport: Transporter | undefined;
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -29,6 +29,8 @@ export class ContractDelivery {
   async email(m: Message): Promise<void> {
     const c = this.ctx.config.contracts.smtp;
     if (!c.host) throw new Error('e-mail is not configured (contracts.smtp.host)');
+    // Loaded by the first e-mail, not at start.
+    const { default: nodemailer } = await import('nodemailer');
     this.transport ??= nodemailer.createTransport({
       host: c.host,
       port: c.port,

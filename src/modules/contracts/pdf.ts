@@ -1,7 +1,6 @@
 import { createWriteStream } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import PDFDocument from 'pdfkit';
 
 /** The signed text as plain text: block tags become line breaks, other tags go, entities are decoded. */
 export function htmlToText(html: string): string {
@@ -36,6 +35,8 @@ export interface SignedPdfInput {
  * text can be read back from the file (and checked by tests) without a PDF library.
  */
 export async function renderSignedPdf(dir: string, name: string, input: SignedPdfInput): Promise<void> {
+  // Loaded by the first signed contract, not at start: pdfkit (and its fonts) cost most of a second.
+  const { default: PDFDocument } = await import('pdfkit');
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${name}.tmp`);
   try {

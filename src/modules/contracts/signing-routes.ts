@@ -6,7 +6,6 @@ import type { FastifyReply } from 'fastify';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { contractDelivery } from './delivery.js';
-import { notFoundPage, signingPage } from './page.js';
 import { ContractsService, SigningError, type CodeChannel } from './service.js';
 import type { TemplateFieldT } from './schema.js';
 
@@ -27,7 +26,9 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
     const html = (reply: FastifyReply, status: number, body: string) =>
       reply.code(status).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', CSP).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send(body);
 
-    const render = (token: string, extra: { notice?: string; error?: string; sandboxCode?: string } = {}) => {
+    // The signing page's markup is loaded by the first page view, not at start.
+    const render = async (token: string, extra: { notice?: string; error?: string; sandboxCode?: string } = {}) => {
+      const { signingPage } = await import('./page.js');
       const row = svc.store.byToken(token)!;
       const fields = JSON.parse(svc.store.template(row.template_id)!.fields) as TemplateFieldT[];
       return signingPage({ row, fields, channels: svc.channels(row), ...extra });
@@ -35,8 +36,8 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
 
     page.get('/sign/:token', { schema: { hide: true, params: TokenParams, response: Html } }, async (req, reply) => {
       const row = svc.viewed(req.params.token);
-      if (!row) return html(reply, 404, notFoundPage());
-      return html(reply, 200, render(row.signing_token));
+      if (!row) return html(reply, 404, (await import('./page.js')).notFoundPage());
+      return html(reply, 200, await render(row.signing_token));
     });
 
     page.post(
@@ -44,13 +45,13 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
       { schema: { hide: true, params: TokenParams, body: Type.Object({ channel: Type.String() }), response: Html } },
       async (req, reply) => {
         const token = req.params.token;
-        if (!svc.store.byToken(token)) return html(reply, 404, notFoundPage());
+        if (!svc.store.byToken(token)) return html(reply, 404, (await import('./page.js')).notFoundPage());
         const channel = req.body.channel as CodeChannel;
         let made;
         try {
           made = svc.newCode(token, channel);
         } catch (err) {
-          if (err instanceof SigningError) return html(reply, 400, render(token, { error: err.message }));
+          if (err instanceof SigningError) return html(reply, 400, await render(token, { error: err.message }));
           throw err;
         }
         const customer = JSON.parse(made.row.customer) as { email: string | null; phone: string | null };
@@ -60,10 +61,10 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
           if (channel === 'messaging') await contractDelivery(ctx).message({ to: customer.phone!, subject: made.row.title, text });
         } catch (err) {
           ctx.log.warn({ err, contract: made.row.id, channel }, 'signing code delivery failed');
-          return html(reply, 400, render(token, { error: 'No pudimos enviar el código; intente de nuevo u otro medio.' }));
+          return html(reply, 400, await render(token, { error: 'No pudimos enviar el código; intente de nuevo u otro medio.' }));
         }
-        if (channel === 'sandbox') return html(reply, 200, render(token, { notice: 'Código generado (sandbox).', sandboxCode: made.code }));
-        return html(reply, 200, render(token, { notice: `Le enviamos un código por ${channel === 'email' ? 'correo electrónico' : 'mensaje'}.` }));
+        if (channel === 'sandbox') return html(reply, 200, await render(token, { notice: 'Código generado (sandbox).', sandboxCode: made.code }));
+        return html(reply, 200, await render(token, { notice: `Le enviamos un código por ${channel === 'email' ? 'correo electrónico' : 'mensaje'}.` }));
       },
     );
 
@@ -79,16 +80,16 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
       },
       async (req, reply) => {
         const token = req.params.token;
-        if (!svc.store.byToken(token)) return html(reply, 404, notFoundPage());
+        if (!svc.store.byToken(token)) return html(reply, 404, (await import('./page.js')).notFoundPage());
         const body = req.body as Record<string, string>;
         const fields: Record<string, string> = {};
         for (const [k, v] of Object.entries(body)) if (k.startsWith('field_')) fields[k.slice(6)] = v;
         try {
           const row = svc.complete(token, body.code, body.action === 'decline' ? { decline: body.decline_reason?.trim() || null } : { sign: fields });
           if (row.status === 'signed') await svc.renderPdf(row).catch((err) => ctx.log.error({ err, contract: row.id }, 'rendering the signed PDF failed; the worker retries'));
-          return html(reply, 200, render(token, { notice: row.status === 'signed' ? 'Contrato firmado.' : 'Contrato rechazado.' }));
+          return html(reply, 200, await render(token, { notice: row.status === 'signed' ? 'Contrato firmado.' : 'Contrato rechazado.' }));
         } catch (err) {
-          if (err instanceof SigningError) return html(reply, 400, render(token, { error: err.message }));
+          if (err instanceof SigningError) return html(reply, 400, await render(token, { error: err.message }));
           throw err;
         }
       },
@@ -96,8 +97,8 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
 
     page.get('/sign/:token/pdf', { schema: { hide: true, params: TokenParams, response: Html } }, async (req, reply) => {
       const row = svc.store.byToken(req.params.token);
-      if (!row) return html(reply, 404, notFoundPage());
-      if (!row.pdf_file) return html(reply, 409, render(row.signing_token, { error: 'El PDF firmado aún no está disponible.' }));
+      if (!row) return html(reply, 404, (await import('./page.js')).notFoundPage());
+      if (!row.pdf_file) return html(reply, 409, await render(row.signing_token, { error: 'El PDF firmado aún no está disponible.' }));
       return reply
         .header('content-type', 'application/pdf')
         .header('content-disposition', `attachment; filename="${row.id}.pdf"`)

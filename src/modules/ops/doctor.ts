@@ -6,6 +6,9 @@ import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
 import { inspectDatabase } from '../../system/backup.js';
 import { runningDaemon } from '../../system/daemon-lock.js';
+import { checkSecretsKey } from '../../system/secret-box.js';
+import { sealedSecretSample, webhookHealth } from '../webhooks/service.js';
+import { syncStatus } from '../../sync/status.js';
 
 export interface Check {
   name: string;
@@ -17,7 +20,7 @@ export interface Check {
 
 const GiB = 1 << 30;
 
-function dataFolder(config: Config): Check[] {
+export function dataFolder(config: Config): Check[] {
   const dir = config.data_dir;
   if (!existsSync(dir)) return [{ name: 'data folder', ok: false, detail: `${dir} does not exist`, fix: `run posd init --data ${dir}, or point --data / POSD_DATA at the right folder` }];
   const st = statSync(dir);
@@ -80,15 +83,37 @@ function database(config: Config): Check[] {
 function recorded(config: Config, nowMs: number): Check[] {
   const file = databaseFile(config);
   if (!existsSync(file)) return [];
-  const out: Check[] = [];
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
+    return recordedChecks(config, db, nowMs);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The checks that read the database (backups, the webhook key, webhooks, sync, serial terminals),
+ * on any connection: doctor opens the file read-only, the status page's verdict uses the daemon's.
+ */
+export function recordedChecks(config: Config, db: Database.Database, nowMs: number): Check[] {
+  const out: Check[] = [];
+  {
     const has = (t: string) => !!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
     if (has('backup_runs') && config.backup.hour >= 0) {
-      const last = db.prepare('SELECT finished_at, file FROM backup_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1').get() as { finished_at: string; file: string } | undefined;
+      const last = db.prepare('SELECT finished_at, file, left_out FROM backup_runs WHERE ok = 1 ORDER BY id DESC LIMIT 1').get() as
+        | { finished_at: string; file: string; left_out: string | null }
+        | undefined;
       const ageH = last ? (nowMs - Date.parse(last.finished_at)) / 3_600_000 : Infinity;
+      const leftOut = last?.left_out ? (JSON.parse(last.left_out) as string[]) : [];
       out.push(
-        ageH <= 36
+        ageH <= 36 && leftOut.length > 0
+          ? {
+              name: 'last backup',
+              ok: false,
+              detail: `${last!.finished_at} (${last!.file}) left out ${leftOut.join(', ')}: a box restored from it cannot sign webhooks as before`,
+              fix: 'set backup.passphrase (POSD_BACKUP_PASSPHRASE in the service environment), then run posd backup --passphrase-file FILE now',
+            }
+          : ageH <= 36
           ? { name: 'last backup', ok: true, detail: `${last!.finished_at} (${last!.file})` }
           : {
               name: 'last backup',
@@ -98,11 +123,42 @@ function recorded(config: Config, nowMs: number): Check[] {
             },
       );
     }
+    if (has('webhook_endpoints')) {
+      out.push({ name: 'webhook signing key', ...checkSecretsKey(config, sealedSecretSample(db)) });
+      out.push(webhooks(config, db, nowMs));
+    }
+    if (has('sync_state')) out.push(...sync(config, db, nowMs));
     if (has('terminals')) out.push(...terminals(db));
-  } finally {
-    db.close();
   }
   return out;
+}
+
+/** Sync: the same alerts the daemon logs and the page shows (records ageing, link down, records parked). */
+function sync(config: Config, db: Database.Database, nowMs: number): Check[] {
+  const s = syncStatus(config, db, nowMs);
+  if (config.role === 'store' && !s.configured) return [];
+  if (s.alerts.length === 0) {
+    const detail =
+      config.role === 'central'
+        ? `no records parked${s.skipped_records ? ` (${s.skipped_records} skipped by an operator: posd sync records --skipped)` : ''}`
+        : `${s.records_waiting} record(s) waiting${s.oldest_waiting_at ? ` (oldest ${s.oldest_waiting_at})` : ''}, last success ${s.last_success_at ?? 'never'}`;
+    return [{ name: 'sync', ok: true, detail }];
+  }
+  return s.alerts.map((a) => ({ name: 'sync', ok: false, detail: a.message, fix: a.fix }));
+}
+
+/** Webhooks: endpoints failing for longer than webhooks.failing_notice_ms, and deliveries waiting. */
+function webhooks(config: Config, db: Database.Database, nowMs: number): Check {
+  const h = webhookHealth(db, nowMs - config.webhooks.failing_notice_ms);
+  const waiting = `${h.pending} deliver${h.pending === 1 ? 'y' : 'ies'} waiting`;
+  if (h.failing.length === 0) return { name: 'webhooks', ok: true, detail: `no endpoint failing; ${waiting}` };
+  const first = h.failing[0];
+  return {
+    name: 'webhooks',
+    ok: false,
+    detail: `${h.failing.length} endpoint(s) failing, ${first.url} since ${new Date(first.failing_since_ms).toISOString()}; ${waiting}`,
+    fix: 'check the receiver (the status page shows the last error per endpoint); resend from the page once it answers, or disable the endpoint',
+  };
 }
 
 /** Serial terminals name a device; that device must exist and be usable by this user. */

@@ -7,6 +7,7 @@ import { databaseFile } from '../../db/paths.js';
 import { backupDatabase, backupDir, pruneNightly, stamp } from '../../system/backup.js';
 import { insertBackupRun } from './store.js';
 import { metrics } from '../../system/metrics.js';
+import { packBackup } from './backup-contents.js';
 
 /** Milliseconds from `nowMs` to the next `hour`:00 local time (tomorrow's when it has passed). */
 export function msUntilHour(nowMs: number, hour: number): number {
@@ -22,6 +23,7 @@ export interface BackupOutcome {
   bytes: number | null;
   error: string | null;
   pruned: string[];
+  leftOut: string[];
 }
 
 /** Takes one backup of the running daemon's database and records it (for the page and doctor). */
@@ -29,11 +31,13 @@ export async function recordedBackup(ctx: AppContext, file: string, trigger: 'ni
   const started = isoTime(ctx.clock.now());
   let outcome: BackupOutcome;
   try {
-    const r = await backupDatabase(databaseFile(ctx.config), file, { busyTimeoutMs: ctx.config.database.busy_timeout_ms });
+    const packed = packBackup(ctx.config, ctx.db);
+    const r = await backupDatabase(databaseFile(ctx.config), file, { busyTimeoutMs: ctx.config.database.busy_timeout_ms, bundle: packed.bundle });
     const pruned = trigger === 'nightly' ? pruneNightly(backupDir(ctx.config), ctx.config.backup.keep) : [];
-    outcome = { ok: true, file, bytes: r.bytes, error: null, pruned };
+    outcome = { ok: true, file, bytes: r.bytes, error: null, pruned, leftOut: packed.leftOut };
+    if (packed.leftOut.length) ctx.log.warn({ event: 'backup.incomplete', file, left_out: packed.leftOut }, 'backup left out secrets: set backup.passphrase (POSD_BACKUP_PASSPHRASE)');
   } catch (err) {
-    outcome = { ok: false, file, bytes: null, error: (err as Error).message, pruned: [] };
+    outcome = { ok: false, file, bytes: null, error: (err as Error).message, pruned: [], leftOut: [] };
   }
   tx(ctx.db, () =>
     insertBackupRun(ctx.db, {
@@ -44,6 +48,7 @@ export async function recordedBackup(ctx: AppContext, file: string, trigger: 'ni
       bytes: outcome.bytes,
       ok: outcome.ok ? 1 : 0,
       error: outcome.error,
+      left_out: outcome.leftOut.length ? JSON.stringify(outcome.leftOut) : null,
     }),
   );
   return outcome;

@@ -14,6 +14,9 @@ h2{font-size:1rem;margin:0 0 .5rem}table{border-collapse:collapse;width:100%}td,
 .ok{color:#18794e}.bad{color:#c62828;font-weight:600}.muted{color:#687076}button{font:inherit;padding:.35rem .8rem;border-radius:6px;border:1px solid #888;background:#fff;cursor:pointer}
 form.inline{display:inline}.login{max-width:340px;margin:12vh auto;background:#fff;padding:1.5rem;border-radius:8px;box-shadow:0 1px 3px #0003}
 .login input{width:100%;padding:.5rem;margin:.3rem 0 1rem;font:inherit}.error{color:#c62828}
+.verdict{margin:1rem 1rem 0;padding:.7rem 1rem;border-radius:8px;background:#fff;box-shadow:0 1px 2px #0002}
+.verdict.good{border-left:6px solid #18794e}.verdict.problems{border-left:6px solid #c62828}.verdict h2{margin:0}.verdict ul{margin:.4rem 0 0;padding-left:1.2rem}
+.verdict li{margin:.25rem 0;overflow-wrap:anywhere}.verdict .fix{display:block;color:#445}
 .notice{margin:1rem 1rem 0;padding:.5rem 1rem;background:#fff8c5;border-radius:6px}.foot{padding:0 1rem}h3{font-size:.9rem;margin:.6rem 0 .2rem}
 @media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}}
 `;
@@ -63,6 +66,14 @@ function table(headers: string[], rows: string[][], empty: string): string {
 }
 
 const td = (v: unknown, cls = '') => `<td${cls ? ` class="${cls}"` : ''}>${esc(v)}</td>`;
+
+/** First on the page: "All good", or each problem in one line with what to do. */
+function verdict(view: StatusView): string {
+  if (view.verdict.length === 0) return '<section id="verdict" class="verdict good" data-state="good"><h2 class="ok">All good</h2></section>';
+  return `<section id="verdict" class="verdict problems" data-state="problems"><h2 class="bad">${view.verdict.length === 1 ? '1 thing needs' : `${view.verdict.length} things need`} attention</h2><ul>${view.verdict
+    .map((p) => `<li><span class="problem">${esc(p.problem)}</span>${p.fix ? `<span class="fix">What to do: ${esc(p.fix)}</span>` : ''}</li>`)
+    .join('')}</ul></section>`;
+}
 
 export function statusPage(view: StatusView, csrf: string, notice?: string): string {
   const terminals = panel('terminals', 'Terminals', view.terminals, (list) =>
@@ -148,6 +159,7 @@ export function statusPage(view: StatusView, csrf: string, notice?: string): str
   return layout(
     'posd: status',
     `<header><h1>posd status</h1><form class="inline" method="post" action="/logout"><input type="hidden" name="_csrf" value="${esc(csrf)}"><button type="submit">Log out</button></form></header>
+${verdict(view)}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
 <main>${terminals}${commands}${sales}${webhooks}${sync}${disk}</main>
 <p class="muted foot">Updated ${esc(view.generated_at)}; refreshes every 15 s. Day: ${esc(view.day.from)} to ${esc(view.day.until)}.</p>`,

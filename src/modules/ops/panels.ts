@@ -6,6 +6,13 @@ import { schemaVersion } from '../../db/migrate.js';
 import { statusSources, type CommandInFlight, type FailingEndpoint, type SalesTotal, type SyncState, type TerminalStatus } from '../../system/status-sources.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
+import { dataFolder, recordedChecks } from './doctor.js';
+
+/** One thing that needs the manager: what is wrong, and what to do about it. */
+export interface Problem {
+  problem: string;
+  fix: string;
+}
 
 /** A panel either has data, or says why not: its area is not installed, or reading it failed. */
 export type Panel<T> = { state: 'ok'; data: T } | { state: 'not_configured' } | { state: 'error'; message: string };
@@ -33,6 +40,8 @@ export interface DiskState {
 
 export interface StatusView {
   generated_at: string;
+  /** Empty: all good. Built from doctor's checks (data folder, disk, backups, webhook key, webhooks, sync) and the terminals. */
+  verdict: Problem[];
   day: { from: string; until: string };
   terminals: Panel<TerminalStatus[]>;
   commands: Panel<CommandInFlight[]>;
@@ -85,6 +94,7 @@ export function statusView(ctx: AppContext): StatusView {
   const day = localDay(now);
   return {
     generated_at: isoTime(now),
+    verdict: verdictOf(ctx, src, now),
     day,
     terminals: read(src.terminals),
     commands: read(src.commandsInFlight),
@@ -95,4 +105,32 @@ export function statusView(ctx: AppContext): StatusView {
     sync_recorded: syncOutboxSummary(ctx.db),
     disk: read(() => readDisk(ctx)),
   };
+}
+
+/**
+ * The page's verdict: doctor's checks that need no network and no full-file scan (so a refresh every
+ * 15 s stays cheap), plus the terminals that are not connected. Each problem is one line with what
+ * to do; none means "All good".
+ */
+export function verdictOf(ctx: AppContext, src: ReturnType<typeof statusSources>, nowMs: number): Problem[] {
+  const out: Problem[] = [];
+  try {
+    for (const c of [...dataFolder(ctx.config), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
+      if (!c.ok) out.push({ problem: `${c.name}: ${c.detail}`, fix: c.fix ?? '' });
+    }
+  } catch (err) {
+    out.push({ problem: `could not run the checks: ${(err as Error).message}`, fix: 'run posd doctor on the box' });
+  }
+  try {
+    for (const t of src.terminals?.() ?? []) {
+      if (t.available) continue;
+      out.push({
+        problem: `terminal ${t.name ?? t.id} is not connected${t.last_seen_at ? ` (last seen ${t.last_seen_at})` : ' (never seen)'}`,
+        fix: 'check that it is powered on and on the store network (or its cable); it reconnects by itself',
+      });
+    }
+  } catch {
+    // the terminals panel shows its own read error
+  }
+  return out;
 }

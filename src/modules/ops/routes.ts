@@ -9,7 +9,8 @@ import { verifyPassword } from './password.js';
 import { getManagerPassword } from './store.js';
 import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
-import { CSS, loginPage, statusPage } from './page.js';
+// The page's markup is loaded by the first page view, not at start.
+const page = () => import('./page.js');
 import { LOGIN_COOKIE, cookie, currentSession, endSession, newLoginToken, parseCookies, sameToken, startSession } from './session.js';
 
 const FormBody = Type.Object(
@@ -48,20 +49,21 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       done(null, Object.fromEntries(new URLSearchParams(String(body))));
     });
 
-    const showLogin = (_req: FastifyRequest, reply: FastifyReply, status: number, error?: string) => {
+    const showLogin = async (_req: FastifyRequest, reply: FastifyReply, status: number, error?: string) => {
+      const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
       return html(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
-      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send(CSS),
+      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send((await page()).CSS),
     );
 
     scope.get('/', { schema: { hide: true, querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 200 })) }), response: Html } }, async (req, reply) => {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
-      return html(reply, 200, statusPage(statusView(ctx), session.csrf, req.query.notice));
+      return html(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice));
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => redirect(reply, '/'));

@@ -17,6 +17,8 @@ export interface BackupRunRow {
   bytes: number | null;
   ok: number;
   error: string | null;
+  /** JSON array of what the backup left out; null: it rebuilds the whole box. */
+  left_out?: string | null;
 }
 
 const PASSWORD_KEY = 'manager_password';
@@ -55,8 +57,8 @@ export function deleteExpiredSessions(db: Db, nowIso: string): void {
 
 export function insertBackupRun(db: Db, row: Omit<BackupRunRow, 'id'>): void {
   db.prepare(
-    'INSERT INTO backup_runs (file, trigger, started_at, finished_at, bytes, ok, error) VALUES (?, ?, ?, ?, ?, ?, ?)',
-  ).run(row.file, row.trigger, row.started_at, row.finished_at, row.bytes, row.ok, row.error);
+    'INSERT INTO backup_runs (file, trigger, started_at, finished_at, bytes, ok, error, left_out) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  ).run(row.file, row.trigger, row.started_at, row.finished_at, row.bytes, row.ok, row.error, row.left_out ?? null);
 }
 
 export function lastBackupRun(db: Db, okOnly = false): BackupRunRow | undefined {

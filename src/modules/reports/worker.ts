@@ -6,7 +6,6 @@ import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { balanceTransactionsAfter, ledgerHighWater } from '../ledger/service.js';
-import { HEADER, csvLine } from './csv.js';
 import { ReportsService, reportWaker, reportsDir } from './service.js';
 import type { ReportParametersT } from './schema.js';
 import type { ReportRunRow } from './store.js';
@@ -71,6 +70,8 @@ export class ReportWorker implements Worker {
   }
 
   private async generate(run: ReportRunRow): Promise<void> {
+    // The report writer is loaded by the first report, not at start.
+    const { HEADER, csvLine } = await import('./csv.js');
     const { ctx } = this;
     const store = this.service.store;
     if (!tx(ctx.db, () => store.start(run.id, ctx.bootId, isoTime(ctx.clock.now())))) return;

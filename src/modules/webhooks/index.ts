@@ -6,6 +6,8 @@ import { DeliveryWorker } from './worker.js';
 import { WebhooksService } from './service.js';
 import { webhookRoutes } from './routes.js';
 import { provideWebhookStatus } from './status.js';
+import { webhookHealth } from './store.js';
+import { metrics } from '../../system/metrics.js';
 
 export { DeliveryWorker } from './worker.js';
 export { UrlGuard, type Resolver } from '../../system/url-guard.js';
@@ -41,6 +43,21 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
     api: (app, ctx) => {
       webhookRoutes(app, parts(ctx).service, parts(ctx).box);
       provideWebhookStatus(ctx, parts(ctx).worker);
+      const m = metrics(ctx);
+      m.gauge({
+        name: 'posd_webhook_endpoints_failing',
+        help: 'Enabled endpoints whose every automatic attempt has failed since their last success',
+        collect() {
+          this.set(webhookHealth(ctx.db, ctx.clock.now()).failing.length);
+        },
+      });
+      m.gauge({
+        name: 'posd_webhook_deliveries_pending',
+        help: 'Deliveries waiting to be sent (first attempts and retries)',
+        collect() {
+          this.set(webhookHealth(ctx.db, ctx.clock.now()).pending);
+        },
+      });
     },
     workers: (ctx) => [parts(ctx).worker],
   };

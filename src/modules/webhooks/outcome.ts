@@ -161,6 +161,8 @@ export function retryAfterMs(header: string | string[] | undefined, nowMs: numbe
 export function describe(err: unknown, timeoutMs: number): string {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e?.code ?? e?.cause?.code;
+  // Not a network problem: the box's key does not open the endpoint's secret.
+  if (e?.name === 'KeyMismatchError') return e.message.slice(0, 500);
   if (code === 'EADDRREFUSED' || e?.name === 'AddressRefusedError') return `address_refused: ${e.message}`;
   if (e?.name === 'TimeoutError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     return `timeout: no complete response within ${timeoutMs} ms`;

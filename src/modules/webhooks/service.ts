@@ -324,3 +324,6 @@ function checkedTypes(field: string, types: string[] | null | undefined): string
   if (unknown.length > 0) throw invalid({ [field]: `not in the event catalogue (docs/events.md): ${unknown.join(', ')}` });
   return [...new Set(types)];
 }
+
+// Read without the module running, by doctor, the status page's verdict and backups.
+export { sealedSecretSample, endpointCount, webhookHealth } from './store.js';

@@ -416,3 +416,27 @@ export function webhooksStore(db: Db) {
 }
 
 export type WebhooksStore = ReturnType<typeof webhooksStore>;
+
+/** A few endpoints' sealed secrets, read without the module running: doctor checks the key against them. */
+export function sealedSecretSample(db: Db, limit = 5): Array<{ id: string; secret: string }> {
+  return db.prepare('SELECT id, secret FROM webhook_endpoints ORDER BY created_at DESC LIMIT ?').all(limit) as Array<{ id: string; secret: string }>;
+}
+
+export function endpointCount(db: Db): number {
+  return db.prepare('SELECT count(*) FROM webhook_endpoints').pluck().get() as number;
+}
+
+/**
+ * What doctor and /metrics say of deliveries, read without the module running: endpoints failing
+ * since at least `failingBeforeMs` (and not disabled), disabled ones, and deliveries waiting.
+ */
+export function webhookHealth(db: Db, failingBeforeMs: number): { failing: Array<{ id: string; url: string; failing_since_ms: number }>; disabled: number; pending: number } {
+  return {
+    failing: db
+      .prepare('SELECT id, url, failing_since_ms FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0 ORDER BY failing_since_ms')
+      .all(failingBeforeMs) as Array<{ id: string; url: string; failing_since_ms: number }>,
+    disabled: db.prepare('SELECT count(*) FROM webhook_endpoints WHERE disabled = 1 AND disabled_at_ms IS NOT NULL').pluck().get() as number,
+    // Counted on the partial index of pending deliveries.
+    pending: db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'").pluck().get() as number,
+  };
+}

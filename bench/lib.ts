@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,7 @@ export interface BenchDaemon {
   stop(): Promise<void>;
 }
 
-function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 90_000): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}: ${text}`)), timeoutMs);
@@ -71,6 +71,16 @@ export function underFlushDelay(flushDelayMs: number, command: string[]): string
   ];
 }
 
+/**
+ * SIGTERM to what `spawnDelayed` started: under strace, to the program it traces (strace itself
+ * blocks fatal signals when it writes to a file, and exits once its tracee has).
+ */
+function stopTraced(child: ChildProcess): void {
+  const traced = child.spawnfile === '/usr/bin/strace';
+  const pid = traced ? Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]) : child.pid;
+  if (pid) process.kill(pid, 'SIGTERM');
+}
+
 function spawnDelayed(flushDelayMs: number, args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
   const [cmd, ...rest] = underFlushDelay(flushDelayMs, [process.execPath, ...args]);
   return spawn(cmd, rest, options);
@@ -105,7 +115,10 @@ export async function startBenchDaemon(
   child.stdout!.resume();
   child.stderr!.resume();
   // Request logging is off, so info adds only start and stop lines; the start line names the port.
-  const [, port] = await waitForOutput(child, /"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/);
+  const [, port] = await waitForOutput(child, /"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/).catch((err) => {
+    if (child.exitCode === null) stopTraced(child);
+    throw err;
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     dataDir,
@@ -113,8 +126,7 @@ export async function startBenchDaemon(
     ids: inst,
     child,
     async stop() {
-      // Under strace the child is strace: it passes SIGTERM on to posd and exits with it.
-      child.kill('SIGTERM');
+      stopTraced(child);
       await new Promise((r) => child.once('exit', r));
       if (!opts.keep) rmSync(dataDir, { recursive: true, force: true });
     },
@@ -133,7 +145,7 @@ export async function startBaseline(
   return {
     url: `http://127.0.0.1:${port}`,
     async stop() {
-      child.kill('SIGTERM');
+      stopTraced(child);
       await new Promise((r) => child.once('exit', r));
     },
   };

@@ -1,4 +1,4 @@
-import { tx, type Db } from './database.js';
+import { commitAudit, tx, type Db } from './database.js';
 import { perDb } from './per-db.js';
 
 interface Job {
@@ -19,8 +19,6 @@ interface Job {
 export class GroupCommitter {
   private queue: Job[] = [];
   private scheduled = false;
-  /** The job running now, while a batch runs: where `afterCommit` files what it is given. */
-  current: Job | null = null;
 
   constructor(
     private readonly db: Db,
@@ -46,10 +44,11 @@ export class GroupCommitter {
     if (this.queue.length) this.schedule();
     if (batch.length === 0) return;
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    commitAudit.inPipeline = true;
     try {
       tx(this.db, () => {
         for (const job of batch) {
-          this.current = job;
+          running.set(this.db, job);
           try {
             // Nested: a savepoint, so one job's failure leaves the others' writes in place.
             outcomes.push({ ok: true, value: tx(this.db, job.fn) });
@@ -57,13 +56,15 @@ export class GroupCommitter {
             job.after = [];
             outcomes.push({ ok: false, error });
           } finally {
-            this.current = null;
+            running.delete(this.db);
           }
         }
       });
     } catch (error) {
       for (const job of batch) job.reject(error);
       return;
+    } finally {
+      commitAudit.inPipeline = false;
     }
     batch.forEach((job, i) => {
       const o = outcomes[i];
@@ -76,6 +77,8 @@ export class GroupCommitter {
 }
 
 const committers = perDb((db) => new GroupCommitter(db));
+/** The job a batch is running now, per database: where `afterCommit` files what it is given. */
+const running = new WeakMap<Db, Job>();
 
 /**
  * Runs `fn` in the database's next group commit; resolves once it is committed. The one commit
@@ -93,7 +96,7 @@ export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
  * must never act on a change that may still roll back.
  */
 export function afterCommit(db: Db, fn: () => void): void {
-  const job = committers(db).current;
+  const job = running.get(db);
   if (job) job.after.push(fn);
   else fn();
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,7 @@ export interface BenchDaemon {
   stop(): Promise<void>;
 }
 
-function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 90_000): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let text = '';
     const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re}: ${text}`)), timeoutMs);
@@ -45,22 +45,80 @@ function waitForOutput(child: ChildProcess, re: RegExp, timeoutMs = 20_000): Pro
   });
 }
 
-/** `posd init` then `posd serve` in its own process, as on a store box, with limits raised for load. */
-export async function startBenchDaemon(env: Record<string, string> = {}): Promise<BenchDaemon> {
+/**
+ * The flush-latency harness: `command` run so that every `fsync`/`fdatasync` it makes (any thread)
+ * returns `flushDelayMs` later, as on a store box's eMMC, SD card or cheap SSD, where this machine's
+ * disk flushes in about 55 µs. strace's fault injection does it without touching the program
+ * (`--seccomp-bpf` stops only at those two calls, so nothing else slows down). At 0 the command
+ * runs as it is. `apt-get install strace` where it is missing (docs/operations.md, flush latency).
+ */
+export function underFlushDelay(flushDelayMs: number, command: string[]): string[] {
+  if (flushDelayMs <= 0) return command;
+  if (!existsSync('/usr/bin/strace')) throw new Error('a flush delay needs strace (apt-get install strace)');
+  const us = Math.round(flushDelayMs * 1000);
+  return [
+    '/usr/bin/strace',
+    '-f',
+    '-qq',
+    '--seccomp-bpf',
+    '-o',
+    '/dev/null',
+    '-e',
+    'trace=fsync,fdatasync',
+    '-e',
+    `inject=fsync,fdatasync:delay_exit=${us}`,
+    ...command,
+  ];
+}
+
+/**
+ * SIGTERM to what `spawnDelayed` started: under strace, to the program it traces (strace itself
+ * blocks fatal signals when it writes to a file, and exits once its tracee has).
+ */
+function stopTraced(child: ChildProcess): void {
+  const traced = child.spawnfile === '/usr/bin/strace';
+  const pid = traced ? Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]) : child.pid;
+  if (pid) process.kill(pid, 'SIGTERM');
+}
+
+function spawnDelayed(flushDelayMs: number, args: string[], options: Parameters<typeof spawn>[2]): ChildProcess {
+  const [cmd, ...rest] = underFlushDelay(flushDelayMs, [process.execPath, ...args]);
+  return spawn(cmd, rest, options);
+}
+
+/** Makes a data directory with `posd init` (keys and accounts), for `startBenchDaemon({ dataDir })`. */
+export async function initBenchData(): Promise<{ dataDir: string; keys: { live: string; test: string }; ids: BenchDaemon['ids'] }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'posd-bench-'));
   const init = spawn(process.execPath, [MAIN, 'init', '--data', dataDir, '--json'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   init.stdout.on('data', (d) => (out += d));
   await new Promise((r) => init.once('exit', r));
   const inst = JSON.parse(out);
-  const child = spawn(process.execPath, [MAIN, 'serve', '--data', dataDir, '--port', '0'], {
+  return { dataDir, keys: inst.keys, ids: inst };
+}
+
+/**
+ * `posd init` then `posd serve` in its own process, as on a store box, with limits raised for load.
+ * `flushDelayMs` runs it under the flush-latency harness; `data` reuses a directory made before
+ * (and prepared at full speed); `keep` leaves it in place at stop for the next run.
+ */
+export async function startBenchDaemon(
+  env: Record<string, string> = {},
+  opts: { flushDelayMs?: number; data?: Awaited<ReturnType<typeof initBenchData>>; keep?: boolean } = {},
+): Promise<BenchDaemon> {
+  const { dataDir, keys, ids } = opts.data ?? (await initBenchData());
+  const inst = { keys, ...ids };
+  const child = spawnDelayed(opts.flushDelayMs ?? 0, [MAIN, 'serve', '--data', dataDir, '--port', '0'], {
     env: { ...process.env, POSD_LOG_LEVEL: 'info', POSD_LOG_FORMAT: 'json', POSD_LIMITS_PER_KEY_PER_SECOND: '10000000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.resume();
   child.stderr!.resume();
   // Request logging is off, so info adds only start and stop lines; the start line names the port.
-  const [, port] = await waitForOutput(child, /"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/);
+  const [, port] = await waitForOutput(child, /"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/).catch((err) => {
+    if (child.exitCode === null) stopTraced(child);
+    throw err;
+  });
   return {
     url: `http://127.0.0.1:${port}`,
     dataDir,
@@ -68,22 +126,26 @@ export async function startBenchDaemon(env: Record<string, string> = {}): Promis
     ids: inst,
     child,
     async stop() {
-      child.kill('SIGTERM');
+      stopTraced(child);
       await new Promise((r) => child.once('exit', r));
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.keep) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
 
 /** Starts a baseline server script (compiled, in bench/baselines) in its own process; it prints its port. */
-export async function startBaseline(script: string, env: Record<string, string> = {}): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startBaseline(
+  script: string,
+  env: Record<string, string> = {},
+  flushDelayMs = 0,
+): Promise<{ url: string; stop(): Promise<void> }> {
   const path = fileURLToPath(new URL(`./baselines/${script}.js`, import.meta.url));
-  const child = spawn(process.execPath, [path], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnDelayed(flushDelayMs, [path], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const [, port] = await waitForOutput(child, /port (\d+)/);
   return {
     url: `http://127.0.0.1:${port}`,
     async stop() {
-      child.kill('SIGTERM');
+      stopTraced(child);
       await new Promise((r) => child.once('exit', r));
     },
   };
@@ -104,7 +166,10 @@ export async function load(opts: {
   body?: string;
   connections?: number;
   durationSeconds?: number;
+  /** Gives each request its own body (a new e-mail, the next prepared checkout). */
+  nextBody?: () => string;
 }): Promise<LoadResult> {
+  const nextBody = opts.nextBody;
   const result = await autocannon({
     url: opts.url,
     method: opts.method ?? 'GET',
@@ -112,6 +177,7 @@ export async function load(opts: {
     body: opts.body,
     connections: opts.connections ?? 50,
     duration: opts.durationSeconds ?? Number(process.env.POSD_BENCH_SECONDS ?? 5),
+    ...(nextBody ? { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: nextBody() }) }] } : {}),
   });
   return {
     rps: result.requests.average,

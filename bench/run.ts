@@ -15,6 +15,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   bookings: () => import('./bookings.js'),
   'shipping-quote': () => import('./shipping-quote.js'),
   backup: () => import('./backup.js'),
+  // Every write path under 0, 2 and 5 ms of injected flush latency (strace), a few minutes.
+  flush: () => import('./flush.js'),
   // Last: 100,000 offline sales drained to a central takes about a minute.
   sync: () => import('./sync.js'),
 };

@@ -1,5 +1,6 @@
 import sjson from 'secure-json-parse';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import { writeOrigin } from '../db/database.js';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
@@ -195,6 +196,11 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
         if (alias && !headerValue(req, 'x-account-id') && alias !== req.auth.account?.id) {
           req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), alias);
         }
+      });
+      // A write route's commits are audited against the one pipeline (commitAudit in db/database.ts).
+      api.addHook('preValidation', (req, _reply, done) => {
+        if (req.method === 'GET' || req.method === 'HEAD') return done();
+        writeOrigin.run(`${req.method} ${req.routeOptions.url}`, done);
       });
       registerIdempotency(api, idempotency);
       for (const m of modules) if (m.api) await m.api(api, ctx);

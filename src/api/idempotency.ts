@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { tx, type Db } from '../db/database.js';
+import type { Db } from '../db/database.js';
+import { groupCommit } from '../db/group-commit.js';
 import { ApiError } from '../errors.js';
 import { isoTime, type Clock } from '../clock.js';
 
@@ -33,7 +34,7 @@ export class IdempotencyStore {
   private readonly stmts;
 
   constructor(
-    db: Db,
+    readonly db: Db,
     private readonly clock: Clock,
     private readonly bootId: string,
   ) {
@@ -122,7 +123,9 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     const key = Array.isArray(header) ? header[0] : header;
     if (key.length < 1 || key.length > 255) throw new ApiError('idempotency_key_invalid');
     const scope = `${req.auth.keyAccount?.id ?? req.auth.organizationId}:${req.auth.account?.id ?? '*'}`;
-    const stored = store.begin(scope, key, fingerprintOf(req));
+    const fingerprint = fingerprintOf(req);
+    // The claim is a write: it joins the next group commit rather than paying a flush of its own.
+    const stored = await groupCommit(store.db, () => store.begin(scope, key, fingerprint));
     if (stored) {
       reply.header('Idempotent-Replayed', 'true');
       if (stored.content_type) reply.header('content-type', stored.content_type);
@@ -140,17 +143,20 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     // Stored with the change; unless that transaction rolled back, then store as usual below.
     if (idem.committed && store.isDone(idem.scope, idem.key)) return payload;
     // A server error changed nothing that can be trusted: let the caller try again under the same key.
-    if (reply.statusCode >= 500 || typeof payload !== 'string') store.release(idem.scope, idem.key);
+    if (reply.statusCode >= 500 || typeof payload !== 'string') await groupCommit(store.db, () => store.release(idem.scope, idem.key));
     else {
       const codec = codecOf(req);
-      store.finish(idem.scope, idem.key, reply.statusCode, codec ? codec.seal(payload) : payload, String(reply.getHeader('content-type') ?? ''));
+      const stored = codec ? codec.seal(payload) : payload;
+      const contentType = String(reply.getHeader('content-type') ?? '');
+      await groupCommit(store.db, () => store.finish(idem.scope, idem.key, reply.statusCode, stored, contentType));
     }
     return payload;
   });
 
   // A request that never reached onSend (aborted) must not hold its key forever.
   app.addHook('onResponse', async (req) => {
-    if (req.idempotency) store.release(req.idempotency.scope, req.idempotency.key);
+    const idem = req.idempotency;
+    if (idem) await groupCommit(store.db, () => store.release(idem.scope, idem.key));
   });
 }
 
@@ -171,14 +177,28 @@ export function commitIdempotentResponse(req: FastifyRequest, reply: FastifyRepl
 }
 
 /**
- * Runs a synchronous write in one transaction together with its idempotent answer, then sends it:
- * the shape of every money-moving POST whose service is synchronous.
+ * The commit pipeline of a write that answers a request: `write` (synchronous, its reads and writes
+ * together) runs in the database's next group commit inside its own savepoint, with the idempotent
+ * answer stored in the same savepoint, and the reply is sent only once the batch has committed, so
+ * a 2xx still means on disk. A write that throws rolls back alone and answers its error; a batch
+ * whose commit fails answers an error to every request in it, and none of them is acknowledged.
+ * `status` may depend on the result (200 found / 201 made); `view` turns the result into the body.
  */
-export function sendCommitted<T>(db: Db, req: FastifyRequest, reply: FastifyReply, status: number, write: () => T): FastifyReply {
-  const body = tx(db, () => {
+export async function sendCommitted<T>(
+  db: Db,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number | ((result: T) => number),
+  write: () => T,
+  view: (result: T) => unknown = (r) => r,
+): Promise<FastifyReply> {
+  let code = 200;
+  const body = await groupCommit(db, () => {
     const result = write();
-    commitIdempotentResponse(req, reply, status, result);
-    return result;
+    code = typeof status === 'function' ? status(result) : status;
+    const out = view(result);
+    commitIdempotentResponse(req, reply, code, out);
+    return out;
   });
-  return reply.code(status).send(body);
+  return reply.code(code).send(body);
 }

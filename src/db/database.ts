@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ownerOnlyDir, ownerOnlyFiles } from '../system/file-modes.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { dirname } from 'node:path';
 import { migrate } from './migrate.js';
 
@@ -38,5 +39,22 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Db {
  * sync records commit together or not at all. Nested calls become savepoints.
  */
 export function tx<T>(db: Db, fn: () => T): T {
+  if (!db.inTransaction && !commitAudit.inPipeline) {
+    const origin = writeOrigin.getStore();
+    if (origin) commitAudit.outsidePipeline.add(origin);
+  }
   return db.transaction(fn).immediate();
 }
+
+/**
+ * What answers a request runs under this (src/api/app.ts sets it to the route) so a write that
+ * commits on its own, paying a flush the group commit would have shared, is noticed: its route is
+ * kept in `commitAudit.outsidePipeline`, which the tests read (test/money/commit-pipeline.test.ts).
+ */
+export const writeOrigin = new AsyncLocalStorage<string>();
+
+export const commitAudit = {
+  /** True while a group commit runs its batch (src/db/group-commit.ts). */
+  inPipeline: false,
+  outsidePipeline: new Set<string>(),
+};

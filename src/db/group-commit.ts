@@ -1,10 +1,12 @@
-import { tx, type Db } from './database.js';
+import { commitAudit, tx, type Db } from './database.js';
 import { perDb } from './per-db.js';
 
 interface Job {
   fn: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** What the job asked to run once its writes are durable (`afterCommit`): signals to other parts. */
+  after: Array<() => void>;
 }
 
 /**
@@ -25,7 +27,7 @@ export class GroupCommitter {
 
   run<T>(fn: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [] });
       this.schedule();
     });
   }
@@ -42,32 +44,59 @@ export class GroupCommitter {
     if (this.queue.length) this.schedule();
     if (batch.length === 0) return;
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    commitAudit.inPipeline = true;
     try {
       tx(this.db, () => {
         for (const job of batch) {
+          running.set(this.db, job);
           try {
             // Nested: a savepoint, so one job's failure leaves the others' writes in place.
             outcomes.push({ ok: true, value: tx(this.db, job.fn) });
           } catch (error) {
+            job.after = [];
             outcomes.push({ ok: false, error });
+          } finally {
+            running.delete(this.db);
           }
         }
       });
     } catch (error) {
       for (const job of batch) job.reject(error);
       return;
+    } finally {
+      commitAudit.inPipeline = false;
     }
     batch.forEach((job, i) => {
       const o = outcomes[i];
-      if (o.ok) job.resolve(o.value);
-      else job.reject(o.error);
+      if (o.ok) {
+        for (const fn of job.after) fn();
+        job.resolve(o.value);
+      } else job.reject(o.error);
     });
   }
 }
 
 const committers = perDb((db) => new GroupCommitter(db));
+/** The job a batch is running now, per database: where `afterCommit` files what it is given. */
+const running = new WeakMap<Db, Job>();
 
-/** Runs `fn` in the database's next group commit; resolves once it is committed. */
+/**
+ * Runs `fn` in the database's next group commit; resolves once it is committed. The one commit
+ * pipeline of every write that answers a request or a terminal (`sendCommitted` in
+ * src/api/idempotency.ts for routes) and of the workers' own bookkeeping.
+ */
 export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
   return committers(db).run(fn);
+}
+
+/**
+ * Runs `fn` once the caller's writes are durable: after the batch commits when called inside a
+ * group-commit job (never, if the job or the commit fails), at once otherwise (the caller's own
+ * transaction has returned). For signals to other parts of the daemon (the terminal bridge) that
+ * must never act on a change that may still roll back.
+ */
+export function afterCommit(db: Db, fn: () => void): void {
+  const job = running.get(db);
+  if (job) job.after.push(fn);
+  else fn();
 }

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Db } from '../db/database.js';
+import { writeOrigin, type Db } from '../db/database.js';
 import { newId } from '../ids.js';
 import { isoTime, type Clock } from '../clock.js';
 
@@ -86,10 +86,13 @@ export class Outbox {
   private scheduleWake(): void {
     if (this.wakePending) return;
     this.wakePending = true;
-    setImmediate(() => {
-      this.wakePending = false;
-      this.notifier.emit('events');
-    });
+    // The workers it wakes are not part of the request that emitted: they leave its write audit.
+    writeOrigin.exit(() =>
+      setImmediate(() => {
+        this.wakePending = false;
+        this.notifier.emit('events');
+      }),
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.js';
+import { groupCommit } from '../db/group-commit.js';
 import type { Worker } from '../api/module.js';
 import { isoTime } from '../clock.js';
 import { syncStore } from './store.js';
@@ -28,7 +29,8 @@ export async function pushAll(
   const { db } = ctx;
   let total = 0;
   for (;;) {
-    tailEvents(db);
+    // The sync cursors' writes join the group commit with the requests' (no flush of their own).
+    await groupCommit(db, () => tailEvents(db));
     const batch = nextBatch(db, storeId, ctx.config.sync.batch_size, ctx.config.sync.batch_max_bytes);
     if (!batch) return total;
     const t0 = ctx.clock.now();
@@ -38,14 +40,19 @@ export async function pushAll(
     } catch (err) {
       // The central lost what it had applied (restored from a backup): push again from its point.
       if (err instanceof CentralRefusal && err.body.code === 'sync_sequence_gap' && typeof err.body.applied_seq === 'number') {
-        resetAck(db, err.body.applied_seq);
+        const applied = err.body.applied_seq;
+        await groupCommit(db, () => resetAck(db, applied));
       }
       throw err;
     }
     const t1 = ctx.clock.now();
     const before = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
-    const acked = recordAck(db, res);
-    noteSuccess(ctx, STATE.lastPushOk, res.server_time, t0, t1);
+    const answer = res;
+    const acked = await groupCommit(db, () => {
+      const next = recordAck(db, answer);
+      noteSuccess(ctx, STATE.lastPushOk, answer.server_time, t0, t1);
+      return next;
+    });
     total += acked - before > 0 ? batch.records.filter((r) => r.seq <= acked && r.seq > before).length : 0;
     opts.onBatch?.(acked, syncStore(db).waiting(acked).n);
     if (acked < batch.records[batch.records.length - 1].seq) return total; // the central stopped short: try later
@@ -162,8 +169,10 @@ export class SyncWorker implements Worker {
         const cursor = Number(syncStore(this.ctx.db).state(STATE.feedCursor) ?? 0);
         const t0 = this.ctx.clock.now();
         const page = await this.client!.feed(cursor, config.sync.feed_wait_ms, this.abort.signal, storeId);
-        applyFeedPage(this.ctx, page);
-        noteSuccess(this.ctx, STATE.lastPullOk, page.server_time, t0, this.ctx.clock.now());
+        await groupCommit(this.ctx.db, () => {
+          applyFeedPage(this.ctx, page);
+          noteSuccess(this.ctx, STATE.lastPullOk, page.server_time, t0, this.ctx.clock.now());
+        });
         failures = 0;
       } catch (err) {
         if (this.stopped) break;

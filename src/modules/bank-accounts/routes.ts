@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { sendCommitted } from '../../api/idempotency.js';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
@@ -22,10 +23,7 @@ export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/bank_accounts',
     { schema: { tags, body: CreateBankAccountBody, response: { 201: BankAccountSchema, ...ErrorResponses } } },
-    async (req, reply) => {
-      const account = requireAccount(req);
-      return reply.code(201).send(createBankAccount(ctx, account, req.body));
-    },
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createBankAccount(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
@@ -50,13 +48,14 @@ export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
     app[method](
       '/bank_accounts/:id',
       { schema: { tags, params: BankAccountParams, body: UpdateBankAccountBody, response: { 200: BankAccountSchema, ...ErrorResponses } } },
-      async (req) => updateBankAccount(ctx, requireAccount(req), req.params.id, req.body as Record<string, unknown>),
+      async (req, reply) =>
+        sendCommitted(ctx.db, req, reply, 200, () => updateBankAccount(ctx, requireAccount(req), req.params.id, req.body as Record<string, unknown>)),
     );
   }
 
   app.delete(
     '/bank_accounts/:id',
     { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...ErrorResponses } } },
-    async (req) => archiveBankAccount(ctx, requireAccount(req), req.params.id),
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => archiveBankAccount(ctx, requireAccount(req), req.params.id)),
   );
 }

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { groupCommit } from '../../db/group-commit.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
@@ -77,8 +78,11 @@ export function holdsWorker(ctx: AppContext): Worker {
   const sweep = () => {
     if (running) return;
     running = (async () => {
-      pollPayments(ctx);
-      expireHolds(ctx);
+      // One job of the next group commit for the sweep's writes (each hold its own savepoint).
+      await groupCommit(ctx.db, () => {
+        pollPayments(ctx);
+        expireHolds(ctx);
+      });
       await refundLatePayments(ctx);
     })()
       .catch((err) => ctx.log.error({ err }, 'booking sweep failed'))

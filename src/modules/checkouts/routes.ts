@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { sendCommitted } from '../../api/idempotency.js';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
@@ -12,7 +13,7 @@ export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/checkouts',
     { schema: { tags: ['checkouts'], body: CreateCheckoutBody, response: { 201: CheckoutSchema, ...ErrorResponses } } },
-    async (req, reply) => reply.code(201).send(createCheckout(ctx, requireAccount(req), req.body)),
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createCheckout(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
@@ -43,7 +44,7 @@ export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
       method,
       url: '/checkouts/:id',
       schema: { tags: ['checkouts'], params: IdParams, body: UpdateCheckoutBody, response: { 200: CheckoutSchema, ...ErrorResponses } },
-      handler: async (req) => updateCheckout(ctx, requireAccount(req), req.params.id, req.body),
+      handler: async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => updateCheckout(ctx, requireAccount(req), req.params.id, req.body)),
     });
   }
 }

@@ -3,7 +3,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
-import { tx } from '../../db/database.js';
+import { sendCommitted } from '../../api/idempotency.js';
 import { accountsOf } from '../../accounts/service.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CustomerBody, CustomerList, CustomerSchema } from './schema.js';
@@ -18,8 +18,14 @@ export function customerRoutes(app: ApiApp, ctx: AppContext): void {
     { schema: { tags: ['customers'], body: CustomerBody, response: { 200: CustomerSchema, 201: CustomerSchema, ...ErrorResponses } } },
     async (req, reply) => {
       const account = requireAccount(req);
-      const { customer, created } = tx(ctx.db, () => findOrCreateCustomerRow(ctx, account, req.body));
-      return reply.code(created ? 201 : 200).send(customer);
+      return sendCommitted(
+        ctx.db,
+        req,
+        reply,
+        (r) => (r.created ? 201 : 200),
+        () => findOrCreateCustomerRow(ctx, account, req.body),
+        (r) => r.customer,
+      );
     },
   );
 

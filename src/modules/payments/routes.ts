@@ -1,4 +1,5 @@
 import type { ApiApp } from '../../api/module.js';
+import { sendCommitted } from '../../api/idempotency.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { ApiError, notFound } from '../../errors.js';
@@ -23,7 +24,8 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       method,
       url: '/payment_intents/:id',
       schema: { tags: ['payment intents'], params: IdParams, body: PaymentIntentPatch, response: { 200: PaymentIntentSchema, ...ErrorResponses } },
-      handler: async (req) => setPaymentIntentTaxInvoiceUrl(ctx, requireAccount(req), req.params.id, req.body.tax_invoice_url),
+      handler: async (req, reply) =>
+        sendCommitted(ctx.db, req, reply, 200, () => setPaymentIntentTaxInvoiceUrl(ctx, requireAccount(req), req.params.id, req.body.tax_invoice_url)),
     });
   }
 
@@ -31,11 +33,12 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/test_helpers/checkouts/:id/pay',
     { schema: { tags: ['test helpers'], params: IdParams, body: PayBody, response: { 200: PayResult, ...ErrorResponses } } },
-    async (req) => {
+    async (req, reply) => {
       const account = requireAccount(req);
       // Live keys must not learn that the helper exists: the same 404 as an unknown route.
       if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
       const card = req.body.method === 'card';
+      return sendCommitted(ctx.db, req, reply, 200, () => {
       const result = settleCheckoutPayment(ctx, account, {
         checkoutId: req.params.id,
         method: req.body.method,
@@ -53,6 +56,7 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
         balance_transaction_id: result.balanceTransactionId,
         checkout_id: req.params.id,
       };
+      });
     },
   );
 }

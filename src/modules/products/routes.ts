@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { sendCommitted } from '../../api/idempotency.js';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
@@ -12,7 +13,7 @@ export function productRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/products',
     { schema: { tags: ['products'], body: CreateProductBody, response: { 201: ProductSchema, ...ErrorResponses } } },
-    async (req, reply) => reply.code(201).send(createProduct(ctx, requireAccount(req), req.body.product)),
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createProduct(ctx, requireAccount(req), req.body.product)),
   );
 
   app.get(
@@ -42,7 +43,7 @@ export function productRoutes(app: ApiApp, ctx: AppContext): void {
       method,
       url: '/products/:id',
       schema: { tags: ['products'], params: IdParams, body: UpdateProductBody, response: { 200: ProductSchema, ...ErrorResponses } },
-      handler: async (req) => updateProduct(ctx, requireAccount(req), req.params.id, req.body.product),
+      handler: async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => updateProduct(ctx, requireAccount(req), req.params.id, req.body.product)),
     });
   }
 }

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { sendCommitted } from '../../api/idempotency.js';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
@@ -32,7 +33,8 @@ export function refundRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/refunds',
     { schema: { tags: ['refunds'], body: RefundBody, response: { 201: RefundSchema, ...ErrorResponses } } },
-    async (req, reply) => reply.code(201).send(refundPaymentIntent(ctx, requireAccount(req), req.body.payment_intent_id, { reason: req.body.reason })),
+    async (req, reply) =>
+      sendCommitted(ctx.db, req, reply, 201, () => refundPaymentIntent(ctx, requireAccount(req), req.body.payment_intent_id, { reason: req.body.reason })),
   );
 
   app.get(

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { groupCommit } from '../../db/group-commit.js';
 import type { Worker } from '../../api/module.js';
 import { SubscriptionsService } from './service.js';
 
@@ -16,7 +17,11 @@ export class SubscriptionBiller implements Worker {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.runDue(), this.ctx.config.subscriptions.check_interval_ms);
+    // A run's charges join the next group commit (each its own savepoint in bill()), not a flush each.
+    this.timer = setInterval(
+      () => void groupCommit(this.ctx.db, () => this.runDue()).catch((err) => this.ctx.log.error({ err }, 'subscription billing run failed')),
+      this.ctx.config.subscriptions.check_interval_ms,
+    );
     this.timer.unref();
   }
 

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { afterCommit } from '../../db/group-commit.js';
 import type { Account } from '../../accounts/service.js';
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
@@ -26,6 +27,6 @@ export function retireTerminal(ctx: AppContext, account: Account, id: string): T
     cancelUntakenCommandsOfTerminal(ctx, id);
     store.retire(id, isoTime(ctx.clock.now()));
   });
-  terminalSignals(ctx).emit('retired', id);
+  afterCommit(ctx.db, () => terminalSignals(ctx).emit('retired', id));
   return terminalView(store.byId(id)!);
 }

@@ -8,6 +8,7 @@ import { createTerminal, getTerminal, listTerminals } from './service.js';
 import { retireTerminal } from './retire.js';
 import { errorBodies } from '../../api/schemas.js';
 import { sealedResponses, secretBoxOf } from '../../system/secret-box.js';
+import { sendCommitted } from '../../api/idempotency.js';
 
 const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);
 
@@ -19,10 +20,15 @@ export function terminalRoutes(app: ApiApp, ctx: AppContext): void {
       // The answer holds the pairing token: its stored copy for Idempotency-Key replays is sealed.
       config: { idempotencyCodec: sealedResponses(secretBoxOf(ctx)) },
     },
-    async (req, reply) => {
-      const { terminal, pairingToken } = createTerminal(ctx, requireAccount(req), req.body);
-      return reply.code(201).send({ ...terminal, pairing_token: pairingToken });
-    },
+    async (req, reply) =>
+      sendCommitted(
+        ctx.db,
+        req,
+        reply,
+        201,
+        () => createTerminal(ctx, requireAccount(req), req.body),
+        ({ terminal, pairingToken }) => ({ ...terminal, pairing_token: pairingToken }),
+      ),
   );
 
   app.get(
@@ -45,6 +51,6 @@ export function terminalRoutes(app: ApiApp, ctx: AppContext): void {
   app.delete(
     '/terminals/:id',
     { schema: { tags: ['terminals'], params: TerminalIdParams, response: { 200: TerminalSchema, ...errors } } },
-    async (req) => retireTerminal(ctx, requireAccount(req), req.params.id),
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => retireTerminal(ctx, requireAccount(req), req.params.id)),
   );
 }

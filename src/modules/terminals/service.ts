@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { afterCommit } from '../../db/group-commit.js';
 import type { AppContext } from '../../context.js';
 import type { Account } from '../../accounts/service.js';
 import { tx } from '../../db/database.js';
@@ -55,7 +56,7 @@ export function createTerminal(ctx: AppContext, account: Account, body: CreateTe
       created_at: isoTime(ctx.clock.now()),
     });
   });
-  terminalSignals(ctx).emit('registered', id);
+  afterCommit(ctx.db, () => terminalSignals(ctx).emit('registered', id));
   return { terminal: terminalView(store.byId(id)!), pairingToken };
 }
 

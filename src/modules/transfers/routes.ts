@@ -73,10 +73,12 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/test_helpers/withdrawals/:id/advance',
     { schema: { tags: ['test helpers'], params: IdParams, body: AdvanceWithdrawalBody, response: { 200: WithdrawalSchema, ...ErrorResponses } } },
-    async (req) => {
+    async (req, reply) => {
       const account = requireAccount(req);
       if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
-      return advanceWithdrawal(ctx, { accountIds: [account.id], liveMode: false }, req.params.id, req.body.outcome, req.body.failure_reason);
+      return sendCommitted(ctx.db, req, reply, 200, () =>
+        advanceWithdrawal(ctx, { accountIds: [account.id], liveMode: false }, req.params.id, req.body.outcome, req.body.failure_reason),
+      );
     },
   );
 }

@@ -1,4 +1,5 @@
 import type { ApiApp } from '../../../api/module.js';
+import { sendCommitted } from '../../../api/idempotency.js';
 import type { AppContext } from '../../../context.js';
 import { readScope, requireAccount } from '../../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../../api/pagination.js';
@@ -19,10 +20,15 @@ export function commandRoutes(app: ApiApp, ctx: AppContext): void {
         response: { 200: CommandSchema, 201: CommandSchema, 409: ErrorSchema, ...errors },
       },
     },
-    async (req, reply) => {
-      const { command, created } = createCommand(ctx, requireAccount(req), req.body);
-      return reply.code(created ? 201 : 200).send(command);
-    },
+    async (req, reply) =>
+      sendCommitted(
+        ctx.db,
+        req,
+        reply,
+        (r) => (r.created ? 201 : 200),
+        () => createCommand(ctx, requireAccount(req), req.body),
+        (r) => r.command,
+      ),
   );
 
   app.get(
@@ -52,9 +58,14 @@ export function commandRoutes(app: ApiApp, ctx: AppContext): void {
         response: { 200: CommandSchema, 202: CommandSchema, 409: FinalCommandErrorSchema, ...errors },
       },
     },
-    async (req, reply) => {
-      const { status, command } = cancelCommand(ctx, requireAccount(req), req.params.id);
-      return reply.code(status).send(command);
-    },
+    async (req, reply) =>
+      sendCommitted(
+        ctx.db,
+        req,
+        reply,
+        (r) => r.status,
+        () => cancelCommand(ctx, requireAccount(req), req.params.id),
+        (r) => r.command,
+      ),
   );
 }

@@ -1,4 +1,5 @@
 import type { AppContext } from '../../../context.js';
+import { afterCommit } from '../../../db/group-commit.js';
 import { accountsOf, type Account } from '../../../accounts/service.js';
 import { tx } from '../../../db/database.js';
 import { isoTime } from '../../../clock.js';
@@ -147,7 +148,7 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
     });
     return { id, created: true };
   });
-  if (result.created) terminalSignals(ctx).emit('command', terminal.id, result.id, []);
+  if (result.created) afterCommit(ctx.db, () => terminalSignals(ctx).emit('command', terminal.id, result.id, []));
   return { command: commandView(ctx, store.byId(result.id)!), created: result.created };
 }
 
@@ -190,7 +191,8 @@ export function cancelCommand(ctx: AppContext, account: Account, id: string): { 
     return { row, next };
   });
   const after = commandsStore(ctx.db).byId(id)!;
-  if (outcome.next) terminalSignals(ctx).emit('command', after.terminal_id, id, outcome.next.effects);
+  const next = outcome.next;
+  if (next) afterCommit(ctx.db, () => terminalSignals(ctx).emit('command', after.terminal_id, id, next.effects));
   return { status: after.status === 'canceled' ? 200 : 202, command: commandView(ctx, after) };
 }
 

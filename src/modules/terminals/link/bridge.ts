@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { groupCommit } from '../../../db/group-commit.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
@@ -184,8 +185,11 @@ export class TerminalBridge {
       this.ctx.log.info({ terminal_id: id, reason: d.detail }, 'terminal disconnected');
     });
     this.scheduleHeartbeat(session);
-    this.reconcile(session, hello);
-    this.events.emit('attached', id);
+    // Attached once the results it kept are committed and acknowledged (they join a group commit).
+    void this.reconcile(session, hello).then(
+      () => this.events.emit('attached', id),
+      (err) => this.ctx.log.error({ err, terminal_id: id }, 'terminal bridge: reconciling failed'),
+    );
   }
 
   /** last_seen_at follows the link's traffic, pings included (the link counts every valid message). */
@@ -235,7 +239,7 @@ export class TerminalBridge {
         );
         if (ok) {
           recordHello(this.ctx, session.terminalId, msg.model, msg.firmware);
-          this.reconcile(session, msg);
+          await this.reconcile(session, msg);
         }
         break;
       }
@@ -246,7 +250,7 @@ export class TerminalBridge {
         this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
         break;
       case 'result':
-        this.onResult(session, msg);
+        await this.onResult(session, msg);
         break;
     }
     this.events.emit('handled', session.terminalId, msg);
@@ -274,8 +278,12 @@ export class TerminalBridge {
     return applied;
   }
 
-  /** Commit the outcome, THEN acknowledge it: a crash in between makes the terminal resend it. */
-  private onResult(session: Session, r: Omit<Result, 'type'> & { type?: 'result' }): void {
+  /**
+   * Commit the outcome, THEN acknowledge it: a crash in between makes the terminal resend it. The
+   * outcome joins the next group commit with the API's writes, so a terminal's result never costs
+   * the box a flush of its own.
+   */
+  private async onResult(session: Session, r: Omit<Result, 'type'> & { type?: 'result' }): Promise<void> {
     const row = this.ownCommand(session, r.command_id);
     if (!row) return;
     const outcome: TerminalOutcome = {
@@ -288,9 +296,11 @@ export class TerminalBridge {
     const ctxBefore = commandContext(row);
     // "I do not know this command" from a terminal that never took it means it never held it.
     const notHeld = r.outcome === 'error' && r.reason === 'unknown_command' && !ctxBefore.taken && row.final === 0;
-    const applied = notHeld
-      ? applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() })
-      : applyTerminalEvent(this.ctx, row.id, { type: 'RESULT', at: this.nowIso(), ...outcome });
+    const applied = await groupCommit(this.ctx.db, () =>
+      notHeld
+        ? applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() })
+        : applyTerminalEvent(this.ctx, row.id, { type: 'RESULT', at: this.nowIso(), ...outcome }),
+    );
     if (applied?.row.final === 1) this.clearTimer(row.id);
     if (applied?.changed) {
       this.ctx.log.info({ terminal_id: session.terminalId, command_id: row.id, status: applied.row.status }, 'terminal command updated');
@@ -303,8 +313,9 @@ export class TerminalBridge {
    * After a hello: settle the results the terminal kept, learn whether it still holds the command
    * it was offered, re-send a pending cancel, then hand it its current command.
    */
-  private reconcile(session: Session, hello: Hello): void {
-    for (const r of hello.unacknowledged_results) this.onResult(session, r);
+  private async reconcile(session: Session, hello: Hello): Promise<void> {
+    // Together: the kept results share one commit, in the order the terminal listed them.
+    await Promise.all(hello.unacknowledged_results.map((r) => this.onResult(session, r)));
     const reported = new Set(hello.unacknowledged_results.map((r) => r.command_id));
     const held = hello.current_command_id;
     if (held && !reported.has(held)) this.onNews(session, held, { type: 'TAKEN', at: this.nowIso() });

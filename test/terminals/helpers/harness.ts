@@ -36,6 +36,8 @@ export interface HarnessOptions {
   terminals?: Record<string, unknown>;
   /** The terminal side's own link: its clock and (serial) a wrapper around its port. */
   terminalLink?: { clock?: Clock; wrap?: (port: PortStream) => PortStream };
+  /** The protocol version the first terminal announces (1 unless said). */
+  protocol?: number;
 }
 
 export async function startHarness(transport: Transport, opts: HarnessOptions = {}): Promise<Harness> {
@@ -66,7 +68,7 @@ export async function startHarness(transport: Transport, opts: HarnessOptions = 
   };
   const terminal = await reconnect();
   const attached = new Promise<void>((r) => bridge.events.once('attached', () => r()));
-  const welcome = await terminal.hello();
+  const welcome = await terminal.hello({ protocol: opts.protocol });
   if (welcome.type !== 'welcome') throw new Error(`hello refused: ${JSON.stringify(welcome)}`);
   await attached;
   return {

@@ -471,6 +471,47 @@ CREATE TABLE stored_payments (
 ) STRICT;
 CREATE INDEX stored_payments_open ON stored_payments(account_id, live_mode, final, forward_by);
 
+-- An account's own caps of stored payments (else the box's, terminals.offline in the config).
+CREATE TABLE offline_caps (
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  allowed INTEGER NOT NULL CHECK (allowed IN (0, 1)),
+  max_payment_in_cents INTEGER NOT NULL,
+  max_total_in_cents INTEGER NOT NULL,
+  max_count INTEGER NOT NULL,
+  max_age_hours INTEGER NOT NULL CHECK (max_age_hours BETWEEN 1 AND 168),
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (account_id, live_mode)
+) STRICT;
+
+-- A manager's override: stored payments allowed (and caps raised where given) until `until_at`.
+-- caps: JSON object of the raised caps (a subset of offline_caps' columns).
+CREATE TABLE offline_overrides (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  until_at TEXT NOT NULL,
+  caps TEXT NOT NULL DEFAULT '{}',
+  reason TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+) STRICT;
+CREATE INDEX offline_overrides_account ON offline_overrides(account_id, live_mode, until_at);
+
+-- Every change of an account's offline policy: who, when, why, and the caps before and after.
+CREATE TABLE offline_audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'override_allow', 'override_revoke')),
+  actor TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  at TEXT NOT NULL
+) STRICT;
+
 
 -- ================================================================================================
 -- Webhooks (docs/webhooks.md)

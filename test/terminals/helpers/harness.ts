@@ -38,12 +38,14 @@ export interface HarnessOptions {
   terminalLink?: { clock?: Clock; wrap?: (port: PortStream) => PortStream };
   /** The protocol version the first terminal announces (1 unless said). */
   protocol?: number;
+  /** More config sections (say, `sync`), beside the terminals' own. */
+  config?: Record<string, unknown>;
 }
 
 export async function startHarness(transport: Transport, opts: HarnessOptions = {}): Promise<Harness> {
   const server = await startTestServer({
     clock: opts.clock,
-    config: { terminals: { ...FAST_TERMINALS, ...opts.terminals }, limits: { per_key_per_second: 100_000 } },
+    config: { ...opts.config, terminals: { ...FAST_TERMINALS, ...opts.terminals }, limits: { per_key_per_second: 100_000 } },
   });
   let pty: PtyPair | undefined;
   const body: Record<string, unknown> = { name: `Counter ${transport}` };

@@ -10,7 +10,7 @@ import { applyCommandEvent, initialCommand, type CommandContext, type CommandEve
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
 import { checkoutForCommand, checkoutStatusOf, markCheckoutInProgress, settleTerminalPayment } from './payments.js';
 import type { CommandView, CreateCommandBody } from './schema.js';
-import { recordStoredPayment } from '../stored/service.js';
+import { recordStoredPayment, refuseOverCapWhileOffline } from '../stored/service.js';
 import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../../../money.js';
 
 
@@ -107,6 +107,8 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
   const terminal = findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, body.terminal_id);
   if (!terminal) throw invalid({ terminal_id: `no terminal with id ${body.terminal_id}` });
   const store = commandsStore(ctx.db);
+  // A repeat of a known external_id is answered below as before; only a new charge is checked.
+  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, amount, currency);
   const result = tx(ctx.db, () => {
     const existing = store.byExternalId(account.id, body.external_id);
     if (existing) {

@@ -54,6 +54,7 @@ interface Session {
 
 /** Writing last_seen_at on every message would be a commit per message; once a second is plenty. */
 const SEEN_WRITE_EVERY_MS = 1_000;
+const POLICY_REFRESH_MS = 5_000;
 
 export type BridgeEvents = {
   /** A message from a terminal was fully handled (committed, answered): tests and benchmarks wait on it. */
@@ -73,6 +74,7 @@ export class TerminalBridge {
   readonly sessions = new Map<string, Session>();
   private readonly timers = new Map<string, TimerHandle>();
   private deadlineTimer: TimerHandle | undefined;
+  private policyTimer: TimerHandle | undefined;
   private readonly scheduler: Scheduler;
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
@@ -122,6 +124,19 @@ export class TerminalBridge {
       if (commandContext(row).offered) this.armTimer(row.id);
     }
     this.guard('expiring stored payments', () => this.onDeadline());
+    this.schedulePolicyRefresh();
+  }
+
+  /**
+   * Caps and overrides also change from the shell (`posd payments offline`, another process) and
+   * overrides end on their own: the policies are recomputed every few seconds, sent only when changed.
+   */
+  private schedulePolicyRefresh(): void {
+    this.policyTimer = this.scheduler.setTimeout(() => {
+      if (!this.started) return;
+      this.refreshPolicies();
+      this.schedulePolicyRefresh();
+    }, POLICY_REFRESH_MS);
   }
 
   async stop(): Promise<void> {
@@ -133,6 +148,8 @@ export class TerminalBridge {
     this.timers.clear();
     this.scheduler.clearTimeout(this.deadlineTimer);
     this.deadlineTimer = undefined;
+    this.scheduler.clearTimeout(this.policyTimer);
+    this.policyTimer = undefined;
     await Promise.all([...this.sessions.values()].map((s) => s.link.close('posd stopping')));
   }
 

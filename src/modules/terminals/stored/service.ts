@@ -6,6 +6,9 @@ import { newId } from '../../../ids.js';
 import { markCheckoutInProgress, settleTerminalPayment } from '../commands/payments.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
 import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
+import { ApiError } from '../../../errors.js';
+import { centralTarget, STATE } from '../../../sync/status.js';
+import { syncStore } from '../../../sync/store.js';
 import { storedPaymentsStore, type StoredPaymentRow } from './store.js';
 
 export interface StoredInput {
@@ -158,12 +161,37 @@ export function expireDuePayments(ctx: AppContext): StoredPaymentRow[] {
   });
 }
 
+/**
+ * Whether this box is offline: a store whose central is configured and whose last sync attempt
+ * failed. Its terminals most likely cannot reach their processor either (same uplink).
+ */
+export function boxOffline(ctx: AppContext): boolean {
+  if (ctx.config.role !== 'store' || centralTarget(ctx.config, ctx.db) === null) return false;
+  return syncStore(ctx.db).state(STATE.lastAttemptOk) === '0';
+}
+
+/**
+ * Before a charge reaches the terminal: while the box is offline, a charge the terminal could only
+ * store, and that would pass a cap, is refused with the cap's name. Online, nothing is checked:
+ * the processor decides.
+ */
+export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, amountInCents: number, currency: string): void {
+  if (!boxOffline(ctx)) return;
+  const passed = capsPassed(ctx, account, amountInCents, currency);
+  if (passed.length === 0) return;
+  throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed } });
+}
+
 export function nextForwardDeadline(ctx: AppContext): string | null {
   return storedPaymentsStore(ctx.db).nextDeadline();
 }
 
 export function storedPaymentOfCommand(ctx: AppContext, commandId: string): StoredPaymentRow | undefined {
   return storedPaymentsStore(ctx.db).byCommand(commandId);
+}
+
+export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>): StoredPaymentRow[] {
+  return storedPaymentsStore(ctx.db).flagged(account.id, account.live_mode);
 }
 
 export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView {

@@ -29,6 +29,41 @@ export interface StoredPaymentRow {
   updated_at: string;
 }
 
+export interface OfflineCapsRow {
+  account_id: string;
+  live_mode: number;
+  allowed: number;
+  max_payment_in_cents: number;
+  max_total_in_cents: number;
+  max_count: number;
+  max_age_hours: number;
+  updated_at: string;
+}
+
+export interface OfflineOverrideRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  until_at: string;
+  caps: string;
+  reason: string;
+  actor: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface OfflineAuditRow {
+  seq: number;
+  account_id: string;
+  live_mode: number;
+  action: 'caps_set' | 'override_allow' | 'override_revoke';
+  actor: string;
+  reason: string;
+  before: string;
+  after: string;
+  at: string;
+}
+
 export interface OpenTotals {
   count: number;
   amount: number;
@@ -75,6 +110,33 @@ function makeStore(db: Db) {
        AND (@status IS NULL OR status = @status) ORDER BY seq DESC LIMIT @limit`,
   );
   const all = db.prepare(`SELECT * FROM stored_payments ORDER BY seq`);
+  const caps = db.prepare(`SELECT * FROM offline_caps WHERE account_id = ? AND live_mode = ?`);
+  const upsertCaps = db.prepare(
+    `INSERT INTO offline_caps (account_id, live_mode, allowed, max_payment_in_cents, max_total_in_cents, max_count, max_age_hours, updated_at)
+     VALUES (@account_id, @live_mode, @allowed, @max_payment_in_cents, @max_total_in_cents, @max_count, @max_age_hours, @updated_at)
+     ON CONFLICT (account_id, live_mode) DO UPDATE SET allowed = excluded.allowed, max_payment_in_cents = excluded.max_payment_in_cents,
+       max_total_in_cents = excluded.max_total_in_cents, max_count = excluded.max_count, max_age_hours = excluded.max_age_hours,
+       updated_at = excluded.updated_at`,
+  );
+  const activeOverride = db.prepare(
+    `SELECT * FROM offline_overrides WHERE account_id = ? AND live_mode = ? AND revoked_at IS NULL AND until_at > ?
+     ORDER BY created_at DESC, rowid DESC LIMIT 1`,
+  );
+  const insertOverride = db.prepare(
+    `INSERT INTO offline_overrides (id, account_id, live_mode, until_at, caps, reason, actor, created_at)
+     VALUES (@id, @account_id, @live_mode, @until_at, @caps, @reason, @actor, @created_at)`,
+  );
+  const revokeOverrides = db.prepare(
+    `UPDATE offline_overrides SET revoked_at = ? WHERE account_id = ? AND live_mode = ? AND revoked_at IS NULL AND until_at > ?`,
+  );
+  const audit = db.prepare(
+    `INSERT INTO offline_audit (account_id, live_mode, action, actor, reason, before, after, at)
+     VALUES (@account_id, @live_mode, @action, @actor, @reason, @before, @after, @at)`,
+  );
+  const auditOf = db.prepare(`SELECT * FROM offline_audit WHERE account_id = ? AND live_mode = ? ORDER BY seq DESC LIMIT ?`);
+  const flagged = db.prepare(
+    `SELECT * FROM stored_payments WHERE account_id = ? AND live_mode = ? AND (over_cap IS NOT NULL OR late_outcome IS NOT NULL) ORDER BY seq`,
+  );
 
   return {
     insert: (row: Omit<StoredPaymentRow, 'seq' | 'updated_at' | 'forwarded_at' | 'settled_at' | 'authorization_code' | 'processor_reference' | 'reason' | 'late_outcome'>) =>
@@ -105,5 +167,15 @@ function makeStore(db: Db) {
     list: (accountIds: string[], liveMode: boolean, status: StoredPaymentStatus | null, limit: number) =>
       list.all({ accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0, status, limit }) as StoredPaymentRow[],
     all: () => all.all() as StoredPaymentRow[],
+    caps: (accountId: string, liveMode: boolean) => caps.get(accountId, liveMode ? 1 : 0) as OfflineCapsRow | undefined,
+    setCaps: (row: OfflineCapsRow) => upsertCaps.run(row),
+    activeOverride: (accountId: string, liveMode: boolean, nowIso: string) =>
+      activeOverride.get(accountId, liveMode ? 1 : 0, nowIso) as OfflineOverrideRow | undefined,
+    insertOverride: (row: Omit<OfflineOverrideRow, 'revoked_at'>) => insertOverride.run(row),
+    revokeOverrides: (accountId: string, liveMode: boolean, nowIso: string) => revokeOverrides.run(nowIso, accountId, liveMode ? 1 : 0, nowIso).changes,
+    audit: (row: Omit<OfflineAuditRow, 'seq'>) => audit.run(row),
+    auditOf: (accountId: string, liveMode: boolean, limit: number) => auditOf.all(accountId, liveMode ? 1 : 0, limit) as OfflineAuditRow[],
+    /** Stored payments the manager must look at: over a cap when they arrived, or a late contradicting outcome. */
+    flagged: (accountId: string, liveMode: boolean) => flagged.all(accountId, liveMode ? 1 : 0) as StoredPaymentRow[],
   };
 }

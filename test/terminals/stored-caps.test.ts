@@ -10,6 +10,7 @@ import { boxOffline, flaggedStoredPayments } from '../../src/modules/terminals/s
 import { allowOfflineUntil, offlineAudit, policyOf, setAccountCaps } from '../../src/modules/terminals/stored/policy.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { tx } from '../../src/db/database.js';
+import { ManualClock } from '../../devices/index.js';
 import { syncStore } from '../../src/sync/store.js';
 import { STATE } from '../../src/sync/status.js';
 
@@ -92,4 +93,24 @@ it('online nothing is refused; a stored result over a cap is recorded as it is a
   expect(JSON.parse(flagged[0].over_cap!)).toEqual(['max_payment']);
   // It counts against the caps like any stored payment.
   expect(await h.terminal.next('offline_policy', (p) => p.remaining_count === 99)).toMatchObject({ remaining_amount_in_cents: 410_000 });
+});
+
+it('a terminal that never forwards: posd expires the payment at its deadline, the sale is owed again, a late approval is flagged', async () => {
+  const clock = new ManualClock(Date.parse('2026-04-01T10:00:00.000Z'));
+  h = await startHarness('websocket', { protocol: 2, clock });
+  const ctx = h.server.daemon.ctx;
+  const id = await storeOne(h, 2_000, 'never-1');
+  const sp = () => ctx.db.prepare(`SELECT status, reason, late_outcome FROM stored_payments WHERE command_id = ?`).get(id);
+  clock.advance(48 * 3600_000 - 1);
+  expect(sp()).toMatchObject({ status: 'stored' });
+  clock.advance(1);
+  expect(sp()).toEqual({ status: 'expired', reason: 'not_forwarded_in_time', late_outcome: null });
+  expect((await h.get(id)).checkout_status).toBe('unpaid');
+  expect(await h.terminal.next('offline_policy', (p) => p.remaining_count === 100 && p.forward_by === null)).toMatchObject({ allowed: true });
+  // The terminal forwards after all: acknowledged so it can forget it, kept for the manager, not applied.
+  await h.terminal.forward(id, 'never-1', 'approved');
+  await h.terminal.next('forward_ack', (a) => a.offline_reference === 'never-1');
+  expect(sp()).toEqual({ status: 'expired', reason: 'not_forwarded_in_time', late_outcome: 'approved' });
+  expect((await h.get(id)).checkout_status).toBe('unpaid');
+  expect(flaggedStoredPayments(ctx, accountOf(h)).map((r) => r.command_id)).toEqual([id]);
 });

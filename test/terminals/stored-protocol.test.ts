@@ -98,7 +98,6 @@ describe.each(['websocket', 'serial'] as const)('protocol 2 over %s', (transport
 describe.each(['websocket', 'serial'] as const)('the simulator speaks protocol 2 over %s', (transport) => {
   it('stores while offline within its policy, declines what the policy refuses, then forwards as scripted', async () => {
     h = await startHarness('websocket', { terminals: { offline: { max_payment_in_cents: 3_000 } } });
-    let connect;
     const body: Record<string, unknown> = { name: `sim ${transport}` };
     let pty: PtyPair | undefined;
     if (transport === 'serial') {
@@ -107,7 +106,7 @@ describe.each(['websocket', 'serial'] as const)('the simulator speaks protocol 2
       Object.assign(body, { transport: 'serial', serial_path: pty.a });
     }
     const trm = (await h.server.api('POST', '/terminals', { body })).body;
-    connect = transport === 'serial' ? serialConnector(pty!.b, { ackTimeoutMs: 1_000 }) : webSocketConnector(`${h.server.url.replace('http', 'ws')}/terminals/link`);
+    const connect = transport === 'serial' ? serialConnector(pty!.b, { ackTimeoutMs: 1_000 }) : webSocketConnector(`${h.server.url.replace('http', 'ws')}/terminals/link`);
     const sim = new TerminalSimulator({
       terminalId: trm.id, token: trm.pairing_token, connect, protocol: 2, offline: true,
       delays: { waiting_card: 5, reading: 5, authorizing: 5 }, reconnectDelayMs: 100,

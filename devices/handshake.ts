@@ -4,7 +4,7 @@
  */
 import { realClock, type Clock } from './clock.js';
 import type { ServerLink } from './link.js';
-import { PROTOCOL_VERSION, type Hello, type TerminalMessage } from './protocol/messages.js';
+import { LATEST_PROTOCOL_VERSION, negotiateProtocol, PROTOCOL_VERSION, type Hello, type TerminalMessage } from './protocol/messages.js';
 
 export type HandshakeErrorFlags = {
   timeout?: true;
@@ -51,6 +51,11 @@ async function refuse(link: ServerLink, code: (typeof HANDSHAKE_ERROR_CODES)[num
   await link.close(`handshake refused: ${code}`);
 }
 
+/** The version a session runs at, from the hello that opened it (the handshake accepted it). */
+export function sessionProtocol(hello: Pick<Hello, 'protocol'>): number {
+  return negotiateProtocol(hello.protocol) ?? PROTOCOL_VERSION;
+}
+
 /**
  * Answers one hello: `welcome` when it is acceptable, otherwise `error` then close. Exposed apart
  * from awaitHello because on a serial line a terminal that restarts says hello again on the same
@@ -58,8 +63,9 @@ async function refuse(link: ServerLink, code: (typeof HANDSHAKE_ERROR_CODES)[num
  */
 export async function answerHello(link: ServerLink, hello: Hello, opts: AnswerHelloOptions): Promise<Hello> {
   const clock = opts.clock ?? realClock();
-  if (hello.protocol !== PROTOCOL_VERSION) {
-    await refuse(link, 'unsupported_protocol', `posd speaks protocol ${PROTOCOL_VERSION}`);
+  const version = negotiateProtocol(hello.protocol);
+  if (version === null) {
+    await refuse(link, 'unsupported_protocol', `posd speaks protocols ${PROTOCOL_VERSION} to ${LATEST_PROTOCOL_VERSION}`);
     throw new HandshakeError(`protocol ${hello.protocol} unsupported`, { unsupportedProtocol: true }, hello.terminal_id);
   }
   let ok = false;
@@ -73,7 +79,9 @@ export async function answerHello(link: ServerLink, hello: Hello, opts: AnswerHe
     throw new HandshakeError('terminal not authorized', { unauthorized: true }, hello.terminal_id);
   }
   try {
-    await link.send({ type: 'welcome', server_time: new Date(clock.now()).toISOString() });
+    const serverTime = new Date(clock.now()).toISOString();
+    // A version-1 welcome stays exactly what version-1 terminals were built against.
+    await link.send(version >= 2 ? { type: 'welcome', server_time: serverTime, protocol: version } : { type: 'welcome', server_time: serverTime });
   } catch {
     throw new HandshakeError('link went down during handshake', { linkDown: true }, hello.terminal_id);
   }

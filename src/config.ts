@@ -126,6 +126,22 @@ export const ConfigSchema = Type.Object({
       serial_max_resends: Type.Integer({ minimum: 0, default: 3 }),
       /** Reopening a serial port that went away backs off from 500 ms up to this. */
       serial_reopen_max_ms: Type.Integer({ minimum: 1, default: 30_000 }),
+      /**
+       * Stored (store-and-forward) card payments, protocol 2 (docs/stored-payments.md): the box's
+       * caps, per account and environment, unless an account has its own. Amounts are cents of the
+       * account's default currency.
+       */
+      offline: Type.Object(
+        {
+          allowed: Type.Boolean({ default: true }),
+          max_payment_in_cents: Type.Integer({ minimum: 0, default: 50_000 }),
+          max_total_in_cents: Type.Integer({ minimum: 0, default: 500_000 }),
+          max_count: Type.Integer({ minimum: 0, default: 100 }),
+          /** How long a stored payment may wait to be forwarded; card networks refuse much older ones. */
+          max_age_hours: Type.Integer({ minimum: 1, maximum: 168, default: 48 }),
+        },
+        { default: {} },
+      ),
     },
     { default: {} },
   ),

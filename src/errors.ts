@@ -75,6 +75,10 @@ export const ERRORS = {
   },
   terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
   terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
+  offline_cap_reached: {
+    status: 422,
+    message: 'The store is offline and this charge could not be stored within the offline caps; take another payment method.',
+  },
   // Coupons
   coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
   // Reports

@@ -9,6 +9,7 @@ import { backupCommand, restoreCommand } from './cli/backup.js';
 import { doctorCommand } from './cli/doctor.js';
 import { reconcileCommand, syncCommand } from './cli/sync.js';
 import { terminalsCommand } from './cli/terminals.js';
+import { paymentsCommand } from './cli/payments.js';
 import { webhooksCommand } from './cli/webhooks.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
     restoreCommand(),
     doctorCommand(),
     terminalsCommand(),
+    paymentsCommand(),
     syncCommand(),
     reconcileCommand(),
     webhooksCommand(),

@@ -1,12 +1,23 @@
 /**
- * Terminal link protocol, version 1 (see docs/terminal-protocol.md and DESIGN.md).
+ * Terminal link protocol, versions 1 and 2 (see docs/terminal-protocol.md and DESIGN.md). Version 2
+ * adds stored (store-and-forward) payments: `offline_policy`, the `stored` outcome,
+ * `forward_result` and `forward_ack`.
  * One TypeBox schema per message: validation and the TypeScript type come from the same source.
  * Extra, unknown fields are tolerated so a terminal firmware that adds a field does not break the
  * link; every field the protocol names is checked.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
+/** The version a terminal that predates negotiation speaks; still what the scripted tools default to. */
 export const PROTOCOL_VERSION = 1;
+/** The highest version posd speaks. A hello names the terminal's highest; the session runs at the lower of the two. */
+export const LATEST_PROTOCOL_VERSION = 2;
+
+/** The session's version for a hello's `protocol`, or null when posd cannot speak to it at all. */
+export function negotiateProtocol(terminalVersion: number): number | null {
+  if (!Number.isInteger(terminalVersion) || terminalVersion < PROTOCOL_VERSION) return null;
+  return Math.min(terminalVersion, LATEST_PROTOCOL_VERSION);
+}
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -18,8 +29,14 @@ export const Outcome = Type.Union([
   Type.Literal('declined'),
   Type.Literal('canceled'),
   Type.Literal('error'),
+  // Version 2: approved offline by the terminal, not yet authorised by its processor.
+  Type.Literal('stored'),
 ]);
 export type Outcome = Static<typeof Outcome>;
+
+const IsoTime = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$' });
+/** The terminal's own reference for a stored payment: how forward results name it. */
+export const OfflineReference = Type.String({ minLength: 1, maxLength: 128 });
 
 export const Card = Type.Object({
   network: Type.String({ minLength: 1, maxLength: 32 }),
@@ -36,6 +53,8 @@ const resultFields = {
   card: Type.Optional(Nullable(Card)),
   processor_reference: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
   reason: Type.Optional(Nullable(Type.String({ maxLength: 256 }))),
+  // Version 2, required with outcome `stored` (checked by the parser): the terminal's reference.
+  offline_reference: Type.Optional(Nullable(OfflineReference)),
 };
 
 export const ResultBody = Type.Object({ type: Type.Optional(Type.Literal('result')), ...resultFields });
@@ -65,6 +84,27 @@ export type Progress = Static<typeof Progress>;
 export const Result = Type.Object({ type: Type.Literal('result'), ...resultFields });
 export type Result = Static<typeof Result>;
 
+/** Version 2: what became of a stored payment once the terminal reached its processor. */
+export const ForwardOutcome = Type.Union([
+  Type.Literal('forwarded'),
+  Type.Literal('approved'),
+  Type.Literal('declined'),
+  Type.Literal('expired'),
+]);
+export type ForwardOutcome = Static<typeof ForwardOutcome>;
+
+export const ForwardResult = Type.Object({
+  type: Type.Literal('forward_result'),
+  offline_reference: OfflineReference,
+  command_id: CommandId,
+  outcome: ForwardOutcome,
+  authorization_code: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+  card: Type.Optional(Nullable(Card)),
+  processor_reference: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
+  reason: Type.Optional(Nullable(Type.String({ maxLength: 256 }))),
+});
+export type ForwardResult = Static<typeof ForwardResult>;
+
 // either side
 export const Ping = Type.Object({ type: Type.Literal('ping') });
 export type Ping = Static<typeof Ping>;
@@ -74,7 +114,9 @@ export type Pong = Static<typeof Pong>;
 // posd -> terminal
 export const Welcome = Type.Object({
   type: Type.Literal('welcome'),
-  server_time: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$' }),
+  server_time: IsoTime,
+  // Present from version 2 on: the version the session runs at.
+  protocol: Type.Optional(Type.Integer({ minimum: 1 })),
 });
 export type Welcome = Static<typeof Welcome>;
 
@@ -107,12 +149,29 @@ export type ResultAck = Static<typeof ResultAck>;
 export const StatusRequest = Type.Object({ type: Type.Literal('status_request'), command_id: CommandId });
 export type StatusRequest = Static<typeof StatusRequest>;
 
+/** Version 2: what the terminal may store while it cannot reach its processor. */
+export const OfflinePolicy = Type.Object({
+  type: Type.Literal('offline_policy'),
+  allowed: Type.Boolean(),
+  currency: Type.String({ pattern: '^[A-Z]{3}$' }),
+  max_payment_in_cents: Type.Integer({ minimum: 0 }),
+  remaining_amount_in_cents: Type.Integer({ minimum: 0 }),
+  remaining_count: Type.Integer({ minimum: 0 }),
+  max_age_seconds: Type.Integer({ minimum: 0 }),
+  forward_by: Nullable(IsoTime),
+});
+export type OfflinePolicy = Static<typeof OfflinePolicy>;
+
+export const ForwardAck = Type.Object({ type: Type.Literal('forward_ack'), offline_reference: OfflineReference, outcome: ForwardOutcome });
+export type ForwardAck = Static<typeof ForwardAck>;
+
 /** Messages a terminal sends, by type. */
 export const terminalMessageSchemas = {
   hello: Hello,
   ack: Ack,
   progress: Progress,
   result: Result,
+  forward_result: ForwardResult,
   ping: Ping,
   pong: Pong,
 } as const;
@@ -125,12 +184,14 @@ export const serverMessageSchemas = {
   cancel: Cancel,
   result_ack: ResultAck,
   status_request: StatusRequest,
+  offline_policy: OfflinePolicy,
+  forward_ack: ForwardAck,
   ping: Ping,
   pong: Pong,
 } as const;
 
-export type TerminalMessage = Hello | Ack | Progress | Result | Ping | Pong;
-export type ServerMessage = Welcome | ErrorMessage | Charge | Cancel | ResultAck | StatusRequest | Ping | Pong;
+export type TerminalMessage = Hello | Ack | Progress | Result | ForwardResult | Ping | Pong;
+export type ServerMessage = Welcome | ErrorMessage | Charge | Cancel | ResultAck | StatusRequest | OfflinePolicy | ForwardAck | Ping | Pong;
 export type AnyMessage = TerminalMessage | ServerMessage;
 export type TerminalMessageType = TerminalMessage['type'];
 export type ServerMessageType = ServerMessage['type'];

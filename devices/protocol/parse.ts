@@ -33,7 +33,26 @@ function compileAll<M extends Record<string, TSchema>>(schemas: M): Map<string, 
   return new Map(Object.entries(schemas).map(([type, schema]) => [type, TypeCompiler.Compile(schema)]));
 }
 
-function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>): MessageParser<T> {
+/**
+ * Rules a schema cannot say: a `stored` result names the terminal's reference, or a forward result
+ * could never be matched to it. Returns the failing field, or undefined.
+ */
+type Rule = (json: Record<string, unknown>) => string | undefined;
+const storedNeedsReference = (r: Record<string, unknown>) =>
+  r.outcome === 'stored' && typeof r.offline_reference !== 'string' ? 'offline_reference: required with outcome stored' : undefined;
+const terminalRules: Record<string, Rule> = {
+  result: (json) => storedNeedsReference(json),
+  hello: (json) => {
+    const list = json.unacknowledged_results as Array<Record<string, unknown>>;
+    for (let i = 0; i < list.length; i++) {
+      const bad = storedNeedsReference(list[i]);
+      if (bad) return `/unacknowledged_results/${i}/${bad}`;
+    }
+    return undefined;
+  },
+};
+
+function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>, rules: Record<string, Rule> = {}): MessageParser<T> {
   return (json) => {
     if (typeof json !== 'object' || json === null || Array.isArray(json)) {
       return { ok: false, error: { reason: 'not_an_object', detail: 'a message must be a JSON object' } };
@@ -44,7 +63,11 @@ function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>): MessageParser<T
     }
     const check = checks.get(type);
     if (!check) return { ok: false, error: { reason: 'unknown_type', detail: `unknown type "${type}"`, type } };
-    if (check.Check(json)) return { ok: true, message: json as T };
+    if (check.Check(json)) {
+      const broken = rules[type]?.(json as Record<string, unknown>);
+      if (!broken) return { ok: true, message: json as T };
+      return { ok: false, error: { reason: 'invalid_fields', detail: broken.startsWith('/') ? broken : `/${broken}`, type } };
+    }
     const first = check.Errors(json).First();
     const detail = first ? `${first.path || '/'}: ${first.message}` : 'invalid';
     return { ok: false, error: { reason: 'invalid_fields', detail, type } };
@@ -52,7 +75,7 @@ function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>): MessageParser<T
 }
 
 /** Validates a message received by posd (sent by a terminal). */
-export const parseTerminalMessage: MessageParser<TerminalMessage> = makeParser(compileAll(terminalMessageSchemas));
+export const parseTerminalMessage: MessageParser<TerminalMessage> = makeParser(compileAll(terminalMessageSchemas), terminalRules);
 
 /** Validates a message received by a terminal (sent by posd). */
 export const parseServerMessage: MessageParser<ServerMessage> = makeParser(compileAll(serverMessageSchemas));

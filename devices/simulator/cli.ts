@@ -3,12 +3,22 @@
  * posd-sim: a simulated card terminal on the command line, for demos and manual testing.
  *   node dist/devices/simulator/cli.js --url ws://127.0.0.1:4242/terminals/link --terminal-id T1 --token s3cret
  *   node dist/devices/simulator/cli.js --serial /dev/pts/3 --terminal-id T1 --token s3cret --behaviour slow
+ *   node dist/devices/simulator/cli.js --url ... --protocol 2 --offline --forward-after 60000 --forward-outcomes approved,declined
+ *     (stores charges while offline, then after a minute regains its processor and forwards them,
+ *     the outcomes taken in turn from the list)
  * Prints one JSON line per event on stdout so scripts can follow it.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { BEHAVIOURS, type BehaviourName } from './behaviours.js';
 import { serialConnector, webSocketConnector, type Connector } from './connectors.js';
-import { TerminalSimulator } from './simulator.js';
+import { TerminalSimulator, type ForwardDecision } from './simulator.js';
+
+const DECISIONS: readonly ForwardDecision[] = ['approved', 'declined', 'expired'];
+const decisions = (v: string): ForwardDecision[] => {
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const d of list) if (!DECISIONS.includes(d as ForwardDecision)) throw new InvalidArgumentError(`expected ${DECISIONS.join(', ')}`);
+  return list as ForwardDecision[];
+};
 
 const ms = (v: string) => {
   const n = Number(v);
@@ -23,7 +33,7 @@ function replacer(key: string, value: unknown) {
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('posd-sim')
-    .description('A simulated card terminal speaking the posd terminal link protocol v1')
+    .description('A simulated card terminal speaking the posd terminal link protocol v1 or v2')
     .addOption(new Option('--url <url>', 'WebSocket URL, e.g. ws://127.0.0.1:4242/terminals/link').conflicts('serial'))
     .addOption(new Option('--serial <path>', 'serial port path, e.g. /dev/pts/3'))
     .option('--baud-rate <n>', 'serial baud rate', ms, 115_200)
@@ -34,10 +44,15 @@ export async function main(argv: string[]): Promise<void> {
     .option('--delay-reading <ms>', 'time spent reading the card', ms)
     .option('--delay-authorizing <ms>', 'time spent authorizing', ms)
     .option('--reconnect-delay <ms>', 'pause before reconnecting', ms, 1_000)
+    .option('--protocol <n>', 'protocol version announced in hello (1 or 2)', ms, 1)
+    .option('--offline', 'version 2: no processor; store the charges the offline policy allows', false)
+    .option('--forward-after <ms>', 'with --offline: regain the processor after this long and forward every stored payment', ms)
+    .option('--forward-outcomes <list>', 'what the processor answers each forwarded payment, in turn', decisions, ['approved'] as ForwardDecision[])
     .parse(argv);
   const o = program.opts<{
     url?: string; serial?: string; baudRate: number; terminalId: string; token: string; behaviour: BehaviourName;
     delayWaitingCard?: number; delayReading?: number; delayAuthorizing?: number; reconnectDelay: number;
+    protocol: number; offline: boolean; forwardAfter?: number; forwardOutcomes: ForwardDecision[];
   }>();
   const connect: Connector = o.url
     ? webSocketConnector(o.url)
@@ -51,7 +66,15 @@ export async function main(argv: string[]): Promise<void> {
   );
   const sim = new TerminalSimulator({
     terminalId: o.terminalId, token: o.token, behaviour: o.behaviour, delays, connect, reconnectDelayMs: o.reconnectDelay,
+    protocol: o.protocol, offline: o.offline,
   });
+  if (o.offline && o.forwardAfter !== undefined) {
+    let turn = 0;
+    setTimeout(() => {
+      sim.setOffline(false);
+      void sim.forward(() => o.forwardOutcomes[turn++ % o.forwardOutcomes.length]);
+    }, o.forwardAfter);
+  }
   sim.on('event', ({ event, data }) => {
     const line = { at: new Date().toISOString(), terminal_id: o.terminalId, event, data };
     process.stdout.write(`${JSON.stringify(line, replacer)}\n`);

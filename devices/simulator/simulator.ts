@@ -1,5 +1,7 @@
 /**
- * A scriptable card terminal speaking protocol v1 over either transport. Tests, benchmarks and
+ * A scriptable card terminal speaking protocol v1 or v2 over either transport. In v2 it can be
+ * put offline: it stores the charges its policy allows (outcome `stored`), and forwards them
+ * when told (`forward`), each approved, declined or expired as scripted. Tests, benchmarks and
  * demos drive it; it misbehaves on request (decline, slowness, dropped links, ignored cancels,
  * silence, garbage) the way real terminals do.
  */
@@ -9,7 +11,8 @@ import type { LinkDown, LinkInvalid, TerminalSideLink } from '../link.js';
 import { framePayload } from '../protocol/frame.js';
 import { PROTOCOL_VERSION } from '../protocol/messages.js';
 import type {
-  Cancel, Charge, ErrorMessage, Result, ResultAck, ServerMessage, Stage, StatusRequest, TerminalMessage, Welcome,
+  Cancel, Charge, ErrorMessage, ForwardAck, ForwardResult, OfflinePolicy, Result, ResultAck, ServerMessage, Stage, StatusRequest,
+  TerminalMessage, Welcome,
 } from '../protocol/messages.js';
 import {
   canceledResult, DEFAULT_DELAYS, errorResult, finalResult, SLOW_DELAYS, STAGES, type BehaviourName, type StageDelays,
@@ -29,6 +32,25 @@ export interface SimulatorOptions {
   /** How unacknowledged results are replayed after a reconnect. */
   replayResults?: 'hello' | 'result' | 'both';
   clock?: Clock;
+  /** The protocol version announced in hello: 1 (default) or 2 (stored payments). */
+  protocol?: number;
+  /** Version 2: start without a processor, storing the charges the policy allows. */
+  offline?: boolean;
+  /** Store even what the policy refuses: a terminal that decides alone (tests of over-cap flagging). */
+  ignoreOfflinePolicy?: boolean;
+}
+
+/** What the processor answers for a stored payment when the terminal forwards it. */
+export type ForwardDecision = 'approved' | 'declined' | 'expired';
+
+export interface StoredPayment {
+  reference: string;
+  charge: Charge;
+  storedAt: number;
+  /** The forward result sent and not acknowledged yet. */
+  pending?: ForwardResult;
+  /** The outcome posd acknowledged: the terminal may forget the payment. */
+  done?: ForwardResult['outcome'];
 }
 
 export type SimulatorEvents = {
@@ -41,6 +63,9 @@ export type SimulatorEvents = {
   cancel: [Cancel];
   status_request: [StatusRequest];
   result_ack: [ResultAck];
+  offline_policy: [OfflinePolicy];
+  forward_ack: [ForwardAck];
+  stored: [StoredPayment];
   stage: [{ command_id: string; stage: Stage }];
   invalid: [LinkInvalid];
   disconnected: [LinkDown];
@@ -70,6 +95,10 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
   private droppedOnce = false;
   private stopped = false;
   private reconnectTimer: TimerHandle | undefined;
+  private offline: boolean;
+  private policy: OfflinePolicy | undefined;
+  /** Stored payments by reference, kept until posd acknowledged their final forward result. */
+  readonly storedPayments = new Map<string, StoredPayment>();
 
   constructor(private readonly opts: SimulatorOptions) {
     super();
@@ -77,6 +106,48 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
     const base = this.behaviour === 'slow' ? SLOW_DELAYS : DEFAULT_DELAYS;
     this.delays = { ...base, ...opts.delays };
     this.clock = opts.clock ?? realClock();
+    this.offline = opts.offline ?? false;
+  }
+
+  get protocol(): number {
+    return this.opts.protocol ?? PROTOCOL_VERSION;
+  }
+
+  /** The last offline_policy posd sent (version 2). */
+  get offlinePolicy(): OfflinePolicy | undefined {
+    return this.policy;
+  }
+
+  /** Loses or regains the processor; charges taken while offline are stored (version 2). */
+  setOffline(offline: boolean): void {
+    this.offline = offline;
+  }
+
+  /**
+   * Forwards every stored payment not yet settled: the processor answers each as `decide` says
+   * (approved when omitted). With `announce`, a `forwarded` result goes first. Resolves once posd
+   * has acknowledged every final result.
+   */
+  async forward(decide: (p: StoredPayment) => ForwardDecision = () => 'approved', opts: { announce?: boolean } = {}): Promise<void> {
+    const open = [...this.storedPayments.values()].filter((p) => !p.done);
+    const acks: Promise<unknown>[] = [];
+    for (const p of open) {
+      const base = { type: 'forward_result' as const, offline_reference: p.reference, command_id: p.charge.command_id };
+      if (opts.announce) await this.send({ ...base, outcome: 'forwarded', authorization_code: null, card: null, processor_reference: null, reason: null });
+      const outcome = decide(p);
+      const serial = ++this.serial;
+      p.pending = {
+        ...base,
+        outcome,
+        authorization_code: outcome === 'approved' ? String(100_000 + (serial % 900_000)) : null,
+        card: { network: 'visa', last4: '4242' },
+        processor_reference: `sim-${this.opts.terminalId}-${serial}`,
+        reason: outcome === 'declined' ? 'insufficient_funds' : outcome === 'expired' ? 'too_old' : null,
+      };
+      acks.push(this.waitFor('forward_ack', (a) => a.offline_reference === p.reference && a.outcome === outcome));
+      await this.send(p.pending);
+    }
+    await Promise.all(acks);
   }
 
   get unacknowledgedResults(): Result[] {
@@ -152,7 +223,7 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
       token: this.opts.token,
       model: this.opts.model ?? 'posd-sim',
       firmware: this.opts.firmware ?? '1.0.0',
-      protocol: PROTOCOL_VERSION,
+      protocol: this.protocol,
       current_command_id: this.current?.charge.command_id ?? null,
       unacknowledged_results: replay === 'result' ? [] : this.unacknowledgedResults.map(({ type: _t, ...body }) => body),
     });
@@ -181,7 +252,22 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
       case 'welcome':
         this.note('welcome', msg);
         if ((this.opts.replayResults ?? 'both') !== 'hello') for (const r of this.unacked.values()) void this.send(r);
+        // Forward results posd never acknowledged are sent again; posd treats a repeat as known.
+        for (const p of this.storedPayments.values()) if (p.pending && !p.done) void this.send(p.pending);
         return;
+      case 'offline_policy':
+        this.policy = msg;
+        this.note('offline_policy', msg);
+        return;
+      case 'forward_ack': {
+        const p = this.storedPayments.get(msg.offline_reference);
+        if (p && p.pending?.outcome === msg.outcome && msg.outcome !== 'forwarded') {
+          p.done = msg.outcome;
+          p.pending = undefined;
+        }
+        this.note('forward_ack', msg);
+        return;
+      }
       case 'error':
         this.note('rejected', msg);
         // posd closes after an error; a terminal with a bad token must not hammer it.
@@ -243,8 +329,27 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
     run.timer = this.clock.setTimeout(() => {
       if (this.current !== run) return;
       if (index + 1 < STAGES.length) this.enterStage(index + 1);
-      else this.finish(finalResult(this.behaviour, run.charge, this.opts.terminalId, ++this.serial));
+      else this.finish(this.outcomeOf(run.charge));
     }, this.delays[stage]);
+  }
+
+  /** Online: the processor's answer. Offline (version 2): stored when the policy allows it, else declined. */
+  private outcomeOf(charge: Charge): Result {
+    const serial = ++this.serial;
+    if (!this.offline || this.protocol < 2) return finalResult(this.behaviour, charge, this.opts.terminalId, serial);
+    const p = this.policy;
+    const fits = !!p && p.allowed && p.currency === charge.currency && charge.amount_in_cents <= p.max_payment_in_cents && p.remaining_count > 0;
+    if (!fits && !this.opts.ignoreOfflinePolicy) {
+      return { type: 'result', command_id: charge.command_id, outcome: 'declined', authorization_code: null, card: null, processor_reference: null, reason: 'offline_not_allowed' };
+    }
+    const reference = `off-${this.opts.terminalId}-${serial}`;
+    const stored: StoredPayment = { reference, charge, storedAt: this.clock.now() };
+    this.storedPayments.set(reference, stored);
+    this.note('stored', stored);
+    return {
+      type: 'result', command_id: charge.command_id, outcome: 'stored', authorization_code: null,
+      card: { network: 'visa', last4: '4242' }, processor_reference: null, reason: null, offline_reference: reference,
+    };
   }
 
   private finish(result: Result): void {

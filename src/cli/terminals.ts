@@ -15,7 +15,7 @@ type Registry = typeof import('../modules/terminals/service.js') & typeof import
  * registry (and the money modules behind it) loads only for this command, so other commands start
  * as fast as before.
  */
-async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts: AccountsService, registry: Registry) => T): Promise<T> {
+export async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts: AccountsService, registry: Registry) => T): Promise<T> {
   const registry = { ...(await import('../modules/terminals/service.js')), ...(await import('../modules/terminals/retire.js')) };
   const { buildRegistry, MODULES } = await import('../modules/index.js');
   const config = cliConfig(opts);
@@ -41,7 +41,7 @@ async function withContext<T>(opts: DataOptions, fn: (ctx: AppContext, accounts:
   }
 }
 
-function accountOf(accounts: AccountsService, id: string) {
+export function accountOf(accounts: AccountsService, id: string) {
   const account = accounts.account(id);
   if (!account) throw new CliError(`no account ${id}`);
   return account;

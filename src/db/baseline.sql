@@ -436,6 +436,82 @@ CREATE TABLE terminal_commands (
 CREATE INDEX terminal_commands_list ON terminal_commands(account_id, live_mode, seq);
 CREATE INDEX terminal_commands_open ON terminal_commands(terminal_id, final, seq);
 
+-- Stored (store-and-forward) card payments, terminal protocol 2 (docs/stored-payments.md): a charge
+-- the terminal approved offline. status/final are written from stored/machine.ts only. The card
+-- data stays on the terminal; this is the ledger of what it holds and of every state after.
+-- over_cap: JSON array of the caps the payment passed when it arrived (NULL: within every cap).
+-- late_outcome: a forward result that arrived after the payment was already final (say, approved
+-- after posd expired it at its deadline), kept for the manager, never applied.
+CREATE TABLE stored_payments (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT NOT NULL REFERENCES terminals(id),
+  command_id TEXT NOT NULL UNIQUE REFERENCES terminal_commands(id),
+  checkout_id TEXT NOT NULL,
+  offline_reference TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('stored', 'forwarded', 'approved', 'declined', 'expired')),
+  final INTEGER NOT NULL CHECK (final IN (0, 1)),
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  card_network TEXT,
+  card_last4 TEXT,
+  over_cap TEXT,
+  stored_at TEXT NOT NULL,
+  forward_by TEXT NOT NULL,
+  forwarded_at TEXT,
+  settled_at TEXT,
+  authorization_code TEXT,
+  processor_reference TEXT,
+  reason TEXT,
+  late_outcome TEXT,
+  updated_at TEXT NOT NULL,
+  UNIQUE (terminal_id, offline_reference)
+) STRICT;
+CREATE INDEX stored_payments_open ON stored_payments(account_id, live_mode, final, forward_by);
+
+-- An account's own caps of stored payments (else the box's, terminals.offline in the config).
+CREATE TABLE offline_caps (
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  allowed INTEGER NOT NULL CHECK (allowed IN (0, 1)),
+  max_payment_in_cents INTEGER NOT NULL,
+  max_total_in_cents INTEGER NOT NULL,
+  max_count INTEGER NOT NULL,
+  max_age_hours INTEGER NOT NULL CHECK (max_age_hours BETWEEN 1 AND 168),
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (account_id, live_mode)
+) STRICT;
+
+-- A manager's override: stored payments allowed (and caps raised where given) until `until_at`.
+-- caps: JSON object of the raised caps (a subset of offline_caps' columns).
+CREATE TABLE offline_overrides (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  until_at TEXT NOT NULL,
+  caps TEXT NOT NULL DEFAULT '{}',
+  reason TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  revoked_at TEXT
+) STRICT;
+CREATE INDEX offline_overrides_account ON offline_overrides(account_id, live_mode, until_at);
+
+-- Every change of an account's offline policy: who, when, why, and the caps before and after.
+CREATE TABLE offline_audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'override_allow', 'override_revoke')),
+  actor TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  at TEXT NOT NULL
+) STRICT;
+
 
 -- ================================================================================================
 -- Webhooks (docs/webhooks.md)

@@ -86,7 +86,7 @@ describe('awaitHello', () => {
     const server = await accepted;
     const result = awaitHello(server, { verify, clock }).catch((e) => e);
     const answer = next<ServerMessage>(client, 'message');
-    await client.send(hello('good', 2));
+    await client.send(hello('good', 0));
     expect(await answer).toMatchObject({ type: 'error', code: 'unsupported_protocol' });
     expect(await result).toMatchObject({ unsupportedProtocol: true });
   });

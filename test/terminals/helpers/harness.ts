@@ -36,12 +36,16 @@ export interface HarnessOptions {
   terminals?: Record<string, unknown>;
   /** The terminal side's own link: its clock and (serial) a wrapper around its port. */
   terminalLink?: { clock?: Clock; wrap?: (port: PortStream) => PortStream };
+  /** The protocol version the first terminal announces (1 unless said). */
+  protocol?: number;
+  /** More config sections (say, `sync`), beside the terminals' own. */
+  config?: Record<string, unknown>;
 }
 
 export async function startHarness(transport: Transport, opts: HarnessOptions = {}): Promise<Harness> {
   const server = await startTestServer({
     clock: opts.clock,
-    config: { terminals: { ...FAST_TERMINALS, ...opts.terminals }, limits: { per_key_per_second: 100_000 } },
+    config: { ...opts.config, terminals: { ...FAST_TERMINALS, ...opts.terminals }, limits: { per_key_per_second: 100_000 } },
   });
   let pty: PtyPair | undefined;
   const body: Record<string, unknown> = { name: `Counter ${transport}` };
@@ -66,7 +70,7 @@ export async function startHarness(transport: Transport, opts: HarnessOptions = 
   };
   const terminal = await reconnect();
   const attached = new Promise<void>((r) => bridge.events.once('attached', () => r()));
-  const welcome = await terminal.hello();
+  const welcome = await terminal.hello({ protocol: opts.protocol });
   if (welcome.type !== 'welcome') throw new Error(`hello refused: ${JSON.stringify(welcome)}`);
   await attached;
   return {

@@ -58,7 +58,7 @@ export class ScriptedTerminal {
     return this.link.send(msg);
   }
 
-  async hello(opts: { current_command_id?: string | null; unacknowledged_results?: ResultBody[]; token?: string } = {}) {
+  async hello(opts: { current_command_id?: string | null; unacknowledged_results?: ResultBody[]; token?: string; protocol?: number } = {}) {
     const answer = Promise.race([this.next('welcome'), this.next('error')]);
     await this.send({
       type: 'hello',
@@ -66,7 +66,7 @@ export class ScriptedTerminal {
       token: opts.token ?? this.token,
       model: 'scripted-1',
       firmware: '2.3.4',
-      protocol: PROTOCOL_VERSION,
+      protocol: opts.protocol ?? PROTOCOL_VERSION,
       current_command_id: opts.current_command_id ?? null,
       unacknowledged_results: opts.unacknowledged_results ?? [],
     });
@@ -81,8 +81,18 @@ export class ScriptedTerminal {
     return this.send({ type: 'progress', command_id: commandId, stage });
   }
 
-  result(commandId: string, outcome: 'approved' | 'declined' | 'canceled' | 'error', extra: Partial<ResultBody> = {}) {
+  result(commandId: string, outcome: 'approved' | 'declined' | 'canceled' | 'error' | 'stored', extra: Partial<ResultBody> = {}) {
     return this.send({ type: 'result', ...approvedDetails(outcome), ...extra, command_id: commandId, outcome });
+  }
+
+  /** Protocol 2: what became of a stored payment at the processor. */
+  forward(commandId: string, reference: string, outcome: 'forwarded' | 'approved' | 'declined' | 'expired', extra: Record<string, unknown> = {}) {
+    return this.send({
+      type: 'forward_result', command_id: commandId, offline_reference: reference, outcome,
+      authorization_code: outcome === 'approved' ? 'OFF123' : null, card: { network: 'visa', last4: '4242' },
+      processor_reference: outcome === 'forwarded' ? null : `proc-${reference}`, reason: outcome === 'declined' ? 'insufficient_funds' : null,
+      ...extra,
+    });
   }
 
   close() {

@@ -15,11 +15,14 @@ export type CommandStatus = 'pending' | 'dispatched' | 'cancel_requested' | 'can
 export const FINAL_STATUSES: readonly CommandStatus[] = ['canceled', 'superseded', 'consumed', 'failed'];
 
 export interface TerminalOutcome {
-  outcome: 'approved' | 'declined' | 'canceled' | 'error';
+  /** `stored` (protocol 2): approved offline by the terminal; the stored payment's own machine takes it from there. */
+  outcome: 'approved' | 'declined' | 'canceled' | 'error' | 'stored';
   authorization_code: string | null;
   card: { network: string; last4: string } | null;
   processor_reference: string | null;
   reason: string | null;
+  /** The terminal's reference of a stored payment; absent before protocol 2. */
+  offline_reference?: string | null;
 }
 
 export interface CommandContext {
@@ -59,6 +62,12 @@ const resultTransitions = [
     actions: ['recordResult', { type: 'settle', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
   },
   {
+    // The command is done (the terminal holds the card's payment); the money follows the stored payment.
+    guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'stored',
+    target: 'consumed',
+    actions: ['recordResult', { type: 'storePayment', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
+  },
+  {
     guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'canceled',
     target: 'canceled',
     actions: ['recordResult', 'markCanceled', 'abandonPayment'],
@@ -73,6 +82,7 @@ export const commandMachine = setup({
   actions: {
     // Effects the service performs inside the same transaction; named here, implemented there.
     settle: (_, _params: SettleParams) => {},
+    storePayment: (_, _params: SettleParams) => {},
     sendCancel: () => {},
     /** The checkout turns payment_in_progress while a terminal may be charging it (it cannot be edited). */
     startPayment: () => {},
@@ -178,7 +188,7 @@ export function restoreCommand(snapshotJson: string): CommandSnapshot {
   return commandMachine.resolveState({ value: persisted.value, context: persisted.context });
 }
 
-const EFFECTS = new Set(['settle', 'sendCancel', 'startPayment', 'abandonPayment']);
+const EFFECTS = new Set(['settle', 'storePayment', 'sendCancel', 'startPayment', 'abandonPayment']);
 
 function sameContext(a: CommandContext, b: CommandContext): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

@@ -11,6 +11,7 @@ import { applyCommandEvent, initialCommand, type CommandContext, type CommandEve
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
 import { checkoutForCommand, checkoutStatusOf, markCheckoutInProgress, settleTerminalPayment } from './payments.js';
 import type { CommandView, CreateCommandBody } from './schema.js';
+import { recordStoredPayment, refuseOverCapWhileOffline } from '../stored/service.js';
 import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../../../money.js';
 
 
@@ -107,6 +108,8 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
   const terminal = findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, body.terminal_id);
   if (!terminal) throw invalid({ terminal_id: `no terminal with id ${body.terminal_id}` });
   const store = commandsStore(ctx.db);
+  // A repeat of a known external_id is answered below as before; only a new charge is checked.
+  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, amount, currency);
   const result = tx(ctx.db, () => {
     const existing = store.byExternalId(account.id, body.external_id);
     if (existing) {
@@ -219,7 +222,23 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
     if (effect.type === 'sendCancel') continue;
     const account = accountsOf(ctx).account(row.account_id);
     if (!account) throw new Error(`command ${row.id}: account ${row.account_id} is gone`);
-    if (effect.type === 'settle') {
+    if (effect.type === 'storePayment') {
+      // The checkout stays (or turns) payment_in_progress: the money is decided when the terminal forwards it.
+      markCheckoutInProgress(ctx, account, row.checkout_id, true);
+      const r = effect.params as SettleParams;
+      recordStoredPayment(ctx, {
+        accountId: row.account_id,
+        liveMode: row.live_mode === 1,
+        terminalId: row.terminal_id,
+        commandId: row.id,
+        checkoutId: row.checkout_id,
+        amountInCents: row.amount_in_cents,
+        currency: row.currency,
+        offlineReference: r.offline_reference ?? row.id,
+        card: r.card,
+        at: r.at,
+      });
+    } else if (effect.type === 'settle') {
       settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result: effect.params as SettleParams });
     } else {
       markCheckoutInProgress(ctx, account, row.checkout_id, effect.type === 'startPayment');

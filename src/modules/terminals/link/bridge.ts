@@ -8,6 +8,8 @@ import {
   awaitHello,
   type HandshakeError,
   serverLinkFromWebSocket,
+  sessionProtocol,
+  type ForwardResult,
   type Clock as Scheduler,
   type Hello,
   type LinkInvalid,
@@ -23,7 +25,9 @@ import {
   recordAvailability,
   recordHello,
   recordSeen,
+  terminalRow,
 } from '../service.js';
+import { applyForwardResult, expireDuePayments, nextForwardDeadline, offlinePolicyFor } from '../stored/service.js';
 import { terminalSignals } from '../signals.js';
 import {
   applyTerminalEvent,
@@ -38,6 +42,11 @@ import type { CommandEvent, TerminalOutcome } from '../commands/machine.js';
 
 interface Session {
   terminalId: string;
+  accountId: string;
+  /** The negotiated protocol version: 2 and up hear offline policies and may store payments. */
+  protocol: number;
+  /** The last offline_policy sent, as JSON: a policy is sent again only when it changed. */
+  lastPolicy?: string;
   link: ServerLink;
   lastSeenWritten: number;
   seenCount: number;
@@ -46,6 +55,7 @@ interface Session {
 
 /** Writing last_seen_at on every message would be a commit per message; once a second is plenty. */
 const SEEN_WRITE_EVERY_MS = 1_000;
+const POLICY_REFRESH_MS = 5_000;
 
 export type BridgeEvents = {
   /** A message from a terminal was fully handled (committed, answered): tests and benchmarks wait on it. */
@@ -64,6 +74,8 @@ export type BridgeEvents = {
 export class TerminalBridge {
   readonly sessions = new Map<string, Session>();
   private readonly timers = new Map<string, TimerHandle>();
+  private deadlineTimer: TimerHandle | undefined;
+  private policyTimer: TimerHandle | undefined;
   private readonly scheduler: Scheduler;
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
@@ -112,6 +124,20 @@ export class TerminalBridge {
     for (const row of openCommands(this.ctx)) {
       if (commandContext(row).offered) this.armTimer(row.id);
     }
+    this.guard('expiring stored payments', () => this.onDeadline());
+    this.schedulePolicyRefresh();
+  }
+
+  /**
+   * Caps and overrides also change from the shell (`posd payments offline`, another process) and
+   * overrides end on their own: the policies are recomputed every few seconds, sent only when changed.
+   */
+  private schedulePolicyRefresh(): void {
+    this.policyTimer = this.scheduler.setTimeout(() => {
+      if (!this.started) return;
+      this.refreshPolicies();
+      this.schedulePolicyRefresh();
+    }, POLICY_REFRESH_MS);
   }
 
   async stop(): Promise<void> {
@@ -121,6 +147,10 @@ export class TerminalBridge {
     signals.off('retired', this.onRetired);
     for (const t of this.timers.values()) this.scheduler.clearTimeout(t);
     this.timers.clear();
+    this.scheduler.clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    this.scheduler.clearTimeout(this.policyTimer);
+    this.policyTimer = undefined;
     await Promise.all([...this.sessions.values()].map((s) => s.link.close('posd stopping')));
   }
 
@@ -164,7 +194,14 @@ export class TerminalBridge {
   private attach(link: ServerLink, hello: Hello, expectedTerminalId: string | undefined): void {
     const id = hello.terminal_id;
     const old = this.sessions.get(id);
-    const session: Session = { terminalId: id, link, lastSeenWritten: this.scheduler.now(), seenCount: link.messagesReceived };
+    const session: Session = {
+      terminalId: id,
+      accountId: terminalRow(this.ctx, id)!.account_id,
+      protocol: sessionProtocol(hello),
+      link,
+      lastSeenWritten: this.scheduler.now(),
+      seenCount: link.messagesReceived,
+    };
     this.sessions.set(id, session);
     // A terminal that reconnects before its old link noticed it was gone: the new link wins.
     if (old && old.link !== link) void old.link.close('replaced by a new link');
@@ -185,6 +222,8 @@ export class TerminalBridge {
       this.ctx.log.info({ terminal_id: id, reason: d.detail }, 'terminal disconnected');
     });
     this.scheduleHeartbeat(session);
+    // Before anything else after welcome: the terminal must know what it may store before a charge.
+    this.sendPolicy(session);
     // Attached once the results it kept are committed and acknowledged (they join a group commit).
     void this.reconcile(session, hello).then(
       () => this.events.emit('attached', id),
@@ -239,6 +278,9 @@ export class TerminalBridge {
         );
         if (ok) {
           recordHello(this.ctx, session.terminalId, msg.model, msg.firmware);
+          session.protocol = sessionProtocol(msg);
+          session.lastPolicy = undefined;
+          this.sendPolicy(session);
           await this.reconcile(session, msg);
         }
         break;
@@ -251,6 +293,9 @@ export class TerminalBridge {
         break;
       case 'result':
         await this.onResult(session, msg);
+        break;
+      case 'forward_result':
+        await this.onForwardResult(session, msg);
         break;
     }
     this.events.emit('handled', session.terminalId, msg);
@@ -292,6 +337,7 @@ export class TerminalBridge {
       card: r.card ?? null,
       processor_reference: r.processor_reference ?? null,
       reason: r.reason ?? null,
+      offline_reference: r.offline_reference ?? null,
     };
     const ctxBefore = commandContext(row);
     // "I do not know this command" from a terminal that never took it means it never held it.
@@ -306,7 +352,81 @@ export class TerminalBridge {
       this.ctx.log.info({ terminal_id: session.terminalId, command_id: row.id, status: applied.row.status }, 'terminal command updated');
     }
     if (!notHeld) this.send(session, { type: 'result_ack', command_id: row.id });
+    if (r.outcome === 'stored' && applied?.changed) {
+      this.refreshPolicies(row.account_id);
+      this.scheduleDeadline();
+    }
     this.pump(session);
+  }
+
+  // ---- Stored payments (protocol 2) ----
+
+  /**
+   * Commit the forward result, THEN acknowledge it; an unknown reference is not acknowledged. It joins
+   * the next group commit, like a result.
+   */
+  private async onForwardResult(session: Session, f: ForwardResult): Promise<void> {
+    const applied = await groupCommit(this.ctx.db, () => applyForwardResult(this.ctx, {
+      terminalId: session.terminalId,
+      commandId: f.command_id,
+      offlineReference: f.offline_reference,
+      outcome: f.outcome,
+      authorizationCode: f.authorization_code ?? null,
+      processorReference: f.processor_reference ?? null,
+      reason: f.reason ?? null,
+      card: f.card ?? null,
+      at: this.nowIso(),
+    }));
+    if (!applied.known) {
+      this.ctx.log.warn(
+        { terminal_id: session.terminalId, command_id: f.command_id, offline_reference: f.offline_reference },
+        'forward result for a stored payment posd does not hold; not acknowledged',
+      );
+      return;
+    }
+    if (applied.changed) {
+      this.ctx.log.info({ terminal_id: session.terminalId, stored_payment_id: applied.row.id, status: applied.row.status }, 'stored payment updated');
+    }
+    this.send(session, { type: 'forward_ack', offline_reference: f.offline_reference, outcome: f.outcome });
+    if (applied.changed) this.refreshPolicies(session.accountId);
+  }
+
+  private sendPolicy(session: Session): void {
+    if (session.protocol < 2 || session.link.isDown) return;
+    const policy = offlinePolicyFor(this.ctx, session.accountId);
+    const json = JSON.stringify(policy);
+    if (json === session.lastPolicy) return;
+    session.lastPolicy = json;
+    this.send(session, { type: 'offline_policy', ...policy });
+  }
+
+  /** The caps are the account's, shared by its terminals: one terminal's stored payment changes every policy. */
+  refreshPolicies(accountId?: string): void {
+    for (const s of this.sessions.values()) {
+      if (accountId === undefined || s.accountId === accountId) this.guard('sending an offline policy', () => this.sendPolicy(s), { terminal_id: s.terminalId });
+    }
+  }
+
+  /** One timer, at the earliest deadline of a stored payment never forwarded. */
+  private scheduleDeadline(): void {
+    this.scheduler.clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    if (!this.started) return;
+    const next = nextForwardDeadline(this.ctx);
+    if (next === null) return;
+    const wait = Math.max(0, Date.parse(next) - this.ctx.clock.now());
+    this.deadlineTimer = this.scheduler.setTimeout(() => this.guard('expiring stored payments', () => this.onDeadline()), wait);
+  }
+
+  private onDeadline(): void {
+    this.deadlineTimer = undefined;
+    if (!this.started) return;
+    const expired = expireDuePayments(this.ctx);
+    for (const row of expired) {
+      this.ctx.log.warn({ stored_payment_id: row.id, command_id: row.command_id, terminal_id: row.terminal_id }, 'stored payment expired: not forwarded by its deadline');
+    }
+    if (expired.length) this.refreshPolicies();
+    this.scheduleDeadline();
   }
 
   /**

@@ -1,0 +1,199 @@
+import type { AppContext } from '../../../context.js';
+import { AccountsService, type Account } from '../../../accounts/service.js';
+import { tx } from '../../../db/database.js';
+import { isoTime } from '../../../clock.js';
+import { newId } from '../../../ids.js';
+import { markCheckoutInProgress, settleTerminalPayment } from '../commands/payments.js';
+import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
+import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
+import { ApiError } from '../../../errors.js';
+import { centralTarget, STATE } from '../../../sync/status.js';
+import { syncStore } from '../../../sync/store.js';
+import { storedPaymentsStore, type StoredPaymentRow } from './store.js';
+
+export interface StoredInput {
+  accountId: string;
+  liveMode: boolean;
+  terminalId: string;
+  commandId: string;
+  checkoutId: string;
+  amountInCents: number;
+  currency: string;
+  offlineReference: string;
+  card: { network: string; last4: string } | null;
+  at: string;
+}
+
+function accountOf(ctx: AppContext, id: string): Account {
+  const account = new AccountsService(ctx.db, ctx.clock).account(id);
+  if (!account) throw new Error(`stored payment: account ${id} is gone`);
+  return account;
+}
+
+/**
+ * Inside the caller's transaction (the command's `stored` result): records the payment the
+ * terminal approved offline, with the caps it passed if any. A stored payment over a cap is still
+ * a card the terminal holds: it is recorded as what it is and flagged, never dropped.
+ */
+export function recordStoredPayment(ctx: AppContext, input: StoredInput): StoredPaymentRow {
+  const store = storedPaymentsStore(ctx.db);
+  const existing = store.byCommand(input.commandId);
+  if (existing) return existing;
+  const account = accountOf(ctx, input.accountId);
+  const over = capsPassed(ctx, account, input.amountInCents, input.currency);
+  const status = storedPaymentInitial();
+  const id = newId('sp');
+  store.insert({
+    id,
+    account_id: input.accountId,
+    live_mode: input.liveMode ? 1 : 0,
+    terminal_id: input.terminalId,
+    command_id: input.commandId,
+    checkout_id: input.checkoutId,
+    offline_reference: input.offlineReference,
+    status,
+    final: storedPaymentFinal(status) ? 1 : 0,
+    amount_in_cents: input.amountInCents,
+    currency: input.currency,
+    card_network: input.card?.network ?? null,
+    card_last4: input.card?.last4 ?? null,
+    over_cap: over.length ? JSON.stringify(over) : null,
+    stored_at: input.at,
+    forward_by: forwardByFrom(ctx, account, Date.parse(input.at)),
+  });
+  if (over.length) {
+    ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, over_cap: over }, 'a terminal stored a payment over its offline caps');
+  }
+  return store.byId(id)!;
+}
+
+export interface ForwardInput {
+  terminalId: string;
+  commandId: string;
+  offlineReference: string;
+  outcome: 'forwarded' | 'approved' | 'declined' | 'expired';
+  authorizationCode: string | null;
+  processorReference: string | null;
+  reason: string | null;
+  card: { network: string; last4: string } | null;
+  at: string;
+}
+
+export type ForwardApplied =
+  | { known: false }
+  | { known: true; changed: boolean; row: StoredPaymentRow };
+
+/** Moves one stored payment and performs what its new state means, inside the caller's transaction. */
+function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatus, detail: Omit<ForwardInput, 'terminalId' | 'commandId' | 'offlineReference' | 'outcome'>): boolean {
+  const final = storedPaymentFinal(to);
+  const moved = storedPaymentsStore(ctx.db).move({
+    id: row.id,
+    from: row.status,
+    status: to,
+    final: final ? 1 : 0,
+    forwarded_at: to === 'forwarded' ? detail.at : null,
+    settled_at: final ? detail.at : null,
+    authorization_code: detail.authorizationCode,
+    processor_reference: detail.processorReference,
+    reason: detail.reason,
+    card_network: detail.card?.network ?? null,
+    card_last4: detail.card?.last4 ?? null,
+    updated_at: detail.at,
+  });
+  if (!moved) return false;
+  const account = accountOf(ctx, row.account_id);
+  if (to === 'approved') {
+    settleTerminalPayment(ctx, account, {
+      checkoutId: row.checkout_id,
+      installments: null,
+      result: {
+        outcome: 'approved',
+        authorization_code: detail.authorizationCode,
+        card: detail.card ?? (row.card_last4 ? { network: row.card_network ?? 'unknown', last4: row.card_last4 } : null),
+        processor_reference: detail.processorReference,
+        reason: null,
+      },
+    });
+  } else if (to === 'declined' || to === 'expired') {
+    // The sale is owed again: the checkout returns to unpaid for the manager to collect.
+    markCheckoutInProgress(ctx, account, row.checkout_id, false);
+  }
+  return true;
+}
+
+/**
+ * A terminal's forward result, in one transaction. Unknown reference (or one that names another
+ * command): `known: false`, nothing written, not acknowledged. A result the machine refuses (a
+ * repeat, or an outcome after the payment is final) changes nothing; a contradicting final outcome
+ * is kept as `late_outcome` for the manager.
+ */
+export function applyForwardResult(ctx: AppContext, input: ForwardInput): ForwardApplied {
+  const store = storedPaymentsStore(ctx.db);
+  return tx(ctx.db, () => {
+    const row = store.byReference(input.terminalId, input.offlineReference);
+    if (!row || row.command_id !== input.commandId) return { known: false as const };
+    const to = storedPaymentNext(row.status, forwardEvent(input.outcome));
+    if (to === null) {
+      if (row.final === 1 && input.outcome !== row.status && input.outcome !== 'forwarded') {
+        store.setLateOutcome(row.id, input.outcome, input.at);
+        ctx.log.warn({ stored_payment_id: row.id, status: row.status, late_outcome: input.outcome }, 'forward result after the stored payment was final');
+      }
+      return { known: true as const, changed: false, row: store.byId(row.id)! };
+    }
+    const changed = moveInTx(ctx, row, to, input);
+    return { known: true as const, changed, row: store.byId(row.id)! };
+  });
+}
+
+/** Stored payments never forwarded by their deadline become `expired`; returns them. */
+export function expireDuePayments(ctx: AppContext): StoredPaymentRow[] {
+  const store = storedPaymentsStore(ctx.db);
+  const at = isoTime(ctx.clock.now());
+  return tx(ctx.db, () => {
+    const expired: StoredPaymentRow[] = [];
+    for (const row of store.due(at)) {
+      const to = storedPaymentNext(row.status, { type: 'EXPIRED' });
+      if (to && moveInTx(ctx, row, to, { authorizationCode: null, processorReference: null, reason: 'not_forwarded_in_time', card: null, at })) {
+        expired.push(store.byId(row.id)!);
+      }
+    }
+    return expired;
+  });
+}
+
+/**
+ * Whether this box is offline: a store whose central is configured and whose last sync attempt
+ * failed. Its terminals most likely cannot reach their processor either (same uplink).
+ */
+export function boxOffline(ctx: AppContext): boolean {
+  if (ctx.config.role !== 'store' || centralTarget(ctx.config, ctx.db) === null) return false;
+  return syncStore(ctx.db).state(STATE.lastAttemptOk) === '0';
+}
+
+/**
+ * Before a charge reaches the terminal: while the box is offline, a charge the terminal could only
+ * store, and that would pass a cap, is refused with the cap's name. Online, nothing is checked:
+ * the processor decides.
+ */
+export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, amountInCents: number, currency: string): void {
+  if (!boxOffline(ctx)) return;
+  const passed = capsPassed(ctx, account, amountInCents, currency);
+  if (passed.length === 0) return;
+  throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed } });
+}
+
+export function nextForwardDeadline(ctx: AppContext): string | null {
+  return storedPaymentsStore(ctx.db).nextDeadline();
+}
+
+export function storedPaymentOfCommand(ctx: AppContext, commandId: string): StoredPaymentRow | undefined {
+  return storedPaymentsStore(ctx.db).byCommand(commandId);
+}
+
+export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>): StoredPaymentRow[] {
+  return storedPaymentsStore(ctx.db).flagged(account.id, account.live_mode);
+}
+
+export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView {
+  return policyOf(ctx, accountOf(ctx, accountId));
+}

@@ -1,0 +1,181 @@
+import type { Db } from '../../../db/database.js';
+import type { StoredPaymentStatus } from './machine.js';
+
+export interface StoredPaymentRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  live_mode: number;
+  terminal_id: string;
+  command_id: string;
+  checkout_id: string;
+  offline_reference: string;
+  status: StoredPaymentStatus;
+  final: number;
+  amount_in_cents: number;
+  currency: string;
+  card_network: string | null;
+  card_last4: string | null;
+  /** JSON array of cap names, or null. */
+  over_cap: string | null;
+  stored_at: string;
+  forward_by: string;
+  forwarded_at: string | null;
+  settled_at: string | null;
+  authorization_code: string | null;
+  processor_reference: string | null;
+  reason: string | null;
+  late_outcome: string | null;
+  updated_at: string;
+}
+
+export interface OfflineCapsRow {
+  account_id: string;
+  live_mode: number;
+  allowed: number;
+  max_payment_in_cents: number;
+  max_total_in_cents: number;
+  max_count: number;
+  max_age_hours: number;
+  updated_at: string;
+}
+
+export interface OfflineOverrideRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  until_at: string;
+  caps: string;
+  reason: string;
+  actor: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface OfflineAuditRow {
+  seq: number;
+  account_id: string;
+  live_mode: number;
+  action: 'caps_set' | 'override_allow' | 'override_revoke';
+  actor: string;
+  reason: string;
+  before: string;
+  after: string;
+  at: string;
+}
+
+export interface OpenTotals {
+  count: number;
+  amount: number;
+  /** The earliest deadline among open payments, or null when none is open. */
+  forward_by: string | null;
+}
+
+const stores = new WeakMap<Db, ReturnType<typeof makeStore>>();
+
+/** Every SQL statement of stored payments, prepared once per database. */
+export function storedPaymentsStore(db: Db) {
+  let s = stores.get(db);
+  if (!s) stores.set(db, (s = makeStore(db)));
+  return s;
+}
+
+function makeStore(db: Db) {
+  const insert = db.prepare(
+    `INSERT INTO stored_payments (id, account_id, live_mode, terminal_id, command_id, checkout_id, offline_reference, status, final,
+       amount_in_cents, currency, card_network, card_last4, over_cap, stored_at, forward_by, updated_at)
+     VALUES (@id, @account_id, @live_mode, @terminal_id, @command_id, @checkout_id, @offline_reference, @status, @final,
+       @amount_in_cents, @currency, @card_network, @card_last4, @over_cap, @stored_at, @forward_by, @stored_at)`,
+  );
+  const byId = db.prepare(`SELECT * FROM stored_payments WHERE id = ?`);
+  const byCommand = db.prepare(`SELECT * FROM stored_payments WHERE command_id = ?`);
+  const byReference = db.prepare(`SELECT * FROM stored_payments WHERE terminal_id = ? AND offline_reference = ?`);
+  // The status guard makes a concurrent second writer a no-op rather than a double move.
+  const move = db.prepare(
+    `UPDATE stored_payments SET status = @status, final = @final, forwarded_at = COALESCE(forwarded_at, @forwarded_at),
+       settled_at = COALESCE(settled_at, @settled_at), authorization_code = COALESCE(@authorization_code, authorization_code),
+       processor_reference = COALESCE(@processor_reference, processor_reference), reason = COALESCE(@reason, reason),
+       card_network = COALESCE(@card_network, card_network), card_last4 = COALESCE(@card_last4, card_last4), updated_at = @updated_at
+     WHERE id = @id AND status = @from`,
+  );
+  const setLate = db.prepare(`UPDATE stored_payments SET late_outcome = ?, updated_at = ? WHERE id = ? AND late_outcome IS NULL`);
+  const totals = db.prepare(
+    `SELECT COUNT(*) AS count, COALESCE(SUM(amount_in_cents), 0) AS amount, MIN(forward_by) AS forward_by
+       FROM stored_payments WHERE account_id = ? AND live_mode = ? AND final = 0`,
+  );
+  const due = db.prepare(`SELECT * FROM stored_payments WHERE final = 0 AND status = 'stored' AND forward_by <= ? ORDER BY forward_by`);
+  const nextDeadline = db.prepare(`SELECT MIN(forward_by) AS at FROM stored_payments WHERE final = 0 AND status = 'stored'`);
+  const list = db.prepare(
+    `SELECT * FROM stored_payments WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode
+       AND (@status IS NULL OR status = @status) ORDER BY seq DESC LIMIT @limit`,
+  );
+  const all = db.prepare(`SELECT * FROM stored_payments ORDER BY seq`);
+  const caps = db.prepare(`SELECT * FROM offline_caps WHERE account_id = ? AND live_mode = ?`);
+  const upsertCaps = db.prepare(
+    `INSERT INTO offline_caps (account_id, live_mode, allowed, max_payment_in_cents, max_total_in_cents, max_count, max_age_hours, updated_at)
+     VALUES (@account_id, @live_mode, @allowed, @max_payment_in_cents, @max_total_in_cents, @max_count, @max_age_hours, @updated_at)
+     ON CONFLICT (account_id, live_mode) DO UPDATE SET allowed = excluded.allowed, max_payment_in_cents = excluded.max_payment_in_cents,
+       max_total_in_cents = excluded.max_total_in_cents, max_count = excluded.max_count, max_age_hours = excluded.max_age_hours,
+       updated_at = excluded.updated_at`,
+  );
+  const activeOverride = db.prepare(
+    `SELECT * FROM offline_overrides WHERE account_id = ? AND live_mode = ? AND revoked_at IS NULL AND until_at > ?
+     ORDER BY created_at DESC, rowid DESC LIMIT 1`,
+  );
+  const insertOverride = db.prepare(
+    `INSERT INTO offline_overrides (id, account_id, live_mode, until_at, caps, reason, actor, created_at)
+     VALUES (@id, @account_id, @live_mode, @until_at, @caps, @reason, @actor, @created_at)`,
+  );
+  const revokeOverrides = db.prepare(
+    `UPDATE offline_overrides SET revoked_at = ? WHERE account_id = ? AND live_mode = ? AND revoked_at IS NULL AND until_at > ?`,
+  );
+  const audit = db.prepare(
+    `INSERT INTO offline_audit (account_id, live_mode, action, actor, reason, before, after, at)
+     VALUES (@account_id, @live_mode, @action, @actor, @reason, @before, @after, @at)`,
+  );
+  const auditOf = db.prepare(`SELECT * FROM offline_audit WHERE account_id = ? AND live_mode = ? ORDER BY seq DESC LIMIT ?`);
+  const flagged = db.prepare(
+    `SELECT * FROM stored_payments WHERE account_id = ? AND live_mode = ? AND (over_cap IS NOT NULL OR late_outcome IS NOT NULL) ORDER BY seq`,
+  );
+
+  return {
+    insert: (row: Omit<StoredPaymentRow, 'seq' | 'updated_at' | 'forwarded_at' | 'settled_at' | 'authorization_code' | 'processor_reference' | 'reason' | 'late_outcome'>) =>
+      insert.run(row),
+    byId: (id: string) => byId.get(id) as StoredPaymentRow | undefined,
+    byCommand: (commandId: string) => byCommand.get(commandId) as StoredPaymentRow | undefined,
+    byReference: (terminalId: string, reference: string) => byReference.get(terminalId, reference) as StoredPaymentRow | undefined,
+    /** Returns whether the row was still in `from`. */
+    move: (m: {
+      id: string;
+      from: StoredPaymentStatus;
+      status: StoredPaymentStatus;
+      final: number;
+      forwarded_at: string | null;
+      settled_at: string | null;
+      authorization_code: string | null;
+      processor_reference: string | null;
+      reason: string | null;
+      card_network: string | null;
+      card_last4: string | null;
+      updated_at: string;
+    }) => move.run(m).changes === 1,
+    setLateOutcome: (id: string, late: string, at: string) => setLate.run(late, at, id),
+    openTotals: (accountId: string, liveMode: boolean) => totals.get(accountId, liveMode ? 1 : 0) as OpenTotals,
+    /** Stored payments whose deadline has come, never forwarded. */
+    due: (nowIso: string) => due.all(nowIso) as StoredPaymentRow[],
+    nextDeadline: () => (nextDeadline.get() as { at: string | null }).at,
+    list: (accountIds: string[], liveMode: boolean, status: StoredPaymentStatus | null, limit: number) =>
+      list.all({ accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0, status, limit }) as StoredPaymentRow[],
+    all: () => all.all() as StoredPaymentRow[],
+    caps: (accountId: string, liveMode: boolean) => caps.get(accountId, liveMode ? 1 : 0) as OfflineCapsRow | undefined,
+    setCaps: (row: OfflineCapsRow) => upsertCaps.run(row),
+    activeOverride: (accountId: string, liveMode: boolean, nowIso: string) =>
+      activeOverride.get(accountId, liveMode ? 1 : 0, nowIso) as OfflineOverrideRow | undefined,
+    insertOverride: (row: Omit<OfflineOverrideRow, 'revoked_at'>) => insertOverride.run(row),
+    revokeOverrides: (accountId: string, liveMode: boolean, nowIso: string) => revokeOverrides.run(nowIso, accountId, liveMode ? 1 : 0, nowIso).changes,
+    audit: (row: Omit<OfflineAuditRow, 'seq'>) => audit.run(row),
+    auditOf: (accountId: string, liveMode: boolean, limit: number) => auditOf.all(accountId, liveMode ? 1 : 0, limit) as OfflineAuditRow[],
+    /** Stored payments the manager must look at: over a cap when they arrived, or a late contradicting outcome. */
+    flagged: (accountId: string, liveMode: boolean) => flagged.all(accountId, liveMode ? 1 : 0) as StoredPaymentRow[],
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * posd killed with SIGKILL while payments are stored, and again while forward results arrive: after
+ * each restart the terminal's stored payments are all there, each forward result is applied once,
+ * and the money moves once (one payment intent, one intent.succeeded per approved sale).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, expect, it } from 'vitest';
+import { call, freePort, kill9, startPosd, type PosdProcess } from './helpers/posd-process.js';
+import { connectWsTerminal, type ScriptedTerminal } from './helpers/scripted-terminal.js';
+
+let posd: PosdProcess | undefined;
+let terminal: ScriptedTerminal | undefined;
+let dataDir: string | undefined;
+afterEach(async () => {
+  await terminal?.close().catch(() => {});
+  if (posd) await kill9(posd);
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+it('SIGKILL while payments are stored and while forward results arrive: nothing lost or doubled', async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'posd-stored-crash-'));
+  const env = {
+    POSD_DATA: dataDir,
+    POSD_HTTP_PORT: String(await freePort()),
+    POSD_TERMINALS_PING_INTERVAL_MS: '0',
+    POSD_LIMITS_PER_KEY_PER_SECOND: '10000',
+  };
+  posd = await startPosd(env);
+  const key = posd.testKey!;
+  const trm = (await call(posd.url, key, 'POST', '/terminals', { name: 'Till 1' })).body;
+  const connect = async () => {
+    terminal = await connectWsTerminal(posd!.url, trm.id, trm.pairing_token);
+    expect(await terminal.hello({ protocol: 2 })).toMatchObject({ type: 'welcome', protocol: 2 });
+    return terminal;
+  };
+  let t = await connect();
+
+  const ids: string[] = [];
+  for (const [i, amount] of [1200, 3400, 560].entries()) {
+    const c = await call(posd.url, key, 'POST', '/terminal_session_commands', { terminal_id: trm.id, external_id: `off-${i}`, amount_in_cents: amount });
+    expect(c.status).toBe(201);
+    ids.push(c.body.id);
+    await t.next('charge', (m) => m.command_id === c.body.id);
+    await t.result(c.body.id, 'stored', { offline_reference: `R${i}` });
+    await t.next('result_ack', (m) => m.command_id === c.body.id);
+  }
+
+  // Killed with three payments stored: after the restart the policy counts them all.
+  await kill9(posd);
+  await t.link.whenDown;
+  posd = await startPosd(env);
+  t = await connect();
+  expect(await t.next('offline_policy')).toMatchObject({ remaining_count: 97, remaining_amount_in_cents: 500_000 - 5160 });
+  for (const id of ids) expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${id}`)).body).toMatchObject({ status: 'consumed', checkout_status: 'payment_in_progress' });
+
+  // The processor is back. The first result goes out and posd dies before (or after) committing it:
+  // the terminal never saw its ack, so it sends it again after the restart, with the others.
+  await t.forward(ids[0], 'R0', 'approved');
+  await kill9(posd);
+  await t.link.whenDown;
+  expect(t.count('forward_ack')).toBe(0);
+  posd = await startPosd(env);
+  t = await connect();
+  await t.forward(ids[0], 'R0', 'approved');
+  await t.forward(ids[1], 'R1', 'declined');
+  await t.forward(ids[2], 'R2', 'approved');
+  await t.forward(ids[2], 'R2', 'approved');
+  for (const ref of ['R0', 'R1', 'R2', 'R2']) await t.next('forward_ack', (a) => a.offline_reference === ref);
+
+  const statuses = await Promise.all(ids.map(async (id) => (await call(posd!.url, key, 'GET', `/terminal_session_commands/${id}`)).body.checkout_status));
+  expect(statuses).toEqual(['paid', 'unpaid', 'paid']);
+  const db = new Database(join(dataDir, 'posd.db'), { readonly: true });
+  try {
+    expect(db.prepare(`SELECT offline_reference AS r, status FROM stored_payments ORDER BY seq`).all()).toEqual([
+      { r: 'R0', status: 'approved' },
+      { r: 'R1', status: 'declined' },
+      { r: 'R2', status: 'approved' },
+    ]);
+    const checkouts = ids.map((id) => (db.prepare(`SELECT checkout_id FROM terminal_commands WHERE id = ?`).get(id) as { checkout_id: string }).checkout_id);
+    const pas = checkouts.map((c) => (db.prepare(`SELECT COUNT(*) AS n FROM payment_intents WHERE checkout_id = ?`).get(c) as { n: number }).n);
+    expect(pas).toEqual([1, 0, 1]);
+    expect((db.prepare(`SELECT COUNT(*) AS n FROM events WHERE type = 'intent.succeeded'`).get() as { n: number }).n).toBe(2);
+    expect((db.prepare(`SELECT COUNT(*) AS n FROM balance_transactions WHERE type = 'charge'`).get() as { n: number }).n).toBe(2);
+  } finally {
+    db.close();
+  }
+});

@@ -148,7 +148,7 @@ export function restoreCommand(): Command {
         db.close();
       }
       if (!check.ok) lines.push(`  WARNING: ${check.detail}; ${check.fix}`);
-      process.stdout.write(lines.join('\n') + '\n');
+      process.stdout.write(`${lines.join('\n')}\n`);
     });
 }
 
@@ -176,7 +176,7 @@ function restoreKeyFile(config: Config, text: string, at: string): string {
 
 /** Writes the backup's settings where serve will read them, never over a different file. */
 function restoreSettings(config: Config, settings: Record<string, unknown>, settingsFile: string | undefined): string {
-  const text = JSON.stringify(settings, null, 2) + '\n';
+  const text = `${JSON.stringify(settings, null, 2)}\n`;
   if (settingsFile && !existsSync(settingsFile)) {
     mkdirSync(dirname(resolve(settingsFile)), { recursive: true });
     writeFileSync(settingsFile, text, { mode: 0o600 });

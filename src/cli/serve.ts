@@ -1,10 +1,8 @@
-import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfigLayers, storedRole, withDataOptions, type DataOptions } from './common.js';
 import type { Config } from '../config.js';
-import { databaseFile } from '../db/paths.js';
-import { AccountsService, type Installation } from '../accounts/service.js';
+import type { Installation } from '../accounts/service.js';
 import { DatabaseRefusedError } from '../db/migrate.js';
 import { DaemonRunningError } from '../system/daemon-lock.js';
 import { SdNotify } from '../system/sd-notify.js';

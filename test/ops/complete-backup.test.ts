@@ -151,7 +151,7 @@ describe('a complete backup', () => {
     // A copy of the restored box with another key file: doctor names the key, and so does the delivery.
     const boxD = join(root, 'd');
     cpSync(boxC, boxD, { recursive: true });
-    writeFileSync(join(boxD, 'webhook-secrets.key'), randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+    writeFileSync(join(boxD, 'webhook-secrets.key'), `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
     const keyCheck = (await doctor(boxD, settingsC)).get('webhook signing key')!;
     expect(keyCheck.ok).toBe(false);
     expect(keyCheck.detail).toMatch(new RegExp(`${join(boxD, 'webhook-secrets.key').replace(/[.]/g, '\\.')} \\(key [0-9a-f]{12}\\) does not match the database`));

@@ -46,7 +46,7 @@ export function packBackup(config: Config, db: Db, passphrase = config.backup.pa
   const settings = changedSettings(config);
   const pub = publicSettings(settings);
   const key = readSecretsKey(config);
-  const fromFile = key && !config.webhooks.secrets_key ? key.key.toString('base64') + '\n' : null;
+  const fromFile = key && !config.webhooks.secrets_key ? `${key.key.toString('base64')}\n` : null;
   const bundle: Record<string, string> = { format: '1', settings: JSON.stringify(pub.settings) };
   if (key) bundle.key_fingerprint = keyFingerprint(key.key);
   if (passphrase) {
@@ -61,7 +61,7 @@ export function packBackup(config: Config, db: Db, passphrase = config.backup.pa
   if (key && endpointCount(db) > 0) leftOut.push(`the webhook signing key ${keyFingerprint(key.key)}`);
   for (const p of pub.secret) leftOut.push(`the setting ${p}`);
   bundle.left_out = JSON.stringify(leftOut);
-  return { bundle, leftOut, holds: 'database, settings' + (pub.secret.length ? ' (less their secrets)' : '') };
+  return { bundle, leftOut, holds: `database, settings${pub.secret.length ? ' (less their secrets)' : ''}` };
 }
 
 export class PassphraseNeededError extends Error {}

@@ -5,6 +5,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { retryPendingTaxInvoices } from '../../src/modules/tax-invoices/service.js';
+import { NO_LIVE_CERTIFIER } from '../../src/modules/tax-invoices/provider.js';
+import { statusView } from '../../src/modules/ops/panels.js';
+import { statusPage } from '../../src/modules/ops/page.js';
+import { runDoctor } from '../../src/modules/ops/doctor.js';
 import { count, rows } from './helpers.js';
 
 /** A real certifier over HTTP that answers like the sandbox one, optionally holding each request until released. */
@@ -97,6 +101,24 @@ describe('cash sales with the sandbox provider', () => {
     expect((await s.api('GET', `/intents/${res.body.id}`)).body.tax_invoice_url).toBe(res.body.tax_invoice_url);
     const [inv] = rows(s, 'SELECT * FROM tax_invoices WHERE intent_id = ?', res.body.id);
     expect(inv).toMatchObject({ status: 'issued', tax_id: '1234567-8' });
+  });
+
+  it('a live sale never gets a fabricated tax invoice without a certifier; status page and doctor say why (issue 15)', async () => {
+    const res = await s.api('POST', '/cash_sales', { key: s.installation.keys.live, body: { amount_in_cents: 4_000, tax_id: '555-1' } });
+    expect(res.status).toBe(201);
+    expect(res.body.tax_invoice_url).toBeNull();
+    expect((await s.api('GET', `/intents/${res.body.id}`, { key: s.installation.keys.live })).body.tax_invoice_url).toBeNull();
+    const [inv] = rows(s, 'SELECT * FROM tax_invoices WHERE intent_id = ?', res.body.id);
+    expect(inv).toMatchObject({ status: 'pending', live_mode: 1, last_error: NO_LIVE_CERTIFIER });
+    // The worker neither fabricates it nor lets it hold back the sandbox's invoices.
+    await retryPendingTaxInvoices(s.daemon.ctx);
+    expect(rows(s, 'SELECT status FROM tax_invoices WHERE intent_id = ?', res.body.id)[0].status).toBe('pending');
+    const view = statusView(s.daemon.ctx);
+    expect(view.tax_invoicing).toMatchObject({ state: 'ok', data: { live_certifier: 'none', reason: NO_LIVE_CERTIFIER } });
+    expect(statusPage(view, 'csrf')).toContain('no tax_invoice_url: no tax-invoice certifier');
+    const doctor = (await runDoctor(s.config)).find((c) => c.name === 'tax invoicing')!;
+    expect(doctor.ok).toBe(false);
+    expect(doctor.detail).toContain('no tax-invoice certifier is configured for live sales');
   });
 
   it('answers 400 with errors for bad input and writes nothing', async () => {

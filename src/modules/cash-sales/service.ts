@@ -55,7 +55,7 @@ export async function createCashSale(
       lines: [{ description: description ?? 'Venta en efectivo', amount_in_cents: amount, quantity: 1, tax_category: 'good' }],
       issued_at: isoTime(ctx.clock.now()),
     };
-    invoice = { req, outcome: await tryIssue(ctx, req) };
+    invoice = { req, outcome: await tryIssue(ctx, req, account.live_mode) };
   }
 
   // Sales that arrive together share one commit (see group-commit.ts); each keeps its own savepoint.

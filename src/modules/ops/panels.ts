@@ -6,6 +6,7 @@ import { schemaVersion } from '../../db/migrate.js';
 import { statusSources, type CommandInFlight, type FailingEndpoint, type SalesTotal, type SyncState, type TerminalStatus } from '../../system/status-sources.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
+import { taxInvoicingState, type TaxInvoicingState } from '../tax-invoices/service.js';
 
 /** A panel either has data, or says why not: its area is not installed, or reading it failed. */
 export type Panel<T> = { state: 'ok'; data: T } | { state: 'not_configured' } | { state: 'error'; message: string };
@@ -43,6 +44,7 @@ export interface StatusView {
   /** Facts in the local sync outbox: known even when no sync client is configured. */
   sync_recorded: { count: number; oldest: string | null };
   disk: Panel<DiskState>;
+  tax_invoicing: Panel<TaxInvoicingState>;
 }
 
 const size = (file: string) => {
@@ -94,5 +96,6 @@ export function statusView(ctx: AppContext): StatusView {
     sync: read(src.sync),
     sync_recorded: syncOutboxSummary(ctx.db),
     disk: read(() => readDisk(ctx)),
+    tax_invoicing: read(() => taxInvoicingState(ctx)),
   };
 }

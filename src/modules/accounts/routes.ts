@@ -5,7 +5,7 @@ import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
-import { accountsOf } from '../../accounts/service.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
 import { AccountSchema, TestResponse } from './schema.js';
 import { accountView } from '../../accounts/view.js';
 import { IdParams, errorBodies } from '../../api/schemas.js';

@@ -8,7 +8,7 @@ import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
 import { accountsOf, hashKey } from '../accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
-import { WindowLimiter } from './rate-limit.js';
+import { RollingLimiter, WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors } from './validation.js';
 import { lazySerializerFactory } from './lazy-serializer.js';
 import type { ApiApp, PosdModule } from './module.js';
@@ -167,7 +167,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   const accounts = accountsOf(ctx);
   const authenticator = new Authenticator(accounts);
   const idempotency = new IdempotencyStore(ctx.db, ctx.clock, ctx.bootId);
-  const perKey = new WindowLimiter(config.limits.per_key_per_second, 1000, ctx.clock);
+  const perKey = new RollingLimiter(config.limits.per_key_per_second, 1000, ctx.clock);
 
   const limited = (seconds: number) => new ApiError('rate_limited', { headers: { 'Retry-After': String(seconds) } });
 

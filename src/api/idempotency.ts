@@ -142,8 +142,11 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     req.idempotency = undefined;
     // Stored with the change; unless that transaction rolled back, then store as usual below.
     if (idem.committed && store.isDone(idem.scope, idem.key)) return payload;
-    // A server error changed nothing that can be trusted: let the caller try again under the same key.
-    if (reply.statusCode >= 500 || typeof payload !== 'string') await groupCommit(store.db, () => store.release(idem.scope, idem.key));
+    // Only successes are stored (docs/decisions.md). A refusal, whether the schema or the handler
+    // made it (an amount under the minimum, a currency the account lacks, a refund still owed), is
+    // released so a corrected retry under the same key goes through; a server error changed
+    // nothing that can be trusted either.
+    if (reply.statusCode >= 400 || typeof payload !== 'string') await groupCommit(store.db, () => store.release(idem.scope, idem.key));
     else {
       const codec = codecOf(req);
       const stored = codec ? codec.seal(payload) : payload;

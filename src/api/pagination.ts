@@ -25,14 +25,23 @@ export interface Page {
   offset: number;
 }
 
-export function pageOf(query: { page?: number; items?: number; per_page?: number }, defaultSize = 10): Page {
-  // Only what a route's schema validated is a number: a list that names `per_page` still sees a raw
-  // `items=abc` in its query, and handing that text to SQLite was a 500.
-  const num = (v: unknown) => (typeof v === 'number' ? v : undefined);
-  const page = num(query.page) ?? 1;
-  const size = num(query.items) ?? num(query.per_page) ?? defaultSize;
+/** gaps.md: no list serves more than 100 rows a page, whatever the route's schema lets through. */
+export const MAX_PAGE_SIZE = 100;
+
+/**
+ * A route reads only its own size parameter: `GET /bookings?items=5000` once served 5000 rows,
+ * since `items` was not in that route's schema and so never validated. Only what a route's schema
+ * validated is a number: a raw `items=abc` handed to SQLite was a 500.
+ */
+export function pageOf(query: { page?: unknown; items?: unknown; per_page?: unknown }, defaultSize = 10, sizeParam: 'items' | 'per_page' = 'items'): Page {
+  const page = typeof query.page === 'number' ? query.page : 1;
+  const asked = query[sizeParam];
+  const size = Math.min(MAX_PAGE_SIZE, typeof asked === 'number' && Number.isInteger(asked) && asked >= 1 ? asked : defaultSize);
   return { page, size, limit: size, offset: (page - 1) * size };
 }
+
+/** A Link header longer than this is left out rather than sent: proxies cut long headers. */
+const MAX_LINK_LENGTH = 4096;
 
 /**
  * Sets the list headers of gaps.md: `Link` (RFC 8288, absolute URLs keeping the other query
@@ -46,10 +55,19 @@ export function setPageHeaders(
   sizeParam: 'items' | 'per_page' = 'items',
 ): void {
   const totalPages = Math.max(1, Math.ceil(total / page.size));
-  const url = new URL(req.url, `${req.protocol}://${req.headers.host ?? 'localhost'}`);
-  // The other parameters are kept only while short: a huge query repeated four times made a header
-  // Node's own client refuses.
-  if (url.search.length > MAX_ECHOED_QUERY) url.search = '';
+  const asked = new URL(req.url, `${req.protocol}://${req.headers.host ?? 'localhost'}`);
+  // The links keep the caller's other parameters, but bounded: the route's declared ones are bounded
+  // by its schema; undeclared ones (which the route ignores) only up to MAX_ECHOED_QUERY characters, or the header
+  // would be as long as the caller likes. The other size parameter is dropped: a link carrying it
+  // would be refused by the route.
+  const declared = (req.routeOptions.schema?.querystring as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+  const url = new URL(asked.pathname, asked.origin);
+  let echoed = 0;
+  for (const [k, v] of asked.searchParams) {
+    if (k === 'page' || k === 'items' || k === 'per_page') continue;
+    if (!(k in declared) && (echoed += k.length + v.length + 2) > MAX_ECHOED_QUERY) continue;
+    url.searchParams.append(k, v);
+  }
   const link = (n: number, rel: string) => {
     url.searchParams.set('page', String(n));
     url.searchParams.set(sizeParam, String(page.size));
@@ -59,7 +77,8 @@ export function setPageHeaders(
   if (page.page > 1) links.push(link(Math.min(page.page - 1, totalPages), 'prev'));
   if (page.page < totalPages) links.push(link(page.page + 1, 'next'));
   links.push(link(totalPages, 'last'));
-  reply.header('Link', links.join(', '));
+  const header = links.join(', ');
+  if (header.length <= MAX_LINK_LENGTH) reply.header('Link', header);
   reply.header('Current-Page', String(page.page));
   reply.header('Page-Items', String(page.size));
   reply.header('Total-Pages', String(totalPages));

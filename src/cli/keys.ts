@@ -95,5 +95,41 @@ export function accountsCommand(): Command {
         printTable(rows as never, ['id', 'name', 'environment', 'parent_account_id', 'organization_id', 'created_at']);
       }),
     );
+  withDataOptions(cmd.command('settings'))
+    .description(`show or change an account's settings (${Object.keys(ACCOUNT_SETTINGS).join(', ')}); a running posd sees the change at once`)
+    .argument('<account>', 'account id (live or sandbox)')
+    .option('--set <key=value>', 'set a setting (repeatable): true or false', (v: string, all: string[] = []) => [...all, v])
+    .option('--unset <key>', 'back to the default (repeatable)', (v: string, all: string[] = []) => [...all, v])
+    .option('--json', 'print JSON')
+    .action((accountId: string, opts: DataOptions & { set?: string[]; unset?: string[]; json?: boolean }) =>
+      withAccounts(opts, (accounts) => {
+        const account = accounts.account(accountId);
+        if (!account) throw new CliError(`no account ${accountId}`);
+        const patch: Record<string, unknown> = {};
+        for (const pair of opts.set ?? []) {
+          const m = /^([a-z_]+)=(true|false)$/.exec(pair);
+          if (!m || !(m[1]! in ACCOUNT_SETTINGS)) throw new CliError(`--set takes key=true|false with key one of ${Object.keys(ACCOUNT_SETTINGS).join(', ')}`);
+          patch[m[1]!] = m[2] === 'true';
+        }
+        for (const key of opts.unset ?? []) {
+          if (!(key in ACCOUNT_SETTINGS)) throw new CliError(`--unset takes one of ${Object.keys(ACCOUNT_SETTINGS).join(', ')}`);
+          patch[key] = undefined;
+        }
+        const settings = Object.keys(patch).length ? accounts.updateSettings(account.id, patch).settings : account.settings;
+        const out = Object.fromEntries(Object.entries(ACCOUNT_SETTINGS).map(([k, def]) => [k, typeof settings[k] === 'boolean' ? settings[k] : def]));
+        if (opts.json) printJson({ account_id: account.id, settings: out });
+        else for (const [k, v] of Object.entries(out)) process.stdout.write(`${k}: ${v === null ? '(configuration default)' : v}\n`);
+      }),
+    );
   return cmd;
 }
+
+/**
+ * The account settings behind the API's 403s and refusals, with their defaults (null: the
+ * configuration decides). Changed here rather than in the database by hand (issue 15).
+ */
+const ACCOUNT_SETTINGS: Record<string, boolean | null> = {
+  bookings_enabled: true,
+  money_movement_enabled: true,
+  tax_invoicing_enabled: null,
+};

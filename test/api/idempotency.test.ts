@@ -78,6 +78,19 @@ describe('Idempotency-Key (gaps.md)', () => {
     expect(good.status).toBe(201);
   });
 
+  it('a refusal the handler makes after the key is claimed is not stored either: the corrected retry under the same key goes through (issue 15)', async () => {
+    const headers = { 'idempotency-key': 'k-cash-fix' };
+    const refused = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 1000, currency: 'EUR' }, headers });
+    expect(refused.status).toBe(400);
+    const again = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 1000, currency: 'EUR' }, headers });
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+    const corrected = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 1000 }, headers });
+    expect(corrected.status).toBe(201);
+    const replay = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 1000 }, headers });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.id).toBe(corrected.body.id);
+  });
+
   it('an answer stored inside the write transaction survives a failure between commit and reply', async () => {
     const before = await count();
     const body = { text: 'committed', amount_in_cents: 9, fail_after_commit: true };

@@ -25,6 +25,21 @@ describe('rate limits (spec section 8)', () => {
     expect((await s.api('GET', '/test')).status).toBe(200);
   });
 
+  it('the burst is 60 in any rolling second, not per fixed window: 60 late in one second and 15 early in the next let 60 through (issue 15)', async () => {
+    const clock = new ManualClock(Date.parse('2026-03-01T10:00:00.500Z'));
+    s = await startTestServer({ clock, config: { limits: { per_key_per_second: 60 } } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) statuses.push((await s.api('GET', '/test')).status);
+    clock.advance(100); // 10:00:00.600, a new fixed window
+    for (let i = 0; i < 15; i++) statuses.push((await s.api('GET', '/test')).status);
+    expect(statuses.filter((st) => st === 200)).toHaveLength(60);
+    const refused = await s.api('GET', '/test');
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    clock.advance(901); // the first 60 have left the rolling second
+    expect((await s.api('GET', '/test')).status).toBe(200);
+  });
+
   it('limits /users per IP to 300 per 5 minutes, format variants sharing the window', async () => {
     const clock = new ManualClock(Date.parse('2026-03-01T10:00:00.000Z'));
     s = await startTestServer({ clock, config: { limits: { per_key_per_second: 10_000, users_per_ip_per_window: 5, users_per_test_key_per_window: 1000 } } });

@@ -29,6 +29,7 @@ describe('coupons API (spec 2.7, 4.10)', () => {
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       id: expect.stringMatching(/^coup_[0-9a-z]{16}$/),
+      account_id: s.installation.sandbox_id,
       name: 'VERANO10',
       discount_mode: 'code',
       display_name: null,

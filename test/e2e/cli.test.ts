@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runPosd } from '../helpers/process.js';
+import { startTestServer } from '../helpers/server.js';
 import { openDatabase } from '../../src/db/database.js';
 
 let dir: string;
@@ -78,5 +79,29 @@ describe('posd init, keys and accounts', () => {
     writeFileSync(cfg, '{ not json');
     const broken = await runPosd(['keys', 'list', '--data', dir, '--config', cfg]);
     expect(broken.stderr.trim()).toMatch(/^posd: config file .*bad\.json: not a JSON object/);
+  });
+});
+
+describe('posd accounts settings (issue 15)', () => {
+  it('turns the settings behind 403 bookings_not_enabled and money_movement_not_enabled off and on, seen by the running daemon at once', async () => {
+    const s = await startTestServer();
+    try {
+      const sbx = s.installation.sandbox_id;
+      const off = await runPosd(['accounts', 'settings', sbx, '--data', s.dataDir, '--set', 'bookings_enabled=false', '--set', 'money_movement_enabled=false', '--json']);
+      expect(off.code, off.stderr).toBe(0);
+      expect(JSON.parse(off.stdout)).toEqual({ account_id: sbx, settings: { bookings_enabled: false, money_movement_enabled: false, tax_invoicing_enabled: null } });
+      const refused = await s.api('GET', '/bookings');
+      expect(refused.status).toBe(403);
+      expect(refused.body.code).toBe('bookings_not_enabled');
+      const on = await runPosd(['accounts', 'settings', sbx, '--data', s.dataDir, '--unset', 'bookings_enabled', '--set', 'money_movement_enabled=true']);
+      expect(on.code, on.stderr).toBe(0);
+      expect(on.stdout).toContain('bookings_enabled: true');
+      expect((await s.api('GET', '/bookings')).status).toBe(200);
+      const bad = await runPosd(['accounts', 'settings', sbx, '--data', s.dataDir, '--set', 'bookings_enabled=maybe']);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('key=true|false');
+    } finally {
+      await s.stop();
+    }
   });
 });

@@ -5,6 +5,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { retryPendingTaxInvoices } from '../../src/modules/tax-invoices/service.js';
+import { NO_LIVE_CERTIFIER } from '../../src/modules/tax-invoices/provider.js';
+import { statusView } from '../../src/modules/ops/panels.js';
+import { statusPage } from '../../src/modules/ops/page.js';
+import { runDoctor } from '../../src/modules/ops/doctor.js';
+import { catalogueEntry } from '../../src/events/catalogue.js';
 import { count, rows } from './helpers.js';
 
 /** A real certifier over HTTP that answers like the sandbox one, optionally holding each request until released. */
@@ -30,6 +35,24 @@ async function startProvider(port = 0, opts: { hold?: boolean } = {}) {
     release: () => held.splice(0).forEach((r) => r()),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/**
+ * Where two payloads differ in keys or JSON types, nested; null on either side matches any type
+ * (a nullable field that happens to be empty in one of them).
+ */
+function shapeDiff(a: unknown, b: unknown, path = '$'): string[] {
+  if (a === null || b === null) return [];
+  const kind = (v: unknown) => (Array.isArray(v) ? 'array' : typeof v);
+  if (kind(a) !== kind(b)) return [`${path}: ${kind(a)} vs ${kind(b)}`];
+  if (kind(a) !== 'object') return [];
+  const ka = Object.keys(a as object);
+  const kb = Object.keys(b as object);
+  return [
+    ...ka.filter((k) => !kb.includes(k)).map((k) => `${path}.${k}: only in the first`),
+    ...kb.filter((k) => !ka.includes(k)).map((k) => `${path}.${k}: only in the second`),
+    ...ka.filter((k) => kb.includes(k)).flatMap((k) => shapeDiff((a as any)[k], (b as any)[k], `${path}.${k}`)),
+  ];
 }
 
 async function freePort(): Promise<number> {
@@ -88,6 +111,11 @@ describe('cash sales with the sandbox provider', () => {
     expect(events.map((e) => e.type)).toEqual(['intent.succeeded', 'cash_intent.succeeded']);
     expect(JSON.parse(events[1].payload)).toMatchObject({ id: res.body.cash_intent_id, event_type: 'cash_intent.succeeded', amount_in_cents: 1000, currency: 'USD' });
     expect(JSON.parse(events[0].payload)).toMatchObject({ id: res.body.id, type: 'cash', live_mode: true });
+    // Issue 15: the fee and payment-method fields of every legacy payment event, in the test-send's shape.
+    const legacy = JSON.parse(events[1].payload);
+    expect(legacy).toMatchObject({ fee: 0, vat_withheld: 0, vat_withheld_currency: 'USD', failure_reason: null, checkout: { payment_method: { type: 'cash', card: null } } });
+    const example = catalogueEntry('cash_intent.succeeded')!.example({ accountId: legacyChild, liveMode: true, createdAt: legacy.created_at });
+    expect(shapeDiff(legacy, example)).toEqual([]);
   });
 
   it('issues a tax invoice through the sandbox provider when a tax_id is given', async () => {
@@ -97,6 +125,24 @@ describe('cash sales with the sandbox provider', () => {
     expect((await s.api('GET', `/intents/${res.body.id}`)).body.tax_invoice_url).toBe(res.body.tax_invoice_url);
     const [inv] = rows(s, 'SELECT * FROM tax_invoices WHERE intent_id = ?', res.body.id);
     expect(inv).toMatchObject({ status: 'issued', tax_id: '1234567-8' });
+  });
+
+  it('a live sale never gets a fabricated tax invoice without a certifier; status page and doctor say why (issue 15)', async () => {
+    const res = await s.api('POST', '/cash_sales', { key: s.installation.keys.live, body: { amount_in_cents: 4_000, tax_id: '555-1' } });
+    expect(res.status).toBe(201);
+    expect(res.body.tax_invoice_url).toBeNull();
+    expect((await s.api('GET', `/intents/${res.body.id}`, { key: s.installation.keys.live })).body.tax_invoice_url).toBeNull();
+    const [inv] = rows(s, 'SELECT * FROM tax_invoices WHERE intent_id = ?', res.body.id);
+    expect(inv).toMatchObject({ status: 'pending', live_mode: 1, last_error: NO_LIVE_CERTIFIER });
+    // The worker neither fabricates it nor lets it hold back the sandbox's invoices.
+    await retryPendingTaxInvoices(s.daemon.ctx);
+    expect(rows(s, 'SELECT status FROM tax_invoices WHERE intent_id = ?', res.body.id)[0].status).toBe('pending');
+    const view = statusView(s.daemon.ctx);
+    expect(view.tax_invoicing).toMatchObject({ state: 'ok', data: { live_certifier: 'none', reason: NO_LIVE_CERTIFIER } });
+    expect(statusPage(view, 'csrf')).toContain('no tax_invoice_url: no tax-invoice certifier');
+    const doctor = (await runDoctor(s.config)).find((c) => c.name === 'tax invoicing')!;
+    expect(doctor.ok).toBe(false);
+    expect(doctor.detail).toContain('no tax-invoice certifier is configured for live sales');
   });
 
   it('answers 400 with errors for bad input and writes nothing', async () => {

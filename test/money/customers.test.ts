@@ -48,6 +48,26 @@ describe('customers', () => {
     expect(fresh.body.id).not.toBe(id);
   });
 
+  it('a live key never lists or resolves a customer only the sandbox has met; one gone live reports the live account (issue 15)', async () => {
+    const sandboxOnly = await s.api('POST', '/customers', { body: { email: 'only-test@example.com' } });
+    expect(sandboxOnly.status).toBe(201);
+    const live = s.installation.keys.live;
+    const listed = await s.api('GET', '/customers?per_page=100', { key: live });
+    expect(listed.body.customers.map((c: any) => c.id)).not.toContain(sandboxOnly.body.id);
+    expect(listed.body.customers.every((c: any) => c.live_mode || c.account_id === s.installation.account_id)).toBe(true);
+    const read = await s.api('GET', `/customers/${sandboxOnly.body.id}`, { key: live });
+    expect(read.status).toBe(401);
+    expect(read.body.code).toBe('wrong_environment');
+    // The till meets the same person for real: the customer moves to the live side and, once paid, reports the live account.
+    const met = await s.api('POST', '/customers', { key: live, body: { email: 'only-test@example.com' } });
+    expect(met.body.id).toBe(sandboxOnly.body.id);
+    expect(met.body.account_id).toBe(s.installation.account_id);
+    const sale = await s.api('POST', '/cash_sales', { key: live, body: { amount_in_cents: 900, customer_id: met.body.id } });
+    expect(sale.status).toBe(201);
+    const after = await s.api('GET', `/customers/${met.body.id}`, { key: live });
+    expect(after.body).toMatchObject({ live_mode: true, account_id: s.installation.account_id });
+  });
+
   it('answers 404 for an unknown id and for another merchant’s customer', async () => {
     expect((await s.api('GET', '/customers/cus_0000000000000000')).status).toBe(404);
     const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);

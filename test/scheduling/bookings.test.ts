@@ -225,6 +225,18 @@ describe('lifecycle', () => {
     expect((await s.api('POST', `/bookings/${b.id}/declination`)).body.code).toBe('not_pending');
   });
 
+  it('declining a booking whose payment was refunded at the counter counts that refund, not 422 refund_failed (issue 15)', async () => {
+    const b = await booking('2026-03-11T19:00:00Z', { payment_policy: 'full', requires_acceptance: true });
+    await pay(s, b.checkout_id);
+    expect((await ok(s.api('GET', `/bookings/${b.id}`), 200)).paid_in_cents).toBe(15_000);
+    const pi = rows(s, 'SELECT payment_intent_ids AS p FROM sched_bookings WHERE id = ?', b.id)[0].p.slice(2, -2);
+    const counter = await ok(s.api('POST', '/refunds', { body: { payment_intent_id: pi } }));
+    const d = await s.api('POST', `/bookings/${b.id}/declination`);
+    expect(d.status).toBe(201);
+    expect(d.body).toMatchObject({ status: 'cancelled', cancellation_reason: 'declined', refund_ids: [counter.id] });
+    expect(rows(s, 'SELECT count(*) AS n FROM refunds WHERE payment_intent_id = ?', pi)[0].n).toBe(1);
+  });
+
   it('acceptance, check-in, completion; no-show only once started; wrong moves are booking_state_invalid', async () => {
     const b = await booking('2026-03-12T15:00:00Z', { requires_acceptance: true });
     expect(b.status).toBe('pending');

@@ -111,6 +111,19 @@ describe('class sessions', () => {
     refundFault = undefined;
   });
 
+  it('a seat already refunded at the counter counts as refunded: the cancellation finishes; a cancelled session has no seats left (issue 15)', async () => {
+    const c = await session('2026-03-06T16:00:00Z');
+    const seats = [await paidSeat(c.id, 20), await paidSeat(c.id, 21)];
+    const pi = rows(s, 'SELECT payment_intent_ids AS p FROM sched_bookings WHERE id = ?', seats[0].id)[0].p.slice(2, -2);
+    const counter = await ok(s.api('POST', '/refunds', { body: { payment_intent_id: pi } }));
+    const done = await s.api('POST', `/class_sessions/${c.id}/cancellation`);
+    expect(done.status).toBe(201);
+    expect(done.body).toMatchObject({ seats_left: 0 });
+    expect(done.body.cancelled_at).not.toBeNull();
+    expect((await ok(s.api('GET', `/bookings/${seats[0].id}`), 200)).refund_ids).toEqual([counter.id]);
+    expect(rows(s, 'SELECT count(*) AS n FROM refunds WHERE payment_intent_id = ?', pi)[0].n).toBe(1);
+  });
+
   it('not_cancellable once started; money_movement_not_enabled when the account cannot move money', async () => {
     const c = await session('2026-03-07T12:00:00Z');
     const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);

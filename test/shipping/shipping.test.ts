@@ -56,11 +56,26 @@ describe('store shipping (spec 2.9, 4.12)', () => {
     expect(info.status).toBe(200);
     expect(info.body.enabled).toBe(false);
     expect(info.body.settings_url).toBe(`${s.url}/api/store_shipping/settings`);
-    expect(info.body.destinations).toEqual([{ code: 'GT', name: 'Guatemala', requires_region: true }]);
+    // Shipping off: every supported country is offered (spec 4.12), the catalogue's first.
+    expect(info.body.destinations.map((d: any) => d.code)).toEqual(['GT', 'SV', 'HN', 'MX', 'US']);
+    expect(info.body.destinations[0]).toEqual({ code: 'GT', name: 'Guatemala', requires_region: true });
     const r = await quote({ country: 'GT', region: 'Escuintla', currency: 'GTQ', subtotal_in_cents: 100 });
     expect(r.status).toBe(200);
     expect(r.body.options.length).toBeGreaterThan(0);
     for (const o of r.body.options) expect(o.amount_in_cents).toBe(0);
+  });
+
+  it('never quotes a pickup option, and with shipping off every supported country ships free (issue 15)', async () => {
+    const gt = await quote({ country: 'GT', region: 'GT-01', currency: 'GTQ', subtotal_in_cents: 100 });
+    expect(gt.body.options.map((o: any) => o.kind)).not.toContain('pickup');
+    for (const country of ['SV', 'HN', 'MX', 'US']) {
+      const r = await quote({ country, currency: 'USD', subtotal_in_cents: 100 });
+      expect(r.status, country).toBe(200);
+      expect(r.body.options, country).toEqual([
+        { id: 'free', name: 'Envío gratis', kind: 'delivery', amount_in_cents: 0, currency: 'USD', free_from_amount_in_cents: 0, minimum_business_days: null, maximum_business_days: null, delivery_on: null },
+      ]);
+    }
+    expect((await quote({ country: 'CR', currency: 'USD', subtotal_in_cents: 100 })).body.options).toEqual([]);
   });
 
   it('saves a catalogue and lists its destinations', async () => {
@@ -91,17 +106,6 @@ describe('store shipping (spec 2.9, 4.12)', () => {
           minimum_business_days: 1,
           maximum_business_days: 2,
           delivery_on: '2026-03-10',
-        },
-        {
-          id: 'antigua-pickup',
-          name: 'Recoger en Antigua',
-          kind: 'pickup',
-          amount_in_cents: 0,
-          currency: 'GTQ',
-          free_from_amount_in_cents: null,
-          minimum_business_days: null,
-          maximum_business_days: null,
-          delivery_on: null,
         },
       ]);
     }
@@ -196,6 +200,6 @@ describe('store shipping (spec 2.9, 4.12)', () => {
   it('each account has its own catalogue (the live account still has the default)', async () => {
     const r = await s.api('GET', '/store_shipping', { key: s.installation.keys.live });
     expect(r.body.enabled).toBe(false);
-    expect(r.body.destinations).toHaveLength(1);
+    expect(r.body.destinations[0]).toEqual({ code: 'GT', name: 'Guatemala', requires_region: true });
   });
 });

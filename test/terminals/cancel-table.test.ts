@@ -85,6 +85,35 @@ describe.each(['websocket', 'serial'] as const)('spec 3.3 over %s', (transport) 
     expect(done.canceled_at).toBeNull();
   });
 
+  it('a canceled result after authorizing is not believed at once: the command stays open, posd asks its status, and the answer settles it (issue 15)', async () => {
+    h = await startHarness(transport);
+    const id = await dispatched(h);
+    const progressed = h.handled((m) => m.type === 'progress');
+    await h.terminal.progress(id, 'authorizing');
+    await progressed;
+    await h.server.api('DELETE', `/terminal_session_commands/${id}`);
+    await h.terminal.next('cancel', (c) => c.command_id === id);
+    // Firmware that claims a cancel it cannot have made: recorded, not acknowledged, checked.
+    await h.terminal.result(id, 'canceled');
+    await h.terminal.next('status_request', (r) => r.command_id === id);
+    expect(await h.get(id)).toMatchObject({ status: 'cancel_requested', final: false, canceled_at: null, checkout_status: 'payment_in_progress' });
+    expect(h.terminal.count('result_ack', id)).toBe(0);
+    // What really happened: the charge went through.
+    const done = await settle(h, id, 'approved');
+    expect(done).toMatchObject({ status: 'consumed', final: true, canceled_at: null, checkout_status: 'paid' });
+
+    // And when the answer to the status request repeats the cancel, it is believed.
+    const second = await dispatched(h);
+    const progressed2 = h.handled((m) => m.type === 'progress');
+    await h.terminal.progress(second, 'authorizing');
+    await progressed2;
+    await h.terminal.result(second, 'canceled');
+    await h.terminal.next('status_request', (r) => r.command_id === second);
+    expect((await h.get(second)).status).toBe('dispatched');
+    const confirmed = await settle(h, second, 'canceled');
+    expect(confirmed).toMatchObject({ status: 'canceled', final: true, checkout_status: 'unpaid' });
+  });
+
   it('canceled + DELETE again: 200, unchanged', async () => {
     h = await startHarness(transport);
     const id = await dispatched(h);

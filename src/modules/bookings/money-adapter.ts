@@ -1,3 +1,4 @@
+import { ApiError } from '../../errors.js';
 import { createCheckout, getCheckout, type Checkout } from '../checkouts/service.js';
 import { refundPaymentIntent } from '../refunds/service.js';
 import { findOrCreateCustomer, getCustomer, type Customer } from '../customers/service.js';
@@ -23,5 +24,14 @@ export const moneyPort: MoneyPort = {
     const c = getCheckout(ctx, account, id);
     return c ? checkout(c) : undefined;
   },
-  refundPaymentIntent: (ctx, account, id) => ({ id: refundPaymentIntent(ctx, account, id, { reason: 'booking' }).id }),
+  refundPaymentIntent: (ctx, account, id) => {
+    try {
+      return { id: refundPaymentIntent(ctx, account, id, { reason: 'booking' }).id };
+    } catch (err) {
+      // Refunded already (at the counter, POST /refunds): the customer has the money back, so the
+      // booking counts it as refunded instead of failing on every retry.
+      if (err instanceof ApiError && err.code === 'already_refunded' && typeof err.extra.refund_id === 'string') return { id: err.extra.refund_id };
+      throw err;
+    }
+  },
 };

@@ -52,7 +52,7 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
     });
     if (enabled.length === 0) throw new ApiError('bookings_not_enabled');
     const q = req.query;
-    const page = pageOf(q, 25);
+    const page = pageOf(q, 25, 'per_page');
     const { rows, total } = listBookings(
       ctx,
       {

@@ -10,7 +10,8 @@ import { insertPaidCheckout } from '../checkouts/service.js';
 import { customerById, getCustomer, markCustomerLive } from '../customers/service.js';
 import { createIntent } from '../intents/service.js';
 import { intentDocument } from '../intents/service.js';
-import { LEGACY_API_VERSION } from '../../events/formats.js';
+import { legacyPaymentIntentPayload } from '../../events/payloads.js';
+import { oneTimePaymentable } from '../payments/service.js';
 import { recordTaxInvoice, taxInvoicingEnabled, tryIssue } from '../tax-invoices/service.js';
 import type { TaxInvoiceRequest } from '../tax-invoices/service.js';
 import { cashSalesStore } from './store.js';
@@ -56,7 +57,7 @@ export async function createCashSale(
       lines: [{ description: description ?? 'Venta en efectivo', amount_in_cents: amount, quantity: 1, tax_category: 'good' }],
       issued_at: isoTime(ctx.clock.now()),
     };
-    invoice = { req, outcome: await tryIssue(ctx, req) };
+    invoice = { req, outcome: await tryIssue(ctx, req, account.live_mode) };
   }
 
   // Sales that arrive together share one commit (see group-commit.ts); each keeps its own savepoint.
@@ -109,19 +110,30 @@ export async function createCashSale(
         ...scope,
         type: 'cash_intent.succeeded',
         objectId: cashId,
-        payload: {
+        // The same builder as every legacy payment event (and the test-send): a cash sale carries
+        // fee and payment-method fields like the others, with no fee and no card.
+        payload: legacyPaymentIntentPayload({
           id: cashId,
           event_type: 'cash_intent.succeeded',
-          api_version: LEGACY_API_VERSION,
           created_at: at,
+          checkout: {
+            id: checkout.id,
+            status: checkout.status,
+            payment: { id: cashId, paymentable: oneTimePaymentable(cashId, customer ? { ...customer, tax_id: taxId ?? customer.tax_id } : taxId ? { full_name: null, tax_id: taxId, phone: null } : undefined) },
+            payment_method: { id: cashId, type: 'cash', card: null },
+            transfer_setups: [],
+            metadata: checkout.metadata,
+          },
+          failure_reason: null,
           amount_in_cents: amount,
           currency,
-          description,
-          tax_id: taxId,
+          fee: 0,
+          vat_withheld: 0,
+          vat_withheld_currency: currency,
           customer: customer ? { email: customer.email, full_name: customer.full_name, id: customer.id } : null,
-          checkout: { id: checkout.id, status: checkout.status },
+          product_id: null,
           invoice: { id: intentId, tax_invoice_url: url },
-        },
+        }),
       });
     }
     const sale: CashSale = {

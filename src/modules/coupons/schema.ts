@@ -9,6 +9,8 @@ const Duration = Type.Union([Type.Literal('once'), Type.Literal('repeating'), Ty
 /** Spec 2.7, every field. */
 export const CouponSchema = Type.Object({
   id: Type.String(),
+  // Which account owns it: an organization key's list aggregates several (spec 5 rule 5).
+  account_id: Type.String(),
   name: Type.String(),
   discount_mode: Mode,
   display_name: Nullable(Type.String()),

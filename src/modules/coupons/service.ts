@@ -12,6 +12,7 @@ import type { Coupon, CreateCouponInput, UpdateCouponInput } from './schema.js';
 export function couponView(r: CouponRow): Coupon {
   return {
     id: r.id,
+    account_id: r.account_id,
     name: r.name,
     discount_mode: r.discount_mode,
     display_name: r.display_name,

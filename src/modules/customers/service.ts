@@ -66,6 +66,7 @@ export function findOrCreateCustomerRow(ctx: AppContext, account: Account, input
   if (email) {
     const found = (account.live_mode ? store.byEmail(merchant, true, email) : undefined) ?? store.byEmail(merchant, false, email);
     if (found) {
+      if (account.live_mode && found.account_id !== account.id && found.live_mode === 0) store.claim(found.id, account.id);
       store.fill(found.id, details);
       return { customer: toCustomer(store.byId(found.id)!), created: false };
     }
@@ -88,13 +89,14 @@ export type CustomerLookup = { customer: Customer } | { customer?: undefined; re
 
 /**
  * Spec 5 rule 7: a test key resolves only test customers (a customer that became live answers 401
- * on /customers); a live key resolves the merchant's customers, live or on their way to their first
- * real payment.
+ * on /customers); a live key resolves the merchant's live customers and the live account's own
+ * customers on their way to their first real payment, never a customer only its sandbox has met.
  */
 export function lookupCustomer(ctx: AppContext, account: Account, id: string): CustomerLookup {
   const row = customersStore(ctx.db).byId(id);
   if (!row || row.merchant_id !== merchantOf(account)) return { reason: 'missing' };
   if (!account.live_mode && row.live_mode === 1) return { reason: 'other_environment' };
+  if (account.live_mode && row.live_mode === 0 && row.account_id !== row.merchant_id) return { reason: 'other_environment' };
   return { customer: toCustomer(row) };
 }
 
@@ -123,7 +125,7 @@ export function listCustomers(
   offset: number,
 ): { rows: Customer[]; total: number } {
   const merchants = [...new Set(accounts.map(merchantOf))];
-  const { rows, total } = customersStore(ctx.db).list(merchants, liveMode ? [0, 1] : [0], limit, offset);
+  const { rows, total } = customersStore(ctx.db).list(merchants, liveMode, limit, offset);
   return { rows: rows.map(toCustomer), total };
 }
 

@@ -14,6 +14,13 @@ export interface CustomerRow {
   became_live_at: string | null;
 }
 
+/**
+ * Which customers a key of one environment sees (spec 5 rule 7). A live key: live customers and the
+ * live account's own customers on their way to a first real payment, never one only a sandbox made.
+ * A test key: test customers not yet live.
+ */
+const SCOPE = `(CASE WHEN @live = 1 THEN live_mode = 1 OR account_id = merchant_id ELSE live_mode = 0 END)`;
+
 /** All SQL of customers. */
 export class CustomersStore {
   private readonly stmts;
@@ -30,17 +37,18 @@ export class CustomersStore {
         `UPDATE customers SET full_name = coalesce(full_name, @full_name), phone = coalesce(phone, @phone),
            tax_id = coalesce(tax_id, @tax_id) WHERE id = @id`,
       ),
+      // A customer that goes live belongs to the live account from then on (spec 5 rule 7): it
+      // never keeps reporting the sandbox that first met it.
       makeLive: db.prepare(
-        `UPDATE customers SET live_mode = 1, became_live_at = ? WHERE id = ? AND live_mode = 0
+        `UPDATE customers SET live_mode = 1, became_live_at = ?, account_id = merchant_id WHERE id = ? AND live_mode = 0
            AND NOT EXISTS (SELECT 1 FROM customers c WHERE c.merchant_id = customers.merchant_id AND c.live_mode = 1 AND c.email = customers.email)`,
       ),
+      claim: db.prepare('UPDATE customers SET account_id = ? WHERE id = ? AND live_mode = 0'),
       list: db.prepare(
-        `SELECT * FROM customers WHERE merchant_id IN (SELECT value FROM json_each(?)) AND live_mode IN (SELECT value FROM json_each(?))
-         ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+        `SELECT * FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE}
+         ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
       ),
-      count: db.prepare(
-        `SELECT count(*) AS n FROM customers WHERE merchant_id IN (SELECT value FROM json_each(?)) AND live_mode IN (SELECT value FROM json_each(?))`,
-      ),
+      count: db.prepare(`SELECT count(*) AS n FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE}`),
     };
   }
 
@@ -59,12 +67,15 @@ export class CustomersStore {
   makeLive(id: string, at: string): boolean {
     return this.stmts.makeLive.run(at, id).changes === 1;
   }
-  list(merchantIds: string[], modes: number[], limit: number, offset: number): { rows: CustomerRow[]; total: number } {
-    const m = JSON.stringify(merchantIds);
-    const l = JSON.stringify(modes);
+  /** A live key that meets a sandbox's customer by e-mail takes it onto the live side. */
+  claim(id: string, accountId: string): void {
+    this.stmts.claim.run(accountId, id);
+  }
+  list(merchantIds: string[], liveMode: boolean, limit: number, offset: number): { rows: CustomerRow[]; total: number } {
+    const p = { merchants: JSON.stringify(merchantIds), live: liveMode ? 1 : 0 };
     return {
-      rows: this.stmts.list.all(m, l, limit, offset) as CustomerRow[],
-      total: (this.stmts.count.get(m, l) as { n: number }).n,
+      rows: this.stmts.list.all({ ...p, limit, offset }) as CustomerRow[],
+      total: (this.stmts.count.get(p) as { n: number }).n,
     };
   }
 }

@@ -129,6 +129,7 @@ export function recordedChecks(config: Config, db: Database.Database, nowMs: num
     }
     if (has('sync_state')) out.push(...sync(config, db, nowMs));
     if (has('terminals')) out.push(...terminals(db));
+    if (has('tax_invoices')) out.push(taxInvoicing(config, db));
   }
   return out;
 }
@@ -158,6 +159,23 @@ function webhooks(config: Config, db: Database.Database, nowMs: number): Check {
     ok: false,
     detail: `${h.failing.length} endpoint(s) failing, ${first.url} since ${new Date(first.failing_since_ms).toISOString()}; ${waiting}`,
     fix: 'check the receiver (the status page shows the last error per endpoint); resend from the page once it answers, or disable the endpoint',
+  };
+}
+
+/**
+ * A live box without a certifier gives live sales no tax invoice (never a fabricated one): say so,
+ * and fail once a live sale is actually waiting for one.
+ */
+function taxInvoicing(config: Config, db: Database.Database): Check {
+  const c = config.money.tax_invoicing;
+  if (!c.enabled) return { name: 'tax invoicing', ok: true, detail: 'off (money.tax_invoicing.enabled is false)' };
+  if (c.provider === 'http') return { name: 'tax invoicing', ok: true, detail: `live invoices certified by ${c.url || '(no url set)'}`, ...(c.url ? {} : { ok: false, fix: 'set money.tax_invoicing.url' }) };
+  const waiting = (db.prepare(`SELECT count(*) AS n FROM tax_invoices WHERE status = 'pending' AND live_mode = 1`).get() as { n: number }).n;
+  return {
+    name: 'tax invoicing',
+    ok: waiting === 0,
+    detail: `no tax-invoice certifier is configured for live sales (money.tax_invoicing.provider is sandbox): live sales get no tax_invoice_url${waiting ? `; ${waiting} live invoice(s) waiting` : ''}`,
+    fix: waiting ? 'set money.tax_invoicing.provider to http with the certifier url and api_key; waiting invoices are issued by the worker' : undefined,
   };
 }
 

@@ -156,12 +156,23 @@ export function statusPage(view: StatusView, csrf: string, notice?: string): str
       '',
     );
   });
+  const invoicing = panel('tax-invoicing', 'Tax invoices', view.tax_invoicing, (t) =>
+    table(
+      ['', ''],
+      [
+        [td('Live certifier'), td(t.live_certifier, t.live_certifier === 'none' ? 'bad' : 'ok')],
+        ...(t.reason ? [[td('Live sales'), td(`no tax_invoice_url: ${t.reason}`, 'bad')]] : []),
+        [td('Live invoices waiting'), td(t.live_waiting, t.live_waiting ? 'bad' : '')],
+      ],
+      '',
+    ),
+  );
   return layout(
     'posd: status',
     `<header><h1>posd status</h1><form class="inline" method="post" action="/logout"><input type="hidden" name="_csrf" value="${esc(csrf)}"><button type="submit">Log out</button></form></header>
 ${verdict(view)}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
-<main>${terminals}${commands}${sales}${webhooks}${sync}${disk}</main>
+<main>${terminals}${commands}${sales}${webhooks}${sync}${disk}${invoicing}</main>
 <p class="muted foot">Updated ${esc(view.generated_at)}; refreshes every 15 s. Day: ${esc(view.day.from)} to ${esc(view.day.until)}.</p>`,
     { refresh: 15 },
   );

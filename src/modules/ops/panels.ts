@@ -13,6 +13,7 @@ export interface Problem {
   problem: string;
   fix: string;
 }
+import { taxInvoicingState, type TaxInvoicingState } from '../tax-invoices/service.js';
 
 /** A panel either has data, or says why not: its area is not installed, or reading it failed. */
 export type Panel<T> = { state: 'ok'; data: T } | { state: 'not_configured' } | { state: 'error'; message: string };
@@ -52,6 +53,7 @@ export interface StatusView {
   /** Facts in the local sync outbox: known even when no sync client is configured. */
   sync_recorded: { count: number; oldest: string | null };
   disk: Panel<DiskState>;
+  tax_invoicing: Panel<TaxInvoicingState>;
 }
 
 const size = (file: string) => {
@@ -104,6 +106,7 @@ export function statusView(ctx: AppContext): StatusView {
     sync: read(src.sync),
     sync_recorded: syncOutboxSummary(ctx.db),
     disk: read(() => readDisk(ctx)),
+    tax_invoicing: read(() => taxInvoicingState(ctx)),
   };
 }
 

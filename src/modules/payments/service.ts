@@ -276,3 +276,6 @@ export function applyCentralPaymentTaxInvoiceUrl(ctx: AppContext, paymentIntentI
   const store = paymentsStore(ctx.db);
   if (store.byId(paymentIntentId)) store.setTaxInvoiceUrl(paymentIntentId, url, at);
 }
+
+// The module's front: the one-time paymentable every legacy payment event carries.
+export { oneTimePaymentable } from './legacy.js';

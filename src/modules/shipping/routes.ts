@@ -3,7 +3,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { requireAccount } from '../../api/auth.js';
 import { QuoteBody, QuoteResponse, SettingsBody, SettingsSchema, ShippingInfo } from './schema.js';
-import { ShippingService } from './service.js';
+import { offeredDestinations, ShippingService } from './service.js';
 import { errorBodies } from '../../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 404, 429);
@@ -25,7 +25,7 @@ export function shippingRoutes(app: ApiApp, ctx: AppContext): void {
     return {
       settings_url: settingsUrl(ctx, req),
       enabled: settings.enabled,
-      destinations: settings.destinations.map((d) => ({ code: d.code, name: d.name, requires_region: d.requires_region })),
+      destinations: offeredDestinations(settings),
     };
   });
 

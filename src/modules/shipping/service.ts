@@ -18,8 +18,8 @@ import type {
 
 /**
  * What a new account ships with: Guatemala, regions required (rates differ between the capital's
- * department and the rest), home delivery and pickup. Shipping starts off, so every quote is free
- * until the merchant turns it on.
+ * department and the rest), home delivery. Shipping starts off, so every supported country is
+ * quoted free until the merchant turns it on. No pickup: spec 4.12 offers none.
  */
 function defaultCatalogue(): StoredDestinationT[] {
   return [
@@ -40,18 +40,6 @@ function defaultCatalogue(): StoredDestinationT[] {
           regions: [],
           region_amounts: [{ regions: ['GT-01'], amount_in_cents: 2500 }],
         },
-        {
-          id: 'pickup',
-          name: 'Recoger en tienda',
-          kind: 'pickup',
-          currency: 'GTQ',
-          amount_in_cents: 0,
-          free_from_amount_in_cents: null,
-          minimum_business_days: 0,
-          maximum_business_days: 1,
-          regions: [],
-          region_amounts: [],
-        },
       ],
     },
   ];
@@ -70,6 +58,25 @@ export function addBusinessDays(nowMs: number, days: number): string {
     if (wd !== 0 && wd !== 6) left--;
   }
   return d.toISOString().slice(0, 10);
+}
+
+/** What a supported country outside the catalogue is quoted while shipping is off. */
+function freeDelivery(currency: string): ShippingOption {
+  return {
+    id: 'free', name: 'Envío gratis', kind: 'delivery', amount_in_cents: 0, currency, free_from_amount_in_cents: 0,
+    minimum_business_days: null, maximum_business_days: null, delivery_on: null,
+  };
+}
+
+/**
+ * The destinations a buyer may choose: the catalogue's, and while shipping is off every other
+ * supported country as well (spec 4.12), with no region to give since nothing is charged.
+ */
+export function offeredDestinations(settings: ShippingSettings): Array<{ code: string; name: string; requires_region: boolean }> {
+  const listed = settings.destinations.map((d) => ({ code: d.code, name: d.name, requires_region: d.requires_region }));
+  if (settings.enabled) return listed;
+  const codes = new Set(listed.map((d) => d.code));
+  return [...listed, ...Object.entries(COUNTRY_NAMES).filter(([c]) => !codes.has(c)).map(([code, name]) => ({ code, name, requires_region: false }))];
 }
 
 export class ShippingService {
@@ -114,12 +121,18 @@ export class ShippingService {
       region = resolveRegion(country, regionText);
       if (!region) throw invalid({ region: `is not a recognized state, province or department of ${country}` });
     }
+    // Spec 4.12: shipping off, every supported country ships free, listed or not.
+    if (!settings.enabled && COUNTRY_NAMES[country] && !destination?.options.some((o) => o.kind === 'delivery' && o.currency === input.currency)) {
+      return [freeDelivery(input.currency)];
+    }
     if (!destination) return [];
     if (destination.requires_region && !regionText) {
       throw invalid({ region: `is required to quote shipping to ${country}` });
     }
     const now = this.ctx.clock.now();
     return destination.options
+      // Spec 4.12: pickup options are never offered, whatever the catalogue holds.
+      .filter((o) => o.kind === 'delivery')
       .filter((o) => o.currency === input.currency)
       .filter((o) => o.regions.length === 0 || (region !== undefined && o.regions.includes(region)))
       .map((o) => {

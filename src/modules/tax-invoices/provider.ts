@@ -88,6 +88,19 @@ export class HttpTaxInvoiceProvider implements TaxInvoiceProvider {
 }
 
 const providers = new WeakMap<AppContext, TaxInvoiceProvider>();
+const installed = new WeakSet<AppContext>();
+
+/** Why a live sale gets no invoice: the in-process sandbox certifier must never sign a real one. */
+export const NO_LIVE_CERTIFIER = 'no tax-invoice certifier is configured for live sales (money.tax_invoicing.provider is sandbox)';
+
+/**
+ * The certifier live sales may use, or null: the shipped default (the sandbox certifier) would hand
+ * a real buyer a fabricated invoice URL that answers 404, so live mode needs an http certifier (or
+ * one an embedder put in place).
+ */
+export function liveCertifierMissing(ctx: AppContext): boolean {
+  return !installed.has(ctx) && ctx.config.money.tax_invoicing.provider === 'sandbox';
+}
 
 /** The configured provider, one per context. */
 export function taxInvoiceProvider(ctx: AppContext): TaxInvoiceProvider {
@@ -103,4 +116,5 @@ export function taxInvoiceProvider(ctx: AppContext): TaxInvoiceProvider {
 /** Tests and embedders may put their own certifier in place (same contract). */
 export function setTaxInvoiceProvider(ctx: AppContext, provider: TaxInvoiceProvider): void {
   providers.set(ctx, provider);
+  installed.add(ctx);
 }

@@ -4,7 +4,7 @@ import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import type { Account } from '../../accounts/service.js';
 import { setIntentTaxInvoiceUrl } from '../intents/service.js';
-import { taxInvoiceProvider, type IssuedTaxInvoice, type TaxInvoiceRequest } from './provider.js';
+import { liveCertifierMissing, NO_LIVE_CERTIFIER, taxInvoiceProvider, type IssuedTaxInvoice, type TaxInvoiceRequest } from './provider.js';
 import { taxInvoicesStore } from './store.js';
 import { appendFeedChange } from '../../outbox/feed-changes.js';
 
@@ -32,7 +32,10 @@ export function taxInvoicingEnabled(ctx: AppContext, account: Account): boolean 
 }
 
 /** Asks the provider once; null when it cannot be reached (the caller records a pending invoice). */
-export async function tryIssue(ctx: AppContext, req: TaxInvoiceRequest): Promise<{ issued: IssuedTaxInvoice | null; error: string | null }> {
+export async function tryIssue(ctx: AppContext, req: TaxInvoiceRequest, liveMode: boolean): Promise<{ issued: IssuedTaxInvoice | null; error: string | null }> {
+  // Kept pending with the reason, never fabricated: an operator who configures a certifier later
+  // sees these issued by the worker.
+  if (liveMode && liveCertifierMissing(ctx)) return { issued: null, error: NO_LIVE_CERTIFIER };
   try {
     return { issued: await taxInvoiceProvider(ctx).issue(req), error: null };
   } catch (err) {
@@ -77,7 +80,8 @@ export async function retryPendingTaxInvoices(ctx: AppContext, limit = 50): Prom
   let issued = 0;
   for (const row of store.pending(limit)) {
     if (ctx.shutdown.aborted) break;
-    const { issued: doc, error } = await tryIssue(ctx, JSON.parse(row.request) as TaxInvoiceRequest);
+    const { issued: doc, error } = await tryIssue(ctx, JSON.parse(row.request) as TaxInvoiceRequest, row.live_mode === 1);
+    if (error === NO_LIVE_CERTIFIER) continue; // not a provider outage: sandbox invoices behind it still go
     tx(ctx.db, () => {
       if (!doc) return store.markFailed(row.id, error ?? 'unknown error');
       if (store.markIssued(row.id, doc.document_id, doc.url, isoTime(ctx.clock.now()))) {
@@ -111,6 +115,25 @@ export function taxInvoiceWorker(ctx: AppContext): Worker {
       if (timer) clearInterval(timer);
       await running;
     },
+  };
+}
+
+export interface TaxInvoicingState {
+  /** Who signs live invoices: `http` (a configured certifier), `embedded` (one put in place in process), or `none`. */
+  live_certifier: 'http' | 'embedded' | 'none';
+  /** Why live sales get no `tax_invoice_url`, when they do not. */
+  reason: string | null;
+  /** Live invoices waiting for a certifier. */
+  live_waiting: number;
+}
+
+/** What the status page shows about tax invoicing: a live box without a certifier says so. */
+export function taxInvoicingState(ctx: AppContext): TaxInvoicingState {
+  const missing = liveCertifierMissing(ctx);
+  return {
+    live_certifier: missing ? 'none' : ctx.config.money.tax_invoicing.provider === 'http' ? 'http' : 'embedded',
+    reason: missing && ctx.config.money.tax_invoicing.enabled ? NO_LIVE_CERTIFIER : null,
+    live_waiting: taxInvoicesStore(ctx.db).livePending(),
   };
 }
 

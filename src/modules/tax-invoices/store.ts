@@ -33,6 +33,7 @@ export class TaxInvoicesStore {
         `UPDATE tax_invoices SET status = 'issued', document_id = ?, url = ?, attempts = attempts + 1, last_error = NULL, issued_at = ?
          WHERE id = ? AND status = 'pending'`,
       ),
+      livePending: db.prepare(`SELECT count(*) AS n FROM tax_invoices WHERE status = 'pending' AND live_mode = 1`),
       failed: db.prepare(`UPDATE tax_invoices SET attempts = attempts + 1, last_error = ? WHERE id = ? AND status = 'pending'`),
     };
   }
@@ -48,6 +49,9 @@ export class TaxInvoicesStore {
   }
   markIssued(id: string, documentId: string, url: string, at: string): boolean {
     return this.stmts.issued.run(documentId, url, at, id).changes === 1;
+  }
+  livePending(): number {
+    return (this.stmts.livePending.get() as { n: number }).n;
   }
   markFailed(id: string, error: string): void {
     this.stmts.failed.run(error.slice(0, 500), id);

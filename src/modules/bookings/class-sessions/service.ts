@@ -63,7 +63,9 @@ export function classSessionView(ctx: AppContext, row: ClassSessionRow): ClassSe
   return {
     id: row.id, account_id: row.account_id, service_id: row.service_id, name: row.name, staff_member_id: row.staff_member_id,
     resource_id: row.resource_id, starts_at: row.starts_at, ends_at: row.ends_at, capacity: row.capacity,
-    seats_taken: seats.length, seats_left: Math.max(0, row.capacity - seats.length), seat_booking_ids: seats,
+    seats_taken: seats.length,
+    // A cancelled session takes no seats: reporting its capacity as left would invite bookings.
+    seats_left: row.cancelled_at ? 0 : Math.max(0, row.capacity - seats.length), seat_booking_ids: seats,
     cancelled_at: row.cancelled_at, live_mode: row.live_mode === 1, created_at: row.created_at,
   };
 }

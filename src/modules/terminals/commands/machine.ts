@@ -8,7 +8,10 @@ import { assign, initialTransition, setup, transition, type SnapshotFrom } from 
  * The cancel rule: once a terminal may hold a command (the charge was offered to it), a cancel only
  * asks (`cancel_requested`); `canceled` comes from the terminal's own `canceled` result, or from the
  * terminal showing it never took the command. A payment that may have reached the processor is
- * never declared canceled.
+ * never declared canceled. Nor does that rest on terminal firmware alone: a `canceled` result after
+ * the terminal reported `authorizing` is recorded as reported but settles nothing; the command stays
+ * open and the terminal is asked its status, and only its answer (the stored result again, or what
+ * really happened) settles it.
  */
 
 export type CommandStatus = 'pending' | 'dispatched' | 'cancel_requested' | 'canceled' | 'superseded' | 'consumed' | 'failed';
@@ -33,6 +36,10 @@ export interface CommandContext {
   cancellationRequestedAt: string | null;
   canceledAt: string | null;
   result: (TerminalOutcome & { at: string }) | null;
+  /** The terminal said `authorizing`: the charge may have reached the processor. */
+  authorizing?: boolean;
+  /** When a `canceled` result came after `authorizing`, unverified until a status request answers. */
+  canceledReportedAt?: string | null;
 }
 
 export type CommandEvent =
@@ -40,7 +47,7 @@ export type CommandEvent =
   /** The terminal reconnected without this command and without a result for it, and had never taken it. */
   | { type: 'NOT_HELD'; at: string }
   /** `ack` or `progress`. The stage itself is not state: the terminal, not posd, decides what a cancel can still stop. */
-  | { type: 'TAKEN'; at: string }
+  | { type: 'TAKEN'; at: string; stage?: string }
   | { type: 'CANCEL'; at: string }
   | { type: 'SUPERSEDE'; at: string }
   | ({ type: 'RESULT'; at: string } & TerminalOutcome);
@@ -51,6 +58,12 @@ const notOffered = ({ context }: { context: CommandContext }) => !context.offere
 const notTaken = ({ context }: { context: CommandContext }) => !context.taken;
 
 const resultTransitions = [
+  {
+    // A cancel the terminal claims after authorizing is checked first (see the rule above).
+    guard: ({ context, event }: { context: CommandContext; event: CommandEvent }) =>
+      event.type === 'RESULT' && event.outcome === 'canceled' && context.authorizing === true && !context.canceledReportedAt,
+    actions: ['markCanceledReported', 'requestStatus'],
+  },
   {
     guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'approved',
     target: 'consumed',
@@ -90,7 +103,13 @@ export const commandMachine = setup({
     abandonPayment: () => {},
     markOffered: assign({ offered: true }),
     markNotOffered: assign({ offered: false }),
-    markTaken: assign({ taken: true }),
+    markTaken: assign(({ context, event }) => ({
+      taken: true,
+      authorizing: context.authorizing === true || (event.type === 'TAKEN' && event.stage === 'authorizing'),
+    })),
+    markCanceledReported: assign(({ event }) => ({ canceledReportedAt: event.at })),
+    /** Ask the terminal what became of the command (the bridge sends `status_request`). */
+    requestStatus: () => {},
     markCancelRequested: assign(({ context, event }) => ({ cancellationRequestedAt: context.cancellationRequestedAt ?? event.at })),
     markCanceled: assign(({ context, event }) => ({ canceledAt: context.canceledAt ?? event.at })),
     recordResult: assign(({ event }) => {
@@ -188,7 +207,7 @@ export function restoreCommand(snapshotJson: string): CommandSnapshot {
   return commandMachine.resolveState({ value: persisted.value, context: persisted.context });
 }
 
-const EFFECTS = new Set(['settle', 'storePayment', 'sendCancel', 'startPayment', 'abandonPayment']);
+const EFFECTS = new Set(['settle', 'storePayment', 'sendCancel', 'startPayment', 'abandonPayment', 'requestStatus']);
 
 function sameContext(a: CommandContext, b: CommandContext): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

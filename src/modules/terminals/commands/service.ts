@@ -219,7 +219,7 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
     // settleCheckoutPayment writes the checkout, intent, ledger row, events and the
     // `terminal_payment` sync record in this same transaction. A terminal-confirmed cancel moves
     // no money: the checkout returns to unpaid.
-    if (effect.type === 'sendCancel') continue;
+    if (effect.type === 'sendCancel' || effect.type === 'requestStatus') continue;
     const account = accountsOf(ctx).account(row.account_id);
     if (!account) throw new Error(`command ${row.id}: account ${row.account_id} is gone`);
     if (effect.type === 'storePayment') {

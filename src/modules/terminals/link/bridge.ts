@@ -289,7 +289,7 @@ export class TerminalBridge {
         this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
         break;
       case 'progress':
-        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
+        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso(), stage: msg.stage });
         break;
       case 'result':
         await this.onResult(session, msg);
@@ -348,6 +348,14 @@ export class TerminalBridge {
         : applyTerminalEvent(this.ctx, row.id, { type: 'RESULT', at: this.nowIso(), ...outcome }),
     );
     if (applied?.row.final === 1) this.clearTimer(row.id);
+    if (applied?.changed?.effects.some((e) => e.type === 'requestStatus')) {
+      // Not acknowledged: the terminal keeps the result, and its answer to the status request
+      // (that result again, or what really happened) settles the command.
+      this.ctx.log.warn({ terminal_id: session.terminalId, command_id: row.id }, 'terminal reported canceled after authorizing; asking its status before believing it');
+      this.send(session, { type: 'status_request', command_id: row.id });
+      this.armTimer(row.id);
+      return;
+    }
     if (applied?.changed) {
       this.ctx.log.info({ terminal_id: session.terminalId, command_id: row.id, status: applied.row.status }, 'terminal command updated');
     }

@@ -4,6 +4,7 @@ import formatsPlugin from 'ajv-formats';
 // ajv-formats is CommonJS: under NodeNext its function is the default export's default.
 const addFormats = (formatsPlugin as unknown as { default: typeof formatsPlugin.default }).default;
 import type { FastifySchemaCompiler } from 'fastify';
+import { strictBodySchema } from './body-forms.js';
 
 /**
  * Bodies are validated strictly: a string where a number goes is an error, never coerced (money
@@ -14,7 +15,9 @@ function makeAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({
     coerceTypes: coerce ? 'array' : false,
     useDefaults: true,
-    removeAdditional: true,
+    // Off: an unknown body field is refused by name (`unknown_parameter`), never silently dropped;
+    // body schemas are closed by `strictBodySchema`.
+    removeAdditional: false,
     allErrors: true,
     strict: false,
   });
@@ -25,7 +28,7 @@ function makeAjv(coerce: boolean): Ajv {
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(strictBodySchema(schema) as object) : coercing.compile(schema as object));
 }
 
 function fieldOf(error: ErrorObject): string {
@@ -77,5 +80,18 @@ export function fieldErrors(errors: ErrorObject[], part: string | undefined): Re
     if (!list.includes(msg)) list.push(msg);
   }
   if (Object.keys(out).length === 0 && errors[0]) out[fieldOf(errors[0])] = [messageOf(errors[0])];
+  return out;
+}
+
+/** The body fields no schema knows (ajv `additionalProperties`), as dotted paths. */
+export function unknownFields(errors: ErrorObject[]): string[] {
+  const out: string[] = [];
+  for (const e of errors) {
+    if (e.keyword !== 'additionalProperties') continue;
+    const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const name = (e.params as { additionalProperty: string }).additionalProperty;
+    const field = base ? `${base}.${name}` : name;
+    if (!out.includes(field)) out.push(field);
+  }
   return out;
 }

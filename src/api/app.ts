@@ -13,6 +13,7 @@ import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
 import { registerHttpMetrics } from '../system/metrics.js';
 
+const JSON_SUFFIX = /^(\/api\/[^?]*?)\.json(?=\?|$)/;
 const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
 
 function errorBody(code: keyof typeof ERRORS, extra: Partial<ErrorBody> = {}): ErrorBody {
@@ -53,7 +54,7 @@ function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, re
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation) {
     // An unknown field is named on its own: the caller sent something posd would otherwise ignore.
-    const unknown = fe.validationContext === 'body' ? unknownFields(fe.validation as never) : [];
+    const unknown = fe.validationContext === 'body' || fe.validationContext === 'querystring' ? unknownFields(fe.validation as never) : [];
     if (unknown.length > 0) {
       return reply.code(400).send(
         errorBody('unknown_parameter', {
@@ -97,6 +98,9 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    // The hosted service answers every route with a `.json` suffix too (`/checkouts.json`,
+    // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.
+    rewriteUrl: (req) => (req.url ?? '/').replace(JSON_SUFFIX, '$1'),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
   // Before any route, so every route (under /api and outside it) is counted.

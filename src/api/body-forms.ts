@@ -97,6 +97,16 @@ export function strictBodySchema(schema: unknown): unknown {
   return out;
 }
 
+/**
+ * A query string schema, closed: `account_id` (the organization key's alias of X-ACCOUNT-ID, read by
+ * the API before any route) is always allowed.
+ */
+export function strictQuerySchema(schema: unknown): unknown {
+  const closed = strictBodySchema(schema) as Schema;
+  if (!closed.properties) return schema;
+  return { ...closed, properties: { account_id: { type: 'string' }, ...(closed.properties as Schema) } };
+}
+
 /** Records the wrapper name on every route that takes a body. Registered as an `onRoute` hook. */
 export function noteWrapper(route: RouteOptions): void {
   route.config ??= {};

@@ -4,7 +4,7 @@ import formatsPlugin from 'ajv-formats';
 // ajv-formats is CommonJS: under NodeNext its function is the default export's default.
 const addFormats = (formatsPlugin as unknown as { default: typeof formatsPlugin.default }).default;
 import type { FastifySchemaCompiler } from 'fastify';
-import { strictBodySchema } from './body-forms.js';
+import { strictBodySchema, strictQuerySchema } from './body-forms.js';
 
 /**
  * Bodies are validated strictly: a string where a number goes is an error, never coerced (money
@@ -28,7 +28,12 @@ function makeAjv(coerce: boolean): Ajv {
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv(false);
   const coercing = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict.compile(strictBodySchema(schema) as object) : coercing.compile(schema as object));
+  return ({ schema, httpPart }) => {
+    if (httpPart === 'body') return strict.compile(strictBodySchema(schema) as object);
+    // A list refuses a filter it does not know rather than answering unfiltered (issue 14 part 7).
+    if (httpPart === 'querystring') return coercing.compile(strictQuerySchema(schema) as object);
+    return coercing.compile(schema as object);
+  };
 }
 
 function fieldOf(error: ErrorObject): string {

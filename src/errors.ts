@@ -7,6 +7,7 @@ export const ERRORS = {
   // Requests
   invalid_json: { status: 400, message: 'The request body is not a JSON object.' },
   validation_error: { status: 400, message: 'Some parameters are invalid.' },
+  unknown_parameter: { status: 400, message: 'The request names a parameter this endpoint does not take.' },
   invalid_date_range: { status: 400, message: 'Send both from_time and until_time, or neither.' },
   account_id_required: { status: 400, message: 'An organization key must name an account with X-ACCOUNT-ID for this endpoint.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },

@@ -9,11 +9,13 @@ import { accountsOf, hashKey } from '../accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { RollingLimiter, WindowLimiter } from './rate-limit.js';
-import { createValidatorCompiler, fieldErrors } from './validation.js';
+import { createValidatorCompiler, fieldErrors, unknownFields } from './validation.js';
 import { lazySerializerFactory } from './lazy-serializer.js';
+import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
 import { registerHttpMetrics } from '../system/metrics.js';
 
+const JSON_SUFFIX = /^(\/api\/[^?]*?)\.json(?=\?|$)/;
 const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
 
 function errorBody(code: keyof typeof ERRORS, extra: Partial<ErrorBody> = {}): ErrorBody {
@@ -53,6 +55,16 @@ function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, re
   }
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation) {
+    // An unknown field is named on its own: the caller sent something posd would otherwise ignore.
+    const unknown = fe.validationContext === 'body' || fe.validationContext === 'querystring' ? unknownFields(fe.validation as never) : [];
+    if (unknown.length > 0) {
+      return reply.code(400).send(
+        errorBody('unknown_parameter', {
+          message: `Unknown parameter: ${unknown.join(', ')}`,
+          errors: Object.fromEntries(unknown.map((f) => [f, ['is not a known parameter']])),
+        }),
+      );
+    }
     return reply.code(400).send(errorBody('validation_error', { errors: fieldErrors(fe.validation as never, fe.validationContext) }));
   }
   switch (fe.code) {
@@ -89,6 +101,9 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() as never } },
+    // The hosted service answers every route with a `.json` suffix too (`/checkouts.json`,
+    // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.
+    rewriteUrl: (req) => (req.url ?? '/').replace(JSON_SUFFIX, '$1'),
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
   // Before any route, so every route (under /api and outside it) is counted.
@@ -174,6 +189,8 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   await app.register(
     async (api) => {
       api.decorateRequest('auth', null as never);
+      // Wrapped or flat bodies and integer-valued strings, for every route of every module.
+      api.addHook('onRoute', noteWrapper);
       api.addHook('onRequest', (req, _reply, done) => {
         try {
           const query = req.query as Record<string, unknown> | undefined;
@@ -191,8 +208,12 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
       });
       // `account_id` in a body is the older spelling of X-ACCOUNT-ID on endpoints that took it.
       api.addHook('preValidation', async (req) => {
+        normaliseBody(req);
         const body = req.body as Record<string, unknown> | undefined;
         const alias = body && typeof body.account_id === 'string' ? body.account_id : undefined;
+        // Taken here for every route; routes whose schema does not name it never see it.
+        const declared = (req.routeOptions.schema?.body as { properties?: Record<string, unknown> } | undefined)?.properties;
+        if (alias !== undefined && !(declared && 'account_id' in declared)) delete body!.account_id;
         if (alias && !headerValue(req, 'x-account-id') && alias !== req.auth.account?.id) {
           req.auth = authenticator.authenticate(headerValue(req, 'x-secret-key'), alias);
         }

@@ -1,3 +1,4 @@
+import { invalid } from '../errors.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 
@@ -83,4 +84,17 @@ export function setPageHeaders(
   reply.header('Page-Items', String(page.size));
   reply.header('Total-Pages', String(totalPages));
   reply.header('Total-Count', String(total));
+}
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * A list's `from_time`/`until_time` (spec 4.2): a date without a time means the start of that day
+ * for `from_time` and its end for `until_time` (UTC); anything else must be an ISO 8601 date-time.
+ */
+export function parseBound(value: string, field: string, end: boolean): string {
+  const text = DATE_ONLY.test(value) ? `${value}T${end ? '23:59:59.999' : '00:00:00.000'}Z` : value;
+  const ms = /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(text) : NaN;
+  if (Number.isNaN(ms)) throw invalid({ [field]: 'must be an ISO 8601 date or date-time' });
+  return new Date(ms).toISOString();
 }

@@ -4,6 +4,7 @@ import formatsPlugin from 'ajv-formats';
 // ajv-formats is CommonJS: under NodeNext its function is the default export's default.
 const addFormats = (formatsPlugin as unknown as { default: typeof formatsPlugin.default }).default;
 import type { FastifySchemaCompiler } from 'fastify';
+import { strictBodySchema, strictQuerySchema } from './body-forms.js';
 
 /**
  * Bodies are validated strictly: a string where a number goes is an error, never coerced (money
@@ -14,7 +15,9 @@ function makeAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({
     coerceTypes: coerce ? 'array' : false,
     useDefaults: true,
-    removeAdditional: true,
+    // Off: an unknown body field is refused by name (`unknown_parameter`), never silently dropped;
+    // body schemas are closed by `strictBodySchema`.
+    removeAdditional: false,
     allErrors: true,
     strict: false,
   });
@@ -32,8 +35,14 @@ export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
   let coercing: Ajv | undefined;
   return ({ schema, httpPart }) => {
     let compiled: ValidateFunction | undefined;
+    const compile = (): ValidateFunction => {
+      if (httpPart === 'body') return (strict ??= makeAjv(false)).compile(strictBodySchema(schema) as object);
+      // A list refuses a filter it does not know rather than answering unfiltered (issue 14 part 7).
+      if (httpPart === 'querystring') return (coercing ??= makeAjv(true)).compile(strictQuerySchema(schema) as object);
+      return (coercing ??= makeAjv(true)).compile(schema as object);
+    };
     const validate = (data: unknown) => {
-      compiled ??= httpPart === 'body' ? (strict ??= makeAjv(false)).compile(schema as object) : (coercing ??= makeAjv(true)).compile(schema as object);
+      compiled ??= compile();
       return compiled(data);
     };
     Object.defineProperty(validate, 'errors', { get: () => compiled?.errors });
@@ -90,5 +99,18 @@ export function fieldErrors(errors: ErrorObject[], part: string | undefined): Re
     if (!list.includes(msg)) list.push(msg);
   }
   if (Object.keys(out).length === 0 && errors[0]) out[fieldOf(errors[0])] = [messageOf(errors[0])];
+  return out;
+}
+
+/** The body fields no schema knows (ajv `additionalProperties`), as dotted paths. */
+export function unknownFields(errors: ErrorObject[]): string[] {
+  const out: string[] = [];
+  for (const e of errors) {
+    if (e.keyword !== 'additionalProperties') continue;
+    const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    const name = (e.params as { additionalProperty: string }).additionalProperty;
+    const field = base ? `${base}.${name}` : name;
+    if (!out.includes(field)) out.push(field);
+  }
   return out;
 }

@@ -125,6 +125,10 @@ CREATE TABLE products (
   tax_category TEXT NOT NULL CHECK (tax_category IN ('good', 'service')),
   status TEXT NOT NULL CHECK (status IN ('active', 'archived')),
   metadata TEXT NOT NULL DEFAULT '{}',
+  -- The hosted service's checkout-page settings of a product (success_url, cancel_url, image_url,
+  -- custom_terms_and_conditions, *_requirement, adjustable_quantity) as a JSON object: stored and
+  -- answered as given, read by the checkout page.
+  page_settings TEXT NOT NULL DEFAULT '{}',
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
@@ -188,6 +192,9 @@ CREATE TABLE checkouts (
   expires_at TEXT,
   latest_intent_id TEXT,
   payment_intent_id TEXT,
+  -- Where the checkout page sends the buyer after paying or cancelling (the hosted service's fields).
+  success_url TEXT,
+  cancel_url TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;

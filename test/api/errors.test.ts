@@ -51,12 +51,12 @@ describe('error bodies on the wire', () => {
   });
 
   it('validation errors name every bad field and write nothing', async () => {
-    const r = await s.api('POST', '/fixture_notes', { body: { amount_in_cents: '100' } });
+    const r = await s.api('POST', '/fixture_notes', { body: { amount_in_cents: '10.5' } });
     expect(r.status).toBe(400);
     expect(r.body.code).toBe('validation_error');
     expect(Object.keys(r.body.errors).sort()).toEqual(['amount_in_cents', 'text']);
     expect(r.body.errors.text).toEqual(['is required']);
-    for (const amount of [-5, 1.5, 'ten', null, 1e300]) {
+    for (const amount of [-5, 1.5, 'ten', '1.5', '1e3', ' 7', null, 1e300]) {
       const bad = await s.api('POST', '/fixture_notes', { body: { text: 'x', amount_in_cents: amount } });
       expect(bad.status, String(amount)).toBe(400);
       expect(bad.body.errors.amount_in_cents.length).toBeGreaterThan(0);
@@ -71,10 +71,28 @@ describe('error bodies on the wire', () => {
     expect(await count()).toBe(0);
   });
 
-  it('unknown fields in a body are ignored', async () => {
+  it('an unknown field in a body is refused by name, never silently dropped (issue 14)', async () => {
     const r = await s.api('POST', '/fixture_notes', { body: { text: 'ok', amount_in_cents: 5, surprise: true } });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe('unknown_parameter');
+    expect(r.body.message).toContain('surprise');
+    expect(r.body.errors).toEqual({ surprise: ['is not a known parameter'] });
+    expect(await count()).toBe(0);
+  });
+
+  it('a body wrapped in the resource name is the same as the flat one', async () => {
+    const r = await s.api('POST', '/fixture_notes', { body: { fixture_note: { text: 'wrapped', amount_in_cents: 3 } } });
     expect(r.status).toBe(201);
-    expect(r.body.surprise).toBeUndefined();
+    expect(r.body).toMatchObject({ text: 'wrapped', amount_in_cents: 3 });
+    const bad = await s.api('POST', '/fixture_notes', { body: { fixture_note: { text: 'wrapped', amount_in_cents: 3, extra: 1 } } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors).toEqual({ extra: ['is not a known parameter'] });
+  });
+
+  it('an integer field takes an integer-valued string, as the hosted service does', async () => {
+    const r = await s.api('POST', '/fixture_notes', { body: { text: 'ok', amount_in_cents: '7' } });
+    expect(r.status).toBe(201);
+    expect(r.body.amount_in_cents).toBe(7);
   });
 
   it('a malformed request line or header never gets a 500', async () => {

@@ -23,7 +23,11 @@ function links(header: string): Record<string, URL> {
 
 describe('list pagination headers (gaps.md)', () => {
   it('gives Link, Current-Page, Page-Items, Total-Pages and Total-Count, newest first', async () => {
-    const r = await s.api('GET', '/connected_accounts?page=2&items=3&extra=kept', { key: s.installation.keys.live });
+    // A filter the list does not know is refused, never ignored (issue 14 part 7).
+    const unknown = await s.api('GET', '/connected_accounts?page=2&items=3&extra=kept', { key: s.installation.keys.live });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body).toMatchObject({ code: 'unknown_parameter', errors: { extra: ['is not a known parameter'] } });
+    const r = await s.api('GET', '/connected_accounts?page=2&items=3', { key: s.installation.keys.live });
     expect(r.status).toBe(200);
     expect(r.body).toHaveLength(3);
     expect(r.headers['current-page']).toBe('2');
@@ -35,7 +39,7 @@ describe('list pagination headers (gaps.md)', () => {
     expect(l.next.searchParams.get('page')).toBe('3');
     expect(l.prev.searchParams.get('page')).toBe('1');
     expect(l.last.searchParams.get('page')).toBe('3');
-    expect(l.next.searchParams.get('extra')).toBe('kept');
+    expect(l.next.searchParams.get('items')).toBe('3');
     expect(l.next.origin).toBe(s.url);
     const first = await s.api('GET', '/connected_accounts?items=100', { key: s.installation.keys.live });
     expect(first.body.map((a: { id: string }) => a.id)).toEqual([...children].reverse());

@@ -68,7 +68,7 @@ describe('coupons API (spec 2.7, 4.10)', () => {
     [{ name: 'X5', percent_off: 5, duration: 'repeating' }, 'duration_in_payments'],
     [{ name: 'X6', percent_off: 5, duration_in_payments: 2 }, 'duration_in_payments'],
     [{ name: 'X7', percent_off: 5, currency: 'GTQ' }, 'currency'],
-    [{ name: 'X8', amount_off_in_cents: '100' }, 'amount_off_in_cents'],
+    [{ name: 'X8', amount_off_in_cents: '100.5' }, 'amount_off_in_cents'],
     [{ name: 'X9', percent_off: 5, starts_at: '2026-06-01T00:00:00Z', expires_at: '2026-05-01T00:00:00Z' }, 'expires_at'],
     [{ name: 'X10', percent_off: 5, discount_mode: 'custom_bins' }, 'display_name'],
     [{ name: 'verano10', percent_off: 5 }, 'name'],

@@ -153,7 +153,7 @@ describe('cash sales with the sandbox provider', () => {
       { amount_in_cents: -100 },
       { amount_in_cents: 0 },
       { amount_in_cents: 10.5 },
-      { amount_in_cents: '1000' },
+      { amount_in_cents: 'ten' },
       { amount_in_cents: 100_000_001 },
       { amount_in_cents: 1000, currency: 'EUR' },
       { amount_in_cents: 1000, currency: 'gtq' },

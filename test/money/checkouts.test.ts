@@ -38,7 +38,7 @@ describe('products', () => {
     const before = count(s, 'products');
     for (const product of [
       { name: 'X', prices_attributes: [] },
-      { name: 'X', prices_attributes: [{ amount_in_cents: '100', currency: 'GTQ' }] },
+      { name: 'X', prices_attributes: [{ amount_in_cents: '100.5', currency: 'GTQ' }] },
       { name: 'X', prices_attributes: [{ amount_in_cents: 100, currency: 'EUR' }] },
       { name: 'X', tax_category: 'food', prices_attributes: [{ amount_in_cents: 100, currency: 'GTQ' }] },
     ]) {
@@ -91,7 +91,7 @@ describe('checkouts', () => {
       [{ items: [{ amount_in_cents: 100_000_001 }] }, 'items.0.amount_in_cents'],
       [{ items: [{ amount_in_cents: -500 }] }, 'items.0.amount_in_cents'],
       [{ items: [{ amount_in_cents: 500.5 }] }, 'items.0.amount_in_cents'],
-      [{ items: [{ amount_in_cents: '1000' }] }, 'items.0.amount_in_cents'],
+      [{ items: [{ amount_in_cents: '1000.0' }] }, 'items.0.amount_in_cents'],
       [{ items: [{ amount_in_cents: 1000, currency: 'EUR' }] }, 'items.0.currency'],
       [{ items: [{ amount_in_cents: 1000, currency: 'GTQ' }, { amount_in_cents: 1000, currency: 'USD' }] }, 'items.1.currency'],
       [{ items: [{ product_id: 'prod_nope' }] }, 'items.0.product_id'],

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import { Webhook as SvixWebhook } from 'svix';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Receiver, type Reply } from '../helpers/receiver.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -76,6 +77,27 @@ describe('webhook delivery', () => {
     expect(body).toEqual({ id: 'in_example', amount_in_cents: 1234, event_type: 'intent.succeeded', api_version: UNIFIED_API_VERSION });
     const [d] = await deliveries(ep.id);
     expect(d).toMatchObject({ event_id: ev.id, status: 'succeeded', attempt_count: 1, response_code: 200, next_attempt_at: null, connected: false });
+  });
+
+  it('carries the svix- headers with the same values, so a receiver written for the hosted service verifies it', async () => {
+    const r = await receiver();
+    const ep = await endpoint(r.url);
+    const ev = emit('payment_intent.succeeded');
+    await worker.runDue();
+    const got = r.received[0];
+    const h = got.headers as Record<string, string>;
+    expect(h['svix-id']).toBe(ev.id);
+    expect([h['svix-id'], h['svix-timestamp'], h['svix-signature']]).toEqual([h['webhook-id'], h['webhook-timestamp'], h['webhook-signature']]);
+    // Each library is handed only its own family, as a receiver of that family would read them.
+    const svixOnly = { 'svix-id': h['svix-id'], 'svix-timestamp': h['svix-timestamp'], 'svix-signature': h['svix-signature'] };
+    const standardOnly = { 'webhook-id': h['webhook-id'], 'webhook-timestamp': h['webhook-timestamp'], 'webhook-signature': h['webhook-signature'] };
+    const expected = { id: 'in_example', amount_in_cents: 1234, event_type: 'payment_intent.succeeded' };
+    expect(new SvixWebhook(ep.signingSecret).verify(got.body, svixOnly)).toMatchObject(expected);
+    expect(new Webhook(ep.signingSecret).verify(got.body, standardOnly)).toMatchObject(expected);
+    // A tampered body fails under both.
+    const tampered = got.body.replace('1234', '1235');
+    expect(() => new SvixWebhook(ep.signingSecret).verify(tampered, svixOnly)).toThrow();
+    expect(() => new Webhook(ep.signingSecret).verify(tampered, standardOnly)).toThrow();
   });
 
   it('retries a failing receiver on schedule and sends the same webhook-id when it recovers', async () => {

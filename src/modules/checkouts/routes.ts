@@ -3,10 +3,10 @@ import { sendCommitted } from '../../api/idempotency.js';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
-import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
+import { pageOf, parseBound, setPageHeaders } from '../../api/pagination.js';
 import { notFound } from '../../errors.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
-import { CheckoutSchema, CreateCheckoutBody, UpdateCheckoutBody } from './schema.js';
+import { CheckoutListQuery, CheckoutSchema, CreateCheckoutBody, UpdateCheckoutBody } from './schema.js';
 import { createCheckout, getCheckoutIn, listCheckouts, updateCheckout } from './service.js';
 
 export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
@@ -18,11 +18,17 @@ export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/checkouts',
-    { schema: { tags: ['checkouts'], querystring: Type.Object(PageQuery), response: { 200: Type.Array(CheckoutSchema), ...ErrorResponses } } },
+    { schema: { tags: ['checkouts'], querystring: CheckoutListQuery, response: { 200: Type.Array(CheckoutSchema), ...ErrorResponses } } },
     async (req, reply) => {
-      const page = pageOf(req.query);
+      const q = req.query;
+      const page = pageOf(q);
       const { accountIds, liveMode } = readScope(req);
-      const { rows, total } = listCheckouts(ctx, accountIds, liveMode, page.limit, page.offset);
+      const filter = {
+        status: q.status,
+        from: q.from_time ? parseBound(q.from_time, 'from_time', false) : undefined,
+        until: q.until_time ? parseBound(q.until_time, 'until_time', true) : undefined,
+      };
+      const { rows, total } = listCheckouts(ctx, accountIds, liveMode, page.limit, page.offset, filter);
       setPageHeaders(req, reply, page, total);
       return rows;
     },

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AmountSchema, CurrencySchema } from '../../money.js';
 import { TaxCategory } from '../products/schema.js';
+import { PageQuery } from '../../api/pagination.js';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 
@@ -16,6 +17,15 @@ export const CheckoutItemInput = Type.Object({
 export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
 
 const DateTime = Type.String({ format: 'date-time' });
+const Url = Type.Union([Type.String({ minLength: 1, maxLength: 2000 }), Type.Null()]);
+
+/** `GET /checkouts` filters of the hosted reference; `user_id` is refused (posd has no user-to-checkout link). */
+export const CheckoutListQuery = Type.Object({
+  ...PageQuery,
+  status: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+  from_time: Type.Optional(Type.String()),
+  until_time: Type.Optional(Type.String()),
+});
 
 export const CreateCheckoutBody = Type.Object({
   items: Type.Array(CheckoutItemInput, { minItems: 1, maxItems: 50 }),
@@ -24,6 +34,8 @@ export const CreateCheckoutBody = Type.Object({
   metadata: Type.Optional(Metadata),
   expires_at: Type.Optional(Type.Union([DateTime, Type.Null()])),
   coupon_codes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 10 })),
+  success_url: Type.Optional(Url),
+  cancel_url: Type.Optional(Url),
 });
 export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
 
@@ -33,6 +45,8 @@ export const UpdateCheckoutBody = Type.Object({
   customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
   metadata: Type.Optional(Metadata),
   expires_at: Type.Optional(Type.Union([DateTime, Type.Null()])),
+  success_url: Type.Optional(Url),
+  cancel_url: Type.Optional(Url),
 });
 export type UpdateCheckoutBody = Static<typeof UpdateCheckoutBody>;
 
@@ -57,6 +71,12 @@ export const CheckoutSchema = Type.Object({
   items: Type.Array(CheckoutItemSchema),
   metadata: Metadata,
   url: Type.String(),
+  checkout_url: Type.String(),
+  total_in_cents: Type.Integer(),
+  subtotal_in_cents: Type.Integer(),
+  discount: Type.Union([Type.Object({ amount_in_cents: Type.Integer() }), Type.Null()]),
+  success_url: Type.Union([Type.String(), Type.Null()]),
+  cancel_url: Type.Union([Type.String(), Type.Null()]),
   customer_id: Type.Union([Type.String(), Type.Null()]),
   expires_at: Type.Union([Type.String(), Type.Null()]),
   latest_intent: Type.Union([Type.Object({ id: Type.String() }), Type.Null()]),

@@ -8,7 +8,7 @@ import type { Account } from '../../accounts/service.js';
 import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../../money.js';
 import { getPrice, getProduct } from '../products/service.js';
 import { getCustomer } from '../customers/service.js';
-import { checkoutsStore, type CheckoutRow } from './store.js';
+import { checkoutsStore, type CheckoutFilter, type CheckoutRow } from './store.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { checkoutMachine, EDITABLE_STATUSES, type CheckoutEvent, type CheckoutStatus } from './machine.js';
 import type { Checkout, CheckoutItem } from './schema.js';
@@ -33,13 +33,22 @@ export interface CheckoutInput {
   expires_at?: string | null;
   /** Coupon codes typed for this checkout (spec 2.7); automatic coupons apply without them. */
   coupon_codes?: string[];
+  success_url?: string | null;
+  cancel_url?: string | null;
 }
 
 export function checkoutUrl(ctx: AppContext, id: string): string {
   return `${publicBaseUrl(ctx.config)}/pay/${id}`;
 }
 
+/** The hosted service's name and path for the buyer's page (`checkout_url`). */
+export function checkoutSessionUrl(ctx: AppContext, id: string): string {
+  return `${publicBaseUrl(ctx.config)}/checkout-session/${id}`;
+}
+
 function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
+  const items = JSON.parse(r.items) as CheckoutItem[];
+  const subtotal = items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0);
   return {
     id: r.id,
     account_id: r.account_id,
@@ -47,9 +56,17 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     status: r.status,
     amount_in_cents: r.amount_in_cents,
     currency: r.currency,
-    items: JSON.parse(r.items),
+    items,
     metadata: JSON.parse(r.metadata),
     url: checkoutUrl(ctx, r.id),
+    checkout_url: checkoutSessionUrl(ctx, r.id),
+    total_in_cents: r.amount_in_cents,
+    subtotal_in_cents: subtotal,
+    // What the coupons took off (the hosted object also names the coupon; posd's coupons answer that
+    // under GET /coupons); null when nothing was.
+    discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents } : null,
+    success_url: r.success_url ?? null,
+    cancel_url: r.cancel_url ?? null,
     customer_id: r.customer_id,
     expires_at: r.expires_at,
     latest_intent: r.latest_intent_id ? { id: r.latest_intent_id } : null,
@@ -158,6 +175,8 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       expires_at: checkExpiry(ctx, input.expires_at),
       latest_intent_id: null,
       payment_intent_id: null,
+      success_url: input.success_url ?? null,
+      cancel_url: input.cancel_url ?? null,
       created_at: at,
       updated_at: at,
     };
@@ -247,8 +266,8 @@ export function getCheckoutIn(ctx: AppContext, accountIds: string[], liveMode: b
   return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? toCheckout(ctx, row) : undefined;
 }
 
-export function listCheckouts(ctx: AppContext, accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: Checkout[]; total: number } {
-  const { rows, total } = checkoutsStore(ctx.db).list(accountIds, liveMode, limit, offset);
+export function listCheckouts(ctx: AppContext, accountIds: string[], liveMode: boolean, limit: number, offset: number, filter: CheckoutFilter = {}): { rows: Checkout[]; total: number } {
+  const { rows, total } = checkoutsStore(ctx.db).list(accountIds, liveMode, limit, offset, filter);
   return { rows: rows.map((r) => toCheckout(ctx, r)), total };
 }
 
@@ -268,6 +287,8 @@ export function updateCheckout(ctx: AppContext, account: Account, id: string, pa
       Object.assign(next, { items: JSON.stringify(resolved.items), amount_in_cents: resolved.total, currency: resolved.currency });
     }
     if (patch.metadata) next.metadata = JSON.stringify(patch.metadata);
+    if (patch.success_url !== undefined) next.success_url = patch.success_url;
+    if (patch.cancel_url !== undefined) next.cancel_url = patch.cancel_url;
     if (patch.customer_id !== undefined) next.customer_id = checkCustomer(ctx, account, patch.customer_id);
     if (patch.expires_at !== undefined) next.expires_at = checkExpiry(ctx, patch.expires_at);
     if (patch.items || patch.currency || patch.customer_id !== undefined) {

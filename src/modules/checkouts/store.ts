@@ -14,8 +14,17 @@ export interface CheckoutRow {
   expires_at: string | null;
   latest_intent_id: string | null;
   payment_intent_id: string | null;
+  success_url?: string | null;
+  cancel_url?: string | null;
   created_at: string;
   updated_at: string;
+}
+
+export interface CheckoutFilter {
+  status?: string;
+  /** ISO times, inclusive. */
+  from?: string;
+  until?: string;
 }
 
 /** All SQL of checkouts. */
@@ -26,37 +35,41 @@ export class CheckoutsStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO checkouts (id, account_id, live_mode, status, amount_in_cents, currency, items, metadata, customer_id,
-           expires_at, latest_intent_id, payment_intent_id, created_at, updated_at)
+           expires_at, latest_intent_id, payment_intent_id, success_url, cancel_url, created_at, updated_at)
          VALUES (@id, @account_id, @live_mode, @status, @amount_in_cents, @currency, @items, @metadata, @customer_id,
-           @expires_at, @latest_intent_id, @payment_intent_id, @created_at, @updated_at)`,
+           @expires_at, @latest_intent_id, @payment_intent_id, @success_url, @cancel_url, @created_at, @updated_at)`,
       ),
       update: db.prepare(
         `UPDATE checkouts SET status = @status, amount_in_cents = @amount_in_cents, currency = @currency, items = @items,
            metadata = @metadata, customer_id = @customer_id, expires_at = @expires_at, latest_intent_id = @latest_intent_id,
-           payment_intent_id = @payment_intent_id, updated_at = @updated_at WHERE id = @id`,
+           payment_intent_id = @payment_intent_id, success_url = @success_url, cancel_url = @cancel_url, updated_at = @updated_at WHERE id = @id`,
       ),
       byId: db.prepare('SELECT * FROM checkouts WHERE id = ?'),
+      // Optional filters are NULL when absent, so one statement serves every combination.
       list: db.prepare(
-        `SELECT * FROM checkouts WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?
-         ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+        `SELECT * FROM checkouts WHERE account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @mode
+           AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)
+         ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
       ),
-      count: db.prepare('SELECT count(*) AS n FROM checkouts WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?'),
+      count: db.prepare(
+        `SELECT count(*) AS n FROM checkouts WHERE account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @mode
+           AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)`,
+      ),
     };
   }
 
   insert(row: CheckoutRow): void {
-    this.stmts.insert.run(row);
+    this.stmts.insert.run({ success_url: null, cancel_url: null, ...row });
   }
   update(row: CheckoutRow): void {
-    this.stmts.update.run(row);
+    this.stmts.update.run({ success_url: null, cancel_url: null, ...row });
   }
   byId(id: string): CheckoutRow | undefined {
     return this.stmts.byId.get(id) as CheckoutRow | undefined;
   }
-  list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: CheckoutRow[]; total: number } {
-    const ids = JSON.stringify(accountIds);
-    const mode = liveMode ? 1 : 0;
-    return { rows: this.stmts.list.all(ids, mode, limit, offset) as CheckoutRow[], total: (this.stmts.count.get(ids, mode) as { n: number }).n };
+  list(accountIds: string[], liveMode: boolean, limit: number, offset: number, filter: CheckoutFilter = {}): { rows: CheckoutRow[]; total: number } {
+    const where = { ids: JSON.stringify(accountIds), mode: liveMode ? 1 : 0, status: filter.status ?? null, from: filter.from ?? null, until: filter.until ?? null };
+    return { rows: this.stmts.list.all({ ...where, limit, offset }) as CheckoutRow[], total: (this.stmts.count.get(where) as { n: number }).n };
   }
 }
 

@@ -2,25 +2,13 @@ import { Type } from '@sinclair/typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope } from '../../api/auth.js';
-import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import { ApiError, invalid, notFound } from '../../errors.js';
+import { pageOf, parseBound, setPageHeaders } from '../../api/pagination.js';
+import { ApiError, notFound } from '../../errors.js';
 import { BalanceSchema } from '../accounts/schema.js';
 import { balancesFor, getBalanceTransaction, listBalanceTransactions } from './service.js';
 import { BalanceTransactionQuery, BalanceTransactionSchema } from './schema.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-
-/**
- * Spec 4.2: a date without a time means the start of that day for `from_time` and its end for
- * `until_time` (UTC); anything else must be an ISO 8601 date-time.
- */
-function parseBound(value: string, field: string, end: boolean): string {
-  const text = DATE_ONLY.test(value) ? `${value}T${end ? '23:59:59.999' : '00:00:00.000'}Z` : value;
-  const ms = /^\d{4}-\d{2}-\d{2}T/.test(text) ? Date.parse(text) : NaN;
-  if (Number.isNaN(ms)) throw invalid({ [field]: 'must be an ISO 8601 date or date-time' });
-  return new Date(ms).toISOString();
-}
 
 export function ledgerRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(

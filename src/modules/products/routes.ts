@@ -13,7 +13,7 @@ export function productRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/products',
     { schema: { tags: ['products'], body: CreateProductBody, response: { 201: ProductSchema, ...ErrorResponses } } },
-    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createProduct(ctx, requireAccount(req), req.body.product)),
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createProduct(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
@@ -43,7 +43,15 @@ export function productRoutes(app: ApiApp, ctx: AppContext): void {
       method,
       url: '/products/:id',
       schema: { tags: ['products'], params: IdParams, body: UpdateProductBody, response: { 200: ProductSchema, ...ErrorResponses } },
-      handler: async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => updateProduct(ctx, requireAccount(req), req.params.id, req.body.product)),
+      handler: async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => updateProduct(ctx, requireAccount(req), req.params.id, req.body)),
     });
   }
+
+  // The hosted reference's "archive a product": the product stays (checkouts refer to it) and is
+  // answered with status `archived`.
+  app.delete(
+    '/products/:id',
+    { schema: { tags: ['products'], params: IdParams, response: { 200: ProductSchema, ...ErrorResponses } } },
+    async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => updateProduct(ctx, requireAccount(req), req.params.id, { status: 'archived' })),
+  );
 }

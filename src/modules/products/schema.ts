@@ -18,27 +18,53 @@ export const PriceInput = Type.Object({
 });
 export type PriceInput = Static<typeof PriceInput>;
 
+const Requirement = Type.Union([Type.Literal('required'), Type.Literal('optional'), Type.Literal('none')]);
+
+/**
+ * The hosted service's checkout-page settings of a product (its reference, "Crear un producto"):
+ * where the page sends the buyer after paying or cancelling, and what it asks of them.
+ */
+export const PageSettings = {
+  success_url: Type.Optional(NullableString(2000)),
+  cancel_url: Type.Optional(NullableString(2000)),
+  image_url: Type.Optional(NullableString(2000)),
+  custom_terms_and_conditions: Type.Optional(NullableString(5000)),
+  phone_requirement: Type.Optional(Requirement),
+  address_requirement: Type.Optional(Requirement),
+  billing_info_requirement: Type.Optional(Requirement),
+  adjustable_quantity: Type.Optional(Type.Boolean()),
+};
+export const PAGE_SETTING_DEFAULTS = {
+  success_url: null,
+  cancel_url: null,
+  image_url: null,
+  custom_terms_and_conditions: null,
+  phone_requirement: 'none',
+  address_requirement: 'none',
+  billing_info_requirement: 'optional',
+  adjustable_quantity: true,
+} as const;
+
+/** Flat; the wrapped `{"product": {...}}` form is unwrapped by src/api/body-forms.ts. */
 export const CreateProductBody = Type.Object({
-  product: Type.Object({
-    name: Type.String({ minLength: 1, maxLength: 200 }),
-    description: Type.Optional(NullableString(2000)),
-    tax_category: Type.Optional(TaxCategory),
-    metadata: Type.Optional(Metadata),
-    prices_attributes: Type.Array(PriceInput, { minItems: 1, maxItems: 20 }),
-  }),
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.Optional(NullableString(2000)),
+  tax_category: Type.Optional(TaxCategory),
+  metadata: Type.Optional(Metadata),
+  ...PageSettings,
+  prices_attributes: Type.Array(PriceInput, { minItems: 1, maxItems: 20 }),
 });
 export type CreateProductBody = Static<typeof CreateProductBody>;
 
 export const UpdateProductBody = Type.Object({
-  product: Type.Object({
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    description: Type.Optional(NullableString(2000)),
-    tax_category: Type.Optional(TaxCategory),
-    status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
-    metadata: Type.Optional(Metadata),
-    /** New prices are added; a product's existing prices never change (checkouts refer to them). */
-    prices_attributes: Type.Optional(Type.Array(PriceInput, { maxItems: 20 })),
-  }),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  description: Type.Optional(NullableString(2000)),
+  tax_category: Type.Optional(TaxCategory),
+  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
+  metadata: Type.Optional(Metadata),
+  ...PageSettings,
+  /** New prices are added; a product's existing prices never change (checkouts refer to them). */
+  prices_attributes: Type.Optional(Type.Array(PriceInput, { maxItems: 20 })),
 });
 export type UpdateProductBody = Static<typeof UpdateProductBody>;
 
@@ -64,6 +90,14 @@ export const ProductSchema = Type.Object({
   tax_category: TaxCategory,
   status: Type.String(),
   metadata: Metadata,
+  success_url: Type.Union([Type.String(), Type.Null()]),
+  cancel_url: Type.Union([Type.String(), Type.Null()]),
+  image_url: Type.Union([Type.String(), Type.Null()]),
+  custom_terms_and_conditions: Type.Union([Type.String(), Type.Null()]),
+  phone_requirement: Requirement,
+  address_requirement: Requirement,
+  billing_info_requirement: Requirement,
+  adjustable_quantity: Type.Boolean(),
   prices: Type.Array(PriceSchema),
   created_at: Type.String(),
   updated_at: Type.String(),

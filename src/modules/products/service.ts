@@ -29,7 +29,7 @@ export function applyCentralProduct(ctx: AppContext, p: FeedProduct): void {
   store.upsertProduct(p.product);
   for (const price of p.prices) if (!store.price(price.id)) store.insertPrice(price);
 }
-import type { CreateProductBody, Price, PriceInput, Product, UpdateProductBody } from './schema.js';
+import { PAGE_SETTING_DEFAULTS, type CreateProductBody, type Price, type PriceInput, type Product, type UpdateProductBody } from './schema.js';
 
 function toPrice(r: PriceRow): Price {
   return {
@@ -56,6 +56,8 @@ function toProduct(ctx: AppContext, r: ProductRow): Product {
     tax_category: r.tax_category,
     status: r.status,
     metadata: JSON.parse(r.metadata),
+    ...PAGE_SETTING_DEFAULTS,
+    ...(JSON.parse(r.page_settings ?? '{}') as Partial<Product>),
     prices: productsStore(ctx.db).prices(r.id).map(toPrice),
     created_at: r.created_at,
     updated_at: r.updated_at,
@@ -87,7 +89,14 @@ function priceRows(account: Account, productId: string, inputs: PriceInput[], at
   });
 }
 
-export function createProduct(ctx: AppContext, account: Account, body: CreateProductBody['product']): Product {
+/** The page settings a body names, over the ones already stored. */
+function pageSettings(body: Partial<Record<keyof typeof PAGE_SETTING_DEFAULTS, unknown>>, current = '{}'): string {
+  const out: Record<string, unknown> = JSON.parse(current);
+  for (const k of Object.keys(PAGE_SETTING_DEFAULTS) as Array<keyof typeof PAGE_SETTING_DEFAULTS>) if (body[k] !== undefined) out[k] = body[k];
+  return JSON.stringify(out);
+}
+
+export function createProduct(ctx: AppContext, account: Account, body: CreateProductBody): Product {
   const at = isoTime(ctx.clock.now());
   const row: ProductRow = {
     id: newId('prod'),
@@ -98,6 +107,7 @@ export function createProduct(ctx: AppContext, account: Account, body: CreatePro
     tax_category: body.tax_category ?? 'good',
     status: 'active',
     metadata: JSON.stringify(body.metadata ?? {}),
+    page_settings: pageSettings(body),
     created_at: at,
     updated_at: at,
   };
@@ -116,7 +126,7 @@ function ownedProduct(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'
   return row && row.account_id === account.id && (row.live_mode === 1) === account.live_mode ? row : undefined;
 }
 
-export function updateProduct(ctx: AppContext, account: Account, id: string, body: UpdateProductBody['product']): Product {
+export function updateProduct(ctx: AppContext, account: Account, id: string, body: UpdateProductBody): Product {
   const store = productsStore(ctx.db);
   return tx(ctx.db, () => {
     const current = ownedProduct(ctx, account, id);
@@ -129,6 +139,7 @@ export function updateProduct(ctx: AppContext, account: Account, id: string, bod
       tax_category: body.tax_category ?? current.tax_category,
       status: body.status ?? current.status,
       metadata: body.metadata ? JSON.stringify(body.metadata) : current.metadata,
+      page_settings: pageSettings(body, current.page_settings),
       updated_at: at,
     };
     store.updateProduct(next);

@@ -10,6 +10,8 @@ export interface ProductRow {
   tax_category: 'good' | 'service';
   status: 'active' | 'archived';
   metadata: string;
+  /** JSON of the hosted checkout-page settings; a store that learns a product by feed keeps '{}'. */
+  page_settings?: string;
   created_at: string;
   updated_at: string;
 }
@@ -37,12 +39,12 @@ export class ProductsStore {
   constructor(db: Db) {
     this.stmts = {
       insertProduct: db.prepare(
-        `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, created_at, updated_at)
-         VALUES (@id, @account_id, @live_mode, @name, @description, @tax_category, @status, @metadata, @created_at, @updated_at)`,
+        `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, page_settings, created_at, updated_at)
+         VALUES (@id, @account_id, @live_mode, @name, @description, @tax_category, @status, @metadata, @page_settings, @created_at, @updated_at)`,
       ),
       updateProduct: db.prepare(
         `UPDATE products SET name = @name, description = @description, tax_category = @tax_category, status = @status,
-           metadata = @metadata, updated_at = @updated_at WHERE id = @id`,
+           metadata = @metadata, page_settings = @page_settings, updated_at = @updated_at WHERE id = @id`,
       ),
       insertPrice: db.prepare(
         `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, free_trial_interval, free_trial_interval_count, created_at)
@@ -68,10 +70,10 @@ export class ProductsStore {
   }
 
   insertProduct(row: ProductRow): void {
-    this.stmts.insertProduct.run(row);
+    this.stmts.insertProduct.run({ ...row, page_settings: row.page_settings ?? '{}' });
   }
   updateProduct(row: ProductRow): void {
-    this.stmts.updateProduct.run(row);
+    this.stmts.updateProduct.run({ ...row, page_settings: row.page_settings ?? '{}' });
   }
   insertPrice(row: PriceRow): void {
     this.stmts.insertPrice.run(row);

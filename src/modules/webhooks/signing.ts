@@ -31,6 +31,26 @@ export interface SignedHeaders {
 }
 
 /**
+ * What goes on the wire: the Standard Webhooks names and the same values under the `svix-` names,
+ * because the hosted service delivers through Svix and its clients (the official shop plugin among
+ * them) read only `svix-id`, `svix-timestamp` and `svix-signature`.
+ */
+export interface DeliveryHeaders extends SignedHeaders {
+  'svix-id': string;
+  'svix-timestamp': string;
+  'svix-signature': string;
+}
+
+export function deliveryHeaders(signed: SignedHeaders): DeliveryHeaders {
+  return {
+    ...signed,
+    'svix-id': signed['webhook-id'],
+    'svix-timestamp': signed['webhook-timestamp'],
+    'svix-signature': signed['webhook-signature'],
+  };
+}
+
+/**
  * The headers of one attempt. With `previous` (a rotation's overlap), the signature by each secret,
  * space-separated in the one header, as Standard Webhooks allows: a receiver holding either
  * secret verifies it.

@@ -5,7 +5,7 @@ import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { deliveryBody } from './body.js';
 import { accountsOf, type AccountsService } from '../../accounts/service.js';
-import { signedHeaders, secretKey } from './signing.js';
+import { deliveryHeaders, signedHeaders, secretKey } from './signing.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
@@ -450,7 +450,7 @@ export class DeliveryWorker implements Worker {
           origin: target.origin,
           path: target.path,
           body,
-          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...signedHeaders(target.key, row.event_id, timestamp, body, target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined) },
+          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...deliveryHeaders(signedHeaders(target.key, row.event_id, timestamp, body, target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined)) },
           signal: deadline.signal,
           bodyLimit: 64 * 1024,
         });

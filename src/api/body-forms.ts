@@ -27,7 +27,7 @@ type Schema = Record<string, unknown>;
 export function wrapperOf(url: string): string | undefined {
   const segment = url.replace(/^\/api/, '').split('/').filter(Boolean)[0];
   if (!segment || segment.startsWith(':')) return undefined;
-  if (segment.endsWith('ies')) return segment.slice(0, -3) + 'y';
+  if (segment.endsWith('ies')) return `${segment.slice(0, -3)}y`;
   if (segment.endsWith('sses')) return segment.slice(0, -2);
   return segment.endsWith('s') ? segment.slice(0, -1) : segment;
 }

@@ -39,7 +39,7 @@ function emit(type: string) {
 }
 
 async function deliveries(endpointId: string) {
-  const res = await s.api('GET', `/webhook_endpoints/${endpointId}/deliveries?limit=100`, { key: s.installation.keys.test });
+  const res = await s.api('GET', `/webhook_endpoints/${endpointId}/deliveries?items=100`, { key: s.installation.keys.test });
   expect(res.status).toBe(200);
   return res.body as Array<Record<string, any>>;
 }

@@ -52,7 +52,7 @@ describe('customers', () => {
     const sandboxOnly = await s.api('POST', '/customers', { body: { email: 'only-test@example.com' } });
     expect(sandboxOnly.status).toBe(201);
     const live = s.installation.keys.live;
-    const listed = await s.api('GET', '/customers?per_page=100', { key: live });
+    const listed = await s.api('GET', '/customers?items=100', { key: live });
     expect(listed.body.customers.map((c: any) => c.id)).not.toContain(sandboxOnly.body.id);
     expect(listed.body.customers.every((c: any) => c.live_mode || c.account_id === s.installation.account_id)).toBe(true);
     const read = await s.api('GET', `/customers/${sandboxOnly.body.id}`, { key: live });

@@ -136,7 +136,7 @@ describe('services, staff members and resources', () => {
     expect((await s.api('PATCH', `/services/${svc.id}`, { body: { payment_policy: 'deposit' } })).body.errors.deposit_in_cents).toBeDefined();
     expect((await s.api('POST', '/services', { body: { kind: 'appointment', name: 'x', price_in_cents: 1, processing_minutes: 10 } })).body.errors.final_minutes).toBeDefined();
     expect((await s.api('POST', '/services', { body: { kind: 'spa', name: 'x', price_in_cents: 1 } })).status).toBe(400);
-    expect((await s.api('POST', '/services', { body: { kind: 'appointment', name: 'x', price_in_cents: '100' } })).status).toBe(400);
+    expect((await s.api('POST', '/services', { body: { kind: 'appointment', name: 'x', price_in_cents: '100.5' } })).status).toBe(400);
     expect((await s.api('GET', `/services/${svc.id}`, { key: second.key })).status).toBe(404);
     expect(ids(await ok(s.api('GET', '/services?kind=appointment&items=100'), 200))).toContain(svc.id);
 

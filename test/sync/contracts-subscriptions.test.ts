@@ -68,7 +68,9 @@ describe('subscriptions made at the store', () => {
       product: { name: 'Membresía', prices_attributes: [{ amount_in_cents: 25_000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month' }] },
     });
     expect(product.status, JSON.stringify(product.body)).toBe(201);
-    const ch = await http('POST', `${store.url}/api/checkouts`, key, { items: [{ price_id: product.body.prices[0].id, quantity: 1 }], customer: { email: 'ana@example.com' } });
+    const customer = await http('POST', `${store.url}/api/customers`, key, { email: 'ana@example.com' });
+    expect(customer.status, JSON.stringify(customer.body)).toBe(201);
+    const ch = await http('POST', `${store.url}/api/checkouts`, key, { items: [{ price_id: product.body.prices[0].id, quantity: 1 }], customer_id: customer.body.id });
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
     expect((await http('POST', `${store.url}/api/test_helpers/checkouts/${ch.body.id}/pay`, key, { method: 'card', outcome: 'succeeded' })).status).toBe(200);
     const sub = (await http('GET', `${store.url}/api/subscriptions`, key)).body.find((s: { checkout_id: string }) => s.checkout_id === ch.body.id);

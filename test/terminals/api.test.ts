@@ -49,7 +49,7 @@ describe('terminal registry', () => {
     expect(noPath.body.errors.serial_path).toBeDefined();
     const mixed = await s.api('POST', '/terminals', { body: { name: 'W', transport: 'websocket', serial_path: '/dev/x' } });
     expect(mixed.status).toBe(400);
-    const badBaud = await s.api('POST', '/terminals', { body: { name: 'B', transport: 'serial', serial_path: '/dev/y', baud_rate: '9600' } });
+    const badBaud = await s.api('POST', '/terminals', { body: { name: 'B', transport: 'serial', serial_path: '/dev/y', baud_rate: 'fast' } });
     expect(badBaud.status).toBe(400);
     expect((await s.api('POST', '/terminals', { body: {} })).status).toBe(400);
   });
@@ -155,7 +155,7 @@ describe('POST /terminal_session_commands', () => {
       [{ amount_in_cents: 499 }, 'amount_in_cents'],
       [{ amount_in_cents: 99, currency: 'USD' }, 'amount_in_cents'],
       [{ amount: 10.555 }, 'amount'],
-      [{ amount_in_cents: '1500' }, 'amount_in_cents'],
+      [{ amount_in_cents: '15.00' }, 'amount_in_cents'],
       [{ amount_in_cents: 1500, currency: 'EUR' }, 'currency'],
       [{ amount_in_cents: 100_000_001 }, 'amount_in_cents'],
       [{ items: [{ name: 'x', amount_in_cents: 1000, quantity: 10 }] }, 'items.0.quantity'],

@@ -132,7 +132,7 @@ describe('peer-to-peer transfers', () => {
     ['no recipient', 'recipient_id', { recipient_id: undefined }],
     ['a zero amount', 'amount_in_cents', { amount_in_cents: 0 }],
     ['a negative amount', 'amount_in_cents', { amount_in_cents: -100 }],
-    ['an amount as text', 'amount_in_cents', { amount_in_cents: '100' }],
+    ['an amount as words', 'amount_in_cents', { amount_in_cents: 'cien' }],
     ['a fractional amount', 'amount_in_cents', { amount_in_cents: 10.5 }],
     ['an amount past the limit', 'amount_in_cents', { amount_in_cents: 100_000_001 }],
     ['an unknown currency', 'currency', { currency: 'EUR' }],

@@ -10,7 +10,9 @@ import { createWebhooksModule, deliveryWorkerOf, type DeliveryWorker } from '../
 // and reads answers with its own dispatch handler (post.ts). These tests hold a receiver's answer
 // so rows sit read ahead, then change what they refer to; and answer with bodies and silences the
 // handler must treat like undici's request() + dump({limit}) did.
-const TIMEOUT_MS = 500;
+// Long enough that a held answer released after a PATCH on a loaded box is not a timeout; the
+// silent receiver's test waits this long once.
+const TIMEOUT_MS = 2500;
 
 let s: TestServer;
 let worker: DeliveryWorker;

@@ -1,10 +1,8 @@
 import type { Panel, StatusView } from './panels.js';
 
-/** Plain server-rendered HTML: no scripts, no CDN, one small stylesheet, readable on a phone. */
-export function esc(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+import { esc } from '../../api/html.js';
 
+/** Plain server-rendered HTML: no scripts, no CDN, one small stylesheet, readable on a phone. */
 export const CSS = `
 *{box-sizing:border-box}body{margin:0;font:15px/1.4 system-ui,sans-serif;color:#1d2327;background:#f4f5f7}
 header{display:flex;justify-content:space-between;align-items:center;padding:.6rem 1rem;background:#1d2327;color:#fff}

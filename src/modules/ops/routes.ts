@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
+import { cookie, parseCookies, parseForms, sameToken, seeOther, sendHtml } from '../../api/html.js';
 import { WindowLimiter } from '../../api/rate-limit.js';
 import { metrics } from '../../system/metrics.js';
 import { verifyPassword } from './password.js';
@@ -11,30 +12,13 @@ import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
 // The page's markup is loaded by the first page view, not at start.
 const page = () => import('./page.js');
-import { LOGIN_COOKIE, cookie, currentSession, endSession, newLoginToken, parseCookies, sameToken, startSession } from './session.js';
+import { LOGIN_COOKIE, currentSession, endSession, newLoginToken, startSession } from './session.js';
 
 const FormBody = Type.Object(
   { _csrf: Type.Optional(Type.String({ maxLength: 200 })), password: Type.Optional(Type.String({ maxLength: 1024 })) },
   { additionalProperties: true },
 );
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: Type.String(), 403: Type.String(), 429: Type.String() };
-
-/** Headers for every page: never cached, never framed, nothing loaded from elsewhere. */
-function html(reply: FastifyReply, status: number, body: string): FastifyReply {
-  return reply
-    .code(status)
-    .header('content-type', 'text/html; charset=utf-8')
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'same-origin')
-    .header('content-security-policy', "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-    .send(body);
-}
-
-function redirect(reply: FastifyReply, to: string): FastifyReply {
-  return reply.code(303).header('location', to).header('cache-control', 'no-store').send('');
-}
 
 /**
  * The manager's status page (`/`), its login and logout, the resend button and `/metrics`: outside
@@ -45,15 +29,13 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
 
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
-    scope.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => {
-      done(null, Object.fromEntries(new URLSearchParams(String(body))));
-    });
+    parseForms(scope);
 
     const showLogin = async (_req: FastifyRequest, reply: FastifyReply, status: number, error?: string) => {
       const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
-      return html(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
+      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
@@ -63,10 +45,10 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     scope.get('/', { schema: { hide: true, querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 200 })) }), response: Html } }, async (req, reply) => {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
-      return html(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice));
+      return sendHtml(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice));
     });
 
-    scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => redirect(reply, '/'));
+    scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
 
     scope.post('/login', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
       const wait = logins.hit(req.ip);
@@ -81,14 +63,14 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       }
       ctx.log.info({ ip: req.ip }, 'manager logged in');
       startSession(ctx, reply);
-      return redirect(reply, '/');
+      return seeOther(reply, '/');
     });
 
     /** A POST from the page: a session and its CSRF token, or nothing happens. */
     const guard = (req: FastifyRequest, reply: FastifyReply) => {
       const session = currentSession(ctx, req);
-      if (!session) return { denied: redirect(reply, '/') };
-      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf)) return { denied: html(reply, 403, 'Forbidden: the form is stale; reload the page.') };
+      if (!session) return { denied: seeOther(reply, '/') };
+      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf)) return { denied: sendHtml(reply, 403, 'Forbidden: the form is stale; reload the page.') };
       return { session };
     };
 
@@ -96,7 +78,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const g = guard(req, reply);
       if (g.denied) return g.denied;
       endSession(ctx, req, reply);
-      return redirect(reply, '/');
+      return seeOther(reply, '/');
     });
 
     scope.post(
@@ -106,7 +88,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
         const g = guard(req, reply);
         if (g.denied) return g.denied;
         const resend = statusSources(ctx).resendDelivery;
-        if (!resend) return redirect(reply, `/?notice=${encodeURIComponent('Webhooks are not configured on this box.')}`);
+        if (!resend) return seeOther(reply, `/?notice=${encodeURIComponent('Webhooks are not configured on this box.')}`);
         let notice: string;
         try {
           const r = await resend(req.params.id);
@@ -115,7 +97,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
           notice = `Resend failed: ${(err as Error).message}`;
         }
         ctx.log.info({ delivery_id: req.params.id, notice }, 'manager resent a delivery');
-        return redirect(reply, `/?notice=${encodeURIComponent(notice)}`);
+        return seeOther(reply, `/?notice=${encodeURIComponent(notice)}`);
       },
     );
 

@@ -28,6 +28,7 @@ import { connectedModule } from './connected/index.js';
 import { subscriptionsModule } from './subscriptions/index.js';
 import { contractsModule } from './contracts/index.js';
 import { opsModule } from './ops/index.js';
+import { checkoutPageModule } from './checkout-page/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -56,6 +57,7 @@ export const MODULES: readonly PosdModule[] = [
   connectedModule,
   subscriptionsModule,
   contractsModule,
+  checkoutPageModule,
   opsModule,
 ];
 

@@ -260,6 +260,15 @@ export function getCheckout(ctx: AppContext, account: Pick<Account, 'id' | 'live
   return row ? toCheckout(ctx, row) : undefined;
 }
 
+/**
+ * A checkout by id alone, for the buyer's checkout page, which has no key: like the hosted
+ * service's `/checkout-session/{id}`, knowing the id (16 random characters) is what lets one see it.
+ */
+export function checkoutForPage(ctx: AppContext, id: string): Checkout | undefined {
+  const row = checkoutsStore(ctx.db).byId(id);
+  return row ? toCheckout(ctx, row) : undefined;
+}
+
 /** Reads across several accounts (organization keys); the row keeps its account_id. */
 export function getCheckoutIn(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): Checkout | undefined {
   const row = checkoutsStore(ctx.db).byId(id);

@@ -4,8 +4,9 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { ApiError, notFound } from '../../errors.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
-import { PayBody, PayResult, PaymentIntentPatch, PaymentIntentSchema } from './schema.js';
-import { getPaymentIntent, setPaymentIntentTaxInvoiceUrl, settleCheckoutPayment } from './service.js';
+import { CheckoutSchema } from '../checkouts/schema.js';
+import { PayBody, PayResult, PendingBody, PaymentIntentPatch, PaymentIntentSchema } from './schema.js';
+import { getPaymentIntent, holdInSandbox, payInSandbox, setPaymentIntentTaxInvoiceUrl } from './service.js';
 
 export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(
@@ -29,34 +30,44 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
     });
   }
 
+  // Live keys must not learn that the helpers exist: the same 404 as an unknown route.
+  const sandboxOnly = (req: { url: string }, account: { live_mode: boolean }) => {
+    if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
+  };
+
   /** gaps.md sandbox helper: pays a checkout by card or bank transfer, as a processor would. */
   app.post(
     '/test_helpers/checkouts/:id/pay',
     { schema: { tags: ['test helpers'], params: IdParams, body: PayBody, response: { 200: PayResult, ...ErrorResponses } } },
     async (req, reply) => {
       const account = requireAccount(req);
-      // Live keys must not learn that the helper exists: the same 404 as an unknown route.
-      if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
-      const card = req.body.method === 'card';
+      sandboxOnly(req, account);
       return sendCommitted(ctx.db, req, reply, 200, () => {
-      const result = settleCheckoutPayment(ctx, account, {
-        checkoutId: req.params.id,
-        method: req.body.method,
-        outcome: req.body.outcome,
-        failureReason: req.body.outcome === 'failed' ? (req.body.failure_reason ?? (card ? 'card_declined' : 'funds_not_received')) : null,
-        card: card ? { network: 'visa', last4: '4242' } : null,
-        authorizationCode: card && req.body.outcome === 'succeeded' ? 'SANDBOX' : null,
-        processorReference: card ? null : 'SANDBOX-TRANSFER',
-        channel: 'sandbox',
+        const { method, outcome, failure_reason } = req.body;
+        const result = payInSandbox(ctx, account, req.params.id, { method, outcome, failureReason: failure_reason });
+        return {
+          status: result.status,
+          intent_id: result.intentId,
+          payment_intent_id: result.paymentIntentId,
+          balance_transaction_id: result.balanceTransactionId,
+          checkout_id: req.params.id,
+        };
       });
-      return {
-        status: result.status,
-        intent_id: result.intentId,
-        payment_intent_id: result.paymentIntentId,
-        balance_transaction_id: result.balanceTransactionId,
-        checkout_id: req.params.id,
-      };
-      });
+    },
+  );
+
+  /**
+   * Sandbox helper: a payment that waits before its outcome, as the sandbox checkout page starts it:
+   * `card` asks the payer to authenticate (`needs_payer_authentication`), `bank_transfer` waits for
+   * the money (`payment_in_progress`). `/pay` settles it afterwards.
+   */
+  app.post(
+    '/test_helpers/checkouts/:id/pending',
+    { schema: { tags: ['test helpers'], params: IdParams, body: PendingBody, response: { 200: CheckoutSchema, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      sandboxOnly(req, account);
+      return sendCommitted(ctx.db, req, reply, 200, () => holdInSandbox(ctx, account, req.params.id, req.body.method));
     },
   );
 }

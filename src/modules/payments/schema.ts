@@ -37,6 +37,11 @@ export const PayBody = Type.Object({
   failure_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
 });
 
+/** A sandbox payment that waits: payer authentication (card) or a transfer on its way. */
+export const PendingBody = Type.Object({
+  method: Type.Union([Type.Literal('card'), Type.Literal('bank_transfer')]),
+});
+
 export const PayResult = Type.Object({
   status: Type.String(),
   intent_id: Type.String(),

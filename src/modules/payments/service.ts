@@ -195,6 +195,61 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
   });
 }
 
+/** What the sandbox's processor is told to do (gaps.md test helpers; the sandbox checkout page). */
+export interface SandboxPayInput {
+  method: 'card' | 'bank_transfer';
+  outcome: 'succeeded' | 'failed';
+  failureReason?: string;
+}
+
+function assertSandbox(account: Account): void {
+  // Live money moves only through a terminal or a real processor; callers check first and answer
+  // in their own words, this is the last line.
+  if (account.live_mode) throw new ApiError('route_not_found', { message: 'Test payments exist only in a sandbox.' });
+}
+
+/**
+ * A sandbox payment settled as a processor would settle it: the one code behind
+ * `POST /test_helpers/checkouts/{id}/pay` and the buttons of the sandbox checkout page.
+ */
+export function payInSandbox(ctx: AppContext, account: Account, checkoutId: string, input: SandboxPayInput): SettleResult {
+  assertSandbox(account);
+  const card = input.method === 'card';
+  return settleCheckoutPayment(ctx, account, {
+    checkoutId,
+    method: input.method,
+    outcome: input.outcome,
+    failureReason: input.outcome === 'failed' ? (input.failureReason ?? (card ? 'card_declined' : 'funds_not_received')) : null,
+    card: card ? { network: 'visa', last4: '4242' } : null,
+    authorizationCode: card && input.outcome === 'succeeded' ? 'SANDBOX' : null,
+    processorReference: card ? null : 'SANDBOX-TRANSFER',
+    channel: 'sandbox',
+  });
+}
+
+/**
+ * A sandbox payment that waits before it settles: a card whose bank asks the payer to authenticate
+ * (the checkout waits in `needs_payer_authentication`) or a bank transfer the buyer has announced
+ * (`payment_in_progress` until the money arrives). `payInSandbox` settles it later; the checkout's
+ * machine decides which moves are allowed. Behind `POST /test_helpers/checkouts/{id}/pending` and
+ * the sandbox checkout page.
+ */
+export function holdInSandbox(ctx: AppContext, account: Account, checkoutId: string, method: SandboxPayInput['method']): Checkout {
+  assertSandbox(account);
+  return tx(ctx.db, () => {
+    const checkout = getCheckout(ctx, account, checkoutId);
+    if (!checkout) throw notFound('checkout', checkoutId);
+    if (isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
+    return setCheckoutStatus(ctx, account, checkoutId, { type: method === 'card' ? 'REQUIRE_PAYER_AUTHENTICATION' : 'START_PAYMENT' });
+  });
+}
+
+/** The payer closed the authentication challenge: the checkout is unpaid again, nothing was charged. */
+export function abandonInSandbox(ctx: AppContext, account: Account, checkoutId: string): Checkout {
+  assertSandbox(account);
+  return setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
+}
+
 export interface PaymentIntentView {
   id: string;
   account_id: string;

@@ -1,0 +1,190 @@
+import { randomBytes } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { cookie, parseCookies, parseForms, sameToken, seeOther, sendHtml } from '../../api/html.js';
+import { groupCommit } from '../../db/group-commit.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
+import { ApiError } from '../../errors.js';
+import { checkoutForPage, isExpired, type Checkout } from '../checkouts/service.js';
+import { abandonInSandbox, holdInSandbox, payInSandbox, paymentIntentRow } from '../payments/service.js';
+import { CSS, checkoutPage, missingPage, stalePage, type PageAction } from './page.js';
+
+/** Double-submit token of the page's forms (docs/compatibility.md, "The checkout page"). */
+const FORM_COOKIE = 'posd_checkout';
+
+type Outcome = 'success' | 'cancel' | 'page';
+
+/**
+ * What each button of the sandbox page does: the states it is offered in, the sandbox processor
+ * call it makes (the same functions behind `POST /test_helpers/checkouts/{id}/...`) and where the
+ * buyer goes next: the checkout's success_url or cancel_url, or back to this page.
+ */
+const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppContext, account: Account, id: string) => unknown; then: Outcome }> = {
+  pay: {
+    action: 'pay',
+    label: 'Pay (card approved)',
+    primary: true,
+    from: ['unpaid'],
+    run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'succeeded' }),
+    then: 'success',
+  },
+  decline: {
+    action: 'decline',
+    label: 'Pay (card declined)',
+    from: ['unpaid'],
+    run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'failed', failureReason: 'card_declined' }),
+    then: 'cancel',
+  },
+  payer_authentication: {
+    action: 'payer_authentication',
+    label: 'Pay with a card that asks for authentication',
+    from: ['unpaid'],
+    run: (ctx, a, id) => holdInSandbox(ctx, a, id, 'card'),
+    then: 'page',
+  },
+  bank_transfer: {
+    action: 'bank_transfer',
+    label: 'Pay by bank transfer (arrives later)',
+    from: ['unpaid'],
+    run: (ctx, a, id) => holdInSandbox(ctx, a, id, 'bank_transfer'),
+    then: 'success',
+  },
+  authenticate: {
+    action: 'authenticate',
+    label: 'Confirm the payment (authentication passes)',
+    primary: true,
+    from: ['needs_payer_authentication'],
+    run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'succeeded' }),
+    then: 'success',
+  },
+  fail_authentication: {
+    action: 'fail_authentication',
+    label: 'Authentication fails',
+    from: ['needs_payer_authentication'],
+    run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'failed', failureReason: 'payer_authentication_failed' }),
+    then: 'cancel',
+  },
+  transfer_arrives: {
+    action: 'transfer_arrives',
+    label: 'The transfer arrives',
+    primary: true,
+    from: ['payment_in_progress'],
+    run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'bank_transfer', outcome: 'succeeded' }),
+    then: 'success',
+  },
+  transfer_fails: {
+    action: 'transfer_fails',
+    label: 'The transfer never arrives',
+    from: ['payment_in_progress'],
+    run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'bank_transfer', outcome: 'failed', failureReason: 'funds_not_received' }),
+    then: 'cancel',
+  },
+  cancel: {
+    action: 'cancel',
+    label: 'Cancel and return to the shop',
+    from: ['unpaid', 'needs_payer_authentication'],
+    // Leaving an authentication challenge abandons it; an unpaid checkout stays unpaid, as the
+    // hosted service leaves it, so the buyer may come back to it.
+    run: (ctx, a, id) => (checkoutForPage(ctx, id)?.status === 'needs_payer_authentication' ? abandonInSandbox(ctx, a, id) : undefined),
+    then: 'cancel',
+  },
+};
+
+const Params = Type.Object({ id: Type.String({ pattern: '^[a-z]+_[0-9A-Za-z]{1,64}$' }) });
+const ActionParams = Type.Object({ id: Params.properties.id, action: Type.String({ maxLength: 40 }) });
+const FormBody = Type.Object({ _csrf: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
+
+const isWebUrl = (u: string | null): u is string => !!u && /^https?:\/\//i.test(u);
+const originOf = (u: string | null) => {
+  try {
+    return isWebUrl(u) ? new URL(u).origin : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * The buyer's checkout page, `/checkout-session/{id}` as the hosted service has it (`checkout_url`),
+ * and `/pay/{id}` (the older `url`). A sandbox checkout gets a test payment page; a live one a
+ * summary of what is owed and its state, since card payments happen at the terminal.
+ */
+export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
+  await app.register(async (plain) => {
+    const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
+    parseForms(scope);
+
+    const load = (id: string): { checkout: Checkout; account: Account } | undefined => {
+      const checkout = checkoutForPage(ctx, id);
+      const account = checkout && accountsOf(ctx).account(checkout.account_id);
+      return checkout && account ? { checkout, account } : undefined;
+    };
+
+    const render = (req: FastifyRequest, reply: FastifyReply, found: { checkout: Checkout; account: Account }, status: number, notice?: string) => {
+      const { checkout, account } = found;
+      const sandbox = !account.live_mode;
+      const expired = isExpired(ctx, checkout);
+      const actions = sandbox && !expired ? Object.values(ACTIONS).filter((a) => a.from.includes(checkout.status)) : [];
+      let csrf = parseCookies(req.headers.cookie)[FORM_COOKIE] ?? '';
+      if (actions.length && !/^[\w-]{43}$/.test(csrf)) {
+        csrf = randomBytes(32).toString('base64url');
+        reply.header('set-cookie', cookie(ctx, FORM_COOKIE, csrf, 24 * 3600, `/checkout-session/${checkout.id}`));
+      }
+      const pa = checkout.payment_intent_id ? paymentIntentRow(ctx, [account.id], account.live_mode, checkout.payment_intent_id) : undefined;
+      const html = checkoutPage({
+        checkout,
+        merchant: account.name,
+        sandbox,
+        expired,
+        actions,
+        csrf,
+        failureReason: pa?.failure_reason ?? null,
+        notice,
+      });
+      // The page's id is its capability: it is never sent on to the shop or anyone else.
+      const formTargets = [originOf(checkout.success_url), originOf(checkout.cancel_url)].filter((o): o is string => !!o);
+      return sendHtml(reply, status, html, { formTargets, referrer: 'no-referrer' });
+    };
+
+    scope.get('/checkout-session.css', { schema: { hide: true } }, async (_req, reply) =>
+      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send(CSS),
+    );
+
+    scope.get('/checkout-session/:id', { schema: { hide: true, params: Params } }, async (req, reply) => {
+      const found = load(req.params.id);
+      if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+      return render(req, reply, found, 200);
+    });
+
+    // `url`, the name posd answered before `checkout_url`: the same page.
+    scope.get('/pay/:id', { schema: { hide: true, params: Params } }, async (req, reply) =>
+      reply.code(308).header('location', `/checkout-session/${req.params.id}`).send(''),
+    );
+
+    scope.post('/checkout-session/:id/:action', { schema: { hide: true, params: ActionParams, body: FormBody } }, async (req, reply) => {
+      const found = load(req.params.id);
+      if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+      const { checkout, account } = found;
+      const action = Object.hasOwn(ACTIONS, req.params.action) ? ACTIONS[req.params.action] : undefined;
+      // A live checkout's page has no buttons: it takes no payment.
+      if (!action || account.live_mode) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+      if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[FORM_COOKIE])) {
+        return sendHtml(reply, 403, stalePage(checkout.id), { referrer: 'no-referrer' });
+      }
+      const page = `/checkout-session/${checkout.id}`;
+      // A button from an older view of the page (a second click, another tab): show where it is now.
+      if (!action.from.includes(checkout.status)) return seeOther(reply, page);
+      try {
+        await groupCommit(ctx.db, () => action.run(ctx, account, checkout.id));
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        return render(req, reply, load(checkout.id)!, err.status, err.message);
+      }
+      ctx.log.info({ checkout_id: checkout.id, action: action.action }, 'sandbox checkout page action');
+      const target = action.then === 'success' ? checkout.success_url : action.then === 'cancel' ? checkout.cancel_url : null;
+      return seeOther(reply, isWebUrl(target) ? target : page);
+    });
+  });
+}

@@ -22,35 +22,35 @@ type Outcome = 'success' | 'cancel' | 'page';
  * call it makes (the same functions behind `POST /test_helpers/checkouts/{id}/...`) and where the
  * buyer goes next: the checkout's success_url or cancel_url, or back to this page.
  */
-const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppContext, account: Account, id: string) => unknown; then: Outcome }> = {
+const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppContext, account: Account, id: string) => unknown; next: Outcome }> = {
   pay: {
     action: 'pay',
     label: 'Pay (card approved)',
     primary: true,
     from: ['unpaid'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'succeeded' }),
-    then: 'success',
+    next: 'success',
   },
   decline: {
     action: 'decline',
     label: 'Pay (card declined)',
     from: ['unpaid'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'failed', failureReason: 'card_declined' }),
-    then: 'cancel',
+    next: 'cancel',
   },
   payer_authentication: {
     action: 'payer_authentication',
     label: 'Pay with a card that asks for authentication',
     from: ['unpaid'],
     run: (ctx, a, id) => holdInSandbox(ctx, a, id, 'card'),
-    then: 'page',
+    next: 'page',
   },
   bank_transfer: {
     action: 'bank_transfer',
     label: 'Pay by bank transfer (arrives later)',
     from: ['unpaid'],
     run: (ctx, a, id) => holdInSandbox(ctx, a, id, 'bank_transfer'),
-    then: 'success',
+    next: 'success',
   },
   authenticate: {
     action: 'authenticate',
@@ -58,14 +58,14 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
     primary: true,
     from: ['needs_payer_authentication'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'succeeded' }),
-    then: 'success',
+    next: 'success',
   },
   fail_authentication: {
     action: 'fail_authentication',
     label: 'Authentication fails',
     from: ['needs_payer_authentication'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'failed', failureReason: 'payer_authentication_failed' }),
-    then: 'cancel',
+    next: 'cancel',
   },
   transfer_arrives: {
     action: 'transfer_arrives',
@@ -73,14 +73,14 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
     primary: true,
     from: ['payment_in_progress'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'bank_transfer', outcome: 'succeeded' }),
-    then: 'success',
+    next: 'success',
   },
   transfer_fails: {
     action: 'transfer_fails',
     label: 'The transfer never arrives',
     from: ['payment_in_progress'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'bank_transfer', outcome: 'failed', failureReason: 'funds_not_received' }),
-    then: 'cancel',
+    next: 'cancel',
   },
   cancel: {
     action: 'cancel',
@@ -89,7 +89,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
     // Leaving an authentication challenge abandons it; an unpaid checkout stays unpaid, as the
     // hosted service leaves it, so the buyer may come back to it.
     run: (ctx, a, id) => (checkoutForPage(ctx, id)?.status === 'needs_payer_authentication' ? abandonInSandbox(ctx, a, id) : undefined),
-    then: 'cancel',
+    next: 'cancel',
   },
 };
 
@@ -183,7 +183,7 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
         return render(req, reply, load(checkout.id)!, err.status, err.message);
       }
       ctx.log.info({ checkout_id: checkout.id, action: action.action }, 'sandbox checkout page action');
-      const target = action.then === 'success' ? checkout.success_url : action.then === 'cancel' ? checkout.cancel_url : null;
+      const target = action.next === 'success' ? checkout.success_url : action.next === 'cancel' ? checkout.cancel_url : null;
       return seeOther(reply, isWebUrl(target) ? target : page);
     });
   });

@@ -253,6 +253,27 @@ describe('checkout page safety', () => {
     await close();
   });
 
+  it('offers only the methods every line allows (items[].payment_method_types) and refuses the others', async () => {
+    const res = await s.api('POST', '/checkouts', {
+      body: { items: [{ name: 'Solo transferencia', amount_in_cents: 2500, payment_method_types: ['bank_transfer'] }, { name: 'Libre', amount_in_cents: 2500 }] },
+    });
+    const { page, close } = await openPage(res.body.checkout_url);
+    expect(await page.locator('button#bank_transfer').count()).toBe(1);
+    expect(await page.locator('button#pay, button#decline, button#payer_authentication').count()).toBe(0);
+    // A card form from elsewhere (same browser, so the cookie is there) changes nothing.
+    const token = await page.getAttribute('input[name=_csrf]', 'value');
+    const cookieHeader = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
+    const forced = await request(`${res.body.checkout_url}/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookieHeader },
+      body: new URLSearchParams({ _csrf: token! }).toString(),
+    });
+    expect(forced.statusCode).toBe(303);
+    await forced.body.text();
+    expect((await checkoutOf(res.body.id)).status).toBe('unpaid');
+    await close();
+  });
+
   it('an unknown checkout is a 404 page, and the page is never framed or cached', async () => {
     const res = await request(`${s.url}/checkout-session/ch_doesnotexist0000`);
     expect(res.statusCode).toBe(404);

@@ -98,6 +98,41 @@ describe.each(FORMS)('hosted calls, %s bodies', (form, shape) => {
     expect(free.status).toBe(201);
   });
 
+  it('POST /checkouts as the official plugin itemizes an order: charge_type, payment_method_types and available_installments on each line', async () => {
+    // What recurrente-woocommerce's checkout builder sends for a one-time order with the merchant's
+    // settings (methods, installments): every line names charge_type one_time.
+    const line = (name: string, cents: number, quantity: number) => ({
+      name,
+      amount_in_cents: cents,
+      currency: 'GTQ',
+      quantity,
+      charge_type: 'one_time',
+      payment_method_types: ['card', 'bank_transfer'],
+      available_installments: [3, '6', 12],
+    });
+    const order = { items: [line('Camisa', 12500, 2), line('Envío: Forza', 3500, 1)], metadata: { wc_order_id: '77', wc_order_key: 'wc_order_k', source: 'woocommerce' } };
+    const created = await s.api('POST', '/checkouts', { body: shape('checkout', order) });
+    expect(created.status).toBe(201);
+    expect(created.body.total_in_cents).toBe(28500);
+    expect(created.body.items[0]).toMatchObject({ name: 'Camisa', quantity: 2, payment_method_types: ['card', 'bank_transfer'], available_installments: [3, 6, 12] });
+    // Lines that name neither answer null: whatever the account allows.
+    const plain = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ amount_in_cents: 1000 }] }) });
+    expect(plain.body.items[0]).toMatchObject({ payment_method_types: null, available_installments: null });
+
+    // Refused with a reason rather than ignored: a recurring inline line (it must start a
+    // subscription), installments outside GTQ, a method the hosted service does not name.
+    const recurring = await s.api('POST', '/checkouts', {
+      body: shape('checkout', { items: [{ ...line('Plan', 5000, 1), charge_type: 'recurring' }] }),
+    });
+    expect(recurring.status).toBe(400);
+    expect(recurring.body.errors['items.0.charge_type'][0]).toContain('recurring');
+    const usd = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ ...line('Camisa', 12500, 1), currency: 'USD' }] }) });
+    expect(usd.status).toBe(400);
+    expect(usd.body.errors).toHaveProperty(['items.0.available_installments']);
+    const cash = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ ...line('Camisa', 12500, 1), payment_method_types: ['cash'] }] }) });
+    expect(cash.status).toBe(400);
+  });
+
   it('an integer field takes "2" but not "2.5" or "two"', async () => {
     for (const bad of ['2.5', 'two', '']) {
       const r = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ amount_in_cents: 1000, quantity: bad }] }) });

@@ -22,9 +22,10 @@ type Outcome = 'success' | 'cancel' | 'page';
  * call it makes (the same functions behind `POST /test_helpers/checkouts/{id}/...`) and where the
  * buyer goes next: the checkout's success_url or cancel_url, or back to this page.
  */
-const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppContext, account: Account, id: string) => unknown; next: Outcome }> = {
+const ACTIONS: Record<string, PageAction & { from: string[]; method?: 'card' | 'bank_transfer'; run: (ctx: AppContext, account: Account, id: string) => unknown; next: Outcome }> = {
   pay: {
     action: 'pay',
+    method: 'card',
     label: 'Pay (card approved)',
     primary: true,
     from: ['unpaid'],
@@ -33,6 +34,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   decline: {
     action: 'decline',
+    method: 'card',
     label: 'Pay (card declined)',
     from: ['unpaid'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'failed', failureReason: 'card_declined' }),
@@ -40,6 +42,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   payer_authentication: {
     action: 'payer_authentication',
+    method: 'card',
     label: 'Pay with a card that asks for authentication',
     from: ['unpaid'],
     run: (ctx, a, id) => holdInSandbox(ctx, a, id, 'card'),
@@ -47,6 +50,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   bank_transfer: {
     action: 'bank_transfer',
+    method: 'bank_transfer',
     label: 'Pay by bank transfer (arrives later)',
     from: ['unpaid'],
     run: (ctx, a, id) => holdInSandbox(ctx, a, id, 'bank_transfer'),
@@ -54,6 +58,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   authenticate: {
     action: 'authenticate',
+    method: 'card',
     label: 'Confirm the payment (authentication passes)',
     primary: true,
     from: ['needs_payer_authentication'],
@@ -62,6 +67,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   fail_authentication: {
     action: 'fail_authentication',
+    method: 'card',
     label: 'Authentication fails',
     from: ['needs_payer_authentication'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'card', outcome: 'failed', failureReason: 'payer_authentication_failed' }),
@@ -69,6 +75,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   transfer_arrives: {
     action: 'transfer_arrives',
+    method: 'bank_transfer',
     label: 'The transfer arrives',
     primary: true,
     from: ['payment_in_progress'],
@@ -77,6 +84,7 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
   },
   transfer_fails: {
     action: 'transfer_fails',
+    method: 'bank_transfer',
     label: 'The transfer never arrives',
     from: ['payment_in_progress'],
     run: (ctx, a, id) => payInSandbox(ctx, a, id, { method: 'bank_transfer', outcome: 'failed', failureReason: 'funds_not_received' }),
@@ -92,6 +100,15 @@ const ACTIONS: Record<string, PageAction & { from: string[]; run: (ctx: AppConte
     next: 'cancel',
   },
 };
+
+/**
+ * The buttons a checkout offers now: those of its state, and, to start a payment, only the methods
+ * every line allows (`items[].payment_method_types`; a line without the field allows any).
+ */
+function offered(checkout: Checkout): Array<(typeof ACTIONS)[string]> {
+  const allows = (method: string) => checkout.items.every((l) => !l.payment_method_types || l.payment_method_types.includes(method as never));
+  return Object.values(ACTIONS).filter((a) => a.from.includes(checkout.status) && (!a.method || checkout.status !== 'unpaid' || allows(a.method)));
+}
 
 const Params = Type.Object({ id: Type.String({ pattern: '^[a-z]+_[0-9A-Za-z]{1,64}$' }) });
 const ActionParams = Type.Object({ id: Params.properties.id, action: Type.String({ maxLength: 40 }) });
@@ -126,7 +143,7 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       const { checkout, account } = found;
       const sandbox = !account.live_mode;
       const expired = isExpired(ctx, checkout);
-      const actions = sandbox && !expired ? Object.values(ACTIONS).filter((a) => a.from.includes(checkout.status)) : [];
+      const actions = sandbox && !expired ? offered(checkout) : [];
       let csrf = parseCookies(req.headers.cookie)[FORM_COOKIE] ?? '';
       if (actions.length && !/^[\w-]{43}$/.test(csrf)) {
         csrf = randomBytes(32).toString('base64url');
@@ -175,7 +192,7 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       }
       const page = `/checkout-session/${checkout.id}`;
       // A button from an older view of the page (a second click, another tab): show where it is now.
-      if (!action.from.includes(checkout.status)) return seeOther(reply, page);
+      if (!offered(checkout).includes(action)) return seeOther(reply, page);
       try {
         await groupCommit(ctx.db, () => action.run(ctx, account, checkout.id));
       } catch (err) {

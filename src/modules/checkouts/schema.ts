@@ -5,6 +5,12 @@ import { PageQuery } from '../../api/pagination.js';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 
+/** How the buyer may pay a line (hosted section 3.1); the checkout page offers what every line allows. */
+export const PaymentMethodType = Type.Union([Type.Literal('card'), Type.Literal('bank_transfer'), Type.Literal('balance'), Type.Literal('stablecoins')]);
+const PaymentMethodTypes = Type.Array(PaymentMethodType, { maxItems: 4, uniqueItems: true });
+/** Months of installments a card may pay a line in (`[]`: none); GTQ only, as hosted. */
+const Installments = Type.Array(Type.Integer({ minimum: 2, maximum: 48 }), { maxItems: 12, uniqueItems: true });
+
 export const CheckoutItemInput = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   amount_in_cents: Type.Optional(AmountSchema),
@@ -13,6 +19,11 @@ export const CheckoutItemInput = Type.Object({
   tax_category: Type.Optional(TaxCategory),
   product_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   price_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  // Every inline line of the official plugin names its kind; recurring lines are refused by the
+  // service with a message (they must start a subscription, which inline lines do not yet).
+  charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')])),
+  payment_method_types: Type.Optional(PaymentMethodTypes),
+  available_installments: Type.Optional(Installments),
 });
 export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
 
@@ -58,6 +69,10 @@ export const CheckoutItemSchema = Type.Object({
   tax_category: TaxCategory,
   product_id: Type.Union([Type.String(), Type.Null()]),
   price_id: Type.Union([Type.String(), Type.Null()]),
+  // Optional in the type so the lines other modules make (cash sales, terminals) need not name
+  // them; every answer carries them (null: whatever the account allows).
+  payment_method_types: Type.Optional(Type.Union([PaymentMethodTypes, Type.Null()])),
+  available_installments: Type.Optional(Type.Union([Installments, Type.Null()])),
 });
 export type CheckoutItem = Static<typeof CheckoutItemSchema>;
 

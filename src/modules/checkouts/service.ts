@@ -23,6 +23,9 @@ export interface CheckoutItemInput {
   tax_category?: 'good' | 'service';
   product_id?: string;
   price_id?: string;
+  charge_type?: 'one_time' | 'recurring';
+  payment_method_types?: Array<'card' | 'bank_transfer' | 'balance' | 'stablecoins'>;
+  available_installments?: number[];
 }
 
 export interface CheckoutInput {
@@ -47,7 +50,7 @@ export function checkoutSessionUrl(ctx: AppContext, id: string): string {
 }
 
 function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
-  const items = JSON.parse(r.items) as CheckoutItem[];
+  const items = (JSON.parse(r.items) as CheckoutItem[]).map((l) => ({ payment_method_types: null, available_installments: null, ...l }));
   const subtotal = items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0);
   return {
     id: r.id,
@@ -90,6 +93,14 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
     const quantity = item.quantity ?? 1;
     // Callers inside posd (terminals, scheduling) skip the HTTP schema: the same limits hold here.
     if (!Number.isInteger(quantity) || quantity < 1 || quantity > 9) return add(`items.${i}.quantity`, 'must be an integer from 1 to 9');
+    if (item.charge_type === 'recurring') {
+      return add(`items.${i}.charge_type`, 'recurring inline lines are not served yet: use product_id or price_id of a product with a recurring price');
+    }
+    // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).
+    const payWith = {
+      payment_method_types: item.payment_method_types ?? null,
+      available_installments: item.available_installments ?? null,
+    };
     const a = item.amount_in_cents;
     if (a !== undefined && (!Number.isInteger(a) || a < 1 || a > MAX_LINE_CENTS)) {
       return add(`items.${i}.amount_in_cents`, `must be an integer from 1 to ${MAX_LINE_CENTS}`);
@@ -110,6 +121,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
         tax_category: product.tax_category,
         product_id: product.id,
         price_id: price.id,
+        ...payWith,
       });
       return;
     }
@@ -122,6 +134,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
       tax_category: item.tax_category ?? 'good',
       product_id: null,
       price_id: null,
+      ...payWith,
     });
   });
   if (Object.keys(errors).length) throw invalid(errors);
@@ -129,6 +142,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
   assertAccountCurrency(account.currencies, cur);
   lines.forEach((l, i) => {
     if (l.currency !== cur) add(`items.${i}.currency`, `must be ${cur}, the checkout's currency`);
+    if (l.available_installments?.length && cur !== 'GTQ') add(`items.${i}.available_installments`, 'installments exist only in GTQ');
   });
   if (Object.keys(errors).length) throw invalid(errors);
   const total = lines.reduce((sum, l) => sum + l.amount_in_cents * l.quantity, 0);
@@ -291,7 +305,15 @@ export function updateCheckout(ctx: AppContext, account: Account, id: string, pa
     const next = { ...row, updated_at: isoTime(ctx.clock.now()) };
     if (patch.items || patch.currency) {
       const currentItems = JSON.parse(row.items) as CheckoutItem[];
-      const items: CheckoutItemInput[] = patch.items ?? currentItems.map((l) => ({ ...l, product_id: l.product_id ?? undefined, price_id: l.price_id ?? undefined }));
+      const items: CheckoutItemInput[] =
+        patch.items ??
+        currentItems.map((l) => ({
+          ...l,
+          product_id: l.product_id ?? undefined,
+          price_id: l.price_id ?? undefined,
+          payment_method_types: l.payment_method_types ?? undefined,
+          available_installments: l.available_installments ?? undefined,
+        }));
       const resolved = resolveItems(ctx, account, items, patch.currency ?? (patch.items ? undefined : row.currency));
       Object.assign(next, { items: JSON.stringify(resolved.items), amount_in_cents: resolved.total, currency: resolved.currency });
     }

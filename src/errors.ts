@@ -12,6 +12,12 @@ export const ERRORS = {
   account_id_required: { status: 400, message: 'An organization key must name an account with X-ACCOUNT-ID for this endpoint.' },
   payload_too_large: { status: 413, message: 'The request body is too large.' },
   route_not_found: { status: 404, message: 'No such endpoint.' },
+  // HTTP itself (issue 17, hole 8): what the parser or the router refuses before any route runs
+  bad_request: { status: 400, message: 'The request is not well-formed HTTP.' },
+  method_not_allowed: { status: 405, message: 'This endpoint does not take that method; see the Allow header.' },
+  request_timeout: { status: 408, message: 'The request did not arrive in time.' },
+  uri_too_long: { status: 414, message: 'A path segment is too long.' },
+  headers_too_large: { status: 431, message: 'The request headers are too large.' },
   not_found: { status: 404, message: 'The resource does not exist.' },
   // Authentication (spec section 5)
   missing_key: { status: 401, message: 'Send your secret key in the X-SECRET-KEY header.' },

@@ -4,7 +4,8 @@ import { writeOrigin } from '../db/database.js';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
-import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
+import { ApiError, ERRORS } from '../errors.js';
+import { MethodIndex, clientErrorHandler, echoPath, errorBody, frameworkErrors } from './http-errors.js';
 import { accountsOf, hashKey } from '../accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
@@ -17,10 +18,6 @@ import { registerHttpMetrics } from '../system/metrics.js';
 
 const JSON_SUFFIX = /^(\/api\/[^?]*?)\.json(?=\?|$)/;
 const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
-
-function errorBody(code: keyof typeof ERRORS, extra: Partial<ErrorBody> = {}): ErrorBody {
-  return { message: ERRORS[code].message, code, ...extra };
-}
 
 /** Deeper than any body posd takes; deeper nesting would only exhaust the validator's stack. */
 const MAX_JSON_DEPTH = 64;
@@ -46,6 +43,18 @@ function headerValue(req: FastifyRequest, name: string): string | undefined {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
+
+/** The catalogue code for a client fault that reached the error handler with only a status. */
+const CLIENT_FAULTS: Record<number, keyof typeof ERRORS> = {
+  400: 'bad_request',
+  404: 'route_not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  413: 'payload_too_large',
+  414: 'uri_too_long',
+  415: 'invalid_json',
+  431: 'headers_too_large',
+};
 
 /** Maps anything thrown to the spec's error body; nothing escapes as a bare 500 page. */
 function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
@@ -79,7 +88,9 @@ function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, re
   if (err instanceof SyntaxError) return reply.code(400).send(errorBody('invalid_json'));
   const status = fe.statusCode ?? 500;
   if (status >= 400 && status < 500) {
-    return reply.code(status).send(errorBody('validation_error', { message: fe.message }));
+    // Any other client fault keeps a catalogue code for its status; fastify's own code stays inside.
+    const code = CLIENT_FAULTS[status] ?? 'validation_error';
+    return reply.code(ERRORS[code].status).send(errorBody(code));
   }
   req.log.error({ err }, 'request failed');
   return reply.code(500).send(errorBody('internal_error'));
@@ -104,15 +115,23 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     // The hosted service answers every route with a `.json` suffix too (`/checkouts.json`,
     // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.
     rewriteUrl: (req) => (req.url ?? '/').replace(JSON_SUFFIX, '$1'),
+    clientErrorHandler,
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
   // Before any route, so every route (under /api and outside it) is counted.
   registerHttpMetrics(app as never, ctx);
   app.setValidatorCompiler(createValidatorCompiler());
   app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply));
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send(errorBody('route_not_found', { message: `No such endpoint: ${req.method} ${req.url.split('?')[0]}` })),
-  );
+  const methods = new MethodIndex();
+  app.addHook('onRoute', (route) => methods.add(route.url, route.method));
+  app.setNotFoundHandler((req, reply) => {
+    const allowed = methods.allowed(req.url);
+    if (allowed.length > 0) {
+      return reply.code(405).header('allow', allowed.join(', ')).send(errorBody('method_not_allowed', { message: `${req.method} is not taken here; use ${allowed.join(', ')}.` }));
+    }
+    return reply.code(404).send(errorBody('route_not_found', { message: `No such endpoint: ${req.method} ${echoPath(req.url)}` }));
+  });
 
   // Every body is read as JSON whatever its content type (curl -d sends form encoding by default);
   // an empty body is an empty object, so POSTs without parameters need no body at all.

@@ -4,8 +4,8 @@ import { writeOrigin } from '../db/database.js';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
-import { ApiError, ERRORS } from '../errors.js';
-import { MethodIndex, clientErrorHandler, echoPath, errorBody, frameworkErrors } from './http-errors.js';
+import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
+import { MalformedLog, MethodIndex, clientErrorHandler, echoPath, errorBody, frameworkErrors } from './http-errors.js';
 import { accountsOf, hashKey } from '../accounts/service.js';
 import { Authenticator } from './auth.js';
 import { IdempotencyStore, registerIdempotency } from './idempotency.js';
@@ -57,43 +57,43 @@ const CLIENT_FAULTS: Record<number, keyof typeof ERRORS> = {
 };
 
 /** Maps anything thrown to the spec's error body; nothing escapes as a bare 500 page. */
-function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (err instanceof ApiError) {
-    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-    return reply.code(err.status).send(err.body());
-  }
+function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply, malformed: MalformedLog): FastifyReply {
+  const answer = errorAnswer(err);
+  if (answer.status >= 500) req.log.error({ err }, 'request failed');
+  else malformed.note(answer.body.code ?? '', { method: req.method, route: req.routeOptions.url });
+  for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
+  return reply.code(answer.status).send(answer.body);
+}
+
+function errorAnswer(err: FastifyError | ApiError | Error): { status: number; body: ErrorBody; headers: Record<string, string> } {
+  const answer = (code: keyof typeof ERRORS, extra: Partial<ErrorBody> = {}) => ({ status: ERRORS[code].status, body: errorBody(code, extra), headers: {} });
+  if (err instanceof ApiError) return { status: err.status, body: err.body(), headers: err.headers };
   const fe = err as FastifyError & { validationContext?: string };
   if (fe.validation) {
     // An unknown field is named on its own: the caller sent something posd would otherwise ignore.
     const unknown = fe.validationContext === 'body' || fe.validationContext === 'querystring' ? unknownFields(fe.validation as never) : [];
     if (unknown.length > 0) {
-      return reply.code(400).send(
-        errorBody('unknown_parameter', {
-          message: `Unknown parameter: ${unknown.join(', ')}`,
-          errors: Object.fromEntries(unknown.map((f) => [f, ['is not a known parameter']])),
-        }),
-      );
+      return answer('unknown_parameter', {
+        message: `Unknown parameter: ${unknown.join(', ')}`,
+        errors: Object.fromEntries(unknown.map((f) => [f, ['is not a known parameter']])),
+      });
     }
-    return reply.code(400).send(errorBody('validation_error', { errors: fieldErrors(fe.validation as never, fe.validationContext) }));
+    return answer('validation_error', { errors: fieldErrors(fe.validation as never, fe.validationContext) });
   }
   switch (fe.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return reply.code(413).send(errorBody('payload_too_large'));
+      return answer('payload_too_large');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return reply.code(400).send(errorBody('invalid_json'));
+      return answer('invalid_json');
   }
-  if (err instanceof SyntaxError) return reply.code(400).send(errorBody('invalid_json'));
+  if (err instanceof SyntaxError) return answer('invalid_json');
   const status = fe.statusCode ?? 500;
-  if (status >= 400 && status < 500) {
-    // Any other client fault keeps a catalogue code for its status; fastify's own code stays inside.
-    const code = CLIENT_FAULTS[status] ?? 'validation_error';
-    return reply.code(ERRORS[code].status).send(errorBody(code));
-  }
-  req.log.error({ err }, 'request failed');
-  return reply.code(500).send(errorBody('internal_error'));
+  // Any other client fault keeps a catalogue code for its status; fastify's own code stays inside.
+  if (status >= 400 && status < 500) return answer(CLIENT_FAULTS[status] ?? 'validation_error');
+  return answer('internal_error');
 }
 
 /**
@@ -103,6 +103,7 @@ function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, re
  */
 export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
   const { config } = ctx;
+  const malformed = new MalformedLog(ctx.log, ctx.clock);
   const app = Fastify({
     loggerInstance: ctx.log,
     // Per-request lines would dominate the log of a busy till; errors are logged where they happen.
@@ -115,14 +116,14 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     // The hosted service answers every route with a `.json` suffix too (`/checkouts.json`,
     // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.
     rewriteUrl: (req) => (req.url ?? '/').replace(JSON_SUFFIX, '$1'),
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(malformed),
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
   // Before any route, so every route (under /api and outside it) is counted.
   registerHttpMetrics(app as never, ctx);
   app.setValidatorCompiler(createValidatorCompiler());
-  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply));
+  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply, malformed));
   const methods = new MethodIndex();
   app.addHook('onRoute', (route) => methods.add(route.url, route.method));
   app.setNotFoundHandler((req, reply) => {

@@ -1,6 +1,8 @@
 import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, type ErrorBody } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
 
 /**
  * The error answers of HTTP itself (issue 17, hole 8): what Node's parser, fastify's router and
@@ -20,24 +22,68 @@ export function echoPath(url: string): string {
   return path.length > ECHOED_PATH ? `${path.slice(0, ECHOED_PATH)}…` : path;
 }
 
+/** The codes of a malformed request: the client's fault, logged without a stack and throttled. */
+const MALFORMED = new Set<string>([
+  'invalid_json',
+  'validation_error',
+  'unknown_parameter',
+  'bad_request',
+  'request_timeout',
+  'uri_too_long',
+  'headers_too_large',
+  'payload_too_large',
+]);
+
+/**
+ * A malformed request is worth one line (a till sending broken bodies is something a manager should
+ * see), but a client must not be able to fill the journal: at most one line per kind per minute,
+ * with how many of that kind went unlogged since the last one, and never a stack (issue 17, hole 6).
+ */
+export class MalformedLog {
+  private readonly last = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(
+    private readonly log: Logger,
+    private readonly clock: Clock,
+    private readonly intervalMs = 60_000,
+  ) {}
+
+  /** Whether `code` is a malformed-request kind (and so was noted here). */
+  note(code: string, where: { method?: string; route?: string }): boolean {
+    if (!MALFORMED.has(code)) return false;
+    const now = this.clock.now();
+    const entry = this.last.get(code);
+    if (entry && now - entry.at < this.intervalMs) {
+      entry.suppressed++;
+      return true;
+    }
+    const suppressed = entry?.suppressed ?? 0;
+    this.last.set(code, { at: now, suppressed: 0 });
+    this.log.warn({ code, ...where, suppressed }, 'malformed request refused (at most one line per kind a minute)');
+    return true;
+  }
+}
+
 /**
  * Node's `clientError`: the parser refused the request (or its header/body deadline passed) and
  * no request object exists. Written straight to the socket, then the connection is closed: after a
- * parse error nothing more on it can be trusted. Not logged: a client's broken bytes are not ours
- * to record, and a flood of them must not fill the journal.
+ * parse error nothing more on it can be trusted.
  */
-export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const code: keyof typeof ERRORS =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : 'bad_request';
-  const { status } = ERRORS[code];
-  const body = JSON.stringify(errorBody(code));
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${reason(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroySoon();
+export function clientErrorHandler(malformed: MalformedLog): (err: NodeJS.ErrnoException, socket: Socket) => void {
+  return (err, socket) => {
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const code: keyof typeof ERRORS =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'request_timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? 'headers_too_large' : 'bad_request';
+    malformed.note(code, {});
+    const { status } = ERRORS[code];
+    const body = JSON.stringify(errorBody(code));
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${reason(status)}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroySoon();
+  };
 }
 
 function reason(status: number): string {

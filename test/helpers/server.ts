@@ -33,7 +33,7 @@ export interface TestServer {
 
 /** A real daemon on port 0 with a real SQLite file in a fresh temp folder. */
 export async function startTestServer(
-  opts: { config?: Record<string, unknown>; clock?: Clock; modules?: readonly PosdModule[]; dataDir?: string } = {},
+  opts: { config?: Record<string, unknown>; clock?: Clock; modules?: readonly PosdModule[]; dataDir?: string; log?: pino.Logger } = {},
 ): Promise<TestServer> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'posd-test-'));
   const config = validateConfig({
@@ -49,7 +49,7 @@ export async function startTestServer(
     config,
     clock: opts.clock,
     modules: opts.modules,
-    log: pino({ level: process.env.POSD_TEST_LOG ?? 'silent' }),
+    log: opts.log ?? pino({ level: process.env.POSD_TEST_LOG ?? 'silent' }),
     onInstalled: (inst) => {
       installation = inst;
     },

@@ -22,6 +22,16 @@ export const ConfigSchema = Type.Object({
       body_limit_bytes: Type.Integer({ minimum: 1024, maximum: 64 * 1024 * 1024, default: 1024 * 1024 }),
       /** How long SIGTERM waits for requests in flight before closing anyway. */
       shutdown_grace_ms: Type.Integer({ minimum: 0, default: 10_000 }),
+      /** The request line and headers must arrive within this (a till on the LAN sends them at once). */
+      headers_timeout_ms: Type.Integer({ minimum: 100, maximum: 600_000, default: 10_000 }),
+      /** The whole request, body included, must arrive within this; at least headers_timeout_ms. */
+      request_timeout_ms: Type.Integer({ minimum: 100, maximum: 600_000, default: 30_000 }),
+      /** A keep-alive connection with no request for this long is closed. */
+      keep_alive_timeout_ms: Type.Integer({ minimum: 100, maximum: 600_000, default: 30_000 }),
+      /** Open connections at once, WebSocket links included; the last quarter is kept for the box's own network. */
+      max_connections: Type.Integer({ minimum: 4, maximum: 100_000, default: 512 }),
+      /** Open connections at once from one address. */
+      max_connections_per_address: Type.Integer({ minimum: 1, maximum: 100_000, default: 64 }),
     },
     { default: {} },
   ),
@@ -477,6 +487,10 @@ export function validateConfig(raw: unknown): Config {
     throw new ConfigError(`config: ${field}: ${message}`);
   }
   const config = withDefaults as Config;
+  // Node refuses a header deadline past the whole request's: say so with the setting's name.
+  if (config.http.headers_timeout_ms > config.http.request_timeout_ms) {
+    throw new ConfigError('config: http.headers_timeout_ms: must not be more than http.request_timeout_ms');
+  }
   for (const cidr of config.webhooks.allow_cidrs) {
     if (!isCidr(cidr)) throw new ConfigError(`config: webhooks.allow_cidrs: not a CIDR: ${cidr}`);
   }

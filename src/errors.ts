@@ -18,6 +18,7 @@ export const ERRORS = {
   request_timeout: { status: 408, message: 'The request did not arrive in time.' },
   uri_too_long: { status: 414, message: 'A path segment is too long.' },
   headers_too_large: { status: 431, message: 'The request headers are too large.' },
+  too_many_connections: { status: 503, message: 'Too many connections are open; close some, or retry shortly.' },
   not_found: { status: 404, message: 'The resource does not exist.' },
   // Authentication (spec section 5)
   missing_key: { status: 401, message: 'Send your secret key in the X-SECRET-KEY header.' },

@@ -15,6 +15,8 @@ import { lazySerializerFactory } from './lazy-serializer.js';
 import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
 import { registerHttpMetrics } from '../system/metrics.js';
+import { OwnNetwork } from '../system/own-network.js';
+import { ConnectionGate, createGuardedServer } from './connections.js';
 
 const JSON_SUFFIX = /^(\/api\/[^?]*?)\.json(?=\?|$)/;
 const USERS_PATH = /^\/api\/users(\.json|\.xml)?(\/|\?|$)/;
@@ -104,6 +106,8 @@ function errorAnswer(err: FastifyError | ApiError | Error): { status: number; bo
 export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
   const { config } = ctx;
   const malformed = new MalformedLog(ctx.log, ctx.clock);
+  const ownNetwork = new OwnNetwork(ctx.clock);
+  const gate = new ConnectionGate(config.http, (ip) => ownNetwork.has(ip));
   const app = Fastify({
     loggerInstance: ctx.log,
     // Per-request lines would dominate the log of a busy till; errors are logged where they happen.
@@ -117,6 +121,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.
     rewriteUrl: (req) => (req.url ?? '/').replace(JSON_SUFFIX, '$1'),
     clientErrorHandler: clientErrorHandler(malformed),
+    serverFactory: (handler) => createGuardedServer(config.http, gate, malformed, handler),
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 

@@ -22,7 +22,7 @@ export function echoPath(url: string): string {
   return path.length > ECHOED_PATH ? `${path.slice(0, ECHOED_PATH)}…` : path;
 }
 
-/** The codes of a malformed request: the client's fault, logged without a stack and throttled. */
+/** The codes of a malformed (or excess) request: the client's fault, logged without a stack and throttled. */
 const MALFORMED = new Set<string>([
   'invalid_json',
   'validation_error',
@@ -32,6 +32,7 @@ const MALFORMED = new Set<string>([
   'uri_too_long',
   'headers_too_large',
   'payload_too_large',
+  'too_many_connections',
 ]);
 
 /**

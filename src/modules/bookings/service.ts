@@ -30,6 +30,12 @@ export function getBooking(ctx: AppContext, account: Account, id: string): Booki
   return refreshPayment(ctx, account, row);
 }
 
+/** Whether a booking id names a booking of this account and environment (an id in another module's body). */
+export function hasBooking(ctx: AppContext, account: Account, id: string): boolean {
+  const row = bookingsStoreOf(ctx).get(id);
+  return !!row && row.account_id === account.id && (row.live_mode === 1) === account.live_mode;
+}
+
 /** The account a booking belongs to, whoever asks (the caller checks it may read that account). */
 export function bookingAccountId(ctx: AppContext, id: string): string | undefined {
   return bookingsStoreOf(ctx).get(id)?.account_id;

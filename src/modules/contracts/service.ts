@@ -9,6 +9,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { createCheckout, checkoutUrl } from '../checkouts/service.js';
 import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
+import { hasBooking } from '../bookings/service.js';
 import { addInterval } from '../subscriptions/service.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { contractMachine, type ContractEvent } from './machine.js';
@@ -135,6 +136,11 @@ export class ContractsService {
   create(account: Account, input: CreateContractInput, baseUrl: string): ContractRow {
     const t = this.template([account.id], account.live_mode, input.template_id);
     if (/\{servicio\}/.test(t.body) && !input.service_name) throw new ApiError('service_name_required');
+    // Like every id in a body, resolved in the caller's account and environment: another's booking
+    // is answered exactly like one that does not exist (issue 17, hole 9).
+    if (input.booking_id && !hasBooking(this.ctx, account, input.booking_id)) {
+      throw invalid({ booking_id: `no booking with id ${input.booking_id}` });
+    }
     return tx(this.ctx.db, () => {
       let customer;
       if (input.customer_id) {

@@ -30,6 +30,11 @@ export const ConfigSchema = Type.Object({
       keep_alive_timeout_ms: Type.Integer({ minimum: 100, maximum: 600_000, default: 30_000 }),
       /** Open connections at once, WebSocket links included; the last quarter is kept for the box's own network. */
       max_connections: Type.Integer({ minimum: 4, maximum: 100_000, default: 512 }),
+      /**
+       * The box's own network (CIDRs): its tills, kept in when a flood is refused (the connection
+       * reserve, the manager login's global limit). Empty: loopback and each interface's subnet.
+       */
+      own_networks: Type.Array(Type.String(), { default: [] }),
       /** Open connections at once from one address. */
       max_connections_per_address: Type.Integer({ minimum: 1, maximum: 100_000, default: 64 }),
     },
@@ -493,6 +498,9 @@ export function validateConfig(raw: unknown): Config {
   }
   for (const cidr of config.webhooks.allow_cidrs) {
     if (!isCidr(cidr)) throw new ConfigError(`config: webhooks.allow_cidrs: not a CIDR: ${cidr}`);
+  }
+  for (const cidr of config.http.own_networks) {
+    if (!isCidr(cidr)) throw new ConfigError(`config: http.own_networks: not a CIDR: ${cidr}`);
   }
   config.data_dir = resolve(config.data_dir);
   return config;

@@ -106,7 +106,7 @@ function errorAnswer(err: FastifyError | ApiError | Error): { status: number; bo
 export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
   const { config } = ctx;
   const malformed = new MalformedLog(ctx.log, ctx.clock);
-  const ownNetwork = new OwnNetwork(ctx.clock);
+  const ownNetwork = new OwnNetwork(ctx.clock, config.http.own_networks);
   const gate = new ConnectionGate(config.http, (ip) => ownNetwork.has(ip));
   const app = Fastify({
     loggerInstance: ctx.log,

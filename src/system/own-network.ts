@@ -13,8 +13,10 @@ export class OwnNetwork {
   private list = new BlockList();
   private readAt = Number.NEGATIVE_INFINITY;
 
+  /** `cidrs` (`http.own_networks`), when given, replace what the interfaces say. */
   constructor(
     private readonly clock: Clock,
+    private readonly cidrs: readonly string[] = [],
     private readonly interfaces: () => ReturnType<typeof networkInterfaces> = networkInterfaces,
   ) {}
 
@@ -31,6 +33,16 @@ export class OwnNetwork {
 
   private refresh(): void {
     const list = new BlockList();
+    this.readAt = this.clock.now();
+    if (this.cidrs.length > 0) {
+      for (const cidr of this.cidrs) {
+        const [address, prefix] = cidr.trim().split('/');
+        const family = isIPv4(address) ? 'ipv4' : 'ipv6';
+        list.addSubnet(address, prefix === undefined ? (family === 'ipv4' ? 32 : 128) : Number(prefix), family);
+      }
+      this.list = list;
+      return;
+    }
     list.addSubnet('127.0.0.0', 8, 'ipv4');
     list.addAddress('::1', 'ipv6');
     for (const addrs of Object.values(this.interfaces())) {
@@ -43,6 +55,5 @@ export class OwnNetwork {
       }
     }
     this.list = list;
-    this.readAt = this.clock.now();
   }
 }

@@ -1,4 +1,4 @@
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
 
 export interface PageResponse {
   status: number;
@@ -10,7 +10,11 @@ export interface PageResponse {
 /** A tiny browser for the status page: keeps cookies, posts forms, does not follow redirects. */
 export class PageClient {
   readonly cookies = new Map<string, string>();
-  constructor(readonly base: string) {}
+  /** `dispatcher`: an undici Agent, for one that connects from a given local address. */
+  constructor(
+    readonly base: string,
+    readonly dispatcher?: Dispatcher,
+  ) {}
 
   async send(method: 'GET' | 'POST', path: string, form?: Record<string, string>): Promise<PageResponse> {
     const headers: Record<string, string> = {};
@@ -20,7 +24,7 @@ export class PageClient {
       body = new URLSearchParams(form).toString();
       headers['content-type'] = 'application/x-www-form-urlencoded';
     }
-    const res = await request(`${this.base}${path}`, { method, headers, body });
+    const res = await request(`${this.base}${path}`, { method, headers, body, dispatcher: this.dispatcher });
     const text = await res.body.text();
     const raw = res.headers['set-cookie'];
     const setCookies = raw === undefined ? [] : Array.isArray(raw) ? raw : [raw];

@@ -5,6 +5,8 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { cookie, parseCookies, parseForms, sameToken, seeOther, sendHtml } from '../../api/html.js';
 import { WindowLimiter } from '../../api/rate-limit.js';
+import { OwnNetwork } from '../../system/own-network.js';
+import { LoginBackoff } from './login-limit.js';
 import { metrics } from '../../system/metrics.js';
 import { verifyPassword } from './password.js';
 import { getManagerPassword } from './store.js';
@@ -26,6 +28,8 @@ const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: 
  */
 export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
   const logins = new WindowLimiter(10, 5 * 60_000, ctx.clock);
+  const everyone = new LoginBackoff(ctx.clock);
+  const ownNetwork = new OwnNetwork(ctx.clock, ctx.config.http.own_networks);
 
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
@@ -53,12 +57,16 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     scope.post('/login', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
       const wait = logins.hit(req.ip);
       if (wait) return showLogin(req, reply.header('retry-after', String(wait)), 429, `Too many attempts; wait ${wait} seconds.`);
+      const mine = ownNetwork.has(req.ip);
+      const locked = mine ? 0 : everyone.wait();
+      if (locked) return showLogin(req, reply.header('retry-after', String(locked)), 429, `Too many failed logins; wait ${locked} seconds.`);
       if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[LOGIN_COOKIE])) {
         return showLogin(req, reply, 403, 'The form expired; please try again.');
       }
       const stored = getManagerPassword(ctx.db);
       if (!stored || !req.body.password || !(await verifyPassword(req.body.password, stored))) {
         ctx.log.warn({ ip: req.ip }, 'manager login failed');
+        if (!mine) everyone.failed();
         return showLogin(req, reply, 401, 'Wrong password.');
       }
       ctx.log.info({ ip: req.ip }, 'manager logged in');

@@ -77,7 +77,7 @@ function errorAnswer(err: FastifyError | ApiError | Error): { status: number; bo
     if (unknown.length > 0) {
       return answer('unknown_parameter', {
         message: `Unknown parameter: ${unknown.join(', ')}`,
-        errors: Object.fromEntries(unknown.map((f) => [f, ['is not a known parameter']])),
+        errors: Object.fromEntries(unknown.map((f) => [f, [f === '(more)' ? 'more unknown parameters are not listed' : 'is not a known parameter']])),
       });
     }
     return answer('validation_error', { errors: fieldErrors(fe.validation as never, fe.validationContext) });

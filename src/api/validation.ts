@@ -102,15 +102,23 @@ export function fieldErrors(errors: ErrorObject[], part: string | undefined): Re
   return out;
 }
 
-/** The body fields no schema knows (ajv `additionalProperties`), as dotted paths. */
+/**
+ * The body fields no schema knows (ajv `additionalProperties`), as dotted paths: at most MAX_FIELDS,
+ * each bounded, then `(more)` (a body of 5,000 unknown keys got a 200 KB answer).
+ */
 export function unknownFields(errors: ErrorObject[]): string[] {
   const out: string[] = [];
   for (const e of errors) {
     if (e.keyword !== 'additionalProperties') continue;
     const base = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
     const name = (e.params as { additionalProperty: string }).additionalProperty;
-    const field = base ? `${base}.${name}` : name;
-    if (!out.includes(field)) out.push(field);
+    const field = bounded(base ? `${base}.${name}` : name);
+    if (out.includes(field)) continue;
+    if (out.length === MAX_FIELDS) {
+      out.push('(more)');
+      break;
+    }
+    out.push(field);
   }
   return out;
 }

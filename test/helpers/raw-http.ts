@@ -55,8 +55,12 @@ function parseAnswer(raw: string): RawAnswer | undefined {
     const i = l.indexOf(':');
     headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
   }
-  const body = raw.slice(end + 4);
+  let body = raw.slice(end + 4);
   const length = headers['content-length'];
-  if (length !== undefined && Buffer.byteLength(body, 'latin1') < Number(length)) return undefined;
-  return { status: Number(statusLine.split(' ')[1]), headers, body, raw };
+  if (length !== undefined) {
+    if (body.length < Number(length)) return undefined;
+    // A pipelined request's second answer may follow in the same chunk: one answer only.
+    body = body.slice(0, Number(length));
+  }
+  return { status: Number(statusLine.split(' ')[1]), headers, body: Buffer.from(body, 'latin1').toString('utf8'), raw };
 }

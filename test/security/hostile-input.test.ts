@@ -42,6 +42,17 @@ describe('hostile input', () => {
     }
   });
 
+  it('validation of a huge body stops at its first fault; a small body still names every bad field', async () => {
+    const guests = (n: number) => JSON.stringify({ guests: Array.from({ length: n }, () => ({ name: 7, document: [], nationality: {} })) });
+    const small = await s.api('POST', '/bookings/bk_nope/guests', { rawBody: guests(2), headers: { 'content-type': 'application/json' } });
+    expect(small.status).toBe(400);
+    expect(Object.keys(small.body.errors).length).toBeGreaterThanOrEqual(6);
+    // One error object made, not 60,000: the heap a 960 KB body can cost stays flat.
+    const huge = await s.api('POST', '/bookings/bk_nope/guests', { rawBody: guests(20_000), headers: { 'content-type': 'application/json' } });
+    expect(huge.status).toBe(400);
+    expect(Object.keys(huge.body.errors)).toHaveLength(1);
+  });
+
   it('a body of thousands of bad elements gets a bounded error body', async () => {
     const raw = JSON.stringify({ guests: Array.from({ length: 20_000 }, () => ({ name: 7, document: [], nationality: {} })) });
     expect(raw.length).toBeGreaterThan(500_000);

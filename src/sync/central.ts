@@ -39,7 +39,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     async (req) => {
       const { keyAccount, scope } = scopeOf(req);
       try {
-        return applyPush(ctx, keyAccount, scope, req.body);
+        return await applyPush(ctx, keyAccount, scope, req.body);
       } catch (err) {
         if (err instanceof ApiError) throw err;
         const recordId = (err as { syncRecordId?: string }).syncRecordId;
@@ -130,10 +130,10 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
           live_mode: s.live_mode === 1,
           applied_seq: s.applied_seq,
           last_push_at: s.last_push_at,
-          held_records: s.held,
-          rejected_records: s.rejected,
-          parked_records: s.parked,
-          skipped_records: s.skipped,
+          held_records: s.held_count,
+          rejected_records: s.rejected_count,
+          parked_records: s.parked_count,
+          skipped_records: s.skipped_count,
           created_at: s.created_at,
         }));
     },

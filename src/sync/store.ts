@@ -1,5 +1,7 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.js';
 import { perDb } from '../db/per-db.js';
+import { ringFeed } from '../outbox/feed-changes.js';
 
 /** A row of the store's `sync_outbox`. */
 export interface OutboxRow {
@@ -114,6 +116,7 @@ export interface CountSum {
 /** All SQL of sync, both sides (the store's cursors and outbox reads, the central's received log and feed). */
 export class SyncStore {
   private readonly s;
+  private readonly feedAfterBySize = new Map<number, Statement>();
 
   constructor(readonly db: Db) {
     this.s = {
@@ -307,6 +310,7 @@ export class SyncStore {
   }
   insertFeed(row: Omit<FeedRow, 'seq' | 'origin_store_id' | 'to_store_id'> & { to_store_id?: string | null }): void {
     this.s.insertFeed.run({ ...row, to_store_id: row.to_store_id ?? null });
+    ringFeed(this.db, row.organization_id);
   }
   feedMax(): number {
     return (this.s.feedMax.get() as { m: number }).m;
@@ -316,14 +320,18 @@ export class SyncStore {
    * leaving out the changes that store box's own push caused (no echo) and those for another box.
    */
   feedAfter(after: number, accountIds: string[], organizationId: string, storeId: string, limit: number): FeedRow[] {
-    const marks = accountIds.map(() => '?').join(',');
-    return this.db
-      .prepare(
+    // One statement per scope size, prepared once: a long-poll woken often re-reads with it.
+    let stmt = this.feedAfterBySize.get(accountIds.length);
+    if (!stmt) {
+      const marks = accountIds.map(() => '?').join(',');
+      stmt = this.db.prepare(
         `SELECT * FROM sync_feed WHERE seq > ? AND (account_id IN (${marks}) OR (account_id IS NULL AND organization_id = ?))
            AND (origin_store_id IS NULL OR origin_store_id <> ?) AND (to_store_id IS NULL OR ? = '' OR to_store_id = ?)
          ORDER BY seq LIMIT ?`,
-      )
-      .all(after, ...accountIds, organizationId, storeId, storeId, storeId, limit) as FeedRow[];
+      );
+      this.feedAfterBySize.set(accountIds.length, stmt);
+    }
+    return stmt.all(after, ...accountIds, organizationId, storeId, storeId, storeId, limit) as FeedRow[];
   }
 
   storeFacts(from: string, until: string): FactRow[] {

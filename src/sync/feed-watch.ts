@@ -39,6 +39,11 @@ export class FeedWatch {
     });
   }
 
+  /** How many long-polls wait now. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   /**
    * Resolves true when a feed row that may concern these organizations commits after the reader
    * saw `seen`, false when `timeoutMs` passes or `signal` aborts first.

@@ -198,8 +198,8 @@ export class SyncStore {
       centralEventsDay: db.prepare(
         `SELECT e.account_id, e.live_mode, '' AS currency, 'events' AS measure, count(*) AS count, 0 AS sum
          FROM sync_received r INDEXED BY sync_received_day JOIN events e ON e.id = json_extract(r.payload, '$.id')
-         WHERE r.store_id = ?1 AND r.created_at >= ?2 AND r.created_at < ?3 AND r.kind = 'event'
-           AND e.created_at >= ?2 AND e.created_at < ?3
+         WHERE r.store_id = ? AND r.created_at >= ? AND r.created_at < ? AND r.kind = 'event'
+           AND e.created_at >= ? AND e.created_at < ?
          GROUP BY e.account_id, e.live_mode`,
       ),
       upsertReconciliation: db.prepare(
@@ -344,7 +344,7 @@ export class SyncStore {
     return this.s.receivedDay.all(storeId, from, until) as FactRow[];
   }
   centralEvents(storeId: string, from: string, until: string): CountSum[] {
-    return this.s.centralEventsDay.all(storeId, from, until) as CountSum[];
+    return this.s.centralEventsDay.all(storeId, from, until, from, until) as CountSum[];
   }
   replaceReconciliationDay(day: string, rows: ReconciliationRow[]): void {
     this.s.deleteReconciliationDay.run(day);

@@ -83,16 +83,18 @@ async function applyInSlices(ctx: AppContext, keyAccount: Account, scope: Accoun
   const byId = new Map(scope.map((a) => [a.id, a]));
   // A child connected at the store enters the key's scope when its `connected_account` record is
   // applied, possibly earlier in this very batch: an unknown account is looked up again once.
-  const accountOf = (r: PushRecord, appliedSeq: number): Account => {
+  // `committed`: how far earlier slices of this push were applied (null: nothing is written yet).
+  const accountOf = (r: PushRecord, committed: number | null): Account => {
     let account = byId.get(r.account_id);
     if (!account) {
       for (const a of syncScope(accountsOf(ctx), keyAccount)) byId.set(a.id, a);
       account = byId.get(r.account_id);
     }
     if (!account || account.live_mode !== r.live_mode) {
+      const what = `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for`;
       throw new ApiError('sync_account_forbidden', {
-        message: `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for; nothing past seq ${appliedSeq} was applied.`,
-        extra: { record_id: r.id, applied_seq: appliedSeq },
+        message: committed === null ? `${what}; nothing was applied.` : `${what}; nothing past seq ${committed} was applied.`,
+        extra: committed === null ? { record_id: r.id } : { record_id: r.id, applied_seq: committed },
       });
     }
     return account;
@@ -133,7 +135,7 @@ async function applyInSlices(ctx: AppContext, keyAccount: Account, scope: Accoun
   }
   // Refuse a foreign account before anything is written, unless a connection in the batch may bring it.
   const connects = body.records.some((r) => r.kind === 'connected_account');
-  if (!connects) for (const { r } of fresh) accountOf(r, before);
+  if (!connects) for (const { r } of fresh) accountOf(r, null);
 
   const now = isoTime(ctx.clock.now());
   let applied = 0;
@@ -158,8 +160,9 @@ async function applyInSlices(ctx: AppContext, keyAccount: Account, scope: Accoun
       for (let n = 0; next < fresh.length && n < SLICE_RECORDS && (n === 0 || performance.now() - started < SLICE_MS); n++) {
         const { r, payloadJson, hash } = fresh[next];
         // Ids are global: another store's push may have taken this one since the checks above.
-        if (store.received(r.id)) throw conflict(r.id, r.seq, appliedSeq);
-        const account = accountOf(r, appliedSeq);
+        if (store.received(r.id)) throw conflict(r.id, r.seq, appliedSeq, !first);
+        // A refusal here rolls back this slice only: what earlier slices committed stays.
+        const account = accountOf(r, first ? null : appliedSeq);
         const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
         if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
         if (outcome === 'held') held++;
@@ -303,9 +306,9 @@ function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): nu
   return done;
 }
 
-function conflict(id: string, seq: number, appliedSeq: number): ApiError {
+function conflict(id: string, seq: number, appliedSeq: number, partly = false): ApiError {
   return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) differs from the record the central already applied with that id or at that seq; nothing was applied.`,
+    message: `Record ${id} (seq ${seq}) differs from the record the central already applied with that id or at that seq; nothing${partly ? ` past seq ${appliedSeq}` : ''} was applied.`,
     extra: { record_id: id, applied_seq: appliedSeq },
   });
 }

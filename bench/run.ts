@@ -17,6 +17,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   backup: () => import('./backup.js'),
   // Every write path under 0, 2 and 5 ms of injected flush latency (strace), a few minutes.
   flush: () => import('./flush.js'),
+  // A store's small push at a central holding 200,000 records of its history, beside an empty central.
+  central: () => import('./central.js'),
   // Last: 100,000 offline sales drained to a central takes about a minute.
   sync: () => import('./sync.js'),
 };

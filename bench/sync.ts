@@ -1,10 +1,11 @@
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import pino from 'pino';
+import { request } from 'undici';
 import { MAIN, type BenchResult } from './lib.js';
 import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
@@ -62,8 +63,14 @@ export async function run(): Promise<BenchResult[]> {
       const records = waitingCount(ctx.db);
       const target = centralTarget(config, ctx.db)!;
       const client = new CentralClient(target.url, target.key, { timeoutMs: 120_000 });
+      // The central's own API while nothing is pushed, then while the backlog is applied.
+      const idleProbe = await probeSales(centralUrl, key, () => false, 3000);
+      let draining = true;
       const t0 = performance.now();
-      await pushAll(ctx, client, syncStore(ctx.db).state(STATE.storeId)!);
+      const [busyProbe] = await Promise.all([
+        probeSales(centralUrl, key, () => draining, Number.POSITIVE_INFINITY),
+        pushAll(ctx, client, syncStore(ctx.db).state(STATE.storeId)!).finally(() => (draining = false)),
+      ]);
       const seconds = (performance.now() - t0) / 1000;
       await client.close();
       if (waitingCount(ctx.db) !== 0) throw new Error('records still waiting after the push');
@@ -77,6 +84,14 @@ export async function run(): Promise<BenchResult[]> {
           ratio: rate / rawRate,
           target: `${SALES} sales drained in < 60 s`,
         },
+        {
+          scenario: `sync: POST /api/cash_sales at the central while that backlog is applied (${busyProbe.length} sales, one at a time)`,
+          metrics: { 'p50 ms': percentile(busyProbe, 0.5), 'p99 ms': percentile(busyProbe, 0.99) },
+          baseline: { 'p50 ms, nothing pushed': percentile(idleProbe, 0.5), 'p99 ms, nothing pushed': percentile(idleProbe, 0.99) },
+          ratio: percentile(idleProbe, 0.99) / percentile(busyProbe, 0.99),
+          target: 'p99 < 50 ms during a catch-up',
+        },
+        ...(await feedScenarios(centralUrl, key, central.pid!)),
       ];
     } finally {
       ctx.db.close();
@@ -108,4 +123,106 @@ function rawBaseline(n: number, batch: number, synchronous: string): number {
   db.close();
   rmSync(dir, { recursive: true, force: true });
   return rate;
+}
+
+/** Cash sales made at the central one after another (at most one every 20 ms) while `going()`. */
+async function probeSales(url: string, key: string, going: () => boolean, forMs: number): Promise<number[]> {
+  const out: number[] = [];
+  const until = performance.now() + forMs;
+  let i = 0;
+  while ((forMs === Number.POSITIVE_INFINITY ? going() : performance.now() < until)) {
+    const t0 = performance.now();
+    const res = await request(`${url}/api/cash_sales`, {
+      method: 'POST',
+      headers: { 'x-secret-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ amount_in_cents: 100 + (i++ % 500), currency: 'GTQ' }),
+    });
+    await res.body.text();
+    if (res.statusCode !== 201) throw new Error(`cash sale at the central answered ${res.statusCode}`);
+    const ms = performance.now() - t0;
+    out.push(ms);
+    if (ms < 20) await new Promise((r) => setTimeout(r, 20 - ms));
+  }
+  return out;
+}
+
+function percentile(xs: number[], p: number): number {
+  if (!xs.length) return Number.NaN;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+}
+
+async function getJson(url: string, key: string): Promise<any> {
+  const res = await request(url, { headers: { 'x-secret-key': key } });
+  return res.body.json();
+}
+
+/** CPU seconds (user + system) the process has used, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * The feed at the central: how soon a waiting box hears of a change made at the central (a product
+ * created through its API), beside a plain round trip; and the central's CPU while N boxes' long-polls
+ * wait with nothing to say, beside none waiting (issue 19: each waiting poll used to re-read the feed
+ * every 250 ms).
+ */
+async function feedScenarios(url: string, key: string, pid: number): Promise<BenchResult[]> {
+  const N = Number(process.env.POSD_BENCH_IDLE_BOXES ?? 50);
+  const delays: number[] = [];
+  const trips: number[] = [];
+  let cursor = (await getJson(`${url}/sync/feed?after=0&wait_ms=0&limit=5000`, key)).cursor as number;
+  for (let i = 0; i < 30; i++) {
+    let t0 = performance.now();
+    await getJson(`${url}/sync/time`, key);
+    trips.push(performance.now() - t0);
+    const poll = getJson(`${url}/sync/feed?after=${cursor}&wait_ms=20000&store_id=store_bench_probe`, key);
+    await new Promise((r) => setTimeout(r, 50)); // the long-poll is waiting at the central by now
+    t0 = performance.now();
+    const made = await request(`${url}/api/products`, {
+      method: 'POST',
+      headers: { 'x-secret-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `Probe ${i}`, prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ' }] }),
+    });
+    await made.body.text();
+    if (made.statusCode !== 201) throw new Error(`product at the central answered ${made.statusCode}`);
+    const page = await poll;
+    delays.push(performance.now() - t0);
+    if (!page.changes.length) throw new Error('the long-poll answered without the product');
+    cursor = page.cursor;
+  }
+  const cpuOver = async (boxes: number, ms: number) => {
+    let stop = false;
+    const polls = Array.from({ length: boxes }, async () => {
+      while (!stop) await getJson(`${url}/sync/feed?after=${cursor}&wait_ms=20000&store_id=store_idle`, key);
+    });
+    await new Promise((r) => setTimeout(r, 500)); // all waiting
+    const c0 = cpuSeconds(pid);
+    await new Promise((r) => setTimeout(r, ms));
+    const used = cpuSeconds(pid) - c0;
+    stop = true;
+    return { percent: (100 * used) / (ms / 1000), polls };
+  };
+  const none = await cpuOver(0, 10_000);
+  const many = await cpuOver(N, 10_000);
+  // The waiting polls answer at their deadline; the bench does not wait for them.
+  void Promise.allSettled(many.polls);
+  return [
+    {
+      scenario: 'sync: a change made at the central reaches a waiting long-poll (30 products, one at a time)',
+      metrics: { 'p50 ms': percentile(delays, 0.5), 'p99 ms': percentile(delays, 0.99) },
+      baseline: { 'p50 ms GET /sync/time round trip': percentile(trips, 0.5) },
+      ratio: percentile(trips, 0.5) / percentile(delays, 0.5),
+      target: 'p99 < 50 ms (was 250 ms: the per-request poll)',
+    },
+    {
+      scenario: `sync: the central's CPU with ${N} boxes' long-polls waiting on an idle feed, over 10 s`,
+      metrics: { '% of a core': many.percent },
+      baseline: { '% of a core, none waiting': none.percent },
+      ratio: (none.percent + 0.1) / (many.percent + 0.1),
+      target: 'flat in the number of boxes (was 7-11 % at 50)',
+    },
+  ];
 }

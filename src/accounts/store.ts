@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { perDb } from '../db/per-db.js';
+import { ringFeed } from '../outbox/feed-changes.js';
 
 export interface AccountRow {
   id: string;
@@ -45,7 +46,7 @@ export class AccountsStore {
   private writes = 0;
   private readonly dataVersion;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.stmts = {
       insertOrg: db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (@id, @name, @created_at)'),
@@ -133,6 +134,8 @@ export class AccountsStore {
   insertKey(row: Omit<KeyRow, 'revoked_at'>): void {
     this.writes++;
     this.stmts.insertKey.run(row);
+    // At a central a trigger publishes the key to the feed (baseline.sql): wake the waiting boxes.
+    ringFeed(this.db, row.organization_id);
   }
   /**
    * Changes whenever accounts or keys may have changed: a write through this store, or a commit
@@ -158,10 +161,13 @@ export class AccountsStore {
   upsertKey(row: KeyRow): void {
     this.writes++;
     this.stmts.upsertKey.run(row);
+    ringFeed(this.db, row.organization_id);
   }
   revokeKey(prefix: string, at: string): boolean {
     this.writes++;
-    return this.stmts.revokeKey.run(at, prefix).changes === 1;
+    const revoked = this.stmts.revokeKey.run(at, prefix).changes === 1;
+    if (revoked) ringFeed(this.db, null);
+    return revoked;
   }
   meta(key: string): string | undefined {
     return (this.stmts.getMeta.get(key) as { value: string } | undefined)?.value;

@@ -653,7 +653,13 @@ CREATE TABLE sync_stores (
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
   applied_seq INTEGER NOT NULL DEFAULT 0,
   last_push_at TEXT,
-  created_at TEXT NOT NULL
+  created_at TEXT NOT NULL,
+  -- How many of its records are in each outcome but 'applied', kept by the triggers on
+  -- sync_received below, so neither a push nor GET /sync/stores counts a store's whole history.
+  held_count INTEGER NOT NULL DEFAULT 0,
+  rejected_count INTEGER NOT NULL DEFAULT 0,
+  parked_count INTEGER NOT NULL DEFAULT 0,
+  skipped_count INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 -- Central side: every record a store pushed, by its global id, with the hash of its content so a
@@ -680,10 +686,44 @@ CREATE TABLE sync_received (
   note TEXT,
   UNIQUE (store_id, seq)
 ) STRICT;
-CREATE INDEX sync_received_day ON sync_received(store_id, kind, created_at);
-CREATE INDEX sync_received_held ON sync_received(outcome) WHERE outcome = 'held';
+-- Reconciliation reads one store's day: the day's range is the second column, so a filter on kind
+-- (events, or every kind but events) reads that day's records only, never the store's history.
+CREATE INDEX sync_received_day ON sync_received(store_id, created_at, kind);
+-- Per store and in its order, as a push reads its store's held records first: the few held rows,
+-- not the store's history (the (store_id, seq) key would read every record the store ever pushed).
+CREATE INDEX sync_received_held ON sync_received(store_id, seq) WHERE outcome = 'held';
 CREATE INDEX sync_received_parked ON sync_received(store_id, seq) WHERE outcome = 'parked';
 CREATE INDEX sync_received_skipped ON sync_received(store_id, seq) WHERE outcome = 'skipped';
+-- The per-store outcome counters of sync_stores, kept by the table itself whoever writes it (a push,
+-- the held sweep, an operator's retry or skip), so they cannot drift from the rows. An applied
+-- record, nearly every one, costs nothing: the WHEN clauses pass it by.
+CREATE TRIGGER sync_received_count_insert AFTER INSERT ON sync_received
+WHEN NEW.outcome <> 'applied'
+BEGIN
+  UPDATE sync_stores SET held_count = held_count + (NEW.outcome = 'held'),
+    rejected_count = rejected_count + (NEW.outcome = 'rejected'),
+    parked_count = parked_count + (NEW.outcome = 'parked'),
+    skipped_count = skipped_count + (NEW.outcome = 'skipped')
+  WHERE store_id = NEW.store_id;
+END;
+CREATE TRIGGER sync_received_count_update AFTER UPDATE OF outcome ON sync_received
+WHEN NEW.outcome IS NOT OLD.outcome
+BEGIN
+  UPDATE sync_stores SET held_count = held_count + (NEW.outcome = 'held') - (OLD.outcome = 'held'),
+    rejected_count = rejected_count + (NEW.outcome = 'rejected') - (OLD.outcome = 'rejected'),
+    parked_count = parked_count + (NEW.outcome = 'parked') - (OLD.outcome = 'parked'),
+    skipped_count = skipped_count + (NEW.outcome = 'skipped') - (OLD.outcome = 'skipped')
+  WHERE store_id = NEW.store_id;
+END;
+CREATE TRIGGER sync_received_count_delete AFTER DELETE ON sync_received
+WHEN OLD.outcome <> 'applied'
+BEGIN
+  UPDATE sync_stores SET held_count = held_count - (OLD.outcome = 'held'),
+    rejected_count = rejected_count - (OLD.outcome = 'rejected'),
+    parked_count = parked_count - (OLD.outcome = 'parked'),
+    skipped_count = skipped_count - (OLD.outcome = 'skipped')
+  WHERE store_id = OLD.store_id;
+END;
 
 -- Central side: the change feed stores pull, per account (organization-wide rows have no account).
 CREATE TABLE sync_feed (

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Db } from '../db/database.js';
 import { perDb } from '../db/per-db.js';
 
@@ -55,6 +56,32 @@ export function feedOrigin(db: Db): string | null {
   return origins.get(db) ?? null;
 }
 
+// The doorbell of the feed: who writes a feed row rings it (for the row's organization, or null
+// when it is not known), and the central's waiting long-polls listen (src/sync/feed-watch.ts). It
+// rings after the writing tick: the transaction that wrote the row has committed by then (or rolled
+// back, and a woken reader simply finds nothing). Rows written by another connection do not ring:
+// the feed watch notices them by `PRAGMA data_version`.
+const bells = perDb(() => ({ emitter: new EventEmitter().setMaxListeners(0), pending: new Set<string | null>(), scheduled: false }));
+
+/** Emits `'rows'` with the organization ids (null: any) whose feed rows committed since the last ring. */
+export function feedBell(db: Db): EventEmitter {
+  return bells(db).emitter;
+}
+
+/** Says a feed row of this organization (null: unknown) is being written in the current transaction. */
+export function ringFeed(db: Db, organizationId: string | null): void {
+  const bell = bells(db);
+  bell.pending.add(organizationId);
+  if (bell.scheduled) return;
+  bell.scheduled = true;
+  setImmediate(() => {
+    bell.scheduled = false;
+    const orgs = [...bell.pending];
+    bell.pending.clear();
+    bell.emitter.emit('rows', orgs);
+  });
+}
+
 /**
  * Appends one change to the central's feed, inside the transaction of the change (so the feed and
  * the object never disagree, and a crash loses neither). A no-op anywhere but at a central. Returns
@@ -76,5 +103,6 @@ export function appendFeedChange(db: Db, input: FeedChangeInput): boolean {
     input.createdAt,
     feedOrigin(db),
   );
+  ringFeed(db, org.organization_id);
   return true;
 }

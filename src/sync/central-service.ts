@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
-import { tx } from '../db/database.js';
+import { tx, type Db } from '../db/database.js';
+import { perDb } from '../db/per-db.js';
 import { isoTime } from '../clock.js';
 import { ApiError, invalid } from '../errors.js';
 import { accountsOf, type AccountsService, type Account } from '../accounts/service.js';
@@ -27,100 +28,173 @@ export function syncScope(accounts: AccountsService, keyAccount: Account): Accou
   return out;
 }
 
+/** A push is applied in slices of at most this many records ... */
+const SLICE_RECORDS = 100;
+/** ... or this much time, whichever comes first; then the event loop serves what waits. */
+const SLICE_MS = 20;
+
+const pushQueues = perDb(() => new Map<string, Promise<unknown>>());
+
 /**
- * Applies one pushed batch in ONE transaction: each record once by id, in the store's sequence.
- * Refuses the whole batch (nothing applied) for a record of another account, a sequence gap, or a
- * record already applied with different content. Answers the highest seq now durably applied.
+ * Runs `fn` once every earlier push of `storeId` at this central has finished: a box's retry that
+ * races its original (a lost response) must not interleave with it slice by slice.
  */
-export function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[], body: PushBody): PushResponse {
-  const store = syncStore(ctx.db);
-  const byId = new Map(scope.map((a) => [a.id, a]));
+function inStoreOrder<T>(db: Db, storeId: string, fn: () => Promise<T>): Promise<T> {
+  const queues = pushQueues(db);
+  const run = (queues.get(storeId) ?? Promise.resolve()).then(fn);
+  const tail = run.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(storeId, tail);
+  void tail.then(() => {
+    if (queues.get(storeId) === tail) queues.delete(storeId);
+  });
+  return run;
+}
+
+/** Whether a push of this store is being applied (or waits its turn) in this process. */
+export function pushInFlight(db: Db, storeId: string): boolean {
+  return pushQueues(db).has(storeId);
+}
+
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Applies one pushed batch: each record once by id, in the store's sequence. Everything that can
+ * refuse the batch is checked before anything is written (a record of another account, a sequence
+ * gap, a record already applied with different content), so a refusal still applies nothing. The
+ * new records are then applied in slices (about 100 records or 20 ms), each its own transaction
+ * that moves the store's `applied_seq` with its records, yielding to the event loop between
+ * slices, so a catch-up of thousands of records never holds the central's API for seconds. One
+ * push per store at a time (`inStoreOrder`). Answers the highest seq now durably applied: the
+ * whole batch, or less if the central began stopping (the box pushes the rest later).
+ */
+export async function applyPush(ctx: AppContext, keyAccount: Account, scope: Account[], body: PushBody): Promise<PushResponse> {
   for (const [i, r] of body.records.entries()) {
     if (i > 0 && r.seq <= body.records[i - 1].seq) throw invalid({ [`records.${i}.seq`]: 'must be greater than the previous record seq' });
     if (r.prev_seq >= r.seq) throw invalid({ [`records.${i}.prev_seq`]: 'must be less than seq' });
   }
+  return inStoreOrder(ctx.db, body.store_id, () => applyInSlices(ctx, keyAccount, scope, body));
+}
+
+async function applyInSlices(ctx: AppContext, keyAccount: Account, scope: Account[], body: PushBody): Promise<PushResponse> {
+  const store = syncStore(ctx.db);
+  const byId = new Map(scope.map((a) => [a.id, a]));
   // A child connected at the store enters the key's scope when its `connected_account` record is
   // applied, possibly earlier in this very batch: an unknown account is looked up again once.
-  const accountOf = (r: PushRecord): Account => {
+  // `committed`: how far earlier slices of this push were applied (null: nothing is written yet).
+  const accountOf = (r: PushRecord, committed: number | null): Account => {
     let account = byId.get(r.account_id);
     if (!account) {
       for (const a of syncScope(accountsOf(ctx), keyAccount)) byId.set(a.id, a);
       account = byId.get(r.account_id);
     }
     if (!account || account.live_mode !== r.live_mode) {
+      const what = `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for`;
       throw new ApiError('sync_account_forbidden', {
-        message: `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for; nothing was applied.`,
-        extra: { record_id: r.id },
+        message: committed === null ? `${what}; nothing was applied.` : `${what}; nothing past seq ${committed} was applied.`,
+        extra: committed === null ? { record_id: r.id } : { record_id: r.id, applied_seq: committed },
       });
     }
     return account;
   };
+  const mismatch = () => new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was applied.` });
+  const known = store.storeRow(body.store_id);
+  if (known && known.account_id !== keyAccount.id) throw mismatch();
+  const before = known?.applied_seq ?? 0;
+
+  // Every check that can refuse the batch, before anything is written. The store's applied seq
+  // cannot move meanwhile: its pushes run one at a time, and the held sweep passes it by.
+  let duplicates = 0;
+  let last = before;
+  const ids = new Set<string>();
+  const fresh: Array<{ r: PushRecord; payloadJson: string; hash: string }> = [];
+  for (const r of body.records) {
+    const payloadJson = JSON.stringify(r.payload);
+    const hash = recordHash(r, payloadJson);
+    if (r.seq <= before) {
+      const seen = store.receivedAt(body.store_id, r.seq);
+      if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
+      duplicates++;
+      continue;
+    }
+    if (r.prev_seq !== last) {
+      // `last` is the central's applied seq only for the batch's first new record; after that it is
+      // a record of this batch, which is not applied either, so the message must not call it applied.
+      const expected = last === before ? `the central has applied up to seq ${before}` : `the record before it in the batch is seq ${last}`;
+      throw new ApiError('sync_sequence_gap', {
+        message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was applied${last === before ? '' : ` (the central has applied up to seq ${before})`}.`,
+        extra: { applied_seq: before, record_id: r.id },
+      });
+    }
+    if (ids.has(r.id) || store.received(r.id)) throw conflict(r.id, r.seq, before);
+    ids.add(r.id);
+    fresh.push({ r, payloadJson, hash });
+    last = r.seq;
+  }
   // Refuse a foreign account before anything is written, unless a connection in the batch may bring it.
   const connects = body.records.some((r) => r.kind === 'connected_account');
-  if (!connects) for (const r of body.records) accountOf(r);
+  if (!connects) for (const { r } of fresh) accountOf(r, null);
+
   const now = isoTime(ctx.clock.now());
   let applied = 0;
-  let duplicates = 0;
   let held = 0;
   let parked = 0;
   const rejected: Array<{ id: string; reason: string }> = [];
-  const appliedSeq = tx(ctx.db, () => {
-    const row = store.ensureStore(body.store_id, keyAccount.id, keyAccount.live_mode, now);
-    if (row.account_id !== keyAccount.id) {
-      throw new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was applied.` });
-    }
-    const before = row.applied_seq;
-    let last = before;
-    // Records held before this central learnt their kind come first, so a store's facts keep their order.
-    applyHeldOf(ctx, store.heldOf(body.store_id), false);
-    for (const r of body.records) {
-      const payloadJson = JSON.stringify(r.payload);
-      const hash = recordHash(r, payloadJson);
-      if (r.seq <= before) {
-        const seen = store.receivedAt(body.store_id, r.seq);
-        if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
-        duplicates++;
-        continue;
+  let appliedSeq = before;
+  let next = 0;
+  let first = true;
+  while (first || next < fresh.length) {
+    // Stopping: what is committed stays, the answer says how far, and the box pushes the rest later.
+    if (!first && ctx.shutdown.aborted) break;
+    const started = performance.now();
+    appliedSeq = tx(ctx.db, () => {
+      if (first) {
+        const row = store.ensureStore(body.store_id, keyAccount.id, keyAccount.live_mode, now);
+        if (row.account_id !== keyAccount.id) throw mismatch();
+        // Records held before this central learnt their kind come first, so a store's facts keep their order.
+        if (row.held_count > 0) applyHeldOf(ctx, store.heldOf(body.store_id), false);
       }
-      if (r.prev_seq !== last) {
-        // `last` is the central's applied seq only for the batch's first new record; after that it is
-        // a record of this batch, which the refusal rolls back, so the message must not call it applied.
-        const expected = last === before ? `the central has applied up to seq ${before}` : `the record before it in the batch is seq ${last}`;
-        throw new ApiError('sync_sequence_gap', {
-          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was applied${last === before ? '' : ` (the central has applied up to seq ${before})`}.`,
-          extra: { applied_seq: before, record_id: r.id },
+      let seq = appliedSeq;
+      for (let n = 0; next < fresh.length && n < SLICE_RECORDS && (n === 0 || performance.now() - started < SLICE_MS); n++) {
+        const { r, payloadJson, hash } = fresh[next];
+        // Ids are global: another store's push may have taken this one since the checks above.
+        if (store.received(r.id)) throw conflict(r.id, r.seq, appliedSeq, !first);
+        // A refusal here rolls back this slice only: what earlier slices committed stays.
+        const account = accountOf(r, first ? null : appliedSeq);
+        const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
+        if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
+        if (outcome === 'held') held++;
+        if (outcome === 'parked') {
+          parked++;
+          ctx.log.warn({ event: 'sync.record_parked', store_id: body.store_id, record_id: r.id, seq: r.seq, kind: r.kind, reason }, 'sync: a record could not be applied and is parked for an operator (posd sync records)');
+        }
+        store.insertReceived({
+          id: r.id,
+          store_id: body.store_id,
+          seq: r.seq,
+          account_id: r.account_id,
+          live_mode: r.live_mode ? 1 : 0,
+          kind: r.kind,
+          hash,
+          payload: payloadJson,
+          created_at: r.created_at,
+          received_at: now,
+          outcome,
+          reason,
+          decided_at: outcome === 'parked' ? now : null,
         });
+        applied++;
+        seq = r.seq;
+        next++;
       }
-      if (store.received(r.id)) throw conflict(r.id, r.seq, before);
-      const account = accountOf(r);
-      const { outcome, reason } = applyOne(ctx, r, { storeId: body.store_id, keyAccountId: keyAccount.id }, account.organization_id, now);
-      if (outcome === 'rejected') rejected.push({ id: r.id, reason: reason! });
-      if (outcome === 'held') held++;
-      if (outcome === 'parked') {
-        parked++;
-        ctx.log.warn({ event: 'sync.record_parked', store_id: body.store_id, record_id: r.id, seq: r.seq, kind: r.kind, reason }, 'sync: a record could not be applied and is parked for an operator (posd sync records)');
-      }
-      store.insertReceived({
-        id: r.id,
-        store_id: body.store_id,
-        seq: r.seq,
-        account_id: r.account_id,
-        live_mode: r.live_mode ? 1 : 0,
-        kind: r.kind,
-        hash,
-        payload: payloadJson,
-        created_at: r.created_at,
-        received_at: now,
-        outcome,
-        reason,
-        decided_at: outcome === 'parked' ? now : null,
-      });
-      applied++;
-      last = r.seq;
-    }
-    store.advanceStore(body.store_id, last, now);
-    return last;
-  });
+      store.advanceStore(body.store_id, seq, now);
+      return seq;
+    });
+    first = false;
+    if (next < fresh.length) await yieldToLoop();
+  }
   return { applied_seq: appliedSeq, applied, duplicates, held, parked, rejected, server_time: now };
 }
 
@@ -187,7 +261,9 @@ export function applyHeldRecords(ctx: AppContext): number {
     byStore.set(row.store_id, rows);
   }
   let done = 0;
-  for (const rows of byStore.values()) done += applyHeldOf(ctx, rows, true);
+  // A store whose push is being applied is passed by: that push applies its held records first,
+  // and a sweep between two of its slices would apply them out of the store's order.
+  for (const [storeId, rows] of byStore) if (!pushInFlight(ctx.db, storeId)) done += applyHeldOf(ctx, rows, true);
   return done;
 }
 
@@ -230,9 +306,9 @@ function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): nu
   return done;
 }
 
-function conflict(id: string, seq: number, appliedSeq: number): ApiError {
+function conflict(id: string, seq: number, appliedSeq: number, partly = false): ApiError {
   return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) differs from the record the central already applied with that id or at that seq; nothing was applied.`,
+    message: `Record ${id} (seq ${seq}) differs from the record the central already applied with that id or at that seq; nothing${partly ? ` past seq ${appliedSeq}` : ''} was applied.`,
     extra: { record_id: id, applied_seq: appliedSeq },
   });
 }

@@ -8,6 +8,7 @@ import { isoTime } from '../clock.js';
 import { accountsOf, type Account } from '../accounts/service.js';
 import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './central-service.js';
 import { syncStore } from './store.js';
+import { feedWatch } from './feed-watch.js';
 import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from './wire.js';
 import { errorBodies } from '../api/schemas.js';
 
@@ -39,7 +40,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     async (req) => {
       const { keyAccount, scope } = scopeOf(req);
       try {
-        return applyPush(ctx, keyAccount, scope, req.body);
+        return await applyPush(ctx, keyAccount, scope, req.body);
       } catch (err) {
         if (err instanceof ApiError) throw err;
         const recordId = (err as { syncRecordId?: string }).syncRecordId;
@@ -56,17 +57,20 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
       const keyAccount = storeKeyAccount(authenticator, req);
       const { after, wait_ms: waitMs, limit, store_id: storeId } = req.query;
       const deadline = Date.now() + waitMs;
-      let closed = false;
-      req.raw.once('close', () => (closed = true));
+      const closed = new AbortController();
+      req.raw.once('close', () => closed.abort());
+      const watch = feedWatch(ctx.db);
+      let organizations: Set<string> | undefined;
       for (;;) {
         // Stopping: answer "nothing new" rather than read a database that is being closed.
         if (ctx.shutdown.aborted) return { changes: [], cursor: after, server_time: isoTime(ctx.clock.now()) };
         const page = readFeed(ctx, keyAccount, after, limit, storeId);
-        // Changes may be committed by another process (`posd keys revoke`), so the wait polls the table.
-        if (page.changes.length || Date.now() >= deadline || closed || ctx.shutdown.aborted) {
-          return { ...page, server_time: isoTime(ctx.clock.now()) };
-        }
-        await new Promise((r) => setTimeout(r, Math.min(250, Math.max(1, deadline - Date.now()))));
+        if (page.changes.length || Date.now() >= deadline || closed.signal.aborted) return { ...page, server_time: isoTime(ctx.clock.now()) };
+        organizations ??= new Set(syncScope(accounts, keyAccount).map((a) => a.organization_id));
+        // Woken when a feed row commits (in this process, or by another connection: the watch's
+        // data_version check); not woken, the page already read is the answer.
+        const woken = await watch.wait(organizations, page.cursor, deadline - Date.now(), [closed.signal, ctx.shutdown]);
+        if (!woken) return { ...page, server_time: isoTime(ctx.clock.now()) };
       }
     },
   );
@@ -130,10 +134,10 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
           live_mode: s.live_mode === 1,
           applied_seq: s.applied_seq,
           last_push_at: s.last_push_at,
-          held_records: s.held,
-          rejected_records: s.rejected,
-          parked_records: s.parked,
-          skipped_records: s.skipped,
+          held_records: s.held_count,
+          rejected_records: s.rejected_count,
+          parked_records: s.parked_count,
+          skipped_records: s.skipped_count,
           created_at: s.created_at,
         }));
     },

@@ -1,5 +1,7 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../db/database.js';
 import { perDb } from '../db/per-db.js';
+import { ringFeed } from '../outbox/feed-changes.js';
 
 /** A row of the store's `sync_outbox`. */
 export interface OutboxRow {
@@ -30,6 +32,11 @@ export interface StoreRow {
   applied_seq: number;
   last_push_at: string | null;
   created_at: string;
+  /** Records of this store in each outcome but applied (kept by triggers on `sync_received`). */
+  held_count: number;
+  rejected_count: number;
+  parked_count: number;
+  skipped_count: number;
 }
 
 export interface ReceivedRow {
@@ -109,6 +116,7 @@ export interface CountSum {
 /** All SQL of sync, both sides (the store's cursors and outbox reads, the central's received log and feed). */
 export class SyncStore {
   private readonly s;
+  private readonly feedAfterBySize = new Map<number, Statement>();
 
   constructor(readonly db: Db) {
     this.s = {
@@ -128,13 +136,8 @@ export class SyncStore {
       latestDecisions: db.prepare('SELECT record_id, kind, reason, decided_at FROM sync_decisions ORDER BY decided_at DESC, rowid DESC LIMIT ?'),
       // central
       getStore: db.prepare('SELECT * FROM sync_stores WHERE store_id = ?'),
-      listStores: db.prepare(
-        `SELECT s.*, (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'held') AS held,
-           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'rejected') AS rejected,
-           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'parked') AS parked,
-           (SELECT count(*) FROM sync_received r WHERE r.store_id = s.store_id AND r.outcome = 'skipped') AS skipped
-         FROM sync_stores s ORDER BY s.last_push_at`,
-      ),
+      // The counters, not count(*) per outcome: that read every record a store ever pushed.
+      listStores: db.prepare('SELECT * FROM sync_stores ORDER BY last_push_at'),
       insertStore: db.prepare(
         'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
       ),
@@ -150,7 +153,9 @@ export class SyncStore {
          VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at, @to_store_id)`,
       ),
       held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' ORDER BY received_at, store_id, seq"),
-      heldOf: db.prepare("SELECT * FROM sync_received WHERE store_id = ? AND outcome = 'held' ORDER BY seq"),
+      // INDEXED BY: the (store_id, seq) key fits the WHERE and the ORDER BY as well, and reads the
+      // store's whole history; the partial index reads its held rows only (a plan test pins it).
+      heldOf: db.prepare("SELECT * FROM sync_received INDEXED BY sync_received_held WHERE store_id = ? AND outcome = 'held' ORDER BY seq"),
       outboxRecord: db.prepare('SELECT * FROM sync_outbox WHERE id = ?'),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
       setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ?, decided_at = ? WHERE id = ?'),
@@ -180,18 +185,21 @@ export class SyncStore {
          WHERE created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')`,
       ),
       receivedDay: db.prepare(
-        `SELECT account_id, live_mode, kind, payload FROM sync_received
+        `SELECT account_id, live_mode, kind, payload FROM sync_received INDEXED BY sync_received_day
          WHERE store_id = ? AND created_at >= ? AND created_at < ? AND kind NOT IN ('event', 'reconciliation_report')`,
       ),
       storeEventsDay: db.prepare(
         `SELECT account_id, live_mode, '' AS currency, 'events' AS measure, count(*) AS count, 0 AS sum
          FROM events WHERE created_at >= ? AND created_at < ? GROUP BY account_id, live_mode`,
       ),
-      // An event counts at the central once it was re-emitted there, not merely received.
+      // An event counts at the central once it was re-emitted there, not merely received. An event
+      // record's created_at is its event's (the push loop copies it, the applier keeps it), so the
+      // day bounds the records read too: without it every event the store ever pushed was joined.
       centralEventsDay: db.prepare(
         `SELECT e.account_id, e.live_mode, '' AS currency, 'events' AS measure, count(*) AS count, 0 AS sum
-         FROM sync_received r JOIN events e ON e.id = json_extract(r.payload, '$.id')
-         WHERE r.store_id = ? AND r.kind = 'event' AND e.created_at >= ? AND e.created_at < ?
+         FROM sync_received r INDEXED BY sync_received_day JOIN events e ON e.id = json_extract(r.payload, '$.id')
+         WHERE r.store_id = ? AND r.created_at >= ? AND r.created_at < ? AND r.kind = 'event'
+           AND e.created_at >= ? AND e.created_at < ?
          GROUP BY e.account_id, e.live_mode`,
       ),
       upsertReconciliation: db.prepare(
@@ -244,8 +252,8 @@ export class SyncStore {
   storeRow(storeId: string): StoreRow | undefined {
     return this.s.getStore.get(storeId) as StoreRow | undefined;
   }
-  stores(): Array<StoreRow & { held: number; rejected: number; parked: number; skipped: number }> {
-    return this.s.listStores.all() as Array<StoreRow & { held: number; rejected: number; parked: number; skipped: number }>;
+  stores(): StoreRow[] {
+    return this.s.listStores.all() as StoreRow[];
   }
   ensureStore(storeId: string, accountId: string, liveMode: boolean, at: string): StoreRow {
     this.s.insertStore.run(storeId, accountId, liveMode ? 1 : 0, at);
@@ -302,6 +310,7 @@ export class SyncStore {
   }
   insertFeed(row: Omit<FeedRow, 'seq' | 'origin_store_id' | 'to_store_id'> & { to_store_id?: string | null }): void {
     this.s.insertFeed.run({ ...row, to_store_id: row.to_store_id ?? null });
+    ringFeed(this.db, row.organization_id);
   }
   feedMax(): number {
     return (this.s.feedMax.get() as { m: number }).m;
@@ -311,14 +320,18 @@ export class SyncStore {
    * leaving out the changes that store box's own push caused (no echo) and those for another box.
    */
   feedAfter(after: number, accountIds: string[], organizationId: string, storeId: string, limit: number): FeedRow[] {
-    const marks = accountIds.map(() => '?').join(',');
-    return this.db
-      .prepare(
+    // One statement per scope size, prepared once: a long-poll woken often re-reads with it.
+    let stmt = this.feedAfterBySize.get(accountIds.length);
+    if (!stmt) {
+      const marks = accountIds.map(() => '?').join(',');
+      stmt = this.db.prepare(
         `SELECT * FROM sync_feed WHERE seq > ? AND (account_id IN (${marks}) OR (account_id IS NULL AND organization_id = ?))
            AND (origin_store_id IS NULL OR origin_store_id <> ?) AND (to_store_id IS NULL OR ? = '' OR to_store_id = ?)
          ORDER BY seq LIMIT ?`,
-      )
-      .all(after, ...accountIds, organizationId, storeId, storeId, storeId, limit) as FeedRow[];
+      );
+      this.feedAfterBySize.set(accountIds.length, stmt);
+    }
+    return stmt.all(after, ...accountIds, organizationId, storeId, storeId, storeId, limit) as FeedRow[];
   }
 
   storeFacts(from: string, until: string): FactRow[] {
@@ -331,7 +344,7 @@ export class SyncStore {
     return this.s.receivedDay.all(storeId, from, until) as FactRow[];
   }
   centralEvents(storeId: string, from: string, until: string): CountSum[] {
-    return this.s.centralEventsDay.all(storeId, from, until) as CountSum[];
+    return this.s.centralEventsDay.all(storeId, from, until, from, until) as CountSum[];
   }
   replaceReconciliationDay(day: string, rows: ReconciliationRow[]): void {
     this.s.deleteReconciliationDay.run(day);

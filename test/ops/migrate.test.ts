@@ -48,7 +48,14 @@ describe('a new database gets the baseline', () => {
       expect(latestVersion()).toBe(BASELINE_VERSION);
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
       expect(tables).toEqual(expect.arrayContaining(['accounts', 'events', 'balance_transactions', 'terminal_commands', 'webhook_deliveries', 'sync_feed', 'sched_bookings']));
-      expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'").pluck().get()).toBe(2);
+      // Keys published to the feed, and the per-store outcome counters of sync_stores (issue 19).
+      expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").pluck().all()).toEqual([
+        'sync_feed_key_insert',
+        'sync_feed_key_revoke',
+        'sync_received_count_delete',
+        'sync_received_count_insert',
+        'sync_received_count_update',
+      ]);
       expect(db.prepare('SELECT id, seq FROM webhook_cursor').all()).toEqual([{ id: 1, seq: 0 }]);
       const key = db.prepare('SELECT key FROM webhook_delivery_ids_key WHERE id = 1').pluck().get() as Buffer;
       expect(key).toHaveLength(32);

@@ -8,6 +8,7 @@ import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
 import { reconcileDay } from './reconcile.js';
 import { CentralClient, CentralRefusal } from './transport.js';
+import { centralHoldings, rejoin } from './rejoin.js';
 
 /** Exponential back-off with "equal jitter": half fixed, half random, so boxes do not retry in step. */
 export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -108,7 +109,15 @@ export class SyncWorker implements Worker {
     this.client = new CentralClient(target.url, target.key, { timeoutMs: this.ctx.config.sync.request_timeout_ms });
     this.ctx.outbox.notifier.on('events', this.onEvents);
     this.ctx.log.info({ central: target.url, store_id: storeId }, 'sync: pushing to the central');
-    this.loops = [this.pushLoop(storeId), this.pullLoop(storeId), this.reconcileLoop(), this.watchLoop()];
+    // Nothing is pushed or pulled before the box agrees with the central on its own records (a box
+    // restored from an older backup would reuse seqs the central holds); selling never waits for it.
+    const joined = this.rejoinLoop(storeId);
+    this.loops = [
+      joined.then((ok) => (ok ? this.pushLoop(storeId) : undefined)),
+      joined.then((ok) => (ok ? this.pullLoop(storeId) : undefined)),
+      joined.then((ok) => (ok ? this.reconcileLoop() : undefined)),
+      this.watchLoop(),
+    ];
   }
 
   /** Wakes the push loop now (new facts, or `posd sync now`). */
@@ -141,6 +150,38 @@ export class SyncWorker implements Worker {
       this.abort.signal.addEventListener('abort', done, { once: true });
       if (wakeable) this.wakePush = done;
     });
+  }
+
+  /**
+   * Asks the central what it holds of this store and makes the outbox agree (sync/rejoin.ts), with
+   * the push loop's back-off until the central answers. Resolves false when stopped first.
+   */
+  private async rejoinLoop(storeId: string): Promise<boolean> {
+    const { config } = this.ctx;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        const acked = Number(syncStore(this.ctx.db).state(STATE.ackedSeq) ?? 0);
+        const held = await centralHoldings(this.client!, storeId, acked, this.abort.signal);
+        const r = await rejoin(this.ctx, held, storeId);
+        if (r.takenBack || r.moved || r.centralBehind) {
+          this.ctx.log.warn(
+            { event: 'sync_rejoined', central_applied_seq: r.centralAppliedSeq, taken_back: r.takenBack, moved: r.moved, next_seq: r.nextSeq, not_applied: r.notApplied },
+            r.centralBehind
+              ? `sync: the central holds this store's records only up to seq ${r.centralAppliedSeq}; pushing again from there`
+              : `sync: rejoined the central after a restore: took back ${r.takenBack} records the backup lacked, moved ${r.moved} records made since past the central's seq ${r.centralAppliedSeq}; the next record is seq ${r.nextSeq}`,
+          );
+        }
+        for (const n of r.notApplied) this.ctx.log.error({ record_id: n.id, kind: n.kind, reason: n.reason }, 'sync: a record taken back from the central could not be applied here');
+        return true;
+      } catch (err) {
+        if (this.stopped) break;
+        failures++;
+        this.fail('rejoin', err);
+        await this.pause(backoffDelay(failures, config.sync.backoff_min_ms, config.sync.backoff_max_ms), false);
+      }
+    }
+    return false;
   }
 
   private async pushLoop(storeId: string): Promise<void> {

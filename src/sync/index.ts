@@ -4,6 +4,7 @@ import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
 import { accountsOf } from '../accounts/service.js';
 import { centralRoutes } from './central.js';
+import { centralRecordRoutes } from './central-records.js';
 import { SyncWorker } from './client.js';
 import { applyHeldRecords } from './central-service.js';
 import { syncStatus, type SyncStatus } from './status.js';
@@ -70,7 +71,10 @@ export const syncModule: PosdModule = {
     feed: { api_key: applyApiKey, record_rejected: applyRecordRejected },
   },
   root(app, ctx) {
-    if (ctx.config.role === 'central') centralRoutes(app, ctx);
+    if (ctx.config.role === 'central') {
+      centralRoutes(app, ctx);
+      centralRecordRoutes(app, ctx);
+    }
     registerSyncMetrics(ctx);
     const authenticator = new Authenticator(accountsOf(ctx));
     app.get(

@@ -8,6 +8,12 @@ import type { FeedChange, PushRecord, SummaryRow } from './wire.js';
 export interface SyncOrigin {
   storeId: string;
   keyAccountId: string;
+  /**
+   * The box that made the record is taking it back after a restore from an older backup
+   * (sync/rejoin.ts): the applier runs at that store, so what it writes is the box's own (no
+   * `origin_store_id`: the box runs the object's lifecycle itself), not a central's replica.
+   */
+  restoring?: boolean;
 }
 
 /**

@@ -157,6 +157,13 @@ export class SyncStore {
       // store's whole history; the partial index reads its held rows only (a plan test pins it).
       heldOf: db.prepare("SELECT * FROM sync_received INDEXED BY sync_received_held WHERE store_id = ? AND outcome = 'held' ORDER BY seq"),
       outboxRecord: db.prepare('SELECT * FROM sync_outbox WHERE id = ?'),
+      // Rejoining after a restore (sync/rejoin.ts): the outbox past the cursor is rebuilt in the central's order.
+      deleteOutboxAfter: db.prepare('DELETE FROM sync_outbox WHERE seq > ?'),
+      insertOutboxAt: db.prepare(
+        'INSERT INTO sync_outbox (seq, id, account_id, live_mode, kind, payload, created_at) VALUES (@seq, @id, @account_id, @live_mode, @kind, @payload, @created_at)',
+      ),
+      outboxSequence: db.prepare("SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'), 0) AS m"),
+      receivedAfter: db.prepare('SELECT * FROM sync_received WHERE store_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
       setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ?, decided_at = ? WHERE id = ?'),
       // One statement per outcome, each naming it literally, so SQLite uses that outcome's partial index.
@@ -281,6 +288,22 @@ export class SyncStore {
   /** A record of this box's own outbox (the store reads back what the central refused). */
   outboxRecord(id: string): OutboxRow | undefined {
     return this.s.outboxRecord.get(id) as OutboxRow | undefined;
+  }
+  /** Removes the outbox past `seq` (a rejoin puts it back in the central's order, in the same transaction). */
+  deleteOutboxAfter(seq: number): void {
+    this.s.deleteOutboxAfter.run(seq);
+  }
+  /** A record at a given seq (`seq: null`: the next one, past every seq this outbox ever used). */
+  insertOutboxAt(row: Omit<OutboxRow, 'seq'> & { seq: number | null }): number {
+    return Number(this.s.insertOutboxAt.run(row).lastInsertRowid);
+  }
+  /** The highest seq this outbox ever handed out (AUTOINCREMENT's high-water mark): the next record takes the one after. */
+  outboxSequence(): number {
+    return (this.s.outboxSequence.get() as { m: number }).m;
+  }
+  /** Central: what it holds of one store's records after `seq`, in the store's order. */
+  receivedAfter(storeId: string, seq: number, limit: number): ReceivedRow[] {
+    return this.s.receivedAfter.all(storeId, seq, limit) as ReceivedRow[];
   }
   heldCount(): number {
     return (this.s.heldCount.get() as { n: number }).n;

@@ -1,5 +1,5 @@
 import { Agent, request, type Dispatcher } from 'undici';
-import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReconcileResponse } from './wire.js';
+import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReceivedResponse, ReconcileResponse } from './wire.js';
 
 /** The central answered, and said no: `status` and its error body (code, message, applied_seq...). */
 export class CentralRefusal extends Error {
@@ -51,6 +51,11 @@ export class CentralClient {
   }
   reconcile(storeId: string, day: string, signal?: AbortSignal): Promise<ReconcileResponse> {
     return this.call('GET', `/sync/reconcile?store_id=${encodeURIComponent(storeId)}&day=${day}`, undefined, signal);
+  }
+
+  /** What the central holds of this store's records after `after` (a restored store rejoining). */
+  received(storeId: string, after: number, limit: number, signal?: AbortSignal): Promise<ReceivedResponse> {
+    return this.call('GET', `/sync/received?store_id=${encodeURIComponent(storeId)}&after=${after}&limit=${limit}`, undefined, signal);
   }
 
   async close(): Promise<void> {

@@ -142,3 +142,32 @@ export function recordHash(r: Pick<PushRecord, 'id' | 'kind' | 'account_id' | 'l
     .update(payloadJson)
     .digest('hex');
 }
+
+/** `GET /sync/received`: what the central holds of one store's records, after a seq (a restored store rejoining). */
+export const ReceivedQuery = Type.Object({
+  store_id: Id,
+  after: Type.Integer({ minimum: 0, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 5000, default: 1000 }),
+});
+
+export const ReceivedRecord = Type.Object({
+  seq: Type.Integer({ minimum: 1 }),
+  id: Type.String(),
+  kind: Type.String(),
+  account_id: Type.String(),
+  live_mode: Type.Boolean(),
+  payload: Type.Record(Type.String(), Type.Unknown()),
+  created_at: Type.String(),
+  /** `recordHash` of the record as the central received it. */
+  hash: Type.String(),
+});
+export type ReceivedRecord = Static<typeof ReceivedRecord>;
+
+export const ReceivedResponse = Type.Object({
+  store_id: Type.String(),
+  /** The highest seq of this store the central has durably applied (0: it never heard of the store). */
+  applied_seq: Seq,
+  records: Type.Array(ReceivedRecord),
+  server_time: Type.String(),
+});
+export type ReceivedResponse = Static<typeof ReceivedResponse>;

@@ -39,7 +39,7 @@ const occupies = (status: BookingRow['status']) => status !== 'cancelled';
  * full or cancelled class session, or nights a calendar feed blocks refuse the record (code
  * `slot_unavailable`), nothing written. Returns the refusal, or null. No events: the store's are the events.
  */
-export function applyStoreBooking(ctx: AppContext, accountId: string, storeId: string, record: BookingRecord): { reason: string; code: string } | null {
+export function applyStoreBooking(ctx: AppContext, accountId: string, storeId: string | null, record: BookingRecord): { reason: string; code: string } | null {
   const store = bookingsStoreOf(ctx);
   const incoming: BookingRow = { ...record.row, account_id: accountId, origin_store_id: storeId };
   const existing = store.get(incoming.id);
@@ -162,6 +162,6 @@ export function applyBookingRejection(ctx: AppContext, rejection: Rejection): vo
 export const bookingPush: PushKind<BookingRecord> = {
   payload: BookingPayload,
   malformed: 'booking record without row, occupancy or refs (written by an older posd?)',
-  apply: (ctx, record, origin) => applyStoreBooking(ctx, record.account_id, origin.storeId, record.payload),
+  apply: (ctx, record, origin) => applyStoreBooking(ctx, record.account_id, origin.restoring ? null : origin.storeId, record.payload),
   totals: () => null,
 };

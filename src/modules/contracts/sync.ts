@@ -19,7 +19,7 @@ export const ContractPayload = Type.Object({
  * a fresh signing secret nobody holds: the customer signs at the store's link (`signing_url`), never
  * twice. No `contract.send` here: the store's event arrives as an `event` record. Returns a refusal, or null.
  */
-export function applyStoreContract(ctx: AppContext, accountId: string, storeId: string, record: ContractRecord): string | null {
+export function applyStoreContract(ctx: AppContext, accountId: string, storeId: string | null, record: ContractRecord): string | null {
   const store = new ContractsStore(ctx.db);
   const row = { ...record.row, account_id: accountId };
   const existing = store.get(row.id);
@@ -33,7 +33,7 @@ export function applyStoreContract(ctx: AppContext, accountId: string, storeId: 
   if (t && t.account_id !== accountId) return `contract template ${t.id} belongs to another account at the central`;
   if (!t) store.insertTemplate({ ...record.template, account_id: accountId });
   store.insert({ ...row, signing_token: randomToken(32), code_hash: null, code_channel: null, code_expires_at: null, code_attempts: 0, pdf_file: null });
-  store.setOrigin(row.id, storeId);
+  if (storeId) store.setOrigin(row.id, storeId);
   return null;
 }
 
@@ -42,6 +42,6 @@ export const contractPush: PushKind<ContractRecord> = {
   payload: ContractPayload,
   consistent: (p) => p.template.id === p.row.template_id,
   malformed: 'contract record without row or template (written by an older posd?)',
-  apply: (ctx, record, origin) => applyStoreContract(ctx, record.account_id, origin.storeId, record.payload),
+  apply: (ctx, record, origin) => applyStoreContract(ctx, record.account_id, origin.restoring ? null : origin.storeId, record.payload),
   totals: () => null,
 };

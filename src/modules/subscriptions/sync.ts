@@ -37,7 +37,7 @@ const SELF = new Set<string>(['version', 'origin_store_id']);
  * those no longer carried marked removed at the record's time, new one-time charges written once.
  * No `subscription.*` events: the store's arrive as `event` records. Returns a refusal, or null.
  */
-export function applyStoreSubscription(ctx: AppContext, accountId: string, storeId: string, record: SubscriptionRecord): string | null {
+export function applyStoreSubscription(ctx: AppContext, accountId: string, storeId: string | null, record: SubscriptionRecord): string | null {
   const store = new SubscriptionsStore(ctx.db);
   const row: SubscriptionRow = { ...record.row, account_id: accountId };
   const existing = store.get(row.id);
@@ -50,7 +50,7 @@ export function applyStoreSubscription(ctx: AppContext, accountId: string, store
     if (differs) store.save({ ...row, version: existing.version });
   } else {
     store.insert({ ...row, version: 0 });
-    store.setOrigin(row.id, storeId);
+    if (storeId) store.setOrigin(row.id, storeId);
   }
   const carried = new Set(record.item_rows.map((i) => i.id));
   for (const item of record.item_rows) if (!store.hasItem(item.id)) store.insertItem({ ...item, account_id: accountId });
@@ -63,6 +63,6 @@ export function applyStoreSubscription(ctx: AppContext, accountId: string, store
 export const subscriptionPush: PushKind<SubscriptionRecord> = {
   payload: SubscriptionPayload,
   malformed: 'subscription record without row or items (written by an older posd?)',
-  apply: (ctx, record, origin) => applyStoreSubscription(ctx, record.account_id, origin.storeId, record.payload),
+  apply: (ctx, record, origin) => applyStoreSubscription(ctx, record.account_id, origin.restoring ? null : origin.storeId, record.payload),
   totals: () => null,
 };

@@ -16,6 +16,7 @@ import { dropBundle, readBundle, WrongPassphraseError } from '../system/backup-b
 import { checkSecretsKey, keyFingerprint, secretsKeyFile } from '../system/secret-box.js';
 import { sealedSecretSample } from '../modules/webhooks/service.js';
 import type { Config } from '../config.js';
+import { rejoinNote } from './restore-sync.js';
 
 type PassphraseOptions = { passphraseFile?: string };
 
@@ -90,7 +91,7 @@ export function restoreCommand(): Command {
     .argument('<file>', 'a backup made by posd backup or the nightly backup')
     .option('--passphrase-file <file>', 'the passphrase the backup was sealed with (default: backup.passphrase)')
     .option('--without-secrets', 'restore a sealed backup without its passphrase: the database and the settings less their secrets')
-    .action((file: string, opts: DataOptions & PassphraseOptions & { withoutSecrets?: boolean }) => {
+    .action(async (file: string, opts: DataOptions & PassphraseOptions & { withoutSecrets?: boolean }) => {
       // On a fresh box the settings file named by --config is what the restore writes.
       const settingsFile = opts.config ?? process.env.POSD_CONFIG;
       const freshSettings = settingsFile !== undefined && !existsSync(settingsFile);
@@ -148,6 +149,8 @@ export function restoreCommand(): Command {
         db.close();
       }
       if (!check.ok) lines.push(`  WARNING: ${check.detail}; ${check.fix}`);
+      // A store that synced: the backup is older than what its central holds; say what the next start does about it.
+      lines.push(...(await rejoinNote(config, target)));
       process.stdout.write(`${lines.join('\n')}\n`);
     });
 }

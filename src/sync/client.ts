@@ -161,6 +161,8 @@ export class SyncWorker implements Worker {
     let failures = 0;
     while (!this.stopped) {
       try {
+        // Events are copied into the outbox while the central is away, as the push loop does.
+        await groupCommit(this.ctx.db, () => tailEvents(this.ctx.db));
         const acked = Number(syncStore(this.ctx.db).state(STATE.ackedSeq) ?? 0);
         const held = await centralHoldings(this.client!, storeId, acked, this.abort.signal);
         const r = await rejoin(this.ctx, held, storeId);

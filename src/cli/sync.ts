@@ -10,6 +10,7 @@ import { pushAll } from '../sync/client.js';
 import { tailEvents, waitingCount } from '../sync/push.js';
 import { reconcileDay } from '../sync/reconcile.js';
 import { CentralClient } from '../sync/transport.js';
+import { centralHoldings, planRejoin } from '../sync/rejoin.js';
 
 /** Past this many waiting records `posd sync now` shows a progress bar (on a terminal). */
 const BAR_FROM = 1000;
@@ -62,6 +63,21 @@ export function syncCommand(): Command {
     .action((opts: DataOptions & { json?: boolean }) =>
       withStore(opts, async (config, db) => {
         const { client, storeId } = clientFor(config, db);
+        // A box restored from an older backup must first take back what the central holds of it,
+        // which only the daemon can apply (its modules' appliers): pushing now would reuse seqs.
+        const acked = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
+        const plan = planRejoin(db, await centralHoldings(client, storeId, acked).catch((err) => {
+          void client.close();
+          throw new CliError(`push failed: ${(err as Error).message}`, 1);
+        }));
+        if (plan.rebuild) {
+          await client.close();
+          throw new CliError(
+            `this store's records do not agree with the central's (restored from a backup?): start the daemon (posd serve) first; ` +
+              `before it pushes it fetches the ${plan.takenBack} records the central holds and this box lacks, and continues from sequence ${plan.nextSeq}`,
+            1,
+          );
+        }
         tailEvents(db);
         const start = waitingCount(db);
         const bar =

@@ -31,8 +31,12 @@ export async function pushAll(
   let total = 0;
   for (;;) {
     // The sync cursors' writes join the group commit with the requests' (no flush of their own).
-    await groupCommit(db, () => tailEvents(db));
-    const batch = nextBatch(db, storeId, ctx.config.sync.batch_size, ctx.config.sync.batch_max_bytes);
+    // The batch is read in the tail's transaction: a fact it holds has its events (written with it)
+    // tailed too, so "nothing waiting" never shows between a sale pushed and its event copied.
+    const batch = await groupCommit(db, () => {
+      tailEvents(db);
+      return nextBatch(db, storeId, ctx.config.sync.batch_size, ctx.config.sync.batch_max_bytes);
+    });
     if (!batch) return total;
     const t0 = ctx.clock.now();
     let res;

@@ -139,7 +139,7 @@ beforeAll(async () => {
   centralUrl = `http://127.0.0.1:${proxyPort}`;
   storeId = (await posd(['init', '--central-url', centralUrl, '--central-key', storeKey, '--json', '--data', storeDir])).store_id;
   await startStore();
-}, 30_000);
+}, 60_000);
 
 afterAll(async () => {
   centralDb?.close();

@@ -110,6 +110,13 @@ function deliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
   };
 }
 
+export interface ReplayInput {
+  since?: string;
+  until?: string;
+  event_types?: string[] | null;
+  statuses?: Array<DeliveryRow['status']> | null;
+}
+
 export interface Scope {
   accountId: string;
   liveMode: boolean;
@@ -260,8 +267,21 @@ export class WebhooksService {
   }
 
   /** A bulk replay of the endpoint's deliveries (replay.ts). */
-  replay(scope: Scope, id: string, input: { since?: string; until?: string; event_types?: string[] | null; statuses?: Array<DeliveryRow['status']> | null }): ReplayView {
-    const endpoint = this.find([scope.accountId], scope.liveMode, id);
+  replay(scope: Scope, id: string, input: ReplayInput): ReplayView {
+    return this.replayEndpoint(this.find([scope.accountId], scope.liveMode, id), input);
+  }
+
+  /**
+   * The same bulk replay for the box's manager (the status page's button): any endpoint of the box,
+   * which the manager looks after whatever account it belongs to.
+   */
+  replayAsManager(endpointId: string, input: ReplayInput): { endpoint: EndpointRow; replay: ReplayView } {
+    const endpoint = this.store.endpoint(endpointId);
+    if (!endpoint) throw notFound('webhook endpoint', endpointId);
+    return { endpoint, replay: this.replayEndpoint(endpoint, input) };
+  }
+
+  private replayEndpoint(endpoint: EndpointRow, input: ReplayInput): ReplayView {
     if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
     const filter: ReplayFilter = {
       since: input.since === undefined ? isoTime(0) : isoTime(Date.parse(input.since)),

@@ -553,7 +553,9 @@ CREATE TABLE webhook_endpoints (
   disabled_seq INTEGER,
   -- Per-endpoint gates (modules/webhooks/gates.ts): messages per second, attempts in flight; NULL: none.
   rate_limit INTEGER,
-  max_in_flight INTEGER
+  max_in_flight INTEGER,
+  -- First-in-first-out delivery (docs/webhooks.md): one delivery at a time, in creation order.
+  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1))
 ) STRICT;
 CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode);
 
@@ -602,8 +604,14 @@ CREATE TABLE webhook_deliveries (
   last_response_code INTEGER,
   last_error TEXT,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- 1: in its endpoint's first-in-first-out order. A pending one waits "parked" (next_attempt_ms
+  -- NULL) until the one before it succeeded or was given up; only the head has a schedule.
+  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1))
 ) STRICT;
+-- A first-in-first-out endpoint's pending deliveries: its head (next_attempt_ms set) and the parked
+-- ones after it, in seq order. Other deliveries never enter it (no cost to the fan-out).
+CREATE INDEX webhook_deliveries_fifo ON webhook_deliveries(endpoint_id, next_attempt_ms) WHERE status = 'pending' AND fifo = 1;
 -- Stored ids only (test sends): a new fan-out row is not in this index at all.
 CREATE UNIQUE INDEX webhook_deliveries_stored_id ON webhook_deliveries(id) WHERE id IS NOT NULL;
 -- Due deliveries in order, the seq (rowid) read from the index alone.

@@ -51,6 +51,8 @@ export interface FailingEndpoint {
   failing_since?: string | null;
   /** Why it is disabled, if it is (e.g. disabled automatically after days of failing). */
   disabled_reason?: string | null;
+  /** Where the "replay failures since …" field starts: its failing streak, else its oldest delivery listed. */
+  replay_since?: string | null;
   deliveries: FailingDelivery[];
 }
 
@@ -70,6 +72,8 @@ export interface StatusSources {
   failingWebhooks?(): FailingEndpoint[];
   /** The webhooks area's manual retry: sends the delivery again now. */
   resendDelivery?(deliveryId: string): Promise<{ ok: boolean; message: string }>;
+  /** The webhooks area's bulk replay of an endpoint's failed deliveries made since `sinceIso`. */
+  replayFailures?(endpointId: string, sinceIso: string): { ok: boolean; message: string };
   sync?(): SyncState;
   /** Sync problems that need a manager now, on a store or a central (one line each, with what to do). */
   syncAlerts?(): Array<{ code: string; message: string; fix: string }>;

@@ -12,6 +12,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Real milliseconds before answering (a slow receiver). */
   delayMs?: number;
+  /** Hold the answer until the test calls `release()` (a receiver that answers when told). */
+  hold?: boolean;
 }
 
 /**
@@ -25,6 +27,8 @@ export class Receiver {
   maxActive = 0;
   private server: Server;
   private waiters: Array<{ n: number; resolve: () => void }> = [];
+  /** Answers held back (`hold`), oldest first. */
+  private readonly held: Array<(status?: number) => void> = [];
   replies: Reply[];
 
   constructor(replies: Reply[] = [{ status: 200 }]) {
@@ -36,12 +40,13 @@ export class Receiver {
         this.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
         const reply = this.replies[Math.min(this.received.length - 1, this.replies.length - 1)];
         this.maxActive = Math.max(this.maxActive, ++this.active);
-        const answer = () => {
+        const answer = (status = reply.status) => {
           this.active--;
-          res.writeHead(reply.status, reply.headers ?? {});
+          res.writeHead(status, reply.headers ?? {});
           res.end('ok');
         };
-        if (reply.delayMs) setTimeout(answer, reply.delayMs);
+        if (reply.hold) this.held.push(answer);
+        else if (reply.delayMs) setTimeout(answer, reply.delayMs);
         else answer();
         this.waiters = this.waiters.filter((w) => {
           if (this.received.length >= w.n) w.resolve();
@@ -63,6 +68,18 @@ export class Receiver {
   waitFor(n: number): Promise<void> {
     if (this.received.length >= n) return Promise.resolve();
     return new Promise((resolve) => this.waiters.push({ n, resolve }));
+  }
+
+  /** Requests whose answer is held now. */
+  get holding(): number {
+    return this.held.length;
+  }
+
+  /** Answers the oldest held request, with `status` or its scripted one. */
+  release(status?: number): void {
+    const answer = this.held.shift();
+    if (!answer) throw new Error('no held request to release');
+    answer(status);
   }
 
   async stop(): Promise<void> {

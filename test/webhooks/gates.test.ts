@@ -125,3 +125,58 @@ describe('per-endpoint gates', () => {
     expect(r.received.length).toBeGreaterThan(before);
   });
 });
+
+/** The endpoint's deliveries (made by the fan-out), whatever their state. */
+function deliveriesOf(endpointId: string): number {
+  return s.daemon.ctx.db.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?').pluck().get(endpointId) as number;
+}
+
+/** Answers what the receiver holds and every later request at once (the test's cleanup). */
+function letGo(r: Receiver): void {
+  r.replies = [{ status: 200 }];
+  while (r.holding > 0) r.release(200);
+}
+
+// Issue 21's fairness test, by counts: a receiver that holds every answer (never a timing assert).
+// The latency comparison (a receiver answering after 5 s, the fast one's p99 with and without the
+// cap) is in bench/webhooks.ts.
+describe('fairness: a receiver holding every answer beside a fast one (webhooks.concurrency 4)', () => {
+  it('without a cap, the slow receiver takes every slot and the fast one gets nothing meanwhile', { timeout: 30_000 }, async () => {
+    const slow = await receiver([{ status: 200, hold: true }]);
+    const fast = await receiver();
+    const a = await endpoint(slow.url);
+    emit(4);
+    await slow.waitFor(4);
+    const b = await endpoint(fast.url);
+    emit(6);
+    await expect.poll(() => deliveriesOf(b.id)).toBe(6);
+    // A pass of the worker would have run by now (a round trip through the daemon's server).
+    await s.api('GET', `/webhook_endpoints/${b.id}`, { key: s.installation.keys.test });
+    expect(slow.holding).toBe(4);
+    expect(fast.received).toHaveLength(0);
+    letGo(slow);
+    await fast.waitFor(6);
+    await disable(a.id);
+    await disable(b.id);
+  });
+
+  it('with max_in_flight and the breaker, the slow receiver holds only its own slots and the fast one gets every delivery', { timeout: 30_000 }, async () => {
+    const slow = await receiver([{ status: 200, hold: true }]);
+    const fast = await receiver();
+    const a = await endpoint(slow.url, { max_in_flight: 2 });
+    emit(4);
+    await slow.waitFor(2);
+    const b = await endpoint(fast.url);
+    emit(20);
+    // Every one of the fast receiver's deliveries arrives while the slow one still holds its two.
+    await fast.waitFor(20);
+    expect(slow.holding).toBe(2);
+    expect(slow.received).toHaveLength(2);
+    expect(slow.maxActive).toBe(2);
+    // Twenty events, each once.
+    expect(new Set(fast.received.map((q) => q.headers['webhook-id'])).size).toBe(20);
+    letGo(slow);
+    await disable(a.id);
+    await disable(b.id);
+  });
+});

@@ -15,6 +15,7 @@ form.inline{display:inline}.login{max-width:340px;margin:12vh auto;background:#f
 .verdict{margin:1rem 1rem 0;padding:.7rem 1rem;border-radius:8px;background:#fff;box-shadow:0 1px 2px #0002}
 .verdict.good{border-left:6px solid #18794e}.verdict.problems{border-left:6px solid #c62828}.verdict h2{margin:0}.verdict ul{margin:.4rem 0 0;padding-left:1.2rem}
 .verdict li{margin:.25rem 0;overflow-wrap:anywhere}.verdict .fix{display:block;color:#445}
+.replay{margin:.3rem 0}.replay input{font:inherit;width:15.5em;max-width:100%}
 .notice{margin:1rem 1rem 0;padding:.5rem 1rem;background:#fff8c5;border-radius:6px}.foot{padding:0 1rem}h3{font-size:.9rem;margin:.6rem 0 .2rem}
 @media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}}
 `;
@@ -107,6 +108,10 @@ export function statusPage(view: StatusView, csrf: string, notice?: string): str
           .map(
             (e) => `<h3>${esc(e.url)} <span class="muted">${esc(e.account_id)}</span></h3>${
               e.disabled_reason ? `<p class="bad">${esc(e.disabled_reason)}</p>` : e.failing_since ? `<p class="bad">Failing since ${esc(e.failing_since)}.</p>` : ''
+            }${
+              view.can_replay && e.replay_since
+                ? `<form class="replay" method="post" action="/ops/endpoints/${encodeURIComponent(e.endpoint_id)}/replay"><input type="hidden" name="_csrf" value="${esc(csrf)}"><label>Replay failures since <input name="since" value="${esc(e.replay_since)}" required maxlength="40" inputmode="text"></label> <button type="submit">Replay failures</button></form>`
+                : ''
             }${table(
               ['Event', 'Attempts', 'Last answer', 'Last try', ''],
               e.deliveries.map((d) => [

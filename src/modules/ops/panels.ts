@@ -49,6 +49,7 @@ export interface StatusView {
   sales: Panel<SalesTotal[]>;
   webhooks: Panel<FailingEndpoint[]>;
   can_resend: boolean;
+  can_replay: boolean;
   sync: Panel<SyncState>;
   /** Facts in the local sync outbox: known even when no sync client is configured. */
   sync_recorded: { count: number; oldest: string | null };
@@ -103,6 +104,7 @@ export function statusView(ctx: AppContext): StatusView {
     sales: read(src.salesBetween && (() => src.salesBetween!(day.from, day.until))),
     webhooks: read(src.failingWebhooks),
     can_resend: !!src.resendDelivery,
+    can_replay: !!src.replayFailures,
     sync: read(src.sync),
     sync_recorded: syncOutboxSummary(ctx.db),
     disk: read(() => readDisk(ctx)),

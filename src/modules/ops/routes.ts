@@ -23,7 +23,7 @@ const FormBody = Type.Object(
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: Type.String(), 403: Type.String(), 429: Type.String() };
 
 /**
- * The manager's status page (`/`), its login and logout, the resend button and `/metrics`: outside
+ * The manager's status page (`/`), its login and logout, the resend and replay buttons and `/metrics`: outside
  * `/api`, in their own plugin scope so HTML forms (urlencoded bodies) are parsed here only.
  */
 export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
@@ -105,6 +105,36 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
           notice = `Resend failed: ${(err as Error).message}`;
         }
         ctx.log.info({ delivery_id: req.params.id, notice }, 'manager resent a delivery');
+        return seeOther(reply, `/?notice=${encodeURIComponent(notice)}`);
+      },
+    );
+
+    scope.post(
+      '/ops/endpoints/:id/replay',
+      {
+        schema: {
+          hide: true,
+          params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) }),
+          body: Type.Object({ ...FormBody.properties, since: Type.Optional(Type.String({ maxLength: 100 })) }, { additionalProperties: true }),
+          response: Html,
+        },
+      },
+      async (req, reply) => {
+        const g = guard(req, reply);
+        if (g.denied) return g.denied;
+        const replay = statusSources(ctx).replayFailures;
+        if (!replay) return seeOther(reply, `/?notice=${encodeURIComponent('Webhooks are not configured on this box.')}`);
+        const since = Date.parse(req.body.since ?? '');
+        let notice: string;
+        if (Number.isNaN(since)) notice = `Replay: "${req.body.since ?? ''}" is not a time (e.g. 2026-01-01T08:00:00Z).`;
+        else {
+          try {
+            notice = replay(req.params.id, new Date(since).toISOString()).message;
+          } catch (err) {
+            notice = `Replay failed: ${(err as Error).message}`;
+          }
+        }
+        ctx.log.info({ endpoint_id: req.params.id, since: req.body.since, notice }, 'manager replayed failed deliveries');
         return seeOther(reply, `/?notice=${encodeURIComponent(notice)}`);
       },
     );

@@ -22,7 +22,9 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
   const byScope = new Map<string, EndpointRow[]>();
   // `filter_types` (Svix's name): an endpoint with a list receives only those types.
   const only = new Map<string, Set<string>>();
+  const fifo = new Set<string>();
   for (const ep of store.activeEndpoints()) {
+    if (ep.fifo) fifo.add(ep.id);
     if (ep.filter_types !== null) only.set(ep.id, new Set(JSON.parse(ep.filter_types) as string[]));
     const k = `${ep.account_id}:${ep.live_mode}`;
     byScope.set(k, [...(byScope.get(k) ?? []), ep]);
@@ -42,6 +44,12 @@ export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) =
   }
   const ops: WriteOp[] = [];
   if (rows.length > 0) ops.push(['insertDeliveries', { rows: JSON.stringify(rows), next_attempt_ms: nowMs, created_at: isoTime(nowMs) }]);
+  // A first-in-first-out endpoint's rows are made parked: its oldest is given a schedule if it has
+  // no head, in the same transaction (so a crash leaves no endpoint with parked rows and no head).
+  if (fifo.size > 0) {
+    const touched = new Set(rows.map(([, id]) => id));
+    for (const id of fifo) if (touched.has(id)) ops.push(['promoteNext', { id, now_ms: nowMs }]);
+  }
   ops.push(['advanceCursor', { seq: events[events.length - 1].seq }]);
   return { events: events.length, ops };
 }

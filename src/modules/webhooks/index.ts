@@ -42,7 +42,7 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
     name: 'webhooks',
     api: (app, ctx) => {
       webhookRoutes(app, parts(ctx).service, parts(ctx).box);
-      provideWebhookStatus(ctx, parts(ctx).worker);
+      provideWebhookStatus(ctx, parts(ctx).worker, parts(ctx).service);
       const m = metrics(ctx);
       m.gauge({
         name: 'posd_webhook_endpoints_failing',

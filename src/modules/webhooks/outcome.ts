@@ -86,11 +86,15 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     status = 'failed';
     next = null;
   } else if (o.manual) {
-    // A manual resend never shortens or extends the schedule of a delivery still being retried.
-    if (!(d.status === 'pending' && d.next_attempt_ms !== null)) {
+    // A manual resend never shortens or extends the schedule of a delivery still being retried, nor
+    // takes a parked one (first-in-first-out, waiting its turn) out of its endpoint's order.
+    if (!(d.status === 'pending' && (d.next_attempt_ms !== null || d.fifo === 1))) {
       status = 'failed';
       next = null;
     }
+  } else if (d.status === 'pending' && d.fifo === 1 && d.next_attempt_ms === null) {
+    // Parked while its attempt was in flight (FIFO turned on meanwhile): it waits its turn.
+    next = null;
   } else if (d.status === 'pending') {
     const delay = cfg.retry_delays_ms[autoAttempts - 1];
     if (delay === undefined) {
@@ -115,6 +119,8 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
   // Read and written in one transaction, so only a bug gets here: roll back rather than keep an
   // attempt row whose delivery moved on without it.
   if (!written) throw new Error(`webhook delivery ${d.id} left ${d.status} while its failure was recorded`);
+  // A first-in-first-out head given up: the next in its endpoint's order is due now.
+  if (d.fifo === 1 && status !== 'pending') store.promoteNext(d.endpoint_id, ctx.clock.now());
   if (code === 410) {
     // After this delivery's own write: it ends failed (the receiver answered), its siblings canceled.
     const ep = store.endpoint(d.endpoint_id);

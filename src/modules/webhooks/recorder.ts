@@ -58,6 +58,8 @@ export class OutcomeRecorder {
     private readonly onEndpointDisabled: () => void,
     /** Endpoints in a failing streak (worker.ts): their successes end it, failures add to it. */
     private readonly failing: Set<string> = new Set(),
+    /** Whether an endpoint delivers first-in-first-out: its success makes the next one due. */
+    private readonly fifo: (endpointId: string) => boolean = () => false,
   ) {}
 
   /** Queues an outcome for the next group commit; resolves once it is committed. */
@@ -98,6 +100,14 @@ export class OutcomeRecorder {
     if (this.failing.size > 0) {
       for (const o of successes) {
         if (this.failing.delete(o.endpointId)) ops.push(['clearFailing', { id: o.endpointId }]);
+      }
+    }
+    // In the same transaction as the success: the next of a FIFO endpoint's order is due now.
+    const promoted = new Set<string>();
+    for (const o of successes) {
+      if (!promoted.has(o.endpointId) && this.fifo(o.endpointId)) {
+        promoted.add(o.endpointId);
+        ops.push(['promoteNext', { id: o.endpointId, now_ms: this.ctx.clock.now() }]);
       }
     }
     if (failed.length > 0) {

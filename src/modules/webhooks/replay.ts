@@ -34,7 +34,9 @@ export function replayDeliveries(db: Db, store: WebhooksStore, clock: Clock, end
   return tx(db, () => {
     const nowMs = clock.now();
     const now = isoTime(nowMs);
-    const made = store.replay(endpoint.id, filter, nowMs, now);
+    const made = store.replay(endpoint, filter, nowMs, now);
+    // A first-in-first-out endpoint's replayed rows wait behind its pending ones (parked).
+    if (endpoint.fifo) store.promoteNext(endpoint.id, nowMs);
     return record(store, endpoint, made, filter, now);
   });
 }
@@ -56,7 +58,7 @@ export function replayMissed(
   const disabledAt = endpoint.disabled_at_ms === null ? endpoint.updated_at : isoTime(endpoint.disabled_at_ms);
   const filter: ReplayFilter = { since: isoTime(0), until: now, event_types: null, statuses: ['canceled'] };
   // Only what the disabling canceled: canceled rows changed since then.
-  const canceled = store.replay(endpoint.id, filter, nowMs, now, disabledAt);
+  const canceled = store.replay(endpoint, filter, nowMs, now, disabledAt);
   const types = endpoint.filter_types === null ? null : new Set(JSON.parse(endpoint.filter_types) as string[]);
   const rows: Array<[number, string]> = [];
   if (endpoint.disabled_seq !== null) {
@@ -66,6 +68,7 @@ export function replayMissed(
     }
   }
   const caught = store.insertCatchUp(rows, nowMs, now);
+  if (endpoint.fifo) store.promoteNext(endpoint.id, nowMs);
   const made = {
     first: canceled.first ?? caught.first,
     last: caught.last ?? canceled.last,

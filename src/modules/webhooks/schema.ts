@@ -16,6 +16,7 @@ export const EndpointSchema = Type.Object({
   failing_since: Described(Type.String({ format: 'date-time' }), 'Since when every automatic attempt to it has failed; null: not failing.'),
   rate_limit: Described(Type.Integer(), 'Messages per second at most (Svix: rateLimit); null: no limit.'),
   max_in_flight: Described(Type.Integer(), 'Attempts in flight at most, of webhooks.concurrency; null: no cap.'),
+  fifo: Type.Boolean({ description: 'First-in-first-out delivery: one delivery at a time, in event order (Svix: FIFO endpoints).' }),
   previous_secret_expires_at: Described(Type.String({ format: 'date-time' }), 'After a secret rotation: until when deliveries also carry the signature by the replaced secret.'),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
@@ -32,12 +33,18 @@ const MaxInFlight = Described(
   "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: no cap.",
 );
 
+const Fifo = Type.Boolean({
+  description:
+    'First-in-first-out delivery (default false): at most one delivery in flight, and the next is not sent until the earlier one succeeded or was given up after its retries (docs/webhooks.md).',
+});
+
 export const CreateEndpointBody = Type.Object({
   url: Type.String({ minLength: 1, maxLength: 2048 }),
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   filter_types: Type.Optional(FilterTypes),
   rate_limit: Type.Optional(RateLimit),
   max_in_flight: Type.Optional(MaxInFlight),
+  fifo: Type.Optional(Fifo),
 });
 
 export const UpdateEndpointBody = Type.Object({
@@ -46,6 +53,7 @@ export const UpdateEndpointBody = Type.Object({
   filter_types: Type.Optional(FilterTypes),
   rate_limit: Type.Optional(RateLimit),
   max_in_flight: Type.Optional(MaxInFlight),
+  fifo: Type.Optional(Fifo),
   replay_missed: Type.Optional(
     Type.Boolean({
       description:

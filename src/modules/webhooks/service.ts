@@ -26,6 +26,8 @@ export interface EndpointView {
   filter_types: string[] | null;
   rate_limit: number | null;
   max_in_flight: number | null;
+  /** First-in-first-out: one delivery at a time, the next after the earlier one succeeded or was given up. */
+  fifo: boolean;
   /** Since when its deliveries have failed without a success between (null: not failing). */
   failing_since: string | null;
   /** Until when deliveries are also signed with the secret a rotation replaced (null: no overlap). */
@@ -72,6 +74,7 @@ export function endpointView(row: EndpointRow): EndpointView {
     filter_types: row.filter_types === null ? null : (JSON.parse(row.filter_types) as string[]),
     rate_limit: row.rate_limit,
     max_in_flight: row.max_in_flight,
+    fifo: row.fifo === 1,
     failing_since: row.failing_since_ms === null ? null : isoTime(row.failing_since_ms),
     previous_secret_expires_at: row.previous_secret_expires_ms === null ? null : isoTime(row.previous_secret_expires_ms),
     created_at: row.created_at,
@@ -107,6 +110,13 @@ function deliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
   };
 }
 
+export interface ReplayInput {
+  since?: string;
+  until?: string;
+  event_types?: string[] | null;
+  statuses?: Array<DeliveryRow['status']> | null;
+}
+
 export interface Scope {
   accountId: string;
   liveMode: boolean;
@@ -131,7 +141,14 @@ export class WebhooksService {
 
   async create(
     scope: Scope,
-    input: { url: string; description?: string | null; filter_types?: string[] | null; rate_limit?: number | null; max_in_flight?: number | null },
+    input: {
+      url: string;
+      description?: string | null;
+      filter_types?: string[] | null;
+      rate_limit?: number | null;
+      max_in_flight?: number | null;
+      fifo?: boolean;
+    },
   ): Promise<EndpointView & { signingSecret: string }> {
     const refused = await this.guard.check(input.url);
     if (refused.length > 0) throw new ApiError('webhook_url_refused', { errors: { url: refused } });
@@ -154,8 +171,9 @@ export class WebhooksService {
         updated_at: now,
       });
       if (input.rate_limit != null || input.max_in_flight != null) this.store.setGates(id, input.rate_limit ?? null, input.max_in_flight ?? null, now);
+      if (input.fifo) this.store.setFifo(id, true, this.ctx.clock.now(), now);
     });
-    if (input.rate_limit != null || input.max_in_flight != null) this.worker.forgetTarget(id);
+    if (input.rate_limit != null || input.max_in_flight != null || input.fifo) this.worker.forgetTarget(id);
     return { ...endpointView(this.store.endpoint(id)!), signingSecret: secret };
   }
 
@@ -180,6 +198,7 @@ export class WebhooksService {
       filter_types?: string[] | null;
       rate_limit?: number | null;
       max_in_flight?: number | null;
+      fifo?: boolean;
       replay_missed?: boolean;
     },
   ): EndpointView & { replay?: ReplayView } {
@@ -207,6 +226,13 @@ export class WebhooksService {
           now,
         );
         this.worker.forgetTarget(id);
+      }
+      if (patch.fifo !== undefined && patch.fifo !== (row.fifo === 1)) {
+        this.store.setFifo(id, patch.fifo, this.ctx.clock.now(), now);
+        this.worker.forgetTarget(id);
+        // Rows read ahead carry the schedules FIFO just changed.
+        this.worker.forgetReadAhead();
+        this.worker.wake();
       }
       let replay: ReplayView | undefined;
       if (disabled && row.disabled === 0) {
@@ -241,8 +267,21 @@ export class WebhooksService {
   }
 
   /** A bulk replay of the endpoint's deliveries (replay.ts). */
-  replay(scope: Scope, id: string, input: { since?: string; until?: string; event_types?: string[] | null; statuses?: Array<DeliveryRow['status']> | null }): ReplayView {
-    const endpoint = this.find([scope.accountId], scope.liveMode, id);
+  replay(scope: Scope, id: string, input: ReplayInput): ReplayView {
+    return this.replayEndpoint(this.find([scope.accountId], scope.liveMode, id), input);
+  }
+
+  /**
+   * The same bulk replay for the box's manager (the status page's button): any endpoint of the box,
+   * which the manager looks after whatever account it belongs to.
+   */
+  replayAsManager(endpointId: string, input: ReplayInput): { endpoint: EndpointRow; replay: ReplayView } {
+    const endpoint = this.store.endpoint(endpointId);
+    if (!endpoint) throw notFound('webhook endpoint', endpointId);
+    return { endpoint, replay: this.replayEndpoint(endpoint, input) };
+  }
+
+  private replayEndpoint(endpoint: EndpointRow, input: ReplayInput): ReplayView {
     if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
     const filter: ReplayFilter = {
       since: input.since === undefined ? isoTime(0) : isoTime(Date.parse(input.since)),

@@ -25,6 +25,8 @@ export interface EndpointRow {
   rate_limit: number | null;
   /** Attempts in flight at most; null: no cap below `webhooks.concurrency`. */
   max_in_flight: number | null;
+  /** 1: first-in-first-out delivery (one at a time, in creation order). */
+  fifo: number;
   created_at: string;
   updated_at: string;
 }
@@ -51,6 +53,8 @@ export interface DeliveryRow {
   last_error: string | null;
   created_at: string;
   updated_at: string;
+  /** 1: in its endpoint's first-in-first-out order (parked while `next_attempt_ms` is null). */
+  fifo: number;
 }
 
 export interface AttemptRow {
@@ -130,14 +134,24 @@ export const WRITE_SQL = {
   // order the rows are to be numbered): per row, a statement costs about 14 µs of binding and
   // lookups, this about 3 µs. The event's columns come from its row; the same conditions as above.
   insertDeliveries: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo)
      SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL,
-       'pending', 0, 0, @next_attempt_ms, @created_at, @created_at
+       'pending', 0, 0, IIF(w.fifo = 1, NULL, @next_attempt_ms), @created_at, @created_at, w.fifo
      FROM json_each(@rows) j
      JOIN events e ON e.seq = j.value ->> 0
      JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
      WHERE e.seq > (SELECT seq FROM webhook_cursor WHERE id = 1)
      ORDER BY j.key`,
+  // A first-in-first-out endpoint (fifo = 1) gets its rows parked (no schedule) above; this gives
+  // the oldest parked one a schedule (due now) when the endpoint has no head (a pending one with a
+  // schedule): after a fan-out, after its head succeeded or was given up, after a replay. Guarded,
+  // so running it when a head exists changes nothing; both reads are on webhook_deliveries_fifo.
+  promoteNext: `UPDATE webhook_deliveries SET next_attempt_ms = @now_ms
+     WHERE seq = (SELECT seq FROM webhook_deliveries
+         WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1 AND next_attempt_ms IS NULL ORDER BY seq LIMIT 1)
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries
+         WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1 AND next_attempt_ms IS NOT NULL)
+       AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @id AND fifo = 1 AND disabled = 0)`,
   // Never backwards: a fan-out redone after a crash may end before one already recorded.
   advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
   // A success ends the endpoint's failing streak (written only for endpoints known to be failing).
@@ -183,6 +197,22 @@ export function webhooksStore(db: Db) {
     eventsBetween: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? AND seq <= ? AND live_mode = ? ORDER BY seq'),
     setFilterTypes: db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
     setGates: db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
+    setFifo: db.prepare('UPDATE webhook_endpoints SET fifo = ?, updated_at = ? WHERE id = ?'),
+    fifoIds: db.prepare('SELECT id FROM webhook_endpoints WHERE fifo = 1 AND disabled = 0').pluck(),
+    // Turning FIFO on: the endpoint's pending deliveries of events join the order, the oldest keeps
+    // its schedule (the head), the others are parked. Test sends stay outside the order.
+    fifoOn: db.prepare(
+      `UPDATE webhook_deliveries SET fifo = 1,
+         next_attempt_ms = IIF(seq = (SELECT MIN(seq) FROM webhook_deliveries WHERE endpoint_id = @id AND status = 'pending' AND event_seq IS NOT NULL),
+           COALESCE(next_attempt_ms, @now_ms), NULL)
+       WHERE endpoint_id = @id AND status = 'pending' AND event_seq IS NOT NULL`,
+    ),
+    // Turning it off: every parked one is due now.
+    fifoOff: db.prepare(
+      `UPDATE webhook_deliveries SET fifo = 0, next_attempt_ms = COALESCE(next_attempt_ms, @now_ms)
+       WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1`,
+    ),
+    promoteNext: db.prepare(WRITE_SQL.promoteNext),
     gatedCount: db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE rate_limit IS NOT NULL OR max_in_flight IS NOT NULL').pluck(),
     // Deliveries a gate held back (gates.ts), to when it should let them through: `rows` is a JSON
     // array of [seq, next_attempt_ms]. Not an attempt: counts and the schedule stay.
@@ -205,11 +235,12 @@ export function webhooksStore(db: Db) {
     // pending on the endpoint (it is sent anyway). One pass over the endpoint's rows: the pending
     // list is read once (an uncorrelated IN), the grouping keeps one row per event (the rows of an
     // (endpoint, event) agree on every column copied).
+    // On a first-in-first-out endpoint (@fifo = 1) the rows are parked, after its pending ones.
     replay: db.prepare(
       `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo)
        SELECT NULL, d.account_id, d.live_mode, d.endpoint_id, d.event_id, d.event_seq, d.event_type, d.event_account_id, NULL,
-         'pending', 0, 0, @now_ms, @now, @now
+         'pending', 0, 0, IIF(@fifo = 1, NULL, @now_ms), @now, @now, @fifo
        FROM webhook_deliveries d
        WHERE d.endpoint_id = @endpoint_id AND d.event_seq IS NOT NULL AND d.created_at >= @since AND d.created_at < @until
          AND d.updated_at >= @changed_since
@@ -224,8 +255,9 @@ export function webhooksStore(db: Db) {
     // Rows for events the endpoint never had (it was disabled): [events.seq, endpoint id] pairs.
     insertCatchUp: db.prepare(
       `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
-       SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0, @now_ms, @now, @now
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo)
+       SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0,
+         IIF(w.fifo = 1, NULL, @now_ms), @now, @now, w.fifo
        FROM json_each(@rows) j
        JOIN events e ON e.seq = j.value ->> 0
        JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
@@ -363,6 +395,14 @@ export function webhooksStore(db: Db) {
     ) => s.updateDelivery.run(row).changes === 1,
     cancelPending: (endpointId: string, reason: string, now: string) => void s.cancelPending.run(reason, now, endpointId),
     setGates: (id: string, rate: number | null, maxInFlight: number | null, now: string) => void s.setGates.run(rate, maxInFlight, now, id),
+    /** FIFO on or off for an endpoint, its pending deliveries joining or leaving the order. */
+    setFifo(id: string, on: boolean, nowMs: number, now: string): void {
+      s.setFifo.run(on ? 1 : 0, now, id);
+      (on ? s.fifoOn : s.fifoOff).run({ id, now_ms: nowMs });
+    },
+    fifoIds: () => s.fifoIds.all() as string[],
+    /** Gives a first-in-first-out endpoint's oldest parked delivery a schedule if it has no head. */
+    promoteNext: (id: string, nowMs: number) => s.promoteNext.run({ id, now_ms: nowMs }).changes > 0,
     gatedCount: () => s.gatedCount.get() as number,
     reschedule: (rows: Array<[number, number]>) => void s.reschedule.run(JSON.stringify(rows)),
     eventsBetween: (afterSeq: number, toSeq: number, liveMode: number) => s.eventsBetween.all(afterSeq, toSeq, liveMode) as EventRowLite[],
@@ -377,10 +417,11 @@ export function webhooksStore(db: Db) {
     setNoticed: (id: string) => void s.setNoticed.run(id),
     /** Inserts the replay's deliveries; their seqs are contiguous (one statement, one writer). */
     /** `changedSince`: only rows last changed then or later (re-enabling: what its disabling canceled). */
-    replay(endpointId: string, f: ReplayFilter, nowMs: number, now: string, changedSince = ''): { first: number | null; last: number | null; total: number } {
+    replay(endpoint: Pick<EndpointRow, 'id' | 'fifo'>, f: ReplayFilter, nowMs: number, now: string, changedSince = ''): { first: number | null; last: number | null; total: number } {
       const before = s.maxDeliverySeq.get() as number;
       const total = s.replay.run({
-        endpoint_id: endpointId,
+        endpoint_id: endpoint.id,
+        fifo: endpoint.fifo,
         since: f.since,
         until: f.until,
         types: f.event_types === null ? null : JSON.stringify(f.event_types),

@@ -38,6 +38,8 @@ interface Target {
   previousUntil: number;
   /** The endpoint's throttle and cap (gates.ts); null: none. */
   gate: GateSettings | null;
+  /** First-in-first-out delivery: a success of its makes the next in its order due. */
+  fifo: boolean;
 }
 
 /** How often (clock time) the worker looks at failing endpoints and prunes old deliveries. */
@@ -125,11 +127,19 @@ export class DeliveryWorker implements Worker {
     this.failing = new Set(this.store.failingIds());
     this.gates = new EndpointGates(ctx.config.webhooks.breaker_failures, ctx.config.webhooks.breaker_probe_ms);
     this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
-    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing);
+    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing, (id) => this.targetOf(id)?.fifo ?? false);
   }
 
   start(): void {
     this.running = true;
+    // Every write that parks or finishes a FIFO delivery promotes the next in the same transaction;
+    // this only makes sure of it after an upgrade or a hand-edited database.
+    try {
+      const now = this.ctx.clock.now();
+      for (const id of this.store.fifoIds()) this.store.promoteNext(id, now);
+    } catch (err) {
+      this.ctx.log.error({ err }, 'webhook FIFO check at start failed');
+    }
     this.ctx.outbox.notifier.on('events', this.onEvents);
     this.wake();
   }
@@ -330,7 +340,7 @@ export class DeliveryWorker implements Worker {
     return p;
   }
 
-  /** A rotation changed the endpoint's secret: its key is read again. */
+  /** A rotation changed the endpoint's secret, or a PATCH its gates or FIFO: it is read again. */
   forgetTarget(endpointId: string): void {
     this.targets.delete(endpointId);
     this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
@@ -413,6 +423,7 @@ export class DeliveryWorker implements Worker {
       previous: ep.previous_secret === null ? null : secretKey(this.box.open(ep.previous_secret)),
       previousUntil: ep.previous_secret_expires_ms ?? 0,
       gate: ep.rate_limit === null && ep.max_in_flight === null ? null : { rateLimit: ep.rate_limit, maxInFlight: ep.max_in_flight },
+      fifo: ep.fifo === 1,
     };
     if (this.targets.size >= 1000) this.targets.clear();
     this.targets.set(endpointId, t);

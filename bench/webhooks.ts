@@ -117,7 +117,7 @@ async function endpoints(p: Awaited<ReturnType<typeof daemon>>, url: string, set
 
 async function throughput(setup: Setup): Promise<BenchResult> {
   const receiver = await startBaseline('webhook-receiver');
-  const payload = catalogueEntry('intent.succeeded')!.example({ accountId: 'ac_x', liveMode: false, createdAt: new Date().toISOString() });
+  const payload = catalogueEntry('intent.succeeded')!.example!({ accountId: 'ac_x', liveMode: false, createdAt: new Date().toISOString() });
   try {
     // The baseline runs before and after posd and is averaged, so a machine whose load drifts
     // during the run weighs on both sides alike.

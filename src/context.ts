@@ -4,15 +4,19 @@ import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import type { Outbox } from './outbox/events.js';
 import type { SyncRegistry } from './sync/registry.js';
+import type { EventExample } from './events/catalogue.js';
 
 /**
  * What this daemon's modules declared to each other, built once from its module list
- * (`buildRegistry` in modules/index.ts). `sync`: the kinds sync routes to their modules. The
+ * (`buildRegistry` in modules/index.ts). `sync`: the kinds sync routes to their modules; `events`:
+ * the example payloads of the events they emit. The
  * checkouts module adds `checkout` (its hooks, in modules/checkouts/hooks.ts) by declaration
  * merging, as a fastify plugin adds a decorator, so this file names no module.
  */
 export interface Registry {
   sync: SyncRegistry;
+  /** Test-send payloads the modules declared for the events they emit (`PosdModule.events`). */
+  events: ReadonlyMap<string, EventExample>;
 }
 
 /**

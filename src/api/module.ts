@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, Raw
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import type { SyncDeclarations } from '../sync/registry.js';
+import type { EventExample } from '../events/catalogue.js';
 
 /** The fastify instance every module registers its routes on, typed by its TypeBox schemas. */
 export type ApiApp = FastifyInstance<
@@ -33,4 +34,9 @@ export interface PosdModule {
   root?(app: ApiApp, ctx: AppContext): void | Promise<void>;
   workers?(ctx: AppContext): Worker[];
   sync?: SyncDeclarations;
+  /**
+   * The test-send payload of each catalogue event this module emits, built by the very builder its
+   * emitter calls (from example rows), so `POST /webhook_endpoints/{id}/test` has the real shape.
+   */
+  events?: Readonly<Record<string, EventExample>>;
 }

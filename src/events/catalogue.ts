@@ -1,12 +1,12 @@
 import { newId } from '../ids.js';
 import type { StoredEvent } from '../outbox/events.js';
+import type { AppContext } from '../context.js';
 import { LEGACY_API_VERSION, UNIFIED_API_VERSION } from './formats.js';
 import {
   exampleCustomer,
   examplePaymentable,
-  exampleSubscriptionProduct,
   legacyPaymentIntentPayload,
-  legacySubscriptionCreatePayload,
+  bankTransferDetails,
   paymentDetails,
   unifiedIntentPayload,
   type IntentKind,
@@ -39,8 +39,19 @@ export interface CatalogueEntry {
   /** The unified event that replaces a legacy one. */
   replacedBy: string | null;
   description: string;
-  example(input: ExampleInput): Record<string, unknown>;
+  /**
+   * The test-send payload, for the events whose builders live here (the payment events). An event a
+   * module emits takes its example from that module instead (`PosdModule.events`), built by the
+   * emitter's own builder; `examplePayload` picks.
+   */
+  example?: (input: ExampleInput) => Record<string, unknown>;
 }
+
+/**
+ * A test-send payload: what the real emitter would write, from example data. `ctx` is there for
+ * builders that read configuration (a contract's checkout URL); examples never read rows.
+ */
+export type EventExample = (input: ExampleInput, ctx: AppContext) => Record<string, unknown>;
 
 const METHOD_KIND: Record<string, IntentKind> = {
   payment_intent: 'payment',
@@ -51,12 +62,13 @@ const METHOD_KIND: Record<string, IntentKind> = {
 };
 const LEGACY_PREFIX: Record<IntentKind, string> = { payment: 'pa', bank_transfer: 'bt', crypto: 'cr', balance: 'ba', cash: 'ca' };
 
-function exampleIntent(kind: IntentKind, status: IntentStatus, createdAt: string): Record<string, unknown> {
+function exampleIntent(kind: IntentKind, status: IntentStatus, i: ExampleInput): Record<string, unknown> {
+  const createdAt = i.createdAt;
   const customer = exampleCustomer();
   const failed = status === 'failed';
   const details: Record<string, unknown> =
     kind === 'bank_transfer'
-      ? { bank_reference: 'BI-000123456', sender_comment: 'Pago factura 1042' }
+      ? bankTransferDetails({ failure_reason: failed ? 'amount_short' : null, bank_reference: 'BI-000123456', sender_comment: 'Pago factura 1042' })
       : kind === 'payment'
         ? paymentDetails({
             failure_reason: failed ? 'card_declined' : null,
@@ -69,6 +81,8 @@ function exampleIntent(kind: IntentKind, status: IntentStatus, createdAt: string
           })
         : {};
   return unifiedIntentPayload({
+    account_id: i.accountId,
+    live_mode: i.liveMode,
     kind,
     status,
     raw_status: kind === 'payment' && status === 'pending' ? 'authorizing' : status,
@@ -84,7 +98,7 @@ function exampleIntent(kind: IntentKind, status: IntentStatus, createdAt: string
     product_id: newId('prod'),
     tax_invoice_url: null,
     checkout: { id: newId('ch'), status: status === 'succeeded' || status === 'paid' ? 'paid' : status === 'failed' ? 'failed' : 'unpaid' },
-    payment_id: status === 'succeeded' || status === 'paid' ? newId('on') : null,
+    payment_id: newId('on'),
     details,
   });
 }
@@ -139,7 +153,7 @@ function basic(type: string, object: Record<string, unknown>, createdAt: string,
 type Example = (i: ExampleInput) => Record<string, unknown>;
 const entries: CatalogueEntry[] = [];
 
-function add(type: string, family: EventFamily, description: string, example: Example, replacedBy: string | null = null): void {
+function add(type: string, family: EventFamily, description: string, example: Example | undefined, replacedBy: string | null = null): void {
   const apiVersion = family === 'unified' || family === 'current' ? UNIFIED_API_VERSION : LEGACY_API_VERSION;
   entries.push({ type, group: type.split('.')[0], family, apiVersion, replacedBy, description, example });
 }
@@ -147,7 +161,8 @@ function add(type: string, family: EventFamily, description: string, example: Ex
 // 6.1 unified payment events
 for (const status of ['succeeded', 'pending', 'failed', 'canceled', 'paid'] as const) {
   add(`intent.${status}`, 'unified', `Unified payment event: ${status}`, (i) =>
-    exampleIntent(status === 'paid' ? 'balance' : 'payment', status, i.createdAt),
+    // The kind posd emits the status for: a bank transfer waits (pending) or is abandoned (canceled).
+    exampleIntent(status === 'paid' ? 'balance' : status === 'pending' || status === 'canceled' ? 'bank_transfer' : 'payment', status, i),
   );
 }
 
@@ -169,36 +184,29 @@ add('automated_bank_transfer_intent.succeeded', 'unchanged', 'Automated bank tra
   exampleLegacyIntent('automated_bank_transfer_intent.succeeded', i.createdAt),
 );
 
+// The events below are emitted by modules, which declare their test-send examples built by the
+// emitter's own builder (`PosdModule.events`); an entry here carries an example only while no
+// module emits the event. Owners: subscriptions (subscription.*, setup_intent.*), refunds,
+// connected accounts (account_connection, partner_commission_invoice, verification,
+// tax_invoice_settings), transfers (transfer.*, withdrawal.*), contracts.
+
 // 6.2 subscriptions, setup intents, refunds, disputes: no unified replacement
-const subscription = (type: string, status: string): Example => (i) =>
-  basic(type, { id: newId('su'), status, customer_id: newId('cus'), product_id: newId('prod'), current_period_end: i.createdAt }, i.createdAt, LEGACY_API_VERSION);
-add('subscription.create', 'unchanged', 'Subscription created', (i) =>
-  legacySubscriptionCreatePayload({
-    created_at: i.createdAt,
-    customer_email: 'ana.lopez@example.com',
-    customer_id: newId('cus'),
-    customer_name: 'Ana López',
-    id: newId('su'),
-    payment: { id: newId('on'), paymentable: examplePaymentable() },
-    product: exampleSubscriptionProduct(),
-  }),
-);
-add('subscription.past_due', 'unchanged', 'First automatic charge failure', subscription('subscription.past_due', 'past_due'));
-add('subscription.pause', 'unchanged', 'Subscription paused', subscription('subscription.pause', 'paused'));
-add('subscription.unpause', 'unchanged', 'Subscription resumed', subscription('subscription.unpause', 'active'));
-add('subscription.reactivate', 'unchanged', 'Canceled subscription reactivated', subscription('subscription.reactivate', 'active'));
-add('subscription.update', 'unchanged', 'Subscription information changed', subscription('subscription.update', 'active'));
-add('subscription.item_added', 'unchanged', 'Recurring product added', subscription('subscription.item_added', 'active'));
-add('subscription.item_removed', 'unchanged', 'Recurring product removed', subscription('subscription.item_removed', 'active'));
-add('subscription.invoice_item_added', 'unchanged', 'One-time charge added to the next invoice', subscription('subscription.invoice_item_added', 'active'));
-add('subscription.cancel', 'unchanged', 'Third automatic charge failure', subscription('subscription.cancel', 'canceled'));
-const setupIntent = (type: string, status: string): Example => (i) =>
-  basic(type, { id: newId('si'), status, customer_id: newId('cus'), subscription_id: newId('su') }, i.createdAt, LEGACY_API_VERSION);
-add('setup_intent.succeeded', 'unchanged', 'Trial started or card tokenized without a charge', setupIntent('setup_intent.succeeded', 'succeeded'));
-add('setup_intent.cancelled', 'unchanged', 'Card tokenization failed', setupIntent('setup_intent.cancelled', 'cancelled'));
-add('refund.create', 'unchanged', 'Refund processed', (i) =>
-  basic('refund.create', { id: newId('re'), payment_intent_id: newId('pa'), amount_in_cents: 10000, currency: 'GTQ', status: 'succeeded' }, i.createdAt, LEGACY_API_VERSION),
-);
+const unchanged: Array<[string, string]> = [
+  ['subscription.create', 'Subscription created'],
+  ['subscription.past_due', 'First automatic charge failure'],
+  ['subscription.pause', 'Subscription paused'],
+  ['subscription.unpause', 'Subscription resumed'],
+  ['subscription.reactivate', 'Canceled subscription reactivated'],
+  ['subscription.update', 'Subscription information changed'],
+  ['subscription.item_added', 'Recurring product added'],
+  ['subscription.item_removed', 'Recurring product removed'],
+  ['subscription.invoice_item_added', 'One-time charge added to the next invoice'],
+  ['subscription.cancel', 'Third automatic charge failure'],
+  ['setup_intent.succeeded', 'Trial started or card tokenized without a charge'],
+  ['setup_intent.cancelled', 'Card tokenization failed'],
+  ['refund.create', 'Refund processed'],
+];
+for (const [type, description] of unchanged) add(type, 'unchanged', description, undefined);
 for (const [type, status] of [['dispute.create', 'needs_response'], ['dispute.update', 'under_review']]) {
   add(type, 'unchanged', 'Chargeback', (i) =>
     basic(type, { id: newId('dp'), payment_intent_id: newId('pa'), amount_in_cents: 10000, currency: 'GTQ', status, reason: 'fraudulent' }, i.createdAt, LEGACY_API_VERSION),
@@ -206,45 +214,32 @@ for (const [type, status] of [['dispute.create', 'needs_response'], ['dispute.up
 }
 
 // 6.2 events of the current format
-add('account_connection.create', 'current', 'A child account connects to a platform', (i) =>
-  basic('account_connection.create', { id: newId('acn'), child_account_id: newId('ac'), parent_account_id: i.accountId }, i.createdAt, UNIFIED_API_VERSION),
-);
-for (const [type, status] of [['partner_commission_invoice.issued', 'issued'], ['partner_commission_invoice.failed', 'failed']]) {
-  add(type, 'current', 'Daily commission tax invoice', (i) =>
-    basic(type, { id: newId('pci'), status, date: i.createdAt.slice(0, 10), amount_in_cents: 4500, currency: 'GTQ', tax_invoice_url: status === 'issued' ? 'https://example.com/dte/1' : null, failure_reason: status === 'failed' ? 'tax_authority_rejected' : null }, i.createdAt, UNIFIED_API_VERSION),
-  );
-}
-add('verification.completed', 'current', 'Connected account verification accepted', (i) =>
-  basic('verification.completed', { id: newId('ver'), status: 'completed', document_errors: [] }, i.createdAt, UNIFIED_API_VERSION),
-);
-add('verification.rejected', 'current', 'Documents rejected', (i) =>
-  basic('verification.rejected', { id: newId('ver'), status: 'rejected', document_errors: [{ document: 'tax_registration', message: 'The document is illegible.' }] }, i.createdAt, UNIFIED_API_VERSION),
-);
-add('tax_invoice_settings.enabled', 'current', 'Electronic invoicing activated', (i) =>
-  basic('tax_invoice_settings.enabled', { id: newId('tis'), tax_invoicing: { status: 'enabled', provider: 'infile', tax_id: '1234567-8', enabled_at: i.createdAt } }, i.createdAt, UNIFIED_API_VERSION),
-);
+const current: Array<[string, string]> = [
+  ['account_connection.create', 'A child account connects to a platform'],
+  ['partner_commission_invoice.issued', 'Daily commission tax invoice'],
+  ['partner_commission_invoice.failed', 'Daily commission tax invoice'],
+  ['verification.completed', 'Connected account verification accepted'],
+  ['verification.rejected', 'Documents rejected'],
+  ['tax_invoice_settings.enabled', 'Electronic invoicing activated'],
+  ['transfer.sent', 'Peer-to-peer transfer'],
+  ['transfer.received', 'Peer-to-peer transfer'],
+  ['withdrawal.create', 'Bank withdrawal'],
+  ['withdrawal.update', 'Bank withdrawal'],
+];
+for (const [type, description] of current) add(type, 'current', description, undefined);
 for (const [type, status] of [
-  ['transfer.sent', 'sent'],
-  ['transfer.received', 'received'],
   ['transfer.pending', 'pending'],
   ['transfer.in_review', 'in_review'],
   ['transfer.cancelled', 'cancelled'],
 ]) {
   add(type, 'current', 'Peer-to-peer transfer', (i) => basic(type, exampleTransfer(i.createdAt, status), i.createdAt, UNIFIED_API_VERSION));
 }
-for (const [type, status] of [['withdrawal.create', 'pending'], ['withdrawal.update', 'paid']]) {
-  add(type, 'current', 'Bank withdrawal', (i) =>
-    basic(type, { id: newId('wd'), status, amount_in_cents: 50000, currency: 'GTQ', bank_account_id: newId('bacc'), transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),
-  );
-}
 for (const [type, status] of [['swap.create', 'pending'], ['swap.update', 'completed']]) {
   add(type, 'current', 'Stablecoin send', (i) =>
     basic(type, { id: newId('sw'), status, amount_in_cents: 10000, currency: 'USDC', network: 'ethereum', transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),
   );
 }
-add('contract.send', 'current', 'A contract is sent', (i) =>
-  basic('contract.send', { id: newId('ctr'), template_id: newId('ctpl'), status: 'sent', sent_via: 'email', title: 'Consentimiento informado', signing_url: 'https://example.com/contracts/sign', customer: { id: newId('cus'), name: 'Ana López', email: 'ana.lopez@example.com', phone: null } }, i.createdAt, UNIFIED_API_VERSION),
-);
+add('contract.send', 'current', 'A contract is sent', undefined);
 
 export const CATALOGUE: ReadonlyMap<string, CatalogueEntry> = new Map(entries.map((e) => [e.type, e]));
 export const EVENT_TYPES: readonly string[] = entries.map((e) => e.type);
@@ -253,6 +248,19 @@ export const EVENT_TYPE_ALIASES: Readonly<Record<string, string>> = { 'subscript
 
 export function catalogueEntry(type: string): CatalogueEntry | undefined {
   return CATALOGUE.get(EVENT_TYPE_ALIASES[type] ?? type);
+}
+
+/**
+ * The test-send payload of an event: the example of the module that emits it (built by its
+ * emitter's builder), or the catalogue's own for events built here. Undefined: not in the catalogue.
+ */
+export function examplePayload(type: string, input: ExampleInput, ctx: AppContext): Record<string, unknown> | undefined {
+  const entry = catalogueEntry(type);
+  if (!entry) return undefined;
+  const declared = ctx.registry.events.get(entry.type);
+  if (declared) return declared(input, ctx);
+  if (!entry.example) throw new Error(`no module declares the example of ${entry.type} and the catalogue has none`);
+  return entry.example(input);
 }
 
 /** Model groups, for `GET /activities?type=<group>`. */

@@ -19,6 +19,8 @@ export interface PayloadCustomer {
 }
 
 export interface UnifiedIntentInput {
+  account_id: string;
+  live_mode: boolean;
   kind: IntentKind;
   status: IntentStatus;
   raw_status?: string;
@@ -36,12 +38,40 @@ export interface UnifiedIntentInput {
   product_id: string | null;
   tax_invoice_url: string | null;
   checkout: { id: string; status: string } | null;
-  payment_id: string | null;
+  payment_id: string;
   details: Record<string, unknown>;
 }
 
-/** The unified envelope of spec 6.1; `GET /intents/{id}` returns the same format. */
-export function unifiedIntentPayload(i: UnifiedIntentInput): Record<string, unknown> {
+/** The unified intent document: every `intent.*` payload and `GET /intents/{id}`. */
+export type UnifiedIntentPayload = {
+  id: string;
+  type: string;
+  event_type: string;
+  status: string;
+  raw_status: string;
+  legacy_id: string;
+  receipt_number: number;
+  api_version: string;
+  account_id: string;
+  live_mode: boolean;
+  created_at: string;
+  customer_id: string | null;
+  user_id: string | null;
+  customer: PayloadCustomer | null;
+  amount_in_cents: number;
+  currency: string;
+  product: { id: string } | null;
+  tax_invoice_url: string | null;
+  checkout: { id: string; status: string } | null;
+  payment: { id: string };
+  details: Record<string, unknown>;
+};
+
+/**
+ * The unified envelope of spec 6.1 (plus the intent's `account_id` and `live_mode`); the intents
+ * module builds `GET /intents/{id}` and every `intent.*` event with it, the test-send its examples.
+ */
+export function unifiedIntentPayload(i: UnifiedIntentInput): UnifiedIntentPayload {
   return {
     type: i.kind,
     event_type: `intent.${i.status}`,
@@ -51,18 +81,25 @@ export function unifiedIntentPayload(i: UnifiedIntentInput): Record<string, unkn
     legacy_id: i.legacy_id,
     receipt_number: i.receipt_number,
     api_version: UNIFIED_API_VERSION,
+    account_id: i.account_id,
+    live_mode: i.live_mode,
     created_at: i.created_at,
     customer_id: i.customer_id,
     user_id: i.user_id,
     customer: i.customer,
     amount_in_cents: i.amount_in_cents,
     currency: i.currency,
-    product: { id: i.product_id },
+    product: i.product_id ? { id: i.product_id } : null,
     tax_invoice_url: i.tax_invoice_url,
     checkout: i.checkout,
     payment: { id: i.payment_id },
     details: i.details,
   };
+}
+
+/** `details` of a `bank_transfer` intent: the bank's reference and the sender's comment (spec 6.1). */
+export function bankTransferDetails(d: { failure_reason: string | null; bank_reference: string | null; sender_comment: string | null }): Record<string, unknown> {
+  return { failure_reason: d.failure_reason, bank_reference: d.bank_reference, sender_comment: d.sender_comment };
 }
 
 /** `details` of a `payment` (card) intent, spec 6.1. */
@@ -150,66 +187,6 @@ export function legacyPaymentIntentPayload(i: LegacyPaymentIntentInput): Record<
   return { ...common, checkout: i.checkout, ...money, invoice: i.invoice };
 }
 
-export interface LegacySubscriptionProduct {
-  address_requirement: string;
-  billing_info_requirement: string;
-  cancel_url: string | null;
-  custom_terms_and_conditions: string | null;
-  description: string | null;
-  has_dynamic_pricing: boolean;
-  id: string;
-  metadata: Record<string, unknown>;
-  name: string;
-  phone_requirement: string;
-  prices: Array<{
-    amount_in_cents: number;
-    billing_interval: string;
-    billing_interval_count: number;
-    charge_type: string;
-    currency: string;
-    free_trial_interval: string | null;
-    free_trial_interval_count: number;
-    id: string;
-    periods_before_automatic_cancellation: number | null;
-  }>;
-  status: string;
-  storefront_link: string;
-  success_url: string | null;
-}
-
-/** `subscription.create` exactly as spec 6.4 (alphabetical, as the spec lists it). */
-export function legacySubscriptionCreatePayload(s: {
-  created_at: string;
-  customer_email: string | null;
-  customer_id: string;
-  customer_name: string | null;
-  id: string;
-  payment: { id: string; paymentable: Paymentable } | null;
-  product: LegacySubscriptionProduct;
-}): Record<string, unknown> {
-  return {
-    api_version: LEGACY_API_VERSION,
-    created_at: s.created_at,
-    customer_email: s.customer_email,
-    customer_id: s.customer_id,
-    customer_name: s.customer_name,
-    event_type: 'subscription.create',
-    id: s.id,
-    payment: s.payment && {
-      id: s.payment.id,
-      paymentable: {
-        address: s.payment.paymentable.address,
-        id: s.payment.paymentable.id,
-        phone_number: s.payment.paymentable.phone_number,
-        tax_id: s.payment.paymentable.tax_id,
-        tax_name: s.payment.paymentable.tax_name,
-        type: s.payment.paymentable.type,
-      },
-    },
-    product: s.product,
-  };
-}
-
 // ---- Example data for the test-send endpoint (spec 6.6's testing tab) ----
 
 export function exampleCustomer(): PayloadCustomer {
@@ -224,36 +201,5 @@ export function examplePaymentable(): Paymentable {
     tax_id: 'CF',
     address: '6a Avenida 12-34, Zona 1, Guatemala',
     phone_number: '+50255550123',
-  };
-}
-
-export function exampleSubscriptionProduct(): LegacySubscriptionProduct {
-  return {
-    address_requirement: 'none',
-    billing_info_requirement: 'optional',
-    cancel_url: null,
-    custom_terms_and_conditions: null,
-    description: 'Monthly membership',
-    has_dynamic_pricing: false,
-    id: newId('prod'),
-    metadata: {},
-    name: 'Membership',
-    phone_requirement: 'none',
-    prices: [
-      {
-        amount_in_cents: 15000,
-        billing_interval: 'month',
-        billing_interval_count: 1,
-        charge_type: 'recurring',
-        currency: 'GTQ',
-        free_trial_interval: null,
-        free_trial_interval_count: 0,
-        id: newId('price'),
-        periods_before_automatic_cancellation: null,
-      },
-    ],
-    status: 'active',
-    storefront_link: 'https://example.com/membership',
-    success_url: null,
   };
 }

@@ -1,6 +1,7 @@
 import type { PosdModule } from '../api/module.js';
 import type { Registry } from '../context.js';
 import { SyncRegistry } from '../sync/registry.js';
+import { catalogueEntry, type EventExample } from '../events/catalogue.js';
 import { checkoutHooksOf } from './checkouts/hooks.js';
 import { accountsModule } from './accounts/index.js';
 import { ledgerModule } from './ledger/index.js';
@@ -64,8 +65,23 @@ export const MODULES: readonly PosdModule[] = [
 
 /**
  * The daemon's registry, built once from its modules' declarations: the sync kinds (push, feed,
- * rejections, row totals) and the checkout hooks. Sync and the API reach the modules only through it.
+ * rejections, row totals), the checkout hooks and the events' test-send examples. Sync and the API reach the modules only through it.
  */
 export function buildRegistry(modules: readonly PosdModule[]): Registry {
-  return { sync: new SyncRegistry(modules), checkout: checkoutHooksOf(modules) };
+  return { sync: new SyncRegistry(modules), checkout: checkoutHooksOf(modules), events: eventExamplesOf(modules) };
+}
+
+/** Each event's example comes from the one module that emits it: two declaring it is a wiring mistake. */
+export function eventExamplesOf(modules: readonly PosdModule[]): ReadonlyMap<string, EventExample> {
+  const out = new Map<string, EventExample>();
+  const owner = new Map<string, string>();
+  for (const m of modules) {
+    for (const [type, example] of Object.entries(m.events ?? {})) {
+      if (!catalogueEntry(type)) throw new Error(`module ${m.name} declares an example of ${type}, which is not in the event catalogue`);
+      if (owner.has(type)) throw new Error(`${owner.get(type)} and ${m.name} both declare the example of ${type}`);
+      owner.set(type, m.name);
+      out.set(type, example);
+    }
+  }
+  return out;
 }

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { CATALOGUE, EVENT_TYPES, catalogueEntry, webhookBody } from '../../src/events/catalogue.js';
+import { CATALOGUE, EVENT_TYPES, catalogueEntry, examplePayload, webhookBody } from '../../src/events/catalogue.js';
+import { MODULES, buildRegistry } from '../../src/modules/index.js';
+import { validateConfig } from '../../src/config.js';
+import type { AppContext } from '../../src/context.js';
 import { LEGACY_API_VERSION, UNIFIED_API_VERSION, newAccountEventFormat } from '../../src/events/formats.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { openDatabase } from '../../src/db/database.js';
@@ -23,7 +26,11 @@ const SPEC_EVENTS = [
 ];
 
 const keys = (o: unknown) => Object.keys(o as object).sort();
-const example = (type: string) => catalogueEntry(type)!.example({ accountId: 'ac_x', liveMode: true, createdAt: '2026-03-01T10:00:00.000Z' });
+// Examples come from the catalogue or from the module that emits the event (`PosdModule.events`);
+// what a receiver gets is the payload through `webhookBody`, as for a real event.
+const ctx = { registry: buildRegistry(MODULES), config: validateConfig({}) } as unknown as AppContext;
+const example = (type: string) =>
+  webhookBody({ type, payload: examplePayload(type, { accountId: 'ac_x', liveMode: true, createdAt: '2026-03-01T10:00:00.000Z' }, ctx)!, account_id: 'ac_x' }, { connected: false });
 
 describe('event catalogue', () => {
   it('holds every event of spec 6.1 and 6.2, each with a group and an example carrying its type and api_version', () => {
@@ -45,10 +52,20 @@ describe('event catalogue', () => {
     expect(catalogueEntry('subscription.paused')!.type).toBe('subscription.pause');
   });
 
+  it('takes each example from one place: the module that emits the event, or the catalogue for the rest', () => {
+    for (const type of EVENT_TYPES) {
+      const fromModule = ctx.registry.events.has(type);
+      const fromCatalogue = catalogueEntry(type)!.example !== undefined;
+      expect(fromModule !== fromCatalogue, type).toBe(true);
+    }
+    expect(() => buildRegistry([...MODULES, { name: 'twin', events: { 'refund.create': () => ({}) } }])).toThrow(/both declare/);
+    expect(() => buildRegistry([{ name: 'stray', events: { 'no.such': () => ({}) } }])).toThrow(/not in the event catalogue/);
+  });
+
   it('builds the unified intent envelope of 6.1', () => {
     const body = example('intent.succeeded');
     expect(keys(body)).toEqual(
-      ['type', 'event_type', 'status', 'raw_status', 'id', 'legacy_id', 'receipt_number', 'api_version', 'created_at', 'customer_id', 'user_id',
+      ['type', 'event_type', 'status', 'raw_status', 'id', 'legacy_id', 'receipt_number', 'api_version', 'account_id', 'live_mode', 'created_at', 'customer_id', 'user_id',
         'customer', 'amount_in_cents', 'currency', 'product', 'tax_invoice_url', 'checkout', 'payment', 'details'].sort(),
     );
     expect(body).toMatchObject({ type: 'payment', status: 'succeeded', event_type: 'intent.succeeded' });
@@ -86,7 +103,8 @@ describe('event catalogue', () => {
     expect(keys(failed.checkout)).toEqual(['id']);
 
     const sub = example('subscription.create');
-    expect(keys(sub)).toEqual(['api_version', 'created_at', 'customer_email', 'customer_id', 'customer_name', 'event_type', 'id', 'payment', 'product']);
+    // Spec 6.4's fields, plus the subscription itself (docs/events.md).
+    expect(keys(sub)).toEqual(['api_version', 'created_at', 'customer_email', 'customer_id', 'customer_name', 'event_type', 'id', 'payment', 'product', 'subscription']);
     expect(keys((sub.payment as any).paymentable)).toEqual(['address', 'id', 'phone_number', 'tax_id', 'tax_name', 'type']);
     const product = sub.product as Record<string, any>;
     expect(keys(product)).toEqual([

@@ -2,6 +2,7 @@ import type { PosdModule } from '../../api/module.js';
 import { connectedRoutes } from './routes.js';
 import { commissionInvoicer } from './invoicer.js';
 import { connectedAccountPush, verificationPush } from './sync.js';
+import { connectedEventExamples } from './events.js';
 
 export { ConnectedService } from './service.js';
 export { commissionInvoicer, CommissionInvoicer } from './invoicer.js';
@@ -12,4 +13,5 @@ export const connectedModule: PosdModule = {
   api: connectedRoutes,
   workers: (ctx) => [commissionInvoicer(ctx)],
   sync: { push: { connected_account: connectedAccountPush, connected_account_verification: verificationPush } },
+  events: connectedEventExamples,
 };

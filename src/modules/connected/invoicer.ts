@@ -6,6 +6,7 @@ import { newId } from '../../ids.js';
 import { balanceTransactionsAfter, ledgerHighWater } from '../ledger/service.js';
 import { taxInvoiceProvider } from '../tax-invoices/service.js';
 import { ConnectedService } from './service.js';
+import { commissionInvoicePayload } from './views.js';
 import type { CommissionInvoiceRow, ProfileRow } from './store.js';
 
 /** Spec 2.8's only timezone: Guatemala, UTC-6 all year. */
@@ -14,24 +15,6 @@ const DAY_MS = 86_400_000;
 const gtDay = (ms: number) => new Date(ms + GT_OFFSET_MS).toISOString().slice(0, 10);
 const dayStart = (day: string) => Date.parse(`${day}T00:00:00.000Z`) - GT_OFFSET_MS;
 const nextDay = (day: string) => gtDay(dayStart(day) + DAY_MS);
-
-export function invoiceView(r: CommissionInvoiceRow) {
-  return {
-    id: r.id,
-    account_id: r.account_id,
-    day: r.day,
-    currency: r.currency,
-    commission_in_cents: r.commission_in_cents,
-    vat_in_cents: r.vat_in_cents,
-    total_in_cents: r.total_in_cents,
-    status: r.status,
-    attempts: r.attempts,
-    document_id: r.document_id,
-    url: r.url,
-    last_error: r.last_error,
-    created_at: r.created_at,
-  };
-}
 
 /**
  * The daily commission invoice of connected accounts (spec 2.8, 6.2). For every child whose mode is
@@ -175,12 +158,7 @@ export class CommissionInvoicer implements Worker {
           liveMode: platform.live_mode,
           type: `partner_commission_invoice.${status}`,
           objectId: inv.id,
-          payload: {
-            account_id: child.id,
-            connected: true,
-            invoice: invoiceView(this.service.store.invoice(inv.id)!),
-            created_at: isoTime(now),
-          },
+          payload: commissionInvoicePayload(child.id, this.service.store.invoice(inv.id)!, isoTime(now)),
         });
       });
     }

@@ -15,7 +15,7 @@ import {
   VerificationSchema,
 } from './schema.js';
 import { ConnectedService } from './service.js';
-import { invoiceView } from './invoicer.js';
+import { invoiceView } from './views.js';
 import { IdParams, errorBodies } from '../../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 404, 422, 429);

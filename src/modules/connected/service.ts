@@ -6,6 +6,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { accountsOf, type AccountsService, type Account } from '../../accounts/service.js';
 import { accountView } from '../../accounts/view.js';
 import { REQUIRED_DOCUMENTS, reviewDocuments, type DocumentType, type Documents } from './documents.js';
+import { accountConnectionPayload, taxInvoiceSettingsPayload, taxInvoicingView, verificationPayload, verificationView } from './views.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { taxInvoicingMachine, verificationMachine, type VerificationEvent } from './machine.js';
 import { connectedStore, type ConnectedStore, type ProfileRow } from './store.js';
@@ -69,35 +70,16 @@ export class ConnectedService {
   }
 
   verification(p: ProfileRow): Verification {
-    const docs = JSON.parse(p.documents) as StoredDocs;
-    const errors = JSON.parse(p.document_errors) as Record<string, string[]>;
-    const documents: Verification['documents'] = {};
-    for (const [type, d] of Object.entries(docs)) {
-      documents[type] = { status: errors[type]?.length ? 'rejected' : 'accepted', submitted_at: d!.submitted_at, errors: errors[type] ?? [] };
-    }
-    return {
-      status: p.verification_status,
-      requirements: REQUIRED_DOCUMENTS.filter((t) => !docs[t]),
-      document_errors: errors,
-      documents,
-      reviewed_at: p.reviewed_at,
-      verified_at: p.verified_at,
-    };
+    return verificationView(p);
   }
 
   view(child: Account, p: ProfileRow): ConnectedAccount {
     return { ...accountView(child), email: p.email ?? '', verification: this.verification(p) };
   }
 
-  /** An event about a child, delivered to its platform (spec 6.2: `connected: true` and the child's `account_id`). */
+  /** An event about a child, delivered to its platform; its payload from views.ts (`connected: true`, the child's `account_id`). */
   private emitToPlatform(child: Account, type: string, payload: Record<string, unknown>): void {
-    this.ctx.outbox.emit({
-      accountId: child.parent_account_id!,
-      liveMode: child.live_mode,
-      type,
-      objectId: child.id,
-      payload: { ...payload, account_id: child.id, connected: true, created_at: this.now() },
-    });
+    this.ctx.outbox.emit({ accountId: child.parent_account_id!, liveMode: child.live_mode, type, objectId: child.id, payload });
   }
 
   /**
@@ -128,7 +110,7 @@ export class ConnectedService {
         if (child.live_mode === platform.live_mode && child.parent_account_id === platform.id) acting = child;
       }
       if (!acting) throw new Error(`the new child of ${platform.id} has no account in its environment`);
-      this.emitToPlatform(acting, 'account_connection.create', { account: accountView(acting) });
+      this.emitToPlatform(acting, 'account_connection.create', accountConnectionPayload(acting, this.now()));
       appendSyncRecord(this.ctx.db, {
         kind: 'connected_account',
         accountId: platform.id,
@@ -183,15 +165,14 @@ export class ConnectedService {
       updated_at: at,
     };
     this.store.save(next);
-    const snapshot = this.verification(next);
     if (status === 'rejected' && (prev !== 'rejected' || errorsJson !== p.document_errors)) {
-      this.emitToPlatform(child, 'verification.rejected', { status, document_errors: errors, verification: snapshot });
+      this.emitToPlatform(child, 'verification.rejected', verificationPayload(child, next, at));
     }
     if (status === 'verified' && prev !== 'verified') {
       // Spec 4.1: the account's tax fields come from the accepted tax registration document.
       const tax = merged.tax_registration!;
       this.accounts.setTaxDetails(child.id, tax.nit.replace(/[\s-]/g, '').toUpperCase(), tax.legal_name.trim());
-      this.emitToPlatform(child, 'verification.completed', { status, verification: snapshot });
+      this.emitToPlatform(child, 'verification.completed', verificationPayload(child, next, at));
     }
     if (status !== prev) {
       appendSyncRecord(this.ctx.db, {
@@ -276,16 +257,7 @@ export class ConnectedService {
   // ---- electronic invoicing of a child (tax_invoice_settings.enabled) ----
 
   taxInvoicing(child: Account, p: ProfileRow): TaxInvoicing {
-    const pub = JSON.parse(p.tax_invoicing_public) as { provider?: string; establishment_code?: string };
-    return {
-      account_id: child.id,
-      enabled: p.tax_invoicing_status === 'active',
-      status: p.tax_invoicing_status,
-      provider: pub.provider ?? null,
-      establishment_code: pub.establishment_code ?? null,
-      tax_id: child.tax_id,
-      activated_at: p.tax_invoicing_activated_at,
-    };
+    return taxInvoicingView(child, p);
   }
 
   activateTaxInvoicing(platform: Account, childId: string, input: TaxInvoicingInput): TaxInvoicing {
@@ -305,10 +277,9 @@ export class ConnectedService {
         updated_at: at,
       };
       this.store.save(next);
-      const state = this.taxInvoicing(child, next);
       // Activation fires once; saving new credentials on an active account is not a new activation.
-      if (p.tax_invoicing_status !== 'active') this.emitToPlatform(child, 'tax_invoice_settings.enabled', { tax_invoicing: state });
-      return state;
+      if (p.tax_invoicing_status !== 'active') this.emitToPlatform(child, 'tax_invoice_settings.enabled', taxInvoiceSettingsPayload(child, next, at));
+      return this.taxInvoicing(child, next);
     });
   }
 }

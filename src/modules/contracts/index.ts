@@ -4,6 +4,7 @@ import { signingRoutes } from './signing-routes.js';
 import { contractsWorker } from './worker.js';
 import { contractPush } from './sync.js';
 import { contractCheckoutHooks } from './checkout-hook.js';
+import { contractEventExamples } from './events.js';
 
 export { ContractsService, sha256 } from './service.js';
 export { contractsWorker } from './worker.js';
@@ -16,4 +17,5 @@ export const contractsModule: PosdModule = {
   workers: (ctx) => [contractsWorker(ctx)],
   sync: { push: { contract: contractPush } },
   checkout: contractCheckoutHooks,
+  events: contractEventExamples,
 };

@@ -6,6 +6,7 @@ import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { newId, randomToken } from '../../ids.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
+import { UNIFIED_API_VERSION } from '../../events/formats.js';
 import type { Account } from '../../accounts/service.js';
 import { createCheckout, checkoutUrl } from '../checkouts/service.js';
 import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
@@ -61,6 +62,11 @@ export function contractView(ctx: AppContext, r: ContractRow): Contract {
     decline_reason: r.decline_reason,
     created_at: r.created_at,
   };
+}
+
+/** `contract.send`: the contract as the API shows it (the emitter and the test-send, events.ts). */
+export function contractSendPayload(ctx: AppContext, r: ContractRow) {
+  return { id: r.id, event_type: 'contract.send', api_version: UNIFIED_API_VERSION, created_at: r.created_at, contract: contractView(ctx, r) };
 }
 
 /** The signing secrets never leave the box that sends the codes. */
@@ -206,7 +212,7 @@ export class ContractsService {
       };
       this.store.insert(row);
       const scope = { accountId: account.id, liveMode: account.live_mode };
-      this.ctx.outbox.emit({ ...scope, type: 'contract.send', objectId: id, payload: { id, event_type: 'contract.send', created_at: at, contract: contractView(this.ctx, row) } });
+      this.ctx.outbox.emit({ ...scope, type: 'contract.send', objectId: id, payload: contractSendPayload(this.ctx, row) });
       appendSyncRecord(this.ctx.db, { kind: 'contract', ...scope, createdAt: at, payload: contractRecord(this.ctx, row, t) });
       return row;
     });

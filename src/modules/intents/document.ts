@@ -1,33 +1,11 @@
 import type { AppContext } from '../../context.js';
 import { customerById } from '../customers/service.js';
 import { getCheckoutIn } from '../checkouts/service.js';
-import { UNIFIED_API_VERSION } from '../../events/formats.js';
+import { unifiedIntentPayload, type IntentStatus, type UnifiedIntentPayload } from '../../events/payloads.js';
 // The store, not service.ts: service.ts re-exports this file as the module's front.
 import { intentsStore } from './store.js';
 
-export interface IntentDocument {
-  id: string;
-  type: string;
-  event_type: string;
-  status: string;
-  raw_status: string;
-  legacy_id: string;
-  receipt_number: number;
-  api_version: string;
-  account_id: string;
-  live_mode: boolean;
-  created_at: string;
-  customer_id: string | null;
-  user_id: string | null;
-  customer: { id: string; email: string | null; full_name: string | null; nit: string | null; phone: string | null } | null;
-  amount_in_cents: number;
-  currency: string;
-  product: { id: string } | null;
-  tax_invoice_url: string | null;
-  checkout: { id: string; status: string } | null;
-  payment: { id: string };
-  details: Record<string, unknown>;
-}
+export type IntentDocument = UnifiedIntentPayload;
 
 /**
  * The unified intent document (spec 6.1): envelope, payment data and the details of its type. The
@@ -41,29 +19,25 @@ export function intentDocument(ctx: AppContext, intentId: string): IntentDocumen
   const customer = row.customer_id ? customerById(ctx, row.customer_id) : undefined;
   const checkout = row.checkout_id ? getCheckoutIn(ctx, [row.account_id], liveMode, row.checkout_id) : undefined;
   const productId = checkout?.items.find((i) => i.product_id)?.product_id ?? null;
-  return {
-    id: row.id,
-    type: row.type,
-    event_type: `intent.${row.status}`,
-    status: row.status,
-    raw_status: row.raw_status,
-    legacy_id: row.legacy_id,
-    receipt_number: row.receipt_number,
-    api_version: UNIFIED_API_VERSION,
+  return unifiedIntentPayload({
     account_id: row.account_id,
     live_mode: liveMode,
+    kind: row.type,
+    status: row.status as IntentStatus,
+    raw_status: row.raw_status,
+    id: row.id,
+    legacy_id: row.legacy_id,
+    receipt_number: row.receipt_number,
     created_at: row.created_at,
     customer_id: row.customer_id,
     user_id: null,
-    customer: customer
-      ? { id: customer.id, email: customer.email, full_name: customer.full_name, nit: customer.tax_id, phone: customer.phone }
-      : null,
+    customer: customer ? { id: customer.id, email: customer.email, full_name: customer.full_name, nit: customer.tax_id, phone: customer.phone } : null,
     amount_in_cents: row.amount_in_cents,
     currency: row.currency,
-    product: productId ? { id: productId } : null,
+    product_id: productId,
     tax_invoice_url: row.tax_invoice_url,
     checkout: checkout ? { id: checkout.id, status: checkout.status } : null,
-    payment: { id: row.payment_id },
+    payment_id: row.payment_id,
     details: JSON.parse(row.details),
-  };
+  });
 }

@@ -14,6 +14,7 @@ import { intentDocument } from '../intents/service.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
+import { bankTransferDetails, paymentDetails } from '../../events/payloads.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -58,10 +59,11 @@ export function paymentIntentInput(
   at: { paymentId?: string; createdAt?: string } = {},
 ): CreateIntentInput {
   const type = INTENT_TYPE[pa.method];
-  const details: Record<string, unknown> =
+  // The catalogue's builders: the test-send's examples come out of the same ones.
+  const details =
     type === 'bank_transfer'
-      ? { failure_reason: pa.failure_reason, bank_reference: pa.processor_reference, sender_comment: null }
-      : {
+      ? bankTransferDetails({ failure_reason: pa.failure_reason, bank_reference: pa.processor_reference, sender_comment: null })
+      : paymentDetails({
           failure_reason: pa.failure_reason,
           fee: -pa.fee_in_cents,
           tax_invoicing_fee: 0,
@@ -70,8 +72,8 @@ export function paymentIntentInput(
           used_presaved_payment_method: false,
           installments: pa.installments ?? 1,
           channel: pa.channel ?? pa.method,
-          products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id, quantity: i.quantity })),
-        };
+          products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
+        });
   return {
     id: pa.intent_id,
     accountId: pa.account_id,

@@ -7,40 +7,11 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { postBalanceTransaction } from '../ledger/service.js';
 import { paymentIntentRow } from '../payments/service.js';
-import { UNIFIED_API_VERSION } from '../../events/formats.js';
 import { refundsStore, type RefundRow } from './store.js';
+import { refundEventPayload, toRefund, type Refund } from './views.js';
 
-export interface Refund {
-  id: string;
-  account_id: string;
-  live_mode: boolean;
-  status: string;
-  payment_intent_id: string;
-  intent_id: string;
-  amount_in_cents: number;
-  fee_returned_in_cents: number;
-  currency: string;
-  reason: string | null;
-  balance_transaction_id: string | null;
-  created_at: string;
-}
+export type { Refund } from './views.js';
 
-function toRefund(r: RefundRow): Refund {
-  return {
-    id: r.id,
-    account_id: r.account_id,
-    live_mode: r.live_mode === 1,
-    status: r.status,
-    payment_intent_id: r.payment_intent_id,
-    intent_id: r.intent_id,
-    amount_in_cents: r.amount_in_cents,
-    fee_returned_in_cents: r.fee_returned_in_cents,
-    currency: r.currency,
-    reason: r.reason,
-    balance_transaction_id: r.balance_transaction_id,
-    created_at: r.created_at,
-  };
-}
 
 /**
  * Refunds a succeeded payment intent, always in full (gaps.md). The ledger `refund` row debits the
@@ -94,8 +65,7 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
     store.insert(row);
     const refund = toRefund(row);
     const scope = { accountId: account.id, liveMode: account.live_mode };
-    // refund.* has no unified replacement (spec 6.3): every account gets this one shape.
-    ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: { ...refund, event_type: 'refund.create', api_version: UNIFIED_API_VERSION } });
+    ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: refundEventPayload(refund) });
     appendSyncRecord(ctx.db, { kind: 'refund', ...scope, createdAt: row.created_at, payload: { refund, balance_transaction: txn ?? null } });
     return refund;
   });

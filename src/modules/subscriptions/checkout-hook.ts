@@ -7,6 +7,7 @@ import { subscriptionRecord } from './sync.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { getPrice } from '../products/service.js';
+import { customerById } from '../customers/service.js';
 import { subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
 import { subscriptionMachine } from './machine.js';
@@ -75,7 +76,7 @@ export function createSubscriptionsForCheckout(
       liveMode: account.live_mode,
       type: 'subscription.create',
       objectId: row.id,
-      payload: subscriptionCreatePayload(ctx, row, product, payment.paymentIntentId, at),
+      payload: subscriptionCreatePayload(row, row.customer_id ? customerById(ctx, row.customer_id) : undefined, product, payment.paymentIntentId, at),
     });
     appendSyncRecord(ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionRecord(store, row) });
     made.push(row);

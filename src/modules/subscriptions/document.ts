@@ -1,7 +1,6 @@
-import type { AppContext } from '../../context.js';
 import { LEGACY_API_VERSION } from '../../events/formats.js';
-import { customerById } from '../customers/service.js';
-import type { Product } from '../products/schema.js';
+import type { Customer } from '../customers/service.js';
+import type { Price, Product } from '../products/schema.js';
 import type { InvoiceItemRow, SubscriptionItemRow, SubscriptionRow, SubscriptionsStore } from './store.js';
 
 export function subscriptionView(r: SubscriptionRow) {
@@ -36,9 +35,18 @@ export function subscriptionView(r: SubscriptionRow) {
 }
 export type SubscriptionView = ReturnType<typeof subscriptionView>;
 
-/** Spec 6.4's legacy `subscription.create` payload: the purchase, the customer, the product and its prices. */
-export function subscriptionCreatePayload(ctx: AppContext, r: SubscriptionRow, product: Product, paymentId: string, at: string) {
-  const customer = r.customer_id ? customerById(ctx, r.customer_id) : undefined;
+type PayloadPrice = Pick<
+  Price,
+  'id' | 'amount_in_cents' | 'billing_interval' | 'billing_interval_count' | 'charge_type' | 'currency' | 'free_trial_interval' | 'free_trial_interval_count'
+>;
+export type PayloadProduct = Pick<Product, 'id' | 'name' | 'description' | 'metadata' | 'status'> & { prices: PayloadPrice[] };
+export type PayloadCustomer = Pick<Customer, 'email' | 'full_name' | 'phone' | 'tax_id'>;
+
+/**
+ * Spec 6.4's legacy `subscription.create` payload: the purchase, the customer, the product and its
+ * prices. The emitter and the test-send (`events.ts`) both build it here.
+ */
+export function subscriptionCreatePayload(r: SubscriptionRow, customer: PayloadCustomer | undefined, product: PayloadProduct, paymentId: string, at: string) {
   return {
     api_version: LEGACY_API_VERSION,
     created_at: at,

@@ -3,6 +3,7 @@ import { subscriptionRoutes } from './routes.js';
 import { subscriptionBiller } from './biller.js';
 import { subscriptionPush } from './sync.js';
 import { subscriptionCheckoutHooks } from './checkout-hook.js';
+import { subscriptionEventExamples } from './events.js';
 
 export { SubscriptionsService } from './service.js';
 export { subscriptionBiller, SubscriptionBiller } from './biller.js';
@@ -14,4 +15,5 @@ export const subscriptionsModule: PosdModule = {
   workers: (ctx) => [subscriptionBiller(ctx)],
   sync: { push: { subscription: subscriptionPush } },
   checkout: subscriptionCheckoutHooks,
+  events: subscriptionEventExamples,
 };

@@ -168,7 +168,7 @@ export class SubscriptionsService {
     return tx(this.ctx.db, () => {
       const sub = this.find([account.id], account.live_mode, id);
       if (sub.status === 'canceled') return sub;
-      return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null }, { reason: 'requested' });
+      return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null }, { reason: 'requested', failure_reason: null });
     });
   }
 
@@ -242,7 +242,8 @@ export class SubscriptionsService {
           next_retry_at: finalAttempt ? null : isoTime(Date.parse(first) + retryDays[attempts - 1] * DAY_MS),
           ...(finalAttempt ? { canceled_at: this.now(), cancel_reason: 'payment_failed' } : {}),
         },
-        finalAttempt ? { reason: 'payment_failed' } : { failure_reason: failureReason },
+        // Every cancel carries both fields, whichever path ended it, so receivers parse one shape.
+        finalAttempt ? { reason: 'payment_failed', failure_reason: failureReason } : { failure_reason: failureReason },
       );
     });
   }

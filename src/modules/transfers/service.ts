@@ -92,14 +92,14 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
       accountId: sender.id,
       liveMode: sender.live_mode,
       objectId: id,
-      payload: transferEventPayload(ctx, row, 'transfer.sent', sender.id),
+      payload: transferEventPayload(row, 'transfer.sent', sender.id),
     });
     ctx.outbox.emit({
       type: 'transfer.received',
       accountId: recipient.id,
       liveMode: recipient.live_mode,
       objectId: id,
-      payload: transferEventPayload(ctx, row, 'transfer.received', recipient.id),
+      payload: transferEventPayload(row, 'transfer.received', recipient.id),
     });
     appendSyncRecord(ctx.db, {
       kind: 'transfer',

@@ -1,13 +1,17 @@
 import type { AppContext } from '../../context.js';
+import { UNIFIED_API_VERSION } from '../../events/formats.js';
 import { bankAccountById, bankAccountView } from '../bank-accounts/service.js';
+import type { BankAccountView } from '../bank-accounts/schema.js';
 import type { TransferRow } from './store.js';
 import type { TransferView, WithdrawalView } from './schema.js';
 import type { WithdrawalStatus } from './machine.js';
 
-/** `api_version` of these events: they belong to the current (unified) family, whose date they share (spec 9). */
-export const TRANSFER_EVENTS_API_VERSION = '2025-06-01';
+/** `api_version` of these events: they belong to the current family, whose date they share (spec 9, docs/events.md). */
+const TRANSFER_EVENTS_API_VERSION = UNIFIED_API_VERSION;
 
-function bankAccountOf(ctx: AppContext, row: TransferRow) {
+type Bank = BankAccountView | null;
+
+export function bankAccountOf(ctx: AppContext, row: TransferRow): Bank {
   if (!row.bank_account_id) return null;
   const bank = bankAccountById(ctx, row.bank_account_id, row.live_mode === 1);
   return bank ? bankAccountView(bank) : null;
@@ -18,6 +22,11 @@ function bankAccountOf(ctx: AppContext, row: TransferRow) {
  * its debit row, the recipient an incoming one and its credit row.
  */
 export function transferView(ctx: AppContext, row: TransferRow, viewerIds: readonly string[]): TransferView {
+  return transferViewOf(row, viewerIds, bankAccountOf(ctx, row));
+}
+
+/** `transferView` with its bank account given: pure, for the events' builders and their examples. */
+export function transferViewOf(row: TransferRow, viewerIds: readonly string[], bank: Bank): TransferView {
   const incoming = row.kind === 'peer' && !viewerIds.includes(row.account_id) && viewerIds.includes(row.recipient_account_id!);
   return {
     id: row.id,
@@ -30,7 +39,7 @@ export function transferView(ctx: AppContext, row: TransferRow, viewerIds: reado
     account_id: incoming ? row.recipient_account_id! : row.account_id,
     sender_id: row.account_id,
     recipient_id: row.recipient_account_id,
-    bank_account: bankAccountOf(ctx, row),
+    bank_account: bank,
     note: row.note,
     balance_transaction_id: incoming ? row.recipient_balance_transaction_id! : row.balance_transaction_id,
     return_balance_transaction_id: row.return_balance_transaction_id,
@@ -42,6 +51,10 @@ export function transferView(ctx: AppContext, row: TransferRow, viewerIds: reado
 }
 
 export function withdrawalView(ctx: AppContext, row: TransferRow): WithdrawalView {
+  return withdrawalViewOf(row, bankAccountOf(ctx, row));
+}
+
+function withdrawalViewOf(row: TransferRow, bank: Bank): WithdrawalView {
   return {
     id: row.id,
     object: 'withdrawal',
@@ -50,7 +63,7 @@ export function withdrawalView(ctx: AppContext, row: TransferRow): WithdrawalVie
     currency: row.currency,
     status: row.status as WithdrawalStatus,
     bank_account_id: row.bank_account_id!,
-    bank_account: bankAccountOf(ctx, row),
+    bank_account: bank,
     balance_transaction_id: row.balance_transaction_id,
     return_balance_transaction_id: row.return_balance_transaction_id,
     failure_reason: row.failure_reason,
@@ -64,19 +77,19 @@ export function withdrawalView(ctx: AppContext, row: TransferRow): WithdrawalVie
 }
 
 /** The payload of `withdrawal.create` / `withdrawal.update`: the withdrawal plus its unified transfer. */
-export function withdrawalEventPayload(ctx: AppContext, row: TransferRow, eventType: string, previousStatus: string | null) {
+export function withdrawalEventPayload(row: TransferRow, bank: Bank, eventType: string, previousStatus: string | null) {
   return {
     event_type: eventType,
     api_version: TRANSFER_EVENTS_API_VERSION,
-    ...withdrawalView(ctx, row),
+    ...withdrawalViewOf(row, bank),
     previous_status: previousStatus,
-    transfer: transferView(ctx, row, [row.account_id]),
+    transfer: transferViewOf(row, [row.account_id], bank),
   };
 }
 
-/** The payload of `transfer.sent` (to the sender) and `transfer.received` (to the recipient). */
-export function transferEventPayload(ctx: AppContext, row: TransferRow, eventType: string, viewerId: string) {
-  return { event_type: eventType, api_version: TRANSFER_EVENTS_API_VERSION, ...transferView(ctx, row, [viewerId]) };
+/** The payload of `transfer.*` seen by `viewerId`: the sender's (`sent`, ...) or the recipient's (`received`). */
+export function transferEventPayload(row: TransferRow, eventType: string, viewerId: string) {
+  return { event_type: eventType, api_version: TRANSFER_EVENTS_API_VERSION, ...transferViewOf(row, [viewerId], null) };
 }
 
 /** The fact central applies (by id): the row itself, with the ledger rows it posted. */

@@ -3,7 +3,7 @@ import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
-import { catalogueEntry, EVENT_TYPES } from '../../events/catalogue.js';
+import { catalogueEntry, examplePayload, EVENT_TYPES } from '../../events/catalogue.js';
 import { newSigningSecret } from './signing.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import type { UrlGuard } from '../../system/url-guard.js';
@@ -333,7 +333,7 @@ export class WebhooksService {
     if (!entry) throw invalid({ event_type: `must be one of the catalogue's events (${EVENT_TYPES.length}; see docs/events.md)` });
     if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
     const now = this.now();
-    const payload = entry.example({ accountId: endpoint.account_id, liveMode: endpoint.live_mode === 1, createdAt: now });
+    const payload = examplePayload(entry.type, { accountId: endpoint.account_id, liveMode: endpoint.live_mode === 1, createdAt: now }, this.ctx)!;
     const id = newId('whd');
     tx(this.ctx.db, () =>
       this.store.insertDelivery({

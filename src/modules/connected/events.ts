@@ -2,6 +2,7 @@ import type { Account } from '../../accounts/service.js';
 import type { EventExample, ExampleInput } from '../../events/catalogue.js';
 import { newId } from '../../ids.js';
 import type { ProfileRow } from './store.js';
+import { REQUIRED_DOCUMENTS } from './documents.js';
 import { accountConnectionPayload, commissionInvoicePayload, taxInvoiceSettingsPayload, verificationPayload } from './views.js';
 
 /**
@@ -29,7 +30,7 @@ function exampleChild(i: ExampleInput): Account {
 
 function exampleProfile(i: ExampleInput, child: Account, status: ProfileRow['verification_status']): ProfileRow {
   const rejected = status === 'rejected';
-  const documents = { tax_registration: { data: {}, submitted_at: i.createdAt }, identity_document: { data: {}, submitted_at: i.createdAt } };
+  const documents = Object.fromEntries(REQUIRED_DOCUMENTS.map((t) => [t, { data: {}, submitted_at: i.createdAt }]));
   return {
     account_id: child.id,
     live_mode: i.liveMode ? 1 : 0,

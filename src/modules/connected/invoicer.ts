@@ -7,7 +7,7 @@ import { balanceTransactionsAfter, ledgerHighWater } from '../ledger/service.js'
 import { taxInvoiceProvider } from '../tax-invoices/service.js';
 import { ConnectedService } from './service.js';
 import { commissionInvoicePayload } from './views.js';
-import type { CommissionInvoiceRow, ProfileRow } from './store.js';
+import type { ProfileRow } from './store.js';
 
 /** Spec 2.8's only timezone: Guatemala, UTC-6 all year. */
 const GT_OFFSET_MS = -6 * 3600_000;

@@ -232,7 +232,7 @@ CREATE TABLE payment_intents (
   intent_id TEXT NOT NULL UNIQUE,
   checkout_id TEXT NOT NULL,
   method TEXT NOT NULL CHECK (method IN ('card', 'bank_transfer', 'terminal', 'cash')),
-  status TEXT NOT NULL CHECK (status IN ('succeeded', 'failed')),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed', 'canceled')),
   amount_in_cents INTEGER NOT NULL,
   currency TEXT NOT NULL,
   fee_in_cents INTEGER NOT NULL,

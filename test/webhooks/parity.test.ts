@@ -15,9 +15,9 @@ import { catalogueEntry } from '../../src/events/catalogue.js';
 
 /** The events a real action emits, each made below. Events only a test-send makes are in docs/events.md. */
 const REAL = [
-  'intent.succeeded', 'intent.failed',
+  'intent.succeeded', 'intent.failed', 'intent.pending', 'intent.canceled',
   'payment_intent.succeeded', 'payment_intent.failed',
-  'bank_transfer_intent.succeeded', 'bank_transfer_intent.failed', 'cash_intent.succeeded',
+  'bank_transfer_intent.pending', 'bank_transfer_intent.succeeded', 'bank_transfer_intent.failed', 'cash_intent.succeeded',
   'refund.create',
   'subscription.create', 'subscription.past_due', 'subscription.pause', 'subscription.unpause', 'subscription.reactivate',
   'subscription.update', 'subscription.item_added', 'subscription.item_removed', 'subscription.invoice_item_added', 'subscription.cancel',
@@ -75,6 +75,9 @@ async function actAll(): Promise<void> {
   const waiting = await checkout(customer);
   await ok(s.api('POST', `/test_helpers/checkouts/${waiting}/pending`, { body: { method: 'bank_transfer' } }));
   await pay(waiting, 'bank_transfer', 'succeeded');
+  const abandoned = await checkout(customer);
+  await ok(s.api('POST', `/test_helpers/checkouts/${abandoned}/pending`, { body: { method: 'bank_transfer' } }));
+  await ok(s.api('POST', `/test_helpers/checkouts/${abandoned}/abandon`));
   await pay(await checkout(customer), 'bank_transfer', 'failed');
   await ok(s.api('POST', '/cash_sales', { body: { amount_in_cents: 2500, currency: 'GTQ', customer_id: customer } }));
   await ok(s.api('POST', '/refunds', { body: { payment_intent_id: paid.payment_intent_id, reason: 'requested_by_customer' } }));

@@ -88,6 +88,18 @@ export function intentRow(ctx: AppContext, id: string): IntentRow | undefined {
   return intentsStore(ctx.db).byId(id);
 }
 
+/**
+ * A waiting intent's outcome (a bank transfer that arrived, arrived short or was abandoned), inside
+ * the caller's transaction; a central publishes the new state to the account's boxes as it does a new intent.
+ */
+export function setIntentState(ctx: AppContext, id: string, state: { status: IntentStatus; rawStatus: string; details: Record<string, unknown> }): void {
+  const store = intentsStore(ctx.db);
+  const row = store.byId(id);
+  if (!row) throw new Error(`setIntentState: no intent ${id}`);
+  store.setState({ id, status: state.status, raw_status: state.rawStatus, tax_invoice_url: row.tax_invoice_url, details: JSON.stringify(state.details) });
+  if (feedOrigin(ctx.db) === null) publishIntent(ctx, store.byId(id)!);
+}
+
 export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: string | null): void {
   intentsStore(ctx.db).setTaxInvoiceUrl(intentId, url);
 }

@@ -3,9 +3,10 @@ import type { Customer } from '../customers/service.js';
 import { legacyPaymentIntentPayload, type Paymentable } from '../../events/payloads.js';
 import type { PaymentIntentRow } from './store.js';
 
-/** Legacy event type of a settled payment, per method (spec 6.2 and 6.4). */
-export function legacyEventType(method: PaymentIntentRow['method'], status: 'succeeded' | 'failed'): string | null {
-  if (method === 'bank_transfer') return `bank_transfer_intent.${status}`;
+/** Legacy event type of a payment's state, per method (spec 6.2 and 6.4); null where the catalogue has none. */
+export function legacyEventType(method: PaymentIntentRow['method'], status: PaymentIntentRow['status']): string | null {
+  // The legacy bank-transfer family has no canceled event (spec 6.2: pending, succeeded, failed).
+  if (method === 'bank_transfer') return status === 'canceled' ? null : `bank_transfer_intent.${status}`;
   // The legacy catalogue has no failed cash event (spec 6.2 names only cash_intent.succeeded).
   if (method === 'cash') return status === 'succeeded' ? 'cash_intent.succeeded' : null;
   return `payment_intent.${status}`;

@@ -5,8 +5,8 @@ import { readScope, requireAccount } from '../../api/auth.js';
 import { ApiError, notFound } from '../../errors.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CheckoutSchema } from '../checkouts/schema.js';
-import { PayBody, PayResult, PendingBody, PaymentIntentPatch, PaymentIntentSchema } from './schema.js';
-import { getPaymentIntent, holdInSandbox, payInSandbox, setPaymentIntentTaxInvoiceUrl } from './service.js';
+import { PayBody, PayResult, PendingBody, PaymentIntentPatch, PaymentIntentSchema, TransferArrivalBody } from './schema.js';
+import { abandonInSandbox, getPaymentIntent, holdInSandbox, payInSandbox, recordBankTransferArrival, setPaymentIntentTaxInvoiceUrl } from './service.js';
 
 export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(
@@ -68,6 +68,35 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       const account = requireAccount(req);
       sandboxOnly(req, account);
       return sendCommitted(ctx.db, req, reply, 200, () => holdInSandbox(ctx, account, req.params.id, req.body.method));
+    },
+  );
+
+  /** Sandbox helper: the payer gives up a waiting payment (a pending transfer is canceled: `intent.canceled`). */
+  app.post(
+    '/test_helpers/checkouts/:id/abandon',
+    { schema: { tags: ['test helpers'], params: IdParams, response: { 200: CheckoutSchema, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      sandboxOnly(req, account);
+      return sendCommitted(ctx.db, req, reply, 200, () => abandonInSandbox(ctx, account, req.params.id));
+    },
+  );
+
+  /**
+   * Sandbox helper: the bank's notice that money arrived for a pending transfer, with the amount
+   * that arrived (less than due: the payment fails, `amount_short`). The code a real bank notice uses.
+   */
+  app.post(
+    '/test_helpers/payment_intents/:id/receive_transfer',
+    { schema: { tags: ['test helpers'], params: IdParams, body: TransferArrivalBody, response: { 200: PaymentIntentSchema, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      sandboxOnly(req, account);
+      return sendCommitted(ctx.db, req, reply, 200, () => {
+        const { amount_in_cents, bank_reference, sender_comment } = req.body;
+        recordBankTransferArrival(ctx, account, req.params.id, { amountInCents: amount_in_cents, bankReference: bank_reference, senderComment: sender_comment });
+        return getPaymentIntent(ctx, [account.id], account.live_mode, req.params.id)!;
+      });
     },
   );
 }

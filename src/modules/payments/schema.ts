@@ -49,3 +49,10 @@ export const PayResult = Type.Object({
   balance_transaction_id: NS,
   checkout_id: Type.String(),
 });
+
+/** A bank's notice of a transfer that arrived (sandbox helper): how much, its reference, the sender's comment. */
+export const TransferArrivalBody = Type.Object({
+  amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000_000 }),
+  bank_reference: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  sender_comment: Type.Optional(Type.String({ maxLength: 500 })),
+});

@@ -6,15 +6,19 @@ import { ApiError, notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { getCheckout, isExpired, setCheckoutStatus } from '../checkouts/service.js';
-import { customerById, markCustomerLive } from '../customers/service.js';
+import { markCustomerLive } from '../customers/service.js';
 import { feeFor, postBalanceTransaction } from '../ledger/service.js';
-import { createIntent, setIntentTaxInvoiceUrl, type CreateIntentInput } from '../intents/service.js';
+import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { intentDocument } from '../intents/service.js';
-import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
-import { bankTransferDetails, paymentDetails } from '../../events/payloads.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { paymentMachine } from './machine.js';
+import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
+import { finishPendingPayment, pendingPaymentOf, recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
+
+export { paymentIntentInput, type SettleResult } from './records.js';
+export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -30,68 +34,6 @@ export interface SettleInput {
   channel?: string;
 }
 
-export interface SettleResult {
-  intentId: string;
-  paymentIntentId: string;
-  balanceTransactionId: string | null;
-  status: 'succeeded' | 'failed';
-}
-
-function resultOf(pa: PaymentIntentRow): SettleResult {
-  return { intentId: pa.intent_id, paymentIntentId: pa.id, balanceTransactionId: pa.balance_transaction_id, status: pa.status };
-}
-
-const INTENT_TYPE: Record<PaymentMethod, 'payment' | 'bank_transfer' | 'cash'> = {
-  card: 'payment',
-  terminal: 'payment',
-  bank_transfer: 'bank_transfer',
-  cash: 'cash',
-};
-
-/**
- * The unified intent (in_) of a payment intent: what `settleCheckoutPayment` records, and what the
- * central records again with the store's ids when the payment arrives by sync.
- */
-export function paymentIntentInput(
-  pa: PaymentIntentRow,
-  checkout: Pick<Checkout, 'id' | 'items'>,
-  rawStatus: string,
-  at: { paymentId?: string; createdAt?: string } = {},
-): CreateIntentInput {
-  const type = INTENT_TYPE[pa.method];
-  // The catalogue's builders: the test-send's examples come out of the same ones.
-  const details =
-    type === 'bank_transfer'
-      ? bankTransferDetails({ failure_reason: pa.failure_reason, bank_reference: pa.processor_reference, sender_comment: null })
-      : paymentDetails({
-          failure_reason: pa.failure_reason,
-          fee: -pa.fee_in_cents,
-          tax_invoicing_fee: 0,
-          vat_withheld: pa.vat_withheld_in_cents,
-          vat_withheld_currency: pa.currency,
-          used_presaved_payment_method: false,
-          installments: pa.installments ?? 1,
-          channel: pa.channel ?? pa.method,
-          products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
-        });
-  return {
-    id: pa.intent_id,
-    accountId: pa.account_id,
-    liveMode: pa.live_mode === 1,
-    type,
-    status: pa.status,
-    rawStatus,
-    legacyId: pa.id,
-    amountInCents: pa.amount_in_cents,
-    currency: pa.currency,
-    customerId: pa.customer_id,
-    checkoutId: checkout.id,
-    details,
-    paymentId: at.paymentId,
-    createdAt: at.createdAt,
-  };
-}
-
 /**
  * Settles a checkout's payment in one transaction: the checkout turns paid or failed, a payment
  * intent (pa_) and its unified intent (in_) are recorded, a success posts the ledger `charge` row
@@ -105,6 +47,17 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const checkout = getCheckout(ctx, account, input.checkoutId);
     if (!checkout) throw notFound('checkout', input.checkoutId);
     const store = paymentsStore(ctx.db);
+    const waiting = pendingPaymentOf(ctx, checkout);
+    if (waiting?.method === input.method) {
+      // The outcome of the payment the checkout waits for (a bank transfer): settle that one.
+      if (input.outcome === 'succeeded') return recordBankTransferArrival(ctx, account, waiting.id, { amountInCents: waiting.amount_in_cents });
+      return resultOf(finishPendingPayment(ctx, account, waiting, { type: 'FAIL' }, { failureReason: input.failureReason }));
+    }
+    // The payer paid another way: the transfer they announced is canceled first (intent.canceled).
+    if (waiting) {
+      finishPendingPayment(ctx, account, waiting, { type: 'CANCEL' });
+      return settleCheckoutPayment(ctx, account, input);
+    }
     if (checkout.status === 'paid' || checkout.status === 'failed') {
       const existing = checkout.payment_intent_id ? store.byId(checkout.payment_intent_id) : undefined;
       if (existing) return resultOf(existing);
@@ -142,7 +95,8 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       intent_id: intentId,
       checkout_id: checkout.id,
       method: input.method,
-      status: input.outcome,
+      // Settled by the processor before posd hears of it: one move from the machine's start.
+      status: nextState(paymentMachine, initialState(paymentMachine), { type: succeeded ? 'SUCCEED' : 'FAIL' })!,
       amount_in_cents: checkout.amount_in_cents,
       currency: checkout.currency,
       fee_in_cents: fee?.fee_in_cents ?? 0,
@@ -171,19 +125,8 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     });
     if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
 
-    const doc = intentDocument(ctx, intentId)!;
+    const doc = emitPaymentEvents(ctx, account, pa, settled);
     const scope = { accountId: account.id, liveMode: account.live_mode };
-    ctx.outbox.emit({ ...scope, type: `intent.${input.outcome}`, payload: doc, objectId: intentId });
-    const legacyType = legacyEventType(input.method, input.outcome);
-    if (account.event_format === 'both' && legacyType) {
-      const customer = checkout.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
-      ctx.outbox.emit({
-        ...scope,
-        type: legacyType,
-        payload: legacyPaymentPayload(pa, settled, customer, doc.payment.id),
-        objectId: paId,
-      });
-    }
     // After the payment's own events: coupons count their redemptions, a paid recurring line starts
     // its subscription (spec 3.5).
     if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null });
@@ -238,18 +181,30 @@ export function payInSandbox(ctx: AppContext, account: Account, checkoutId: stri
  */
 export function holdInSandbox(ctx: AppContext, account: Account, checkoutId: string, method: SandboxPayInput['method']): Checkout {
   assertSandbox(account);
+  if (method === 'bank_transfer') return startBankTransfer(ctx, account, checkoutId, { channel: 'sandbox' }).checkout;
   return tx(ctx.db, () => {
     const checkout = getCheckout(ctx, account, checkoutId);
     if (!checkout) throw notFound('checkout', checkoutId);
     if (isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
-    return setCheckoutStatus(ctx, account, checkoutId, { type: method === 'card' ? 'REQUIRE_PAYER_AUTHENTICATION' : 'START_PAYMENT' });
+    return setCheckoutStatus(ctx, account, checkoutId, { type: 'REQUIRE_PAYER_AUTHENTICATION' });
   });
 }
 
-/** The payer closed the authentication challenge: the checkout is unpaid again, nothing was charged. */
+/**
+ * The payer gave up (closed the authentication challenge, or will not send the transfer they
+ * announced): the checkout is unpaid again, nothing was charged; a pending transfer is canceled
+ * (`intent.canceled`).
+ */
 export function abandonInSandbox(ctx: AppContext, account: Account, checkoutId: string): Checkout {
   assertSandbox(account);
-  return setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
+  return tx(ctx.db, () => {
+    const checkout = getCheckout(ctx, account, checkoutId);
+    if (!checkout) throw notFound('checkout', checkoutId);
+    const waiting = pendingPaymentOf(ctx, checkout);
+    if (waiting) finishPendingPayment(ctx, account, waiting, { type: 'CANCEL' });
+    else setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
+    return getCheckout(ctx, account, checkoutId)!;
+  });
 }
 
 export interface PaymentIntentView {

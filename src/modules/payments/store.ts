@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { perDb } from '../../db/per-db.js';
+import type { PaymentStatus } from './machine.js';
 
 export interface PaymentIntentRow {
   id: string;
@@ -8,7 +9,7 @@ export interface PaymentIntentRow {
   intent_id: string;
   checkout_id: string;
   method: 'card' | 'bank_transfer' | 'terminal' | 'cash';
-  status: 'succeeded' | 'failed';
+  status: PaymentStatus;
   amount_in_cents: number;
   currency: string;
   fee_in_cents: number;
@@ -45,6 +46,12 @@ export class PaymentsStore {
       byId: db.prepare('SELECT * FROM payment_intents WHERE id = ?'),
       byCheckout: db.prepare('SELECT * FROM payment_intents WHERE checkout_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1'),
       setInvoiceUrl: db.prepare('UPDATE payment_intents SET tax_invoice_url = ?, updated_at = ? WHERE id = ?'),
+      settle: db.prepare(
+        `UPDATE payment_intents SET status = @status, fee_in_cents = @fee_in_cents, commission_in_cents = @commission_in_cents,
+           vat_withheld_in_cents = @vat_withheld_in_cents, failure_reason = @failure_reason, processor_reference = @processor_reference,
+           balance_transaction_id = @balance_transaction_id, updated_at = @updated_at
+         WHERE id = @id AND status = 'pending'`,
+      ),
     };
   }
 
@@ -56,6 +63,14 @@ export class PaymentsStore {
   }
   latestForCheckout(checkoutId: string): PaymentIntentRow | undefined {
     return this.stmts.byCheckout.get(checkoutId) as PaymentIntentRow | undefined;
+  }
+  /** A pending payment's outcome; false when it was no longer pending (another writer settled it). */
+  settle(row: PaymentIntentRow): boolean {
+    const { status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at, id } = row;
+    return (
+      this.stmts.settle.run({ id, status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at })
+        .changes === 1
+    );
   }
   setTaxInvoiceUrl(id: string, url: string | null, at: string): void {
     this.stmts.setInvoiceUrl.run(url, at, id);

@@ -9,7 +9,7 @@ import { insertStoreCheckout } from '../checkouts/service.js';
 import { intentRow, createIntent } from '../intents/service.js';
 import { feeFor, hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { withFeedOrigin } from '../../outbox/feed-changes.js';
-import { paymentIntentInput } from './service.js';
+import { paymentIntentInput } from './records.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 
 /** The `terminal_payment` / `checkout_payment` record `settleCheckoutPayment` appends. */
@@ -27,7 +27,8 @@ export const PaymentPayload = Type.Object({
     intent_id: Type.String(),
     amount_in_cents: Type.Number(),
     currency: Type.String(),
-    status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed')]),
+    // A bank transfer's record is pushed once it settles: never `pending`, possibly `canceled`.
+    status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('canceled')]),
   }),
   checkout: Type.Object({ id: Type.String(), items: Type.Array(Type.Unknown()) }),
   intent: Type.Object({}),

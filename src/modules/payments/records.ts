@@ -1,0 +1,90 @@
+import type { AppContext } from '../../context.js';
+import type { Account } from '../../accounts/service.js';
+import type { Checkout } from '../checkouts/schema.js';
+import { customerById } from '../customers/service.js';
+import { intentDocument, type CreateIntentInput, type IntentDocument } from '../intents/service.js';
+import { bankTransferDetails, paymentDetails } from '../../events/payloads.js';
+import { legacyEventType, legacyPaymentPayload } from './legacy.js';
+import type { PaymentStatus } from './machine.js';
+import type { PaymentIntentRow } from './store.js';
+
+/** What every way of settling a payment answers, and what each writes and emits (service.ts, bank-transfers.ts). */
+
+export interface SettleResult {
+  intentId: string;
+  paymentIntentId: string;
+  balanceTransactionId: string | null;
+  status: PaymentStatus;
+}
+
+export function resultOf(pa: PaymentIntentRow): SettleResult {
+  return { intentId: pa.intent_id, paymentIntentId: pa.id, balanceTransactionId: pa.balance_transaction_id, status: pa.status };
+}
+
+const INTENT_TYPE: Record<PaymentIntentRow['method'], 'payment' | 'bank_transfer' | 'cash'> = {
+  card: 'payment',
+  terminal: 'payment',
+  bank_transfer: 'bank_transfer',
+  cash: 'cash',
+};
+
+/**
+ * The unified intent (in_) of a payment intent: what `settleCheckoutPayment` records, and what the
+ * central records again with the store's ids when the payment arrives by sync.
+ */
+export function paymentIntentInput(
+  pa: PaymentIntentRow,
+  checkout: Pick<Checkout, 'id' | 'items'>,
+  rawStatus: string,
+  at: { paymentId?: string; createdAt?: string } = {},
+): CreateIntentInput {
+  const type = INTENT_TYPE[pa.method];
+  // The catalogue's builders: the test-send's examples come out of the same ones.
+  const details =
+    type === 'bank_transfer'
+      ? bankTransferDetails({ failure_reason: pa.failure_reason, bank_reference: pa.processor_reference, sender_comment: null })
+      : paymentDetails({
+          failure_reason: pa.failure_reason,
+          fee: -pa.fee_in_cents,
+          tax_invoicing_fee: 0,
+          vat_withheld: pa.vat_withheld_in_cents,
+          vat_withheld_currency: pa.currency,
+          used_presaved_payment_method: false,
+          installments: pa.installments ?? 1,
+          channel: pa.channel ?? pa.method,
+          products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
+        });
+  return {
+    id: pa.intent_id,
+    accountId: pa.account_id,
+    liveMode: pa.live_mode === 1,
+    type,
+    status: pa.status,
+    rawStatus,
+    legacyId: pa.id,
+    amountInCents: pa.amount_in_cents,
+    currency: pa.currency,
+    customerId: pa.customer_id,
+    checkoutId: checkout.id,
+    details,
+    paymentId: at.paymentId,
+    createdAt: at.createdAt,
+  };
+}
+
+/**
+ * The events of a payment's state, inside its transaction: `intent.<status>` always, its legacy
+ * twin (`payment_intent.*`, `bank_transfer_intent.*`) for accounts that still receive both formats
+ * (spec 6.3) when the legacy catalogue has one. Returns the unified document.
+ */
+export function emitPaymentEvents(ctx: AppContext, account: Account, pa: PaymentIntentRow, checkout: Checkout): IntentDocument {
+  const doc = intentDocument(ctx, pa.intent_id)!;
+  const scope = { accountId: account.id, liveMode: account.live_mode };
+  ctx.outbox.emit({ ...scope, type: `intent.${pa.status}`, payload: doc, objectId: pa.intent_id });
+  const legacyType = legacyEventType(pa.method, pa.status);
+  if (account.event_format === 'both' && legacyType) {
+    const customer = checkout.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
+    ctx.outbox.emit({ ...scope, type: legacyType, payload: legacyPaymentPayload(pa, checkout, customer, doc.payment.id), objectId: pa.id });
+  }
+  return doc;
+}

@@ -189,7 +189,10 @@ describe('sandbox checkout page in a real browser', () => {
     const paid = await checkoutOf(ch.id);
     expect(paid.status).toBe('paid');
     expect((await s.api('GET', `/payment_intents/${paid.payment_intent_id}`)).body).toMatchObject({ method: 'bank_transfer', status: 'succeeded' });
-    await expect.poll(async () => (await eventsOf(ch.id)).map((e) => [e.event_type, e.type])).toEqual([['intent.succeeded', 'bank_transfer']]);
+    await expect.poll(async () => (await eventsOf(ch.id)).map((e) => [e.event_type, e.type])).toEqual([
+      ['intent.pending', 'bank_transfer'],
+      ['intent.succeeded', 'bank_transfer'],
+    ]);
 
     // The same wait started by the test helper, settled by the other one: one code for page and API.
     const viaApi = await newCheckout('1007');

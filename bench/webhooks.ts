@@ -236,7 +236,7 @@ const REPLAY_EVENTS = Number(process.env.POSD_BENCH_REPLAY_EVENTS ?? 100_000);
  */
 async function replay(): Promise<BenchResult> {
   const receiver = await startBaseline('webhook-receiver');
-  const payload = catalogueEntry('intent.succeeded')!.example({ accountId: 'ac_x', liveMode: false, createdAt: new Date().toISOString() });
+  const payload = catalogueEntry('intent.succeeded')!.example!({ accountId: 'ac_x', liveMode: false, createdAt: new Date().toISOString() });
   try {
     await rawLoop(`${receiver.url}/hooks`, JSON.stringify(payload), 2);
     const rawBefore = await rawLoop(`${receiver.url}/hooks`, JSON.stringify(payload), SECONDS);

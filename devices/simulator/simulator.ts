@@ -102,6 +102,8 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
 
   constructor(private readonly opts: SimulatorOptions) {
     super();
+    // forward() waits for one forward_ack per stored payment at once (a hundred after a long outage).
+    this.setMaxListeners(0);
     this.behaviour = opts.behaviour ?? 'approve';
     const base = this.behaviour === 'slow' ? SLOW_DELAYS : DEFAULT_DELAYS;
     this.delays = { ...base, ...opts.delays };

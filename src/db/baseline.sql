@@ -657,7 +657,8 @@ CREATE TABLE sync_state (
 -- Store side: when a link of this box went down and came back (docs/stored-payments.md, "After an
 -- outage"). link 'central': the sync worker's first unanswered attempt after a success, closed by
 -- the next answer; 'processor': the first stored card payment (a terminal without its processor),
--- closed by the first forward result. ended_at NULL: still down. At most one open row per link.
+-- closed by the first forward result or online approval. ended_at NULL: still down. At most one
+-- open row per link.
 CREATE TABLE outage_windows (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   link TEXT NOT NULL CHECK (link IN ('central', 'processor')),

@@ -12,7 +12,8 @@ import { syncStatus } from '../../src/sync/status.js';
 import { syncStore } from '../../src/sync/store.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
 import { CentralClient } from '../../src/sync/transport.js';
-import { outageReports } from '../../src/modules/ops/outage.js';
+import { outageNow, outageReports } from '../../src/modules/ops/outage.js';
+import { startHarness } from '../terminals/helpers/harness.js';
 import { ChaosProxy } from './e2e/chaos-proxy.js';
 import { connectWsTerminal } from '../terminals/helpers/scripted-terminal.js';
 import { addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
@@ -118,4 +119,39 @@ it('records the central and processor windows, merges them into one outage and r
   const r = await reconcileDay(store.daemon.ctx, client, '2026-03-02');
   expect(r.differences).toEqual([]);
   expect(outageReports(store.daemon.ctx)[0].reconciliation).toMatchObject({ state: 'equal', differences: 0 });
+});
+
+it('a processor outage without a central: opened by the first stored payment, closed by the next online approval even if nothing was forwarded yet', async () => {
+  const clock = new ManualClock(at('08:00'));
+  const h = await startHarness('websocket', { protocol: 2, clock });
+  cleanup.push(() => h.stop());
+  const db = h.server.daemon.ctx.db;
+  const stored = await h.charge({ amount_in_cents: 2_000 });
+  await h.terminal.next('charge', (m) => m.command_id === stored.body.id);
+  await h.terminal.result(stored.body.id, 'stored', { offline_reference: 'P-1' });
+  await h.terminal.next('result_ack', (m) => m.command_id === stored.body.id);
+  expect(syncStore(db).openOutages()).toEqual([expect.objectContaining({ link: 'processor', started_at: iso('08:00') })]);
+  expect(outageNow(h.server.daemon.ctx)).toMatchObject({ offline: true, links: [{ link: 'processor', since: iso('08:00') }] });
+
+  // A declined result proves nothing (a terminal declines offline charges by itself); an approval does.
+  clock.set(at('08:20'));
+  const declined = await h.charge({ amount_in_cents: 1_000 });
+  await h.terminal.next('charge', (m) => m.command_id === declined.body.id);
+  await h.terminal.result(declined.body.id, 'declined', { reason: 'offline_not_allowed' });
+  await h.terminal.next('result_ack', (m) => m.command_id === declined.body.id);
+  expect(syncStore(db).openOutages()).toHaveLength(1);
+  clock.set(at('08:30'));
+  const online = await h.charge({ amount_in_cents: 1_500 });
+  await h.terminal.next('charge', (m) => m.command_id === online.body.id);
+  await h.terminal.result(online.body.id, 'approved');
+  await h.terminal.next('result_ack', (m) => m.command_id === online.body.id);
+  expect(syncStore(db).openOutages()).toEqual([]);
+  const [report] = outageReports(h.server.daemon.ctx);
+  expect(report).toMatchObject({
+    started_at: iso('08:00'), ended_at: iso('08:30'),
+    stored_payments: [{ status: 'stored', count: 1, amount_in_cents: 2_000 }],
+    reconciliation: { state: 'not_synced' },
+  });
+  // The stored payment still waits for its forward; the outage is over.
+  expect(outageNow(h.server.daemon.ctx)).toMatchObject({ offline: false, stored: [{ status: 'stored', count: 1 }], next_deadline: '2026-03-04T08:00:00.000Z' });
 });

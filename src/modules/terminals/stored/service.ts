@@ -136,7 +136,7 @@ export function applyForwardResult(ctx: AppContext, input: ForwardInput): Forwar
     const row = store.byReference(input.terminalId, input.offlineReference);
     if (!row || row.command_id !== input.commandId) return { known: false as const };
     // A forward result means this terminal reaches its processor again.
-    syncStore(ctx.db).closeOutage('processor', input.at);
+    processorAnswered(ctx, input.at);
     const to = storedPaymentNext(row.status, forwardEvent(input.outcome));
     if (to === null) {
       if (row.final === 1 && input.outcome !== row.status && input.outcome !== 'forwarded') {
@@ -201,6 +201,14 @@ export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'i
 
 export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView {
   return policyOf(ctx, accountOf(ctx, accountId));
+}
+
+/**
+ * An online approval: a terminal reaches its processor, so the processor outage (opened by the
+ * first stored payment) is over, even if no stored payment is ever forwarded. Inside the caller's transaction.
+ */
+export function processorAnswered(ctx: AppContext, at: string): void {
+  syncStore(ctx.db).closeOutage('processor', at);
 }
 
 export function storedPaymentsBetween(ctx: AppContext, fromIso: string, untilIso: string): StoredPaymentRow[] {

@@ -120,6 +120,6 @@ ${sales}${stored}<h3>Declined later: to collect (${r.to_collect.filter((c) => c.
 
 export function outagesPanel(reports: OutageReport[]): string {
   if (reports.length === 0) return '';
-  return `<section id="outages" data-state="ok"><h2>After the outage</h2>${reports.map(reportHtml).join('')}
+  return `<section id="outages" data-state="ok"><h2>Outage reports</h2>${reports.map(reportHtml).join('')}
 <p class="muted">As JSON: <code>posd outage report --json</code>.</p></section>`;
 }

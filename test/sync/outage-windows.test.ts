@@ -154,4 +154,12 @@ it('a processor outage without a central: opened by the first stored payment, cl
   });
   // The stored payment still waits for its forward; the outage is over.
   expect(outageNow(h.server.daemon.ctx)).toMatchObject({ offline: false, stored: [{ status: 'stored', count: 1 }], next_deadline: '2026-03-04T08:00:00.000Z' });
+
+  // A five-second blip of the central link is kept but is no outage worth a report; two minutes are.
+  syncStore(db).openOutage('central', iso('09:00'));
+  syncStore(db).closeOutage('central', '2026-03-02T09:00:05.000Z');
+  expect(outageReports(h.server.daemon.ctx).map((o) => o.started_at)).toEqual([iso('08:00')]);
+  syncStore(db).openOutage('central', iso('10:00'));
+  syncStore(db).closeOutage('central', iso('10:02'));
+  expect(outageReports(h.server.daemon.ctx).map((o) => o.started_at)).toEqual([iso('10:00'), iso('08:00')]);
 });

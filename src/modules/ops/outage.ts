@@ -117,12 +117,18 @@ export function outageNow(ctx: AppContext): OutageNow {
   };
 }
 
+/** Reports look back this far unless told otherwise (`--since`): a flapping link leaves many windows. */
+const LOOK_BACK_MS = 30 * 86_400_000;
+/** A blip of the central link shorter than this, with no card stored, is no outage worth a report. */
+export const MIN_OUTAGE_MS = 60_000;
+
 /**
  * Outages: the link windows merged where they overlap (the central and the processor usually go
- * down together, over the same uplink), newest first.
+ * down together, over the same uplink), newest first. One going on is always listed; one that is
+ * over is listed when it lasted a minute or more, or cards were stored during it.
  */
 export function outageWindows(ctx: AppContext, opts: { from?: string; limit?: number } = {}): Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> {
-  const rows = syncStore(ctx.db).outagesBetween(opts.from ?? '0000', '9999');
+  const rows = syncStore(ctx.db).outagesBetween(opts.from ?? isoTime(ctx.clock.now() - LOOK_BACK_MS), '9999');
   const merged: Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> = [];
   for (const w of rows) {
     const last = merged[merged.length - 1];
@@ -133,7 +139,9 @@ export function outageWindows(ctx: AppContext, opts: { from?: string; limit?: nu
       merged.push({ started_at: w.started_at, ended_at: w.ended_at, links: [w] });
     }
   }
-  return merged.reverse().slice(0, opts.limit ?? 20);
+  const worth = (o: (typeof merged)[number]) =>
+    o.ended_at === null || Date.parse(o.ended_at) - Date.parse(o.started_at) >= MIN_OUTAGE_MS || o.links.some((w) => w.link === 'processor');
+  return merged.filter(worth).reverse().slice(0, opts.limit ?? 20);
 }
 
 function byState(rows: StoredPaymentRow[]): Array<MoneyCount & { status: string }> {

@@ -84,7 +84,9 @@ it('records the central and processor windows, merges them into one outage and r
   expect(syncStore(db).openOutages()).toEqual([]);
   await until('everything pushed', () => syncStatus(config, db).records_waiting === 0);
 
-  const cli = await runPosd(['outage', 'report', '--json', '--data', store.dataDir]);
+  // The CLI runs on the real clock and looks back 30 days; the box's business clock is in March.
+  const since = ['--since', '2026-03-01T00:00:00.000Z'];
+  const cli = await runPosd(['outage', 'report', '--json', ...since, '--data', store.dataDir]);
   expect(cli.stderr).toBe('');
   expect(cli.code).toBe(0);
   const printed = JSON.parse(cli.stdout);
@@ -113,6 +115,12 @@ it('records the central and processor windows, merges them into one outage and r
   ]);
   // Everything pushed, the day not reconciled since the outage ended.
   expect(o.reconciliation).toMatchObject({ state: 'unchecked', records_waiting: 0 });
+  // For people: the same checklist in lines.
+  const human = (await runPosd(['outage', 'report', ...since, '--data', store.dataDir])).stdout;
+  expect(human).toContain(`Outage ${iso('09:00')} to ${iso('12:10')} (central, processor)`);
+  expect(human).toContain('  stored payments declined: 1 (GTQ 45.00)');
+  expect(human).toContain(`  to collect: till-2 GTQ 45.00 declined, checkout ${charges[1].checkout_id} unpaid, 2234567-8`);
+  expect(human).toContain('  reconciliation: unchecked');
 
   const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
   cleanup.push(() => client.close());

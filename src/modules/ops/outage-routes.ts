@@ -38,7 +38,8 @@ export function untilFromForm(value: string): string | null {
   return Number.isFinite(ms) ? isoTime(ms) : null;
 }
 
-const back = (reply: FastifyReply, notice: string) => seeOther(reply, `/?notice=${encodeURIComponent(notice)}`);
+// The page takes a notice of at most 200 characters (a long account name must not make it a 400).
+const back = (reply: FastifyReply, notice: string) => seeOther(reply, `/?notice=${encodeURIComponent(notice.length > 200 ? `${notice.slice(0, 199)}…` : notice)}`);
 
 function failure(err: unknown): string {
   if (err instanceof ApiError) {

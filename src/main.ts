@@ -10,6 +10,7 @@ import { doctorCommand } from './cli/doctor.js';
 import { reconcileCommand, syncCommand } from './cli/sync.js';
 import { terminalsCommand } from './cli/terminals.js';
 import { paymentsCommand } from './cli/payments.js';
+import { outageCommand } from './cli/outage.js';
 import { webhooksCommand } from './cli/webhooks.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
     doctorCommand(),
     terminalsCommand(),
     paymentsCommand(),
+    outageCommand(),
     syncCommand(),
     reconcileCommand(),
     webhooksCommand(),

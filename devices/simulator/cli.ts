@@ -5,7 +5,7 @@
  *   node dist/devices/simulator/cli.js --serial /dev/pts/3 --terminal-id T1 --token s3cret --behaviour slow
  *   node dist/devices/simulator/cli.js --url ... --protocol 2 --offline --forward-after 60000 --forward-outcomes approved,declined
  *     (stores charges while offline, then after a minute regains its processor and forwards them,
- *     the outcomes taken in turn from the list)
+ *     the outcomes taken in turn from the list; `kill -USR2 <pid>` regains it at once)
  * Prints one JSON line per event on stdout so scripts can follow it.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -48,11 +48,12 @@ export async function main(argv: string[]): Promise<void> {
     .option('--offline', 'version 2: no processor; store the charges the offline policy allows', false)
     .option('--forward-after <ms>', 'with --offline: regain the processor after this long and forward every stored payment', ms)
     .option('--forward-outcomes <list>', 'what the processor answers each forwarded payment, in turn', decisions, ['approved'] as ForwardDecision[])
+    .option('--forward-twice', 'send each forward result twice (posd must apply it once)', false)
     .parse(argv);
   const o = program.opts<{
     url?: string; serial?: string; baudRate: number; terminalId: string; token: string; behaviour: BehaviourName;
     delayWaitingCard?: number; delayReading?: number; delayAuthorizing?: number; reconnectDelay: number;
-    protocol: number; offline: boolean; forwardAfter?: number; forwardOutcomes: ForwardDecision[];
+    protocol: number; offline: boolean; forwardAfter?: number; forwardOutcomes: ForwardDecision[]; forwardTwice: boolean;
   }>();
   const connect: Connector = o.url
     ? webSocketConnector(o.url)
@@ -68,13 +69,17 @@ export async function main(argv: string[]): Promise<void> {
     terminalId: o.terminalId, token: o.token, behaviour: o.behaviour, delays, connect, reconnectDelayMs: o.reconnectDelay,
     protocol: o.protocol, offline: o.offline,
   });
-  if (o.offline && o.forwardAfter !== undefined) {
-    let turn = 0;
-    setTimeout(() => {
-      sim.setOffline(false);
-      void sim.forward(() => o.forwardOutcomes[turn++ % o.forwardOutcomes.length]);
-    }, o.forwardAfter);
-  }
+  let turn = 0;
+  const regainProcessor = () => {
+    sim.setOffline(false);
+    void sim.forward(() => o.forwardOutcomes[turn++ % o.forwardOutcomes.length], { twice: o.forwardTwice }).then(
+      () => process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), terminal_id: o.terminalId, event: 'forwarded_all', data: null })}\n`),
+      () => {},
+    );
+  };
+  if (o.offline && o.forwardAfter !== undefined) setTimeout(regainProcessor, o.forwardAfter);
+  // With --offline: SIGUSR2 gives the processor back now (scripts and tests decide when the outage ends).
+  if (o.offline) process.on('SIGUSR2', regainProcessor);
   sim.on('event', ({ event, data }) => {
     const line = { at: new Date().toISOString(), terminal_id: o.terminalId, event, data };
     process.stdout.write(`${JSON.stringify(line, replacer)}\n`);

@@ -102,6 +102,8 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
 
   constructor(private readonly opts: SimulatorOptions) {
     super();
+    // forward() waits for one forward_ack per stored payment at once (a hundred after a long outage).
+    this.setMaxListeners(0);
     this.behaviour = opts.behaviour ?? 'approve';
     const base = this.behaviour === 'slow' ? SLOW_DELAYS : DEFAULT_DELAYS;
     this.delays = { ...base, ...opts.delays };
@@ -125,10 +127,11 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
 
   /**
    * Forwards every stored payment not yet settled: the processor answers each as `decide` says
-   * (approved when omitted). With `announce`, a `forwarded` result goes first. Resolves once posd
+   * (approved when omitted). With `announce`, a `forwarded` result goes first; with `twice`, each
+   * final result is sent a second time at once. Resolves once posd
    * has acknowledged every final result.
    */
-  async forward(decide: (p: StoredPayment) => ForwardDecision = () => 'approved', opts: { announce?: boolean } = {}): Promise<void> {
+  async forward(decide: (p: StoredPayment) => ForwardDecision = () => 'approved', opts: { announce?: boolean; twice?: boolean } = {}): Promise<void> {
     const open = [...this.storedPayments.values()].filter((p) => !p.done);
     const acks: Promise<unknown>[] = [];
     for (const p of open) {
@@ -146,6 +149,8 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
       };
       acks.push(this.waitFor('forward_ack', (a) => a.offline_reference === p.reference && a.outcome === outcome));
       await this.send(p.pending);
+      // A terminal that did not trust its first send (say, it lost the ack): posd must apply it once.
+      if (opts.twice) await this.send(p.pending);
     }
     await Promise.all(acks);
   }

@@ -654,6 +654,20 @@ CREATE TABLE sync_state (
   value TEXT NOT NULL
 ) STRICT;
 
+-- Store side: when a link of this box went down and came back (docs/stored-payments.md, "After an
+-- outage"). link 'central': the sync worker's first unanswered attempt after a success, closed by
+-- the next answer; 'processor': the first stored card payment (a terminal without its processor),
+-- closed by the first forward result or online approval. ended_at NULL: still down. At most one
+-- open row per link.
+CREATE TABLE outage_windows (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  link TEXT NOT NULL CHECK (link IN ('central', 'processor')),
+  started_at TEXT NOT NULL,
+  ended_at TEXT
+) STRICT;
+CREATE UNIQUE INDEX outage_windows_open ON outage_windows(link) WHERE ended_at IS NULL;
+CREATE INDEX outage_windows_time ON outage_windows(started_at);
+
 -- Central side: one row per store box (its own store_id, bound to the account whose key pushes).
 CREATE TABLE sync_stores (
   store_id TEXT PRIMARY KEY,

@@ -71,6 +71,7 @@ function noteSuccess(ctx: Pick<AppContext, 'db' | 'clock'>, key: string, serverT
     store.setState(key, isoTime(t1));
     store.setState(STATE.lastAttemptOk, 1);
     store.setState(STATE.linkDownSince, null);
+    store.closeOutage('central', isoTime(t1));
     if (Number.isFinite(server)) store.setState(STATE.clockOffset, Math.round(server - (t0 + t1) / 2));
   }).immediate();
 }
@@ -83,8 +84,15 @@ function noteFailure(ctx: Pick<AppContext, 'db' | 'clock'>, err: unknown): void 
     // A refusal is an answer: the link is up and the central takes nothing (the stalled alert says so).
     const answered = err instanceof CentralRefusal;
     store.setState(STATE.lastAttemptOk, answered ? 1 : 0);
-    if (answered) store.setState(STATE.linkDownSince, null);
-    else if (store.state(STATE.linkDownSince) === undefined) store.setState(STATE.linkDownSince, isoTime(ctx.clock.now()));
+    const at = isoTime(ctx.clock.now());
+    if (answered) {
+      store.setState(STATE.linkDownSince, null);
+      store.closeOutage('central', at);
+    } else {
+      if (store.state(STATE.linkDownSince) === undefined) store.setState(STATE.linkDownSince, at);
+      // The outage window is kept for the report after it (linkDownSince is cleared by the next answer).
+      store.openOutage('central', store.state(STATE.linkDownSince) ?? at);
+    }
   }).immediate();
 }
 

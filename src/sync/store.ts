@@ -113,6 +113,15 @@ export interface CountSum {
   sum: number;
 }
 
+export type OutageLink = 'central' | 'processor';
+
+export interface OutageWindowRow {
+  seq: number;
+  link: OutageLink;
+  started_at: string;
+  ended_at: string | null;
+}
+
 /** All SQL of sync, both sides (the store's cursors and outbox reads, the central's received log and feed). */
 export class SyncStore {
   private readonly s;
@@ -221,6 +230,13 @@ export class SyncStore {
         `SELECT * FROM sync_reconciliations WHERE store_count <> central_count OR store_sum <> central_sum ORDER BY day, account_id, measure`,
       ),
       lastReconciled: db.prepare('SELECT max(checked_at) AS at FROM sync_reconciliations'),
+      openOutage: db.prepare('INSERT OR IGNORE INTO outage_windows (link, started_at) VALUES (?, ?)'),
+      closeOutage: db.prepare('UPDATE outage_windows SET ended_at = ? WHERE link = ? AND ended_at IS NULL'),
+      // Windows that overlap [from, until): started before its end, and still open or ended after its start.
+      outagesBetween: db.prepare(
+        'SELECT * FROM outage_windows WHERE started_at < @until AND (ended_at IS NULL OR ended_at > @from) ORDER BY started_at, seq',
+      ),
+      openOutages: db.prepare('SELECT * FROM outage_windows WHERE ended_at IS NULL ORDER BY started_at'),
     };
   }
 
@@ -230,6 +246,20 @@ export class SyncStore {
   setState(key: string, value: string | number | null): void {
     if (value === null) this.s.delState.run(key);
     else this.s.setState.run(key, String(value));
+  }
+  /** Opens a window for `link` unless one is open (then it keeps its first start). */
+  openOutage(link: OutageLink, at: string): void {
+    this.s.openOutage.run(link, at);
+  }
+  /** Closes the open window of `link`, if any; returns whether one was open. */
+  closeOutage(link: OutageLink, at: string): boolean {
+    return this.s.closeOutage.run(at, link).changes > 0;
+  }
+  outagesBetween(from: string, until: string): OutageWindowRow[] {
+    return this.s.outagesBetween.all({ from, until }) as OutageWindowRow[];
+  }
+  openOutages(): OutageWindowRow[] {
+    return this.s.openOutages.all() as OutageWindowRow[];
   }
   outboxAfter(seq: number, limit: number): OutboxRow[] {
     return this.s.outboxAfter.all(seq, limit) as OutboxRow[];

@@ -41,10 +41,11 @@ export interface TestStore {
 export async function startStore(
   centralUrl: string,
   key: string,
-  opts: { sync?: Record<string, unknown>; dataDir?: string; clock?: Clock } = {},
+  opts: { sync?: Record<string, unknown>; dataDir?: string; clock?: Clock; config?: Record<string, unknown> } = {},
 ): Promise<TestStore> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'posd-store-'));
   const config = validateConfig({
+    ...opts.config,
     data_dir: dataDir,
     role: 'store',
     http: { port: 0, host: '127.0.0.1' },

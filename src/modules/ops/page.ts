@@ -46,7 +46,7 @@ ${opts.error ? `<p class="error" role="alert">${esc(opts.error)}</p>` : ''}
   );
 }
 
-const money = (cents: number, currency: string) => `${currency} ${(cents / 100).toFixed(2)}`;
+export const money = (cents: number, currency: string) => `${currency} ${(cents / 100).toFixed(2)}`;
 const bytes = (n: number) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`);
 
 function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => string): string {
@@ -57,14 +57,14 @@ function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => s
   return `<section id="${id}" data-state="${p.state}"><h2>${esc(title)}</h2>${body}</section>`;
 }
 
-function table(headers: string[], rows: string[][], empty: string): string {
+export function table(headers: string[], rows: string[][], empty: string): string {
   if (rows.length === 0) return `<p class="muted">${esc(empty)}</p>`;
   return `<table><thead><tr>${headers.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
     .map((r) => `<tr>${r.join('')}</tr>`)
     .join('')}</tbody></table>`;
 }
 
-const td = (v: unknown, cls = '') => `<td${cls ? ` class="${cls}"` : ''}>${esc(v)}</td>`;
+export const td = (v: unknown, cls = '') => `<td${cls ? ` class="${cls}"` : ''}>${esc(v)}</td>`;
 
 /** First on the page: "All good", or each problem in one line with what to do. */
 function verdict(view: StatusView): string {
@@ -74,7 +74,8 @@ function verdict(view: StatusView): string {
     .join('')}</ul></section>`;
 }
 
-export function statusPage(view: StatusView, csrf: string, notice?: string): string {
+/** `extra`: sections of other files (the outage view): `top` after the verdict, `panels` after the page's own. */
+export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string } = {}): string {
   const terminals = panel('terminals', 'Terminals', view.terminals, (list) =>
     table(
       ['Terminal', 'Link', 'State', 'Last seen'],
@@ -173,9 +174,9 @@ export function statusPage(view: StatusView, csrf: string, notice?: string): str
   return layout(
     'posd: status',
     `<header><h1>posd status</h1><form class="inline" method="post" action="/logout"><input type="hidden" name="_csrf" value="${esc(csrf)}"><button type="submit">Log out</button></form></header>
-${verdict(view)}
+${verdict(view)}${extra.top ?? ''}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
-<main>${terminals}${commands}${sales}${webhooks}${sync}${disk}${invoicing}</main>
+<main>${terminals}${commands}${sales}${webhooks}${sync}${disk}${invoicing}${extra.panels ?? ''}</main>
 <p class="muted foot">Updated ${esc(view.generated_at)}; refreshes every 15 s. Day: ${esc(view.day.from)} to ${esc(view.day.until)}.</p>`,
     { refresh: 15 },
   );

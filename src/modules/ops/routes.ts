@@ -12,6 +12,7 @@ import { verifyPassword } from './password.js';
 import { getManagerPassword } from './store.js';
 import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
+import { outageRoutes, outageSections } from './outage-routes.js';
 // The page's markup is loaded by the first page view, not at start.
 const page = () => import('./page.js');
 import { LOGIN_COOKIE, currentSession, endSession, newLoginToken, startSession } from './session.js';
@@ -49,7 +50,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     scope.get('/', { schema: { hide: true, querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 200 })) }), response: Html } }, async (req, reply) => {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
-      return sendHtml(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice));
+      return sendHtml(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
@@ -81,6 +82,8 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf)) return { denied: sendHtml(reply, 403, 'Forbidden: the form is stale; reload the page.') };
       return { session };
     };
+
+    outageRoutes(scope, ctx, guard);
 
     scope.post('/logout', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
       const g = guard(req, reply);

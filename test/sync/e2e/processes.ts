@@ -132,13 +132,15 @@ export async function startSimulatorProcess(opts: {
   behaviour: string;
   delaysMs: { waiting: number; reading: number; authorizing: number };
   reconnectDelayMs: number;
+  /** More simulator options (`--protocol 2 --offline ...`). */
+  extraArgs?: string[];
 }): Promise<SimulatorProcess> {
   const child = tracked(spawn(
     process.execPath,
     [
       SIMULATOR, '--url', opts.url, '--terminal-id', opts.terminalId, '--token', opts.token, '--behaviour', opts.behaviour,
       '--delay-waiting-card', String(opts.delaysMs.waiting), '--delay-reading', String(opts.delaysMs.reading),
-      '--delay-authorizing', String(opts.delaysMs.authorizing), '--reconnect-delay', String(opts.reconnectDelayMs),
+      '--delay-authorizing', String(opts.delaysMs.authorizing), '--reconnect-delay', String(opts.reconnectDelayMs), ...(opts.extraArgs ?? []),
     ],
     { stdio: ['ignore', 'pipe', 'inherit'] },
   ));

@@ -11,7 +11,7 @@ import { applyCommandEvent, initialCommand, type CommandContext, type CommandEve
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
 import { checkoutForCommand, checkoutStatusOf, markCheckoutInProgress, settleTerminalPayment } from './payments.js';
 import type { CommandView, CreateCommandBody } from './schema.js';
-import { recordStoredPayment, refuseOverCapWhileOffline } from '../stored/service.js';
+import { processorAnswered, recordStoredPayment, refuseOverCapWhileOffline } from '../stored/service.js';
 import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../../../money.js';
 
 
@@ -239,7 +239,10 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
         at: r.at,
       });
     } else if (effect.type === 'settle') {
-      settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result: effect.params as SettleParams });
+      const result = effect.params as SettleParams;
+      settleTerminalPayment(ctx, account, { checkoutId: row.checkout_id, installments: row.installments, result });
+      // Only an approval proves a processor answered (a terminal declines offline charges by itself too).
+      if (result.outcome === 'approved') processorAnswered(ctx, result.at);
     } else {
       markCheckoutInProgress(ctx, account, row.checkout_id, effect.type === 'startPayment');
     }

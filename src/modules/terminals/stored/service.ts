@@ -61,6 +61,9 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
     stored_at: input.at,
     forward_by: forwardByFrom(ctx, account, Date.parse(input.at)),
   });
+  // A terminal stores only when it cannot reach its processor: that link is down from now (closed
+  // by the first forward result), for the outage report.
+  syncStore(ctx.db).openOutage('processor', input.at);
   if (over.length) {
     ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, over_cap: over }, 'a terminal stored a payment over its offline caps');
   }
@@ -132,6 +135,8 @@ export function applyForwardResult(ctx: AppContext, input: ForwardInput): Forwar
   return tx(ctx.db, () => {
     const row = store.byReference(input.terminalId, input.offlineReference);
     if (!row || row.command_id !== input.commandId) return { known: false as const };
+    // A forward result means this terminal reaches its processor again.
+    processorAnswered(ctx, input.at);
     const to = storedPaymentNext(row.status, forwardEvent(input.outcome));
     if (to === null) {
       if (row.final === 1 && input.outcome !== row.status && input.outcome !== 'forwarded') {
@@ -197,3 +202,23 @@ export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'i
 export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView {
   return policyOf(ctx, accountOf(ctx, accountId));
 }
+
+/**
+ * An online approval: a terminal reaches its processor, so the processor outage (opened by the
+ * first stored payment) is over, even if no stored payment is ever forwarded. Inside the caller's transaction.
+ */
+export function processorAnswered(ctx: AppContext, at: string): void {
+  syncStore(ctx.db).closeOutage('processor', at);
+}
+
+export function storedPaymentsBetween(ctx: AppContext, fromIso: string, untilIso: string): StoredPaymentRow[] {
+  return storedPaymentsStore(ctx.db).storedBetween(fromIso, untilIso);
+}
+
+/** What waits stored or forwarded now, installation-wide, by state and currency. */
+export function openStoredPayments(ctx: AppContext) {
+  return storedPaymentsStore(ctx.db).openByStatus();
+}
+
+export type { StoredPaymentRow } from './store.js';
+export { activeOverrideOf, allowOfflineUntil, capsOf, revokeOfflineOverrides } from './policy.js';

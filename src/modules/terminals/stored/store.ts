@@ -110,6 +110,11 @@ function makeStore(db: Db) {
        AND (@status IS NULL OR status = @status) ORDER BY seq DESC LIMIT @limit`,
   );
   const all = db.prepare(`SELECT * FROM stored_payments ORDER BY seq`);
+  const storedBetween = db.prepare(`SELECT * FROM stored_payments WHERE stored_at >= ? AND stored_at < ? ORDER BY seq`);
+  const openByStatus = db.prepare(
+    `SELECT status, currency, COUNT(*) AS count, SUM(amount_in_cents) AS amount_in_cents FROM stored_payments
+       WHERE final = 0 GROUP BY status, currency ORDER BY status, currency`,
+  );
   const caps = db.prepare(`SELECT * FROM offline_caps WHERE account_id = ? AND live_mode = ?`);
   const upsertCaps = db.prepare(
     `INSERT INTO offline_caps (account_id, live_mode, allowed, max_payment_in_cents, max_total_in_cents, max_count, max_age_hours, updated_at)
@@ -167,6 +172,10 @@ function makeStore(db: Db) {
     list: (accountIds: string[], liveMode: boolean, status: StoredPaymentStatus | null, limit: number) =>
       list.all({ accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0, status, limit }) as StoredPaymentRow[],
     all: () => all.all() as StoredPaymentRow[],
+    /** Every stored payment the terminals stored in [from, until), whatever its state now. */
+    storedBetween: (fromIso: string, untilIso: string) => storedBetween.all(fromIso, untilIso) as StoredPaymentRow[],
+    /** What waits (not final), installation-wide, by state and currency. */
+    openByStatus: () => openByStatus.all() as Array<{ status: StoredPaymentStatus; currency: string; count: number; amount_in_cents: number }>,
     caps: (accountId: string, liveMode: boolean) => caps.get(accountId, liveMode ? 1 : 0) as OfflineCapsRow | undefined,
     setCaps: (row: OfflineCapsRow) => upsertCaps.run(row),
     activeOverride: (accountId: string, liveMode: boolean, nowIso: string) =>

@@ -1,0 +1,263 @@
+import type { AppContext } from '../../context.js';
+import { isoTime } from '../../clock.js';
+import { accountsOf } from '../../accounts/service.js';
+import { syncStatus, STATE } from '../../sync/status.js';
+import { syncStore, type OutageLink, type OutageWindowRow } from '../../sync/store.js';
+import { salesByMethod } from '../intents/service.js';
+import { listCheckouts, getCheckoutIn } from '../checkouts/service.js';
+import { customerById } from '../customers/service.js';
+import { commandRow } from '../terminals/commands/service.js';
+import {
+  activeOverrideOf,
+  capsOf,
+  nextForwardDeadline,
+  offlinePolicyFor,
+  openStoredPayments,
+  storedPaymentsBetween,
+  type StoredPaymentRow,
+} from '../terminals/stored/service.js';
+
+/**
+ * The outage view (docs/stored-payments.md, "What a manager sees"): while a link is down, what
+ * waits and how long is left; after, one report per outage. Read from the database alone, so
+ * `posd outage report` works with the daemon stopped.
+ */
+
+export interface MoneyCount {
+  currency: string;
+  count: number;
+  amount_in_cents: number;
+}
+
+export interface OutageNow {
+  offline: boolean;
+  /** The links down now, each since when. */
+  links: Array<{ link: OutageLink; since: string }>;
+  since: string | null;
+  down_for_ms: number;
+  /** Stored payments not final yet, by state. */
+  stored: Array<MoneyCount & { status: string }>;
+  records_waiting: number;
+  /** The deadline of the oldest payment still only stored (posd expires it then), and how far off. */
+  next_deadline: string | null;
+  deadline_in_ms: number | null;
+}
+
+export interface SaleToCollect {
+  stored_payment_id: string;
+  status: string;
+  reason: string | null;
+  settled_at: string | null;
+  account_id: string;
+  live_mode: boolean;
+  terminal_id: string;
+  command_id: string;
+  /** What the till gave with the charge. */
+  external_id: string | null;
+  description: string | null;
+  tax_id: string | null;
+  amount_in_cents: number;
+  currency: string;
+  card: { network: string | null; last4: string | null };
+  checkout_id: string;
+  checkout_status: string | null;
+  customer: { id: string; full_name: string | null; email: string | null; phone: string | null; tax_id: string | null } | null;
+}
+
+export interface OutageReport {
+  started_at: string;
+  /** null: still going on. */
+  ended_at: string | null;
+  links: Array<{ link: OutageLink; started_at: string; ended_at: string | null }>;
+  /** Live sales that succeeded during the window, by method (an offline card approved later counts at its approval). */
+  sales: Array<MoneyCount & { method: string }>;
+  /** The payments stored during the window, by their state now. */
+  stored_payments: Array<MoneyCount & { status: string }>;
+  /** Stored during the window, then declined or expired: the sale is owed (checkout_status says whether still). */
+  to_collect: SaleToCollect[];
+  /** Checkouts made during the window that are still not paid. */
+  open_checkouts: { total: number; items: Array<{ id: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }> };
+  reconciliation: {
+    /**
+     * ongoing: the outage is not over; pushing: facts of the window still wait for the central;
+     * unchecked: all pushed, the window's days not reconciled since; equal / different: the last
+     * reconciliation of its days. not_synced: this box has no central.
+     */
+    state: 'ongoing' | 'pushing' | 'unchecked' | 'equal' | 'different' | 'not_synced';
+    records_waiting: number;
+    checked_at: string | null;
+    differences: number;
+  };
+}
+
+const OPEN_CHECKOUT_STATUSES = ['unpaid', 'payment_in_progress', 'needs_verification', 'needs_payer_authentication'];
+const LIST_MAX = 200;
+
+function scopes(ctx: AppContext): Array<{ accountIds: string[]; liveMode: boolean }> {
+  const all = accountsOf(ctx).accounts();
+  return [true, false]
+    .map((liveMode) => ({ liveMode, accountIds: all.filter((a) => a.live_mode === liveMode).map((a) => a.id) }))
+    .filter((s) => s.accountIds.length > 0);
+}
+
+export function outageNow(ctx: AppContext): OutageNow {
+  const now = ctx.clock.now();
+  const open = syncStore(ctx.db).openOutages();
+  const since = open.length ? open.map((w) => w.started_at).sort()[0] : null;
+  const deadline = nextForwardDeadline(ctx);
+  return {
+    offline: open.length > 0,
+    links: open.map((w) => ({ link: w.link, since: w.started_at })),
+    since,
+    down_for_ms: since ? Math.max(0, now - Date.parse(since)) : 0,
+    stored: openStoredPayments(ctx),
+    records_waiting: syncStatus(ctx.config, ctx.db, now).records_waiting,
+    next_deadline: deadline,
+    deadline_in_ms: deadline ? Date.parse(deadline) - now : null,
+  };
+}
+
+/** Reports look back this far unless told otherwise (`--since`): a flapping link leaves many windows. */
+const LOOK_BACK_MS = 30 * 86_400_000;
+/** A blip of the central link shorter than this, with no card stored, is no outage worth a report. */
+export const MIN_OUTAGE_MS = 60_000;
+
+/**
+ * Outages: the link windows merged where they overlap (the central and the processor usually go
+ * down together, over the same uplink), newest first. One going on is always listed; one that is
+ * over is listed when it lasted a minute or more, or cards were stored during it.
+ */
+export function outageWindows(ctx: AppContext, opts: { from?: string; limit?: number } = {}): Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> {
+  const rows = syncStore(ctx.db).outagesBetween(opts.from ?? isoTime(ctx.clock.now() - LOOK_BACK_MS), '9999');
+  const merged: Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> = [];
+  for (const w of rows) {
+    const last = merged[merged.length - 1];
+    if (last && (last.ended_at === null || w.started_at <= last.ended_at)) {
+      last.links.push(w);
+      if (last.ended_at !== null && (w.ended_at === null || w.ended_at > last.ended_at)) last.ended_at = w.ended_at;
+    } else {
+      merged.push({ started_at: w.started_at, ended_at: w.ended_at, links: [w] });
+    }
+  }
+  const worth = (o: (typeof merged)[number]) =>
+    o.ended_at === null || Date.parse(o.ended_at) - Date.parse(o.started_at) >= MIN_OUTAGE_MS || o.links.some((w) => w.link === 'processor');
+  return merged.filter(worth).reverse().slice(0, opts.limit ?? 20);
+}
+
+function byState(rows: StoredPaymentRow[]): Array<MoneyCount & { status: string }> {
+  const m = new Map<string, MoneyCount & { status: string }>();
+  for (const r of rows) {
+    const k = `${r.status} ${r.currency}`;
+    const e = m.get(k) ?? { status: r.status, currency: r.currency, count: 0, amount_in_cents: 0 };
+    e.count++;
+    e.amount_in_cents += r.amount_in_cents;
+    m.set(k, e);
+  }
+  return [...m.values()].sort((a, b) => a.status.localeCompare(b.status) || a.currency.localeCompare(b.currency));
+}
+
+function toCollect(ctx: AppContext, r: StoredPaymentRow): SaleToCollect {
+  const cmd = commandRow(ctx, r.command_id);
+  const checkout = getCheckoutIn(ctx, [r.account_id], r.live_mode === 1, r.checkout_id);
+  const customer = checkout?.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
+  return {
+    stored_payment_id: r.id,
+    status: r.status,
+    reason: r.reason,
+    settled_at: r.settled_at,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    terminal_id: r.terminal_id,
+    command_id: r.command_id,
+    external_id: cmd?.external_id ?? null,
+    description: cmd?.description ?? null,
+    tax_id: cmd?.tax_id ?? null,
+    amount_in_cents: r.amount_in_cents,
+    currency: r.currency,
+    card: { network: r.card_network, last4: r.card_last4 },
+    checkout_id: r.checkout_id,
+    checkout_status: checkout?.status ?? null,
+    customer: customer ? { id: customer.id, full_name: customer.full_name, email: customer.email, phone: customer.phone, tax_id: customer.tax_id } : null,
+  };
+}
+
+function reconciliationOf(ctx: AppContext, startedAt: string, endedAt: string | null, nowMs: number): OutageReport['reconciliation'] {
+  const status = syncStatus(ctx.config, ctx.db, nowMs);
+  const store = syncStore(ctx.db);
+  if (!status.configured) return { state: 'not_synced', records_waiting: 0, checked_at: null, differences: 0 };
+  const acked = Number(store.state(STATE.ackedSeq) ?? 0);
+  const lastOfWindow = store.lastSeqBefore(endedAt ?? isoTime(nowMs));
+  const waiting = Math.max(0, lastOfWindow - acked);
+  // Reconciliation compares whole UTC days (sync/reconcile.ts): the days the window touched.
+  const first = startedAt.slice(0, 10);
+  const last = (endedAt ?? isoTime(nowMs)).slice(0, 10);
+  const diffs = status.reconciliation.differences.filter((d) => d.day >= first && d.day <= last);
+  const checked = status.reconciliation.checked_at;
+  const state =
+    endedAt === null ? 'ongoing' : waiting > 0 ? 'pushing' : diffs.length ? 'different' : checked === null || checked < endedAt ? 'unchecked' : 'equal';
+  return { state, records_waiting: waiting, checked_at: checked, differences: diffs.length };
+}
+
+export function outageReport(ctx: AppContext, window: { started_at: string; ended_at: string | null; links: OutageWindowRow[] }): OutageReport {
+  const nowMs = ctx.clock.now();
+  const from = window.started_at;
+  const until = window.ended_at ?? isoTime(nowMs + 1);
+  const stored = storedPaymentsBetween(ctx, from, until);
+  const open: OutageReport['open_checkouts']['items'] = [];
+  let total = 0;
+  for (const scope of scopes(ctx)) {
+    for (const status of OPEN_CHECKOUT_STATUSES) {
+      const page = listCheckouts(ctx, scope.accountIds, scope.liveMode, LIST_MAX, 0, { status, from, until });
+      total += page.total;
+      for (const c of page.rows) {
+        if (open.length < LIST_MAX) open.push({ id: c.id, account_id: c.account_id, live_mode: scope.liveMode, status: c.status, amount_in_cents: c.amount_in_cents, currency: c.currency, created_at: c.created_at });
+      }
+    }
+  }
+  open.sort((a, b) => a.created_at.localeCompare(b.created_at));
+  return {
+    started_at: window.started_at,
+    ended_at: window.ended_at,
+    links: window.links.map((w) => ({ link: w.link, started_at: w.started_at, ended_at: w.ended_at })),
+    sales: salesByMethod(ctx, from, until),
+    stored_payments: byState(stored),
+    to_collect: stored.filter((r) => r.status === 'declined' || r.status === 'expired').map((r) => toCollect(ctx, r)),
+    open_checkouts: { total, items: open },
+    reconciliation: reconciliationOf(ctx, window.started_at, window.ended_at, nowMs),
+  };
+}
+
+/** The reports of the latest outages, newest first. */
+export function outageReports(ctx: AppContext, opts: { from?: string; limit?: number } = {}): OutageReport[] {
+  return outageWindows(ctx, opts).map((w) => outageReport(ctx, w));
+}
+
+export interface AccountOfflineView {
+  id: string;
+  name: string;
+  live_mode: boolean;
+  currency: string;
+  caps: ReturnType<typeof capsOf>;
+  override: { until: string; actor: string; reason: string } | null;
+  /** Whether a terminal may store a payment now (caps, what is stored, deadlines). */
+  allowed_now: boolean;
+}
+
+/** Every account's offline caps and override, for the override form. */
+export function offlineAccounts(ctx: AppContext): AccountOfflineView[] {
+  return accountsOf(ctx)
+    .accounts()
+    .map((a) => {
+      const o = activeOverrideOf(ctx, a);
+      return {
+        id: a.id,
+        name: a.name,
+        live_mode: a.live_mode,
+        currency: a.default_currency,
+        caps: capsOf(ctx, a),
+        override: o ? { until: o.until_at, actor: o.actor, reason: o.reason } : null,
+        allowed_now: offlinePolicyFor(ctx, a.id).allowed,
+      };
+    })
+    .sort((x, y) => Number(y.live_mode) - Number(x.live_mode) || x.name.localeCompare(y.name));
+}

@@ -1,6 +1,6 @@
 import type { EventExample } from '../../events/catalogue.js';
 import { newId, randomToken } from '../../ids.js';
-import { contractSendPayload } from './service.js';
+import { contractSendPayload, UNSET_AT_SEND } from './service.js';
 
 /** The test-send payload of `contract.send` (`PosdModule.events`): an example row through the emitter's builder. */
 export const contractEventExamples: Record<string, EventExample> = {
@@ -21,20 +21,7 @@ export const contractEventExamples: Record<string, EventExample> = {
       sent_via: 'email',
       signing_token: randomToken(32),
       signing_url: 'https://example.com/sign/example',
-      field_values: '{}',
-      verified_channel: null,
-      body_sha256: null,
-      pdf_file: null,
-      code_hash: null,
-      code_channel: null,
-      code_expires_at: null,
-      code_attempts: 0,
-      viewed_at: null,
-      signed_at: null,
-      valid_until: null,
-      declined_at: null,
-      decline_reason: null,
-      reminder_sent_at: null,
+      ...UNSET_AT_SEND,
       expires_at: i.createdAt,
       created_at: i.createdAt,
       updated_at: i.createdAt,

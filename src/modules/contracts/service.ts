@@ -19,6 +19,25 @@ import { ContractsStore, type ContractRow, type TemplateRow } from './store.js';
 import type { Contract, CreateContractInput, CreateTemplateInput, TemplateFieldT } from './schema.js';
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** What a contract has not yet at the moment it is sent: filled as it is viewed, coded, signed or declined. */
+export const UNSET_AT_SEND = {
+  field_values: '{}',
+  verified_channel: null,
+  body_sha256: null,
+  pdf_file: null,
+  code_hash: null,
+  code_channel: null,
+  code_expires_at: null,
+  code_attempts: 0,
+  viewed_at: null,
+  signed_at: null,
+  valid_until: null,
+  declined_at: null,
+  decline_reason: null,
+  reminder_sent_at: null,
+} as const satisfies Partial<ContractRow>;
+
 export const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 const codeHash = (token: string, code: string) => createHash('sha256').update(`${token}:${code}`).digest();
 
@@ -192,20 +211,7 @@ export class ContractsService {
         sent_via: input.sent_via ?? (phone ? 'messaging' : email ? 'email' : 'link'),
         signing_token: token,
         signing_url: `${baseUrl}/sign/${token}`,
-        field_values: '{}',
-        verified_channel: null,
-        body_sha256: null,
-        pdf_file: null,
-        code_hash: null,
-        code_channel: null,
-        code_expires_at: null,
-        code_attempts: 0,
-        viewed_at: null,
-        signed_at: null,
-        valid_until: null,
-        declined_at: null,
-        decline_reason: null,
-        reminder_sent_at: null,
+        ...UNSET_AT_SEND,
         expires_at: isoTime(this.ctx.clock.now() + this.ctx.config.contracts.expire_after_days * 86_400_000),
         created_at: at,
         updated_at: at,

@@ -1,9 +1,9 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, statSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { MAIN, runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
@@ -149,11 +149,19 @@ describe('errors that name what to fix', () => {
     // As root every folder is writable: the start runs as nobody, for whom this root-owned folder is not.
     const asOther = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
     if (!asOther.uid) chmodSync(d, 0o555);
-    const child = spawn(process.execPath, [MAIN, 'serve', '--data', d, '--port', '0'], { ...asOther, cwd: base, stdio: ['ignore', 'pipe', 'pipe'] });
+    // nobody must reach the program itself: a clone in a 0700 temp folder (CI's mktemp -d) is opened
+    // for traversal (o+x) for this one start, and put back after.
+    const reopened = asOther.uid ? openForTraversal(MAIN) : [];
+    let code: number | null;
     let err = '';
-    child.stderr.on('data', (c) => (err += c));
-    child.stdout.resume();
-    const [code] = await once(child, 'exit');
+    try {
+      const child = spawn(process.execPath, [MAIN, 'serve', '--data', d, '--port', '0'], { ...asOther, cwd: base, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stderr.on('data', (c) => (err += c));
+      child.stdout.resume();
+      [code] = await once(child, 'exit');
+    } finally {
+      for (const [dir, mode] of reopened) chmodSync(dir, mode);
+    }
     expect(code).toBe(2);
     expect(err.trim().split('\n')).toHaveLength(1);
     expect(err).toContain(`cannot write in the data folder ${d} (EACCES`);
@@ -194,3 +202,16 @@ describe('errors that name what to fix', () => {
     expect(lines.some((l) => l.includes('"msg":"configuration"'))).toBe(false);
   });
 });
+
+/** Adds o+x to each folder above `file` that lacks it; returns the folders and their former modes. */
+function openForTraversal(file: string): Array<[string, number]> {
+  const changed: Array<[string, number]> = [];
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    const mode = statSync(dir).mode & 0o7777;
+    if ((mode & 0o001) === 0) {
+      chmodSync(dir, mode | 0o001);
+      changed.push([dir, mode]);
+    }
+  }
+  return changed;
+}

@@ -364,6 +364,16 @@ async function fairness(): Promise<BenchResult> {
   };
 }
 
+/** `POSD_BENCH_WEBHOOKS=replay,fairness` runs only those parts (throughput, latency, replay, fairness). */
 export async function run(): Promise<BenchResult[]> {
-  return [await throughput('plain'), await latency('plain'), await throughput('configured'), await latency('configured'), await replay(), await fairness()];
+  const only = process.env.POSD_BENCH_WEBHOOKS?.split(',').map((s) => s.trim());
+  const want = (part: string) => !only || only.includes(part);
+  const out: BenchResult[] = [];
+  for (const setup of ['plain', 'configured'] as const) {
+    if (want('throughput')) out.push(await throughput(setup));
+    if (want('latency')) out.push(await latency(setup));
+  }
+  if (want('replay')) out.push(await replay());
+  if (want('fairness')) out.push(await fairness());
+  return out;
 }

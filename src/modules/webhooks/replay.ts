@@ -1,5 +1,5 @@
 import type { Db } from '../../db/database.js';
-import { tx } from '../../db/database.js';
+import { groupCommit } from '../../db/group-commit.js';
 import { isoTime, type Clock } from '../../clock.js';
 import { newId } from '../../ids.js';
 import type { EndpointRow, ReplayFilter, ReplayRow, WebhooksStore, DeliveryRow } from './store.js';
@@ -89,12 +89,13 @@ export async function replayDeliveries(
 ): Promise<ReplayView> {
   const nowMs = clock.now();
   const at = { nowMs, now: isoTime(nowMs) };
-  const { row, scan } = tx(db, () => ({
+  // Each slice joins the database's next group commit (the one pipeline of every write).
+  const { row, scan } = await groupCommit(db, () => ({
     row: record(store, endpoint, filter, at.now),
     scan: { afterSeq: 0, uptoSeq: store.maxDeliverySeq(), made: new Set<number>(), pending: store.pendingEventSeqs(endpoint.id) },
   }));
   for (;;) {
-    const slice = tx(db, () => {
+    const slice = await groupCommit(db, () => {
       const r = replaySlice(store, endpoint, filter, at, row.id, scan, { limit: opts.slice ?? REPLAY_SLICE });
       // A first-in-first-out endpoint's replayed rows wait behind its pending ones (parked).
       if (r.made.total > 0 && endpoint.fifo) store.promoteNext(endpoint.id, nowMs);

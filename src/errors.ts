@@ -65,6 +65,11 @@ export const ERRORS = {
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
+  // Disputes (docs/events.md, src/modules/disputes/)
+  payment_not_disputable: { status: 422, message: 'Only a succeeded card payment can be disputed.' },
+  already_disputed: { status: 422, message: 'This payment intent is already disputed.' },
+  payment_disputed: { status: 422, message: 'This payment intent is disputed; the chargeback already takes the money back.' },
+  dispute_final: { status: 422, message: 'The dispute already reached a final status.' },
   // Money movements (docs/transfers.md)
   unknown_bank: { status: 400, message: 'That bank is not one of GET /banks.' },
   bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },

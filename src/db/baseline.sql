@@ -283,6 +283,27 @@ CREATE TABLE refunds (
   created_at TEXT NOT NULL
 ) STRICT;
 
+-- Disputes (chargebacks) on card payments (src/modules/disputes/): a payment is disputed once. The
+-- hold is the negative ledger `dispute` row made on opening; a won dispute's return is the positive one.
+CREATE TABLE disputes (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  intent_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('needs_response', 'under_review', 'won', 'lost')),
+  reason TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  currency TEXT NOT NULL,
+  balance_transaction_id TEXT NOT NULL,
+  reversal_balance_transaction_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  closed_at TEXT,
+  CHECK ((reversal_balance_transaction_id IS NOT NULL) = (status = 'won')),
+  CHECK ((closed_at IS NOT NULL) = (status IN ('won', 'lost')))
+) STRICT;
+
 -- The ledger: append-only; seq orders rows and chains balance_after per account and currency.
 CREATE TABLE balance_transactions (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -221,17 +221,13 @@ const current: Array<[string, string]> = [
   ['tax_invoice_settings.enabled', 'Electronic invoicing activated'],
   ['transfer.sent', 'Peer-to-peer transfer'],
   ['transfer.received', 'Peer-to-peer transfer'],
+  ['transfer.pending', 'Transfer in automatic evaluation'],
+  ['transfer.in_review', 'Transfer held for human review'],
+  ['transfer.cancelled', 'Transfer rejected after review'],
   ['withdrawal.create', 'Bank withdrawal'],
   ['withdrawal.update', 'Bank withdrawal'],
 ];
 for (const [type, description] of current) add(type, 'current', description, undefined);
-for (const [type, status] of [
-  ['transfer.pending', 'pending'],
-  ['transfer.in_review', 'in_review'],
-  ['transfer.cancelled', 'cancelled'],
-]) {
-  add(type, 'current', 'Peer-to-peer transfer', (i) => basic(type, exampleTransfer(i.createdAt, status), i.createdAt, UNIFIED_API_VERSION));
-}
 for (const [type, status] of [['swap.create', 'pending'], ['swap.update', 'completed']]) {
   add(type, 'current', 'Stablecoin send', (i) =>
     basic(type, { id: newId('sw'), status, amount_in_cents: 10000, currency: 'USDC', network: 'ethereum', transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),

@@ -212,10 +212,10 @@ export function getTransfer(ctx: AppContext, scope: ReadScope, id: string): Tran
 export function listTransfers(
   ctx: AppContext,
   scope: ReadScope,
-  filter: { kind?: 'peer' | 'withdrawal' },
+  filter: { kind?: 'peer' | 'withdrawal'; status?: TransferView['status'] },
   limit: number,
   offset: number,
 ): { rows: TransferView[]; total: number } {
-  const { rows, total } = transfersStore(ctx.db).list({ ...scope, kind: filter.kind, includeIncoming: true }, limit, offset);
+  const { rows, total } = transfersStore(ctx.db).list({ ...scope, kind: filter.kind, status: filter.status, includeIncoming: true }, limit, offset);
   return { rows: rows.map((r) => transferView(ctx, r, scope.accountIds)), total };
 }

@@ -6,7 +6,9 @@ import {
   exampleCustomer,
   examplePaymentable,
   legacyPaymentIntentPayload,
+  balanceDetails,
   bankTransferDetails,
+  cryptoDetails,
   paymentDetails,
   unifiedIntentPayload,
   type IntentKind,
@@ -79,7 +81,27 @@ function exampleIntent(kind: IntentKind, status: IntentStatus, i: ExampleInput):
             channel: 'terminal',
             products: [{ id: newId('prod'), quantity: 1 }],
           })
-        : {};
+        : kind === 'balance'
+          ? balanceDetails({
+              failure_reason: failed ? 'insufficient_funds' : null,
+              // The payer's `intent.paid` carries no fee: the merchant pays it.
+              fee: status === 'succeeded' ? -450 : 0,
+              vat_withheld: status === 'succeeded' ? -54 : 0,
+              vat_withheld_currency: 'GTQ',
+              // `intent.paid` goes to the payer: the endpoint's account paid another.
+              payer_account_id: status === 'paid' ? i.accountId : newId('ac'),
+              merchant_account_id: status === 'paid' ? newId('ac') : i.accountId,
+            })
+          : kind === 'crypto'
+            ? cryptoDetails({
+                failure_reason: failed ? 'amount_short' : null,
+                network: 'ethereum',
+                transaction_hash: status === 'pending' ? null : `0x${'ab'.repeat(32)}`,
+                fee: status === 'succeeded' ? -450 : 0,
+                vat_withheld: status === 'succeeded' ? -54 : 0,
+                vat_withheld_currency: 'GTQ',
+              })
+            : {};
   return unifiedIntentPayload({
     account_id: i.accountId,
     live_mode: i.liveMode,

@@ -70,6 +70,7 @@ export const ERRORS = {
   bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },
   insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
   withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
+  swap_final: { status: 422, message: 'The swap already reached a final status.' },
   // Sync between a store and its central (docs/sync-protocol.md)
   sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },

@@ -256,11 +256,9 @@ for (const [type, status] of [
 ]) {
   add(type, 'current', 'Peer-to-peer transfer', (i) => basic(type, exampleTransfer(i.createdAt, status), i.createdAt, UNIFIED_API_VERSION));
 }
-for (const [type, status] of [['swap.create', 'pending'], ['swap.update', 'completed']]) {
-  add(type, 'current', 'Stablecoin send', (i) =>
-    basic(type, { id: newId('sw'), status, amount_in_cents: 10000, currency: 'USDC', network: 'ethereum', transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),
-  );
-}
+// Examples in the swaps module (src/modules/swaps/events.ts), built by the emitter's builder.
+add('swap.create', 'current', 'Stablecoin swap created', undefined);
+add('swap.update', 'current', 'Stablecoin swap status change', undefined);
 add('contract.send', 'current', 'A contract is sent', undefined);
 
 export const CATALOGUE: ReadonlyMap<string, CatalogueEntry> = new Map(entries.map((e) => [e.type, e]));

@@ -102,14 +102,24 @@ describe('balance payments', () => {
     expect(await balance(payer.key)).toBe(payerBefore - 30000);
   });
 
-  it('a short balance is refused with 422 insufficient_funds and writes nothing', async () => {
+  it('a short balance declines the payment: failed, intent.failed + balance_intent.failed to the merchant, no money moved', async () => {
     const before = await balance(payer.key);
+    const merchantBefore = await balance(merchant.key);
+    const fromM = merchantR.received.length;
+    const fromP = payerR.received.length;
     const ch = await checkout(merchant.key, before + 1);
     const r = await s.api('POST', `/test_helpers/checkouts/${ch}/pay_with_balance`, { key: merchant.key, body: { payer_account_id: payer.id } });
-    expect(r.status).toBe(422);
-    expect(r.body.code).toBe('insufficient_funds');
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ status: 'failed', balance_transaction_id: null });
+    expect((await s.api('GET', `/payment_intents/${r.body.payment_intent_id}`, { key: merchant.key })).body).toMatchObject({ method: 'balance', status: 'failed', failure_reason: 'insufficient_funds', fee_in_cents: 0 });
     expect(await balance(payer.key)).toBe(before);
-    expect((await s.api('GET', `/checkouts/${ch}`, { key: merchant.key })).body.status).toBe('unpaid');
+    expect(await balance(merchant.key)).toBe(merchantBefore);
+    expect((await s.api('GET', `/checkouts/${ch}`, { key: merchant.key })).body.status).toBe('failed');
+    const m = await deliveredSince(merchantR, secrets.merchant, fromM);
+    expect(m.map((e) => e.event_type)).toEqual(['intent.failed', 'balance_intent.failed']);
+    expect(m[0]).toMatchObject({ type: 'balance', status: 'failed', details: { failure_reason: 'insufficient_funds', payer_account_id: payer.id } });
+    expect(m[1]).toMatchObject({ id: r.body.payment_intent_id, failure_reason: 'insufficient_funds', checkout: { id: ch } });
+    expect(await deliveredSince(payerR, secrets.payer, fromP)).toEqual([]);
   });
 
   it('refuses the merchant itself, an unknown payer and unknown fields', async () => {

@@ -7,7 +7,7 @@ import { initialState, nextState } from '../../lifecycle.js';
 import { accountsOf, type Account } from '../../accounts/service.js';
 import { getCheckout, isExpired, setCheckoutStatus } from '../checkouts/service.js';
 import { createIntent, intentDocument } from '../intents/service.js';
-import { feeFor, postBalanceTransaction } from '../ledger/service.js';
+import { balancesFor, feeFor, postBalanceTransaction } from '../ledger/service.js';
 import { balanceDetails } from '../../events/payloads.js';
 import { paymentMachine } from './machine.js';
 import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
@@ -21,11 +21,17 @@ import { finishPendingPayment, pendingPaymentOf } from './bank-transfers.js';
  * - the merchant: a `balance` payment intent (pa_) and its intent (`intent.succeeded`, type
  *   `balance`, plus `balance_intent.succeeded` for `event_format: both`), a `charge` ledger row with
  *   its fee, the checkout paid;
- * - the payer: a `payment` ledger row debiting its balance (refused with 422 `insufficient_funds`,
- *   nothing written, when the balance is short), its own intent (status `paid`) and `intent.paid`.
+ * - the payer: a `payment` ledger row debiting its balance, its own intent (status `paid`) and
+ *   `intent.paid`.
+ * A payer whose balance is short declines it as a card's bank would: the payment fails
+ * (`insufficient_funds`), the checkout turns failed, `intent.failed` (and `balance_intent.failed`)
+ * reach the merchant, no money moves and the payer hears nothing.
  * The payer authorizes it (a real payer signs in on the checkout page; the sandbox helper names it).
  * A checkout already paid answers its payment and moves nothing.
  */
+/** Why a balance payment failed: the payer's balance in the checkout's currency was short. */
+export const INSUFFICIENT_FUNDS = 'insufficient_funds';
+
 export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, checkoutId: string, payerAccountId: string): SettleResult {
   return tx(ctx.db, () => {
     let checkout = getCheckout(ctx, merchant, checkoutId);
@@ -42,7 +48,7 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     }
     if (payer.id === merchant.id) throw invalid({ payer_account_id: 'must be another account than the merchant' });
     const store = paymentsStore(ctx.db);
-    if (checkout.status === 'paid') {
+    if (checkout.status === 'paid' || checkout.status === 'failed') {
       const existing = checkout.payment_intent_id ? store.byId(checkout.payment_intent_id) : undefined;
       if (existing) return resultOf(existing);
     }
@@ -53,37 +59,37 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     const at = isoTime(ctx.clock.now());
     const paId = newId('pa');
     const description = checkout.items.map((i) => i.name).join(', ').slice(0, 200);
-    // The payer's debit first: a short balance refuses the payment before anything else is written.
-    const debit = postBalanceTransaction(ctx, {
-      accountId: payer.id,
-      liveMode: payer.live_mode,
-      type: 'payment',
-      amountInCents: -checkout.amount_in_cents,
-      feeInCents: 0,
-      currency: checkout.currency,
-      sourceId: paId,
-      sourceType: 'payment_intent',
-      description: `${merchant.name}: ${description}`.slice(0, 200),
-    });
-    if (debit.balance_after_in_cents < 0) {
-      const available = debit.balance_after_in_cents - debit.net_amount_in_cents;
-      throw new ApiError('insufficient_funds', {
-        errors: { payer_account_id: [`the payer's available balance is ${Math.max(0, available)} cents ${checkout.currency}`] },
-      });
-    }
-    const fee = feeFor(merchant, checkout.amount_in_cents, ctx.config.money);
-    const credit = postBalanceTransaction(ctx, {
-      accountId: merchant.id,
-      liveMode: merchant.live_mode,
-      type: 'charge',
-      amountInCents: checkout.amount_in_cents,
-      feeInCents: fee.fee_in_cents,
-      feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
-      currency: checkout.currency,
-      sourceId: paId,
-      sourceType: 'payment_intent',
-      description,
-    });
+    const available = balancesFor(ctx, [payer.id], payer.live_mode).find((b) => b.currency === checkout.currency)?.available_in_cents ?? 0;
+    // A short balance declines the payment as a card's bank declines one: failed, nothing moved.
+    const short = available < checkout.amount_in_cents;
+    const fee = short ? undefined : feeFor(merchant, checkout.amount_in_cents, ctx.config.money);
+    const debit = fee
+      ? postBalanceTransaction(ctx, {
+          accountId: payer.id,
+          liveMode: payer.live_mode,
+          type: 'payment',
+          amountInCents: -checkout.amount_in_cents,
+          feeInCents: 0,
+          currency: checkout.currency,
+          sourceId: paId,
+          sourceType: 'payment_intent',
+          description: `${merchant.name}: ${description}`.slice(0, 200),
+        })
+      : undefined;
+    const credit = fee
+      ? postBalanceTransaction(ctx, {
+          accountId: merchant.id,
+          liveMode: merchant.live_mode,
+          type: 'charge',
+          amountInCents: checkout.amount_in_cents,
+          feeInCents: fee.fee_in_cents,
+          feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
+          currency: checkout.currency,
+          sourceId: paId,
+          sourceType: 'payment_intent',
+          description,
+        })
+      : undefined;
     const pa: PaymentIntentRow = {
       id: paId,
       account_id: merchant.id,
@@ -92,29 +98,30 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
       checkout_id: checkout.id,
       method: 'balance',
       // Settled the moment the payer authorizes it: one move from the machine's start.
-      status: nextState(paymentMachine, initialState(paymentMachine), { type: 'SUCCEED' })!,
+      status: nextState(paymentMachine, initialState(paymentMachine), { type: short ? 'FAIL' : 'SUCCEED' })!,
       amount_in_cents: checkout.amount_in_cents,
       currency: checkout.currency,
-      fee_in_cents: fee.fee_in_cents,
-      commission_in_cents: fee.commission_in_cents,
-      vat_withheld_in_cents: fee.vat_withheld_in_cents,
+      fee_in_cents: fee?.fee_in_cents ?? 0,
+      commission_in_cents: fee?.commission_in_cents ?? 0,
+      vat_withheld_in_cents: fee?.vat_withheld_in_cents ?? 0,
       customer_id: checkout.customer_id,
-      failure_reason: null,
+      failure_reason: short ? INSUFFICIENT_FUNDS : null,
       card_network: null,
       card_last4: null,
       authorization_code: null,
       processor_reference: null,
       installments: null,
       channel: 'balance',
-      balance_transaction_id: credit.id,
+      balance_transaction_id: credit?.id ?? null,
       tax_invoice_url: null,
       created_at: at,
       updated_at: at,
     };
     store.insert(pa);
-    createIntent(ctx, paymentIntentInput(pa, checkout, 'succeeded', {}, { payerAccountId: payer.id }));
-    const settled = setCheckoutStatus(ctx, merchant, checkout.id, { type: 'PAYMENT_SUCCEEDED' }, { latestIntentId: pa.intent_id, paymentIntentId: paId });
+    createIntent(ctx, paymentIntentInput(pa, checkout, short ? INSUFFICIENT_FUNDS : 'succeeded', {}, { payerAccountId: payer.id }));
+    const settled = setCheckoutStatus(ctx, merchant, checkout.id, { type: short ? 'PAYMENT_FAILED' : 'PAYMENT_SUCCEEDED' }, { latestIntentId: pa.intent_id, paymentIntentId: paId });
     const merchantDoc = emitPaymentEvents(ctx, merchant, pa, settled);
+    if (!debit) return resultOf(pa);
 
     // The payer's side: its own intent (the same charge seen by who paid), `intent.paid`.
     const payerIntent = createIntent(ctx, {

@@ -80,6 +80,7 @@ describe('balance payments', () => {
     expect(mRows[0]).toMatchObject({ id: paid.body.balance_transaction_id, type: 'charge', amount_in_cents: 30000, fee_in_cents: pa.fee_in_cents, source_id: pa.id });
     const pRows = (await s.api('GET', '/balance_transactions', { key: payer.key })).body;
     expect(pRows[0]).toMatchObject({ type: 'payment', amount_in_cents: -30000, fee_in_cents: 0, net_amount_in_cents: -30000, source_id: pa.id });
+    expect((await s.api('GET', '/balance_transactions?type=payment', { key: payer.key })).body).toHaveLength(1);
     expect(await balance(payer.key)).toBe(payerBefore - 30000);
     expect(await balance(merchant.key)).toBe(merchantBefore + 30000 + pa.fee_in_cents);
 

@@ -77,6 +77,7 @@ describe('swaps between USD and USDC', () => {
     const credit = (await s.api('GET', `/balance_transactions/${done.body.to_balance_transaction_id}`)).body;
     expect(credit).toMatchObject({ type: 'swap', amount_in_cents: 20000, currency: 'USDC', balance_after_in_cents: 20000, source_id: made.body.id });
     expect((await s.api('GET', '/balance_transactions?currency=USDC')).body.map((t: { id: string }) => t.id)).toEqual([credit.id]);
+    expect((await s.api('GET', '/balance_transactions?type=swap')).body.map((t: { id: string }) => t.id)).toEqual([credit.id, debit.id]);
 
     const events = await deliveredSince(from);
     expect(events.map((e) => e.event_type)).toEqual(['swap.create', 'swap.update']);

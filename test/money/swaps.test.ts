@@ -91,6 +91,9 @@ describe('swaps between USD and USDC', () => {
     expect(other.body.code).toBe('swap_final');
     expect((await balances()).USDC).toBe(20000);
     expect((await s.api('GET', `/swaps/${made.body.id}`)).body.status).toBe('completed');
+    const activities = await s.api('GET', '/activities?type=swap');
+    expect(activities.status, JSON.stringify(activities.body)).toBe(200);
+    expect(activities.body.map((a: { type: string }) => a.type).sort()).toEqual(['swap.create', 'swap.update']);
     expect((await s.api('GET', '/swaps')).body.map((x: { id: string }) => x.id)).toContain(made.body.id);
   });
 

@@ -76,6 +76,7 @@ export const ERRORS = {
   insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
   withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
   transfer_not_in_review: { status: 422, message: 'The transfer is not held for review.' },
+  swap_final: { status: 422, message: 'The swap already reached a final status.' },
   // Sync between a store and its central (docs/sync-protocol.md)
   sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },

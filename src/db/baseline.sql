@@ -231,7 +231,7 @@ CREATE TABLE payment_intents (
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
   intent_id TEXT NOT NULL UNIQUE,
   checkout_id TEXT NOT NULL,
-  method TEXT NOT NULL CHECK (method IN ('card', 'bank_transfer', 'terminal', 'cash')),
+  method TEXT NOT NULL CHECK (method IN ('card', 'bank_transfer', 'terminal', 'cash', 'balance', 'crypto')),
   status TEXT NOT NULL CHECK (status IN ('pending', 'succeeded', 'failed', 'canceled')),
   amount_in_cents INTEGER NOT NULL,
   currency TEXT NOT NULL,
@@ -252,6 +252,48 @@ CREATE TABLE payment_intents (
   updated_at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX payment_intents_checkout ON payment_intents(checkout_id);
+
+-- A checkout paid from another account's balance (docs/events.md "Balance payments"): the payer's
+-- side of a `balance` payment intent (the merchant's side is the payment_intents row): its intent
+-- (`intent.paid`) and the debit of its balance.
+CREATE TABLE balance_payments (
+  id TEXT PRIMARY KEY,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  merchant_account_id TEXT NOT NULL,
+  payer_account_id TEXT NOT NULL,
+  payer_intent_id TEXT NOT NULL UNIQUE,
+  payer_balance_transaction_id TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  currency TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  CHECK (payer_account_id <> merchant_account_id)
+) STRICT;
+CREATE INDEX balance_payments_payer ON balance_payments(payer_account_id, created_at);
+
+-- A swap between a fiat balance and USDC (docs/events.md "Swaps"); status moves only by the swap
+-- machine (src/modules/swaps/machine.ts). The source is debited at creation; the target credited
+-- when the exchange confirms (completed), or the source returned when it fails.
+CREATE TABLE swaps (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'completed', 'failed')),
+  from_currency TEXT NOT NULL,
+  to_currency TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  to_amount_in_cents INTEGER NOT NULL CHECK (to_amount_in_cents > 0),
+  network TEXT NOT NULL,
+  transaction_hash TEXT,
+  failure_reason TEXT,
+  balance_transaction_id TEXT NOT NULL,
+  to_balance_transaction_id TEXT,
+  return_balance_transaction_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  CHECK (from_currency <> to_currency AND 'USDC' IN (from_currency, to_currency))
+) STRICT;
+CREATE INDEX swaps_account ON swaps(account_id, live_mode, created_at);
 
 CREATE TABLE cash_intents (
   id TEXT PRIMARY KEY,
@@ -310,7 +352,7 @@ CREATE TABLE balance_transactions (
   id TEXT NOT NULL UNIQUE,
   account_id TEXT NOT NULL,
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
-  type TEXT NOT NULL CHECK (type IN ('charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment')),
+  type TEXT NOT NULL CHECK (type IN ('charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment', 'payment', 'swap')),
   amount_in_cents INTEGER NOT NULL,
   fee_in_cents INTEGER NOT NULL,
   net_amount_in_cents INTEGER NOT NULL,

@@ -6,7 +6,9 @@ import {
   exampleCustomer,
   examplePaymentable,
   legacyPaymentIntentPayload,
+  balanceDetails,
   bankTransferDetails,
+  cryptoDetails,
   paymentDetails,
   unifiedIntentPayload,
   type IntentKind,
@@ -79,7 +81,27 @@ function exampleIntent(kind: IntentKind, status: IntentStatus, i: ExampleInput):
             channel: 'terminal',
             products: [{ id: newId('prod'), quantity: 1 }],
           })
-        : {};
+        : kind === 'balance'
+          ? balanceDetails({
+              failure_reason: failed ? 'insufficient_funds' : null,
+              // The payer's `intent.paid` carries no fee: the merchant pays it.
+              fee: status === 'succeeded' ? -450 : 0,
+              vat_withheld: status === 'succeeded' ? -54 : 0,
+              vat_withheld_currency: 'GTQ',
+              // `intent.paid` goes to the payer: the endpoint's account paid another.
+              payer_account_id: status === 'paid' ? i.accountId : newId('ac'),
+              merchant_account_id: status === 'paid' ? newId('ac') : i.accountId,
+            })
+          : kind === 'crypto'
+            ? cryptoDetails({
+                failure_reason: failed ? 'amount_short' : null,
+                network: 'ethereum',
+                transaction_hash: status === 'pending' ? null : `0x${'ab'.repeat(32)}`,
+                fee: status === 'succeeded' ? -450 : 0,
+                vat_withheld: status === 'succeeded' ? -54 : 0,
+                vat_withheld_currency: 'GTQ',
+              })
+            : {};
   return unifiedIntentPayload({
     account_id: i.accountId,
     live_mode: i.liveMode,
@@ -130,24 +152,6 @@ function exampleLegacyIntent(type: string, createdAt: string): Record<string, un
     product_id: newId('prod'),
     invoice: { id: null, tax_invoice_url: null },
   });
-}
-
-function exampleTransfer(createdAt: string, status: string): Record<string, unknown> {
-  return {
-    id: newId('tr'),
-    amount_in_cents: 25000,
-    currency: 'GTQ',
-    status,
-    sender_id: newId('ac'),
-    recipient_id: newId('ac'),
-    note: 'Pago a proveedor',
-    balance_transaction_id: newId('txn'),
-    created_at: createdAt,
-  };
-}
-
-function basic(type: string, object: Record<string, unknown>, createdAt: string, apiVersion: string): Record<string, unknown> {
-  return { id: object.id, event_type: type, api_version: apiVersion, created_at: createdAt, ...object };
 }
 
 type Example = (i: ExampleInput) => Record<string, unknown>;
@@ -228,11 +232,9 @@ const current: Array<[string, string]> = [
   ['withdrawal.update', 'Bank withdrawal'],
 ];
 for (const [type, description] of current) add(type, 'current', description, undefined);
-for (const [type, status] of [['swap.create', 'pending'], ['swap.update', 'completed']]) {
-  add(type, 'current', 'Stablecoin send', (i) =>
-    basic(type, { id: newId('sw'), status, amount_in_cents: 10000, currency: 'USDC', network: 'ethereum', transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),
-  );
-}
+// Examples in the swaps module (src/modules/swaps/events.ts), built by the emitter's builder.
+add('swap.create', 'current', 'Stablecoin swap created', undefined);
+add('swap.update', 'current', 'Stablecoin swap status change', undefined);
 add('contract.send', 'current', 'A contract is sent', undefined);
 
 export const CATALOGUE: ReadonlyMap<string, CatalogueEntry> = new Map(entries.map((e) => [e.type, e]));

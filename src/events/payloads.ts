@@ -102,6 +102,37 @@ export function bankTransferDetails(d: { failure_reason: string | null; bank_ref
   return { failure_reason: d.failure_reason, bank_reference: d.bank_reference, sender_comment: d.sender_comment };
 }
 
+/**
+ * `details` of a `balance` intent (paid from another posd account's balance): the charge's fee on
+ * the merchant's side (0 on the payer's `intent.paid`), and the two accounts. The spec lists no
+ * fields for it; posd's choice, docs/events.md.
+ */
+export function balanceDetails(d: { failure_reason: string | null; fee: number; vat_withheld: number; vat_withheld_currency: string; payer_account_id: string; merchant_account_id: string }): Record<string, unknown> {
+  return {
+    failure_reason: d.failure_reason,
+    fee: d.fee,
+    vat_withheld: d.vat_withheld,
+    vat_withheld_currency: d.vat_withheld_currency,
+    payer_account_id: d.payer_account_id,
+    merchant_account_id: d.merchant_account_id,
+  };
+}
+
+/**
+ * `details` of a `crypto` intent: the network and the on-chain transaction (null while it waits),
+ * the fee once it succeeded. The spec lists no fields for it; posd's choice, docs/events.md.
+ */
+export function cryptoDetails(d: { failure_reason: string | null; network: string; transaction_hash: string | null; fee: number; vat_withheld: number; vat_withheld_currency: string }): Record<string, unknown> {
+  return {
+    failure_reason: d.failure_reason,
+    network: d.network,
+    transaction_hash: d.transaction_hash,
+    fee: d.fee,
+    vat_withheld: d.vat_withheld,
+    vat_withheld_currency: d.vat_withheld_currency,
+  };
+}
+
 /** `details` of a `payment` (card) intent, spec 6.1. */
 export function paymentDetails(d: {
   failure_reason?: string | null;

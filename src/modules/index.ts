@@ -31,6 +31,7 @@ import { subscriptionsModule } from './subscriptions/index.js';
 import { contractsModule } from './contracts/index.js';
 import { opsModule } from './ops/index.js';
 import { checkoutPageModule } from './checkout-page/index.js';
+import { swapsModule } from './swaps/index.js';
 
 /** Every area of the product, in registration order. */
 export const MODULES: readonly PosdModule[] = [
@@ -62,6 +63,7 @@ export const MODULES: readonly PosdModule[] = [
   contractsModule,
   checkoutPageModule,
   opsModule,
+  swapsModule,
 ];
 
 

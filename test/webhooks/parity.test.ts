@@ -25,6 +25,9 @@ const REAL = [
   'account_connection.create', 'verification.rejected', 'verification.completed', 'tax_invoice_settings.enabled',
   'transfer.sent', 'transfer.received', 'transfer.pending', 'transfer.in_review', 'transfer.cancelled',
   'withdrawal.create', 'withdrawal.update', 'contract.send',
+  // Balance, crypto and stablecoin payments (issue 15, i15-balance).
+  'intent.paid', 'balance_intent.succeeded', 'balance_intent.failed',
+  'crypto_intent.pending', 'crypto_intent.succeeded', 'crypto_intent.failed', 'swap.create', 'swap.update',
 ];
 
 let s: TestServer;
@@ -130,9 +133,27 @@ async function actAll(): Promise<void> {
   const held = await ok(s.api('POST', '/transfers', { body: { amount_in_cents: 60_000, currency: 'GTQ', recipient_id: recipient.id } }));
   await ok(s.api('POST', `/test_helpers/transfers/${held.id}/review`, { body: { outcome: 'cancelled' } }));
 
+  // Balance, crypto and stablecoin payments (after the card's intent.*, so those stay the compared ones).
+  await balanceCryptoSwap(customer);
+
   // A contract sent.
   const template = await ok(s.api('POST', '/contract_templates', { body: { name: 'Consentimiento', body: '<p>Yo, {nombre}, autorizo.</p>', fields: [] } }));
   await ok(s.api('POST', '/contracts', { body: { template_id: template.id, customer_id: customer, sent_via: 'link' } }));
+}
+
+/** A balance payment by the recipient (intent.paid there) and a declined one, crypto payments, a USD → USDC swap. */
+async function balanceCryptoSwap(customer: string): Promise<void> {
+  fund(s.daemon.ctx, recipient.id, 5000);
+  await ok(s.api('POST', `/test_helpers/checkouts/${await checkout(customer, [{ name: 'Insumos', amount_in_cents: 4000, quantity: 1 }])}/pay_with_balance`, { body: { payer_account_id: recipient.id } }));
+  await ok(s.api('POST', `/test_helpers/checkouts/${await checkout(customer)}/pay_with_balance`, { body: { payer_account_id: recipient.id } }));
+  for (const amount of [30000, 1]) {
+    const ch = await checkout(customer);
+    const started = await ok(s.api('POST', `/test_helpers/checkouts/${ch}/pending`, { body: { method: 'crypto' } }));
+    await ok(s.api('POST', `/test_helpers/payment_intents/${started.payment_intent_id}/confirm_crypto`, { body: { amount_in_cents: amount } }));
+  }
+  fund(s.daemon.ctx, s.installation.sandbox_id, 10_000, 'USD');
+  const swap = await ok(s.api('POST', '/swaps', { body: { amount_in_cents: 10_000, from_currency: 'USD', to_currency: 'USDC' } }));
+  await ok(s.api('POST', `/test_helpers/swaps/${swap.id}/advance`, { body: { outcome: 'completed' } }));
 }
 
 function verified(r: Receiver, secret: string, from = 0): Array<Record<string, unknown>> {

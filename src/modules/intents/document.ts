@@ -17,7 +17,10 @@ export function intentDocument(ctx: AppContext, intentId: string): IntentDocumen
   if (!row) return undefined;
   const liveMode = row.live_mode === 1;
   const customer = row.customer_id ? customerById(ctx, row.customer_id) : undefined;
-  const checkout = row.checkout_id ? getCheckoutIn(ctx, [row.account_id], liveMode, row.checkout_id) : undefined;
+  const details = JSON.parse(row.details) as Record<string, unknown>;
+  // The payer's side of a balance payment (`intent.paid`) shows the merchant's checkout it paid.
+  const owners = row.type === 'balance' && typeof details.merchant_account_id === 'string' ? [row.account_id, details.merchant_account_id] : [row.account_id];
+  const checkout = row.checkout_id ? getCheckoutIn(ctx, owners, liveMode, row.checkout_id) : undefined;
   const productId = checkout?.items.find((i) => i.product_id)?.product_id ?? null;
   return unifiedIntentPayload({
     account_id: row.account_id,
@@ -38,6 +41,6 @@ export function intentDocument(ctx: AppContext, intentId: string): IntentDocumen
     tax_invoice_url: row.tax_invoice_url,
     checkout: checkout ? { id: checkout.id, status: checkout.status } : null,
     payment_id: row.payment_id,
-    details: JSON.parse(row.details),
+    details,
   });
 }

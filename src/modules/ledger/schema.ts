@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
 
-export const BALANCE_TRANSACTION_TYPES = ['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment'] as const;
+export const BALANCE_TRANSACTION_TYPES = ['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment', 'payment', 'swap'] as const;
 
 export const BalanceTransactionSchema = Type.Object({
   id: Type.String(),

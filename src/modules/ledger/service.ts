@@ -7,7 +7,7 @@ import { ledgerStore, type BalanceTransactionRow, type LedgerFilter, type Ledger
 import { appendFeedChange } from '../../outbox/feed-changes.js';
 import { rowOrigin } from '../../outbox/origins.js';
 
-export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment';
+export type BalanceTransactionType = 'charge' | 'refund' | 'payout' | 'dispute' | 'transfer' | 'adjustment' | 'payment' | 'swap';
 
 export interface FeeDetails {
   commission_in_cents: number;

@@ -38,11 +38,27 @@ export function pendingPaymentOf(ctx: AppContext, checkout: Pick<Checkout, 'paym
  * it waits answers the same pending payment.
  */
 export function startBankTransfer(ctx: AppContext, account: Account, checkoutId: string, opts: { channel: string }): { checkout: Checkout; payment: PaymentIntentRow } {
+  return startPendingPayment(ctx, account, checkoutId, 'bank_transfer', opts);
+}
+
+/**
+ * A payment that waits for money sent outside posd: a bank transfer (`awaiting_funds`) or a crypto
+ * payment waiting for its on-chain confirmation (`awaiting_confirmation`, src/modules/payments/crypto.ts).
+ */
+export function startPendingPayment(
+  ctx: AppContext,
+  account: Account,
+  checkoutId: string,
+  method: 'bank_transfer' | 'crypto',
+  opts: { channel: string },
+): { checkout: Checkout; payment: PaymentIntentRow } {
   return tx(ctx.db, () => {
     const checkout = getCheckout(ctx, account, checkoutId);
     if (!checkout) throw notFound('checkout', checkoutId);
     const waiting = pendingPaymentOf(ctx, checkout);
-    if (waiting?.method === 'bank_transfer') return { checkout, payment: waiting };
+    if (waiting?.method === method) return { checkout, payment: waiting };
+    // The payer chose another way to send the money: the one they announced first is canceled.
+    if (waiting) finishPendingPayment(ctx, account, waiting, { type: 'CANCEL' });
     if (isExpired(ctx, checkout)) throw new ApiError('checkout_expired');
     // What refuses a payment (an unsigned contract) refuses it before the buyer sends any money.
     ctx.registry.checkout.beforePay(ctx, checkout.id);
@@ -53,7 +69,7 @@ export function startBankTransfer(ctx: AppContext, account: Account, checkoutId:
       live_mode: account.live_mode ? 1 : 0,
       intent_id: newId('in'),
       checkout_id: checkout.id,
-      method: 'bank_transfer',
+      method,
       status: initialState(paymentMachine),
       amount_in_cents: checkout.amount_in_cents,
       currency: checkout.currency,
@@ -74,8 +90,9 @@ export function startBankTransfer(ctx: AppContext, account: Account, checkoutId:
       updated_at: at,
     };
     paymentsStore(ctx.db).insert(pa);
-    createIntent(ctx, paymentIntentInput(pa, checkout, 'awaiting_funds'));
-    const started = setCheckoutStatus(ctx, account, checkout.id, { type: 'START_PAYMENT' }, { latestIntentId: pa.intent_id, paymentIntentId: pa.id });
+    createIntent(ctx, paymentIntentInput(pa, checkout, method === 'crypto' ? 'awaiting_confirmation' : 'awaiting_funds'));
+    const current = getCheckout(ctx, account, checkout.id)!;
+    const started = setCheckoutStatus(ctx, account, current.id, { type: 'START_PAYMENT' }, { latestIntentId: pa.intent_id, paymentIntentId: pa.id });
     emitPaymentEvents(ctx, account, pa, started);
     return { checkout: started, payment: pa };
   });

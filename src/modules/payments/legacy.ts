@@ -9,6 +9,9 @@ export function legacyEventType(method: PaymentIntentRow['method'], status: Paym
   if (method === 'bank_transfer') return status === 'canceled' ? null : `bank_transfer_intent.${status}`;
   // The legacy catalogue has no failed cash event (spec 6.2 names only cash_intent.succeeded).
   if (method === 'cash') return status === 'succeeded' ? 'cash_intent.succeeded' : null;
+  // Spec 6.2's balance and crypto families: a balance charge never waits nor is canceled.
+  if (method === 'balance') return status === 'succeeded' || status === 'failed' ? `balance_intent.${status}` : null;
+  if (method === 'crypto') return status === 'canceled' ? null : `crypto_intent.${status}`;
   return `payment_intent.${status}`;
 }
 

@@ -3,7 +3,7 @@ import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { customerById } from '../customers/service.js';
 import { intentDocument, type CreateIntentInput, type IntentDocument } from '../intents/service.js';
-import { bankTransferDetails, paymentDetails } from '../../events/payloads.js';
+import { balanceDetails, bankTransferDetails, cryptoDetails, paymentDetails } from '../../events/payloads.js';
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import type { PaymentStatus } from './machine.js';
 import type { PaymentIntentRow } from './store.js';
@@ -21,12 +21,17 @@ export function resultOf(pa: PaymentIntentRow): SettleResult {
   return { intentId: pa.intent_id, paymentIntentId: pa.id, balanceTransactionId: pa.balance_transaction_id, status: pa.status };
 }
 
-const INTENT_TYPE: Record<PaymentIntentRow['method'], 'payment' | 'bank_transfer' | 'cash'> = {
+const INTENT_TYPE: Record<PaymentIntentRow['method'], 'payment' | 'bank_transfer' | 'cash' | 'balance' | 'crypto'> = {
   card: 'payment',
   terminal: 'payment',
   bank_transfer: 'bank_transfer',
   cash: 'cash',
+  balance: 'balance',
+  crypto: 'crypto',
 };
+
+/** The network crypto payments are received on (docs/events.md "Crypto payments"). */
+export const CRYPTO_NETWORK = 'ethereum';
 
 /**
  * The unified intent (in_) of a payment intent: what `settleCheckoutPayment` records, and what the
@@ -37,13 +42,19 @@ export function paymentIntentInput(
   checkout: Pick<Checkout, 'id' | 'items'>,
   rawStatus: string,
   at: { paymentId?: string; createdAt?: string } = {},
+  opts: { payerAccountId?: string } = {},
 ): CreateIntentInput {
   const type = INTENT_TYPE[pa.method];
   // The catalogue's builders: the test-send's examples come out of the same ones.
+  const fees = { fee: -pa.fee_in_cents, vat_withheld: pa.vat_withheld_in_cents, vat_withheld_currency: pa.currency };
   const details =
     type === 'bank_transfer'
       ? bankTransferDetails({ failure_reason: pa.failure_reason, bank_reference: pa.processor_reference, sender_comment: null })
-      : paymentDetails({
+      : type === 'crypto'
+        ? cryptoDetails({ failure_reason: pa.failure_reason, network: CRYPTO_NETWORK, transaction_hash: pa.processor_reference, ...fees })
+        : type === 'balance'
+          ? balanceDetails({ failure_reason: pa.failure_reason, ...fees, payer_account_id: opts.payerAccountId ?? '', merchant_account_id: pa.account_id })
+          : paymentDetails({
           failure_reason: pa.failure_reason,
           fee: -pa.fee_in_cents,
           tax_invoicing_fee: 0,

@@ -5,8 +5,18 @@ import { readScope, requireAccount } from '../../api/auth.js';
 import { ApiError, notFound } from '../../errors.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CheckoutSchema } from '../checkouts/schema.js';
-import { PayBody, PayResult, PendingBody, PaymentIntentPatch, PaymentIntentSchema, TransferArrivalBody } from './schema.js';
-import { abandonInSandbox, getPaymentIntent, holdInSandbox, payInSandbox, recordBankTransferArrival, setPaymentIntentTaxInvoiceUrl } from './service.js';
+import { CryptoConfirmationBody, PayBody, PayResult, PayWithBalanceBody, PendingBody, PaymentIntentPatch, PaymentIntentSchema, TransferArrivalBody } from './schema.js';
+import {
+  abandonInSandbox,
+  getPaymentIntent,
+  holdInSandbox,
+  payCheckoutFromBalance,
+  payInSandbox,
+  recordBankTransferArrival,
+  recordCryptoConfirmation,
+  setPaymentIntentTaxInvoiceUrl,
+} from './service.js';
+import { randomBytes } from 'node:crypto';
 
 export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(
@@ -95,6 +105,53 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       return sendCommitted(ctx.db, req, reply, 200, () => {
         const { amount_in_cents, bank_reference, sender_comment } = req.body;
         recordBankTransferArrival(ctx, account, req.params.id, { amountInCents: amount_in_cents, bankReference: bank_reference, senderComment: sender_comment });
+        return getPaymentIntent(ctx, [account.id], account.live_mode, req.params.id)!;
+      });
+    },
+  );
+
+  /**
+   * Sandbox helper: the checkout is paid from another sandbox account's balance, as that account
+   * authorizes it on the checkout page (`payCheckoutFromBalance`, the same code). The merchant's key
+   * calls it and names the payer.
+   */
+  app.post(
+    '/test_helpers/checkouts/:id/pay_with_balance',
+    { schema: { tags: ['test helpers'], params: IdParams, body: PayWithBalanceBody, response: { 200: PayResult, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      sandboxOnly(req, account);
+      return sendCommitted(ctx.db, req, reply, 200, () => {
+        const result = payCheckoutFromBalance(ctx, account, req.params.id, req.body.payer_account_id);
+        return {
+          status: result.status,
+          intent_id: result.intentId,
+          payment_intent_id: result.paymentIntentId,
+          balance_transaction_id: result.balanceTransactionId,
+          checkout_id: req.params.id,
+        };
+      });
+    },
+  );
+
+  /**
+   * Sandbox helper: the network confirms (or reverts) the transaction of a pending crypto payment,
+   * with the amount it carried (less than due: `amount_short`). The code a real chain notice uses.
+   */
+  app.post(
+    '/test_helpers/payment_intents/:id/confirm_crypto',
+    { schema: { tags: ['test helpers'], params: IdParams, body: CryptoConfirmationBody, response: { 200: PaymentIntentSchema, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      sandboxOnly(req, account);
+      return sendCommitted(ctx.db, req, reply, 200, () => {
+        const { amount_in_cents, transaction_hash, outcome } = req.body;
+        recordCryptoConfirmation(ctx, account, req.params.id, {
+          amountInCents: amount_in_cents,
+          // A sandbox transaction gets a made-up hash of the real form.
+          transactionHash: transaction_hash ?? `0x${randomBytes(32).toString('hex')}`,
+          succeeded: outcome !== 'reverted',
+        });
         return getPaymentIntent(ctx, [account.id], account.live_mode, req.params.id)!;
       });
     },

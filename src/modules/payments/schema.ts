@@ -39,7 +39,19 @@ export const PayBody = Type.Object({
 
 /** A sandbox payment that waits: payer authentication (card) or a transfer on its way. */
 export const PendingBody = Type.Object({
-  method: Type.Union([Type.Literal('card'), Type.Literal('bank_transfer')]),
+  method: Type.Union([Type.Literal('card'), Type.Literal('bank_transfer'), Type.Literal('crypto')]),
+});
+
+/** A checkout paid from another account's balance (sandbox helper): who pays. */
+export const PayWithBalanceBody = Type.Object({
+  payer_account_id: Type.String({ minLength: 1, maxLength: 64 }),
+});
+
+/** The network's confirmation of a crypto payment (sandbox helper): what arrived, the transaction, reverted or not. */
+export const CryptoConfirmationBody = Type.Object({
+  amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000_000 }),
+  transaction_hash: Type.Optional(Type.String({ pattern: '^0x[0-9a-fA-F]{64}$' })),
+  outcome: Type.Optional(Type.Union([Type.Literal('confirmed'), Type.Literal('reverted')])),
 });
 
 export const PayResult = Type.Object({

@@ -16,9 +16,12 @@ import { initialState, nextState } from '../../lifecycle.js';
 import { paymentMachine } from './machine.js';
 import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
 import { finishPendingPayment, pendingPaymentOf, recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
+import { startCryptoPayment } from './crypto.js';
 
 export { paymentIntentInput, type SettleResult } from './records.js';
 export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
+export { payCheckoutFromBalance } from './balance.js';
+export { recordCryptoConfirmation, startCryptoPayment } from './crypto.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -179,9 +182,10 @@ export function payInSandbox(ctx: AppContext, account: Account, checkoutId: stri
  * machine decides which moves are allowed. Behind `POST /test_helpers/checkouts/{id}/pending` and
  * the sandbox checkout page.
  */
-export function holdInSandbox(ctx: AppContext, account: Account, checkoutId: string, method: SandboxPayInput['method']): Checkout {
+export function holdInSandbox(ctx: AppContext, account: Account, checkoutId: string, method: SandboxPayInput['method'] | 'crypto'): Checkout {
   assertSandbox(account);
   if (method === 'bank_transfer') return startBankTransfer(ctx, account, checkoutId, { channel: 'sandbox' }).checkout;
+  if (method === 'crypto') return startCryptoPayment(ctx, account, checkoutId, { channel: 'sandbox' }).checkout;
   return tx(ctx.db, () => {
     const checkout = getCheckout(ctx, account, checkoutId);
     if (!checkout) throw notFound('checkout', checkoutId);

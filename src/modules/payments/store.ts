@@ -8,7 +8,7 @@ export interface PaymentIntentRow {
   live_mode: number;
   intent_id: string;
   checkout_id: string;
-  method: 'card' | 'bank_transfer' | 'terminal' | 'cash';
+  method: 'card' | 'bank_transfer' | 'terminal' | 'cash' | 'balance' | 'crypto';
   status: PaymentStatus;
   amount_in_cents: number;
   currency: string;

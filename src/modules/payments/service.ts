@@ -15,10 +15,13 @@ import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { paymentMachine } from './machine.js';
 import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
-import { finishPendingPayment, pendingPaymentOf, recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
+import { recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
+import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 
 export { paymentIntentInput, type SettleResult } from './records.js';
 export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
+export { finishPendingPayment, startPendingPayment } from './pending.js';
+export type { PaymentIntentRow } from './store.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];
 
@@ -48,10 +51,16 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     if (!checkout) throw notFound('checkout', input.checkoutId);
     const store = paymentsStore(ctx.db);
     const waiting = pendingPaymentOf(ctx, checkout);
-    if (waiting?.method === input.method) {
+    if (waiting?.method === 'bank_transfer' && input.method === 'bank_transfer') {
       // The outcome of the payment the checkout waits for (a bank transfer): settle that one.
       if (input.outcome === 'succeeded') return recordBankTransferArrival(ctx, account, waiting.id, { amountInCents: waiting.amount_in_cents });
       return resultOf(finishPendingPayment(ctx, account, waiting, { type: 'FAIL' }, { failureReason: input.failureReason }));
+    }
+    if (waiting?.method === 'terminal') {
+      // A card a terminal stored offline: the customer's card is charged when the terminal forwards
+      // it, so the checkout takes no other payment meanwhile (its outcome settles that one:
+      // terminals/stored/service.ts).
+      throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline; its outcome comes when the terminal forwards it.' });
     }
     // The payer paid another way: the transfer they announced is canceled first (intent.canceled).
     if (waiting) {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
 import { call, freePort, kill9, startPosd, type PosdProcess } from './helpers/posd-process.js';
+import { runPosd } from '../helpers/process.js';
 import { connectWsTerminal, type ScriptedTerminal } from './helpers/scripted-terminal.js';
 
 let posd: PosdProcess | undefined;
@@ -118,6 +119,20 @@ it('SIGKILL while payments are stored and while forward results arrive: nothing 
       { kind: 'stored_payment', n: 3 },
       { kind: 'terminal_payment', n: 3 },
     ]);
+    // The manager's list of sales to collect, from the shell beside the running daemon: the declined one.
+    const { account_id: accountId } = db.prepare('SELECT account_id FROM terminals WHERE id = ?').get(trm.id) as { account_id: string };
+    const declinedPa = (db.prepare('SELECT payment_intent_id AS id FROM stored_payments WHERE offline_reference = ?').get('R1') as { id: string }).id;
+    const listed = await runPosd(['payments', 'offline', 'to-collect', '--account', accountId, '--json', '--data', dataDir!]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({
+        external_id: 'off-1', amount_in_cents: 3400, currency: 'GTQ', status: 'declined', reason: 'insufficient_funds', terminal_id: trm.id,
+        command_id: ids[1], checkout_id: checkouts[1], checkout_status: 'unpaid', payment_intent_id: declinedPa, customer: null,
+      }),
+    ]);
+    const table = await runPosd(['payments', 'offline', 'to-collect', '--account', accountId, '--data', dataDir!]);
+    expect(table.stdout).toContain('declined: insufficient_funds');
+    expect(table.stdout).toContain(`${checkouts[1]} unpaid`);
   } finally {
     db.close();
   }

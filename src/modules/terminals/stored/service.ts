@@ -249,6 +249,13 @@ export function processorAnswered(ctx: AppContext, at: string): void {
   syncStore(ctx.db).closeOutage('processor', at);
 }
 
+/** Every stored payment of an account declined or expired later (the sales owed again), oldest first. */
+export function declinedLaterPayments(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, limit = 1000): StoredPaymentRow[] {
+  const store = storedPaymentsStore(ctx.db);
+  const rows = [...store.list([account.id], account.live_mode, 'declined', limit), ...store.list([account.id], account.live_mode, 'expired', limit)];
+  return rows.sort((a, b) => a.seq - b.seq).slice(-limit);
+}
+
 export function storedPaymentsBetween(ctx: AppContext, fromIso: string, untilIso: string): StoredPaymentRow[] {
   return storedPaymentsStore(ctx.db).storedBetween(fromIso, untilIso);
 }

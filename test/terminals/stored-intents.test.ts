@@ -83,6 +83,10 @@ it('stored: the intent is pending (intent.pending); approved later: that same in
   const other = await api('POST', `/test_helpers/checkouts/${checkout.id}/pay`, { method: 'card', outcome: 'succeeded' });
   expect(other.status).toBe(422);
   expect(other.body.code).toBe('checkout_not_modifiable');
+  const abandon = await api('POST', `/test_helpers/checkouts/${checkout.id}/abandon`, {});
+  expect(abandon.status).toBe(422);
+  expect(abandon.body.code).toBe('checkout_not_modifiable');
+  expect((await api('GET', `/payment_intents/${pa.id}`)).body.status).toBe('pending');
 
   const charges = chargeRows();
   await h!.terminal.forward(id, 'ref-ok', 'approved');

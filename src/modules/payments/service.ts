@@ -210,6 +210,8 @@ export function abandonInSandbox(ctx: AppContext, account: Account, checkoutId: 
     const checkout = getCheckout(ctx, account, checkoutId);
     if (!checkout) throw notFound('checkout', checkoutId);
     const waiting = pendingPaymentOf(ctx, checkout);
+    // A card stored offline is not the payer's to give up: its outcome comes from the processor.
+    if (waiting?.method === 'terminal') throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline.' });
     if (waiting) finishPendingPayment(ctx, account, waiting, { type: 'CANCEL' });
     else setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
     return getCheckout(ctx, account, checkoutId)!;

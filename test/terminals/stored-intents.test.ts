@@ -144,3 +144,24 @@ it('declined later: the intent fails (intent.failed) and the checkout owes again
   expect(paid.status, JSON.stringify(paid.body)).toBe(200);
   expect((await api('GET', `/checkouts/${declined.checkout.id}`)).body.status).toBe('paid');
 });
+
+it("restored from an older backup, the box takes back a stored card's final state from its own stored_payment record", async () => {
+  const { checkout } = await storeOne(1_200, 'ref-restore');
+  const ctx = h!.server.daemon.ctx;
+  const row = ctx.db.prepare('SELECT * FROM stored_payments WHERE offline_reference = ?').get('ref-restore') as Record<string, any>;
+  expect(row).toMatchObject({ status: 'stored', final: 0, payment_intent_id: checkout.payment_intent_id });
+  // The record the box had pushed before the backup it was restored from was taken (sync/rejoin.ts).
+  const payload = {
+    id: row.id, terminal_id: row.terminal_id, command_id: row.command_id, checkout_id: row.checkout_id, payment_intent_id: row.payment_intent_id,
+    offline_reference: row.offline_reference, status: 'declined', amount_in_cents: 1_200, currency: 'GTQ', card_network: 'visa', card_last4: '4111',
+    over_cap: null, reason: 'insufficient_funds', stored_at: row.stored_at, forward_by: row.forward_by, forwarded_at: null, settled_at: row.stored_at,
+  };
+  const apply = ctx.registry.sync.applier('stored_payment')!;
+  const record = { id: 'sync_restore', kind: 'stored_payment', account_id: row.account_id, live_mode: false, payload, created_at: row.stored_at };
+  ctx.db.transaction(() => apply(ctx, record as never, { storeId: 'st_self', keyAccountId: row.account_id, restoring: true }))();
+  expect(ctx.db.prepare('SELECT status, final, reason, settled_at FROM stored_payments WHERE id = ?').get(row.id)).toEqual({
+    status: 'declined', final: 1, reason: 'insufficient_funds', settled_at: row.stored_at,
+  });
+  // Its own row, not a central's copy.
+  expect(ctx.db.prepare('SELECT COUNT(*) AS n FROM central_stored_payments').get()).toEqual({ n: 0 });
+});

@@ -321,6 +321,11 @@ export const ConfigSchema = Type.Object({
       vat_percent: Type.Number({ minimum: 0, maximum: 100, default: 12 }),
       /** A refund gives the merchant back the fee of the charge it undoes. */
       refund_returns_fee: Type.Boolean({ default: true }),
+      /**
+       * A peer transfer of more than this many cents (any currency) is held for review: created
+       * `in_review`, the money reserved, until released or cancelled (docs/transfers.md). 0: off.
+       */
+      transfer_review_above_in_cents: Type.Integer({ minimum: 0, default: 0 }),
       tax_invoicing: Type.Object(
         {
           /** Issue a DTE for a cash sale that names a tax_id (an account's settings may turn it off). */

@@ -65,11 +65,17 @@ export const ERRORS = {
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
+  // Disputes (docs/events.md, src/modules/disputes/)
+  payment_not_disputable: { status: 422, message: 'Only a succeeded card payment can be disputed.' },
+  already_disputed: { status: 422, message: 'This payment intent is already disputed.' },
+  payment_disputed: { status: 422, message: 'This payment intent is disputed; the chargeback already takes the money back.' },
+  dispute_final: { status: 422, message: 'The dispute already reached a final status.' },
   // Money movements (docs/transfers.md)
   unknown_bank: { status: 400, message: 'That bank is not one of GET /banks.' },
   bank_account_archived: { status: 422, message: 'The bank account is archived; create a new one.' },
   insufficient_funds: { status: 422, message: 'The available balance in that currency is not enough.' },
   withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
+  transfer_not_in_review: { status: 422, message: 'The transfer is not held for review.' },
   // Sync between a store and its central (docs/sync-protocol.md)
   sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },

@@ -12,6 +12,7 @@ import { terminalsCommand } from './cli/terminals.js';
 import { paymentsCommand } from './cli/payments.js';
 import { outageCommand } from './cli/outage.js';
 import { webhooksCommand } from './cli/webhooks.js';
+import { transfersCommand } from './cli/transfers.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
     syncCommand(),
     reconcileCommand(),
     webhooksCommand(),
+    transfersCommand(),
   ]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();

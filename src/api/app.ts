@@ -12,6 +12,7 @@ import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { RollingLimiter, WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors, unknownFields } from './validation.js';
 import { lazySerializerFactory } from './lazy-serializer.js';
+import { writeRoutesInPipeline, holdUntilCommitted } from './write-pipeline.js';
 import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
 import { registerHttpMetrics } from '../system/metrics.js';
@@ -249,6 +250,9 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
         writeOrigin.run(`${req.method} ${req.routeOptions.url}`, done);
       });
       registerIdempotency(api, idempotency);
+      // Every write route runs in the one commit pipeline and answers after its commit.
+      api.addHook('onRoute', writeRoutesInPipeline(ctx.db));
+      api.addHook('onSend', holdUntilCommitted);
       for (const m of modules) if (m.api) await m.api(api, ctx);
     },
     { prefix: '/api' },

@@ -283,6 +283,27 @@ CREATE TABLE refunds (
   created_at TEXT NOT NULL
 ) STRICT;
 
+-- Disputes (chargebacks) on card payments (src/modules/disputes/): a payment is disputed once. The
+-- hold is the negative ledger `dispute` row made on opening; a won dispute's return is the positive one.
+CREATE TABLE disputes (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  intent_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('needs_response', 'under_review', 'won', 'lost')),
+  reason TEXT NOT NULL,
+  amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
+  currency TEXT NOT NULL,
+  balance_transaction_id TEXT NOT NULL,
+  reversal_balance_transaction_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  closed_at TEXT,
+  CHECK ((reversal_balance_transaction_id IS NOT NULL) = (status = 'won')),
+  CHECK ((closed_at IS NOT NULL) = (status IN ('won', 'lost')))
+) STRICT;
+
 -- The ledger: append-only; seq orders rows and chains balance_after per account and currency.
 CREATE TABLE balance_transactions (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -361,14 +382,17 @@ CREATE TABLE transfers (
   account_id TEXT NOT NULL,
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
   kind TEXT NOT NULL CHECK (kind IN ('peer', 'withdrawal')),
-  status TEXT NOT NULL CHECK (status IN ('succeeded', 'pending', 'in_transit', 'paid', 'failed')),
+  -- peer: succeeded, or in_review then succeeded or cancelled (held above money.transfer_review_above_in_cents);
+  -- withdrawal: pending, in_transit, paid, failed.
+  status TEXT NOT NULL CHECK (status IN ('succeeded', 'in_review', 'cancelled', 'pending', 'in_transit', 'paid', 'failed')),
   amount_in_cents INTEGER NOT NULL CHECK (amount_in_cents > 0),
   currency TEXT NOT NULL,
   recipient_account_id TEXT,
   bank_account_id TEXT,
   note TEXT,
-  -- The ledger row of the sending account (the debit), of the recipient (the credit), and the row
-  -- that gave a failed withdrawal's money back.
+  -- The ledger row of the sending account (the debit; a held transfer's reservation), of the
+  -- recipient (the credit, once the money moved), and the row that gave a failed withdrawal's or a
+  -- cancelled transfer's money back.
   balance_transaction_id TEXT NOT NULL,
   recipient_balance_transaction_id TEXT,
   return_balance_transaction_id TEXT,
@@ -378,9 +402,11 @@ CREATE TABLE transfers (
   in_transit_at TEXT,
   paid_at TEXT,
   failed_at TEXT,
-  CHECK ((kind = 'peer') = (recipient_account_id IS NOT NULL AND recipient_balance_transaction_id IS NOT NULL)),
+  CHECK ((kind = 'peer') = (recipient_account_id IS NOT NULL)),
+  CHECK (kind = 'withdrawal' OR (recipient_balance_transaction_id IS NOT NULL) = (status = 'succeeded')),
+  CHECK (kind = 'peer' OR recipient_balance_transaction_id IS NULL),
   CHECK ((kind = 'withdrawal') = (bank_account_id IS NOT NULL)),
-  CHECK ((kind = 'peer') = (status = 'succeeded'))
+  CHECK ((kind = 'peer') = (status IN ('succeeded', 'in_review', 'cancelled')))
 ) STRICT;
 CREATE INDEX transfers_account ON transfers(account_id, live_mode, created_at);
 CREATE INDEX transfers_recipient ON transfers(recipient_account_id, live_mode, created_at) WHERE recipient_account_id IS NOT NULL;
@@ -636,8 +662,13 @@ CREATE TABLE webhook_deliveries (
   updated_at TEXT NOT NULL,
   -- 1: in its endpoint's first-in-first-out order. A pending one waits "parked" (next_attempt_ms
   -- NULL) until the one before it succeeded or was given up; only the head has a schedule.
-  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1))
+  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1)),
+  -- The bulk replay (webhook_replays.id) that made this delivery; NULL for every other delivery.
+  replay_id TEXT
 ) STRICT;
+-- Replayed deliveries only (a fan-out row never enters it): finds the replay that superseded a
+-- failed delivery, so the status page stops listing a failure its replay delivered.
+CREATE INDEX webhook_deliveries_replayed ON webhook_deliveries(endpoint_id, event_seq) WHERE replay_id IS NOT NULL;
 -- A first-in-first-out endpoint's pending deliveries: its head (next_attempt_ms set) and the parked
 -- ones after it, in seq order. Other deliveries never enter it (no cost to the fan-out).
 CREATE INDEX webhook_deliveries_fifo ON webhook_deliveries(endpoint_id, next_attempt_ms) WHERE status = 'pending' AND fifo = 1;

@@ -7,6 +7,8 @@ interface Job {
   reject: (error: unknown) => void;
   /** What the job asked to run once its writes are durable (`afterCommit`): signals to other parts. */
   after: Array<() => void>;
+  /** Writes that joined this job's batch from inside it (`groupCommit` called while it ran). */
+  joined: Array<{ value: unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
 }
 
 /**
@@ -26,8 +28,21 @@ export class GroupCommitter {
   ) {}
 
   run<T>(fn: () => T): Promise<T> {
+    const current = running.get(this.db);
+    if (current) {
+      // Called from inside a job of the batch running now (a write route's handler runs in one,
+      // src/api/write-pipeline.ts): the write joins this batch at once, in a savepoint of its own,
+      // and is answered with it; were the job around it to fail, it fails with it.
+      return new Promise<T>((resolve, reject) => {
+        try {
+          current.joined.push({ value: tx(this.db, fn), resolve: resolve as (v: unknown) => void, reject });
+        } catch (error) {
+          reject(error);
+        }
+      });
+    }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [] });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], joined: [] });
       this.schedule();
     });
   }
@@ -54,6 +69,7 @@ export class GroupCommitter {
             outcomes.push({ ok: true, value: tx(this.db, job.fn) });
           } catch (error) {
             job.after = [];
+            for (const j of job.joined.splice(0)) j.reject(error);
             outcomes.push({ ok: false, error });
           } finally {
             running.delete(this.db);
@@ -61,7 +77,10 @@ export class GroupCommitter {
         }
       });
     } catch (error) {
-      for (const job of batch) job.reject(error);
+      for (const job of batch) {
+        for (const j of job.joined) j.reject(error);
+        job.reject(error);
+      }
       return;
     } finally {
       commitAudit.inPipeline = false;
@@ -70,6 +89,7 @@ export class GroupCommitter {
       const o = outcomes[i];
       if (o.ok) {
         for (const fn of job.after) fn();
+        for (const j of job.joined) j.resolve(j.value);
         job.resolve(o.value);
       } else job.reject(o.error);
     });

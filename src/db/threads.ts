@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 
 /** The thread programs in `src/db/threads/` (CommonJS; tsc copies them into the build beside this module). */
-export type ThreadProgram = 'checkpoint' | 'bookkeeping';
+export type ThreadProgram = 'checkpoint' | 'bookkeeping' | 'integrity';
 
 /** What every thread program's connection is opened with (`threads/open.cjs`). */
 export interface ThreadDatabase {
@@ -14,4 +14,20 @@ export interface ThreadDatabase {
 /** Starts a thread program with its own connection to the daemon's database. */
 export function startThread(program: ThreadProgram, workerData: ThreadDatabase & Record<string, unknown>): Worker {
   return new Worker(new URL(`./threads/${program}.cjs`, import.meta.url), { workerData });
+}
+
+/**
+ * `PRAGMA integrity_check` of a database file that no one else writes (a backup copy), on a thread
+ * of its own: the lines it reports (`['ok']` when whole).
+ */
+export function integrityCheckOffLoop(file: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file } });
+    worker.once('message', (m: { result?: string[]; error?: string }) => {
+      if (m.result) resolve(m.result);
+      else reject(new Error(m.error ?? 'the integrity check ended without a result'));
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the integrity check thread exited (${code}) without a result`)));
+  });
 }

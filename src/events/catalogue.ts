@@ -207,11 +207,9 @@ const unchanged: Array<[string, string]> = [
   ['refund.create', 'Refund processed'],
 ];
 for (const [type, description] of unchanged) add(type, 'unchanged', description, undefined);
-for (const [type, status] of [['dispute.create', 'needs_response'], ['dispute.update', 'under_review']]) {
-  add(type, 'unchanged', 'Chargeback', (i) =>
-    basic(type, { id: newId('dp'), payment_intent_id: newId('pa'), amount_in_cents: 10000, currency: 'GTQ', status, reason: 'fraudulent' }, i.createdAt, LEGACY_API_VERSION),
-  );
-}
+// Emitted by the disputes module (its examples): a chargeback opened and moved on a card payment.
+add('dispute.create', 'unchanged', 'Chargeback opened', undefined);
+add('dispute.update', 'unchanged', 'Chargeback status change', undefined);
 
 // 6.2 events of the current format
 const current: Array<[string, string]> = [
@@ -223,17 +221,13 @@ const current: Array<[string, string]> = [
   ['tax_invoice_settings.enabled', 'Electronic invoicing activated'],
   ['transfer.sent', 'Peer-to-peer transfer'],
   ['transfer.received', 'Peer-to-peer transfer'],
+  ['transfer.pending', 'Transfer in automatic evaluation'],
+  ['transfer.in_review', 'Transfer held for human review'],
+  ['transfer.cancelled', 'Transfer rejected after review'],
   ['withdrawal.create', 'Bank withdrawal'],
   ['withdrawal.update', 'Bank withdrawal'],
 ];
 for (const [type, description] of current) add(type, 'current', description, undefined);
-for (const [type, status] of [
-  ['transfer.pending', 'pending'],
-  ['transfer.in_review', 'in_review'],
-  ['transfer.cancelled', 'cancelled'],
-]) {
-  add(type, 'current', 'Peer-to-peer transfer', (i) => basic(type, exampleTransfer(i.createdAt, status), i.createdAt, UNIFIED_API_VERSION));
-}
 for (const [type, status] of [['swap.create', 'pending'], ['swap.update', 'completed']]) {
   add(type, 'current', 'Stablecoin send', (i) =>
     basic(type, { id: newId('sw'), status, amount_in_cents: 10000, currency: 'USDC', network: 'ethereum', transfer: exampleTransfer(i.createdAt, status) }, i.createdAt, UNIFIED_API_VERSION),

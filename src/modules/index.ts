@@ -12,6 +12,7 @@ import { checkoutsModule } from './checkouts/index.js';
 import { intentsModule } from './intents/index.js';
 import { paymentsModule } from './payments/index.js';
 import { refundsModule } from './refunds/index.js';
+import { disputesModule } from './disputes/index.js';
 import { cashSalesModule } from './cash-sales/index.js';
 import { bankAccountsModule } from './bank-accounts/index.js';
 import { transfersModule } from './transfers/index.js';
@@ -42,6 +43,7 @@ export const MODULES: readonly PosdModule[] = [
   intentsModule,
   paymentsModule,
   refundsModule,
+  disputesModule,
   cashSalesModule,
   bankAccountsModule,
   transfersModule,

@@ -52,6 +52,8 @@ export function openWithPassphrase(sealed: string, passphrase: string): string {
 export function writeBundle(file: string, entries: Record<string, string>): void {
   const db = new Database(file);
   try {
+    // Written into a backup copy that its maker flushes once when it is finished (backup.ts).
+    db.pragma('synchronous = OFF');
     db.exec(`CREATE TABLE ${TABLE} (name TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT`);
     const ins = db.prepare(`INSERT INTO ${TABLE} (name, value) VALUES (?, ?)`);
     db.transaction(() => {

@@ -73,7 +73,7 @@ export interface StatusSources {
   /** The webhooks area's manual retry: sends the delivery again now. */
   resendDelivery?(deliveryId: string): Promise<{ ok: boolean; message: string }>;
   /** The webhooks area's bulk replay of an endpoint's failed deliveries made since `sinceIso`. */
-  replayFailures?(endpointId: string, sinceIso: string): { ok: boolean; message: string };
+  replayFailures?(endpointId: string, sinceIso: string): Promise<{ ok: boolean; message: string }>;
   sync?(): SyncState;
   /** Sync problems that need a manager now, on a store or a central (one line each, with what to do). */
   syncAlerts?(): Array<{ code: string; message: string; fix: string }>;

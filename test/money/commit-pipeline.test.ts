@@ -95,7 +95,7 @@ describe('request writes go through the pipeline', () => {
   });
   afterAll(() => s.stop());
 
-  it('checkouts, payments, refunds, transfers, withdrawals, customers, products and terminal commands commit in it', async () => {
+  it('checkouts, payments, refunds, disputes, transfers, withdrawals, customers, products and terminal commands commit in it', async () => {
     commitAudit.outsidePipeline.clear();
     const checkoutBody = { items: [{ name: 'Coffee', amount_in_cents: 1500 }], currency: 'GTQ' };
     const checkout = (await s.api('POST', '/checkouts', { body: checkoutBody })).body;
@@ -103,6 +103,11 @@ describe('request writes go through the pipeline', () => {
     const paid = await s.api('POST', `/test_helpers/checkouts/${checkout.id}/pay`, { body: { method: 'card', outcome: 'succeeded' } });
     expect(paid.status).toBe(200);
     expect((await s.api('POST', '/refunds', { body: { payment_intent_id: paid.body.payment_intent_id } })).status).toBe(201);
+    const disputedCheckout = (await s.api('POST', '/checkouts', { body: checkoutBody })).body;
+    const disputedPayment = await s.api('POST', `/test_helpers/checkouts/${disputedCheckout.id}/pay`, { body: { method: 'card', outcome: 'succeeded' } });
+    const dispute = await s.api('POST', `/test_helpers/payment_intents/${disputedPayment.body.payment_intent_id}/dispute`, { body: {} });
+    expect(dispute.status).toBe(201);
+    expect((await s.api('POST', `/test_helpers/disputes/${dispute.body.id}/advance`, { body: { outcome: 'won' } })).status).toBe(200);
     const recipient = s.daemon.ctx.db.prepare("SELECT id FROM accounts WHERE id <> ? AND live_mode = 0").pluck().get(s.installation.sandbox_id);
     if (recipient) expect((await s.api('POST', '/transfers', { body: { amount_in_cents: 100, currency: 'GTQ', recipient_id: recipient } })).status).toBeLessThan(500);
     const bank = (

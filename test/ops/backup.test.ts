@@ -2,6 +2,8 @@ import Database from 'better-sqlite3';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, copyFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { MODULES_WITH_FIXTURE } from '../helpers/fixture-module.js';
@@ -121,6 +123,65 @@ describe('backups under write load', () => {
     expect(ackedBefore.length).toBeGreaterThan(0);
     for (const id of ackedBefore) expect(sales.has(id)).toBe(true);
     expect(sales.size).toBeGreaterThanOrEqual(ackedBefore.length);
+  });
+
+  it('copies a WAL database whose writer checkpoints after every commit: each backup is whole and holds an unbroken prefix of the commits', async () => {
+    const dir = tmp();
+    const source = join(dir, 'live.db');
+    const setup = new Database(source);
+    setup.pragma('journal_mode = WAL');
+    setup.exec("CREATE TABLE accounts (id TEXT PRIMARY KEY); INSERT INTO accounts VALUES ('ac_x'); CREATE TABLE seq (n INTEGER PRIMARY KEY, pad TEXT)");
+    setup.close();
+    // Another thread, its own connection: commits rows 1, 2, 3... and checkpoints after each, so the
+    // main file is rewritten under the copy while it runs (the case the held snapshot must survive).
+    const sab = new SharedArrayBuffer(8);
+    const progress = new Int32Array(sab); // [0]: commits made, [1]: stop
+    const writer = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const Database = require(workerData.lib);
+       const db = new Database(workerData.file);
+       db.pragma('busy_timeout = 5000');
+       const ins = db.prepare('INSERT INTO seq (n, pad) VALUES (?, ?)');
+       const shared = new Int32Array(workerData.sab);
+       let n = 0;
+       while (Atomics.load(shared, 1) === 0) {
+         db.transaction(() => { for (let k = 0; k < 20; k++) ins.run(n * 20 + k + 1, 'p'.repeat(600)); })();
+         n++;
+         Atomics.store(shared, 0, n);
+         if (n % 3 === 0) db.pragma('wal_checkpoint(PASSIVE)');
+         if (n % 50 === 0) db.pragma('wal_checkpoint(TRUNCATE)');
+       }
+       db.close();
+       parentPort.postMessage(n);`,
+      { eval: true, workerData: { file: source, lib: createRequire(import.meta.url).resolve('better-sqlite3'), sab } },
+    );
+    const finished = new Promise<number>((resolve, reject) => {
+      writer.once('message', resolve);
+      writer.once('error', reject);
+    });
+    try {
+      while (Atomics.load(progress, 0) < 200) await new Promise((r) => setImmediate(r));
+      for (let i = 0; i < 6; i++) {
+        const before = Atomics.load(progress, 0);
+        const file = join(dir, `copy-${i}.db`);
+        await backupDatabase(source, file);
+        const after = Atomics.load(progress, 0);
+        expect(existsSync(`${file}-wal`)).toBe(false);
+        const copy = new Database(file, { readonly: true });
+        expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
+        const { rows, top } = copy.prepare('SELECT count(*) AS rows, coalesce(max(n), 0) AS top FROM seq').get() as { rows: number; top: number };
+        copy.close();
+        // Whole commits only (20 rows each), none missing below the highest, every commit made
+        // before the backup began included, nothing from after it ended.
+        expect(rows % 20).toBe(0);
+        expect(top).toBe(rows);
+        expect(rows / 20).toBeGreaterThanOrEqual(before);
+        expect(rows / 20).toBeLessThanOrEqual(after);
+      }
+    } finally {
+      Atomics.store(progress, 1, 1);
+      await finished;
+    }
   });
 
   it('posd backup runs beside the daemon process and records the run; restore refuses while a daemon runs', async () => {

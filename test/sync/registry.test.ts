@@ -42,6 +42,7 @@ describe('the sync registry built from the modules', () => {
       'contract',
       'coupon',
       'coupon_redemption',
+      'dispute',
       'event',
       'reconciliation_report',
       'refund',
@@ -70,6 +71,7 @@ describe('the sync registry built from the modules', () => {
     expect(refusal('connected_account_verification', { account_id: 'ac_2', status: 'approved', document_errors: {} }).reason).toBe(
       'connected_account_verification record without account_id or status',
     );
+    expect(refusal('dispute', { change: 'created', dispute: { id: 'dp_1' }, balance_transactions: [] }).reason).toBe('dispute record without dispute or balance_transactions');
     expect(refusal('event', { id: 'ev_1', type: 'x' }).reason).toBe('event record without id, type or payload');
   });
 

@@ -8,6 +8,9 @@ import { accountsModule } from '../../src/modules/accounts/index.js';
 import { createWebhooksModule, deliveryWorkerOf, type DeliveryWorker } from '../../src/modules/webhooks/index.js';
 import { statusSources } from '../../src/system/status-sources.js';
 import { runPosd } from '../helpers/process.js';
+import { replayDeliveries } from '../../src/modules/webhooks/replay.js';
+import { webhooksStore } from '../../src/modules/webhooks/store.js';
+import { isoTime } from '../../src/clock.js';
 
 // Operating webhooks (issue 21): filters, secret rotation, bulk replay, the failing-endpoint
 // lifecycle, retention. Real HTTP to real receivers; time moves on a ManualClock. The
@@ -162,6 +165,14 @@ describe('bulk replay', () => {
     const attemptsDown = r.received.length;
     expect(attemptsDown).toBe(4 * 7);
 
+    const listed = () =>
+      statusSources(s.daemon.ctx)
+        .failingWebhooks!()
+        .find((e) => e.endpoint_id === ep.id)
+        ?.deliveries.map((d) => d.event_type)
+        .sort();
+    expect(listed()).toEqual(['intent.failed', 'intent.pending', 'intent.succeeded', 'intent.succeeded']);
+
     // The receiver is back. Replay: failed deliveries of intent.succeeded and intent.pending only.
     r.replies = [{ status: 200 }];
     clock.set(Date.now());
@@ -178,6 +189,8 @@ describe('bulk replay', () => {
     for (const got of delivered) expect(() => wh.verify(got.body, got.headers as Record<string, string>)).not.toThrow();
     const progress = await s.api('GET', `/webhook_endpoints/${ep.id}/replays/${replayed.body.id}`, { key: s.installation.keys.test });
     expect(progress.body).toMatchObject({ total: 3, pending: 0, succeeded: 3, failed: 0 });
+    // The failures the replay delivered leave the status page; the one not replayed stays listed.
+    expect(listed()).toEqual(['intent.failed']);
 
     // Replaying the rest of the failures sends only intent.failed; the bystander got nothing again.
     const rest = await s.api('POST', `/webhook_endpoints/${ep.id}/replays`, { key: s.installation.keys.test, body: { statuses: ['failed'] } });
@@ -188,6 +201,40 @@ describe('bulk replay', () => {
     expect(new Set(r.received.slice(attemptsDown).map((g) => g.headers['webhook-id']))).toEqual(new Set(events.map((e) => e.id)));
     expect(other.received).toHaveLength(4);
     expect((await deliveries(bystander.id)).every((d) => d.attempt_count === 1)).toBe(true);
+  });
+
+  it('makes a large replay in slices, each committed, and counts only its own deliveries though others land between the slices', async () => {
+    const r = await receiver([{ status: 503 }]);
+    const ep = await endpoint(r.url);
+    const events = Array.from({ length: 7 }, () => emit('intent.succeeded'));
+    await worker.runDue();
+    for (let t = 0; t < 12 * 60; t += 30) {
+      clock.advance(30 * 60_000);
+      await worker.runDue();
+    }
+    expect((await deliveries(ep.id)).every((d) => d.status === 'failed')).toBe(true);
+    const store = webhooksStore(s.daemon.ctx.db);
+    const row = store.endpoint(ep.id)!;
+    let slices = 0;
+    let live: { id: string } | undefined;
+    const view = await replayDeliveries(s.daemon.ctx.db, store, clock, row, { since: isoTime(0), until: isoTime(clock.now() + 1), event_types: null, statuses: ['failed'] }, {
+      slice: 3,
+      onSlice: async () => {
+        slices++;
+        // A live event for the same endpoint is fanned out between two slices.
+        if (slices === 1) {
+          live = emit('intent.failed');
+          expect(await worker.fanOut()).toBe(1);
+        }
+      },
+    });
+    expect(slices).toBe(3);
+    expect(view).toMatchObject({ total: 7, pending: 7, succeeded: 0, failed: 0 });
+    r.replies = [{ status: 200 }];
+    await worker.runDue();
+    const replayed = await s.api('GET', `/webhook_endpoints/${ep.id}/replays/${view.id}`, { key: s.installation.keys.test });
+    expect(replayed.body).toMatchObject({ total: 7, pending: 0, succeeded: 7, failed: 0 });
+    expect(new Set(ids(r).slice(-8))).toEqual(new Set([...events.map((e) => e.id), live!.id]));
   });
 
   it('`posd webhooks replay` makes the same replay from the shell, beside the running daemon', { timeout: 60_000 }, async () => {

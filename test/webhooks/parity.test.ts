@@ -18,12 +18,13 @@ const REAL = [
   'intent.succeeded', 'intent.failed', 'intent.pending', 'intent.canceled',
   'payment_intent.succeeded', 'payment_intent.failed',
   'bank_transfer_intent.pending', 'bank_transfer_intent.succeeded', 'bank_transfer_intent.failed', 'cash_intent.succeeded',
-  'refund.create',
+  'refund.create', 'dispute.create', 'dispute.update',
   'subscription.create', 'subscription.past_due', 'subscription.pause', 'subscription.unpause', 'subscription.reactivate',
   'subscription.update', 'subscription.item_added', 'subscription.item_removed', 'subscription.invoice_item_added', 'subscription.cancel',
   'setup_intent.succeeded', 'setup_intent.cancelled',
   'account_connection.create', 'verification.rejected', 'verification.completed', 'tax_invoice_settings.enabled',
-  'transfer.sent', 'transfer.received', 'withdrawal.create', 'withdrawal.update', 'contract.send',
+  'transfer.sent', 'transfer.received', 'transfer.pending', 'transfer.in_review', 'transfer.cancelled',
+  'withdrawal.create', 'withdrawal.update', 'contract.send',
 ];
 
 let s: TestServer;
@@ -41,7 +42,8 @@ const ok = async <T = any>(p: Promise<{ status: number; body: T }>, status = [20
 beforeAll(async () => {
   await platformR.start();
   await recipientR.start();
-  s = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'] } } });
+  // Transfers above 50,000 cents are held for review (transfer.pending / in_review / cancelled).
+  s = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'] }, money: { transfer_review_above_in_cents: 50_000 } } });
   // Every sandbox gets the unified format only; this one is set to both, so the legacy twins are
   // emitted too (as for a live account older than events.unified_since).
   s.daemon.ctx.db.prepare(`UPDATE accounts SET event_format = 'both' WHERE id = ?`).run(s.installation.sandbox_id);
@@ -81,6 +83,11 @@ async function actAll(): Promise<void> {
   await pay(await checkout(customer), 'bank_transfer', 'failed');
   await ok(s.api('POST', '/cash_sales', { body: { amount_in_cents: 2500, currency: 'GTQ', customer_id: customer } }));
   await ok(s.api('POST', '/refunds', { body: { payment_intent_id: paid.payment_intent_id, reason: 'requested_by_customer' } }));
+  // A chargeback on another card payment: opened, under review, won.
+  const disputed = await pay(await checkout(customer), 'card', 'succeeded');
+  const dispute = await ok(s.api('POST', `/test_helpers/payment_intents/${disputed.payment_intent_id}/dispute`, { body: { reason: 'fraudulent' } }));
+  await ok(s.api('POST', `/test_helpers/disputes/${dispute.id}/advance`, { body: { outcome: 'under_review' } }));
+  await ok(s.api('POST', `/test_helpers/disputes/${dispute.id}/advance`, { body: { outcome: 'won' } }));
 
   // Subscriptions: bought through a checkout, then every change and move.
   const plan = await ok(s.api('POST', '/products', { body: { product: { name: 'Plan', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 10000, charge_type: 'recurring', billing_interval: 'month' }] } } }));
@@ -119,6 +126,9 @@ async function actAll(): Promise<void> {
   const bank = await ok(s.api('POST', '/bank_accounts', { body: { holder_name: 'Clínica Sonrisa', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' } }));
   const withdrawal = await ok(s.api('POST', '/withdrawals', { body: { amount_in_cents: 30_000, currency: 'GTQ', bank_account_id: bank.id } }));
   await ok(s.api('POST', `/test_helpers/withdrawals/${withdrawal.id}/advance`, { body: { outcome: 'paid' } }));
+  // A transfer above the review limit: held (pending, in_review), then cancelled by the reviewer.
+  const held = await ok(s.api('POST', '/transfers', { body: { amount_in_cents: 60_000, currency: 'GTQ', recipient_id: recipient.id } }));
+  await ok(s.api('POST', `/test_helpers/transfers/${held.id}/review`, { body: { outcome: 'cancelled' } }));
 
   // A contract sent.
   const template = await ok(s.api('POST', '/contract_templates', { body: { name: 'Consentimiento', body: '<p>Yo, {nombre}, autorizo.</p>', fields: [] } }));

@@ -132,7 +132,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
         if (Number.isNaN(since)) notice = `Replay: "${req.body.since ?? ''}" is not a time (e.g. 2026-01-01T08:00:00Z).`;
         else {
           try {
-            notice = replay(req.params.id, new Date(since).toISOString()).message;
+            notice = (await replay(req.params.id, new Date(since).toISOString())).message;
           } catch (err) {
             notice = `Replay failed: ${(err as Error).message}`;
           }

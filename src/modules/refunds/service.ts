@@ -7,6 +7,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { postBalanceTransaction } from '../ledger/service.js';
 import { paymentIntentRow } from '../payments/service.js';
+import { disputeOfPayment } from '../disputes/service.js';
 import { refundsStore, type RefundRow } from './store.js';
 import { refundEventPayload, toRefund, type Refund } from './views.js';
 
@@ -28,6 +29,9 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
     const existing = store.byPaymentIntent(pa.id);
     if (existing) throw new ApiError('already_refunded', { extra: { refund_id: existing.id } });
     if (pa.status !== 'succeeded') throw new ApiError('payment_not_succeeded');
+    // A chargeback already takes the money back: refunding too would pay the customer twice.
+    const dispute = disputeOfPayment(ctx, pa.id);
+    if (dispute) throw new ApiError('payment_disputed', { message: `The payment intent is disputed by ${dispute.id} (${dispute.status}).` });
 
     const id = newId('re');
     const feeBack = ctx.config.money.refund_returns_fee ? -pa.fee_in_cents : 0;

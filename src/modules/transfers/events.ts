@@ -23,9 +23,9 @@ function exampleRow(i: ExampleInput, kind: TransferRow['kind'], status: Transfer
     bank_account_id: peer ? null : newId('bacc'),
     note: peer ? 'Pago a proveedor' : null,
     balance_transaction_id: newId('txn'),
-    recipient_balance_transaction_id: peer ? newId('txn') : null,
-    return_balance_transaction_id: status === 'failed' ? newId('txn') : null,
-    failure_reason: status === 'failed' ? 'account_closed' : null,
+    recipient_balance_transaction_id: peer && status === 'succeeded' ? newId('txn') : null,
+    return_balance_transaction_id: status === 'failed' || status === 'cancelled' ? newId('txn') : null,
+    failure_reason: status === 'failed' ? 'account_closed' : status === 'cancelled' ? 'rejected_in_review' : null,
     created_at: at,
     updated_at: at,
     in_transit_at: status === 'in_transit' || status === 'paid' ? at : null,
@@ -69,6 +69,10 @@ const withdrawal =
 export const transferEventExamples: Record<string, EventExample> = {
   'transfer.sent': peer('transfer.sent', 'succeeded'),
   'transfer.received': peer('transfer.received', 'succeeded'),
+  // A transfer held for review, to its sender: evaluated, sent to a reviewer, cancelled by one.
+  'transfer.pending': peer('transfer.pending', 'pending'),
+  'transfer.in_review': peer('transfer.in_review', 'in_review'),
+  'transfer.cancelled': peer('transfer.cancelled', 'cancelled'),
   'withdrawal.create': withdrawal('withdrawal.create', 'pending', null),
   'withdrawal.update': withdrawal('withdrawal.update', 'paid', 'in_transit'),
 };

@@ -41,3 +41,34 @@ export function pathTo(status: WithdrawalStatus, outcome: 'in_transit' | 'paid' 
   }
   return null;
 }
+
+export type PeerTransferStatus = 'pending' | 'in_review' | 'succeeded' | 'cancelled';
+
+export type PeerTransferEvent = { type: 'approve' } | { type: 'review' } | { type: 'release' } | { type: 'cancel' };
+
+/**
+ * A peer transfer's lifecycle. Every transfer starts `pending` (the automatic evaluation) inside the
+ * transaction that creates it: one at or under `money.transfer_review_above_in_cents` is approved at
+ * once (`succeeded`, the money moved); one above it goes to human review (`in_review`, the money
+ * reserved: debited from the sender, not yet credited). The reviewer releases it (`succeeded`: the
+ * recipient is credited) or cancels it (`cancelled`: the reservation returns to the sender). Only
+ * `succeeded`, `in_review` and `cancelled` are ever stored; `succeeded` and `cancelled` are final.
+ */
+export const peerTransferMachine = setup({
+  types: { events: {} as PeerTransferEvent },
+}).createMachine({
+  id: 'peer_transfer',
+  initial: 'pending',
+  states: {
+    pending: { on: { approve: 'succeeded', review: 'in_review', cancel: 'cancelled' } },
+    in_review: { on: { release: 'succeeded', cancel: 'cancelled' } },
+    succeeded: { type: 'final' },
+    cancelled: { type: 'final' },
+  },
+});
+
+/** The reviewer's decision that takes a transfer from `status` to `outcome`, or null when it cannot. */
+export function reviewStep(status: PeerTransferStatus, outcome: 'succeeded' | 'cancelled'): PeerTransferEvent | null {
+  const event: PeerTransferEvent = outcome === 'succeeded' ? { type: 'release' } : { type: 'cancel' };
+  return nextState(peerTransferMachine, status, event) === outcome ? event : null;
+}

@@ -10,12 +10,13 @@ import {
   CreateTransferBody,
   CreateWithdrawalBody,
   IdParams,
+  ReviewTransferBody,
   TransferListQuery,
   TransferSchema,
   WithdrawalListQuery,
   WithdrawalSchema,
 } from './schema.js';
-import { createTransfer, getTransfer, listTransfers } from './service.js';
+import { createTransfer, getTransfer, listTransfers, reviewTransfer } from './service.js';
 import { advanceWithdrawal, createWithdrawal, getWithdrawal, listWithdrawals } from './withdrawals.js';
 import { ErrorResponses } from '../../api/schemas.js';
 
@@ -78,6 +79,20 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
       if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
       return sendCommitted(ctx.db, req, reply, 200, () =>
         advanceWithdrawal(ctx, { accountIds: [account.id], liveMode: false }, req.params.id, req.body.outcome, req.body.failure_reason),
+      );
+    },
+  );
+
+  // The reviewer of a transfer held for review is outside the box in the hosted service: in a
+  // sandbox this helper decides, through the function the operator's `posd transfers review` calls.
+  app.post(
+    '/test_helpers/transfers/:id/review',
+    { schema: { tags: ['test helpers'], params: IdParams, body: ReviewTransferBody, response: { 200: TransferSchema, ...ErrorResponses } } },
+    async (req, reply) => {
+      const account = requireAccount(req);
+      if (account.live_mode) throw new ApiError('route_not_found', { message: `No such endpoint: POST ${req.url.split('?')[0]}` });
+      return sendCommitted(ctx.db, req, reply, 200, () =>
+        reviewTransfer(ctx, { accountIds: [account.id], liveMode: false }, req.params.id, req.body.outcome, req.body.reason),
       );
     },
   );

@@ -11,7 +11,7 @@ export const MAX_AMOUNT_IN_CENTS = 100_000_000;
 const Amount = Type.Integer({ minimum: 1, maximum: MAX_AMOUNT_IN_CENTS });
 const Currency = Type.Union([Type.Literal('GTQ'), Type.Literal('USD')]);
 
-export const TRANSFER_STATUSES = ['succeeded', 'pending', 'in_transit', 'paid', 'failed'] as const;
+export const TRANSFER_STATUSES = ['succeeded', 'in_review', 'cancelled', 'pending', 'in_transit', 'paid', 'failed'] as const;
 const Status = Type.Union(TRANSFER_STATUSES.map((s) => Type.Literal(s)));
 const WithdrawalStatus = Type.Union([Type.Literal('pending'), Type.Literal('in_transit'), Type.Literal('paid'), Type.Literal('failed')]);
 
@@ -81,6 +81,13 @@ export type CreateWithdrawalInput = Static<typeof CreateWithdrawalBody>;
 export const AdvanceWithdrawalBody = Type.Object({
   outcome: Type.Union([Type.Literal('in_transit'), Type.Literal('paid'), Type.Literal('failed')]),
   failure_reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+});
+
+/** The reviewer's decision on a held transfer (sandbox helper, `posd transfers review`). */
+export const ReviewTransferBody = Type.Object({
+  outcome: Type.Union([Type.Literal('succeeded'), Type.Literal('cancelled')]),
+  /** Why it was cancelled (shown as `failure_reason`); default `rejected_in_review`. */
+  reason: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
 });
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });

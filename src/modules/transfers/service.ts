@@ -9,6 +9,8 @@ import { postBalanceTransaction, type BalanceTransaction } from '../ledger/servi
 import { transfersStore, type TransferRow } from './store.js';
 import { syncPayload, transferEventPayload, transferView } from './views.js';
 import type { CreateTransferInput, TransferView } from './schema.js';
+import { initialState, nextState } from '../../lifecycle.js';
+import { peerTransferMachine, reviewStep, type PeerTransferStatus } from './machine.js';
 
 export interface ReadScope {
   accountIds: string[];
@@ -32,10 +34,32 @@ export function debitOrRefuse(ctx: AppContext, input: Parameters<typeof postBala
   return row;
 }
 
+type PeerEventType = 'transfer.sent' | 'transfer.received' | 'transfer.pending' | 'transfer.in_review' | 'transfer.cancelled';
+
+/** A `transfer.*` event to one side: the recipient's `transfer.received`, the sender's others. */
+function emitPeer(ctx: AppContext, row: TransferRow, type: PeerEventType): void {
+  const viewer = type === 'transfer.received' ? row.recipient_account_id! : row.account_id;
+  ctx.outbox.emit({ type, accountId: viewer, liveMode: row.live_mode === 1, objectId: row.id, payload: transferEventPayload(row, type, viewer) });
+}
+
+function syncPeer(ctx: AppContext, row: TransferRow, change: string, ledger: BalanceTransaction[], at: string): void {
+  appendSyncRecord(ctx.db, { kind: 'transfer', accountId: row.account_id, liveMode: row.live_mode === 1, payload: syncPayload(row, change, ledger), createdAt: at });
+}
+
+/** Whether a transfer of this amount goes to human review (`money.transfer_review_above_in_cents`, 0: never). */
+export function heldForReview(ctx: AppContext, amountInCents: number): boolean {
+  const above = ctx.config.money.transfer_review_above_in_cents;
+  return above > 0 && amountInCents > above;
+}
+
 /**
- * A peer-to-peer transfer to another account of this installation, in the same environment: the
- * sender's debit and the recipient's credit (ledger `transfer` rows), the transfer, `transfer.sent`
- * to the sender, `transfer.received` to the recipient and the sync record commit together.
+ * A peer-to-peer transfer to another account of this installation, in the same environment, through
+ * the machine's automatic evaluation (`pending`). At or under `money.transfer_review_above_in_cents`
+ * (or with it 0) it is approved at once: the sender's debit and the recipient's credit (ledger
+ * `transfer` rows), `transfer.sent` to the sender, `transfer.received` to the recipient. Above it, it
+ * is held for review: the sender's debit only (the money reserved: out of the available balance, not
+ * yet the recipient's), `transfer.pending` then `transfer.in_review` to the sender; `reviewTransfer`
+ * finishes it. Either way the row, its ledger rows, its events and the sync record commit together.
  */
 export function createTransfer(ctx: AppContext, sender: Account, input: CreateTransferInput): TransferView {
   const accounts = accountsOf(ctx);
@@ -50,34 +74,33 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
   const store = transfersStore(ctx.db);
   const id = newId('tr');
   const note = input.note?.trim() || null;
+  const held = heldForReview(ctx, input.amount_in_cents);
   return tx(ctx.db, () => {
     const at = isoTime(ctx.clock.now());
-    const common = { liveMode: sender.live_mode, type: 'transfer' as const, feeInCents: 0, currency: input.currency, sourceId: id, sourceType: 'transfer' };
     const debit = debitOrRefuse(ctx, {
-      ...common,
+      liveMode: sender.live_mode,
+      type: 'transfer',
+      feeInCents: 0,
+      currency: input.currency,
+      sourceId: id,
+      sourceType: 'transfer',
       accountId: sender.id,
       amountInCents: -input.amount_in_cents,
       description: note ?? `Transfer to ${recipient.name}`,
     });
-    const credit = postBalanceTransaction(ctx, {
-      ...common,
-      accountId: recipient.id,
-      amountInCents: input.amount_in_cents,
-      description: note ?? `Transfer from ${sender.name}`,
-    });
-    const row: TransferRow = {
+    const evaluating: TransferRow = {
       id,
       account_id: sender.id,
       live_mode: sender.live_mode ? 1 : 0,
       kind: 'peer',
-      status: 'succeeded',
+      status: initialState(peerTransferMachine),
       amount_in_cents: input.amount_in_cents,
       currency: input.currency,
       recipient_account_id: recipient.id,
       bank_account_id: null,
       note,
       balance_transaction_id: debit.id,
-      recipient_balance_transaction_id: credit.id,
+      recipient_balance_transaction_id: null,
       return_balance_transaction_id: null,
       failure_reason: null,
       created_at: at,
@@ -86,36 +109,102 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
       paid_at: null,
       failed_at: null,
     };
+    if (held) {
+      // The evaluation sends it to a reviewer: `transfer.pending` (evaluated), then `transfer.in_review`.
+      emitPeer(ctx, evaluating, 'transfer.pending');
+      const row: TransferRow = { ...evaluating, status: nextState(peerTransferMachine, 'pending', { type: 'review' })! };
+      store.insert(row);
+      emitPeer(ctx, row, 'transfer.in_review');
+      syncPeer(ctx, row, 'created', [debit], at);
+      return transferView(ctx, row, [sender.id]);
+    }
+    const credit = creditRecipient(ctx, evaluating, sender.name);
+    const row: TransferRow = { ...evaluating, status: nextState(peerTransferMachine, 'pending', { type: 'approve' })!, recipient_balance_transaction_id: credit.id };
     store.insert(row);
-    ctx.outbox.emit({
-      type: 'transfer.sent',
-      accountId: sender.id,
-      liveMode: sender.live_mode,
-      objectId: id,
-      payload: transferEventPayload(row, 'transfer.sent', sender.id),
-    });
-    ctx.outbox.emit({
-      type: 'transfer.received',
-      accountId: recipient.id,
-      liveMode: recipient.live_mode,
-      objectId: id,
-      payload: transferEventPayload(row, 'transfer.received', recipient.id),
-    });
-    appendSyncRecord(ctx.db, {
-      kind: 'transfer',
-      accountId: sender.id,
-      liveMode: sender.live_mode,
-      payload: syncPayload(row, 'created', [debit, credit]),
-      createdAt: at,
-    });
+    emitPeer(ctx, row, 'transfer.sent');
+    emitPeer(ctx, row, 'transfer.received');
+    syncPeer(ctx, row, 'created', [debit, credit], at);
     return transferView(ctx, row, [sender.id]);
+  });
+}
+
+function creditRecipient(ctx: AppContext, row: TransferRow, senderName: string): BalanceTransaction {
+  return postBalanceTransaction(ctx, {
+    liveMode: row.live_mode === 1,
+    type: 'transfer',
+    feeInCents: 0,
+    currency: row.currency,
+    sourceId: row.id,
+    sourceType: 'transfer',
+    accountId: row.recipient_account_id!,
+    amountInCents: row.amount_in_cents,
+    description: row.note ?? `Transfer from ${senderName}`,
+  });
+}
+
+export const DEFAULT_REVIEW_CANCEL_REASON = 'rejected_in_review';
+
+/**
+ * The reviewer's decision on a transfer held for review (sandbox: `POST /test_helpers/transfers/{id}/review`;
+ * the box's operator: `posd transfers review`). `succeeded` releases it: the recipient's credit row,
+ * `transfer.sent` and `transfer.received`, as an unheld transfer. `cancelled` returns the
+ * reservation to the sender (a positive `transfer` row, `return_balance_transaction_id`) and emits
+ * `transfer.cancelled` with `failure_reason`. One move of the machine; 422 `transfer_not_in_review`
+ * for a transfer that is not held. `scope` is the sender's (the reviewer acts for the sending account).
+ */
+export function reviewTransfer(ctx: AppContext, scope: ReadScope, id: string, outcome: 'succeeded' | 'cancelled', reason?: string): TransferView {
+  const store = transfersStore(ctx.db);
+  return tx(ctx.db, () => {
+    const row = store.get(id, scope.liveMode);
+    if (row?.kind !== 'peer' || !scope.accountIds.includes(row.account_id)) throw notFound('transfer', id);
+    const event = reviewStep(row.status as PeerTransferStatus, outcome);
+    if (!event) throw new ApiError('transfer_not_in_review', { message: `The transfer is ${row.status}, not in review.` });
+    const next = nextState(peerTransferMachine, row.status as PeerTransferStatus, event)!;
+    const at = isoTime(ctx.clock.now());
+    let ledger: BalanceTransaction;
+    if (next === 'succeeded') {
+      ledger = creditRecipient(ctx, row, accountsOf(ctx).account(row.account_id)?.name ?? row.account_id);
+    } else {
+      ledger = postBalanceTransaction(ctx, {
+        accountId: row.account_id,
+        liveMode: row.live_mode === 1,
+        type: 'transfer',
+        amountInCents: row.amount_in_cents,
+        feeInCents: 0,
+        currency: row.currency,
+        sourceId: row.id,
+        sourceType: 'transfer',
+        description: `Transfer ${row.id} cancelled in review: money returned`,
+      });
+    }
+    const changed = store.setStatus({
+      id,
+      from: row.status,
+      status: next,
+      at,
+      failure_reason: next === 'cancelled' ? (reason ?? DEFAULT_REVIEW_CANCEL_REASON) : null,
+      return_balance_transaction_id: next === 'cancelled' ? ledger.id : null,
+      recipient_balance_transaction_id: next === 'succeeded' ? ledger.id : null,
+    });
+    if (!changed) throw new Error(`transfer ${id} changed under the write lock`);
+    const after = store.get(id, scope.liveMode)!;
+    if (next === 'succeeded') {
+      emitPeer(ctx, after, 'transfer.sent');
+      emitPeer(ctx, after, 'transfer.received');
+    } else {
+      emitPeer(ctx, after, 'transfer.cancelled');
+    }
+    syncPeer(ctx, after, `status:${next}`, [ledger], at);
+    return transferView(ctx, after, [after.account_id]);
   });
 }
 
 /** A transfer (peer, sent or received, or a withdrawal) the scope may read, or 404. */
 export function getTransfer(ctx: AppContext, scope: ReadScope, id: string): TransferView {
   const row = transfersStore(ctx.db).get(id, scope.liveMode);
-  const visible = row && (scope.accountIds.includes(row.account_id) || (row.recipient_account_id !== null && scope.accountIds.includes(row.recipient_account_id)));
+  // A held or cancelled transfer never reached its recipient: only the sender reads it.
+  const visible =
+    row && (scope.accountIds.includes(row.account_id) || (row.status === 'succeeded' && row.recipient_account_id !== null && scope.accountIds.includes(row.recipient_account_id)));
   if (!row || !visible) throw notFound('transfer', id);
   return transferView(ctx, row, scope.accountIds);
 }
@@ -123,10 +212,10 @@ export function getTransfer(ctx: AppContext, scope: ReadScope, id: string): Tran
 export function listTransfers(
   ctx: AppContext,
   scope: ReadScope,
-  filter: { kind?: 'peer' | 'withdrawal' },
+  filter: { kind?: 'peer' | 'withdrawal'; status?: TransferView['status'] },
   limit: number,
   offset: number,
 ): { rows: TransferView[]; total: number } {
-  const { rows, total } = transfersStore(ctx.db).list({ ...scope, kind: filter.kind, includeIncoming: true }, limit, offset);
+  const { rows, total } = transfersStore(ctx.db).list({ ...scope, kind: filter.kind, status: filter.status, includeIncoming: true }, limit, offset);
   return { rows: rows.map((r) => transferView(ctx, r, scope.accountIds)), total };
 }

@@ -6,7 +6,7 @@ export interface TransferRow {
   account_id: string;
   live_mode: number;
   kind: 'peer' | 'withdrawal';
-  status: 'succeeded' | 'pending' | 'in_transit' | 'paid' | 'failed';
+  status: 'succeeded' | 'in_review' | 'cancelled' | 'pending' | 'in_transit' | 'paid' | 'failed';
   amount_in_cents: number;
   currency: string;
   recipient_account_id: string | null;
@@ -32,9 +32,10 @@ export interface TransferListFilter {
   includeIncoming: boolean;
 }
 
+// A held (in review) or cancelled transfer never reached its recipient: only the sender sees it.
 const SCOPE = `live_mode = @live_mode
   AND (account_id IN (SELECT value FROM json_each(@ids))
-       OR (@incoming = 1 AND recipient_account_id IN (SELECT value FROM json_each(@ids))))
+       OR (@incoming = 1 AND status = 'succeeded' AND recipient_account_id IN (SELECT value FROM json_each(@ids))))
   AND (@kind IS NULL OR kind = @kind)
   AND (@status IS NULL OR status = @status)`;
 
@@ -61,7 +62,8 @@ class TransfersStore {
            paid_at = CASE WHEN @status = 'paid' THEN @at ELSE paid_at END,
            failed_at = CASE WHEN @status = 'failed' THEN @at ELSE failed_at END,
            failure_reason = COALESCE(@failure_reason, failure_reason),
-           return_balance_transaction_id = COALESCE(@return_balance_transaction_id, return_balance_transaction_id)
+           return_balance_transaction_id = COALESCE(@return_balance_transaction_id, return_balance_transaction_id),
+           recipient_balance_transaction_id = COALESCE(@recipient_balance_transaction_id, recipient_balance_transaction_id)
          WHERE id = @id AND status = @from`,
       ),
     };
@@ -93,11 +95,13 @@ class TransfersStore {
     at: string;
     failure_reason?: string | null;
     return_balance_transaction_id?: string | null;
+    recipient_balance_transaction_id?: string | null;
   }): boolean {
     return (
       this.s.setStatus.run({
         failure_reason: null,
         return_balance_transaction_id: null,
+        recipient_balance_transaction_id: null,
         ...input,
       }).changes === 1
     );

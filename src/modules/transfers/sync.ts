@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
-import { pathTo, type WithdrawalStatus } from './machine.js';
+import { pathTo, reviewStep, type PeerTransferStatus, type WithdrawalStatus } from './machine.js';
 import { transfersStore, type TransferRow } from './store.js';
 
 /** The `transfer` / `withdrawal` record (`syncPayload`): the row as it is after the change, and the ledger rows that change posted. */
@@ -57,8 +57,13 @@ export function applyStoreTransfer(ctx: AppContext, accountId: string, record: T
 
   if (existing) {
     if (existing.status === row.status) return null;
-    const plan = row.kind === 'withdrawal' && row.status !== 'pending' ? pathTo(existing.status as WithdrawalStatus, row.status as 'in_transit' | 'paid' | 'failed') : null;
-    if (plan?.length !== 1) return `withdrawal ${row.id} is ${existing.status} at the central; the store's ${row.status} does not follow`;
+    if (row.kind === 'peer') {
+      const step = row.status === 'succeeded' || row.status === 'cancelled' ? reviewStep(existing.status as PeerTransferStatus, row.status) : null;
+      if (!step) return `transfer ${row.id} is ${existing.status} at the central; the store's ${row.status} does not follow`;
+    } else {
+      const plan = row.status !== 'pending' ? pathTo(existing.status as WithdrawalStatus, row.status as 'in_transit' | 'paid' | 'failed') : null;
+      if (plan?.length !== 1) return `withdrawal ${row.id} is ${existing.status} at the central; the store's ${row.status} does not follow`;
+    }
   }
   for (const b of record.balance_transactions) {
     if (hasBalanceTransaction(ctx, b.id)) continue;
@@ -88,6 +93,7 @@ export function applyStoreTransfer(ctx: AppContext, accountId: string, record: T
     at: row.updated_at,
     failure_reason: row.failure_reason,
     return_balance_transaction_id: row.return_balance_transaction_id,
+    recipient_balance_transaction_id: row.recipient_balance_transaction_id,
   });
   return null;
 }

@@ -124,7 +124,7 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
         response: { 201: ReplaySchema, ...errors },
       },
     },
-    async (req, reply) => reply.code(201).send(service.replay(scopeOf(req), req.params.id, req.body)),
+    async (req, reply) => reply.code(201).send(await service.replay(scopeOf(req), req.params.id, req.body)),
   );
 
   app.get(

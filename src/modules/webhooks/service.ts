@@ -267,7 +267,7 @@ export class WebhooksService {
   }
 
   /** A bulk replay of the endpoint's deliveries (replay.ts). */
-  replay(scope: Scope, id: string, input: ReplayInput): ReplayView {
+  replay(scope: Scope, id: string, input: ReplayInput): Promise<ReplayView> {
     return this.replayEndpoint(this.find([scope.accountId], scope.liveMode, id), input);
   }
 
@@ -275,13 +275,13 @@ export class WebhooksService {
    * The same bulk replay for the box's manager (the status page's button): any endpoint of the box,
    * which the manager looks after whatever account it belongs to.
    */
-  replayAsManager(endpointId: string, input: ReplayInput): { endpoint: EndpointRow; replay: ReplayView } {
+  async replayAsManager(endpointId: string, input: ReplayInput): Promise<{ endpoint: EndpointRow; replay: ReplayView }> {
     const endpoint = this.store.endpoint(endpointId);
     if (!endpoint) throw notFound('webhook endpoint', endpointId);
-    return { endpoint, replay: this.replayEndpoint(endpoint, input) };
+    return { endpoint, replay: await this.replayEndpoint(endpoint, input) };
   }
 
-  private replayEndpoint(endpoint: EndpointRow, input: ReplayInput): ReplayView {
+  private async replayEndpoint(endpoint: EndpointRow, input: ReplayInput): Promise<ReplayView> {
     if (endpoint.disabled) throw new ApiError('webhook_endpoint_disabled');
     const filter: ReplayFilter = {
       since: input.since === undefined ? isoTime(0) : isoTime(Date.parse(input.since)),
@@ -290,7 +290,8 @@ export class WebhooksService {
       statuses: input.statuses ?? null,
     };
     if (filter.since >= filter.until) throw invalid({ until: 'must be after since' });
-    const view = replayDeliveries(this.ctx.db, this.store, this.ctx.clock, endpoint, filter);
+    // The worker starts on the first slice while the next ones are made.
+    const view = await replayDeliveries(this.ctx.db, this.store, this.ctx.clock, endpoint, filter, { onSlice: () => this.worker.wake() });
     this.worker.wake();
     return view;
   }

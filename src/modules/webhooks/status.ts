@@ -15,7 +15,10 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker, se
   const failing = ctx.db.prepare(
     `SELECT d.*, e.url AS endpoint_url, e.failing_since_ms AS endpoint_failing_since_ms, e.disabled AS endpoint_disabled
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-     WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)
+     WHERE (d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0))
+       -- A failure a later replay of the same event delivered is no longer a problem.
+       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r INDEXED BY webhook_deliveries_replayed
+         WHERE r.replay_id IS NOT NULL AND r.endpoint_id = d.endpoint_id AND r.event_seq = d.event_seq AND r.seq > d.seq AND r.status = 'succeeded')
      ORDER BY d.updated_at DESC LIMIT 200`,
   );
   // Endpoints failing for an hour or more, and those disabled after failing: one line each, even
@@ -69,9 +72,9 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker, se
       }
       return [...byEndpoint.values()];
     },
-    replayFailures(endpointId: string, sinceIso: string) {
+    async replayFailures(endpointId: string, sinceIso: string) {
       if (Date.parse(sinceIso) >= ctx.clock.now()) return { ok: false, message: `${sinceIso} is in the future: nothing has failed since then.` };
-      const { endpoint, replay } = service.replayAsManager(endpointId, { since: sinceIso, statuses: ['failed'] });
+      const { endpoint, replay } = await service.replayAsManager(endpointId, { since: sinceIso, statuses: ['failed'] });
       if (replay.total === 0) return { ok: true, message: `No failed delivery to ${endpoint.url} made since ${replay.filters.since} (those still being retried keep their schedule).` };
       return {
         ok: true,

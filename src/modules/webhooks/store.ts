@@ -236,41 +236,45 @@ export function webhooksStore(db: Db) {
     // list is read once (an uncorrelated IN), the grouping keeps one row per event (the rows of an
     // (endpoint, event) agree on every column copied).
     // On a first-in-first-out endpoint (@fifo = 1) the rows are parked, after its pending ones.
+    // A bulk replay reads the endpoint's deliveries in slices along (endpoint_id, seq): an index
+    // range each time, so a replay of N deliveries reads each row once.
+    replayScan: db.prepare(
+      `SELECT seq, event_seq, event_type, status, created_at, updated_at FROM webhook_deliveries
+       WHERE endpoint_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
+    ),
+    pendingEventSeqs: db.prepare(`SELECT event_seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND event_seq IS NOT NULL`).pluck(),
+    // New deliveries, due now, for the chosen rows' events (deliveries.seq in @seqs), in events order.
     replay: db.prepare(
       `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo)
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
        SELECT NULL, d.account_id, d.live_mode, d.endpoint_id, d.event_id, d.event_seq, d.event_type, d.event_account_id, NULL,
-         'pending', 0, 0, IIF(@fifo = 1, NULL, @now_ms), @now, @now, @fifo
-       FROM webhook_deliveries d
-       WHERE d.endpoint_id = @endpoint_id AND d.event_seq IS NOT NULL AND d.created_at >= @since AND d.created_at < @until
-         AND d.updated_at >= @changed_since
-         AND (@types IS NULL OR d.event_type IN (SELECT value FROM json_each(@types)))
-         AND (@statuses IS NULL OR d.status IN (SELECT value FROM json_each(@statuses)))
-         AND d.event_seq NOT IN (SELECT p.event_seq FROM webhook_deliveries p
-           WHERE p.endpoint_id = @endpoint_id AND p.status = 'pending' AND p.event_seq IS NOT NULL)
-         AND EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)
-       GROUP BY d.event_seq
+         'pending', 0, 0, IIF(@fifo = 1, NULL, @now_ms), @now, @now, @fifo, @replay_id
+       FROM json_each(@seqs) j JOIN webhook_deliveries d ON d.seq = j.value
+       WHERE EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)
        ORDER BY d.event_seq`,
+    ),
+    maxDeliverySeq: db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
+    extendReplay: db.prepare(
+      `UPDATE webhook_replays SET first_seq = COALESCE(first_seq, @first), last_seq = COALESCE(@last, last_seq), total = total + @total WHERE id = @id`,
     ),
     // Rows for events the endpoint never had (it was disabled): [events.seq, endpoint id] pairs.
     insertCatchUp: db.prepare(
       `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo)
+         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
        SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0,
-         IIF(w.fifo = 1, NULL, @now_ms), @now, @now, w.fifo
+         IIF(w.fifo = 1, NULL, @now_ms), @now, @now, w.fifo, @replay_id
        FROM json_each(@rows) j
        JOIN events e ON e.seq = j.value ->> 0
        JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
        ORDER BY j.key`,
     ),
-    maxDeliverySeq: db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
     insertReplay: db.prepare(
       `INSERT INTO webhook_replays (id, endpoint_id, first_seq, last_seq, total, filters, created_at)
        VALUES (@id, @endpoint_id, @first_seq, @last_seq, @total, @filters, @created_at)`,
     ),
     replayById: db.prepare('SELECT * FROM webhook_replays WHERE id = ?'),
     replayCounts: db.prepare(
-      `SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? GROUP BY status`,
+      `SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? AND replay_id = ? GROUP BY status`,
     ),
     // Retention: finished deliveries last changed before the cutoff, oldest first (their attempts
     // go with them: ON DELETE CASCADE). Pending ones are kept whatever their age.
@@ -417,32 +421,41 @@ export function webhooksStore(db: Db) {
     setNoticed: (id: string) => void s.setNoticed.run(id),
     /** Inserts the replay's deliveries; their seqs are contiguous (one statement, one writer). */
     /** `changedSince`: only rows last changed then or later (re-enabling: what its disabling canceled). */
-    replay(endpoint: Pick<EndpointRow, 'id' | 'fifo'>, f: ReplayFilter, nowMs: number, now: string, changedSince = ''): { first: number | null; last: number | null; total: number } {
-      const before = s.maxDeliverySeq.get() as number;
-      const total = s.replay.run({
-        endpoint_id: endpoint.id,
-        fifo: endpoint.fifo,
-        since: f.since,
-        until: f.until,
-        types: f.event_types === null ? null : JSON.stringify(f.event_types),
-        statuses: f.statuses === null ? null : JSON.stringify(f.statuses),
-        changed_since: changedSince,
-        now_ms: nowMs,
-        now,
-      }).changes;
-      return total === 0 ? { first: null, last: null, total } : { first: before + 1, last: s.maxDeliverySeq.get() as number, total };
+    /** The highest delivery seq now: where a replay's scan stops (its own rows come after). */
+    maxDeliverySeq: () => s.maxDeliverySeq.get() as number,
+    /** Up to `limit` of the endpoint's deliveries with seq in (afterSeq, uptoSeq], in seq order. */
+    replayScan: (endpointId: string, afterSeq: number, uptoSeq: number, limit: number) =>
+      s.replayScan.all(endpointId, afterSeq, uptoSeq, limit) as Array<Pick<DeliveryRow, 'seq' | 'event_seq' | 'event_type' | 'status' | 'created_at' | 'updated_at'>>,
+    pendingEventSeqs: (endpointId: string) => new Set(s.pendingEventSeqs.all(endpointId) as number[]),
+    /** New pending deliveries of replay `replayId` for the events of the deliveries `sourceSeqs`. */
+    insertReplayed(
+      endpoint: Pick<EndpointRow, 'id' | 'fifo'>,
+      sourceSeqs: number[],
+      at: { nowMs: number; now: string },
+      replayId: string,
+    ): { first: number | null; last: number | null; total: number } {
+      if (sourceSeqs.length === 0) return { first: null, last: null, total: 0 };
+      const r = s.replay.run({ seqs: JSON.stringify(sourceSeqs), fifo: endpoint.fifo, now_ms: at.nowMs, now: at.now, replay_id: replayId });
+      if (r.changes === 0) return { first: null, last: null, total: 0 };
+      // One INSERT … SELECT: its rows took consecutive seqs.
+      const last = Number(r.lastInsertRowid);
+      return { first: last - r.changes + 1, last, total: r.changes };
     },
-    insertCatchUp(rows: Array<[number, string]>, nowMs: number, now: string): { first: number | null; last: number | null; total: number } {
-      const before = s.maxDeliverySeq.get() as number;
-      const total = rows.length === 0 ? 0 : s.insertCatchUp.run({ rows: JSON.stringify(rows), now_ms: nowMs, now }).changes;
-      return total === 0 ? { first: null, last: null, total } : { first: before + 1, last: s.maxDeliverySeq.get() as number, total };
+    extendReplay: (id: string, made: { first: number | null; last: number | null; total: number }) =>
+      void s.extendReplay.run({ id, first: made.first, last: made.last, total: made.total }),
+    insertCatchUp(rows: Array<[number, string]>, at: { nowMs: number; now: string }, replayId: string): { first: number | null; last: number | null; total: number } {
+      if (rows.length === 0) return { first: null, last: null, total: 0 };
+      const r = s.insertCatchUp.run({ rows: JSON.stringify(rows), now_ms: at.nowMs, now: at.now, replay_id: replayId });
+      if (r.changes === 0) return { first: null, last: null, total: 0 };
+      const last = Number(r.lastInsertRowid);
+      return { first: last - r.changes + 1, last, total: r.changes };
     },
     insertReplay: (row: ReplayRow) => void s.insertReplay.run(row),
     replayById: (id: string) => s.replayById.get(id) as ReplayRow | undefined,
     replayCounts(r: ReplayRow): Record<DeliveryRow['status'], number> {
       const counts = { pending: 0, succeeded: 0, failed: 0, canceled: 0 };
       if (r.first_seq === null || r.last_seq === null) return counts;
-      for (const { status, n } of s.replayCounts.all(r.endpoint_id, r.first_seq, r.last_seq) as Array<{ status: DeliveryRow['status']; n: number }>) counts[status] = n;
+      for (const { status, n } of s.replayCounts.all(r.endpoint_id, r.first_seq, r.last_seq, r.id) as Array<{ status: DeliveryRow['status']; n: number }>) counts[status] = n;
       return counts;
     },
     /** Deletes up to `limit` finished deliveries last changed before `cutoff` (ISO); how many. */

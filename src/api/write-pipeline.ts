@@ -1,0 +1,48 @@
+import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { Db } from '../db/database.js';
+import { groupCommit } from '../db/group-commit.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set on write routes: settles once the group commit that ran the handler is durable. */
+    committed?: Promise<unknown>;
+  }
+}
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Puts every write route of the API in the one commit pipeline (docs/commit-pipeline.md) without
+ * each route having to ask: the handler runs inside a group-commit job, so what it writes before its
+ * first `await` (a service's `tx` becomes a savepoint of the batch; `sendCommitted` and
+ * `groupCommit` join the batch) commits with the other requests of the same turn, one flush for all.
+ * The answer waits for that commit (`holdUntilCommitted`): a 2xx still means "on disk". A write made
+ * after an `await` commits on its own and is caught by the commit audit (db/database.ts).
+ * For an `onRoute` hook of the API's scope, registered before its routes.
+ */
+export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
+  return (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (methods.every((m) => READS.has(m))) return;
+    const handler = route.handler;
+    route.handler = function pipelined(this: unknown, req: FastifyRequest, reply: FastifyReply) {
+      let result: unknown;
+      const committed = groupCommit(db, () => {
+        result = (handler as (this: unknown, req: FastifyRequest, reply: FastifyReply) => unknown).call(this, req, reply);
+      });
+      req.committed = committed;
+      return committed.then(() => result);
+    } as RouteOptions['handler'];
+  };
+}
+
+/** An `onSend` hook: a write route's answer leaves only once its batch committed. */
+export async function holdUntilCommitted(req: FastifyRequest, _reply: FastifyReply, payload: unknown): Promise<unknown> {
+  const committed = req.committed;
+  if (committed) {
+    // Once: the error answer that a failed commit turns into is sent without waiting again.
+    req.committed = undefined;
+    await committed;
+  }
+  return payload;
+}

@@ -1,0 +1,106 @@
+import { Type } from '@sinclair/typebox';
+import type { AppContext } from '../../context.js';
+import type { PushKind } from '../../sync/registry.js';
+import { SyncedLedgerRow } from '../ledger/schema.js';
+import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
+import { disputeStep, type DisputeOutcome } from './machine.js';
+import type { DisputeView } from './schema.js';
+import { disputesStore, type DisputeRow } from './store.js';
+
+/** The `dispute` record (`disputeSyncPayload`): the dispute as it is after the change, and the ledger rows that change posted. */
+export interface DisputeRecord {
+  change: string;
+  dispute: DisputeView;
+  balance_transactions: BalanceTransaction[];
+}
+
+/** The fields of a `dispute` record the central relies on. */
+export const DisputePayload = Type.Object({
+  change: Type.String(),
+  dispute: Type.Object({
+    id: Type.String(),
+    payment_intent_id: Type.String(),
+    intent_id: Type.String(),
+    status: Type.Union(['needs_response', 'under_review', 'won', 'lost'].map((s) => Type.Literal(s))),
+    reason: Type.String(),
+    amount_in_cents: Type.Number(),
+    currency: Type.String(),
+    balance_transaction_id: Type.String(),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  }),
+  balance_transactions: Type.Array(Type.Intersect([SyncedLedgerRow, Type.Object({ account_id: Type.String() })])),
+});
+
+/**
+ * A dispute opened or moved at a store, applied at the central: the dispute row with the store's id
+ * and the ledger `dispute` rows that step posted (the hold, and the return of a won dispute), each
+ * under the store's id, posted once; the central keeps its own running balance. A step the central's
+ * state does not allow (it closed the dispute otherwise meanwhile) is refused, nothing written.
+ * Returns the refusal reason, or null when applied. No events: the store's arrive on their own.
+ */
+export function applyStoreDispute(ctx: AppContext, accountId: string, liveMode: boolean, record: DisputeRecord): string | null {
+  const d = record.dispute;
+  const store = disputesStore(ctx.db);
+  const existing = store.byId(d.id);
+  if (existing && existing.account_id !== accountId) return `dispute ${d.id} belongs to another account at the central`;
+  const stray = record.balance_transactions.find((b) => b.account_id !== accountId);
+  if (stray) return `ledger row ${stray.id} names an account outside dispute ${d.id}`;
+  if (existing) {
+    if (existing.status === d.status) return null;
+    if (d.status === 'needs_response' || !disputeStep(existing.status, d.status as DisputeOutcome)) {
+      return `dispute ${d.id} is ${existing.status} at the central; the store's ${d.status} does not follow`;
+    }
+  }
+  for (const b of record.balance_transactions) {
+    if (hasBalanceTransaction(ctx, b.id)) continue;
+    postBalanceTransaction(ctx, {
+      id: b.id,
+      createdAt: b.created_at,
+      accountId,
+      liveMode,
+      type: 'dispute',
+      amountInCents: b.amount_in_cents,
+      feeInCents: b.fee_in_cents,
+      currency: b.currency,
+      sourceId: d.id,
+      sourceType: 'dispute',
+      description: b.description,
+    });
+  }
+  if (!existing) {
+    const row: DisputeRow = {
+      id: d.id,
+      account_id: accountId,
+      live_mode: liveMode ? 1 : 0,
+      payment_intent_id: d.payment_intent_id,
+      intent_id: d.intent_id,
+      status: d.status,
+      reason: d.reason,
+      amount_in_cents: d.amount_in_cents,
+      currency: d.currency,
+      balance_transaction_id: d.balance_transaction_id,
+      reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null,
+      created_at: d.created_at,
+      updated_at: d.updated_at,
+      closed_at: d.closed_at ?? null,
+    };
+    store.insert(row);
+    return null;
+  }
+  store.setStatus({ id: d.id, from: existing.status, status: d.status, at: d.updated_at, reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null });
+  return null;
+}
+
+/** A dispute step made at the store (`dispute`). Only the opening weighs in the totals (a status step holds no new amount). */
+export const disputePush: PushKind<DisputeRecord> = {
+  payload: DisputePayload,
+  malformed: 'dispute record without dispute or balance_transactions',
+  apply: (ctx, record) => applyStoreDispute(ctx, record.account_id, record.live_mode, record.payload),
+  totals: (p) => {
+    const d = p.dispute as { currency?: unknown; amount_in_cents?: unknown } | undefined;
+    return p.change === 'created' && typeof d?.currency === 'string' && typeof d.amount_in_cents === 'number'
+      ? { currency: d.currency, amount_in_cents: d.amount_in_cents }
+      : null;
+  },
+};

@@ -127,5 +127,28 @@ export function paymentsCommand(): Command {
         printTable(rows as never, ['id', 'terminal_id', 'command_id', 'status', 'amount_in_cents', 'over_cap', 'late_outcome', 'stored_at']);
       });
     });
+  withDataOptions(offline.command('to-collect'))
+    .description('sales whose stored card was declined or expired later: what the till gave, the customer, the amount, the terminal, the checkout')
+    .requiredOption('--account <id>', 'account')
+    .option('--all', 'also those paid since by other means')
+    .option('--json', 'print JSON')
+    .action(async (opts: DataOptions & { account: string; all?: boolean; json?: boolean }) => {
+      const { salesToCollect } = await import('../modules/ops/outage.js');
+      await withContext(opts, (ctx, accounts) => {
+        const rows = salesToCollect(ctx, accountOf(accounts, opts.account), { owedOnly: !opts.all });
+        if (opts.json) return printJson(rows);
+        printTable(
+          rows.map((c) => ({
+            sale: c.external_id ?? c.command_id,
+            amount: `${c.amount_in_cents} ${c.currency}`,
+            outcome: c.reason ? `${c.status}: ${c.reason}` : c.status,
+            terminal: c.terminal_id,
+            checkout: `${c.checkout_id} ${c.checkout_status ?? 'gone'}`,
+            customer: [c.customer?.full_name, c.customer?.phone, c.customer?.email, c.customer?.tax_id ?? c.tax_id].filter(Boolean).join(' · ') || '-',
+          })) as never,
+          ['sale', 'amount', 'outcome', 'terminal', 'checkout', 'customer'],
+        );
+      });
+    });
   return cmd;
 }

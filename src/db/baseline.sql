@@ -541,10 +541,39 @@ CREATE TABLE stored_payments (
   processor_reference TEXT,
   reason TEXT,
   late_outcome TEXT,
+  -- The payment intent (pa_) that waits `pending` while the card is stored and takes its outcome;
+  -- null when the checkout could not wait for it (already settled by another path).
+  payment_intent_id TEXT,
   updated_at TEXT NOT NULL,
   UNIQUE (terminal_id, offline_reference)
 ) STRICT;
 CREATE INDEX stored_payments_open ON stored_payments(account_id, live_mode, final, forward_by);
+
+-- At a central: the final state of each stored payment a store pushed (`stored_payment` records),
+-- written once per id, never moved after (the store runs the lifecycle).
+CREATE TABLE central_stored_payments (
+  id TEXT PRIMARY KEY,
+  origin_store_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT NOT NULL,
+  command_id TEXT NOT NULL,
+  checkout_id TEXT NOT NULL,
+  payment_intent_id TEXT,
+  offline_reference TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('approved', 'declined', 'expired')),
+  amount_in_cents INTEGER NOT NULL,
+  currency TEXT NOT NULL,
+  card_network TEXT,
+  card_last4 TEXT,
+  over_cap TEXT,
+  reason TEXT,
+  stored_at TEXT NOT NULL,
+  forward_by TEXT NOT NULL,
+  forwarded_at TEXT,
+  settled_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
 
 -- An account's own caps of stored payments (else the box's, terminals.offline in the config).
 CREATE TABLE offline_caps (

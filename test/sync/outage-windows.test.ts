@@ -100,7 +100,11 @@ it('records the central and processor windows, merges them into one outage and r
       { link: 'central', started_at: iso('09:00'), ended_at: iso('12:00') },
       { link: 'processor', started_at: iso('10:00'), ended_at: iso('12:10') },
     ],
-    sales: [{ method: 'cash', currency: 'GTQ', count: 1, amount_in_cents: 1200 }],
+    // The card approved later is a sale of 10:00, when it was stored (its intent was made then, pending).
+    sales: [
+      { method: 'cash', currency: 'GTQ', count: 1, amount_in_cents: 1200 },
+      { method: 'terminal', currency: 'GTQ', count: 1, amount_in_cents: 3000 },
+    ],
     stored_payments: [
       { status: 'approved', currency: 'GTQ', count: 1, amount_in_cents: 3000 },
       { status: 'declined', currency: 'GTQ', count: 1, amount_in_cents: 4500 },
@@ -111,6 +115,7 @@ it('records the central and processor windows, merges them into one outage and r
     expect.objectContaining({
       status: 'declined', reason: 'insufficient_funds', command_id: charges[1].id, external_id: 'till-2', description: 'Mesa 2', tax_id: '2234567-8',
       amount_in_cents: 4500, checkout_id: charges[1].checkout_id, checkout_status: 'unpaid', settled_at: iso('12:10'),
+      payment_intent_id: expect.stringMatching(/^pa_/),
     }),
   ]);
   // Everything pushed, the day not reconciled since the outage ended.

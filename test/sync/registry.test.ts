@@ -46,6 +46,7 @@ describe('the sync registry built from the modules', () => {
       'event',
       'reconciliation_report',
       'refund',
+      'stored_payment',
       'subscription',
       'terminal_payment',
       'transfer',
@@ -64,6 +65,8 @@ describe('the sync registry built from the modules', () => {
       code: null,
     });
     expect(refusal('terminal_payment', { payment_intent: { id: 'pa_1' } }).reason).toBe('terminal_payment record without payment_intent, intent or checkout');
+    // A stored payment is pushed only when final: one still waiting is malformed.
+    expect(refusal('stored_payment', { id: 'sp_1', status: 'stored' }).reason).toBe('stored_payment record without its id, references, final status, amount or times');
     expect(refusal('withdrawal', { change: 'created', transfer: { id: 'tr_1' }, balance_transactions: [] }).reason).toBe('withdrawal record without transfer or balance_transactions');
     expect(refusal('connected_account_verification', { account_id: 'ac_2', status: 'approved', document_errors: {} }).reason).toBe(
       'connected_account_verification record without account_id or status',

@@ -367,6 +367,22 @@ export function setCheckoutStatus(
   });
 }
 
+/**
+ * Names the payment a checkout already `payment_in_progress` waits for, without a move: a terminal
+ * took the charge (the checkout turned `payment_in_progress` then), and its result is a payment that
+ * waits (a card stored offline).
+ */
+export function linkCheckoutPayment(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string, links: { latestIntentId: string; paymentIntentId: string }): Checkout {
+  return tx(ctx.db, () => {
+    const row = ownedRow(ctx, account, id);
+    if (!row) throw new ApiError('not_found', { message: `No checkout with id ${id}.` });
+    if (row.status !== 'payment_in_progress') throw new ApiError('checkout_not_modifiable', { message: `A ${row.status} checkout waits for no payment.` });
+    const next: CheckoutRow = { ...row, latest_intent_id: links.latestIntentId, payment_intent_id: links.paymentIntentId, updated_at: isoTime(ctx.clock.now()) };
+    checkoutsStore(ctx.db).update(next);
+    return toCheckout(ctx, next);
+  });
+}
+
 export function isExpired(ctx: AppContext, checkout: Pick<Checkout, 'expires_at'>): boolean {
   return checkout.expires_at !== null && Date.parse(checkout.expires_at) <= ctx.clock.now();
 }

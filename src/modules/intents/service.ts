@@ -112,7 +112,8 @@ export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string
 /**
  * Counts and sums of the intents created in [from, until), per account, environment, currency, type
  * and status, of one origin (`null`: written on this box; see `ledgerTotals`). Sync reconciliation
- * compares these between a store and its central.
+ * compares these between a store and its central. A `pending` intent is left out: nothing of a
+ * payment that waits (a bank transfer, a card stored offline) is pushed until it settles.
  */
 export function intentTotals(ctx: Pick<AppContext, 'db'>, from: string, until: string, origin: string | null): IntentTotalRow[] {
   return intentsStore(ctx.db).totals(origin, from, until);

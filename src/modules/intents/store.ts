@@ -49,7 +49,7 @@ export class IntentsStore {
       setInvoiceUrl: db.prepare('UPDATE intents SET tax_invoice_url = ? WHERE id = ?'),
       totals: db.prepare(
         `SELECT account_id, live_mode, currency, type, status, count(*) AS count, sum(amount_in_cents) AS amount_in_cents
-         FROM intents WHERE origin IS ? AND created_at >= ? AND created_at < ?
+         FROM intents WHERE origin IS ? AND created_at >= ? AND created_at < ? AND status != 'pending'
          GROUP BY account_id, live_mode, currency, type, status`,
       ),
       // The central's copy of an intent, taken as the central has it: a replica runs no lifecycle (docs/architecture.md).

@@ -10,6 +10,7 @@ import { commandRow } from '../terminals/commands/service.js';
 import {
   activeOverrideOf,
   capsOf,
+  declinedLaterPayments,
   nextForwardDeadline,
   offlinePolicyFor,
   openStoredPayments,
@@ -61,6 +62,8 @@ export interface SaleToCollect {
   card: { network: string | null; last4: string | null };
   checkout_id: string;
   checkout_status: string | null;
+  /** The payment intent that failed (its intent.failed was emitted), null when none waited. */
+  payment_intent_id: string | null;
   customer: { id: string; full_name: string | null; email: string | null; phone: string | null; tax_id: string | null } | null;
 }
 
@@ -69,7 +72,7 @@ export interface OutageReport {
   /** null: still going on. */
   ended_at: string | null;
   links: Array<{ link: OutageLink; started_at: string; ended_at: string | null }>;
-  /** Live sales that succeeded during the window, by method (an offline card approved later counts at its approval). */
+  /** Live sales made during the window that succeeded, by method (a card stored offline counts when it was stored: its intent was made then, pending). */
   sales: Array<MoneyCount & { method: string }>;
   /** The payments stored during the window, by their state now. */
   stored_payments: Array<MoneyCount & { status: string }>;
@@ -177,6 +180,7 @@ function toCollect(ctx: AppContext, r: StoredPaymentRow): SaleToCollect {
     card: { network: r.card_network, last4: r.card_last4 },
     checkout_id: r.checkout_id,
     checkout_status: checkout?.status ?? null,
+    payment_intent_id: r.payment_intent_id,
     customer: customer ? { id: customer.id, full_name: customer.full_name, email: customer.email, phone: customer.phone, tax_id: customer.tax_id } : null,
   };
 }
@@ -225,6 +229,15 @@ export function outageReport(ctx: AppContext, window: { started_at: string; ende
     open_checkouts: { total, items: open },
     reconciliation: reconciliationOf(ctx, window.started_at, window.ended_at, nowMs),
   };
+}
+
+/**
+ * Every sale of an account whose stored card was declined or expired later, whatever the outage
+ * (`posd payments offline to-collect`); `owedOnly`: those whose checkout is still not paid.
+ */
+export function salesToCollect(ctx: AppContext, account: { id: string; live_mode: boolean }, opts: { owedOnly?: boolean } = {}): SaleToCollect[] {
+  const all = declinedLaterPayments(ctx, account).map((r) => toCollect(ctx, r));
+  return opts.owedOnly ? all.filter((c) => c.checkout_status !== 'paid') : all;
 }
 
 /** The reports of the latest outages, newest first. */

@@ -13,7 +13,7 @@ import { paymentMachine } from './machine.js';
 import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { balancePaymentsStore } from './balance-store.js';
-import { finishPendingPayment, pendingPaymentOf } from './bank-transfers.js';
+import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 
 /**
  * Balance payments (docs/events.md "Balance payments"): a checkout paid from another posd account's

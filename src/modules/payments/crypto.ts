@@ -3,7 +3,8 @@ import { tx } from '../../db/database.js';
 import { notFound } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { finishPendingPayment, startPendingPayment } from './bank-transfers.js';
+import { startWaitingPayment } from './bank-transfers.js';
+import { finishPendingPayment } from './pending.js';
 import { resultOf, type SettleResult } from './records.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 
@@ -18,7 +19,7 @@ import { paymentsStore, type PaymentIntentRow } from './store.js';
  * to the central as one `checkout_payment` record, like a bank transfer's.
  */
 export function startCryptoPayment(ctx: AppContext, account: Account, checkoutId: string, opts: { channel: string }): { checkout: Checkout; payment: PaymentIntentRow } {
-  return startPendingPayment(ctx, account, checkoutId, 'crypto', opts);
+  return startWaitingPayment(ctx, account, checkoutId, 'crypto', opts);
 }
 
 export interface CryptoConfirmation {

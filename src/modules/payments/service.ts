@@ -15,11 +15,14 @@ import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { paymentMachine } from './machine.js';
 import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
-import { finishPendingPayment, pendingPaymentOf, recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
+import { recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
+import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 import { startCryptoPayment } from './crypto.js';
 
 export { paymentIntentInput, type SettleResult } from './records.js';
 export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
+export { finishPendingPayment, startPendingPayment } from './pending.js';
+export type { PaymentIntentRow } from './store.js';
 export { payCheckoutFromBalance } from './balance.js';
 export { recordCryptoConfirmation, startCryptoPayment } from './crypto.js';
 
@@ -51,10 +54,16 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     if (!checkout) throw notFound('checkout', input.checkoutId);
     const store = paymentsStore(ctx.db);
     const waiting = pendingPaymentOf(ctx, checkout);
-    if (waiting?.method === input.method) {
+    if (waiting?.method === 'bank_transfer' && input.method === 'bank_transfer') {
       // The outcome of the payment the checkout waits for (a bank transfer): settle that one.
       if (input.outcome === 'succeeded') return recordBankTransferArrival(ctx, account, waiting.id, { amountInCents: waiting.amount_in_cents });
       return resultOf(finishPendingPayment(ctx, account, waiting, { type: 'FAIL' }, { failureReason: input.failureReason }));
+    }
+    if (waiting?.method === 'terminal') {
+      // A card a terminal stored offline: the customer's card is charged when the terminal forwards
+      // it, so the checkout takes no other payment meanwhile (its outcome settles that one:
+      // terminals/stored/service.ts).
+      throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline; its outcome comes when the terminal forwards it.' });
     }
     // The payer paid another way: the transfer they announced is canceled first (intent.canceled).
     if (waiting) {
@@ -205,6 +214,8 @@ export function abandonInSandbox(ctx: AppContext, account: Account, checkoutId: 
     const checkout = getCheckout(ctx, account, checkoutId);
     if (!checkout) throw notFound('checkout', checkoutId);
     const waiting = pendingPaymentOf(ctx, checkout);
+    // A card stored offline is not the payer's to give up: its outcome comes from the processor.
+    if (waiting?.method === 'terminal') throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline.' });
     if (waiting) finishPendingPayment(ctx, account, waiting, { type: 'CANCEL' });
     else setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
     return getCheckout(ctx, account, checkoutId)!;

@@ -49,6 +49,7 @@ export class PaymentsStore {
       settle: db.prepare(
         `UPDATE payment_intents SET status = @status, fee_in_cents = @fee_in_cents, commission_in_cents = @commission_in_cents,
            vat_withheld_in_cents = @vat_withheld_in_cents, failure_reason = @failure_reason, processor_reference = @processor_reference,
+           card_network = @card_network, card_last4 = @card_last4, authorization_code = @authorization_code,
            balance_transaction_id = @balance_transaction_id, updated_at = @updated_at
          WHERE id = @id AND status = 'pending'`,
       ),
@@ -67,10 +68,9 @@ export class PaymentsStore {
   /** A pending payment's outcome; false when it was no longer pending (another writer settled it). */
   settle(row: PaymentIntentRow): boolean {
     const { status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at, id } = row;
-    return (
-      this.stmts.settle.run({ id, status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at })
-        .changes === 1
-    );
+    const { card_network, card_last4, authorization_code } = row;
+    const params = { id, status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at };
+    return this.stmts.settle.run({ ...params, card_network, card_last4, authorization_code }).changes === 1;
   }
   setTaxInvoiceUrl(id: string, url: string | null, at: string): void {
     this.stmts.setInvoiceUrl.run(url, at, id);

@@ -12,8 +12,9 @@ import { killStarted, posd, posdExit, removeTempDirs, requireBuild, startDaemonP
  * payments are stored across the two terminals; the count cap is reached and refused with its
  * reason, a manager's override (from the shell, as a manager would) lets the rest through; then
  * the link comes back and the terminals regain their processor (SIGUSR2): every stored payment
- * reaches a final state once (terminal B sends every forward result twice), the ledgers agree with
- * the central row for row, the declined-later sales are listed by `posd outage report` and their
+ * reaches a final state once (terminal B sends every forward result twice), the ledgers, the
+ * intents (pending while stored, then succeeded or failed), their events and the stored payments'
+ * final states agree with the central row for row, the declined-later sales are listed by `posd outage report` and their
  * checkouts owe again. Real time, short: the business hours are the sequence, not the clock.
  */
 const PER_TERMINAL = 50;
@@ -168,6 +169,23 @@ it('stores 100 card payments through a day without the internet, refuses past th
   expect(centralDb.prepare(ledgerQ).all(accountId)).toEqual(storeLedger);
   const intentsQ = "SELECT id, status, amount_in_cents, checkout_id FROM intents WHERE account_id = ? AND status = 'succeeded' ORDER BY id";
   expect(centralDb.prepare(intentsQ).all(accountId)).toEqual(db.prepare(intentsQ).all(accountId));
+  // Each stored card waited as one pending intent (intent.pending once), then succeeded or failed
+  // (intent.failed for the 25 declined later): the same events at the central, under the same ids.
+  const failedQ = "SELECT id, status, amount_in_cents, checkout_id FROM intents WHERE account_id = ? AND status = 'failed' ORDER BY id";
+  expect(db.prepare(failedQ).all(accountId)).toHaveLength(25);
+  expect(centralDb.prepare(failedQ).all(accountId)).toEqual(db.prepare(failedQ).all(accountId));
+  expect(db.prepare("SELECT count(*) AS n FROM intents WHERE account_id = ? AND status = 'pending'").get(accountId)).toEqual({ n: 0 });
+  const eventsQ = "SELECT type, count(*) AS n FROM events WHERE account_id = ? AND type LIKE 'intent.%' GROUP BY type ORDER BY type";
+  expect(db.prepare(eventsQ).all(accountId)).toEqual([
+    { type: 'intent.failed', n: 25 },
+    { type: 'intent.pending', n: 100 },
+    { type: 'intent.succeeded', n: 75 },
+  ]);
+  await until('the central re-emitted the events', () => JSON.stringify(centralDb.prepare(eventsQ).all(accountId)) === JSON.stringify(db.prepare(eventsQ).all(accountId)), 20_000);
+  // The central knows each card's final state, the declined-later ones with the store's reason.
+  const finalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM stored_payments ORDER BY id';
+  const centralFinalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM central_stored_payments ORDER BY id';
+  expect(centralDb.prepare(centralFinalQ).all()).toEqual(db.prepare(finalQ).all());
   const day = new Date().toISOString().slice(0, 10);
   expect((await posdExit(['reconcile', '--date', day, '--json', '--data', storeDir])).code).toBe(0);
 

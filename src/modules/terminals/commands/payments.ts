@@ -1,7 +1,7 @@
 import type { AppContext } from '../../../context.js';
 import type { Account } from '../../../accounts/service.js';
-import { createCheckout, getCheckoutIn, setCheckoutStatus } from '../../checkouts/service.js';
-import { settleCheckoutPayment } from '../../payments/service.js';
+import { createCheckout, getCheckout, getCheckoutIn, setCheckoutStatus } from '../../checkouts/service.js';
+import { finishPendingPayment, paymentIntentRow, settleCheckoutPayment, startPendingPayment } from '../../payments/service.js';
 import type { TerminalOutcome } from './machine.js';
 
 /**
@@ -64,4 +64,47 @@ export function markCheckoutInProgress(ctx: AppContext, account: Account, checko
   const status = getCheckoutIn(ctx, [account.id], account.live_mode, checkoutId)?.status;
   if (inProgress && status === 'unpaid') setCheckoutStatus(ctx, account, checkoutId, { type: 'START_PAYMENT' });
   if (!inProgress && status === 'payment_in_progress') setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
+}
+
+/**
+ * A card the terminal approved offline (stored): the checkout waits `payment_in_progress` for a
+ * `pending` terminal payment intent, and `intent.pending` is emitted (the same start as a bank
+ * transfer's). Returns the payment intent's id, or null when the checkout cannot wait for it (it was
+ * settled or changed by another path: the outcome then settles it as before, or leaves it alone).
+ * Inside the caller's transaction.
+ */
+export function startStoredTerminalPayment(ctx: AppContext, account: Account, checkoutId: string, card: { network: string; last4: string } | null): string | null {
+  const checkout = getCheckout(ctx, account, checkoutId);
+  if (!checkout || (checkout.status !== 'unpaid' && checkout.status !== 'payment_in_progress')) return null;
+  return startPendingPayment(ctx, account, checkout, { method: 'terminal', channel: 'terminal', rawStatus: 'stored_offline', card, joinsPaymentInProgress: true }).payment.id;
+}
+
+/**
+ * The final outcome of a stored card, in the caller's transaction. Its pending payment intent takes
+ * it: approved, the checkout is paid (ledger `charge` with fee, `intent.succeeded`, the
+ * `terminal_payment` record); declined or expired, the intent fails (`intent.failed`, the record)
+ * and the checkout is owed again (`unpaid`). Without a pending payment (none was started, or it is
+ * settled already) an approval settles the checkout as an online one would (idempotent per
+ * checkout) and a failure returns the checkout to `unpaid` if it still waits.
+ */
+export function finishStoredTerminalPayment(
+  ctx: AppContext,
+  account: Account,
+  input: { checkoutId: string; paymentIntentId: string | null; result: TerminalOutcome; failureReason: string },
+): void {
+  const r = input.result;
+  const pa = input.paymentIntentId ? paymentIntentRow(ctx, [account.id], account.live_mode, input.paymentIntentId) : undefined;
+  if (pa?.status === 'pending') {
+    const approved = r.outcome === 'approved';
+    finishPendingPayment(ctx, account, pa, { type: approved ? 'SUCCEED' : 'FAIL' }, {
+      failureReason: approved ? null : input.failureReason,
+      card: r.card ?? null,
+      authorizationCode: r.authorization_code ?? null,
+      processorReference: r.processor_reference ?? null,
+      owedAgainOnFailure: true,
+    });
+    return;
+  }
+  if (r.outcome === 'approved') settleTerminalPayment(ctx, account, { checkoutId: input.checkoutId, installments: null, result: r });
+  else markCheckoutInProgress(ctx, account, input.checkoutId, false);
 }

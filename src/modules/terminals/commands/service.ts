@@ -223,8 +223,8 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
     const account = accountsOf(ctx).account(row.account_id);
     if (!account) throw new Error(`command ${row.id}: account ${row.account_id} is gone`);
     if (effect.type === 'storePayment') {
-      // The checkout stays (or turns) payment_in_progress: the money is decided when the terminal forwards it.
-      markCheckoutInProgress(ctx, account, row.checkout_id, true);
+      // The checkout stays (or turns) payment_in_progress, waiting for a pending payment intent
+      // (intent.pending): the money is decided when the terminal forwards it.
       const r = effect.params as SettleParams;
       recordStoredPayment(ctx, {
         accountId: row.account_id,

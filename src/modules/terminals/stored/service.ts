@@ -3,7 +3,8 @@ import { AccountsService, type Account } from '../../../accounts/service.js';
 import { tx } from '../../../db/database.js';
 import { isoTime } from '../../../clock.js';
 import { newId } from '../../../ids.js';
-import { markCheckoutInProgress, settleTerminalPayment } from '../commands/payments.js';
+import { finishStoredTerminalPayment, startStoredTerminalPayment } from '../commands/payments.js';
+import { appendSyncRecord } from '../../../outbox/sync-records.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
 import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
 import { ApiError } from '../../../errors.js';
@@ -43,6 +44,11 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
   const over = capsPassed(ctx, account, input.amountInCents, input.currency);
   const status = storedPaymentInitial();
   const id = newId('sp');
+  // The sale waits for the card's outcome as a pending payment (intent.pending), like a bank transfer.
+  const paymentIntentId = startStoredTerminalPayment(ctx, account, input.checkoutId, input.card);
+  if (paymentIntentId === null) {
+    ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, checkout_id: input.checkoutId }, 'stored payment of a checkout that waits for no payment');
+  }
   store.insert({
     id,
     account_id: input.accountId,
@@ -60,6 +66,7 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
     over_cap: over.length ? JSON.stringify(over) : null,
     stored_at: input.at,
     forward_by: forwardByFrom(ctx, account, Date.parse(input.at)),
+    payment_intent_id: paymentIntentId,
   });
   // A terminal stores only when it cannot reach its processor: that link is down from now (closed
   // by the first forward result), for the outage report.
@@ -104,24 +111,55 @@ function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatu
     updated_at: detail.at,
   });
   if (!moved) return false;
+  if (!final) return true;
   const account = accountOf(ctx, row.account_id);
-  if (to === 'approved') {
-    settleTerminalPayment(ctx, account, {
-      checkoutId: row.checkout_id,
-      installments: null,
-      result: {
-        outcome: 'approved',
-        authorization_code: detail.authorizationCode,
-        card: detail.card ?? (row.card_last4 ? { network: row.card_network ?? 'unknown', last4: row.card_last4 } : null),
-        processor_reference: detail.processorReference,
-        reason: null,
-      },
-    });
-  } else if (to === 'declined' || to === 'expired') {
-    // The sale is owed again: the checkout returns to unpaid for the manager to collect.
-    markCheckoutInProgress(ctx, account, row.checkout_id, false);
-  }
+  // Approved: the pending payment succeeds (ledger, intent.succeeded, terminal_payment record).
+  // Declined or expired: it fails (intent.failed, the record) and the sale is owed again.
+  finishStoredTerminalPayment(ctx, account, {
+    checkoutId: row.checkout_id,
+    paymentIntentId: row.payment_intent_id,
+    failureReason: detail.reason ?? (to === 'expired' ? 'offline_payment_expired' : 'declined'),
+    result: {
+      outcome: to === 'approved' ? 'approved' : 'declined',
+      authorization_code: detail.authorizationCode,
+      card: detail.card ?? (row.card_last4 ? { network: row.card_network ?? 'unknown', last4: row.card_last4 } : null),
+      processor_reference: detail.processorReference,
+      reason: detail.reason,
+    },
+  });
+  // The central learns the card's final state (after the payment's own record, in the same transaction).
+  const settled = storedPaymentsStore(ctx.db).byId(row.id)!;
+  appendSyncRecord(ctx.db, {
+    kind: 'stored_payment',
+    accountId: account.id,
+    liveMode: account.live_mode,
+    createdAt: detail.at,
+    payload: storedPaymentRecord(settled),
+  });
   return true;
+}
+
+/** The `stored_payment` record of a final stored payment: what the central keeps of it (stored/sync.ts). */
+export function storedPaymentRecord(row: StoredPaymentRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    terminal_id: row.terminal_id,
+    command_id: row.command_id,
+    checkout_id: row.checkout_id,
+    payment_intent_id: row.payment_intent_id,
+    offline_reference: row.offline_reference,
+    status: row.status,
+    amount_in_cents: row.amount_in_cents,
+    currency: row.currency,
+    card_network: row.card_network,
+    card_last4: row.card_last4,
+    over_cap: row.over_cap ? (JSON.parse(row.over_cap) as string[]) : null,
+    reason: row.reason,
+    stored_at: row.stored_at,
+    forward_by: row.forward_by,
+    forwarded_at: row.forwarded_at,
+    settled_at: row.settled_at,
+  };
 }
 
 /**
@@ -209,6 +247,13 @@ export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView
  */
 export function processorAnswered(ctx: AppContext, at: string): void {
   syncStore(ctx.db).closeOutage('processor', at);
+}
+
+/** Every stored payment of an account declined or expired later (the sales owed again), oldest first. */
+export function declinedLaterPayments(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, limit = 1000): StoredPaymentRow[] {
+  const store = storedPaymentsStore(ctx.db);
+  const rows = [...store.list([account.id], account.live_mode, 'declined', limit), ...store.list([account.id], account.live_mode, 'expired', limit)];
+  return rows.sort((a, b) => a.seq - b.seq).slice(-limit);
 }
 
 export function storedPaymentsBetween(ctx: AppContext, fromIso: string, untilIso: string): StoredPaymentRow[] {

@@ -26,7 +26,33 @@ export interface StoredPaymentRow {
   processor_reference: string | null;
   reason: string | null;
   late_outcome: string | null;
+  /** The pending payment intent that takes the outcome (null: the checkout could not wait for it). */
+  payment_intent_id: string | null;
   updated_at: string;
+}
+
+/** At a central: what a store's `stored_payment` record brought (central_stored_payments). */
+export interface CentralStoredPaymentRow {
+  id: string;
+  origin_store_id: string;
+  account_id: string;
+  live_mode: number;
+  terminal_id: string;
+  command_id: string;
+  checkout_id: string;
+  payment_intent_id: string | null;
+  offline_reference: string;
+  status: 'approved' | 'declined' | 'expired';
+  amount_in_cents: number;
+  currency: string;
+  card_network: string | null;
+  card_last4: string | null;
+  over_cap: string | null;
+  reason: string | null;
+  stored_at: string;
+  forward_by: string;
+  forwarded_at: string | null;
+  settled_at: string;
 }
 
 export interface OfflineCapsRow {
@@ -83,9 +109,9 @@ export function storedPaymentsStore(db: Db) {
 function makeStore(db: Db) {
   const insert = db.prepare(
     `INSERT INTO stored_payments (id, account_id, live_mode, terminal_id, command_id, checkout_id, offline_reference, status, final,
-       amount_in_cents, currency, card_network, card_last4, over_cap, stored_at, forward_by, updated_at)
+       amount_in_cents, currency, card_network, card_last4, over_cap, stored_at, forward_by, payment_intent_id, updated_at)
      VALUES (@id, @account_id, @live_mode, @terminal_id, @command_id, @checkout_id, @offline_reference, @status, @final,
-       @amount_in_cents, @currency, @card_network, @card_last4, @over_cap, @stored_at, @forward_by, @stored_at)`,
+       @amount_in_cents, @currency, @card_network, @card_last4, @over_cap, @stored_at, @forward_by, @payment_intent_id, @stored_at)`,
   );
   const byId = db.prepare(`SELECT * FROM stored_payments WHERE id = ?`);
   const byCommand = db.prepare(`SELECT * FROM stored_payments WHERE command_id = ?`);
@@ -139,6 +165,16 @@ function makeStore(db: Db) {
      VALUES (@account_id, @live_mode, @action, @actor, @reason, @before, @after, @at)`,
   );
   const auditOf = db.prepare(`SELECT * FROM offline_audit WHERE account_id = ? AND live_mode = ? ORDER BY seq DESC LIMIT ?`);
+  const insertCentral = db.prepare(
+    `INSERT INTO central_stored_payments (id, origin_store_id, account_id, live_mode, terminal_id, command_id, checkout_id, payment_intent_id,
+       offline_reference, status, amount_in_cents, currency, card_network, card_last4, over_cap, reason, stored_at, forward_by, forwarded_at,
+       settled_at)
+     VALUES (@id, @origin_store_id, @account_id, @live_mode, @terminal_id, @command_id, @checkout_id, @payment_intent_id,
+       @offline_reference, @status, @amount_in_cents, @currency, @card_network, @card_last4, @over_cap, @reason, @stored_at, @forward_by, @forwarded_at,
+       @settled_at)
+     ON CONFLICT (id) DO NOTHING`,
+  );
+  const centralOf = db.prepare(`SELECT * FROM central_stored_payments WHERE account_id = ? AND live_mode = ? ORDER BY settled_at, id`);
   const flagged = db.prepare(
     `SELECT * FROM stored_payments WHERE account_id = ? AND live_mode = ? AND (over_cap IS NOT NULL OR late_outcome IS NOT NULL) ORDER BY seq`,
   );
@@ -146,6 +182,9 @@ function makeStore(db: Db) {
   return {
     insert: (row: Omit<StoredPaymentRow, 'seq' | 'updated_at' | 'forwarded_at' | 'settled_at' | 'authorization_code' | 'processor_reference' | 'reason' | 'late_outcome'>) =>
       insert.run(row),
+    /** At a central: a store's stored payment in its final state; a second copy changes nothing. Returns whether it was new. */
+    insertCentral: (row: CentralStoredPaymentRow) => insertCentral.run(row).changes === 1,
+    centralOf: (accountId: string, liveMode: boolean) => centralOf.all(accountId, liveMode ? 1 : 0) as CentralStoredPaymentRow[],
     byId: (id: string) => byId.get(id) as StoredPaymentRow | undefined,
     byCommand: (commandId: string) => byCommand.get(commandId) as StoredPaymentRow | undefined,
     byReference: (terminalId: string, reference: string) => byReference.get(terminalId, reference) as StoredPaymentRow | undefined,

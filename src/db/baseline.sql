@@ -162,6 +162,9 @@ CREATE TABLE customers (
   full_name TEXT,
   phone TEXT,
   tax_id TEXT,
+  -- Hosted customer fields (hosted-api.md section 5): a one-line address, and metadata as JSON or null.
+  address TEXT,
+  metadata TEXT,
   created_at TEXT NOT NULL,
   became_live_at TEXT
 ) STRICT;

@@ -4,6 +4,7 @@ import { TaxCategory } from '../products/schema.js';
 import { PageQuery } from '../../api/pagination.js';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
+const NullableText = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
 
 /** How the buyer may pay a line (hosted section 3.1); the checkout page offers what every line allows. */
 export const PaymentMethodType = Type.Union([Type.Literal('card'), Type.Literal('bank_transfer'), Type.Literal('balance'), Type.Literal('stablecoins')]);
@@ -24,6 +25,13 @@ export const CheckoutItemInput = Type.Object({
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')])),
   payment_method_types: Type.Optional(PaymentMethodTypes),
   available_installments: Type.Optional(Installments),
+  // What the checkout page shows of a line (hosted section 3.1), stored on the line and answered.
+  image_url: Type.Optional(NullableText(2000)),
+  description: Type.Optional(NullableText(2000)),
+  custom_terms_and_conditions: Type.Optional(NullableText(10000)),
+  metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
+  // A per-method surcharge on the hosted service; posd charges every method alike (docs/compatibility.md).
+  has_dynamic_pricing: Type.Optional(Type.Boolean()),
 });
 export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
 
@@ -73,6 +81,11 @@ export const CheckoutItemSchema = Type.Object({
   // them; every answer carries them (null: whatever the account allows).
   payment_method_types: Type.Optional(Type.Union([PaymentMethodTypes, Type.Null()])),
   available_installments: Type.Optional(Type.Union([Installments, Type.Null()])),
+  image_url: Type.Optional(NullableText(2000)),
+  description: Type.Optional(NullableText(2000)),
+  custom_terms_and_conditions: Type.Optional(NullableText(10000)),
+  metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
+  has_dynamic_pricing: Type.Optional(Type.Boolean()),
 });
 export type CheckoutItem = Static<typeof CheckoutItemSchema>;
 

@@ -26,6 +26,11 @@ export interface CheckoutItemInput {
   charge_type?: 'one_time' | 'recurring';
   payment_method_types?: Array<'card' | 'bank_transfer' | 'balance' | 'stablecoins'>;
   available_installments?: number[];
+  image_url?: string | null;
+  description?: string | null;
+  custom_terms_and_conditions?: string | null;
+  metadata?: Record<string, unknown> | null;
+  has_dynamic_pricing?: boolean;
 }
 
 export interface CheckoutInput {
@@ -50,7 +55,16 @@ export function checkoutSessionUrl(ctx: AppContext, id: string): string {
 }
 
 function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
-  const items = (JSON.parse(r.items) as CheckoutItem[]).map((l) => ({ payment_method_types: null, available_installments: null, ...l }));
+  const items = (JSON.parse(r.items) as CheckoutItem[]).map((l) => ({
+    payment_method_types: null,
+    available_installments: null,
+    image_url: null,
+    description: null,
+    custom_terms_and_conditions: null,
+    metadata: null,
+    has_dynamic_pricing: false,
+    ...l,
+  }));
   const subtotal = items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0);
   return {
     id: r.id,
@@ -100,6 +114,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
     const payWith = {
       payment_method_types: item.payment_method_types ?? null,
       available_installments: item.available_installments ?? null,
+      ...shownOf(item),
     };
     const a = item.amount_in_cents;
     if (a !== undefined && (!Number.isInteger(a) || a < 1 || a > MAX_LINE_CENTS)) {
@@ -148,6 +163,15 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
   const total = lines.reduce((sum, l) => sum + l.amount_in_cents * l.quantity, 0);
   assertMinimumCharge(total, cur);
   return { items: lines, currency: cur, total };
+}
+
+/** A line's page fields (hosted section 3.1), kept only when given so lines stay small. */
+function shownOf(item: CheckoutItemInput): Partial<CheckoutItem> {
+  const out: Partial<CheckoutItem> = {};
+  for (const k of ['image_url', 'description', 'custom_terms_and_conditions', 'metadata', 'has_dynamic_pricing'] as const) {
+    if (item[k] !== undefined) (out as Record<string, unknown>)[k] = item[k];
+  }
+  return out;
 }
 
 function checkExpiry(ctx: AppContext, expiresAt: string | null | undefined): string | null {

@@ -48,6 +48,16 @@ export function legacyPaymentPayload(
 }
 
 /** Who paid, as the legacy `paymentable` names them: a one-time payment by the checkout's customer. */
-export function oneTimePaymentable(paymentId: string, customer: Pick<Customer, 'full_name' | 'tax_id' | 'phone'> | undefined): Paymentable {
-  return { type: 'OneTimePayment', id: paymentId, tax_name: customer?.full_name ?? null, tax_id: customer?.tax_id ?? null, address: null, phone_number: customer?.phone ?? null };
+export function oneTimePaymentable(
+  paymentId: string,
+  customer: (Pick<Customer, 'full_name' | 'tax_id' | 'phone'> & { address?: string | null }) | undefined,
+): Paymentable {
+  return {
+    type: 'OneTimePayment',
+    id: paymentId,
+    tax_name: customer?.full_name ?? null,
+    tax_id: customer?.tax_id ?? null,
+    address: customer?.address ?? null,
+    phone_number: customer?.phone ?? null,
+  };
 }

@@ -55,6 +55,8 @@ export const CreateCheckoutBody = Type.Object({
   coupon_codes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 10 })),
   success_url: Type.Optional(Url),
   cancel_url: Type.Optional(Url),
+  /** A platform charging for one of its connected children (hosted sections 3.1 and 14): the checkout is the child's. */
+  custom_account_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
 });
 export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
 

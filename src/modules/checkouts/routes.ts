@@ -26,7 +26,7 @@ function chargingAccount(ctx: AppContext, req: FastifyRequest, id: string | null
   if (req.auth.keyAccount && acting.id !== req.auth.keyAccount.id) throw refuse();
   const accounts = accountsOf(ctx);
   let child = accounts.account(id);
-  if (child && child.live_mode && !acting.live_mode) child = accounts.sandboxOf(child.id);
+  if (child?.live_mode && !acting.live_mode) child = accounts.sandboxOf(child.id);
   if (!child || child.parent_account_id !== acting.id || child.live_mode !== acting.live_mode) throw refuse();
   return child;
 }

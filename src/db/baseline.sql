@@ -198,6 +198,9 @@ CREATE TABLE checkouts (
   -- Where the checkout page sends the buyer after paying or cancelling (the hosted service's fields).
   success_url TEXT,
   cancel_url TEXT,
+  -- The split after payment (hosted transfer_setups): JSON [{id, status, amount_in_cents, currency,
+  -- recipient_id, transfer_id}], pending until the checkout is paid, then completed or failed.
+  transfer_setups TEXT NOT NULL DEFAULT '[]',
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;

@@ -46,6 +46,22 @@ export const CheckoutListQuery = Type.Object({
   until_time: Type.Optional(Type.String()),
 });
 
+/** A share of the payment sent on after it succeeds (hosted section 3.1); no recipient: the platform. */
+export const TransferSetupInput = Type.Object({
+  amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000_000 }),
+  recipient_id: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+});
+export const TransferSetupSchema = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  recipient_id: Type.String(),
+  transfer_id: Type.Union([Type.String(), Type.Null()]),
+  failure_reason: Type.Union([Type.String(), Type.Null()]),
+});
+export type TransferSetup = Static<typeof TransferSetupSchema>;
+
 export const CreateCheckoutBody = Type.Object({
   items: Type.Array(CheckoutItemInput, { minItems: 1, maxItems: 50 }),
   currency: Type.Optional(CurrencySchema),
@@ -57,6 +73,7 @@ export const CreateCheckoutBody = Type.Object({
   cancel_url: Type.Optional(Url),
   /** A platform charging for one of its connected children (hosted sections 3.1 and 14): the checkout is the child's. */
   custom_account_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+  transfer_setups: Type.Optional(Type.Array(TransferSetupInput, { maxItems: 10 })),
 });
 export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
 
@@ -107,6 +124,7 @@ export const CheckoutSchema = Type.Object({
   discount: Type.Union([Type.Object({ amount_in_cents: Type.Integer() }), Type.Null()]),
   success_url: Type.Union([Type.String(), Type.Null()]),
   cancel_url: Type.Union([Type.String(), Type.Null()]),
+  transfer_setups: Type.Array(TransferSetupSchema),
   customer_id: Type.Union([Type.String(), Type.Null()]),
   expires_at: Type.Union([Type.String(), Type.Null()]),
   latest_intent: Type.Union([Type.Object({ id: Type.String() }), Type.Null()]),

@@ -11,7 +11,8 @@ import { getCustomer } from '../customers/service.js';
 import { checkoutsStore, type CheckoutFilter, type CheckoutRow } from './store.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { checkoutMachine, EDITABLE_STATUSES, type CheckoutEvent, type CheckoutStatus } from './machine.js';
-import type { Checkout, CheckoutItem } from './schema.js';
+import type { Checkout, CheckoutItem, TransferSetup } from './schema.js';
+import { accountsOf } from '../../accounts/service.js';
 
 export type { Checkout, CheckoutItem } from './schema.js';
 
@@ -43,6 +44,7 @@ export interface CheckoutInput {
   coupon_codes?: string[];
   success_url?: string | null;
   cancel_url?: string | null;
+  transfer_setups?: Array<{ amount_in_cents: number; recipient_id?: string | null }>;
 }
 
 export function checkoutUrl(ctx: AppContext, id: string): string {
@@ -84,6 +86,7 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents } : null,
     success_url: r.success_url ?? null,
     cancel_url: r.cancel_url ?? null,
+    transfer_setups: JSON.parse(r.transfer_setups ?? '[]') as TransferSetup[],
     customer_id: r.customer_id,
     expires_at: r.expires_at,
     latest_intent: r.latest_intent_id ? { id: r.latest_intent_id } : null,
@@ -187,6 +190,44 @@ function checkCustomer(ctx: AppContext, account: Account, id: string | null | un
   return id;
 }
 
+/**
+ * The split of a checkout (hosted `transfer_setups`): each share goes, once the checkout is paid, from
+ * the checkout's account to `recipient_id` as a transfer (the transfers module's `afterPay`). No
+ * recipient means the platform the account is connected to. Recipients are checked now, so a typo is
+ * a 400 and not a split that silently never happens; the shares may not exceed the total.
+ */
+function resolveTransferSetups(
+  ctx: AppContext,
+  account: Account,
+  setups: CheckoutInput['transfer_setups'],
+  currency: string,
+  total: number,
+): TransferSetup[] {
+  if (!setups?.length) return [];
+  const accounts = accountsOf(ctx);
+  const errors: Record<string, string[]> = {};
+  const out: TransferSetup[] = [];
+  setups.forEach((t, i) => {
+    let recipient = t.recipient_id ? accounts.account(t.recipient_id) : account.parent_account_id ? accounts.account(account.parent_account_id) : undefined;
+    // The hosted service has one id for both environments: a sandbox split may name a live id.
+    if (recipient?.live_mode && !account.live_mode) recipient = accounts.sandboxOf(recipient.id);
+    if (!recipient || recipient.live_mode !== account.live_mode) {
+      (errors[`transfer_setups.${i}.recipient_id`] ??= []).push(t.recipient_id ? 'no account with this id in this environment' : 'is required: the account has no platform');
+      return;
+    }
+    if (recipient.id === account.id) return void (errors[`transfer_setups.${i}.recipient_id`] ??= []).push('must be another account than the one paid');
+    out.push({ id: newId('ts'), status: 'pending', amount_in_cents: t.amount_in_cents, currency, recipient_id: recipient.id, transfer_id: null, failure_reason: null });
+  });
+  if (out.reduce((sum, t) => sum + t.amount_in_cents, 0) > total) (errors.transfer_setups ??= []).push(`the shares exceed the checkout's total of ${total}`);
+  if (Object.keys(errors).length) throw invalid(errors);
+  return out;
+}
+
+/** The split as it now stands (inside the payment's transaction: the transfers module records each share). */
+export function setCheckoutTransferSetups(ctx: AppContext, checkoutId: string, setups: TransferSetup[]): void {
+  checkoutsStore(ctx.db).setTransferSetups(checkoutId, JSON.stringify(setups));
+}
+
 export function createCheckout(ctx: AppContext, account: Account, input: CheckoutInput): Checkout {
   const resolved = resolveItems(ctx, account, input.items, input.currency);
   // Priced by the module that declares the checkout's price (coupons), with the codes typed.
@@ -198,6 +239,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
     coupon_codes: input.coupon_codes ?? [],
   });
   if (price.discount_in_cents > 0) assertMinimumCharge(price.total_in_cents, resolved.currency);
+  const setups = resolveTransferSetups(ctx, account, input.transfer_setups, resolved.currency, price.total_in_cents);
   const at = isoTime(ctx.clock.now());
   return tx(ctx.db, () => {
     const row: CheckoutRow = {
@@ -215,6 +257,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       payment_intent_id: null,
       success_url: input.success_url ?? null,
       cancel_url: input.cancel_url ?? null,
+      transfer_setups: JSON.stringify(setups),
       created_at: at,
       updated_at: at,
     };

@@ -32,7 +32,7 @@ export function legacyPaymentPayload(
       status: checkout.status,
       payment: { id: paymentId, paymentable: oneTimePaymentable(paymentId, customer) },
       payment_method: { id: pa.id, type: pa.method, card: pa.card_last4 ? { last4: pa.card_last4, network: pa.card_network ?? '' } : null },
-      transfer_setups: [],
+      transfer_setups: checkout.transfer_setups,
       metadata: checkout.metadata,
     },
     failure_reason: pa.failure_reason,

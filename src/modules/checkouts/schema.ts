@@ -23,6 +23,13 @@ export const CheckoutItemInput = Type.Object({
   // Every inline line of the official plugin names its kind; recurring lines are refused by the
   // service with a message (they must start a subscription, which inline lines do not yet).
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')])),
+  // A recurring inline line (hosted section 3.1, the official plugin's subscription orders): paying
+  // starts a subscription billed every `billing_interval_count` `billing_interval`s.
+  billing_interval: Type.Optional(Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)))),
+  billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
+  free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Null()])),
+  free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 365 }), Type.Null()])),
+  periods_before_automatic_cancellation: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
   payment_method_types: Type.Optional(PaymentMethodTypes),
   available_installments: Type.Optional(Installments),
   // What the checkout page shows of a line (hosted section 3.1), stored on the line and answered.

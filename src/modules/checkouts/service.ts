@@ -6,7 +6,7 @@ import { newId } from '../../ids.js';
 import { ApiError, invalid } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../../money.js';
-import { getPrice, getProduct } from '../products/service.js';
+import { createProduct, getPrice, getProduct } from '../products/service.js';
 import { getCustomer } from '../customers/service.js';
 import { checkoutsStore, type CheckoutFilter, type CheckoutRow } from './store.js';
 import { initialState, nextState } from '../../lifecycle.js';
@@ -25,6 +25,11 @@ export interface CheckoutItemInput {
   product_id?: string;
   price_id?: string;
   charge_type?: 'one_time' | 'recurring';
+  billing_interval?: string;
+  billing_interval_count?: number;
+  free_trial_interval?: string | null;
+  free_trial_interval_count?: number | null;
+  periods_before_automatic_cancellation?: number | null;
   payment_method_types?: Array<'card' | 'bank_transfer' | 'balance' | 'stablecoins'>;
   available_installments?: number[];
   image_url?: string | null;
@@ -101,7 +106,21 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
  * `price_id`/`product_id` (the product's classification then wins, spec 4.13). Every line shares the
  * checkout's currency; the total must reach the minimum charge (gaps.md).
  */
-function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInput[], currency?: string): { items: CheckoutItem[]; currency: string; total: number } {
+type Interval = 'day' | 'week' | 'month' | 'year';
+/** An inline recurring line, priced through a product made for it when the checkout is written. */
+interface RecurringLine {
+  index: number;
+  interval: Interval;
+  count: number;
+}
+
+function resolveItems(
+  ctx: AppContext,
+  account: Account,
+  items: CheckoutItemInput[],
+  currency?: string,
+): { items: CheckoutItem[]; currency: string; total: number; recurring: RecurringLine[] } {
+  const recurring: RecurringLine[] = [];
   const errors: Record<string, string[]> = {};
   const add = (f: string, m: string) => (errors[f] ??= []).push(m);
   const lines: CheckoutItem[] = [];
@@ -110,8 +129,15 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
     const quantity = item.quantity ?? 1;
     // Callers inside posd (terminals, scheduling) skip the HTTP schema: the same limits hold here.
     if (!Number.isInteger(quantity) || quantity < 1 || quantity > 9) return add(`items.${i}.quantity`, 'must be an integer from 1 to 9');
-    if (item.charge_type === 'recurring') {
-      return add(`items.${i}.charge_type`, 'recurring inline lines are not served yet: use product_id or price_id of a product with a recurring price');
+    const inline = !item.price_id && !item.product_id;
+    if (item.charge_type === 'recurring' && inline) {
+      // Served through a product made for the line at creation (below), whose subscription the
+      // payment starts; what that subscription cannot do yet is refused by name, never dropped.
+      if (item.free_trial_interval_count) return add(`items.${i}.free_trial_interval_count`, 'free trials on inline recurring lines are not served yet: use a product price with a free trial');
+      if (item.periods_before_automatic_cancellation) return add(`items.${i}.periods_before_automatic_cancellation`, 'is not served yet');
+      if (!item.billing_interval) return add(`items.${i}.billing_interval`, 'is required on a recurring line');
+    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
+      return add(`items.${i}.charge_type`, 'must be recurring (an inline line) for billing_interval and the other recurring fields');
     }
     // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).
     const payWith = {
@@ -144,6 +170,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
       return;
     }
     if (item.amount_in_cents === undefined) return add(`items.${i}.amount_in_cents`, 'is required without product_id or price_id');
+    if (item.charge_type === 'recurring') recurring.push({ index: lines.length, interval: item.billing_interval as Interval, count: item.billing_interval_count ?? 1 });
     lines.push({
       name: item.name ?? 'Item',
       amount_in_cents: item.amount_in_cents,
@@ -165,7 +192,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
   if (Object.keys(errors).length) throw invalid(errors);
   const total = lines.reduce((sum, l) => sum + l.amount_in_cents * l.quantity, 0);
   assertMinimumCharge(total, cur);
-  return { items: lines, currency: cur, total };
+  return { items: lines, currency: cur, total, recurring };
 }
 
 /** A line's page fields (hosted section 3.1), kept only when given so lines stay small. */
@@ -223,6 +250,31 @@ function resolveTransferSetups(
   return out;
 }
 
+/**
+ * Inside the checkout's transaction: each inline recurring line gets a product of its own with one
+ * recurring price (as the hosted service keeps a product behind every subscription), and the line
+ * names them, so paying the checkout starts the subscription through the subscriptions module's
+ * hook and its biller charges it every period, as for a catalogue product.
+ */
+function recurringProducts(ctx: AppContext, account: Account, items: CheckoutItem[], recurring: RecurringLine[]): CheckoutItem[] {
+  const out = items.map((l) => ({ ...l }));
+  for (const r of recurring) {
+    const line = out[r.index]!;
+    const product = createProduct(ctx, account, {
+      name: line.name,
+      description: line.description ?? null,
+      tax_category: line.tax_category,
+      metadata: { made_for: 'inline_recurring_line' },
+      prices_attributes: [
+        { amount_in_cents: line.amount_in_cents, currency: line.currency as 'GTQ' | 'USD', charge_type: 'recurring', billing_interval: r.interval, billing_interval_count: r.count },
+      ],
+    });
+    line.product_id = product.id;
+    line.price_id = product.prices[0]!.id;
+  }
+  return out;
+}
+
 /** The split as it now stands (inside the payment's transaction: the transfers module records each share). */
 export function setCheckoutTransferSetups(ctx: AppContext, checkoutId: string, setups: TransferSetup[]): void {
   checkoutsStore(ctx.db).setTransferSetups(checkoutId, JSON.stringify(setups));
@@ -249,7 +301,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       status: initialState(checkoutMachine),
       amount_in_cents: price.total_in_cents,
       currency: resolved.currency,
-      items: JSON.stringify(resolved.items),
+      items: JSON.stringify(recurringProducts(ctx, account, resolved.items, resolved.recurring)),
       metadata: JSON.stringify(input.metadata ?? {}),
       customer_id: checkCustomer(ctx, account, input.customer_id),
       expires_at: checkExpiry(ctx, input.expires_at),
@@ -382,7 +434,8 @@ export function updateCheckout(ctx: AppContext, account: Account, id: string, pa
           available_installments: l.available_installments ?? undefined,
         }));
       const resolved = resolveItems(ctx, account, items, patch.currency ?? (patch.items ? undefined : row.currency));
-      Object.assign(next, { items: JSON.stringify(resolved.items), amount_in_cents: resolved.total, currency: resolved.currency });
+      const lines = recurringProducts(ctx, account, resolved.items, resolved.recurring);
+      Object.assign(next, { items: JSON.stringify(lines), amount_in_cents: resolved.total, currency: resolved.currency });
     }
     if (patch.metadata) next.metadata = JSON.stringify(patch.metadata);
     if (patch.success_url !== undefined) next.success_url = patch.success_url;

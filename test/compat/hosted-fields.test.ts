@@ -84,6 +84,25 @@ describe.each(FORMS)('%s bodies', (form, shape) => {
   });
 });
 
+describe('POST /checkouts with user_id (hosted section 3.1)', () => {
+  it("makes the user's customer the checkout's buyer; an unknown user or another customer is a 400", async () => {
+    const user = await s.api('POST', '/users', { body: { email: 'comprador@example.com', full_name: 'Marta Ruiz' } });
+    const ch = await s.api('POST', '/checkouts', { body: { checkout: { user_id: user.body.id, items: [{ amount_in_cents: 1000 }] } } });
+    expect(ch.status, JSON.stringify(ch.body)).toBe(201);
+    const customer = await s.api('GET', `/customers/${ch.body.customer_id}`);
+    expect(customer.body).toMatchObject({ email: 'comprador@example.com', full_name: 'Marta Ruiz', user_id: user.body.id });
+    const same = await s.api('POST', '/checkouts', { body: { user_id: user.body.id, customer_id: ch.body.customer_id, items: [{ amount_in_cents: 1000 }] } });
+    expect(same.status).toBe(201);
+    const other = await s.api('POST', '/customers', { body: { email: 'otro@example.com' } });
+    const clash = await s.api('POST', '/checkouts', { body: { user_id: user.body.id, customer_id: other.body.id, items: [{ amount_in_cents: 1000 }] } });
+    expect(clash.status).toBe(400);
+    expect(clash.body.errors).toHaveProperty('user_id');
+    const unknown = await s.api('POST', '/checkouts', { body: { user_id: 'us_nothere1', items: [{ amount_in_cents: 1000 }] } });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.errors).toHaveProperty('user_id');
+  });
+});
+
 describe('refusals that stay', () => {
   it('two names of one value must agree, a taken e-mail is refused, an unknown field is named', async () => {
     const both = await s.api('POST', '/customers', { body: { email: 'x@example.com', nit: '1', tax_id: '2' } });

@@ -81,6 +81,8 @@ export const CreateCheckoutBody = Type.Object({
   /** A platform charging for one of its connected children (hosted sections 3.1 and 14): the checkout is the child's. */
   custom_account_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
   transfer_setups: Type.Optional(Type.Array(TransferSetupInput, { maxItems: 10 })),
+  /** The buyer as a user (`us_`); the checkout's customer becomes the customer of the user's e-mail. */
+  user_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
 });
 export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
 

@@ -7,7 +7,8 @@ import { ApiError, invalid } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../../money.js';
 import { createProduct, getPrice, getProduct } from '../products/service.js';
-import { getCustomer } from '../customers/service.js';
+import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
+import { getUser } from '../users/service.js';
 import { checkoutsStore, type CheckoutFilter, type CheckoutRow } from './store.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { checkoutMachine, EDITABLE_STATUSES, type CheckoutEvent, type CheckoutStatus } from './machine.js';
@@ -50,6 +51,21 @@ export interface CheckoutInput {
   success_url?: string | null;
   cancel_url?: string | null;
   transfer_setups?: Array<{ amount_in_cents: number; recipient_id?: string | null }>;
+  /** The hosted way to name the buyer by user (`us_`): it becomes the customer of that e-mail. */
+  user_id?: string | null;
+}
+
+/**
+ * `user_id` (hosted section 3.1, "prefills buyer data"): the account's user becomes the checkout's
+ * customer, found or made by the user's e-mail. With `customer_id` too, the two must be one buyer.
+ */
+function customerOfUser(ctx: AppContext, account: Account, input: CheckoutInput): string | null | undefined {
+  if (!input.user_id) return input.customer_id;
+  const user = getUser(ctx, [account.id], account.live_mode, input.user_id);
+  if (!user) throw invalid({ user_id: 'does not exist' });
+  const customer = findOrCreateCustomer(ctx, account, { email: user.email, full_name: user.name, phone: user.phone });
+  if (input.customer_id && input.customer_id !== customer.id) throw invalid({ user_id: 'names another buyer than customer_id' });
+  return customer.id;
 }
 
 export function checkoutUrl(ctx: AppContext, id: string): string {
@@ -280,7 +296,9 @@ export function setCheckoutTransferSetups(ctx: AppContext, checkoutId: string, s
   checkoutsStore(ctx.db).setTransferSetups(checkoutId, JSON.stringify(setups));
 }
 
-export function createCheckout(ctx: AppContext, account: Account, input: CheckoutInput): Checkout {
+export function createCheckout(ctx: AppContext, account: Account, given: CheckoutInput): Checkout {
+  const { user_id: _user, ...rest } = given;
+  const input: CheckoutInput = { ...rest, customer_id: customerOfUser(ctx, account, given) };
   const resolved = resolveItems(ctx, account, input.items, input.currency);
   // Priced by the module that declares the checkout's price (coupons), with the codes typed.
   const price = ctx.registry.checkout.price(ctx, account, {

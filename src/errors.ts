@@ -60,6 +60,7 @@ export const ERRORS = {
   refund_failed: { status: 422, message: 'The booking is declined but its payment could not be refunded yet; call again to retry the refund.' },
   invalid_feed_url: { status: 422, message: 'A calendar feed URL must be an https URL.' },
   // Money (issue 3, docs/money.md)
+  email_taken: { status: 422, message: 'Another customer already has that e-mail.' },
   wrong_environment: { status: 401, message: 'This customer belongs to the other environment (live or test) than your key.' },
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },

@@ -229,6 +229,7 @@ export class AccountsService {
         if (!this.store.account(a.id)) continue;
         this.store.updateSettings(a.id, a.settings);
         this.store.updateTax(a.id, a.tax_id, a.tax_name);
+        if (a.event_format) this.store.updateEventFormat(a.id, a.event_format);
       }
       return true;
     });
@@ -264,6 +265,24 @@ export class AccountsService {
       const updated = this.account(accountId)!;
       this.publish(updated);
       return updated;
+    });
+  }
+
+  /**
+   * The account's event format (spec 6.3: `unified`, or `both` for the unified events and their
+   * legacy twins), changed by the operator (`posd accounts set --event-formats`). Named by its live
+   * id, the account and its sandbox change together, so a shop testing with its test key gets what
+   * it will get live; named by a sandbox id, only the sandbox. Returns the accounts changed.
+   */
+  setEventFormat(accountId: string, format: 'unified' | 'both'): Account[] {
+    return tx(this.db, () => {
+      const account = this.account(accountId);
+      if (!account) throw new Error(`no account ${accountId}`);
+      const changed = [account, ...(account.live_mode ? [this.sandboxOf(account.id)].filter((a): a is Account => !!a) : [])];
+      for (const a of changed) this.store.updateEventFormat(a.id, format);
+      const after = changed.map((a) => this.account(a.id)!);
+      for (const a of after) this.publish(a);
+      return after;
     });
   }
 
@@ -379,7 +398,7 @@ export interface Installation {
 /** The first run: an organization holding one live account, its sandbox, and one key of each. */
 export function initInstallation(
   service: AccountsService,
-  opts: { name: string; role: 'store' | 'central'; country?: string; defaultCurrency?: string },
+  opts: { name: string; role: 'store' | 'central'; country?: string; defaultCurrency?: string; eventFormat?: 'unified' | 'both' },
 ): Installation {
   const org = service.createOrganization(opts.name);
   const { account, sandbox } = service.createAccount({
@@ -388,6 +407,7 @@ export function initInstallation(
     country: opts.country,
     defaultCurrency: opts.defaultCurrency,
   });
+  if (opts.eventFormat) service.setEventFormat(account.id, opts.eventFormat);
   const live = service.createKey({ accountId: account.id, environment: 'live' });
   const test = service.createKey({ accountId: sandbox.id, environment: 'test' });
   service.setMeta('role', opts.role);

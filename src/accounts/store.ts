@@ -68,6 +68,7 @@ export class AccountsStore {
       sandboxOf: db.prepare('SELECT * FROM accounts WHERE sandbox_of = ? ORDER BY created_at LIMIT 1'),
       updateSettings: db.prepare('UPDATE accounts SET settings = ? WHERE id = ?'),
       updateTax: db.prepare('UPDATE accounts SET tax_id = ?, tax_name = ? WHERE id = ?'),
+      updateEventFormat: db.prepare('UPDATE accounts SET event_format = ? WHERE id = ?'),
       insertKey: db.prepare(
         `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at)
          VALUES (@id, @prefix, @hash, @kind, @environment, @account_id, @organization_id, @live_mode, @created_at)`,
@@ -126,6 +127,10 @@ export class AccountsStore {
   updateSettings(accountId: string, settings: Record<string, unknown>): void {
     this.writes++;
     this.stmts.updateSettings.run(JSON.stringify(settings), accountId);
+  }
+  updateEventFormat(accountId: string, format: 'unified' | 'both'): void {
+    this.writes++;
+    this.stmts.updateEventFormat.run(format, accountId);
   }
   updateTax(accountId: string, taxId: string | null, taxName: string | null): void {
     this.writes++;

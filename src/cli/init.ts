@@ -7,7 +7,14 @@ import { systemClock } from '../clock.js';
 import { CentralClient, CentralRefusal } from '../sync/transport.js';
 import { joinCentral } from '../sync/join.js';
 
-type InitOptions = DataOptions & { role: 'store' | 'central'; name: string; json?: boolean; centralUrl?: string; centralKey?: string };
+type InitOptions = DataOptions & {
+  role: 'store' | 'central';
+  name: string;
+  json?: boolean;
+  centralUrl?: string;
+  centralKey?: string;
+  eventFormats?: 'unified' | 'both';
+};
 
 export function initCommand(): Command {
   return withDataOptions(new Command('init'))
@@ -17,11 +24,21 @@ export function initCommand(): Command {
     )
     .addOption(new Option('--role <role>', 'store or central').choices(['store', 'central']).default('store'))
     .option('--name <name>', 'name of the organization and its first account', 'My store')
+    .addOption(
+      new Option('--event-formats <format>', 'events of the first account and its sandbox: unified, or both (unified plus legacy payment_intent.*); default as spec 6.3').choices([
+        'unified',
+        'both',
+      ]),
+    )
     .option('--central-url <url>', "the central's base URL (a store that syncs)")
     .option('--central-key <key>', "the store account's live key, made at the central (posd keys create there)")
     .option('--json', 'print the ids and keys as one JSON object and nothing else')
     .action(async (opts: InitOptions) => {
-      if (opts.centralUrl || opts.centralKey) return joinAction(opts);
+      if (opts.centralUrl || opts.centralKey) {
+        // A joining store takes its accounts, event format included, from the central.
+        if (opts.eventFormats) throw new CliError('--event-formats is set at the central (posd accounts set there), not when joining it');
+        return joinAction(opts);
+      }
       const config = cliConfig(opts, { role: opts.role });
       const db = openCliDatabase(config, { create: true });
       try {
@@ -32,6 +49,7 @@ export function initCommand(): Command {
           role: opts.role,
           country: config.accounts.country,
           defaultCurrency: config.accounts.default_currency,
+          eventFormat: opts.eventFormats,
         });
         if (opts.json) return printJson(inst);
         process.stdout.write(
@@ -39,6 +57,7 @@ export function initCommand(): Command {
             `posd: created a ${opts.role} installation in ${config.data_dir}`,
             `  organization  ${inst.organization_id}`,
             `  account       ${inst.account_id} (live), sandbox ${inst.sandbox_id}`,
+            ...(opts.eventFormats ? [`  events        ${opts.eventFormats}`] : []),
             `  live key      ${inst.keys.live}`,
             `  test key      ${inst.keys.test}`,
             '  Keys are shown only now: store them somewhere safe.',

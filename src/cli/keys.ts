@@ -117,8 +117,28 @@ export function accountsCommand(): Command {
         }
         const settings = Object.keys(patch).length ? accounts.updateSettings(account.id, patch).settings : account.settings;
         const out = Object.fromEntries(Object.entries(ACCOUNT_SETTINGS).map(([k, def]) => [k, typeof settings[k] === 'boolean' ? settings[k] : def]));
-        if (opts.json) printJson({ account_id: account.id, settings: out });
-        else for (const [k, v] of Object.entries(out)) process.stdout.write(`${k}: ${v === null ? '(configuration default)' : v}\n`);
+        if (opts.json) printJson({ account_id: account.id, event_format: account.event_format, settings: out });
+        else {
+          for (const [k, v] of Object.entries(out)) process.stdout.write(`${k}: ${v === null ? '(configuration default)' : v}\n`);
+          process.stdout.write(`event_format: ${account.event_format} (change with posd accounts set ${account.id} --event-formats unified|both)\n`);
+        }
+      }),
+    );
+  withDataOptions(cmd.command('set'))
+    .description(
+      "change an account: --event-formats both sends the legacy payment events (payment_intent.succeeded, ...) beside the unified intent.* ones (spec 6.3); " +
+        'named by its live id, its sandbox changes too; a running posd sees the change at once',
+    )
+    .argument('<account>', 'account id (live, or a sandbox alone)')
+    .addOption(new Option('--event-formats <format>', 'unified, or both (unified plus legacy)').choices(['unified', 'both']).makeOptionMandatory())
+    .option('--json', 'print JSON')
+    .action((accountId: string, opts: DataOptions & { eventFormats: 'unified' | 'both'; json?: boolean }) =>
+      withAccounts(opts, (accounts) => {
+        if (!accounts.account(accountId)) throw new CliError(`no account ${accountId}`);
+        const changed = accounts.setEventFormat(accountId, opts.eventFormats);
+        const rows = changed.map((a) => ({ account_id: a.id, environment: a.live_mode ? 'live' : 'sandbox', event_format: a.event_format }));
+        if (opts.json) return printJson(rows);
+        for (const r of rows) process.stdout.write(`${r.account_id} (${r.environment}): event_format ${r.event_format}\n`);
       }),
     );
   return cmd;

@@ -162,6 +162,9 @@ CREATE TABLE customers (
   full_name TEXT,
   phone TEXT,
   tax_id TEXT,
+  -- Hosted customer fields (hosted-api.md section 5): a one-line address, and metadata as JSON or null.
+  address TEXT,
+  metadata TEXT,
   created_at TEXT NOT NULL,
   became_live_at TEXT
 ) STRICT;
@@ -195,6 +198,9 @@ CREATE TABLE checkouts (
   -- Where the checkout page sends the buyer after paying or cancelling (the hosted service's fields).
   success_url TEXT,
   cancel_url TEXT,
+  -- The split after payment (hosted transfer_setups): JSON [{id, status, amount_in_cents, currency,
+  -- recipient_id, transfer_id}], pending until the checkout is paid, then completed or failed.
+  transfer_setups TEXT NOT NULL DEFAULT '[]',
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;

@@ -119,7 +119,7 @@ function exampleIntent(kind: IntentKind, status: IntentStatus, i: ExampleInput):
     currency: 'GTQ',
     product_id: newId('prod'),
     tax_invoice_url: null,
-    checkout: { id: newId('ch'), status: status === 'succeeded' || status === 'paid' ? 'paid' : status === 'failed' ? 'failed' : 'unpaid' },
+    checkout: { id: newId('ch'), status: status === 'succeeded' || status === 'paid' ? 'paid' : status === 'failed' ? 'failed' : 'unpaid', metadata: {} },
     payment_id: newId('on'),
     details,
   });

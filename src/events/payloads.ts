@@ -37,7 +37,8 @@ export interface UnifiedIntentInput {
   currency: string;
   product_id: string | null;
   tax_invoice_url: string | null;
-  checkout: { id: string; status: string } | null;
+  /** The checkout's `metadata` too: every shop finds its order through it (hosted-api.md section 2, 16). */
+  checkout: { id: string; status: string; metadata: Record<string, unknown> } | null;
   payment_id: string;
   details: Record<string, unknown>;
 }
@@ -62,7 +63,8 @@ export type UnifiedIntentPayload = {
   currency: string;
   product: { id: string } | null;
   tax_invoice_url: string | null;
-  checkout: { id: string; status: string } | null;
+  /** The checkout's `metadata` too: every shop finds its order through it (hosted-api.md section 2, 16). */
+  checkout: { id: string; status: string; metadata: Record<string, unknown> } | null;
   payment: { id: string };
   details: Record<string, unknown>;
 };

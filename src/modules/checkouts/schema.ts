@@ -4,6 +4,7 @@ import { TaxCategory } from '../products/schema.js';
 import { PageQuery } from '../../api/pagination.js';
 
 const Metadata = Type.Record(Type.String(), Type.Unknown());
+const NullableText = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
 
 /** How the buyer may pay a line (hosted section 3.1); the checkout page offers what every line allows. */
 export const PaymentMethodType = Type.Union([Type.Literal('card'), Type.Literal('bank_transfer'), Type.Literal('balance'), Type.Literal('stablecoins')]);
@@ -22,8 +23,22 @@ export const CheckoutItemInput = Type.Object({
   // Every inline line of the official plugin names its kind; recurring lines are refused by the
   // service with a message (they must start a subscription, which inline lines do not yet).
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')])),
+  // A recurring inline line (hosted section 3.1, the official plugin's subscription orders): paying
+  // starts a subscription billed every `billing_interval_count` `billing_interval`s.
+  billing_interval: Type.Optional(Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)))),
+  billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
+  free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Null()])),
+  free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 365 }), Type.Null()])),
+  periods_before_automatic_cancellation: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
   payment_method_types: Type.Optional(PaymentMethodTypes),
   available_installments: Type.Optional(Installments),
+  // What the checkout page shows of a line (hosted section 3.1), stored on the line and answered.
+  image_url: Type.Optional(NullableText(2000)),
+  description: Type.Optional(NullableText(2000)),
+  custom_terms_and_conditions: Type.Optional(NullableText(10000)),
+  metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
+  // A per-method surcharge on the hosted service; posd charges every method alike (docs/compatibility.md).
+  has_dynamic_pricing: Type.Optional(Type.Boolean()),
 });
 export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
 
@@ -38,6 +53,22 @@ export const CheckoutListQuery = Type.Object({
   until_time: Type.Optional(Type.String()),
 });
 
+/** A share of the payment sent on after it succeeds (hosted section 3.1); no recipient: the platform. */
+export const TransferSetupInput = Type.Object({
+  amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000_000 }),
+  recipient_id: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+});
+export const TransferSetupSchema = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('completed'), Type.Literal('failed')]),
+  amount_in_cents: Type.Integer(),
+  currency: Type.String(),
+  recipient_id: Type.String(),
+  transfer_id: Type.Union([Type.String(), Type.Null()]),
+  failure_reason: Type.Union([Type.String(), Type.Null()]),
+});
+export type TransferSetup = Static<typeof TransferSetupSchema>;
+
 export const CreateCheckoutBody = Type.Object({
   items: Type.Array(CheckoutItemInput, { minItems: 1, maxItems: 50 }),
   currency: Type.Optional(CurrencySchema),
@@ -47,6 +78,11 @@ export const CreateCheckoutBody = Type.Object({
   coupon_codes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 10 })),
   success_url: Type.Optional(Url),
   cancel_url: Type.Optional(Url),
+  /** A platform charging for one of its connected children (hosted sections 3.1 and 14): the checkout is the child's. */
+  custom_account_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
+  transfer_setups: Type.Optional(Type.Array(TransferSetupInput, { maxItems: 10 })),
+  /** The buyer as a user (`us_`); the checkout's customer becomes the customer of the user's e-mail. */
+  user_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
 });
 export type CreateCheckoutBody = Static<typeof CreateCheckoutBody>;
 
@@ -73,6 +109,11 @@ export const CheckoutItemSchema = Type.Object({
   // them; every answer carries them (null: whatever the account allows).
   payment_method_types: Type.Optional(Type.Union([PaymentMethodTypes, Type.Null()])),
   available_installments: Type.Optional(Type.Union([Installments, Type.Null()])),
+  image_url: Type.Optional(NullableText(2000)),
+  description: Type.Optional(NullableText(2000)),
+  custom_terms_and_conditions: Type.Optional(NullableText(10000)),
+  metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
+  has_dynamic_pricing: Type.Optional(Type.Boolean()),
 });
 export type CheckoutItem = Static<typeof CheckoutItemSchema>;
 
@@ -92,6 +133,7 @@ export const CheckoutSchema = Type.Object({
   discount: Type.Union([Type.Object({ amount_in_cents: Type.Integer() }), Type.Null()]),
   success_url: Type.Union([Type.String(), Type.Null()]),
   cancel_url: Type.Union([Type.String(), Type.Null()]),
+  transfer_setups: Type.Array(TransferSetupSchema),
   customer_id: Type.Union([Type.String(), Type.Null()]),
   expires_at: Type.Union([Type.String(), Type.Null()]),
   latest_intent: Type.Union([Type.Object({ id: Type.String() }), Type.Null()]),

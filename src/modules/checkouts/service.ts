@@ -6,12 +6,14 @@ import { newId } from '../../ids.js';
 import { ApiError, invalid } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../../money.js';
-import { getPrice, getProduct } from '../products/service.js';
-import { getCustomer } from '../customers/service.js';
+import { createProduct, getPrice, getProduct } from '../products/service.js';
+import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
+import { getUser } from '../users/service.js';
 import { checkoutsStore, type CheckoutFilter, type CheckoutRow } from './store.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { checkoutMachine, EDITABLE_STATUSES, type CheckoutEvent, type CheckoutStatus } from './machine.js';
-import type { Checkout, CheckoutItem } from './schema.js';
+import type { Checkout, CheckoutItem, TransferSetup } from './schema.js';
+import { accountsOf } from '../../accounts/service.js';
 
 export type { Checkout, CheckoutItem } from './schema.js';
 
@@ -24,8 +26,18 @@ export interface CheckoutItemInput {
   product_id?: string;
   price_id?: string;
   charge_type?: 'one_time' | 'recurring';
+  billing_interval?: string;
+  billing_interval_count?: number;
+  free_trial_interval?: string | null;
+  free_trial_interval_count?: number | null;
+  periods_before_automatic_cancellation?: number | null;
   payment_method_types?: Array<'card' | 'bank_transfer' | 'balance' | 'stablecoins'>;
   available_installments?: number[];
+  image_url?: string | null;
+  description?: string | null;
+  custom_terms_and_conditions?: string | null;
+  metadata?: Record<string, unknown> | null;
+  has_dynamic_pricing?: boolean;
 }
 
 export interface CheckoutInput {
@@ -38,6 +50,22 @@ export interface CheckoutInput {
   coupon_codes?: string[];
   success_url?: string | null;
   cancel_url?: string | null;
+  transfer_setups?: Array<{ amount_in_cents: number; recipient_id?: string | null }>;
+  /** The hosted way to name the buyer by user (`us_`): it becomes the customer of that e-mail. */
+  user_id?: string | null;
+}
+
+/**
+ * `user_id` (hosted section 3.1, "prefills buyer data"): the account's user becomes the checkout's
+ * customer, found or made by the user's e-mail. With `customer_id` too, the two must be one buyer.
+ */
+function customerOfUser(ctx: AppContext, account: Account, input: CheckoutInput): string | null | undefined {
+  if (!input.user_id) return input.customer_id;
+  const user = getUser(ctx, [account.id], account.live_mode, input.user_id);
+  if (!user) throw invalid({ user_id: 'does not exist' });
+  const customer = findOrCreateCustomer(ctx, account, { email: user.email, full_name: user.name, phone: user.phone });
+  if (input.customer_id && input.customer_id !== customer.id) throw invalid({ user_id: 'names another buyer than customer_id' });
+  return customer.id;
 }
 
 export function checkoutUrl(ctx: AppContext, id: string): string {
@@ -50,7 +78,16 @@ export function checkoutSessionUrl(ctx: AppContext, id: string): string {
 }
 
 function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
-  const items = (JSON.parse(r.items) as CheckoutItem[]).map((l) => ({ payment_method_types: null, available_installments: null, ...l }));
+  const items = (JSON.parse(r.items) as CheckoutItem[]).map((l) => ({
+    payment_method_types: null,
+    available_installments: null,
+    image_url: null,
+    description: null,
+    custom_terms_and_conditions: null,
+    metadata: null,
+    has_dynamic_pricing: false,
+    ...l,
+  }));
   const subtotal = items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0);
   return {
     id: r.id,
@@ -70,6 +107,7 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents } : null,
     success_url: r.success_url ?? null,
     cancel_url: r.cancel_url ?? null,
+    transfer_setups: JSON.parse(r.transfer_setups ?? '[]') as TransferSetup[],
     customer_id: r.customer_id,
     expires_at: r.expires_at,
     latest_intent: r.latest_intent_id ? { id: r.latest_intent_id } : null,
@@ -84,7 +122,21 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
  * `price_id`/`product_id` (the product's classification then wins, spec 4.13). Every line shares the
  * checkout's currency; the total must reach the minimum charge (gaps.md).
  */
-function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInput[], currency?: string): { items: CheckoutItem[]; currency: string; total: number } {
+type Interval = 'day' | 'week' | 'month' | 'year';
+/** An inline recurring line, priced through a product made for it when the checkout is written. */
+interface RecurringLine {
+  index: number;
+  interval: Interval;
+  count: number;
+}
+
+function resolveItems(
+  ctx: AppContext,
+  account: Account,
+  items: CheckoutItemInput[],
+  currency?: string,
+): { items: CheckoutItem[]; currency: string; total: number; recurring: RecurringLine[] } {
+  const recurring: RecurringLine[] = [];
   const errors: Record<string, string[]> = {};
   const add = (f: string, m: string) => (errors[f] ??= []).push(m);
   const lines: CheckoutItem[] = [];
@@ -93,13 +145,21 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
     const quantity = item.quantity ?? 1;
     // Callers inside posd (terminals, scheduling) skip the HTTP schema: the same limits hold here.
     if (!Number.isInteger(quantity) || quantity < 1 || quantity > 9) return add(`items.${i}.quantity`, 'must be an integer from 1 to 9');
-    if (item.charge_type === 'recurring') {
-      return add(`items.${i}.charge_type`, 'recurring inline lines are not served yet: use product_id or price_id of a product with a recurring price');
+    const inline = !item.price_id && !item.product_id;
+    if (item.charge_type === 'recurring' && inline) {
+      // Served through a product made for the line at creation (below), whose subscription the
+      // payment starts; what that subscription cannot do yet is refused by name, never dropped.
+      if (item.free_trial_interval_count) return add(`items.${i}.free_trial_interval_count`, 'free trials on inline recurring lines are not served yet: use a product price with a free trial');
+      if (item.periods_before_automatic_cancellation) return add(`items.${i}.periods_before_automatic_cancellation`, 'is not served yet');
+      if (!item.billing_interval) return add(`items.${i}.billing_interval`, 'is required on a recurring line');
+    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
+      return add(`items.${i}.charge_type`, 'must be recurring (an inline line) for billing_interval and the other recurring fields');
     }
     // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).
     const payWith = {
       payment_method_types: item.payment_method_types ?? null,
       available_installments: item.available_installments ?? null,
+      ...shownOf(item),
     };
     const a = item.amount_in_cents;
     if (a !== undefined && (!Number.isInteger(a) || a < 1 || a > MAX_LINE_CENTS)) {
@@ -126,6 +186,7 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
       return;
     }
     if (item.amount_in_cents === undefined) return add(`items.${i}.amount_in_cents`, 'is required without product_id or price_id');
+    if (item.charge_type === 'recurring') recurring.push({ index: lines.length, interval: item.billing_interval as Interval, count: item.billing_interval_count ?? 1 });
     lines.push({
       name: item.name ?? 'Item',
       amount_in_cents: item.amount_in_cents,
@@ -147,7 +208,16 @@ function resolveItems(ctx: AppContext, account: Account, items: CheckoutItemInpu
   if (Object.keys(errors).length) throw invalid(errors);
   const total = lines.reduce((sum, l) => sum + l.amount_in_cents * l.quantity, 0);
   assertMinimumCharge(total, cur);
-  return { items: lines, currency: cur, total };
+  return { items: lines, currency: cur, total, recurring };
+}
+
+/** A line's page fields (hosted section 3.1), kept only when given so lines stay small. */
+function shownOf(item: CheckoutItemInput): Partial<CheckoutItem> {
+  const out: Partial<CheckoutItem> = {};
+  for (const k of ['image_url', 'description', 'custom_terms_and_conditions', 'metadata', 'has_dynamic_pricing'] as const) {
+    if (item[k] !== undefined) (out as Record<string, unknown>)[k] = item[k];
+  }
+  return out;
 }
 
 function checkExpiry(ctx: AppContext, expiresAt: string | null | undefined): string | null {
@@ -163,7 +233,72 @@ function checkCustomer(ctx: AppContext, account: Account, id: string | null | un
   return id;
 }
 
-export function createCheckout(ctx: AppContext, account: Account, input: CheckoutInput): Checkout {
+/**
+ * The split of a checkout (hosted `transfer_setups`): each share goes, once the checkout is paid, from
+ * the checkout's account to `recipient_id` as a transfer (the transfers module's `afterPay`). No
+ * recipient means the platform the account is connected to. Recipients are checked now, so a typo is
+ * a 400 and not a split that silently never happens; the shares may not exceed the total.
+ */
+function resolveTransferSetups(
+  ctx: AppContext,
+  account: Account,
+  setups: CheckoutInput['transfer_setups'],
+  currency: string,
+  total: number,
+): TransferSetup[] {
+  if (!setups?.length) return [];
+  const accounts = accountsOf(ctx);
+  const errors: Record<string, string[]> = {};
+  const out: TransferSetup[] = [];
+  setups.forEach((t, i) => {
+    let recipient = t.recipient_id ? accounts.account(t.recipient_id) : account.parent_account_id ? accounts.account(account.parent_account_id) : undefined;
+    // The hosted service has one id for both environments: a sandbox split may name a live id.
+    if (recipient?.live_mode && !account.live_mode) recipient = accounts.sandboxOf(recipient.id);
+    if (!recipient || recipient.live_mode !== account.live_mode) {
+      (errors[`transfer_setups.${i}.recipient_id`] ??= []).push(t.recipient_id ? 'no account with this id in this environment' : 'is required: the account has no platform');
+      return;
+    }
+    if (recipient.id === account.id) return void (errors[`transfer_setups.${i}.recipient_id`] ??= []).push('must be another account than the one paid');
+    out.push({ id: newId('ts'), status: 'pending', amount_in_cents: t.amount_in_cents, currency, recipient_id: recipient.id, transfer_id: null, failure_reason: null });
+  });
+  if (out.reduce((sum, t) => sum + t.amount_in_cents, 0) > total) (errors.transfer_setups ??= []).push(`the shares exceed the checkout's total of ${total}`);
+  if (Object.keys(errors).length) throw invalid(errors);
+  return out;
+}
+
+/**
+ * Inside the checkout's transaction: each inline recurring line gets a product of its own with one
+ * recurring price (as the hosted service keeps a product behind every subscription), and the line
+ * names them, so paying the checkout starts the subscription through the subscriptions module's
+ * hook and its biller charges it every period, as for a catalogue product.
+ */
+function recurringProducts(ctx: AppContext, account: Account, items: CheckoutItem[], recurring: RecurringLine[]): CheckoutItem[] {
+  const out = items.map((l) => ({ ...l }));
+  for (const r of recurring) {
+    const line = out[r.index]!;
+    const product = createProduct(ctx, account, {
+      name: line.name,
+      description: line.description ?? null,
+      tax_category: line.tax_category,
+      metadata: { made_for: 'inline_recurring_line' },
+      prices_attributes: [
+        { amount_in_cents: line.amount_in_cents, currency: line.currency as 'GTQ' | 'USD', charge_type: 'recurring', billing_interval: r.interval, billing_interval_count: r.count },
+      ],
+    });
+    line.product_id = product.id;
+    line.price_id = product.prices[0]!.id;
+  }
+  return out;
+}
+
+/** The split as it now stands (inside the payment's transaction: the transfers module records each share). */
+export function setCheckoutTransferSetups(ctx: AppContext, checkoutId: string, setups: TransferSetup[]): void {
+  checkoutsStore(ctx.db).setTransferSetups(checkoutId, JSON.stringify(setups));
+}
+
+export function createCheckout(ctx: AppContext, account: Account, given: CheckoutInput): Checkout {
+  const { user_id: _user, ...rest } = given;
+  const input: CheckoutInput = { ...rest, customer_id: customerOfUser(ctx, account, given) };
   const resolved = resolveItems(ctx, account, input.items, input.currency);
   // Priced by the module that declares the checkout's price (coupons), with the codes typed.
   const price = ctx.registry.checkout.price(ctx, account, {
@@ -174,6 +309,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
     coupon_codes: input.coupon_codes ?? [],
   });
   if (price.discount_in_cents > 0) assertMinimumCharge(price.total_in_cents, resolved.currency);
+  const setups = resolveTransferSetups(ctx, account, input.transfer_setups, resolved.currency, price.total_in_cents);
   const at = isoTime(ctx.clock.now());
   return tx(ctx.db, () => {
     const row: CheckoutRow = {
@@ -183,7 +319,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       status: initialState(checkoutMachine),
       amount_in_cents: price.total_in_cents,
       currency: resolved.currency,
-      items: JSON.stringify(resolved.items),
+      items: JSON.stringify(recurringProducts(ctx, account, resolved.items, resolved.recurring)),
       metadata: JSON.stringify(input.metadata ?? {}),
       customer_id: checkCustomer(ctx, account, input.customer_id),
       expires_at: checkExpiry(ctx, input.expires_at),
@@ -191,6 +327,7 @@ export function createCheckout(ctx: AppContext, account: Account, input: Checkou
       payment_intent_id: null,
       success_url: input.success_url ?? null,
       cancel_url: input.cancel_url ?? null,
+      transfer_setups: JSON.stringify(setups),
       created_at: at,
       updated_at: at,
     };
@@ -315,7 +452,8 @@ export function updateCheckout(ctx: AppContext, account: Account, id: string, pa
           available_installments: l.available_installments ?? undefined,
         }));
       const resolved = resolveItems(ctx, account, items, patch.currency ?? (patch.items ? undefined : row.currency));
-      Object.assign(next, { items: JSON.stringify(resolved.items), amount_in_cents: resolved.total, currency: resolved.currency });
+      const lines = recurringProducts(ctx, account, resolved.items, resolved.recurring);
+      Object.assign(next, { items: JSON.stringify(lines), amount_in_cents: resolved.total, currency: resolved.currency });
     }
     if (patch.metadata) next.metadata = JSON.stringify(patch.metadata);
     if (patch.success_url !== undefined) next.success_url = patch.success_url;

@@ -16,6 +16,8 @@ export interface CheckoutRow {
   payment_intent_id: string | null;
   success_url?: string | null;
   cancel_url?: string | null;
+  /** JSON array of TransferSetup; '[]' when none. */
+  transfer_setups?: string;
   created_at: string;
   updated_at: string;
 }
@@ -35,10 +37,11 @@ export class CheckoutsStore {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO checkouts (id, account_id, live_mode, status, amount_in_cents, currency, items, metadata, customer_id,
-           expires_at, latest_intent_id, payment_intent_id, success_url, cancel_url, created_at, updated_at)
+           expires_at, latest_intent_id, payment_intent_id, success_url, cancel_url, transfer_setups, created_at, updated_at)
          VALUES (@id, @account_id, @live_mode, @status, @amount_in_cents, @currency, @items, @metadata, @customer_id,
-           @expires_at, @latest_intent_id, @payment_intent_id, @success_url, @cancel_url, @created_at, @updated_at)`,
+           @expires_at, @latest_intent_id, @payment_intent_id, @success_url, @cancel_url, @transfer_setups, @created_at, @updated_at)`,
       ),
+      setTransferSetups: db.prepare('UPDATE checkouts SET transfer_setups = ? WHERE id = ?'),
       update: db.prepare(
         `UPDATE checkouts SET status = @status, amount_in_cents = @amount_in_cents, currency = @currency, items = @items,
            metadata = @metadata, customer_id = @customer_id, expires_at = @expires_at, latest_intent_id = @latest_intent_id,
@@ -59,10 +62,13 @@ export class CheckoutsStore {
   }
 
   insert(row: CheckoutRow): void {
-    this.stmts.insert.run({ success_url: null, cancel_url: null, ...row });
+    this.stmts.insert.run({ success_url: null, cancel_url: null, transfer_setups: '[]', ...row });
   }
   update(row: CheckoutRow): void {
     this.stmts.update.run({ success_url: null, cancel_url: null, ...row });
+  }
+  setTransferSetups(id: string, setups: string): void {
+    this.stmts.setTransferSetups.run(setups, id);
   }
   byId(id: string): CheckoutRow | undefined {
     return this.stmts.byId.get(id) as CheckoutRow | undefined;

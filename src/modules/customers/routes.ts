@@ -7,7 +7,7 @@ import { sendCommitted } from '../../api/idempotency.js';
 import { accountsOf } from '../../accounts/service.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CustomerBody, CustomerList, CustomerSchema } from './schema.js';
-import { findOrCreateCustomerRow, listCustomers, requireCustomer } from './service.js';
+import { customerView, findOrCreateCustomerRow, listCustomers, requireCustomer, updateCustomer } from './service.js';
 
 export function customerRoutes(app: ApiApp, ctx: AppContext): void {
   const accounts = accountsOf(ctx);
@@ -24,7 +24,7 @@ export function customerRoutes(app: ApiApp, ctx: AppContext): void {
         reply,
         (r) => (r.created ? 201 : 200),
         () => findOrCreateCustomerRow(ctx, account, req.body),
-        (r) => r.customer,
+        (r) => customerView(ctx, r.customer),
       );
     },
   );
@@ -37,13 +37,32 @@ export function customerRoutes(app: ApiApp, ctx: AppContext): void {
       const scoped = req.auth.accountIds.map((id) => accounts.account(id)!).filter(Boolean);
       const { rows, total } = listCustomers(ctx, scoped, req.auth.liveMode, page.limit, page.offset);
       setPageHeaders(req, reply, page, total);
-      return { customers: rows };
+      return { customers: rows.map((c) => customerView(ctx, c)) };
     },
   );
 
   app.get(
     '/customers/:id',
     { schema: { tags: ['customers'], params: IdParams, response: { 200: CustomerSchema, ...ErrorResponses } } },
-    async (req) => requireCustomer(ctx, requireAccount(req), req.params.id),
+    async (req) => customerView(ctx, requireCustomer(ctx, requireAccount(req), req.params.id)),
   );
+
+  // Hosted-api.md section 5 (and 17.3: REF says PUT, PM says PATCH; both are served).
+  for (const method of ['put', 'patch'] as const) {
+    app[method](
+      '/customers/:id',
+      { schema: { tags: ['customers'], params: IdParams, body: CustomerBody, response: { 200: CustomerSchema, ...ErrorResponses } } },
+      async (req, reply) => {
+        const account = requireAccount(req);
+        return sendCommitted(
+          ctx.db,
+          req,
+          reply,
+          200,
+          () => updateCustomer(ctx, account, req.params.id, req.body),
+          (c) => customerView(ctx, c),
+        );
+      },
+    );
+  }
 }

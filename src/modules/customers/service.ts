@@ -2,9 +2,10 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
-import { ApiError } from '../../errors.js';
+import { ApiError, invalid } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
-import { customersStore, type CustomerRow } from './store.js';
+import { userIdByEmail } from '../users/service.js';
+import { customersStore, type CustomerDetails, type CustomerRow } from './store.js';
 
 export interface Customer {
   id: string;
@@ -14,7 +15,16 @@ export interface Customer {
   full_name: string | null;
   phone: string | null;
   tax_id: string | null;
+  address: string | null;
+  metadata: Record<string, unknown> | null;
   created_at: string;
+}
+
+/** The hosted answer adds its names for posd's fields (`name` = `full_name`, `nit` = `tax_id`) and the user. */
+export interface CustomerView extends Customer {
+  name: string | null;
+  nit: string | null;
+  user_id: string | null;
 }
 
 export interface CustomerInput {
@@ -22,7 +32,11 @@ export interface CustomerInput {
   name?: string | null;
   full_name?: string | null;
   phone?: string | null;
+  /** posd's name; the hosted service's is `nit`. Both name the same value (sending both: they must agree). */
   tax_id?: string | null;
+  nit?: string | null;
+  address?: string | null;
+  metadata?: Record<string, unknown> | null;
 }
 
 function toCustomer(r: CustomerRow): Customer {
@@ -34,7 +48,36 @@ function toCustomer(r: CustomerRow): Customer {
     full_name: r.full_name,
     phone: r.phone,
     tax_id: r.tax_id,
+    address: r.address,
+    metadata: r.metadata === null ? null : (JSON.parse(r.metadata) as Record<string, unknown>),
     created_at: r.created_at,
+  };
+}
+
+/** The API's answer for a customer: posd's fields plus the hosted names (hosted-api.md section 5). */
+export function customerView(ctx: AppContext, c: Customer): CustomerView {
+  return { ...c, name: c.full_name, nit: c.tax_id, user_id: c.email ? (userIdByEmail(ctx, c.account_id, c.email) ?? null) : null };
+}
+
+/** The two names of one field must not disagree (a client sending both means one value). */
+function oneOf(input: Record<string, unknown>, names: [string, string]): string | null | undefined {
+  const [a, b] = names;
+  const va = input[a] as string | null | undefined;
+  const vb = input[b] as string | null | undefined;
+  if (va !== undefined && vb !== undefined && va !== vb) throw invalid({ [b]: `must equal ${a} when both are sent` });
+  return va !== undefined ? va : vb;
+}
+
+/** The details a body sets; `undefined` where the body does not name the field. */
+function detailsOf(input: CustomerInput): { [K in keyof CustomerDetails]: CustomerDetails[K] | undefined } {
+  const rec = input as Record<string, unknown>;
+  const metadata = input.metadata;
+  return {
+    full_name: oneOf(rec, ['full_name', 'name']),
+    phone: input.phone,
+    tax_id: oneOf(rec, ['tax_id', 'nit']),
+    address: input.address,
+    metadata: metadata === undefined ? undefined : metadata === null ? null : JSON.stringify(metadata),
   };
 }
 
@@ -62,7 +105,14 @@ export function findOrCreateCustomerRow(ctx: AppContext, account: Account, input
   const store = customersStore(ctx.db);
   const merchant = merchantOf(account);
   const email = normalizeEmail(input.email);
-  const details = { full_name: input.full_name ?? input.name ?? null, phone: input.phone ?? null, tax_id: input.tax_id ?? null };
+  const given = detailsOf(input);
+  const details: CustomerDetails = {
+    full_name: given.full_name ?? null,
+    phone: given.phone ?? null,
+    tax_id: given.tax_id ?? null,
+    address: given.address ?? null,
+    metadata: given.metadata ?? null,
+  };
   if (email) {
     const found = (account.live_mode ? store.byEmail(merchant, true, email) : undefined) ?? store.byEmail(merchant, false, email);
     if (found) {
@@ -83,6 +133,36 @@ export function findOrCreateCustomerRow(ctx: AppContext, account: Account, input
   };
   store.insert(row);
   return { customer: toCustomer(store.byId(row.id)!), created: true };
+}
+
+/**
+ * `PUT`/`PATCH /customers/{id}` (hosted-api.md section 5: the route exists, its body is the create
+ * fields). Only the fields named change; null clears one. A new e-mail must not be another
+ * customer's of the same merchant and environment (422 `email_taken`).
+ */
+export function updateCustomer(ctx: AppContext, account: Account, id: string, input: CustomerInput): Customer {
+  return tx(ctx.db, () => {
+    const current = requireCustomer(ctx, account, id);
+    const store = customersStore(ctx.db);
+    const row = store.byId(current.id)!;
+    const given = detailsOf(input);
+    let email = row.email;
+    if (input.email !== undefined) {
+      email = normalizeEmail(input.email);
+      const other = email ? store.byEmail(row.merchant_id, row.live_mode === 1, email) : undefined;
+      if (other && other.id !== row.id) throw new ApiError('email_taken');
+    }
+    const pick = <K extends keyof CustomerDetails>(k: K): CustomerDetails[K] => (given[k] === undefined ? row[k] : given[k]) as CustomerDetails[K];
+    store.update(row.id, {
+      email,
+      full_name: pick('full_name'),
+      phone: pick('phone'),
+      tax_id: pick('tax_id'),
+      address: pick('address'),
+      metadata: pick('metadata'),
+    });
+    return toCustomer(store.byId(row.id)!);
+  });
 }
 
 export type CustomerLookup = { customer: Customer } | { customer?: undefined; reason: 'missing' | 'other_environment' };

@@ -10,9 +10,14 @@ export interface CustomerRow {
   full_name: string | null;
   phone: string | null;
   tax_id: string | null;
+  address: string | null;
+  /** JSON object, or null when none was given. */
+  metadata: string | null;
   created_at: string;
   became_live_at: string | null;
 }
+
+export type CustomerDetails = Pick<CustomerRow, 'full_name' | 'phone' | 'tax_id' | 'address' | 'metadata'>;
 
 /**
  * Which customers a key of one environment sees (spec 5 rule 7). A live key: live customers and the
@@ -28,14 +33,19 @@ export class CustomersStore {
   constructor(db: Db) {
     this.stmts = {
       insert: db.prepare(
-        `INSERT INTO customers (id, account_id, live_mode, merchant_id, email, full_name, phone, tax_id, created_at)
-         VALUES (@id, @account_id, @live_mode, @merchant_id, @email, @full_name, @phone, @tax_id, @created_at)`,
+        `INSERT INTO customers (id, account_id, live_mode, merchant_id, email, full_name, phone, tax_id, address, metadata, created_at)
+         VALUES (@id, @account_id, @live_mode, @merchant_id, @email, @full_name, @phone, @tax_id, @address, @metadata, @created_at)`,
       ),
       byId: db.prepare('SELECT * FROM customers WHERE id = ?'),
       byEmail: db.prepare('SELECT * FROM customers WHERE merchant_id = ? AND live_mode = ? AND email = ?'),
       fill: db.prepare(
         `UPDATE customers SET full_name = coalesce(full_name, @full_name), phone = coalesce(phone, @phone),
-           tax_id = coalesce(tax_id, @tax_id) WHERE id = @id`,
+           tax_id = coalesce(tax_id, @tax_id), address = coalesce(address, @address), metadata = coalesce(metadata, @metadata)
+         WHERE id = @id`,
+      ),
+      update: db.prepare(
+        `UPDATE customers SET email = @email, full_name = @full_name, phone = @phone, tax_id = @tax_id, address = @address,
+           metadata = @metadata WHERE id = @id`,
       ),
       // A customer that goes live belongs to the live account from then on (spec 5 rule 7): it
       // never keeps reporting the sandbox that first met it.
@@ -61,8 +71,12 @@ export class CustomersStore {
   byEmail(merchantId: string, liveMode: boolean, email: string): CustomerRow | undefined {
     return this.stmts.byEmail.get(merchantId, liveMode ? 1 : 0, email) as CustomerRow | undefined;
   }
-  fill(id: string, data: { full_name: string | null; phone: string | null; tax_id: string | null }): void {
+  fill(id: string, data: CustomerDetails): void {
     this.stmts.fill.run({ id, ...data });
+  }
+  /** Every detail as given (a PUT/PATCH has already merged the unchanged ones in). */
+  update(id: string, data: CustomerDetails & { email: string | null }): void {
+    this.stmts.update.run({ id, ...data });
   }
   makeLive(id: string, at: string): boolean {
     return this.stmts.makeLive.run(at, id).changes === 1;

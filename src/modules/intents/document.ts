@@ -39,7 +39,7 @@ export function intentDocument(ctx: AppContext, intentId: string): IntentDocumen
     currency: row.currency,
     product_id: productId,
     tax_invoice_url: row.tax_invoice_url,
-    checkout: checkout ? { id: checkout.id, status: checkout.status } : null,
+    checkout: checkout ? { id: checkout.id, status: checkout.status, metadata: checkout.metadata } : null,
     payment_id: row.payment_id,
     details,
   });

@@ -23,7 +23,7 @@ export const IntentDocumentSchema = Type.Object({
   currency: S,
   product: Type.Union([Type.Object({ id: S }), Type.Null()]),
   tax_invoice_url: NS,
-  checkout: Type.Union([Type.Object({ id: S, status: S }), Type.Null()]),
+  checkout: Type.Union([Type.Object({ id: S, status: S, metadata: Type.Record(Type.String(), Type.Unknown()) }), Type.Null()]),
   payment: Type.Object({ id: S }),
   details: Type.Record(Type.String(), Type.Unknown()),
 });

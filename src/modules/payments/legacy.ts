@@ -35,7 +35,7 @@ export function legacyPaymentPayload(
       status: checkout.status,
       payment: { id: paymentId, paymentable: oneTimePaymentable(paymentId, customer) },
       payment_method: { id: pa.id, type: pa.method, card: pa.card_last4 ? { last4: pa.card_last4, network: pa.card_network ?? '' } : null },
-      transfer_setups: [],
+      transfer_setups: checkout.transfer_setups,
       metadata: checkout.metadata,
     },
     failure_reason: pa.failure_reason,
@@ -51,6 +51,16 @@ export function legacyPaymentPayload(
 }
 
 /** Who paid, as the legacy `paymentable` names them: a one-time payment by the checkout's customer. */
-export function oneTimePaymentable(paymentId: string, customer: Pick<Customer, 'full_name' | 'tax_id' | 'phone'> | undefined): Paymentable {
-  return { type: 'OneTimePayment', id: paymentId, tax_name: customer?.full_name ?? null, tax_id: customer?.tax_id ?? null, address: null, phone_number: customer?.phone ?? null };
+export function oneTimePaymentable(
+  paymentId: string,
+  customer: (Pick<Customer, 'full_name' | 'tax_id' | 'phone'> & { address?: string | null }) | undefined,
+): Paymentable {
+  return {
+    type: 'OneTimePayment',
+    id: paymentId,
+    tax_name: customer?.full_name ?? null,
+    tax_id: customer?.tax_id ?? null,
+    address: customer?.address ?? null,
+    phone_number: customer?.phone ?? null,
+  };
 }

@@ -10,6 +10,8 @@ import { createUser, getUser, listUsers } from './service.js';
 const UserBody = Type.Object({
   email: Type.String({ format: 'email', maxLength: 254 }),
   name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
+  // The hosted service's name for it (hosted-api.md section 6); `name` and `full_name` are one value.
+  full_name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
   phone: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()])),
 });
 
@@ -19,6 +21,7 @@ const UserSchema = Type.Object({
   live_mode: Type.Boolean(),
   email: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
+  full_name: Type.Union([Type.String(), Type.Null()]),
   phone: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
 });

@@ -18,6 +18,7 @@ const REAL = [
   'intent.succeeded', 'intent.failed', 'intent.pending', 'intent.canceled',
   'payment_intent.succeeded', 'payment_intent.failed',
   'bank_transfer_intent.pending', 'bank_transfer_intent.succeeded', 'bank_transfer_intent.failed', 'cash_intent.succeeded',
+  'automated_bank_transfer_intent.succeeded',
   'refund.create', 'dispute.create', 'dispute.update',
   'subscription.create', 'subscription.past_due', 'subscription.pause', 'subscription.unpause', 'subscription.reactivate',
   'subscription.update', 'subscription.item_added', 'subscription.item_removed', 'subscription.invoice_item_added', 'subscription.cancel',
@@ -84,6 +85,9 @@ async function actAll(): Promise<void> {
   await ok(s.api('POST', `/test_helpers/checkouts/${abandoned}/pending`, { body: { method: 'bank_transfer' } }));
   await ok(s.api('POST', `/test_helpers/checkouts/${abandoned}/abandon`));
   await pay(await checkout(customer), 'bank_transfer', 'failed');
+  // A transfer the bank's automated notice matched by its reference.
+  const matched = await ok(s.api('POST', `/test_helpers/checkouts/${await checkout(customer)}/pending`, { body: { method: 'bank_transfer' } }));
+  await ok(s.api('POST', `/test_helpers/payment_intents/${matched.payment_intent_id}/receive_transfer`, { body: { amount_in_cents: 30000, bank_reference: 'BI-778812', automated: true } }));
   await ok(s.api('POST', '/cash_sales', { body: { amount_in_cents: 2500, currency: 'GTQ', customer_id: customer } }));
   await ok(s.api('POST', '/refunds', { body: { payment_intent_id: paid.payment_intent_id, reason: 'requested_by_customer' } }));
   // A chargeback on another card payment: opened, under review, won.

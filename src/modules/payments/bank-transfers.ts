@@ -4,7 +4,7 @@ import { ApiError, notFound } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import { getCheckout, isExpired } from '../checkouts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { resultOf, type SettleResult } from './records.js';
+import { emitAutomatedTransferReceived, resultOf, type SettleResult } from './records.js';
 import { finishPendingPayment, pendingPaymentOf, startPendingPayment } from './pending.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 
@@ -59,6 +59,11 @@ export interface BankTransferArrival {
   amountInCents: number;
   bankReference?: string | null;
   senderComment?: string | null;
+  /**
+   * The bank's automated notice matched it to its checkout by the payer's reference (not recorded
+   * by hand): also `automated_bank_transfer_intent.succeeded` when it settles the payment.
+   */
+  automated?: boolean;
 }
 
 /**
@@ -73,12 +78,12 @@ export function recordBankTransferArrival(ctx: AppContext, account: Account, pay
     if (!pa || pa.account_id !== account.id || pa.method !== 'bank_transfer') throw notFound('payment intent', paymentIntentId);
     if (pa.status !== 'pending') return resultOf(pa);
     const short = arrival.amountInCents < pa.amount_in_cents;
-    return resultOf(
-      finishPendingPayment(ctx, account, pa, short ? { type: 'FAIL' } : { type: 'SUCCEED' }, {
-        failureReason: short ? AMOUNT_SHORT : null,
-        processorReference: arrival.bankReference ?? `SANDBOX-${pa.id.slice(3, 15).toUpperCase()}`,
-        senderComment: arrival.senderComment ?? null,
-      }),
-    );
+    const done = finishPendingPayment(ctx, account, pa, short ? { type: 'FAIL' } : { type: 'SUCCEED' }, {
+      failureReason: short ? AMOUNT_SHORT : null,
+      processorReference: arrival.bankReference ?? `SANDBOX-${pa.id.slice(3, 15).toUpperCase()}`,
+      senderComment: arrival.senderComment ?? null,
+    });
+    if (arrival.automated && done.status === 'succeeded') emitAutomatedTransferReceived(ctx, account, done, getCheckout(ctx, account, done.checkout_id)!);
+    return resultOf(done);
   });
 }

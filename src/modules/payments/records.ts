@@ -99,3 +99,17 @@ export function emitPaymentEvents(ctx: AppContext, account: Account, pa: Payment
   }
   return doc;
 }
+
+/**
+ * `automated_bank_transfer_intent.succeeded` (spec 6.2: no unified replacement, so every account
+ * gets it, whatever its event format): a bank transfer the bank's automated notice matched to its
+ * checkout (by the reference the payer gave), rather than one recorded by hand. Same legacy shape
+ * as `bank_transfer_intent.succeeded`, under its own type. Inside the arrival's transaction.
+ */
+export function emitAutomatedTransferReceived(ctx: AppContext, account: Account, pa: PaymentIntentRow, checkout: Checkout): void {
+  const doc = intentDocument(ctx, pa.intent_id)!;
+  const customer = checkout.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
+  const type = 'automated_bank_transfer_intent.succeeded';
+  const payload = { ...legacyPaymentPayload(pa, checkout, customer, doc.payment.id), event_type: type };
+  ctx.outbox.emit({ accountId: account.id, liveMode: account.live_mode, type, payload, objectId: pa.id });
+}

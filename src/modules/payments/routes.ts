@@ -103,8 +103,8 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       const account = requireAccount(req);
       sandboxOnly(req, account);
       return sendCommitted(ctx.db, req, reply, 200, () => {
-        const { amount_in_cents, bank_reference, sender_comment } = req.body;
-        recordBankTransferArrival(ctx, account, req.params.id, { amountInCents: amount_in_cents, bankReference: bank_reference, senderComment: sender_comment });
+        const { amount_in_cents, bank_reference, sender_comment, automated } = req.body;
+        recordBankTransferArrival(ctx, account, req.params.id, { amountInCents: amount_in_cents, bankReference: bank_reference, senderComment: sender_comment, automated });
         return getPaymentIntent(ctx, [account.id], account.live_mode, req.params.id)!;
       });
     },

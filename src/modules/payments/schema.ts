@@ -67,4 +67,7 @@ export const TransferArrivalBody = Type.Object({
   amount_in_cents: Type.Integer({ minimum: 1, maximum: 100_000_000_000 }),
   bank_reference: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   sender_comment: Type.Optional(Type.String({ maxLength: 500 })),
+  automated: Type.Optional(
+    Type.Boolean({ description: "The bank's automated notice matched the transfer to its checkout (emits automated_bank_transfer_intent.succeeded too when it settles the payment)." }),
+  ),
 });

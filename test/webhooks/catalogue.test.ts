@@ -72,7 +72,8 @@ describe('event catalogue', () => {
     expect(body.id).toMatch(/^in_/);
     expect(body.legacy_id).toMatch(/^pa_/);
     expect(keys(body.customer)).toEqual(['email', 'full_name', 'id', 'nit', 'phone']);
-    expect(keys(body.checkout)).toEqual(['id', 'status']);
+    // Issue 14: the checkout carries its metadata (every client finds its order through it).
+    expect(keys(body.checkout)).toEqual(['id', 'metadata', 'status']);
     expect(keys(body.details)).toEqual(
       ['failure_reason', 'fee', 'tax_invoicing_fee', 'vat_withheld', 'vat_withheld_currency', 'used_presaved_payment_method', 'installments', 'channel', 'products'].sort(),
     );

@@ -47,10 +47,15 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send((await page()).CSS),
     );
 
-    scope.get('/', { schema: { hide: true, querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 200 })) }), response: Html } }, async (req, reply) => {
+    const Query = Type.Object(
+      { notice: Type.Optional(Type.String({ maxLength: 200 })), sandbox: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('0')])) },
+      { additionalProperties: false },
+    );
+    scope.get('/', { schema: { hide: true, querystring: Query, response: Html } }, async (req, reply) => {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
-      return sendHtml(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
+      const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
+      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
@@ -132,7 +137,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
         if (Number.isNaN(since)) notice = `Replay: "${req.body.since ?? ''}" is not a time (e.g. 2026-01-01T08:00:00Z).`;
         else {
           try {
-            notice = replay(req.params.id, new Date(since).toISOString()).message;
+            notice = (await replay(req.params.id, new Date(since).toISOString())).message;
           } catch (err) {
             notice = `Replay failed: ${(err as Error).message}`;
           }

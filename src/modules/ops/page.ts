@@ -19,13 +19,14 @@ form.inline{display:inline}.login{max-width:340px;margin:12vh auto;background:#f
 .verdict li{margin:.25rem 0;overflow-wrap:anywhere}.verdict .fix{display:block;color:#445}
 .replay{margin:.3rem 0}.replay input{font:inherit;width:15.5em;max-width:100%}
 .notice{margin:1rem 1rem 0;padding:.5rem 1rem;background:#fff8c5;border-radius:6px}.foot{padding:0 1rem}h3{font-size:.9rem;margin:.6rem 0 .2rem}
-td,th{overflow-wrap:anywhere;vertical-align:top}.url{overflow-wrap:anywhere}main>section{min-width:0}
+td,th{overflow-wrap:break-word;vertical-align:top}table.pairs td:last-child,.url{overflow-wrap:anywhere}table.pairs td:first-child{white-space:nowrap}main>section{min-width:0}
+section#stores{grid-column:1/-1}
 .stale{color:#8a9096}.stale time{color:inherit}.counts{margin:0 0 .4rem}.endpoint{margin:0 0 .8rem}.endpoint p{margin:.2rem 0}
 time{white-space:nowrap}
 @media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}section{padding:.6rem .7rem}
 table.stack thead{display:none}table.stack tr{display:block;border-bottom:1px solid #ddd;padding:.25rem 0}
 table.stack td{display:block;border:0;padding:.1rem .2rem}table.stack td[data-label]::before{content:attr(data-label) ": ";color:#687076}
-table.pairs td:first-child{width:38%}time{white-space:normal}}
+table.stack td{overflow-wrap:anywhere}table.pairs td:first-child{width:38%;white-space:normal}time{white-space:normal}}
 `;
 
 function layout(title: string, body: string, opts: { refresh?: number } = {}): string {

@@ -1,6 +1,6 @@
 import type { Panel, StatusView } from './panels.js';
 import type { SalesTotal } from '../../system/status-sources.js';
-import { age, localTime, tdWhen, when } from './time.js';
+import { age, localDate, tdWhen, when } from './time.js';
 
 import { esc } from '../../api/html.js';
 
@@ -259,8 +259,8 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
     `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}<button type="submit">Log out</button></form></header>
 ${verdict(view)}${extra.top ?? ''}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
-<main>${storesPanel(view, now)}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${sync}${disk}${invoicing}${extra.panels ?? ''}</main>
-<p class="muted foot">Updated ${when(view.generated_at, now)}; refreshes every 15 s. Times are this box's: ${esc(view.zone)}. Today: ${esc(localTime(Date.parse(view.day.from), now))} to ${esc(localTime(Date.parse(view.day.until), now))}.</p>`,
+<main>${storesPanel(view, now)}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${view.stores && view.sync.state === 'not_configured' ? '' : sync}${disk}${invoicing}${extra.panels ?? ''}</main>
+<p class="muted foot">Updated ${when(view.generated_at, now)}; refreshes every 15 s. Times are this box's: ${esc(view.zone)}. Today is ${esc(localDate(Date.parse(view.day.from)))}, from 00:00.</p>`,
     { refresh: 15 },
   );
 }

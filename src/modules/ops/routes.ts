@@ -44,7 +44,10 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
-      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send((await page()).CSS),
+      reply
+        .header('content-type', 'text/css; charset=utf-8')
+        .header('cache-control', 'max-age=300')
+        .send((await page()).CSS),
     );
 
     const Query = Type.Object(
@@ -84,7 +87,8 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     const guard = (req: FastifyRequest, reply: FastifyReply) => {
       const session = currentSession(ctx, req);
       if (!session) return { denied: seeOther(reply, '/') };
-      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf)) return { denied: sendHtml(reply, 403, 'Forbidden: the form is stale; reload the page.') };
+      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf))
+        return { denied: sendHtml(reply, 403, 'Forbidden: the form is stale; reload the page.') };
       return { session };
     };
 

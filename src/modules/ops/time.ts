@@ -38,6 +38,11 @@ export function localTime(ms: number, nowMs: number): string {
   return `${(d.getFullYear() === now.getFullYear() ? date : fullDate).format(d)} ${clock.format(d)}`;
 }
 
+/** The local date: "27 Nov 2026". */
+export function localDate(ms: number): string {
+  return fullDate.format(new Date(ms));
+}
+
 /** Plain text, for sentences (the verdict's lines, notices): "14:03, 5 min ago" or "18:00, in 4 h". */
 export function localText(iso: string, nowMs: number): string {
   const ms = Date.parse(iso);

@@ -19,10 +19,14 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker, se
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
      WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)`,
   );
-  // An event's newest delivery to an endpoint since its oldest failure, through the endpoint's index
-  // in seq order: a failure whose event was delivered again (a replay, the page's button) is settled.
-  const newestOfEvents = ctx.db.prepare(
-    'SELECT event_seq, max(seq) AS seq FROM webhook_deliveries WHERE endpoint_id = ? AND seq >= ? AND event_seq IS NOT NULL GROUP BY event_seq',
+  // Only a replay makes a second delivery of an event to an endpoint (a manual retry sends the same
+  // row again), and a replay records its rows' seq range: an event's newest delivery among the
+  // endpoint's replays since its oldest failure reads those replays' rows only, not its history.
+  // A failure whose event was delivered again since (a replay, the page's button) is settled.
+  const replayedEvents = ctx.db.prepare(
+    `SELECT d.event_seq, max(d.seq) AS seq FROM webhook_replays r
+     JOIN webhook_deliveries d ON d.seq BETWEEN r.first_seq AND r.last_seq AND d.endpoint_id = r.endpoint_id
+     WHERE r.endpoint_id = ? AND r.last_seq > ? AND d.event_seq IS NOT NULL GROUP BY d.event_seq`,
   );
   // Endpoints failing for an hour or more, and those disabled after failing: one line each, even
   // when no delivery of theirs is still listed (an auto-disable cancels the pending ones).
@@ -56,8 +60,8 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker, se
       for (const row of failingRows.all() as Failing[]) perEndpoint.set(row.endpoint_id, [...(perEndpoint.get(row.endpoint_id) ?? []), row]);
       for (const [endpointId, all] of perEndpoint) {
         const minSeq = Math.min(...all.map((r) => r.seq));
-        const newest = new Map((newestOfEvents.all(endpointId, minSeq) as Array<{ event_seq: number; seq: number }>).map((r) => [r.event_seq, r.seq]));
-        const rows = all.filter((r) => r.event_seq === null || newest.get(r.event_seq) === r.seq);
+        const newest = new Map((replayedEvents.all(endpointId, minSeq) as Array<{ event_seq: number; seq: number }>).map((r) => [r.event_seq, r.seq]));
+        const rows = all.filter((r) => r.event_seq === null || (newest.get(r.event_seq) ?? r.seq) <= r.seq);
         if (rows.length === 0) continue;
         const first = rows[0];
         const ep: FailingEndpoint = byEndpoint.get(endpointId) ?? {

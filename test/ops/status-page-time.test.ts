@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { age, localText, localTime, when, zoneName } from '../../src/modules/ops/time.js';
+import { age, localizeTimes, localText, localTime, when, zoneName } from '../../src/modules/ops/time.js';
 
 // The status page's times: the box's local time and an age, the exact ISO time kept in attributes.
 // Asserted against the Date methods of this process's zone, so they hold in any TZ the suite runs in.
@@ -46,5 +46,14 @@ describe('status page times', () => {
     const off = -new Date(now).getTimezoneOffset();
     const sign = off < 0 ? '-' : '+';
     expect(zoneName(now)).toBe(`${Intl.DateTimeFormat().resolvedOptions().timeZone} (UTC${sign}${p(Math.floor(Math.abs(off) / 60))}:${p(Math.abs(off) % 60)})`);
+  });
+
+  it("doctor's ISO times in a verdict line read as local times", () => {
+    const a = new Date(now - 3 * 3600_000).toISOString();
+    const b = new Date(now - 30_000).toISOString().replace('.000Z', 'Z');
+    expect(localizeTimes(`the last good backup is 27 hours old (${a}); checked ${b}`, now)).toBe(
+      `the last good backup is 27 hours old (${localText(a, now)}); checked ${localText(b, now)}`,
+    );
+    expect(localizeTimes('nothing to change 2026-01-01', now)).toBe('nothing to change 2026-01-01');
   });
 });

@@ -13,7 +13,7 @@ import {
   type TerminalStatus,
 } from '../../system/status-sources.js';
 import { accountsOf } from '../../accounts/service.js';
-import { localText, zoneName } from './time.js';
+import { localText, localizeTimes, zoneName } from './time.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
 import { dataFolder, recordedChecks } from './doctor.js';
@@ -162,7 +162,7 @@ export function verdictOf(ctx: AppContext, src: ReturnType<typeof statusSources>
   const out: Problem[] = [];
   try {
     for (const c of [...dataFolder(ctx.config), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
-      if (!c.ok) out.push({ problem: `${c.name}: ${c.detail}`, fix: c.fix ?? '' });
+      if (!c.ok) out.push({ problem: localizeTimes(`${c.name}: ${c.detail}`, nowMs), fix: c.fix ?? '' });
     }
   } catch (err) {
     out.push({ problem: `could not run the checks: ${(err as Error).message}`, fix: 'run posd doctor on the box' });

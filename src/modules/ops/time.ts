@@ -51,6 +51,14 @@ export function localText(iso: string, nowMs: number): string {
   return `${localTime(ms, nowMs)}, ${Math.abs(diff) < 1000 ? 'just now' : diff > 0 ? `${age(diff)} ago` : `in ${age(diff)}`}`;
 }
 
+/**
+ * Sentences written for the command line (doctor's checks, sync alerts) name times in ISO UTC; on
+ * the page each becomes the local form, "(since 14:03, 5 min ago)".
+ */
+export function localizeTimes(text: string, nowMs: number): string {
+  return text.replace(/\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z\b/g, (iso) => localText(iso, nowMs));
+}
+
 /** A `<time>` element: local time and age, the exact ISO time in `datetime` and `title`. */
 export function when(iso: string | null | undefined, nowMs: number, empty = 'never'): string {
   if (!iso) return esc(empty);

@@ -714,9 +714,6 @@ CREATE TABLE webhook_deliveries (
   -- The bulk replay (webhook_replays.id) that made this delivery; NULL for every other delivery.
   replay_id TEXT
 ) STRICT;
--- Replayed deliveries only (a fan-out row never enters it): finds the replay that superseded a
--- failed delivery, so the status page stops listing a failure its replay delivered.
-CREATE INDEX webhook_deliveries_replayed ON webhook_deliveries(endpoint_id, event_seq) WHERE replay_id IS NOT NULL;
 -- A first-in-first-out endpoint's pending deliveries: its head (next_attempt_ms set) and the parked
 -- ones after it, in seq order. Other deliveries never enter it (no cost to the fan-out).
 CREATE INDEX webhook_deliveries_fifo ON webhook_deliveries(endpoint_id, next_attempt_ms) WHERE status = 'pending' AND fifo = 1;

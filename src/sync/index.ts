@@ -1,4 +1,6 @@
-import { provideStatus } from '../system/status-sources.js';
+import { provideStatus, type CentralStore } from '../system/status-sources.js';
+import { isoTime } from '../clock.js';
+import { syncStore } from './store.js';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
@@ -77,32 +79,31 @@ export const syncModule: PosdModule = {
     }
     registerSyncMetrics(ctx);
     const authenticator = new Authenticator(accountsOf(ctx));
-    app.get(
-      '/sync/status',
-      { schema: { hide: true, response: { 200: SyncStatusSchema, 401: ErrorSchema } } },
-      async (req) => {
-        const raw = req.headers['x-secret-key'];
-        authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
-        return syncStatus(ctx.config, ctx.db, ctx.clock.now());
-      },
-    );
+    app.get('/sync/status', { schema: { hide: true, response: { 200: SyncStatusSchema, 401: ErrorSchema } } }, async (req) => {
+      const raw = req.headers['x-secret-key'];
+      authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
+      return syncStatus(ctx.config, ctx.db, ctx.clock.now());
+    });
   },
   workers(ctx) {
     provideStatus(ctx, { syncAlerts: () => syncStatus(ctx.config, ctx.db, ctx.clock.now()).alerts });
+    if (ctx.config.role === 'central') provideStatus(ctx, { centralStores: () => centralStores(ctx) });
     if (ctx.config.role === 'store') {
       // A box that never joined a central shows the panel as "not configured".
-      if (syncStatus(ctx.config, ctx.db).configured) provideStatus(ctx, {
-        sync() {
-          const st = syncStatus(ctx.config, ctx.db);
-          return {
-            connected: st.connected,
-            last_success_at: st.last_success_at,
-            records_waiting: st.records_waiting,
-            oldest_waiting_at: st.oldest_waiting_at,
-            last_error: st.last_error,
-          };
-        },
-      });
+      if (syncStatus(ctx.config, ctx.db).configured)
+        provideStatus(ctx, {
+          sync() {
+            const st = syncStatus(ctx.config, ctx.db);
+            return {
+              connected: st.connected,
+              last_success_at: st.last_success_at,
+              records_waiting: st.records_waiting,
+              oldest_waiting_at: st.oldest_waiting_at,
+              last_error: st.last_error,
+              last_error_at: st.last_error_at,
+            };
+          },
+        });
       return [new SyncWorker(ctx)];
     }
     // Records held for want of an applier (after an upgrade) are applied at start; records an
@@ -132,6 +133,31 @@ export const syncModule: PosdModule = {
     ];
   },
 };
+
+/** Reconciliation reports older than this are not looked for on the page (the read stays short). */
+const REPORT_WINDOW_MS = 14 * 86_400_000;
+
+/** A central's stores for the status page: the counters of sync_stores, plus two one-row reads each. */
+function centralStores(ctx: AppContext): CentralStore[] {
+  const store = syncStore(ctx.db);
+  const since = isoTime(ctx.clock.now() - REPORT_WINDOW_MS);
+  return store.stores().map((s) => {
+    const newest = store.newestReceived(s.store_id);
+    const report = store.latestReport(s.store_id, since);
+    return {
+      store_id: s.store_id,
+      account_id: s.account_id,
+      live_mode: s.live_mode === 1,
+      applied_seq: s.applied_seq,
+      last_push_at: s.last_push_at,
+      held: s.held_count,
+      parked: s.parked_count,
+      rejected: s.rejected_count,
+      lag_ms: newest ? Math.max(0, Date.parse(newest.received_at) - Date.parse(newest.created_at)) : null,
+      reconciliation: { reported_at: report?.received_at ?? null, day: report?.day ?? null },
+    };
+  });
+}
 
 /** Sync in /metrics, read at scrape time from the same status as doctor and the page. */
 function registerSyncMetrics(ctx: AppContext): void {

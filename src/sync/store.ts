@@ -151,6 +151,13 @@ export class SyncStore {
         'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
       ),
       advanceStore: db.prepare('UPDATE sync_stores SET applied_seq = ?, last_push_at = ? WHERE store_id = ?'),
+      // A store's newest record, by the (store_id, seq) key: one row read.
+      newestReceived: db.prepare('SELECT created_at, received_at FROM sync_received WHERE store_id = ? ORDER BY seq DESC LIMIT 1'),
+      // Its latest reconciliation report since a time, through sync_received_day (index only until the match).
+      latestReport: db.prepare(
+        `SELECT received_at, payload FROM sync_received WHERE store_id = ? AND created_at >= ? AND kind = 'reconciliation_report'
+         ORDER BY created_at DESC LIMIT 1`,
+      ),
       received: db.prepare('SELECT * FROM sync_received WHERE id = ?'),
       receivedAt: db.prepare('SELECT * FROM sync_received WHERE store_id = ? AND seq = ?'),
       insertReceived: db.prepare(
@@ -233,9 +240,7 @@ export class SyncStore {
       openOutage: db.prepare('INSERT OR IGNORE INTO outage_windows (link, started_at) VALUES (?, ?)'),
       closeOutage: db.prepare('UPDATE outage_windows SET ended_at = ? WHERE link = ? AND ended_at IS NULL'),
       // Windows that overlap [from, until): started before its end, and still open or ended after its start.
-      outagesBetween: db.prepare(
-        'SELECT * FROM outage_windows WHERE started_at < @until AND (ended_at IS NULL OR ended_at > @from) ORDER BY started_at, seq',
-      ),
+      outagesBetween: db.prepare('SELECT * FROM outage_windows WHERE started_at < @until AND (ended_at IS NULL OR ended_at > @from) ORDER BY started_at, seq'),
       openOutages: db.prepare('SELECT * FROM outage_windows WHERE ended_at IS NULL ORDER BY started_at'),
     };
   }
@@ -291,6 +296,17 @@ export class SyncStore {
   }
   stores(): StoreRow[] {
     return this.s.listStores.all() as StoreRow[];
+  }
+  /** When the store's newest record was made and when the central received it. */
+  newestReceived(storeId: string): { created_at: string; received_at: string } | undefined {
+    return this.s.newestReceived.get(storeId) as { created_at: string; received_at: string } | undefined;
+  }
+  /** The store's latest reconciliation report made since `sinceIso` (its day, when it came). */
+  latestReport(storeId: string, sinceIso: string): { received_at: string; day: string | null } | undefined {
+    const row = this.s.latestReport.get(storeId, sinceIso) as { received_at: string; payload: string } | undefined;
+    if (!row) return undefined;
+    const day = (JSON.parse(row.payload) as { day?: unknown }).day;
+    return { received_at: row.received_at, day: typeof day === 'string' ? day : null };
   }
   ensureStore(storeId: string, accountId: string, liveMode: boolean, at: string): StoreRow {
     this.s.insertStore.run(storeId, accountId, liveMode ? 1 : 0, at);

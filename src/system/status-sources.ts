@@ -19,7 +19,12 @@ export interface TerminalStatus {
 
 export interface CommandInFlight {
   id: string;
+  /** The till's reference for the sale, and its description: what the page shows instead of the id. */
+  external_id: string | null;
+  description: string | null;
   terminal_id: string;
+  /** The terminal's name (what the page shows; the id stays in the cell's title). */
+  terminal_name: string | null;
   state: string;
   amount_in_cents: number;
   currency: string;
@@ -51,9 +56,16 @@ export interface FailingEndpoint {
   failing_since?: string | null;
   /** Why it is disabled, if it is (e.g. disabled automatically after days of failing). */
   disabled_reason?: string | null;
-  /** Where the "replay failures since …" field starts: its failing streak, else its oldest delivery listed. */
+  /** Where its one "resend the failed" button replays from: early enough to cover its failing streak and every failed delivery. */
   replay_since?: string | null;
-  deliveries: FailingDelivery[];
+  /** Deliveries given up (`failed`), which the button resends. */
+  failed: number;
+  /** Deliveries that failed and wait for their next automatic attempt (they keep their schedule). */
+  retrying: number;
+  /** The latest of them. */
+  last: FailingDelivery | null;
+  /** The endpoint answers again (a later delivery succeeded): its old failures are shown greyed, not red. */
+  recovered: boolean;
 }
 
 export interface SyncState {
@@ -62,19 +74,38 @@ export interface SyncState {
   records_waiting: number;
   oldest_waiting_at: string | null;
   last_error: string | null;
+  last_error_at: string | null;
+}
+
+export interface CentralStore {
+  store_id: string;
+  account_id: string;
+  live_mode: boolean;
+  applied_seq: number;
+  last_push_at: string | null;
+  /** Received but not applied: held (no applier yet) and parked (its applier failed; an operator decides). */
+  held: number;
+  parked: number;
+  rejected: number;
+  /** How late its newest record arrived: received at the central minus made at the store. */
+  lag_ms: number | null;
+  /** The store's latest reconciliation report (sent only when its totals differ from the central's). */
+  reconciliation: { reported_at: string | null; day: string | null };
 }
 
 export interface StatusSources {
   terminals?(): TerminalStatus[];
   commandsInFlight?(): CommandInFlight[];
-  /** Sales whose time falls in [fromIso, untilIso), summed by payment method and currency. */
-  salesBetween?(fromIso: string, untilIso: string): SalesTotal[];
+  /** Sales whose time falls in [fromIso, untilIso), summed by payment method and currency: live ones, or sandbox ones with `liveMode` false. */
+  salesBetween?(fromIso: string, untilIso: string, liveMode?: boolean): SalesTotal[];
   failingWebhooks?(): FailingEndpoint[];
   /** The webhooks area's manual retry: sends the delivery again now. */
   resendDelivery?(deliveryId: string): Promise<{ ok: boolean; message: string }>;
   /** The webhooks area's bulk replay of an endpoint's failed deliveries made since `sinceIso`. */
   replayFailures?(endpointId: string, sinceIso: string): Promise<{ ok: boolean; message: string }>;
   sync?(): SyncState;
+  /** A central's stores: how far each pushed, what waits, how late records arrive, what reconciliation reported. */
+  centralStores?(): CentralStore[];
   /** Sync problems that need a manager now, on a store or a central (one line each, with what to do). */
   syncAlerts?(): Array<{ code: string; message: string; fix: string }>;
 }

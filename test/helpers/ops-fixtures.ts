@@ -25,36 +25,49 @@ export function fixtureWebhooksModule(receiverUrl: () => string): PosdModule {
             last_code: number | null;
             updated_at: string;
           }>;
-          return rows.length === 0
-            ? []
-            : [
-                {
-                  endpoint_id: 'we_fixture',
-                  url: rows[0].url,
-                  account_id: 'ac_fixture',
-                  deliveries: rows.map((r) => ({
-                    delivery_id: r.id,
-                    event_type: r.event_type,
-                    attempts: r.attempts,
-                    last_response_code: r.last_code,
-                    last_error: null,
-                    updated_at: r.updated_at,
-                  })),
-                },
-              ];
+          if (rows.length === 0) return [];
+          const last = rows.reduce((a, b) => (b.updated_at > a.updated_at ? b : a));
+          return [
+            {
+              endpoint_id: 'we_fixture',
+              url: rows[0].url,
+              account_id: 'ac_fixture',
+              replay_since: '2000-01-01T00:00:00.000Z',
+              failed: rows.length,
+              retrying: 0,
+              last: {
+                delivery_id: last.id,
+                event_type: last.event_type,
+                attempts: last.attempts,
+                last_response_code: last.last_code,
+                last_error: null,
+                updated_at: last.updated_at,
+              },
+              recovered: false,
+            },
+          ];
         },
-        resendDelivery: async (id) => {
-          const res = await request(receiverUrl(), { method: 'POST', body: JSON.stringify({ delivery: id }) });
-          await res.body.dump();
-          const ok = res.statusCode >= 200 && res.statusCode < 300;
-          tx(ctx.db, () =>
-            ctx.db
-              .prepare('UPDATE fixture_deliveries SET status = ?, attempts = attempts + 1, last_code = ? WHERE id = ?')
-              .run(ok ? 'succeeded' : 'failed', res.statusCode, id),
-          );
-          return { ok, message: ok ? `Delivery ${id} sent again: answered ${res.statusCode}.` : `Delivery ${id} failed again (${res.statusCode}).` };
+        /** The page's one button per endpoint: every failed delivery sent again, one after the other. */
+        replayFailures: async () => {
+          const ids = (ctx.db.prepare("SELECT id FROM fixture_deliveries WHERE status = 'failed' ORDER BY id").all() as Array<{ id: string }>).map((r) => r.id);
+          const results = [];
+          for (const id of ids) results.push(await resend(id));
+          const sent = results.filter((r) => r.ok).length;
+          return { ok: sent === ids.length, message: `Resent ${ids.length}: ${sent} answered 2xx.` };
         },
+        resendDelivery: (id) => resend(id),
       });
+      async function resend(id: string) {
+        const res = await request(receiverUrl(), { method: 'POST', body: JSON.stringify({ delivery: id }) });
+        await res.body.dump();
+        const ok = res.statusCode >= 200 && res.statusCode < 300;
+        tx(ctx.db, () =>
+          ctx.db
+            .prepare('UPDATE fixture_deliveries SET status = ?, attempts = attempts + 1, last_code = ? WHERE id = ?')
+            .run(ok ? 'succeeded' : 'failed', res.statusCode, id),
+        );
+        return { ok, message: ok ? `Delivery ${id} sent again: answered ${res.statusCode}.` : `Delivery ${id} failed again (${res.statusCode}).` };
+      }
     },
   };
 }

@@ -117,7 +117,9 @@ describe('backups under write load', () => {
     const db = new Database(join(restored, 'posd.db'), { readonly: true });
     // A cash sale answers with its unified intent (in_); the intent and its cash record commit together.
     const sales = new Set(
-      (db.prepare("SELECT i.id FROM intents i JOIN cash_intents c ON c.intent_id = i.id WHERE i.type = 'cash'").all() as Array<{ id: string }>).map((r) => r.id),
+      (db.prepare("SELECT i.id FROM intents i JOIN cash_intents c ON c.intent_id = i.id WHERE i.type = 'cash'").all() as Array<{ id: string }>).map(
+        (r) => r.id,
+      ),
     );
     db.close();
     expect(ackedBefore.length).toBeGreaterThan(0);

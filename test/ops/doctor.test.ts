@@ -110,7 +110,10 @@ describe('posd doctor and terminal links', () => {
     const data = join(dir, 'data');
     const server = await startTestServer({ dataDir: data, config: { http: { port: 0, host: '127.0.0.1' }, terminals: { ping_interval_ms: 0 } } });
     const live = server.installation.keys.live;
-    const missing = await server.api('POST', '/terminals', { key: live, body: { name: 'Caja 2', transport: 'serial', serial_path: '/dev/ttyUSB-posd-missing' } });
+    const missing = await server.api('POST', '/terminals', {
+      key: live,
+      body: { name: 'Caja 2', transport: 'serial', serial_path: '/dev/ttyUSB-posd-missing' },
+    });
     expect(missing.status).toBe(201);
     const present = await server.api('POST', '/terminals', { key: live, body: { name: 'Caja 3', transport: 'serial', serial_path: '/dev/null' } });
     expect(present.status).toBe(201);

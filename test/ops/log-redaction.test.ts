@@ -43,9 +43,15 @@ describe('secrets never reach the logs', () => {
     await daemon.waitFor(/"msg":"posd listening"/);
     const secrets = new Set<string>([testKey, liveKey, metricsToken]);
 
-    const accounts = JSON.parse((await runPosd(['accounts', 'list', '--data', data, '--json'])).stdout) as Array<{ id: string; organization_id: string; environment: string }>;
+    const accounts = JSON.parse((await runPosd(['accounts', 'list', '--data', data, '--json'])).stdout) as Array<{
+      id: string;
+      organization_id: string;
+      environment: string;
+    }>;
     const created = JSON.parse((await runPosd(['keys', 'create', '--data', data, '--account', accounts[0].id, '--env', 'live', '--json'])).stdout);
-    const orgKey = JSON.parse((await runPosd(['keys', 'create', '--data', data, '--organization', accounts[0].organization_id, '--env', 'test', '--json'])).stdout);
+    const orgKey = JSON.parse(
+      (await runPosd(['keys', 'create', '--data', data, '--organization', accounts[0].organization_id, '--env', 'test', '--json'])).stdout,
+    );
     secrets.add(created.key).add(orgKey.key);
     const password = 'Manager-Pass-77x';
     const wrongPassword = 'Wrong-Guess-55y';
@@ -67,7 +73,9 @@ describe('secrets never reach the logs', () => {
     }
     // Keys in odd places: a query string, a body, a JSON field that fails validation.
     expect((await call(`/api/test?key=${testKey}`, {})).status).toBe(401);
-    expect((await call('/api/test', { 'x-secret-key': testKey, 'content-type': 'application/json' }, { method: 'POST', body: `{"key": "${liveKey}", ` })).status).toBe(400);
+    expect(
+      (await call('/api/test', { 'x-secret-key': testKey, 'content-type': 'application/json' }, { method: 'POST', body: `{"key": "${liveKey}", ` })).status,
+    ).toBe(400);
     // An organization key without the account it acts on (it reads every account: spec 5 rule 5), and a revoked key.
     expect((await call('/api/test', { 'x-secret-key': orgKey.key })).status).toBe(200);
     expect((await runPosd(['keys', 'revoke', '--data', data, created.prefix])).code).toBe(0);

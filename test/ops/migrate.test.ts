@@ -33,8 +33,7 @@ function raw(): Database.Database {
   return db;
 }
 
-const objects = (db: Database.Database) =>
-  db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all();
+const objects = (db: Database.Database) => db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").all();
 
 describe('a new database gets the baseline', () => {
   it('at user_version 100 and posd application_id, with its starting rows, in one step', () => {
@@ -47,7 +46,9 @@ describe('a new database gets the baseline', () => {
       expect(MIGRATIONS).toEqual([]);
       expect(latestVersion()).toBe(BASELINE_VERSION);
       const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all();
-      expect(tables).toEqual(expect.arrayContaining(['accounts', 'events', 'balance_transactions', 'terminal_commands', 'webhook_deliveries', 'sync_feed', 'sched_bookings']));
+      expect(tables).toEqual(
+        expect.arrayContaining(['accounts', 'events', 'balance_transactions', 'terminal_commands', 'webhook_deliveries', 'sync_feed', 'sched_bookings']),
+      );
       // Keys published to the feed, and the per-store outcome counters of sync_stores (issue 19).
       expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").pluck().all()).toEqual([
         'sync_feed_key_insert',
@@ -60,7 +61,10 @@ describe('a new database gets the baseline', () => {
       const key = db.prepare('SELECT key FROM webhook_delivery_ids_key WHERE id = 1').pluck().get() as Buffer;
       expect(key).toHaveLength(32);
       // Every table STRICT: the baseline is checked by the same rules as the code that writes it.
-      const loose = db.prepare("SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND strict = 0 AND name NOT LIKE 'sqlite_%'").pluck().all();
+      const loose = db
+        .prepare("SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND strict = 0 AND name NOT LIKE 'sqlite_%'")
+        .pluck()
+        .all();
       expect(loose).toEqual([]);
     } finally {
       db.close();

@@ -80,9 +80,9 @@ describe('status page in a real browser', () => {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
 
     expect(await page.textContent('section#webhooks')).toContain('https://erp.example/hook');
-    await Promise.all([page.waitForURL(/\/\?notice=/), page.click('section#webhooks button:text("Resend")')]);
+    await Promise.all([page.waitForURL(/\/\?notice=/), page.click('section#webhooks button:text("Resend the 1 failed")')]);
     expect(hits).toBe(1);
-    expect(await page.textContent('[role=status]')).toBe('Delivery wd_b1 sent again: answered 200.');
+    expect(await page.textContent('[role=status]')).toBe('Resent 1: 1 answered 2xx.');
     expect(await page.textContent('section#webhooks')).toContain('Every delivery is going through.');
 
     await Promise.all([page.waitForURL(`${server.url}/`), page.click('header button:text("Log out")')]);
@@ -98,14 +98,28 @@ describe('terminals on the status page', () => {
     const trm = (await server.api('POST', '/terminals', { body: { name: 'Caja 1' } })).body;
     const sim: ChildProcess = spawn(
       process.execPath,
-      [SIMULATOR, '--url', `${server.url.replace('http', 'ws')}/terminals/link`, '--terminal-id', trm.id, '--token', trm.pairing_token, '--behaviour', 'never_answer'],
+      [
+        SIMULATOR,
+        '--url',
+        `${server.url.replace('http', 'ws')}/terminals/link`,
+        '--terminal-id',
+        trm.id,
+        '--token',
+        trm.pairing_token,
+        '--behaviour',
+        'never_answer',
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     let out = '';
     sim.stdout!.on('data', (d) => (out += d));
     try {
       await expect.poll(() => out.includes('"welcome"'), { timeout: 10_000 }).toBe(true);
-      const cmd = (await server.api('POST', '/terminal_session_commands', { body: { terminal_id: trm.id, external_id: 'browser-1', amount_in_cents: 4250, currency: 'GTQ' } })).body;
+      const cmd = (
+        await server.api('POST', '/terminal_session_commands', {
+          body: { terminal_id: trm.id, external_id: 'browser-1', amount_in_cents: 4250, currency: 'GTQ' },
+        })
+      ).body;
       expect(cmd.id).toBeTruthy();
 
       const context = await browser.newContext({ viewport: { width: 390, height: 800 } });
@@ -116,12 +130,18 @@ describe('terminals on the status page', () => {
       const cell = `section#terminals td[data-terminal="${trm.id}"]`;
       expect(await page.textContent(cell)).toBe('available');
       expect(await page.textContent('section#terminals')).toContain('Caja 1 (sandbox)');
-      const scrape = async () => (await (await fetch(`${server.url}/metrics`)).text());
+      const scrape = async () => await (await fetch(`${server.url}/metrics`)).text();
       // Dispatch is asynchronous: the command is pending or already taken by the terminal.
       expect(await scrape()).toMatch(/posd_terminal_commands_in_flight\{state="(pending|dispatched)"\} 1/);
       expect(await scrape()).toContain('posd_terminals{availability="available"} 1');
+      // The command by the till's reference and its terminal by name; the ids stay in the titles.
       const commands = await page.textContent('section#commands');
-      expect(commands).toContain(cmd.id);
+      expect(commands).toContain('browser-1');
+      expect(commands).toContain('Caja 1 (sandbox)');
+      expect(commands).not.toContain(cmd.id);
+      expect(commands).not.toContain(trm.id);
+      expect(await page.getAttribute(`section#commands td[data-id="${trm.id}"]`, 'title')).toBe(trm.id);
+      expect(await page.getAttribute(`section#commands td[data-id="${cmd.id}"]`, 'title')).toBe(cmd.id);
       expect(commands).toContain('GTQ 42.50');
 
       sim.kill('SIGTERM');

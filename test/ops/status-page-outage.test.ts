@@ -17,6 +17,7 @@ import { STATE, syncStatus } from '../../src/sync/status.js';
 import { offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/policy.js';
 import { bridgeOf } from '../../src/modules/terminals/link/index.js';
 import { AccountsService } from '../../src/accounts/service.js';
+import { localText } from '../../src/modules/ops/time.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'outage-pass-2026';
@@ -87,7 +88,9 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   expect(banner).toContain('the central (internet) and the card processor');
   expect(await page.textContent('#outage-stored')).toBe('Stored card payments waiting: 2 stored (GTQ 65.00).');
   expect(await page.textContent('#outage-records')).toBe(`Records waiting for the central: ${syncStatus(ctx.config, ctx.db).records_waiting}.`);
-  expect(await page.textContent('#outage-deadline')).toContain('within 47 h 30 min (by 2026-06-07T14:30:00.000Z)');
+  // Times in the box's zone with their age; the exact time in the element's datetime.
+  expect(await page.textContent('#outage-deadline')).toContain(`within 47 h 30 min (by ${localText('2026-06-07T14:30:00.000Z', clock.now())})`);
+  expect(await page.getAttribute('#outage-deadline time', 'datetime')).toBe('2026-06-07T14:30:00.000Z');
   // The banner sits between the verdict and the panels, and the page still fits the phone.
   expect(await page.evaluate(() => document.querySelector('#verdict')!.nextElementSibling!.id)).toBe('outage-banner');
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
@@ -109,8 +112,13 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   await page.fill('#offline-allow input[name=reason]', 'queue at the door, processor down');
   const policies = h.terminal.count('offline_policy');
   await Promise.all([page.waitForURL(/\/\?notice=/), page.click('#offline-allow button[type=submit]')]);
-  expect(await page.textContent('[role=status]')).toBe(`Offline card payments allowed for ${account.name} until ${until.toISOString()}.`);
-  expect(await page.textContent(`section#offline-payments td[data-override="${accountId}"]`)).toContain(`until ${until.toISOString()} by status page manager: queue at the door, processor down`);
+  expect(await page.textContent('[role=status]')).toBe(
+    `Offline card payments allowed for ${account.name} until ${localText(until.toISOString(), clock.now())}.`,
+  );
+  expect(await page.getAttribute(`section#offline-payments td[data-override="${accountId}"] time`, 'datetime')).toBe(until.toISOString());
+  expect(await page.textContent(`section#offline-payments td[data-override="${accountId}"]`)).toContain(
+    `until ${localText(until.toISOString(), clock.now())} by status page manager: queue at the door, processor down`,
+  );
   const audit = offlineAudit(ctx, account);
   expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'status page manager', reason: 'queue at the door, processor down' });
   expect(JSON.parse(audit[0].after)).toMatchObject({ allowed: true, until: until.toISOString() });
@@ -147,7 +155,16 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   await page.goto(`${h.server.url}/`);
   expect(await page.isVisible('section#outage-banner')).toBe(false);
   const report = page.locator('section#outages article.outage').first();
-  expect(await report.locator('h3').first().textContent()).toContain('Outage 2026-06-05T14:00:00.000Z to 2026-06-05T15:35:00.000Z');
+  expect(
+    await report
+      .locator('h3')
+      .first()
+      .locator('time')
+      .evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime'))),
+  ).toEqual(['2026-06-05T14:00:00.000Z', '2026-06-05T15:35:00.000Z']);
+  expect(await report.locator('h3').first().textContent()).toContain(
+    `Outage ${localText('2026-06-05T14:00:00.000Z', clock.now())} to ${localText('2026-06-05T15:35:00.000Z', clock.now())}`,
+  );
   const text = (await report.textContent())!;
   expect(text).toMatch(/approved1GTQ 40\.00/);
   expect(text).toMatch(/declined1GTQ 25\.00/);

@@ -43,7 +43,12 @@ function emit(n: number): string[] {
     Array.from(
       { length: n },
       (_, i) =>
-        server.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: server.installation.sandbox_id, liveMode: false, payload: { id: `in_r${i}`, amount_in_cents: 100 + i } }).id,
+        server.daemon.ctx.outbox.emit({
+          type: 'intent.succeeded',
+          accountId: server.installation.sandbox_id,
+          liveMode: false,
+          payload: { id: `in_r${i}`, amount_in_cents: 100 + i },
+        }).id,
     ),
   );
 }
@@ -52,8 +57,11 @@ const statuses = async (endpointId: string) =>
   ((await server.api('GET', `/webhook_endpoints/${endpointId}/deliveries`)).body as Array<{ status: string }>).map((d) => d.status).sort();
 
 describe('the status page replays a failing endpoint', () => {
-  it('offers "replay failures since …" on the endpoint\'s line and replays through the bulk replay service', { timeout: 60_000 }, async () => {
-    const ep = (await server.api('POST', '/webhook_endpoints', { body: { url: receiver.url, description: 'ERP' } })).body as { id: string; signingSecret: string };
+  it('offers one "resend the failed" button on the endpoint\'s line and replays through the bulk replay service', { timeout: 60_000 }, async () => {
+    const ep = (await server.api('POST', '/webhook_endpoints', { body: { url: receiver.url, description: 'ERP' } })).body as {
+      id: string;
+      signingSecret: string;
+    };
     const events = emit(3);
     // The receiver is down: each event is attempted twice, then given up.
     await receiver.waitFor(6);
@@ -69,25 +77,25 @@ describe('the status page replays a failing endpoint', () => {
     const panel = 'section#webhooks';
     expect(await page.textContent(panel)).toContain(receiver.url);
     const since = page.locator(`${panel} form.replay input[name=since]`);
-    // It starts early enough to cover every failed delivery listed.
+    // Hidden: one button per endpoint, starting early enough to cover every failed delivery.
+    expect(await since.getAttribute('type')).toBe('hidden');
     const defaultSince = await since.inputValue();
     expect(Number.isNaN(Date.parse(defaultSince))).toBe(false);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.locator(`${panel} button`).count()).toBe(1);
 
-    // A time after the failures: nothing to replay, nothing sent.
-    await since.fill(afterFailures);
-    await Promise.all([page.waitForURL(/\/\?notice=/), page.click(`${panel} button:text("Replay failures")`)]);
-    expect(await page.textContent('[role=status]')).toContain('No failed delivery to');
+    // A stale or hand-made form: a time after the failures replays nothing; an unreadable one is refused.
+    const client = new PageClient(server.url);
+    await client.login(PASSWORD);
+    const csrf = PageClient.csrf((await client.get('/')).text);
+    const late = await client.post(`/ops/endpoints/${ep.id}/replay`, { _csrf: csrf, since: afterFailures });
+    expect(decodeURIComponent(String(late.headers.location))).toContain('No failed delivery to');
     expect(receiver.received).toHaveLength(6);
+    const unreadable = await client.post(`/ops/endpoints/${ep.id}/replay`, { _csrf: csrf, since: 'yesterday-ish' });
+    expect(decodeURIComponent(String(unreadable.headers.location))).toContain('is not a time');
 
-    // An unreadable time is refused with a notice.
-    await page.locator(`${panel} form.replay input[name=since]`).fill('yesterday-ish');
-    await Promise.all([page.waitForURL(/\/\?notice=/), page.click(`${panel} button:text("Replay failures")`)]);
-    expect(await page.textContent('[role=status]')).toContain('is not a time');
-
-    // The field's own value: all three.
-    expect(await page.locator(`${panel} form.replay input[name=since]`).inputValue()).toBe(defaultSince);
-    await Promise.all([page.waitForURL(/\/\?notice=/), page.click(`${panel} button:text("Replay failures")`)]);
+    // The button: all three.
+    await Promise.all([page.waitForURL(/\/\?notice=/), page.click(`${panel} button:text("Resend the 3 failed")`)]);
     const notice = (await page.textContent('[role=status]'))!;
     expect(notice).toContain(`Replaying 3 failed deliveries to ${receiver.url}`);
     const replayId = /replay (whr_[A-Za-z0-9]+)/.exec(notice)![1];
@@ -104,7 +112,7 @@ describe('the status page replays a failing endpoint', () => {
     await context.close();
   });
 
-  it('refuses a replay without the page\'s CSRF token, and shows no button for a disabled endpoint', async () => {
+  it("refuses a replay without the page's CSRF token, and shows no button for a disabled endpoint", async () => {
     const ep = (await server.api('POST', '/webhook_endpoints', { body: { url: receiver.url } })).body as { id: string };
     const client = new PageClient(server.url);
     await client.login(PASSWORD);

@@ -18,8 +18,11 @@ afterEach(async () => {
   receiver = undefined;
 });
 
+const deliveryStatuses = async (endpointId: string) =>
+  ((await server!.api('GET', `/webhook_endpoints/${endpointId}/deliveries`)).body as Array<{ status: string }>).map((d) => d.status).sort();
+
 describe('status page with the real webhooks area', () => {
-  it('lists a failing delivery and resends it with the button once the receiver recovers', async () => {
+  it("groups an endpoint's failures in one line with a count, greys them once it answers again, and resends them with its one button", async () => {
     let answer = 503;
     const seen: string[] = [];
     receiver = createServer((req, res) => {
@@ -28,38 +31,76 @@ describe('status page with the real webhooks area', () => {
     }).listen(0, '127.0.0.1');
     await once(receiver, 'listening');
     const port = (receiver.address() as { port: number }).port;
-    server = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'] } } });
+    // Two automatic attempts (now, then at once again), then a delivery is given up: `failed`.
+    server = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], retry_delays_ms: [0] } } });
     const hash = await hashPassword(PASSWORD);
     tx(server.daemon.ctx.db, () => setManagerPassword(server!.daemon.ctx.db, hash));
 
     const endpoint = await server.api('POST', '/webhook_endpoints', { body: { url: `http://127.0.0.1:${port}/hook`, description: 'ERP' } });
     expect(endpoint.status).toBe(201);
-    const sale = await server.api('POST', '/cash_sales', { body: { amount_in_cents: 1500 } });
-    expect(sale.status).toBe(201);
+    for (const amount of [1500, 1600, 1700]) expect((await server.api('POST', '/cash_sales', { body: { amount_in_cents: amount } })).status).toBe(201);
     const worker = deliveryWorkerOf(server.daemon.ctx)!;
-    // The first attempt is immediate; wait for it to be recorded as failed.
-    for (let i = 0; i < 200 && seen.length === 0; i++) {
-      await worker.runDue();
-      if (seen.length === 0) await once(receiver, 'request');
-    }
-    expect(seen.length).toBeGreaterThanOrEqual(1);
+    await expect
+      .poll(
+        async () => {
+          await worker.runDue();
+          return deliveryStatuses(endpoint.body.id);
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual(['failed', 'failed', 'failed']);
 
     const page = new PageClient(server.url);
     await page.login(PASSWORD);
     const status = await page.get('/');
     expect(status.text).toMatch(/<section id="webhooks" data-state="ok">/);
     expect(status.text).toContain(`http://127.0.0.1:${port}/hook`);
-    const action = /action="(\/ops\/deliveries\/[^"]+\/resend)"/.exec(status.text);
-    expect(action).not.toBeNull();
+    const line = /<article class="endpoint"[^>]*data-state="(\w+)">([\s\S]*?)<\/article>/.exec(status.text)!;
+    expect(line[1]).toBe('failing');
+    expect(line[2]).toMatch(
+      /<p class="bad" data-count="3">3 failed deliveries, last: [a-z_]+\.[a-z_]+ 503 at <time datetime="[^"]+Z" title="[^"]+">\d\d:\d\d, (just now|\d+ s ago)<\/time><\/p>/,
+    );
+    expect(status.text.match(/Resend the 3 failed/g)).toHaveLength(1);
 
+    // The receiver is back: a new sale goes through, so the old failures are history, shown greyed.
     answer = 204;
+    expect((await server.api('POST', '/cash_sales', { body: { amount_in_cents: 1800 } })).status).toBe(201);
+    await expect
+      .poll(
+        async () => {
+          await worker.runDue();
+          return deliveryStatuses(endpoint.body.id);
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual(['failed', 'failed', 'failed', 'succeeded']);
+    const recovered = await page.get('/');
+    const greyed = /<article class="endpoint"[^>]*data-state="(\w+)">([\s\S]*?)<\/article>/.exec(recovered.text)!;
+    expect(greyed[1]).toBe('recovered');
+    expect(greyed[2]).toMatch(/<p class="stale" data-count="3">3 failed deliveries, .*; the endpoint answers again<\/p>/);
+
+    // The endpoint's one button: the bulk replay of its failed deliveries, the same webhook-ids.
     const before = seen.length;
-    const done = await page.post(action![1], { _csrf: PageClient.csrf(status.text) });
+    const firstIds = new Set(seen.slice(0, 6));
+    const action = /action="(\/ops\/endpoints\/[^"]+\/replay)"/.exec(recovered.text)![1];
+    const since = /name="since" value="([^"]+)"/.exec(recovered.text)![1];
+    const done = await page.post(action, { _csrf: PageClient.csrf(recovered.text), since });
     expect(done.status).toBe(303);
-    expect(seen.length).toBe(before + 1);
-    // Same event, same webhook-id on the resend.
-    expect(new Set(seen).size).toBe(1);
-    const after = await page.get(done.headers.location as string);
+    expect(decodeURIComponent(String(done.headers.location))).toContain('Replaying 3 failed deliveries');
+    await expect
+      .poll(
+        async () => {
+          await worker.runDue();
+          return deliveryStatuses(endpoint.body.id);
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual(['failed', 'failed', 'failed', 'succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    // The failed rows stay as they were (the replay made new deliveries of their events): the page
+    // counts an event settled once it was delivered again.
+    expect(seen.slice(before)).toHaveLength(3);
+    for (const id of seen.slice(before)) expect(firstIds.has(id)).toBe(true);
+    const after = await page.get('/');
     expect(after.text).toContain('Every delivery is going through.');
   });
 });

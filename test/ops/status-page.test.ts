@@ -83,7 +83,9 @@ describe('status page', () => {
 
     const status = await page.get('/');
     expect(status.text).toContain('posd status');
-    expect(status.text).toMatch(/<section id="sales" data-state="ok"><h2>Today&#39;s sales<\/h2><p class="muted">No sales yet today.<\/p>/);
+    expect(status.text).toMatch(
+      /<section id="sales" data-state="ok"><h2>Today&#39;s sales<\/h2><p class="muted counts">Live sales only\. <a href="\/\?sandbox=1">Show sandbox sales<\/a><\/p><p class="muted">No sales yet today.<\/p>/,
+    );
     expect(status.text).toMatch(/<section id="terminals" data-state="ok">.*No terminals registered\./);
     expect(status.text).toMatch(/<section id="commands" data-state="ok">.*Nothing in flight\./);
     expect(status.text).toMatch(/<section id="webhooks" data-state="ok">.*Every delivery is going through\./);
@@ -136,7 +138,7 @@ describe('status page', () => {
     expect((await page.login(PASSWORD)).status).toBe(303);
   });
 
-  it("shows today's live cash sales by currency from the money area; sandbox sales do not count", async () => {
+  it("shows today's live cash sales by currency from the money area; sandbox sales only on the toggle, apart", async () => {
     server = await startTestServer();
     await withPassword(server);
     const live = server.installation.keys.live;
@@ -148,9 +150,22 @@ describe('status page', () => {
     const page = new PageClient(server.url);
     await page.login(PASSWORD);
     const text = (await page.get('/')).text;
-    expect(text).toContain('<td>cash</td><td>GTQ</td><td>2</td><td>GTQ 35.50</td>');
-    expect(text).toContain('<td>cash</td><td>USD</td><td>1</td><td>USD 7.00</td>');
+    expect(text).toContain(saleRow('cash', 'GTQ', 2, 'GTQ 35.50'));
+    expect(text).toContain(saleRow('cash', 'USD', 1, 'USD 7.00'));
     expect(text).not.toContain('999.99');
+    // The page says what it counts, and offers the sandbox's sales apart.
+    expect(text).toContain('Live sales only. <a href="/?sandbox=1">Show sandbox sales</a>');
+    expect(text).not.toContain('id="sandbox-sales"');
+    const withSandbox = (await page.get('/?sandbox=1')).text;
+    expect(withSandbox).toContain('Live sales; sandbox sales below, apart. <a href="/">Hide sandbox sales</a>');
+    const sandbox = /<div id="sandbox-sales">([\s\S]*?)<\/div>/.exec(withSandbox)![1];
+    expect(sandbox).toContain(saleRow('cash', 'GTQ', 1, 'GTQ 999.99'));
+    expect(sandbox).not.toContain('35.50');
+    // The live table is still live only.
+    expect(withSandbox.slice(0, withSandbox.indexOf('id="sandbox-sales"'))).toContain(saleRow('cash', 'GTQ', 2, 'GTQ 35.50'));
+    expect(withSandbox.slice(0, withSandbox.indexOf('id="sandbox-sales"'))).not.toContain('999.99');
+    // An unknown toggle value is refused, not taken as "off".
+    expect((await page.get('/?sandbox=yes')).status).toBe(400);
   });
 
   it("shows today's sales from the area's read function, asked for the box's local day", async () => {
@@ -177,7 +192,7 @@ describe('status page', () => {
     const page = new PageClient(server.url);
     await page.login(PASSWORD);
     const text = (await page.get('/')).text;
-    expect(text).toContain('<td>cash</td><td>GTQ</td><td>3</td><td>GTQ 125.50</td>');
+    expect(text).toContain(saleRow('cash', 'GTQ', 3, 'GTQ 125.50'));
     const [from, until] = asked[0];
     expect(Date.parse(until) - Date.parse(from)).toBeGreaterThanOrEqual(23 * 3600_000);
     expect(Date.parse(from)).toBeLessThanOrEqual(Date.now());
@@ -186,7 +201,7 @@ describe('status page', () => {
     expect(text).toMatch(/<section id="sync" data-state="error">.*could not read: sync table locked/);
   });
 
-  it('resends a failing delivery through the area function, only with the CSRF token', async () => {
+  it("resends an endpoint's failed deliveries with its one button, through the area function, only with the CSRF token", async () => {
     let hits = 0;
     receiver = createServer((_req, res) => {
       hits++;
@@ -196,27 +211,39 @@ describe('status page', () => {
     const port = (receiver.address() as { port: number }).port;
     server = await startTestServer({ modules: [...MODULES, fixtureWebhooksModule(() => `http://127.0.0.1:${port}/hook`)] });
     await withPassword(server);
-    server.daemon.ctx.db
-      .prepare("INSERT INTO fixture_deliveries VALUES ('wd_1', 'https://erp.example/hook', 'charge.succeeded', 'failed', 5, 500, '2026-01-01T00:00:00.000Z')")
-      .run();
+    const insert = server.daemon.ctx.db.prepare("INSERT INTO fixture_deliveries VALUES (?, 'https://erp.example/hook', ?, 'failed', 5, ?, ?)");
+    for (let i = 0; i < 37; i++) insert.run(`wd_${String(i).padStart(2, '0')}`, 'charge.succeeded', 500, `2026-01-01T00:${String(i).padStart(2, '0')}:00.000Z`);
+    insert.run('wd_last', 'intent.succeeded', 503, '2026-01-01T01:00:00.000Z');
     const page = new PageClient(server.url);
     await page.login(PASSWORD);
     const status = await page.get('/');
     expect(status.text).toContain('https://erp.example/hook');
-    expect(status.text).toContain('action="/ops/deliveries/wd_1/resend"');
+    // One line for the endpoint, with the count and the latest failure: not 38 rows, not 38 buttons.
+    expect(status.text).toMatch(/38 failed deliveries, last: intent\.succeeded 503 at <time datetime="2026-01-01T01:00:00\.000Z"/);
+    const section = /<section id="webhooks"[\s\S]*?<\/section>/.exec(status.text)![0];
+    expect(section.match(/<button/g)).toHaveLength(1);
+    expect(status.text).toContain('action="/ops/endpoints/we_fixture/replay"');
+    expect(status.text).toContain('Resend the 38 failed</button>');
+    expect(status.text).not.toContain('/resend"');
 
-    const forged = await page.post('/ops/deliveries/wd_1/resend', { _csrf: 'forged' });
+    const forged = await page.post('/ops/endpoints/we_fixture/replay', { _csrf: 'forged', since: '2000-01-01T00:00:00Z' });
     expect(forged.status).toBe(403);
     expect(hits).toBe(0);
     const anonymous = new PageClient(server.url);
-    expect((await anonymous.post('/ops/deliveries/wd_1/resend', { _csrf: PageClient.csrf(status.text) })).status).toBe(303);
+    expect((await anonymous.post('/ops/endpoints/we_fixture/replay', { _csrf: PageClient.csrf(status.text), since: '2000-01-01T00:00:00Z' })).status).toBe(303);
     expect(hits).toBe(0);
 
-    const done = await page.post('/ops/deliveries/wd_1/resend', { _csrf: PageClient.csrf(status.text) });
+    const since = /name="since" value="([^"]+)"/.exec(status.text)![1];
+    const done = await page.post('/ops/endpoints/we_fixture/replay', { _csrf: PageClient.csrf(status.text), since });
     expect(done.status).toBe(303);
-    expect(hits).toBe(1);
+    expect(hits).toBe(38);
     const after = await page.get(done.headers.location as string);
-    expect(after.text).toContain('Delivery wd_1 sent again: answered 204.');
+    expect(after.text).toContain('Resent 38: 38 answered 2xx.');
     expect(after.text).toContain('Every delivery is going through.');
   });
 });
+
+/** One row of a sales table as the page writes it (each cell labelled for the phone's stacked rows). */
+function saleRow(method: string, currency: string, count: number, total: string): string {
+  return `<td data-label="Method">${method}</td><td data-label="Currency">${currency}</td><td data-label="Count">${count}</td><td data-label="Total">${total}</td>`;
+}

@@ -165,13 +165,8 @@ describe('bulk replay', () => {
     const attemptsDown = r.received.length;
     expect(attemptsDown).toBe(4 * 7);
 
-    const listed = () =>
-      statusSources(s.daemon.ctx)
-        .failingWebhooks!()
-        .find((e) => e.endpoint_id === ep.id)
-        ?.deliveries.map((d) => d.event_type)
-        .sort();
-    expect(listed()).toEqual(['intent.failed', 'intent.pending', 'intent.succeeded', 'intent.succeeded']);
+    const listed = () => statusSources(s.daemon.ctx).failingWebhooks!().find((e) => e.endpoint_id === ep.id)?.failed;
+    expect(listed()).toBe(4);
 
     // The receiver is back. Replay: failed deliveries of intent.succeeded and intent.pending only.
     r.replies = [{ status: 200 }];
@@ -189,8 +184,8 @@ describe('bulk replay', () => {
     for (const got of delivered) expect(() => wh.verify(got.body, got.headers as Record<string, string>)).not.toThrow();
     const progress = await s.api('GET', `/webhook_endpoints/${ep.id}/replays/${replayed.body.id}`, { key: s.installation.keys.test });
     expect(progress.body).toMatchObject({ total: 3, pending: 0, succeeded: 3, failed: 0 });
-    // The failures the replay delivered leave the status page; the one not replayed stays listed.
-    expect(listed()).toEqual(['intent.failed']);
+    // The failures the replay delivered leave the status page's count; the one not replayed stays.
+    expect(listed()).toBe(1);
 
     // Replaying the rest of the failures sends only intent.failed; the bystander got nothing again.
     const rest = await s.api('POST', `/webhook_endpoints/${ep.id}/replays`, { key: s.installation.keys.test, body: { statuses: ['failed'] } });

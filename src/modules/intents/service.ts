@@ -105,8 +105,8 @@ export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: s
 }
 
 /** Gross live sales (refunds not subtracted) in [fromIso, untilIso), by method and currency. */
-export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string): SalesTotalRow[] {
-  return salesTotals(ctx.db, fromIso, untilIso);
+export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string, liveMode = true): SalesTotalRow[] {
+  return salesTotals(ctx.db, fromIso, untilIso, liveMode);
 }
 
 /**

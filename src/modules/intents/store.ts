@@ -92,16 +92,16 @@ export interface SalesTotalRow {
 }
 
 /**
- * Live succeeded intents in [from, until), by payment method and currency (the status page's
+ * Succeeded intents of one mode (live by default) in [from, until), by payment method and currency (the status page's
  * "today's sales"). A `payment` intent is named by its payment's method (card, terminal, ...).
  */
-export function salesTotals(db: Db, fromIso: string, untilIso: string): SalesTotalRow[] {
+export function salesTotals(db: Db, fromIso: string, untilIso: string, liveMode = true): SalesTotalRow[] {
   return db
     .prepare(
       `SELECT coalesce(p.method, i.type) AS method, i.currency, count(*) AS count, sum(i.amount_in_cents) AS amount_in_cents
        FROM intents i LEFT JOIN payment_intents p ON p.intent_id = i.id
-       WHERE i.live_mode = 1 AND i.status = 'succeeded' AND i.created_at >= ? AND i.created_at < ?
+       WHERE i.live_mode = ? AND i.status = 'succeeded' AND i.created_at >= ? AND i.created_at < ?
        GROUP BY 1, 2 ORDER BY 1, 2`,
     )
-    .all(fromIso, untilIso) as SalesTotalRow[];
+    .all(liveMode ? 1 : 0, fromIso, untilIso) as SalesTotalRow[];
 }

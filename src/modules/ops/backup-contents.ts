@@ -82,7 +82,13 @@ export interface UnpackedBackup {
  * bundle restores its database only.
  */
 export function unpackBackup(bundle: Record<string, string>, passphrase: string | undefined, withoutSecrets = false): UnpackedBackup {
-  if (!bundle.format) return { keyFile: null, keyFingerprint: null, settings: null, leftOut: ['the webhook signing key and the settings (the backup was made before backups carried them)'] };
+  if (!bundle.format)
+    return {
+      keyFile: null,
+      keyFingerprint: null,
+      settings: null,
+      leftOut: ['the webhook signing key and the settings (the backup was made before backups carried them)'],
+    };
   const publicOnly = (leftOut: string[]): UnpackedBackup => ({ keyFile: null, keyFingerprint: null, settings: JSON.parse(bundle.settings ?? '{}'), leftOut });
   if (!bundle.sealed) return publicOnly(JSON.parse(bundle.left_out ?? '[]'));
   if (withoutSecrets) return publicOnly(['the webhook signing key and secret settings (restored --without-secrets)']);

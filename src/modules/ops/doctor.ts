@@ -22,7 +22,10 @@ const GiB = 1 << 30;
 
 export function dataFolder(config: Config): Check[] {
   const dir = config.data_dir;
-  if (!existsSync(dir)) return [{ name: 'data folder', ok: false, detail: `${dir} does not exist`, fix: `run posd init --data ${dir}, or point --data / POSD_DATA at the right folder` }];
+  if (!existsSync(dir))
+    return [
+      { name: 'data folder', ok: false, detail: `${dir} does not exist`, fix: `run posd init --data ${dir}, or point --data / POSD_DATA at the right folder` },
+    ];
   const st = statSync(dir);
   if (!st.isDirectory()) return [{ name: 'data folder', ok: false, detail: `${dir} is not a folder`, fix: 'point --data at a folder' }];
   const out: Check[] = [];
@@ -30,10 +33,20 @@ export function dataFolder(config: Config): Check[] {
     accessSync(dir, constants.R_OK | constants.W_OK | constants.X_OK);
     out.push({ name: 'data folder', ok: true, detail: `${dir} is readable and writable` });
   } catch {
-    out.push({ name: 'data folder', ok: false, detail: `${dir} is not writable by uid ${process.getuid?.()}`, fix: `chown -R posd:posd ${dir} (run doctor as the posd user: sudo -u posd posd doctor)` });
+    out.push({
+      name: 'data folder',
+      ok: false,
+      detail: `${dir} is not writable by uid ${process.getuid?.()}`,
+      fix: `chown -R posd:posd ${dir} (run doctor as the posd user: sudo -u posd posd doctor)`,
+    });
   }
   if (st.mode & 0o007) {
-    out.push({ name: 'data folder permissions', ok: false, detail: `${dir} is open to every user (mode ${(st.mode & 0o777).toString(8)})`, fix: `chmod 0750 ${dir}` });
+    out.push({
+      name: 'data folder permissions',
+      ok: false,
+      detail: `${dir} is open to every user (mode ${(st.mode & 0o777).toString(8)})`,
+      fix: `chmod 0750 ${dir}`,
+    });
   } else {
     out.push({ name: 'data folder permissions', ok: true, detail: `mode ${(st.mode & 0o777).toString(8)}` });
   }
@@ -45,14 +58,17 @@ export function dataFolder(config: Config): Check[] {
     name: 'free disk',
     ok: !low,
     detail: `${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB`,
-    fix: low ? 'free space (old backups in the backup folder, logs) or move the data to a larger disk; below 10% or 1 GiB sales may stop being recorded' : undefined,
+    fix: low
+      ? 'free space (old backups in the backup folder, logs) or move the data to a larger disk; below 10% or 1 GiB sales may stop being recorded'
+      : undefined,
   });
   return out;
 }
 
 function database(config: Config): Check[] {
   const file = databaseFile(config);
-  if (!existsSync(file)) return [{ name: 'database', ok: false, detail: `${file} does not exist`, fix: 'run posd init (or posd serve once), or posd restore a backup' }];
+  if (!existsSync(file))
+    return [{ name: 'database', ok: false, detail: `${file} does not exist`, fix: 'run posd init (or posd serve once), or posd restore a backup' }];
   const inspection = inspectDatabase(file);
   const version = inspection.schemaVersion;
   const out: Check[] = [];
@@ -71,10 +87,24 @@ function database(config: Config): Check[] {
   });
   out.push(
     inspection.development
-      ? { name: 'schema version', ok: false, detail: `${version}, made by a development build of posd before 0.1`, fix: `move ${config.data_dir} away and run posd init` }
+      ? {
+          name: 'schema version',
+          ok: false,
+          detail: `${version}, made by a development build of posd before 0.1`,
+          fix: `move ${config.data_dir} away and run posd init`,
+        }
       : newer
-        ? { name: 'schema version', ok: false, detail: `${version}, newer than this posd (${latestVersion()})`, fix: 'run the newer posd that wrote this database, or restore a backup made by this version' }
-        : { name: 'schema version', ok: true, detail: version === latestVersion() ? `${version} (current)` : `${version}; posd serve will upgrade it to ${latestVersion()}` },
+        ? {
+            name: 'schema version',
+            ok: false,
+            detail: `${version}, newer than this posd (${latestVersion()})`,
+            fix: 'run the newer posd that wrote this database, or restore a backup made by this version',
+          }
+        : {
+            name: 'schema version',
+            ok: true,
+            detail: version === latestVersion() ? `${version} (current)` : `${version}; posd serve will upgrade it to ${latestVersion()}`,
+          },
   );
   return out;
 }
@@ -114,13 +144,13 @@ export function recordedChecks(config: Config, db: Database.Database, nowMs: num
               fix: 'set backup.passphrase (POSD_BACKUP_PASSPHRASE in the service environment), then run posd backup --passphrase-file FILE now',
             }
           : ageH <= 36
-          ? { name: 'last backup', ok: true, detail: `${last!.finished_at} (${last!.file})` }
-          : {
-              name: 'last backup',
-              ok: false,
-              detail: last ? `the last good backup is ${Math.floor(ageH)} hours old (${last.finished_at})` : 'no backup has been taken',
-              fix: 'run posd backup now; check the log for "nightly backup failed" and that backup.dir is writable',
-            },
+            ? { name: 'last backup', ok: true, detail: `${last!.finished_at} (${last!.file})` }
+            : {
+                name: 'last backup',
+                ok: false,
+                detail: last ? `the last good backup is ${Math.floor(ageH)} hours old (${last.finished_at})` : 'no backup has been taken',
+                fix: 'run posd backup now; check the log for "nightly backup failed" and that backup.dir is writable',
+              },
       );
     }
     if (has('webhook_endpoints')) {
@@ -169,7 +199,13 @@ function webhooks(config: Config, db: Database.Database, nowMs: number): Check {
 function taxInvoicing(config: Config, db: Database.Database): Check {
   const c = config.money.tax_invoicing;
   if (!c.enabled) return { name: 'tax invoicing', ok: true, detail: 'off (money.tax_invoicing.enabled is false)' };
-  if (c.provider === 'http') return { name: 'tax invoicing', ok: true, detail: `live invoices certified by ${c.url || '(no url set)'}`, ...(c.url ? {} : { ok: false, fix: 'set money.tax_invoicing.url' }) };
+  if (c.provider === 'http')
+    return {
+      name: 'tax invoicing',
+      ok: true,
+      detail: `live invoices certified by ${c.url || '(no url set)'}`,
+      ...(c.url ? {} : { ok: false, fix: 'set money.tax_invoicing.url' }),
+    };
   const waiting = (db.prepare(`SELECT count(*) AS n FROM tax_invoices WHERE status = 'pending' AND live_mode = 1`).get() as { n: number }).n;
   return {
     name: 'tax invoicing',
@@ -197,11 +233,15 @@ function terminals(db: Database.Database): Check[] {
         name: `terminal ${id}`,
         ok: false,
         detail: `${device}: ${code === 'ENOENT' ? 'no such device' : code}`,
-        fix: code === 'ENOENT' ? 'check the cable and that the terminal is powered; ls /dev/ttyUSB* /dev/ttyACM*' : 'add the posd user to the dialout group (the sysusers file does) and restart',
+        fix:
+          code === 'ENOENT'
+            ? 'check the cable and that the terminal is powered; ls /dev/ttyUSB* /dev/ttyACM*'
+            : 'add the posd user to the dialout group (the sysusers file does) and restart',
       });
     }
   }
-  if (out.length === 0) out.push({ name: 'terminals', ok: true, detail: `${rows.length} registered, none on a serial port (WebSocket terminals connect to posd)` });
+  if (out.length === 0)
+    out.push({ name: 'terminals', ok: true, detail: `${rows.length} registered, none on a serial port (WebSocket terminals connect to posd)` });
   return out;
 }
 

@@ -32,10 +32,15 @@ export async function recordedBackup(ctx: AppContext, file: string, trigger: 'ni
   let outcome: BackupOutcome;
   try {
     const packed = packBackup(ctx.config, ctx.db);
-    const r = await backupDatabase(databaseFile(ctx.config), file, { busyTimeoutMs: ctx.config.database.busy_timeout_ms, bundle: packed.bundle, checkOffLoop: true });
+    const r = await backupDatabase(databaseFile(ctx.config), file, {
+      busyTimeoutMs: ctx.config.database.busy_timeout_ms,
+      bundle: packed.bundle,
+      checkOffLoop: true,
+    });
     const pruned = trigger === 'nightly' ? pruneNightly(backupDir(ctx.config), ctx.config.backup.keep) : [];
     outcome = { ok: true, file, bytes: r.bytes, error: null, pruned, leftOut: packed.leftOut };
-    if (packed.leftOut.length) ctx.log.warn({ event: 'backup.incomplete', file, left_out: packed.leftOut }, 'backup left out secrets: set backup.passphrase (POSD_BACKUP_PASSPHRASE)');
+    if (packed.leftOut.length)
+      ctx.log.warn({ event: 'backup.incomplete', file, left_out: packed.leftOut }, 'backup left out secrets: set backup.passphrase (POSD_BACKUP_PASSPHRASE)');
   } catch (err) {
     outcome = { ok: false, file, bytes: null, error: (err as Error).message, pruned: [], leftOut: [] };
   }

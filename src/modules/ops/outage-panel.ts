@@ -1,5 +1,6 @@
 import { esc } from '../../api/html.js';
 import { money, table, td } from './page.js';
+import { localText, tdWhen, when } from './time.js';
 import type { AccountOfflineView, OutageNow, OutageReport } from './outage.js';
 
 /**
@@ -20,21 +21,19 @@ export function span(ms: number): string {
 
 const LINK_NAMES: Record<string, string> = { central: 'the central (internet)', processor: 'the card processor' };
 
-export function outageBanner(now: OutageNow): string {
+export function outageBanner(now: OutageNow, nowMs: number): string {
   if (!now.offline) return '';
   const links = now.links.map((l) => LINK_NAMES[l.link] ?? l.link).join(' and ');
-  const stored = now.stored.length
-    ? now.stored.map((s) => `${s.count} ${esc(s.status)} (${esc(money(s.amount_in_cents, s.currency))})`).join(', ')
-    : 'none';
+  const stored = now.stored.length ? now.stored.map((s) => `${s.count} ${esc(s.status)} (${esc(money(s.amount_in_cents, s.currency))})`).join(', ') : 'none';
   let deadline = '';
   if (now.next_deadline !== null && now.deadline_in_ms !== null) {
     deadline =
       now.deadline_in_ms > 0
-        ? `<li id="outage-deadline" class="bad">The oldest stored payment must be forwarded within <strong>${esc(span(now.deadline_in_ms))}</strong> (by ${esc(now.next_deadline)}); posd expires it then and the sale is owed again.</li>`
-        : `<li id="outage-deadline" class="bad">The oldest stored payment's deadline has passed (${esc(now.next_deadline)}).</li>`;
+        ? `<li id="outage-deadline" class="bad">The oldest stored payment must be forwarded within <strong>${esc(span(now.deadline_in_ms))}</strong> (by ${when(now.next_deadline, nowMs)}); posd expires it then and the sale is owed again.</li>`
+        : `<li id="outage-deadline" class="bad">The oldest stored payment's deadline has passed (${when(now.next_deadline, nowMs)}).</li>`;
   }
   return `<section id="outage-banner" class="verdict problems" role="alert" data-state="offline"><h2 class="bad">Offline for ${esc(span(now.down_for_ms))}</h2><ul>
-<li>No contact with ${esc(links)} since ${esc(now.since)}. Cash, the tills and the terminals go on; cards are stored within the offline caps.</li>
+<li>No contact with ${esc(links)} since ${when(now.since, nowMs)}. Cash, the tills and the terminals go on; cards are stored within the offline caps.</li>
 <li id="outage-stored">Stored card payments waiting: ${stored}.</li>
 <li id="outage-records">Records waiting for the central: ${esc(now.records_waiting)}.</li>
 ${deadline}</ul></section>`;
@@ -54,9 +53,11 @@ export function offlinePaymentsPanel(accounts: AccountOfflineView[], csrf: strin
   const rows = accounts.map((a) => [
     td(a.live_mode ? a.name : `${a.name} (sandbox)`),
     `<td class="${a.allowed_now ? 'ok' : 'bad'}" data-account="${esc(a.id)}">${a.allowed_now ? 'allowed' : 'refused'}</td>`,
-    td(`${a.caps.allowed ? '' : 'off; '}${money(a.caps.max_payment_in_cents, a.currency)} each, ${money(a.caps.max_total_in_cents, a.currency)} in all, ${a.caps.max_count} payments, ${a.caps.max_age_hours} h`),
+    td(
+      `${a.caps.allowed ? '' : 'off; '}${money(a.caps.max_payment_in_cents, a.currency)} each, ${money(a.caps.max_total_in_cents, a.currency)} in all, ${a.caps.max_count} payments, ${a.caps.max_age_hours} h`,
+    ),
     a.override
-      ? `<td data-override="${esc(a.id)}">until ${esc(a.override.until)} by ${esc(a.override.actor)}: ${esc(a.override.reason)}<form class="inline" method="post" action="/ops/offline/revoke">${csrfField(csrf)}<input type="hidden" name="account" value="${esc(a.id)}"><input type="hidden" name="reason" value="ended from the status page"><button type="submit">End override</button></form></td>`
+      ? `<td data-override="${esc(a.id)}">until ${when(a.override.until, nowMs)} by ${esc(a.override.actor)}: ${esc(a.override.reason)}<form class="inline" method="post" action="/ops/offline/revoke">${csrfField(csrf)}<input type="hidden" name="account" value="${esc(a.id)}"><input type="hidden" name="reason" value="ended from the status page"><button type="submit">End override</button></form></td>`
       : td('none', 'muted'),
   ]);
   const options = accounts.map((a) => `<option value="${esc(a.id)}">${esc(a.live_mode ? a.name : `${a.name} (sandbox)`)} ${esc(a.id)}</option>`).join('');
@@ -70,8 +71,8 @@ export function offlinePaymentsPanel(accounts: AccountOfflineView[], csrf: strin
 <p class="muted">Every change is kept with who, when and why: <code>posd payments offline audit --account …</code>.</p></section>`;
 }
 
-function reportHtml(r: OutageReport, i: number): string {
-  const title = `Outage ${esc(r.started_at)} to ${r.ended_at ? esc(r.ended_at) : 'now'}`;
+function reportHtml(r: OutageReport, i: number, nowMs: number): string {
+  const title = `Outage ${when(r.started_at, nowMs)} to ${r.ended_at ? when(r.ended_at, nowMs) : 'now'}`;
   const links = r.links.map((l) => LINK_NAMES[l.link] ?? l.link).join(', ');
   const sales = table(
     ['Method', 'Count', 'Total'],
@@ -80,18 +81,18 @@ function reportHtml(r: OutageReport, i: number): string {
   );
   const stored = table(
     ['Stored payments', 'Count', 'Total'],
-    r.stored_payments.map((s) => [td(s.status, s.status === 'approved' ? 'ok' : s.status === 'declined' || s.status === 'expired' ? 'bad' : ''), td(s.count), td(money(s.amount_in_cents, s.currency))]),
+    r.stored_payments.map((s) => [
+      td(s.status, s.status === 'approved' ? 'ok' : s.status === 'declined' || s.status === 'expired' ? 'bad' : ''),
+      td(s.count),
+      td(money(s.amount_in_cents, s.currency)),
+    ]),
     'No card payment was stored.',
   );
   const collect = table(
     ['Sale', 'Customer', 'Amount', 'Outcome', 'Checkout'],
     r.to_collect.map((c) => [
       td([c.external_id, c.description].filter(Boolean).join(' · ') || c.command_id),
-      td(
-        [c.customer?.full_name, c.customer?.phone, c.customer?.email, c.customer?.tax_id ?? c.tax_id]
-          .filter(Boolean)
-          .join(' · ') || 'no customer data',
-      ),
+      td([c.customer?.full_name, c.customer?.phone, c.customer?.email, c.customer?.tax_id ?? c.tax_id].filter(Boolean).join(' · ') || 'no customer data'),
       td(`${money(c.amount_in_cents, c.currency)}${c.card.last4 ? ` (${c.card.network ?? 'card'} ${c.card.last4})` : ''}`),
       td(`${c.status}${c.reason ? `: ${c.reason}` : ''}`, 'bad'),
       td(c.checkout_status === 'paid' ? 'paid since' : `${c.checkout_status ?? 'gone'}: to collect`, c.checkout_status === 'paid' ? 'ok' : 'bad'),
@@ -100,7 +101,7 @@ function reportHtml(r: OutageReport, i: number): string {
   );
   const open = table(
     ['Open checkout', 'State', 'Amount', 'Made'],
-    r.open_checkouts.items.slice(0, 20).map((c) => [td(c.id), td(c.status), td(money(c.amount_in_cents, c.currency)), td(c.created_at, 'muted')]),
+    r.open_checkouts.items.slice(0, 20).map((c) => [td(c.id), td(c.status), td(money(c.amount_in_cents, c.currency)), tdWhen(c.created_at, nowMs)]),
     'None left open.',
   );
   const rec = r.reconciliation;
@@ -108,7 +109,7 @@ function reportHtml(r: OutageReport, i: number): string {
     ongoing: 'the outage is not over',
     pushing: `${rec.records_waiting} record(s) of the outage still waiting for the central`,
     unchecked: 'everything pushed; the days not reconciled since (posd reconcile)',
-    equal: `equal to the central (checked ${rec.checked_at})`,
+    equal: `equal to the central (checked ${rec.checked_at ? localText(rec.checked_at, nowMs) : '?'})`,
     different: `${rec.differences} difference(s) with the central (posd sync status)`,
     not_synced: 'this box does not sync with a central',
   };
@@ -118,8 +119,8 @@ ${sales}${stored}<h3>Declined later: to collect (${r.to_collect.filter((c) => c.
 <p class="reconciliation ${rec.state === 'equal' ? 'ok' : rec.state === 'different' ? 'bad' : ''}">Reconciliation: ${esc(recText[rec.state])}</p></article>`;
 }
 
-export function outagesPanel(reports: OutageReport[]): string {
+export function outagesPanel(reports: OutageReport[], nowMs: number): string {
   if (reports.length === 0) return '';
-  return `<section id="outages" data-state="ok"><h2>Outage reports</h2>${reports.map(reportHtml).join('')}
+  return `<section id="outages" data-state="ok"><h2>Outage reports</h2>${reports.map((r, i) => reportHtml(r, i, nowMs)).join('')}
 <p class="muted">As JSON: <code>posd outage report --json</code>.</p></section>`;
 }

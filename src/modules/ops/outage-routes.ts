@@ -9,6 +9,7 @@ import { seeOther } from '../../api/html.js';
 import { accountsOf } from '../../accounts/service.js';
 import { allowOfflineUntil, revokeOfflineOverrides } from '../terminals/stored/service.js';
 import { offlineAccounts, outageNow, outageReports } from './outage.js';
+import { localText } from './time.js';
 
 /** Who the audit names for a change made on the status page (one manager password, no user names). */
 export const STATUS_PAGE_ACTOR = 'status page manager';
@@ -17,12 +18,16 @@ export const STATUS_PAGE_ACTOR = 'status page manager';
 export async function outageSections(ctx: AppContext, csrf: string): Promise<{ top: string; panels: string }> {
   const html = await import('./outage-panel.js');
   return {
-    top: html.outageBanner(outageNow(ctx)),
-    panels: html.offlinePaymentsPanel(offlineAccounts(ctx), csrf, ctx.clock.now()) + html.outagesPanel(outageReports(ctx, { limit: 5 })),
+    top: html.outageBanner(outageNow(ctx), ctx.clock.now()),
+    panels: html.offlinePaymentsPanel(offlineAccounts(ctx), csrf, ctx.clock.now()) + html.outagesPanel(outageReports(ctx, { limit: 5 }), ctx.clock.now()),
   };
 }
 
-const Form = { _csrf: Type.Optional(Type.String({ maxLength: 200 })), account: Type.String({ minLength: 1, maxLength: 100 }), reason: Type.String({ maxLength: 500 }) };
+const Form = {
+  _csrf: Type.Optional(Type.String({ maxLength: 200 })),
+  account: Type.String({ minLength: 1, maxLength: 100 }),
+  reason: Type.String({ maxLength: 500 }),
+};
 const AllowBody = Type.Object({ ...Form, until: Type.String({ maxLength: 40 }) }, { additionalProperties: true });
 const RevokeBody = Type.Object(Form, { additionalProperties: true });
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 403: Type.String() };
@@ -39,7 +44,8 @@ export function untilFromForm(value: string): string | null {
 }
 
 // The page takes a notice of at most 200 characters (a long account name must not make it a 400).
-const back = (reply: FastifyReply, notice: string) => seeOther(reply, `/?notice=${encodeURIComponent(notice.length > 200 ? `${notice.slice(0, 199)}…` : notice)}`);
+const back = (reply: FastifyReply, notice: string) =>
+  seeOther(reply, `/?notice=${encodeURIComponent(notice.length > 200 ? `${notice.slice(0, 199)}…` : notice)}`);
 
 function failure(err: unknown): string {
   if (err instanceof ApiError) {
@@ -72,7 +78,7 @@ export function outageRoutes(app: FastifyInstance, ctx: AppContext, guard: Guard
     let notice: string;
     try {
       const r = tx(ctx.db, () => allowOfflineUntil(ctx, account, until, {}, { actor: STATUS_PAGE_ACTOR, reason: req.body.reason }));
-      notice = `Offline card payments allowed for ${account.name} until ${r.until}.`;
+      notice = `Offline card payments allowed for ${account.name} until ${localText(r.until, ctx.clock.now())}.`;
       ctx.log.info({ account_id: account.id, until: r.until, reason: req.body.reason }, 'manager allowed offline card payments from the status page');
       await tellTerminals(account.id);
     } catch (err) {

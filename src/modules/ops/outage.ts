@@ -79,7 +79,10 @@ export interface OutageReport {
   /** Stored during the window, then declined or expired: the sale is owed (checkout_status says whether still). */
   to_collect: SaleToCollect[];
   /** Checkouts made during the window that are still not paid. */
-  open_checkouts: { total: number; items: Array<{ id: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }> };
+  open_checkouts: {
+    total: number;
+    items: Array<{ id: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }>;
+  };
   reconciliation: {
     /**
      * ongoing: the outage is not over; pushing: facts of the window still wait for the central;
@@ -130,7 +133,10 @@ export const MIN_OUTAGE_MS = 60_000;
  * down together, over the same uplink), newest first. One going on is always listed; one that is
  * over is listed when it lasted a minute or more, or cards were stored during it.
  */
-export function outageWindows(ctx: AppContext, opts: { from?: string; limit?: number } = {}): Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> {
+export function outageWindows(
+  ctx: AppContext,
+  opts: { from?: string; limit?: number } = {},
+): Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> {
   const rows = syncStore(ctx.db).outagesBetween(opts.from ?? isoTime(ctx.clock.now() - LOOK_BACK_MS), '9999');
   const merged: Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> = [];
   for (const w of rows) {
@@ -144,7 +150,10 @@ export function outageWindows(ctx: AppContext, opts: { from?: string; limit?: nu
   }
   const worth = (o: (typeof merged)[number]) =>
     o.ended_at === null || Date.parse(o.ended_at) - Date.parse(o.started_at) >= MIN_OUTAGE_MS || o.links.some((w) => w.link === 'processor');
-  return merged.filter(worth).reverse().slice(0, opts.limit ?? 20);
+  return merged
+    .filter(worth)
+    .reverse()
+    .slice(0, opts.limit ?? 20);
 }
 
 function byState(rows: StoredPaymentRow[]): Array<MoneyCount & { status: string }> {
@@ -214,7 +223,16 @@ export function outageReport(ctx: AppContext, window: { started_at: string; ende
       const page = listCheckouts(ctx, scope.accountIds, scope.liveMode, LIST_MAX, 0, { status, from, until });
       total += page.total;
       for (const c of page.rows) {
-        if (open.length < LIST_MAX) open.push({ id: c.id, account_id: c.account_id, live_mode: scope.liveMode, status: c.status, amount_in_cents: c.amount_in_cents, currency: c.currency, created_at: c.created_at });
+        if (open.length < LIST_MAX)
+          open.push({
+            id: c.id,
+            account_id: c.account_id,
+            live_mode: scope.liveMode,
+            status: c.status,
+            amount_in_cents: c.amount_in_cents,
+            currency: c.currency,
+            created_at: c.created_at,
+          });
       }
     }
   }

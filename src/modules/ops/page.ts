@@ -1,4 +1,6 @@
 import type { Panel, StatusView } from './panels.js';
+import type { SalesTotal } from '../../system/status-sources.js';
+import { age, localDate, tdWhen, when } from './time.js';
 
 import { esc } from '../../api/html.js';
 
@@ -7,7 +9,7 @@ export const CSS = `
 *{box-sizing:border-box}body{margin:0;font:15px/1.4 system-ui,sans-serif;color:#1d2327;background:#f4f5f7}
 header{display:flex;justify-content:space-between;align-items:center;padding:.6rem 1rem;background:#1d2327;color:#fff}
 header h1{font-size:1.05rem;margin:0}main{display:grid;gap:1rem;padding:1rem;grid-template-columns:repeat(auto-fit,minmax(320px,1fr))}
-section{background:#fff;border-radius:8px;padding:.8rem 1rem;box-shadow:0 1px 2px #0002;overflow-x:auto}
+section{background:#fff;border-radius:8px;padding:.8rem 1rem;box-shadow:0 1px 2px #0002}
 h2{font-size:1rem;margin:0 0 .5rem}table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem .4rem;border-bottom:1px solid #eee;font-size:.9rem}
 .ok{color:#18794e}.bad{color:#c62828;font-weight:600}.muted{color:#687076}button{font:inherit;padding:.35rem .8rem;border-radius:6px;border:1px solid #888;background:#fff;cursor:pointer}
 form.inline{display:inline}.login{max-width:340px;margin:12vh auto;background:#fff;padding:1.5rem;border-radius:8px;box-shadow:0 1px 3px #0003}
@@ -17,7 +19,14 @@ form.inline{display:inline}.login{max-width:340px;margin:12vh auto;background:#f
 .verdict li{margin:.25rem 0;overflow-wrap:anywhere}.verdict .fix{display:block;color:#445}
 .replay{margin:.3rem 0}.replay input{font:inherit;width:15.5em;max-width:100%}
 .notice{margin:1rem 1rem 0;padding:.5rem 1rem;background:#fff8c5;border-radius:6px}.foot{padding:0 1rem}h3{font-size:.9rem;margin:.6rem 0 .2rem}
-@media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}}
+td,th{overflow-wrap:break-word;vertical-align:top}table.pairs td:last-child,.url{overflow-wrap:anywhere}table.pairs td:first-child{white-space:nowrap}main>section{min-width:0}
+section#stores{grid-column:1/-1}
+.stale{color:#8a9096}.stale time{color:inherit}.counts{margin:0 0 .4rem}.endpoint{margin:0 0 .8rem}.endpoint p{margin:.2rem 0}
+time{white-space:nowrap}
+@media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}section{padding:.6rem .7rem}
+table.stack thead{display:none}table.stack tr{display:block;border-bottom:1px solid #ddd;padding:.25rem 0}
+table.stack td{display:block;border:0;padding:.1rem .2rem}table.stack td[data-label]::before{content:attr(data-label) ": ";color:#687076}
+table.stack td{overflow-wrap:anywhere}table.pairs td:first-child{width:38%;white-space:normal}time{white-space:normal}}
 `;
 
 function layout(title: string, body: string, opts: { refresh?: number } = {}): string {
@@ -47,7 +56,8 @@ ${opts.error ? `<p class="error" role="alert">${esc(opts.error)}</p>` : ''}
 }
 
 export const money = (cents: number, currency: string) => `${currency} ${(cents / 100).toFixed(2)}`;
-const bytes = (n: number) => (n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`);
+const bytes = (n: number) =>
+  n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
 
 function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => string): string {
   let body: string;
@@ -57,14 +67,22 @@ function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => s
   return `<section id="${id}" data-state="${p.state}"><h2>${esc(title)}</h2>${body}</section>`;
 }
 
+/**
+ * A table that never needs a sideways scroll: long values wrap, and on a phone each row stacks
+ * its cells, each cell labelled with its column (`data-label`, shown by the stylesheet).
+ */
 export function table(headers: string[], rows: string[][], empty: string): string {
   if (rows.length === 0) return `<p class="muted">${esc(empty)}</p>`;
-  return `<table><thead><tr>${headers.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows
-    .map((r) => `<tr>${r.join('')}</tr>`)
-    .join('')}</tbody></table>`;
+  const labelled = headers.some((h) => h !== '');
+  const head = labelled ? `<thead><tr>${headers.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead>` : '';
+  const cell = (c: string, i: number) => (labelled && headers[i] ? c.replace(/^<td/, `<td data-label="${esc(headers[i])}"`) : c);
+  return `<table class="${labelled ? 'stack' : 'pairs'}">${head}<tbody>${rows.map((r) => `<tr>${r.map(cell).join('')}</tr>`).join('')}</tbody></table>`;
 }
 
 export const td = (v: unknown, cls = '') => `<td${cls ? ` class="${cls}"` : ''}>${esc(v)}</td>`;
+
+/** A name, with the id it stands for in its title (a person hovering, a test reading). */
+export const named = (name: string, id: string, cls = '') => `<td${cls ? ` class="${cls}"` : ''} title="${esc(id)}" data-id="${esc(id)}">${esc(name)}</td>`;
 
 /** First on the page: "All good", or each problem in one line with what to do. */
 function verdict(view: StatusView): string {
@@ -74,87 +92,152 @@ function verdict(view: StatusView): string {
     .join('')}</ul></section>`;
 }
 
+const csrfField = (csrf: string) => `<input type="hidden" name="_csrf" value="${esc(csrf)}">`;
+
+/** An error kept from the past: red while it stands, grey with "recovered" once a later success passed it. */
+function pastError(text: string, at: string | null, recovered: boolean, now: number): string {
+  const time = at ? ` (${when(at, now)})` : '';
+  return recovered
+    ? `<td class="stale" data-stale="recovered">${esc(text)}${time}; recovered since</td>`
+    : `<td class="bad" data-stale="current">${esc(text)}${time}</td>`;
+}
+
+function salesTable(list: SalesTotal[], empty: string): string {
+  return table(
+    ['Method', 'Currency', 'Count', 'Total'],
+    list.map((s) => [td(s.method), td(s.currency), td(s.count), td(money(s.amount_in_cents, s.currency))]),
+    empty,
+  );
+}
+
+function webhooksPanel(view: StatusView, csrf: string, now: number): string {
+  return panel('webhooks', 'Webhook endpoints with failing deliveries', view.webhooks, (list) =>
+    list.length === 0
+      ? '<p class="ok">Every delivery is going through.</p>'
+      : list
+          .map((e) => {
+            const account = view.account_names[e.account_id] ?? e.account_id;
+            const total = e.failed + e.retrying;
+            const last = e.last
+              ? `, last: ${esc(e.last.event_type)} ${esc(e.last.last_response_code ?? e.last.last_error ?? 'no answer')} at ${when(e.last.updated_at, now)}`
+              : '';
+            const count =
+              total === 0
+                ? ''
+                : `<p class="${e.recovered ? 'stale' : 'bad'}" data-count="${total}">${total} failed ${total === 1 ? 'delivery' : 'deliveries'}${
+                    e.retrying ? ` (${e.retrying} still being retried)` : ''
+                  }${last}${e.recovered ? '; the endpoint answers again' : ''}</p>`;
+            const state = e.disabled_reason
+              ? `<p class="bad">${esc(e.disabled_reason)}</p>`
+              : e.failing_since
+                ? `<p class="bad">Failing since ${when(e.failing_since, now)}.</p>`
+                : '';
+            const button =
+              view.can_replay && e.replay_since && e.failed > 0
+                ? `<form class="replay" method="post" action="/ops/endpoints/${encodeURIComponent(e.endpoint_id)}/replay">${csrfField(csrf)}<input type="hidden" name="since" value="${esc(e.replay_since)}"><button type="submit">Resend the ${e.failed} failed</button></form>`
+                : '';
+            return `<article class="endpoint" data-endpoint="${esc(e.endpoint_id)}" data-state="${e.recovered ? 'recovered' : 'failing'}"><h3><span class="url">${esc(e.url)}</span> <span class="muted">${esc(account)}</span></h3>${state}${count}${button}</article>`;
+          })
+          .join(''),
+  );
+}
+
+function storesPanel(view: StatusView, now: number): string {
+  if (!view.stores) return '';
+  return panel('stores', 'Stores', view.stores, (list) =>
+    table(
+      ['Store', 'Last push', 'Records waiting', 'Lag', 'Reconciliation'],
+      list.map((s) => {
+        const account = view.account_names[s.account_id] ?? s.account_id;
+        const stale = s.last_push_at !== null && now - Date.parse(s.last_push_at) > view.store_quiet_ms;
+        return [
+          named(`${s.store_id} · ${account}${s.live_mode ? '' : ' (sandbox)'}`, s.store_id),
+          tdWhen(s.last_push_at, now, stale || s.last_push_at === null ? 'bad' : '', 'never'),
+          td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held)` : ''}`, s.parked ? 'bad' : ''),
+          td(s.lag_ms === null ? '-' : age(s.lag_ms), s.lag_ms !== null && s.lag_ms > view.store_quiet_ms ? 'bad' : ''),
+          s.reconciliation.reported_at
+            ? `<td class="bad" data-reconciliation="different">differences reported for ${esc(s.reconciliation.day ?? '?')} (${when(s.reconciliation.reported_at, now)})</td>`
+            : `<td class="ok" data-reconciliation="none">no difference reported</td>`,
+        ];
+      }),
+      'No store has pushed to this central yet.',
+    ),
+  );
+}
+
 /** `extra`: sections of other files (the outage view): `top` after the verdict, `panels` after the page's own. */
 export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string } = {}): string {
+  const now = view.now_ms;
   const terminals = panel('terminals', 'Terminals', view.terminals, (list) =>
     table(
       ['Terminal', 'Link', 'State', 'Last seen'],
       list.map((t) => [
-        td(t.name ?? t.id),
+        named(t.name ?? t.id, t.id),
         td(t.link ?? ''),
         `<td class="${t.available ? 'ok' : 'bad'}" data-terminal="${esc(t.id)}">${t.available ? 'available' : 'unavailable'}</td>`,
-        td(t.last_seen_at ?? 'never', 'muted'),
+        tdWhen(t.last_seen_at, now),
       ]),
       'No terminals registered.',
     ),
   );
   const commands = panel('commands', 'Commands in flight', view.commands, (list) =>
     table(
-      ['Command', 'Terminal', 'State', 'Amount', 'Since'],
-      list.map((c) => [td(c.id), td(c.terminal_id), td(c.state), td(money(c.amount_in_cents, c.currency)), td(c.created_at, 'muted')]),
+      ['Sale', 'Terminal', 'State', 'Amount', 'Since'],
+      list.map((c) => [
+        named([c.external_id, c.description].filter(Boolean).join(' · ') || c.id, c.id),
+        named(c.terminal_name ?? c.terminal_id, c.terminal_id),
+        td(c.state),
+        td(money(c.amount_in_cents, c.currency)),
+        tdWhen(c.created_at, now),
+      ]),
       'Nothing in flight.',
     ),
   );
-  const sales = panel('sales', "Today's sales", view.sales, (list) =>
-    table(
-      ['Method', 'Currency', 'Count', 'Total'],
-      list.map((s) => [td(s.method), td(s.currency), td(s.count), td(money(s.amount_in_cents, s.currency))]),
-      'No sales yet today.',
-    ),
-  );
-  const webhooks = panel('webhooks', 'Webhook endpoints with failing deliveries', view.webhooks, (list) =>
-    list.length === 0
-      ? '<p class="ok">Every delivery is going through.</p>'
-      : list
-          .map(
-            (e) => `<h3>${esc(e.url)} <span class="muted">${esc(e.account_id)}</span></h3>${
-              e.disabled_reason ? `<p class="bad">${esc(e.disabled_reason)}</p>` : e.failing_since ? `<p class="bad">Failing since ${esc(e.failing_since)}.</p>` : ''
-            }${
-              view.can_replay && e.replay_since
-                ? `<form class="replay" method="post" action="/ops/endpoints/${encodeURIComponent(e.endpoint_id)}/replay"><input type="hidden" name="_csrf" value="${esc(csrf)}"><label>Replay failures since <input name="since" value="${esc(e.replay_since)}" required maxlength="40" inputmode="text"></label> <button type="submit">Replay failures</button></form>`
-                : ''
-            }${table(
-              ['Event', 'Attempts', 'Last answer', 'Last try', ''],
-              e.deliveries.map((d) => [
-                td(d.event_type),
-                td(d.attempts),
-                td(d.last_response_code ?? d.last_error ?? '', 'bad'),
-                td(d.updated_at, 'muted'),
-                view.can_resend
-                  ? `<td><form class="inline" method="post" action="/ops/deliveries/${encodeURIComponent(d.delivery_id)}/resend"><input type="hidden" name="_csrf" value="${esc(csrf)}"><button type="submit">Resend</button></form></td>`
-                  : '<td></td>',
-              ]),
-              '',
-            )}`,
-          )
-          .join(''),
-  );
-  const sync = panel('sync', 'Sync with central', view.sync, (s) =>
-    table(
+  const toggle = view.show_sandbox
+    ? '<p class="muted counts">Live sales; sandbox sales below, apart. <a href="/">Hide sandbox sales</a></p>'
+    : '<p class="muted counts">Live sales only. <a href="/?sandbox=1">Show sandbox sales</a></p>';
+  const sales = panel('sales', "Today's sales", view.sales, (list) => salesTable(list, 'No sales yet today.'))
+    .replace('</h2>', `</h2>${toggle}`)
+    .replace(
+      /<\/section>$/,
+      view.sandbox_sales
+        ? `<div id="sandbox-sales"><h3>Sandbox (test) sales today</h3>${
+            view.sandbox_sales.state === 'ok' ? salesTable(view.sandbox_sales.data, 'No sandbox sales today.') : '<p class="muted">not available</p>'
+          }</div></section>`
+        : '</section>',
+    );
+  const sync = panel('sync', 'Sync with central', view.sync, (s) => {
+    const recovered = !!s.last_error && (s.connected || (!!s.last_success_at && !!s.last_error_at && s.last_success_at > s.last_error_at));
+    return table(
       ['', ''],
       [
         [td('Connected'), td(s.connected ? 'yes' : 'no', s.connected ? 'ok' : 'bad')],
-        [td('Last success'), td(s.last_success_at ?? 'never')],
+        [td('Last success'), tdWhen(s.last_success_at, now, '')],
         [td('Records waiting'), td(s.records_waiting)],
-        [td('Oldest waiting'), td(s.oldest_waiting_at ?? '-')],
-        [td('Last error'), td(s.last_error ?? '-', s.last_error ? 'bad' : '')],
+        [td('Oldest waiting'), tdWhen(s.oldest_waiting_at, now, '', '-')],
+        [td('Last error'), s.last_error ? pastError(s.last_error, s.last_error_at, recovered, now) : td('-')],
       ],
       '',
-    ),
-  ).replace(
-    '</section>',
-    `<p class="muted">${esc(view.sync_recorded.count)} facts recorded for central${view.sync_recorded.oldest ? `, oldest ${esc(view.sync_recorded.oldest)}` : ''}.</p></section>`,
+    );
+  }).replace(
+    /<\/section>$/,
+    `<p class="muted">${esc(view.sync_recorded.count)} facts recorded for central${view.sync_recorded.oldest ? `, oldest ${when(view.sync_recorded.oldest, now)}` : ''}.</p></section>`,
   );
   const disk = panel('disk', 'Disk and backups', view.disk, (d) => {
     const lowDisk = d.free_bytes < 1 << 30 || d.free_bytes / Math.max(1, d.total_bytes) < 0.1;
+    const lastFailure = d.last_failed_backup;
+    const recovered = !!lastFailure && !!d.last_backup && d.last_backup.finished_at > lastFailure.finished_at;
     return table(
       ['', ''],
       [
         [td('Data folder'), td(d.data_dir)],
         [td('Free disk'), td(`${bytes(d.free_bytes)} of ${bytes(d.total_bytes)}`, lowDisk ? 'bad' : 'ok')],
         [td('Database'), td(`${bytes(d.database_bytes)} (+ ${bytes(d.wal_bytes)} log), schema ${d.schema_version}`)],
-        [td('Last backup'), d.last_backup ? td(`${d.last_backup.finished_at} (${bytes(d.last_backup.bytes ?? 0)})`, 'ok') : td('never', 'bad')],
-        ...(d.last_failed_backup ? [[td('Last backup failed'), td(`${d.last_failed_backup.finished_at}: ${d.last_failed_backup.error ?? ''}`, 'bad')]] : []),
+        [
+          td('Last backup'),
+          d.last_backup ? `<td class="ok">${when(d.last_backup.finished_at, now)} (${esc(bytes(d.last_backup.bytes ?? 0))})</td>` : td('never', 'bad'),
+        ],
+        ...(lastFailure ? [[td('Last backup failed'), pastError(lastFailure.error ?? 'failed', lastFailure.finished_at, recovered, now)]] : []),
         [td('Backup folder'), td(d.backup_dir, 'muted')],
       ],
       '',
@@ -173,11 +256,11 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
   );
   return layout(
     'posd: status',
-    `<header><h1>posd status</h1><form class="inline" method="post" action="/logout"><input type="hidden" name="_csrf" value="${esc(csrf)}"><button type="submit">Log out</button></form></header>
+    `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}<button type="submit">Log out</button></form></header>
 ${verdict(view)}${extra.top ?? ''}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
-<main>${terminals}${commands}${sales}${webhooks}${sync}${disk}${invoicing}${extra.panels ?? ''}</main>
-<p class="muted foot">Updated ${esc(view.generated_at)}; refreshes every 15 s. Day: ${esc(view.day.from)} to ${esc(view.day.until)}.</p>`,
+<main>${storesPanel(view, now)}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${view.stores && view.sync.state === 'not_configured' ? '' : sync}${disk}${invoicing}${extra.panels ?? ''}</main>
+<p class="muted foot">Updated ${when(view.generated_at, now)}; refreshes every 15 s. Times are this box's: ${esc(view.zone)}. Today is ${esc(localDate(Date.parse(view.day.from)))}, from 00:00.</p>`,
     { refresh: 15 },
   );
 }

@@ -3,7 +3,17 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { databaseFile } from '../../db/paths.js';
 import { schemaVersion } from '../../db/migrate.js';
-import { statusSources, type CommandInFlight, type FailingEndpoint, type SalesTotal, type SyncState, type TerminalStatus } from '../../system/status-sources.js';
+import {
+  statusSources,
+  type CentralStore,
+  type CommandInFlight,
+  type FailingEndpoint,
+  type SalesTotal,
+  type SyncState,
+  type TerminalStatus,
+} from '../../system/status-sources.js';
+import { accountsOf } from '../../accounts/service.js';
+import { localText, localizeTimes, zoneName } from './time.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
 import { dataFolder, recordedChecks } from './doctor.js';
@@ -41,12 +51,25 @@ export interface DiskState {
 
 export interface StatusView {
   generated_at: string;
+  now_ms: number;
+  /** The box's time zone, in which the page shows every time. */
+  zone: string;
   /** Empty: all good. Built from doctor's checks (data folder, disk, backups, webhook key, webhooks, sync) and the terminals. */
   verdict: Problem[];
   day: { from: string; until: string };
   terminals: Panel<TerminalStatus[]>;
   commands: Panel<CommandInFlight[]>;
+  /** Live sales only: what the store really sold. */
   sales: Panel<SalesTotal[]>;
+  /** `?sandbox=1`: sandbox (test) sales, shown apart; null when not asked for. */
+  show_sandbox: boolean;
+  sandbox_sales: Panel<SalesTotal[]> | null;
+  /** Account names by id, so the page names accounts instead of showing their ids. */
+  account_names: Record<string, string>;
+  /** A central's stores (null on a store box). */
+  stores: Panel<CentralStore[]> | null;
+  /** A store silent longer than this is shown red on a central's page (its sync.alert_link_down_ms). */
+  store_quiet_ms: number;
   webhooks: Panel<FailingEndpoint[]>;
   can_resend: boolean;
   can_replay: boolean;
@@ -91,17 +114,35 @@ export function readDisk(ctx: AppContext): DiskState {
   };
 }
 
-export function statusView(ctx: AppContext): StatusView {
+function accountNames(ctx: AppContext): Record<string, string> {
+  const out: Record<string, string> = {};
+  try {
+    for (const a of accountsOf(ctx).accounts()) out[a.id] = a.name ? (a.live_mode ? a.name : `${a.name} (sandbox)`) : a.id;
+  } catch {
+    // the ids are shown instead
+  }
+  return out;
+}
+
+export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): StatusView {
   const src = statusSources(ctx);
   const now = ctx.clock.now();
   const day = localDay(now);
+  const sandbox = !!opts.sandbox;
   return {
     generated_at: isoTime(now),
+    now_ms: now,
+    zone: zoneName(now),
+    show_sandbox: sandbox,
+    sandbox_sales: sandbox ? read(src.salesBetween && (() => src.salesBetween!(day.from, day.until, false))) : null,
+    account_names: accountNames(ctx),
+    stores: ctx.config.role === 'central' ? read(src.centralStores) : null,
+    store_quiet_ms: ctx.config.sync.alert_link_down_ms,
     verdict: verdictOf(ctx, src, now),
     day,
     terminals: read(src.terminals),
     commands: read(src.commandsInFlight),
-    sales: read(src.salesBetween && (() => src.salesBetween!(day.from, day.until))),
+    sales: read(src.salesBetween && (() => src.salesBetween!(day.from, day.until, true))),
     webhooks: read(src.failingWebhooks),
     can_resend: !!src.resendDelivery,
     can_replay: !!src.replayFailures,
@@ -121,7 +162,7 @@ export function verdictOf(ctx: AppContext, src: ReturnType<typeof statusSources>
   const out: Problem[] = [];
   try {
     for (const c of [...dataFolder(ctx.config), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
-      if (!c.ok) out.push({ problem: `${c.name}: ${c.detail}`, fix: c.fix ?? '' });
+      if (!c.ok) out.push({ problem: localizeTimes(`${c.name}: ${c.detail}`, nowMs), fix: c.fix ?? '' });
     }
   } catch (err) {
     out.push({ problem: `could not run the checks: ${(err as Error).message}`, fix: 'run posd doctor on the box' });
@@ -130,7 +171,7 @@ export function verdictOf(ctx: AppContext, src: ReturnType<typeof statusSources>
     for (const t of src.terminals?.() ?? []) {
       if (t.available) continue;
       out.push({
-        problem: `terminal ${t.name ?? t.id} is not connected${t.last_seen_at ? ` (last seen ${t.last_seen_at})` : ' (never seen)'}`,
+        problem: `terminal ${t.name ?? t.id} is not connected${t.last_seen_at ? ` (last seen ${localText(t.last_seen_at, nowMs)})` : ' (never seen)'}`,
         fix: 'check that it is powered on and on the store network (or its cable); it reconnects by itself',
       });
     }

@@ -11,9 +11,7 @@ const KEYLEN = 32;
 
 function derive(password: string, salt: Buffer, opts: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password.normalize('NFC'), salt, KEYLEN, { ...opts, maxmem: 256 * (opts.N ?? N) * (opts.r ?? R) }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    ),
+    scrypt(password.normalize('NFC'), salt, KEYLEN, { ...opts, maxmem: 256 * (opts.N ?? N) * (opts.r ?? R) }, (err, key) => (err ? reject(err) : resolve(key))),
   );
 }
 

@@ -44,13 +44,21 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
-      reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send((await page()).CSS),
+      reply
+        .header('content-type', 'text/css; charset=utf-8')
+        .header('cache-control', 'max-age=300')
+        .send((await page()).CSS),
     );
 
-    scope.get('/', { schema: { hide: true, querystring: Type.Object({ notice: Type.Optional(Type.String({ maxLength: 200 })) }), response: Html } }, async (req, reply) => {
+    const Query = Type.Object(
+      { notice: Type.Optional(Type.String({ maxLength: 200 })), sandbox: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('0')])) },
+      { additionalProperties: false },
+    );
+    scope.get('/', { schema: { hide: true, querystring: Query, response: Html } }, async (req, reply) => {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
-      return sendHtml(reply, 200, (await page()).statusPage(statusView(ctx), session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
+      const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
+      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
@@ -79,7 +87,8 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     const guard = (req: FastifyRequest, reply: FastifyReply) => {
       const session = currentSession(ctx, req);
       if (!session) return { denied: seeOther(reply, '/') };
-      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf)) return { denied: sendHtml(reply, 403, 'Forbidden: the form is stale; reload the page.') };
+      if (!sameToken((req.body as { _csrf?: string } | undefined)?._csrf, session.csrf))
+        return { denied: sendHtml(reply, 403, 'Forbidden: the form is stale; reload the page.') };
       return { session };
     };
 

@@ -30,10 +30,22 @@ function terminals(ctx: AppContext): TerminalStatus[] {
   );
 }
 
+/** Commands in flight, each with its terminal's name (the page shows names, not ids). */
 function commandsInFlight(ctx: AppContext): CommandInFlight[] {
+  const names = new Map(terminals(ctx).map((t) => [t.id, t.name]));
   return scopes(ctx)
     .flatMap((scope) => OPEN_STATES.flatMap((status) => listCommands(ctx, scope, { status }, ALL, 0).rows))
-    .map((c) => ({ id: c.id, terminal_id: c.terminal_id, state: c.status, amount_in_cents: c.amount_in_cents, currency: c.currency, created_at: c.created_at }))
+    .map((c) => ({
+      id: c.id,
+      external_id: c.external_id || null,
+      description: c.description,
+      terminal_id: c.terminal_id,
+      terminal_name: names.get(c.terminal_id) ?? null,
+      state: c.status,
+      amount_in_cents: c.amount_in_cents,
+      currency: c.currency,
+      created_at: c.created_at,
+    }))
     .sort((a, b) => a.created_at.localeCompare(b.created_at));
 }
 
@@ -44,7 +56,7 @@ function commandsInFlight(ctx: AppContext): CommandInFlight[] {
 export function provideBuiltInSources(ctx: AppContext): void {
   const have = statusSources(ctx);
   provideStatus(ctx, {
-    salesBetween: have.salesBetween ?? ((from, until) => salesByMethod(ctx, from, until)),
+    salesBetween: have.salesBetween ?? ((from, until, liveMode = true) => salesByMethod(ctx, from, until, liveMode)),
     terminals: have.terminals ?? (() => terminals(ctx)),
     commandsInFlight: have.commandsInFlight ?? (() => commandsInFlight(ctx)),
   });

@@ -56,9 +56,16 @@ export function deleteExpiredSessions(db: Db, nowIso: string): void {
 }
 
 export function insertBackupRun(db: Db, row: Omit<BackupRunRow, 'id'>): void {
-  db.prepare(
-    'INSERT INTO backup_runs (file, trigger, started_at, finished_at, bytes, ok, error, left_out) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(row.file, row.trigger, row.started_at, row.finished_at, row.bytes, row.ok, row.error, row.left_out ?? null);
+  db.prepare('INSERT INTO backup_runs (file, trigger, started_at, finished_at, bytes, ok, error, left_out) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+    row.file,
+    row.trigger,
+    row.started_at,
+    row.finished_at,
+    row.bytes,
+    row.ok,
+    row.error,
+    row.left_out ?? null,
+  );
 }
 
 export function lastBackupRun(db: Db, okOnly = false): BackupRunRow | undefined {

@@ -12,14 +12,21 @@ import type { WebhooksService } from './service.js';
  * the same bulk replay as `POST /webhook_endpoints/{id}/replays` with `statuses: ["failed"]`.
  */
 export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker, service: WebhooksService): void {
-  const failing = ctx.db.prepare(
+  // Deliveries that failed: given up, or waiting to retry after a failure. One line per endpoint
+  // on the page, however many: counted, not listed.
+  const failingRows = ctx.db.prepare(
     `SELECT d.*, e.url AS endpoint_url, e.failing_since_ms AS endpoint_failing_since_ms, e.disabled AS endpoint_disabled
      FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-     WHERE (d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0))
-       -- A failure a later replay of the same event delivered is no longer a problem.
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries r INDEXED BY webhook_deliveries_replayed
-         WHERE r.replay_id IS NOT NULL AND r.endpoint_id = d.endpoint_id AND r.event_seq = d.event_seq AND r.seq > d.seq AND r.status = 'succeeded')
-     ORDER BY d.updated_at DESC LIMIT 200`,
+     WHERE d.status = 'failed' OR (d.status = 'pending' AND d.attempts > 0)`,
+  );
+  // Only a replay makes a second delivery of an event to an endpoint (a manual retry sends the same
+  // row again), and a replay records its rows' seq range: an event's newest delivery among the
+  // endpoint's replays since its oldest failure reads those replays' rows only, not its history.
+  // A failure whose event was delivered again since (a replay, the page's button) is settled.
+  const replayedEvents = ctx.db.prepare(
+    `SELECT d.event_seq, max(d.seq) AS seq FROM webhook_replays r
+     JOIN webhook_deliveries d ON d.seq BETWEEN r.first_seq AND r.last_seq AND d.endpoint_id = r.endpoint_id
+     WHERE r.endpoint_id = ? AND r.last_seq > ? AND d.event_seq IS NOT NULL GROUP BY d.event_seq`,
   );
   // Endpoints failing for an hour or more, and those disabled after failing: one line each, even
   // when no delivery of theirs is still listed (an auto-disable cancels the pending ones).
@@ -42,40 +49,60 @@ export function provideWebhookStatus(ctx: AppContext, worker: DeliveryWorker, se
           disabled_reason: ep.disabled ? ep.disabled_reason : null,
           // A disabled endpoint is not replayed to (enable it with replay_missed instead).
           replay_since: ep.disabled ? null : isoTime(ep.failing_since_ms),
-          deliveries: [],
+          failed: 0,
+          retrying: 0,
+          last: null,
+          recovered: false,
         });
       }
-      const deliveries = failing.all() as Array<DeliveryRow & { endpoint_url: string; endpoint_failing_since_ms: number | null; endpoint_disabled: number }>;
-      for (const row of deliveries) {
-        let ep = byEndpoint.get(row.endpoint_id);
-        if (!ep) {
-          ep = {
-            endpoint_id: row.endpoint_id,
-            url: row.endpoint_url,
-            account_id: row.account_id,
-            replay_since: row.endpoint_disabled ? null : row.endpoint_failing_since_ms !== null ? isoTime(row.endpoint_failing_since_ms) : row.created_at,
-            deliveries: [],
-          };
-          byEndpoint.set(row.endpoint_id, ep);
-        }
-        // A replay filters on when deliveries were made: the field starts early enough to cover the
-        // whole streak and every delivery listed (one made before the streak may have failed in it).
-        if (ep.replay_since && row.created_at < ep.replay_since) ep.replay_since = row.created_at;
-        ep.deliveries.push({
-          delivery_id: worker.deliveryId(row),
-          event_type: row.event_type,
-          attempts: row.attempts,
-          last_response_code: row.last_response_code,
-          last_error: row.last_error,
-          updated_at: row.updated_at,
-        });
+      type Failing = DeliveryRow & { endpoint_url: string; endpoint_failing_since_ms: number | null; endpoint_disabled: number };
+      const perEndpoint = new Map<string, Failing[]>();
+      for (const row of failingRows.all() as Failing[]) perEndpoint.set(row.endpoint_id, [...(perEndpoint.get(row.endpoint_id) ?? []), row]);
+      for (const [endpointId, all] of perEndpoint) {
+        const minSeq = Math.min(...all.map((r) => r.seq));
+        const newest = new Map((replayedEvents.all(endpointId, minSeq) as Array<{ event_seq: number; seq: number }>).map((r) => [r.event_seq, r.seq]));
+        const rows = all.filter((r) => r.event_seq === null || (newest.get(r.event_seq) ?? r.seq) <= r.seq);
+        if (rows.length === 0) continue;
+        const first = rows[0];
+        const ep: FailingEndpoint = byEndpoint.get(endpointId) ?? {
+          endpoint_id: endpointId,
+          url: first.endpoint_url,
+          account_id: first.account_id,
+          replay_since: first.endpoint_disabled ? null : first.endpoint_failing_since_ms !== null ? isoTime(first.endpoint_failing_since_ms) : first.created_at,
+          failed: 0,
+          retrying: 0,
+          last: null,
+          recovered: false,
+        };
+        byEndpoint.set(endpointId, ep);
+        // A replay filters on when deliveries were made: the button's start covers the whole streak
+        // and every failed delivery (one made before the streak may have failed in it).
+        const oldest = rows.reduce((a, r) => (r.created_at < a ? r.created_at : a), rows[0].created_at);
+        if (ep.replay_since && oldest < ep.replay_since) ep.replay_since = oldest;
+        ep.failed = rows.filter((r) => r.status === 'failed').length;
+        ep.retrying = rows.length - ep.failed;
+        // A success since the failures ends the endpoint's streak: it answers again.
+        ep.recovered = first.endpoint_failing_since_ms === null && !first.endpoint_disabled;
+        const last = rows.reduce((a, r) => (r.updated_at > a.updated_at || (r.updated_at === a.updated_at && r.seq > a.seq) ? r : a));
+        ep.last = {
+          delivery_id: worker.deliveryId(last),
+          event_type: last.event_type,
+          attempts: last.attempts,
+          last_response_code: last.last_response_code,
+          last_error: last.last_error,
+          updated_at: last.updated_at,
+        };
       }
       return [...byEndpoint.values()];
     },
     async replayFailures(endpointId: string, sinceIso: string) {
       if (Date.parse(sinceIso) >= ctx.clock.now()) return { ok: false, message: `${sinceIso} is in the future: nothing has failed since then.` };
       const { endpoint, replay } = await service.replayAsManager(endpointId, { since: sinceIso, statuses: ['failed'] });
-      if (replay.total === 0) return { ok: true, message: `No failed delivery to ${endpoint.url} made since ${replay.filters.since} (those still being retried keep their schedule).` };
+      if (replay.total === 0)
+        return {
+          ok: true,
+          message: `No failed delivery to ${endpoint.url} made since ${replay.filters.since} (those still being retried keep their schedule).`,
+        };
       return {
         ok: true,
         message: `Replaying ${replay.total} failed ${replay.total === 1 ? 'delivery' : 'deliveries'} to ${endpoint.url} made since ${replay.filters.since} (replay ${replay.id}).`,

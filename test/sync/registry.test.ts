@@ -97,7 +97,7 @@ describe('the checkout hooks built from the modules', () => {
     expect(() => checkoutHooksOf([pricing('a'), pricing('b')])).toThrow(/a and b both declare a price/);
   });
 
-  it('runs the paid hooks in module order: coupons count before subscriptions start', () => {
+  it('runs the paid hooks in module order: transfer_setups split, coupons count, then subscriptions start', () => {
     const seen: string[] = [];
     const hooks = checkoutHooksOf([
       { name: 'first', checkout: { afterPay: () => void seen.push('first'), beforePay: () => void seen.push('before') } },
@@ -106,7 +106,7 @@ describe('the checkout hooks built from the modules', () => {
     hooks.beforePay(noCtx, 'ch_1');
     hooks.afterPay(noCtx, {} as never, {} as never, { paymentIntentId: 'pa_1', card: null });
     expect(seen).toEqual(['before', 'first', 'second']);
-    expect(MODULES.filter((m) => m.checkout?.afterPay).map((m) => m.name)).toEqual(['coupons', 'subscriptions']);
+    expect(MODULES.filter((m) => m.checkout?.afterPay).map((m) => m.name)).toEqual(['transfers', 'coupons', 'subscriptions']);
     expect(MODULES.filter((m) => m.checkout?.beforePay).map((m) => m.name)).toEqual(['contracts']);
   });
 });

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import type { AppContext } from '../../context.js';
 import { tx } from '../../db/database.js';
+import { afterCommit } from '../../db/group-commit.js';
 import { isoTime } from '../../clock.js';
 import { invalid, notFound } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -87,8 +88,9 @@ export class ReportsService {
       });
       return this.store.get(id)!;
     });
-    // After the commit: the worker must find the row when it wakes.
-    setImmediate(() => reportWaker(this.ctx).emit('wake'));
+    // After the commit (the group commit's, when a request made it): the worker must find the row
+    // when it wakes, and it is busy before the answer leaves (a client waiting on it sees it running).
+    afterCommit(this.ctx.db, () => reportWaker(this.ctx).emit('wake'));
     return row;
   }
 

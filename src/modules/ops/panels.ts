@@ -71,7 +71,6 @@ export interface StatusView {
   /** A store silent longer than this is shown red on a central's page (its sync.alert_link_down_ms). */
   store_quiet_ms: number;
   webhooks: Panel<FailingEndpoint[]>;
-  can_resend: boolean;
   can_replay: boolean;
   sync: Panel<SyncState>;
   /** Facts in the local sync outbox: known even when no sync client is configured. */
@@ -144,7 +143,6 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
     commands: read(src.commandsInFlight),
     sales: read(src.salesBetween && (() => src.salesBetween!(day.from, day.until, true))),
     webhooks: read(src.failingWebhooks),
-    can_resend: !!src.resendDelivery,
     can_replay: !!src.replayFailures,
     sync: read(src.sync),
     sync_recorded: syncOutboxSummary(ctx.db),

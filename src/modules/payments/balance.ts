@@ -10,7 +10,7 @@ import { createIntent, intentDocument } from '../intents/service.js';
 import { balancesFor, feeFor, postBalanceTransaction } from '../ledger/service.js';
 import { balanceDetails } from '../../events/payloads.js';
 import { paymentMachine } from './machine.js';
-import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
+import { chargeDescription, emitPaymentEvents, paymentIntentInput, postPaymentCharge, resultOf, type SettleResult } from './records.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { balancePaymentsStore } from './balance-store.js';
 import { finishPendingPayment, pendingPaymentOf } from './pending.js';
@@ -58,7 +58,7 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
 
     const at = isoTime(ctx.clock.now());
     const paId = newId('pa');
-    const description = checkout.items.map((i) => i.name).join(', ').slice(0, 200);
+    const description = chargeDescription(checkout);
     const available = balancesFor(ctx, [payer.id], payer.live_mode).find((b) => b.currency === checkout.currency)?.available_in_cents ?? 0;
     // A short balance declines the payment as a card's bank declines one: failed, nothing moved.
     const short = available < checkout.amount_in_cents;
@@ -76,20 +76,7 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
           description: `${merchant.name}: ${description}`.slice(0, 200),
         })
       : undefined;
-    const credit = fee
-      ? postBalanceTransaction(ctx, {
-          accountId: merchant.id,
-          liveMode: merchant.live_mode,
-          type: 'charge',
-          amountInCents: checkout.amount_in_cents,
-          feeInCents: fee.fee_in_cents,
-          feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
-          currency: checkout.currency,
-          sourceId: paId,
-          sourceType: 'payment_intent',
-          description,
-        })
-      : undefined;
+    const credit = fee ? postPaymentCharge(ctx, merchant, { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description }, fee) : undefined;
     const pa: PaymentIntentRow = {
       id: paId,
       account_id: merchant.id,

@@ -9,9 +9,9 @@ import { getCheckout, linkCheckoutPayment, setCheckoutStatus } from '../checkout
 import type { Checkout } from '../checkouts/schema.js';
 import { markCustomerLive } from '../customers/service.js';
 import { createIntent, setIntentState } from '../intents/service.js';
-import { feeFor, postBalanceTransaction } from '../ledger/service.js';
+import { feeFor } from '../ledger/service.js';
 import { paymentMachine, type PaymentEvent } from './machine.js';
-import { emitPaymentEvents, paymentIntentInput } from './records.js';
+import { chargeDescription, emitPaymentEvents, paymentIntentInput, postPaymentCharge } from './records.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 
 /**
@@ -115,18 +115,7 @@ export function finishPendingPayment(ctx: AppContext, account: Account, pa: Paym
   const succeeded = to === 'succeeded';
   const fee = succeeded ? feeFor(account, pa.amount_in_cents, ctx.config.money) : undefined;
   const txn = fee
-    ? postBalanceTransaction(ctx, {
-        accountId: account.id,
-        liveMode: account.live_mode,
-        type: 'charge',
-        amountInCents: pa.amount_in_cents,
-        feeInCents: fee.fee_in_cents,
-        feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
-        currency: pa.currency,
-        sourceId: pa.id,
-        sourceType: 'payment_intent',
-        description: checkout.items.map((i) => i.name).join(', ').slice(0, 200),
-      })
+    ? postPaymentCharge(ctx, account, { id: pa.id, amountInCents: pa.amount_in_cents, currency: pa.currency, description: chargeDescription(checkout) }, fee)
     : undefined;
   const next: PaymentIntentRow = {
     ...pa,

@@ -7,6 +7,7 @@ import { balanceDetails, bankTransferDetails, cryptoDetails, paymentDetails } fr
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import type { PaymentStatus } from './machine.js';
 import type { PaymentIntentRow } from './store.js';
+import { postBalanceTransaction, type BalanceTransaction, type Fee } from '../ledger/service.js';
 
 /** What every way of settling a payment answers, and what each writes and emits (service.ts, bank-transfers.ts). */
 
@@ -112,4 +113,33 @@ export function emitAutomatedTransferReceived(ctx: AppContext, account: Account,
   const type = 'automated_bank_transfer_intent.succeeded';
   const payload = { ...legacyPaymentPayload(pa, checkout, customer, doc.payment.id), event_type: type };
   ctx.outbox.emit({ accountId: account.id, liveMode: account.live_mode, type, payload, objectId: pa.id });
+}
+
+/**
+ * The merchant's ledger `charge` of a settled payment, with its fee: what a card, bank-transfer,
+ * crypto or balance payment of a checkout posts. Inside the payment's transaction.
+ */
+export function postPaymentCharge(
+  ctx: AppContext,
+  account: Account,
+  payment: { id: string; amountInCents: number; currency: string; description: string },
+  fee: Fee,
+): BalanceTransaction {
+  return postBalanceTransaction(ctx, {
+    accountId: account.id,
+    liveMode: account.live_mode,
+    type: 'charge',
+    amountInCents: payment.amountInCents,
+    feeInCents: fee.fee_in_cents,
+    feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
+    currency: payment.currency,
+    sourceId: payment.id,
+    sourceType: 'payment_intent',
+    description: payment.description,
+  });
+}
+
+/** What a checkout's items read as on a ledger row. */
+export function chargeDescription(checkout: Pick<Checkout, 'items'>): string {
+  return checkout.items.map((i) => i.name).join(', ').slice(0, 200);
 }

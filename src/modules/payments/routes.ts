@@ -15,8 +15,14 @@ import {
   recordBankTransferArrival,
   recordCryptoConfirmation,
   setPaymentIntentTaxInvoiceUrl,
+  type SettleResult,
 } from './service.js';
 import { randomBytes } from 'node:crypto';
+
+/** The answer of the sandbox helpers that settle a checkout (`PayResult`). */
+function payResult(r: SettleResult, checkoutId: string) {
+  return { status: r.status, intent_id: r.intentId, payment_intent_id: r.paymentIntentId, balance_transaction_id: r.balanceTransactionId, checkout_id: checkoutId };
+}
 
 export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(
@@ -54,14 +60,7 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       sandboxOnly(req, account);
       return sendCommitted(ctx.db, req, reply, 200, () => {
         const { method, outcome, failure_reason } = req.body;
-        const result = payInSandbox(ctx, account, req.params.id, { method, outcome, failureReason: failure_reason });
-        return {
-          status: result.status,
-          intent_id: result.intentId,
-          payment_intent_id: result.paymentIntentId,
-          balance_transaction_id: result.balanceTransactionId,
-          checkout_id: req.params.id,
-        };
+        return payResult(payInSandbox(ctx, account, req.params.id, { method, outcome, failureReason: failure_reason }), req.params.id);
       });
     },
   );
@@ -122,14 +121,7 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       const account = requireAccount(req);
       sandboxOnly(req, account);
       return sendCommitted(ctx.db, req, reply, 200, () => {
-        const result = payCheckoutFromBalance(ctx, account, req.params.id, req.body.payer_account_id);
-        return {
-          status: result.status,
-          intent_id: result.intentId,
-          payment_intent_id: result.paymentIntentId,
-          balance_transaction_id: result.balanceTransactionId,
-          checkout_id: req.params.id,
-        };
+        return payResult(payCheckoutFromBalance(ctx, account, req.params.id, req.body.payer_account_id), req.params.id);
       });
     },
   );

@@ -7,14 +7,14 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { getCheckout, isExpired, setCheckoutStatus } from '../checkouts/service.js';
 import { markCustomerLive } from '../customers/service.js';
-import { feeFor, postBalanceTransaction } from '../ledger/service.js';
+import { feeFor } from '../ledger/service.js';
 import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
 import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { paymentMachine } from './machine.js';
-import { emitPaymentEvents, paymentIntentInput, resultOf, type SettleResult } from './records.js';
+import { chargeDescription, emitPaymentEvents, paymentIntentInput, postPaymentCharge, resultOf, type SettleResult } from './records.js';
 import { recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
 import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 import { startCryptoPayment } from './crypto.js';
@@ -86,18 +86,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const fee = succeeded && input.method !== 'cash' ? feeFor(account, checkout.amount_in_cents, ctx.config.money) : undefined;
 
     const txn = fee
-      ? postBalanceTransaction(ctx, {
-          accountId: account.id,
-          liveMode: account.live_mode,
-          type: 'charge',
-          amountInCents: checkout.amount_in_cents,
-          feeInCents: fee.fee_in_cents,
-          feeDetails: { commission_in_cents: fee.commission_in_cents, vat_withheld_in_cents: fee.vat_withheld_in_cents },
-          currency: checkout.currency,
-          sourceId: paId,
-          sourceType: 'payment_intent',
-          description: checkout.items.map((i) => i.name).join(', ').slice(0, 200),
-        })
+      ? postPaymentCharge(ctx, account, { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description: chargeDescription(checkout) }, fee)
       : undefined;
 
     const pa: PaymentIntentRow = {

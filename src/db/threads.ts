@@ -20,9 +20,9 @@ export function startThread(program: ThreadProgram, workerData: ThreadDatabase &
  * `PRAGMA integrity_check` of a database file that no one else writes (a backup copy), on a thread
  * of its own: the lines it reports (`['ok']` when whole).
  */
-export function integrityCheckOffLoop(file: string): Promise<string[]> {
+export function integrityCheckOffLoop(file: string, mmapBytes = 0): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file } });
+    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file, mmapBytes } });
     worker.once('message', (m: { result?: string[]; error?: string }) => {
       if (m.result) resolve(m.result);
       else reject(new Error(m.error ?? 'the integrity check ended without a result'));

@@ -133,6 +133,17 @@ async function fsyncPathAsync(path: string): Promise<void> {
   }
 }
 
+/**
+ * How much of a file the integrity check reads through a memory map instead of SQLite's own reads:
+ * the whole file where the address space allows. The check reads every page once; mapped, it skips
+ * a read call and a copy per page, about a quarter of a backup's time (bench/backup.ts). A 32-bit
+ * box maps at most 256 MiB and reads the rest as before.
+ */
+export function checkMmapBytes(file: string): number {
+  const cap = process.arch === 'arm' || process.arch === 'ia32' ? 256 * 1024 * 1024 : 4 * 1024 * 1024 * 1024;
+  return Math.min(statSync(file).size, cap);
+}
+
 export interface Inspection {
   ok: boolean;
   problem?: string;
@@ -150,7 +161,7 @@ export function inspectDatabase(file: string): Inspection {
 export async function inspectDatabaseOffLoop(file: string): Promise<Inspection> {
   let lines: string[];
   try {
-    lines = await integrityCheckOffLoop(file);
+    lines = await integrityCheckOffLoop(file, checkMmapBytes(file));
   } catch (err) {
     return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
   }
@@ -161,6 +172,7 @@ function inspectWith(file: string, integrity: (db: Database.Database) => string[
   let db: Database.Database;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
+    db.pragma(`mmap_size = ${checkMmapBytes(file)}`);
   } catch (err) {
     return { ok: false, problem: `cannot open ${file}: ${(err as Error).message}` };
   }

@@ -53,7 +53,7 @@ describe('the sync registry built from the modules', () => {
       'transfer',
       'withdrawal',
     ]);
-    for (const kind of ['api_key', 'record_rejected', 'account', 'balance_transaction', 'intent', 'tax_invoice_url', 'bank_account', 'product', 'coupon', 'bookable', 'class_session', 'booking']) {
+    for (const kind of ['api_key', 'record_rejected', 'account', 'balance_transaction', 'intent', 'tax_invoice_url', 'bank_account', 'product', 'coupon', 'bookable', 'class_session', 'booking', 'dispute']) {
       expect(registry.sync.feedApplier(kind), kind).toBeTypeOf('function');
     }
     expect(registry.sync.rejectionHandler('booking')).toBeTypeOf('function');

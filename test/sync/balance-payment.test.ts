@@ -140,6 +140,14 @@ describe('balance payments made at a store', () => {
     tx(cdb, () => applyStoreBalancePayment(central.daemon.ctx, centralMerchant, acct.accountId, JSON.parse(rec0.payload)));
     expect(ledger(cdb, store.storeId, ids)).toHaveLength(before);
     expect(intents(cdb, store.storeId, ids)).toEqual(intents(sdb, null, ids));
+    // A box taking its own record back after a restore (rejoin: the record's account stands for the
+    // key) applies it with any payer it holds; it holds these rows already, so nothing is written.
+    const pushed = sdb.prepare("SELECT * FROM sync_outbox WHERE kind = 'balance_payment' ORDER BY seq LIMIT 1").get() as any;
+    const storeRowsBefore = ledger(sdb, null, ids);
+    tx(sdb, () =>
+      store.daemon.ctx.registry.sync.applier('balance_payment')!(store.daemon.ctx, { ...pushed, live_mode: false, prev_seq: 0, payload: JSON.parse(pushed.payload) }, { storeId: store.storeId, keyAccountId: merchant, restoring: true }),
+    );
+    expect(ledger(sdb, null, ids)).toEqual(storeRowsBefore);
   });
 
   it('is refused at the central when the payer is not an account of the pushing store', async () => {

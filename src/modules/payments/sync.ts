@@ -190,12 +190,13 @@ function inKeyScope(ctx: AppContext, keyAccountId: string, account: Account): bo
  * adjustment when its rate differs) and, for a success, the payer's side: its ledger `payment` row,
  * its `paid` intent and the `balance_payments` link, all under the store's ids and times, each
  * written only when absent. The payer must be an account of the pushing store's key in the same
- * environment; otherwise the record is refused, nothing written. No events: the store's
+ * environment (`keyAccountId`; null: a box taking back its own record, any account it holds);
+ * otherwise the record is refused, nothing written. No events: the store's
  * (`intent.succeeded` to the merchant, `intent.paid` to the payer) arrive as `event` records.
  */
-export function applyStoreBalancePayment(ctx: AppContext, merchant: Account, keyAccountId: string, record: BalancePaymentRecord): string | null {
+export function applyStoreBalancePayment(ctx: AppContext, merchant: Account, keyAccountId: string | null, record: BalancePaymentRecord): string | null {
   const payer = accountsOf(ctx).account(record.payer_account_id);
-  if (!payer || payer.live_mode !== merchant.live_mode || payer.id === merchant.id || !inKeyScope(ctx, keyAccountId, payer)) {
+  if (!payer || payer.live_mode !== merchant.live_mode || payer.id === merchant.id || (keyAccountId !== null && !inKeyScope(ctx, keyAccountId, payer))) {
     return `payer ${record.payer_account_id} of balance payment ${record.payment_intent.id} is not an account of this store at the central`;
   }
   applyStorePayment(ctx, merchant, record, { payerAccountId: payer.id });
@@ -269,7 +270,8 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
   malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
   apply(ctx, record, origin) {
     const merchant = accountsOf(ctx).account(record.account_id)!;
-    return applyStoreBalancePayment(ctx, merchant, origin.keyAccountId, record.payload);
+    // A box taking its own record back after a restore (sync/rejoin.ts) holds only its own accounts.
+    return applyStoreBalancePayment(ctx, merchant, origin.restoring ? null : origin.keyAccountId, record.payload);
   },
   totals: paymentPush('balance_payment').totals,
 };

@@ -112,10 +112,14 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     createIntent(ctx, paymentIntentInput(pa, checkout, short ? INSUFFICIENT_FUNDS : 'succeeded', {}, { payerAccountId: payer.id }));
     const settled = setCheckoutStatus(ctx, merchant, checkout.id, { type: short ? 'PAYMENT_FAILED' : 'PAYMENT_SUCCEEDED' }, { latestIntentId: pa.intent_id, paymentIntentId: paId });
     const merchantDoc = emitPaymentEvents(ctx, merchant, pa, settled);
-    const record: BalancePaymentRecord = { payment_intent: pa, intent: merchantDoc, checkout: settled, balance_transaction: credit ?? null, payer_account_id: payer.id, payer: null };
-    const push = () => appendSyncRecord(ctx.db, { kind: 'balance_payment', accountId: merchant.id, liveMode: merchant.live_mode, createdAt: at, payload: { ...record } });
+    // Both sides go to the central in one record of the merchant's (payments/sync.ts
+    // `balance_payment`): its applier writes the payer's side too, each row once by id.
+    const push = (payerSide: BalancePaymentRecord['payer']) => {
+      const record: BalancePaymentRecord = { payment_intent: pa, intent: merchantDoc, checkout: settled, balance_transaction: credit ?? null, payer_account_id: payer.id, payer: payerSide };
+      appendSyncRecord(ctx.db, { kind: 'balance_payment', accountId: merchant.id, liveMode: merchant.live_mode, createdAt: at, payload: { ...record } });
+    };
     if (!debit) {
-      push();
+      push(null);
       return resultOf(pa);
     }
 
@@ -150,14 +154,11 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     balancePaymentsStore(ctx.db).insert(link);
     ctx.outbox.emit({ accountId: payer.id, liveMode: payer.live_mode, type: 'intent.paid', payload: intentDocument(ctx, payerIntent.id)!, objectId: payerIntent.id });
     ctx.registry.checkout.afterPay(ctx, merchant, settled, { paymentIntentId: paId, card: null });
-    // Both sides go to the central in one record of the merchant's (payments/sync.ts
-    // `balance_payment`): its applier writes the payer's side too, each row once by id.
-    record.payer = {
+    push({
       balance_payment: link,
       intent: { id: payerIntent.id, payment_id: payerIntent.payment_id, created_at: payerIntent.created_at },
       balance_transaction: { ...debit, account_id: payer.id },
-    };
-    push();
+    });
     return resultOf(pa);
   });
 }

@@ -78,6 +78,7 @@ export const ERRORS = {
   withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
   transfer_not_in_review: { status: 422, message: 'The transfer is not held for review.' },
   swap_final: { status: 422, message: 'The swap already reached a final status.' },
+  exchange_not_configured: { status: 422, message: 'No exchange provider is configured on this posd: live swaps cannot be completed. Swaps work in a sandbox.' },
   // Sync between a store and its central (docs/sync-protocol.md)
   sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },

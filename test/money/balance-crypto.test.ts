@@ -103,6 +103,26 @@ describe('balance payments', () => {
     expect(await balance(payer.key)).toBe(payerBefore - 30000);
   });
 
+  it('a refund gives the payer its money back: the merchant debited, the payer credited (ledger refund row), refund.create to the merchant', async () => {
+    const ch = await checkout(merchant.key, 12000);
+    const paid = await s.api('POST', `/test_helpers/checkouts/${ch}/pay_with_balance`, { key: merchant.key, body: { payer_account_id: payer.id } });
+    expect(paid.body.status).toBe('succeeded');
+    const payerBefore = await balance(payer.key);
+    const merchantBefore = await balance(merchant.key);
+    const fromM = merchantR.received.length;
+    const fromP = payerR.received.length;
+    const refund = await s.api('POST', '/refunds', { key: merchant.key, body: { payment_intent_id: paid.body.payment_intent_id } });
+    expect(refund.status, JSON.stringify(refund.body)).toBe(201);
+    expect(await balance(payer.key)).toBe(payerBefore + 12000);
+    // The merchant gives back the gross; its fee is returned (money.refund_returns_fee, the default).
+    expect(await balance(merchant.key)).toBe(merchantBefore - 12000 + refund.body.fee_returned_in_cents);
+    const pRows = (await s.api('GET', '/balance_transactions?type=refund', { key: payer.key })).body;
+    expect(pRows).toHaveLength(1);
+    expect(pRows[0]).toMatchObject({ type: 'refund', amount_in_cents: 12000, fee_in_cents: 0, source_id: refund.body.id, source_type: 'refund' });
+    expect((await deliveredSince(merchantR, secrets.merchant, fromM)).map((e) => e.event_type)).toEqual(['refund.create']);
+    expect(await deliveredSince(payerR, secrets.payer, fromP)).toEqual([]);
+  });
+
   it('a short balance declines the payment: failed, intent.failed + balance_intent.failed to the merchant, no money moved', async () => {
     const before = await balance(payer.key);
     const merchantBefore = await balance(merchant.key);

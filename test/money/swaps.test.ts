@@ -3,6 +3,8 @@ import { Webhook } from 'standardwebhooks';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { Receiver } from '../helpers/receiver.js';
 import { deliveryWorkerOf } from '../../src/modules/webhooks/index.js';
+import { tx } from '../../src/db/database.js';
+import { postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { swapMachine } from '../../src/modules/swaps/machine.js';
 import { nextState } from '../../src/lifecycle.js';
@@ -139,5 +141,26 @@ describe('swaps between USD and USDC', () => {
     expect((await s.api('GET', '/balances', { key })).body.map((b: { currency: string }) => b.currency)).not.toContain('USDC');
     const live = accounts.createKey({ accountId: other.account.id, environment: 'live' }).key;
     expect((await s.api('POST', `/test_helpers/swaps/${mine.id}/advance`, { key: live, body: { outcome: 'completed' } })).status).toBe(404);
+  });
+
+  it('a live key is refused with 422 exchange_not_configured: no exchange completes a live swap, so nothing is debited or left pending', async () => {
+    const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
+    const live = accounts.createAccount({ name: 'En vivo', organizationId: s.installation.organization_id }).account;
+    const key = accounts.createKey({ accountId: live.id, environment: 'live' }).key;
+    // A live USD balance to swap from (the refusal must not depend on the balance being short).
+    tx(s.daemon.ctx.db, () =>
+      postBalanceTransaction(s.daemon.ctx, { accountId: live.id, liveMode: true, type: 'adjustment', amountInCents: 5000, feeInCents: 0, currency: 'USD', sourceId: 'test', sourceType: 'adjustment' }),
+    );
+    const res = await s.api('POST', '/swaps', { key, body: { amount_in_cents: 1000, from_currency: 'USD', to_currency: 'USDC' } });
+    expect(res.status, JSON.stringify(res.body)).toBe(422);
+    expect(res.body).toEqual({
+      code: 'exchange_not_configured',
+      message: 'No exchange provider is configured on this posd: live swaps cannot be completed. Swaps work in a sandbox.',
+    });
+    expect((await s.api('GET', '/balances', { key })).body.find((b: { currency: string }) => b.currency === 'USD').available_in_cents).toBe(5000);
+    expect((await s.api('GET', '/swaps', { key })).body).toEqual([]);
+    const n = (sql: string) => (s.daemon.ctx.db.prepare(sql).get(live.id) as { n: number }).n;
+    expect(n('SELECT count(*) AS n FROM swaps WHERE account_id = ?')).toBe(0);
+    expect(n("SELECT count(*) AS n FROM events WHERE account_id = ? AND type LIKE 'swap.%'")).toBe(0);
   });
 });

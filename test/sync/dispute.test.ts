@@ -44,4 +44,35 @@ describe('disputes made at the store', () => {
     expect(sum(central.daemon.ctx.db)).toBe(0);
     expect(syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).rejected_records).toBe(0);
   });
+
+  it('opened at the central reach the store as a dispute (feed), so a refund of that payment at the store is refused as disputed', async () => {
+    const { central, store, acct } = await pairStoreAndCentral(cleanup);
+    const ctx = store.daemon.ctx;
+    const account = new AccountsService(ctx.db, ctx.clock).account(acct.accountId)!;
+    const co = await http('POST', `${store.url}/api/checkouts`, acct.key, { items: [{ name: 'Charged back', amount_in_cents: 7000 }], currency: 'GTQ' });
+    const pa = settleCheckoutPayment(ctx, account, { checkoutId: co.body.id, method: 'terminal', outcome: 'succeeded' }).paymentIntentId;
+    await synced(store);
+    // The card network's notice reaches the central (the processor talks to it, not to the store).
+    const scope = { accountIds: [account.id], liveMode: true };
+    const opened = openDispute(central.daemon.ctx, scope, pa, { reason: 'fraudulent' });
+    await until('the dispute at the store', () => dispute(ctx.db, opened.id));
+    expect(dispute(ctx.db, opened.id)).toEqual(dispute(central.daemon.ctx.db, opened.id));
+    await until('its hold at the store', () => (ledger(ctx.db) as unknown[]).length === 1);
+    expect(ledger(ctx.db)).toEqual(ledger(central.daemon.ctx.db));
+
+    const refund = await http('POST', `${store.url}/api/refunds`, acct.key, { payment_intent_id: pa });
+    expect(refund.status, JSON.stringify(refund.body)).toBe(422);
+    expect(refund.body).toMatchObject({ code: 'payment_disputed', message: `The payment intent is disputed by ${opened.id} (needs_response).` });
+    // The box emitted nothing for a change of the central's, and pushed nothing back.
+    expect(ctx.db.prepare("SELECT count(*) AS n FROM events WHERE type LIKE 'dispute.%'").get()).toEqual({ n: 0 });
+    expect(ctx.db.prepare("SELECT count(*) AS n FROM sync_outbox WHERE kind IN ('dispute', 'refund')").get()).toEqual({ n: 0 });
+
+    // Its later steps follow: won at the central, won at the store, the hold returned there too.
+    advanceDispute(central.daemon.ctx, scope, opened.id, 'won');
+    await until('won at the store', () => (dispute(ctx.db, opened.id) as { status: string }).status === 'won');
+    expect(dispute(ctx.db, opened.id)).toEqual(dispute(central.daemon.ctx.db, opened.id));
+    await until('the return at the store', () => (ledger(ctx.db) as unknown[]).length === 2);
+    expect(ledger(ctx.db)).toEqual(ledger(central.daemon.ctx.db));
+    expect((await http('POST', `${store.url}/api/refunds`, acct.key, { payment_intent_id: pa })).body.code).toBe('payment_disputed');
+  });
 });

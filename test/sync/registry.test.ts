@@ -33,6 +33,7 @@ function refusal(kind: string, payload: Record<string, unknown>): SyncRejection 
 describe('the sync registry built from the modules', () => {
   it('knows every kind the modules declare, each from its owner', () => {
     expect(registry.sync.kinds()).toEqual([
+      'balance_payment',
       'bank_account',
       'booking',
       'cash_sale',
@@ -52,7 +53,7 @@ describe('the sync registry built from the modules', () => {
       'transfer',
       'withdrawal',
     ]);
-    for (const kind of ['api_key', 'record_rejected', 'account', 'balance_transaction', 'intent', 'tax_invoice_url', 'bank_account', 'product', 'coupon', 'bookable', 'class_session', 'booking']) {
+    for (const kind of ['api_key', 'record_rejected', 'account', 'balance_transaction', 'intent', 'tax_invoice_url', 'bank_account', 'product', 'coupon', 'bookable', 'class_session', 'booking', 'dispute']) {
       expect(registry.sync.feedApplier(kind), kind).toBeTypeOf('function');
     }
     expect(registry.sync.rejectionHandler('booking')).toBeTypeOf('function');
@@ -71,6 +72,7 @@ describe('the sync registry built from the modules', () => {
     expect(refusal('connected_account_verification', { account_id: 'ac_2', status: 'approved', document_errors: {} }).reason).toBe(
       'connected_account_verification record without account_id or status',
     );
+    expect(refusal('balance_payment', { payment_intent: { id: 'pa_1' } }).reason).toBe('balance_payment record without a consistent payment_intent, checkout and payer side');
     expect(refusal('dispute', { change: 'created', dispute: { id: 'dp_1' }, balance_transactions: [] }).reason).toBe('dispute record without dispute or balance_transactions');
     expect(refusal('event', { id: 'ev_1', type: 'x' }).reason).toBe('event record without id, type or payload');
   });

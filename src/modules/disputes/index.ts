@@ -1,7 +1,7 @@
 import type { PosdModule } from '../../api/module.js';
 import { disputeRoutes } from './routes.js';
-import { disputePush } from './sync.js';
+import { disputeFeed, disputePush } from './sync.js';
 import { disputeEventExamples } from './views.js';
 
 /** Disputes (chargebacks) on card payments: the held-back amount, the lifecycle, `dispute.*`. */
-export const disputesModule: PosdModule = { name: 'disputes', api: disputeRoutes, sync: { push: { dispute: disputePush } }, events: disputeEventExamples };
+export const disputesModule: PosdModule = { name: 'disputes', api: disputeRoutes, sync: { push: { dispute: disputePush }, feed: { dispute: disputeFeed } }, events: disputeEventExamples };

@@ -9,6 +9,7 @@ import { postBalanceTransaction, type BalanceTransaction } from '../ledger/servi
 import { paymentIntentRow } from '../payments/service.js';
 import { disputeMachine, disputeStep, type DisputeOutcome, type DisputeStatus } from './machine.js';
 import { disputesStore, type DisputeRow } from './store.js';
+import { publishDispute } from './sync.js';
 import { disputeEventPayload, disputeSyncPayload, disputeView } from './views.js';
 import type { DisputeView, OpenDisputeInput } from './schema.js';
 
@@ -94,6 +95,7 @@ export function openDispute(ctx: AppContext, scope: DisputeScope, paymentIntentI
       closed_at: null,
     };
     store.insert(row);
+    publishDispute(ctx, row);
     emit(ctx, row, 'dispute.create', null);
     sync(ctx, row, 'created', [hold], at);
     return disputeView(row);
@@ -135,6 +137,7 @@ export function advanceDispute(ctx: AppContext, scope: DisputeScope, id: string,
     const changed = store.setStatus({ id, from: row.status, status: next, at, reversal_balance_transaction_id: ledger[0]?.id ?? null });
     if (!changed) throw new Error(`dispute ${id} changed under the write lock`);
     const after = store.byId(id)!;
+    publishDispute(ctx, after);
     emit(ctx, after, 'dispute.update', row.status);
     sync(ctx, after, `status:${next}`, ledger, at);
     return disputeView(after);

@@ -1,11 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import { Value } from '@sinclair/typebox/value';
+import type { FeedApplier, PushKind } from '../../sync/registry.js';
+import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow } from '../ledger/schema.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { disputeStep, type DisputeOutcome } from './machine.js';
 import type { DisputeView } from './schema.js';
 import { disputesStore, type DisputeRow } from './store.js';
+import { appendFeedChange } from '../../outbox/feed-changes.js';
+import { disputeView } from './views.js';
 
 /** The `dispute` record (`disputeSyncPayload`): the dispute as it is after the change, and the ledger rows that change posted. */
 export interface DisputeRecord {
@@ -86,11 +90,67 @@ export function applyStoreDispute(ctx: AppContext, accountId: string, liveMode: 
       closed_at: d.closed_at ?? null,
     };
     store.insert(row);
+    publishDispute(ctx, row);
     return null;
   }
   store.setStatus({ id: d.id, from: existing.status, status: d.status, at: d.updated_at, reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null });
+  publishDispute(ctx, store.byId(d.id)!);
   return null;
 }
+
+/**
+ * At a central, a dispute opened or moved (there, or applied from a box's record) reaches the
+ * account's boxes as a `dispute` feed change, in the transaction of the change, so a box refuses to
+ * refund a payment the network disputes (its ledger rows travel on their own as
+ * `balance_transaction`). A no-op at a store. A box's own dispute is not sent back to it (origin).
+ */
+export function publishDispute(ctx: AppContext, row: DisputeRow): void {
+  appendFeedChange(ctx.db, { kind: 'dispute', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { dispute: disputeView(row) }, createdAt: row.updated_at });
+}
+
+const DisputeFeedPayload = Type.Object({ dispute: Type.Intersect([DisputePayload.properties.dispute, Type.Object({ account_id: Type.String(), live_mode: Type.Boolean() })]) });
+
+/**
+ * A dispute of the central's (opened or moved there, or at another box) held at this box with the
+ * central's id and state: inserted when absent, else brought to the central's status unless the
+ * box's copy is newer (central decides; the box's own steps reach the central as records). A
+ * dispute of a payment this box already holds under another id is skipped and logged. No events, no
+ * sync record; the ledger rows arrive as their own changes.
+ */
+export const disputeFeed: FeedApplier = (ctx, change) => {
+  if (!Value.Check(DisputeFeedPayload, change.payload)) return;
+  const d = (change.payload as unknown as { dispute: DisputeView }).dispute;
+  const account = accountsOf(ctx).account(d.account_id);
+  if (!account || account.live_mode !== d.live_mode) return;
+  const store = disputesStore(ctx.db);
+  const existing = store.byId(d.id);
+  if (!existing) {
+    const other = store.byPaymentIntent(d.payment_intent_id);
+    if (other) {
+      ctx.log.warn({ dispute_id: d.id, held: other.id, payment_intent_id: d.payment_intent_id }, "sync: the central's dispute names a payment this box holds disputed under another id; skipped");
+      return;
+    }
+    store.insert({
+      id: d.id,
+      account_id: account.id,
+      live_mode: account.live_mode ? 1 : 0,
+      payment_intent_id: d.payment_intent_id,
+      intent_id: d.intent_id,
+      status: d.status,
+      reason: d.reason,
+      amount_in_cents: d.amount_in_cents,
+      currency: d.currency,
+      balance_transaction_id: d.balance_transaction_id,
+      reversal_balance_transaction_id: d.reversal_balance_transaction_id,
+      created_at: d.created_at,
+      updated_at: d.updated_at,
+      closed_at: d.closed_at,
+    });
+    return;
+  }
+  if (existing.status === d.status || existing.updated_at > d.updated_at) return;
+  store.setStatus({ id: d.id, from: existing.status, status: d.status, at: d.updated_at, reversal_balance_transaction_id: d.reversal_balance_transaction_id });
+};
 
 /** A dispute step made at the store (`dispute`). Only the opening weighs in the totals (a status step holds no new amount). */
 export const disputePush: PushKind<DisputeRecord> = {

@@ -12,7 +12,9 @@ import { balanceDetails } from '../../events/payloads.js';
 import { paymentMachine } from './machine.js';
 import { chargeDescription, emitPaymentEvents, paymentIntentInput, postPaymentCharge, resultOf, type SettleResult } from './records.js';
 import { paymentsStore, type PaymentIntentRow } from './store.js';
-import { balancePaymentsStore } from './balance-store.js';
+import { balancePaymentsStore, type BalancePaymentRow } from './balance-store.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
+import type { BalancePaymentRecord } from './sync.js';
 import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 
 /**
@@ -28,6 +30,8 @@ import { finishPendingPayment, pendingPaymentOf } from './pending.js';
  * reach the merchant, no money moves and the payer hears nothing.
  * The payer authorizes it (a real payer signs in on the checkout page; the sandbox helper names it).
  * A checkout already paid answers its payment and moves nothing.
+ * Both sides reach a central as one `balance_payment` record of the merchant's (payments/sync.ts),
+ * a failed one too (its payment intent and intent exist here).
  */
 /** Why a balance payment failed: the payer's balance in the checkout's currency was short. */
 export const INSUFFICIENT_FUNDS = 'insufficient_funds';
@@ -108,7 +112,16 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     createIntent(ctx, paymentIntentInput(pa, checkout, short ? INSUFFICIENT_FUNDS : 'succeeded', {}, { payerAccountId: payer.id }));
     const settled = setCheckoutStatus(ctx, merchant, checkout.id, { type: short ? 'PAYMENT_FAILED' : 'PAYMENT_SUCCEEDED' }, { latestIntentId: pa.intent_id, paymentIntentId: paId });
     const merchantDoc = emitPaymentEvents(ctx, merchant, pa, settled);
-    if (!debit) return resultOf(pa);
+    // Both sides go to the central in one record of the merchant's (payments/sync.ts
+    // `balance_payment`): its applier writes the payer's side too, each row once by id.
+    const push = (payerSide: BalancePaymentRecord['payer']) => {
+      const record: BalancePaymentRecord = { payment_intent: pa, intent: merchantDoc, checkout: settled, balance_transaction: credit ?? null, payer_account_id: payer.id, payer: payerSide };
+      appendSyncRecord(ctx.db, { kind: 'balance_payment', accountId: merchant.id, liveMode: merchant.live_mode, createdAt: at, payload: { ...record } });
+    };
+    if (!debit) {
+      push(null);
+      return resultOf(pa);
+    }
 
     // The payer's side: its own intent (the same charge seen by who paid), `intent.paid`.
     const payerIntent = createIntent(ctx, {
@@ -126,7 +139,7 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
       paymentId: merchantDoc.payment.id,
       createdAt: at,
     });
-    balancePaymentsStore(ctx.db).insert({
+    const link: BalancePaymentRow = {
       id: payerIntent.legacy_id,
       live_mode: pa.live_mode,
       payment_intent_id: paId,
@@ -137,11 +150,20 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
       amount_in_cents: checkout.amount_in_cents,
       currency: checkout.currency,
       created_at: at,
-    });
+    };
+    balancePaymentsStore(ctx.db).insert(link);
     ctx.outbox.emit({ accountId: payer.id, liveMode: payer.live_mode, type: 'intent.paid', payload: intentDocument(ctx, payerIntent.id)!, objectId: payerIntent.id });
     ctx.registry.checkout.afterPay(ctx, merchant, settled, { paymentIntentId: paId, card: null });
-    // No sync record yet: both sides live on this box; pushing the pair to a central needs an
-    // applier for the payer's side (docs/events.md "Balance payments").
+    push({
+      balance_payment: link,
+      intent: { id: payerIntent.id, payment_id: payerIntent.payment_id, created_at: payerIntent.created_at },
+      balance_transaction: { ...debit, account_id: payer.id },
+    });
     return resultOf(pa);
   });
+}
+
+/** The payer's side of a balance payment (refunds give the money back to it), or undefined for any other payment. */
+export function balancePaymentOf(ctx: AppContext, paymentIntentId: string): BalancePaymentRow | undefined {
+  return balancePaymentsStore(ctx.db).byPaymentIntent(paymentIntentId);
 }

@@ -23,7 +23,8 @@ export { paymentIntentInput, type SettleResult } from './records.js';
 export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
 export { finishPendingPayment, startPendingPayment } from './pending.js';
 export type { PaymentIntentRow } from './store.js';
-export { payCheckoutFromBalance } from './balance.js';
+export { balancePaymentOf, payCheckoutFromBalance } from './balance.js';
+export type { BalancePaymentRow } from './balance-store.js';
 export { recordCryptoConfirmation, startCryptoPayment } from './crypto.js';
 
 export type PaymentMethod = PaymentIntentRow['method'];

@@ -7,6 +7,8 @@ import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { insertStoreCheckout } from '../checkouts/service.js';
 import { intentRow, createIntent } from '../intents/service.js';
+import { balanceDetails } from '../../events/payloads.js';
+import { balancePaymentsStore, type BalancePaymentRow } from './balance-store.js';
 import { feeFor, hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { withFeedOrigin } from '../../outbox/feed-changes.js';
 import { paymentIntentInput } from './records.js';
@@ -43,7 +45,7 @@ export const PaymentPayload = Type.Object({
  * no coupon redemption or subscription (those travel as their own kinds), and each part is written
  * only when absent, so no ledger row is ever doubled.
  */
-export function applyStorePayment(ctx: AppContext, account: Account, record: PaymentRecord): void {
+export function applyStorePayment(ctx: AppContext, account: Account, record: PaymentRecord, opts: { payerAccountId?: string } = {}): void {
   const { payment_intent: pa, checkout, balance_transaction: txn } = record;
   const payments = paymentsStore(ctx.db);
   if (payments.byId(pa.id)) return;
@@ -69,10 +71,13 @@ export function applyStorePayment(ctx: AppContext, account: Account, record: Pay
   if (!intentRow(ctx, pa.intent_id)) {
     createIntent(
       ctx,
-      paymentIntentInput(row, checkout, record.intent.raw_status ?? pa.status, {
-        paymentId: record.intent.payment?.id,
-        createdAt: record.intent.created_at ?? pa.created_at,
-      }),
+      paymentIntentInput(
+        row,
+        checkout,
+        record.intent.raw_status ?? pa.status,
+        { paymentId: record.intent.payment?.id, createdAt: record.intent.created_at ?? pa.created_at },
+        { payerAccountId: opts.payerAccountId },
+      ),
     );
   }
   payments.insert(row);
@@ -129,4 +134,150 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
   };
 }
 
-export const paymentPushKinds = { terminal_payment: paymentPush('terminal_payment'), checkout_payment: paymentPush('checkout_payment') };
+
+/**
+ * The `balance_payment` record `payCheckoutFromBalance` appends (a record of the merchant's): the
+ * merchant's side as a checkout payment carries it and, when it succeeded, the payer's side: the
+ * `balance_payments` row linking the two, the payer's intent (`paid`) and its ledger `payment` row.
+ */
+export interface BalancePaymentRecord extends PaymentRecord {
+  payer_account_id: string;
+  payer: {
+    balance_payment: BalancePaymentRow;
+    intent: { id: string; payment_id: string; created_at: string };
+    balance_transaction: BalanceTransaction & { account_id: string };
+  } | null;
+}
+
+const BalancePaymentPayload = Type.Intersect([
+  PaymentPayload,
+  Type.Object({
+    payer_account_id: Type.String(),
+    payer: Type.Union([
+      Type.Null(),
+      Type.Object({
+        balance_payment: Type.Object({
+          id: Type.String(),
+          payment_intent_id: Type.String(),
+          merchant_account_id: Type.String(),
+          payer_account_id: Type.String(),
+          payer_intent_id: Type.String(),
+          payer_balance_transaction_id: Type.String(),
+          amount_in_cents: Type.Number(),
+          currency: Type.String(),
+          created_at: Type.String(),
+        }),
+        intent: Type.Object({ id: Type.String(), payment_id: Type.String(), created_at: Type.String() }),
+        balance_transaction: Type.Intersect([SyncedLedgerRow, Type.Object({ account_id: Type.String(), created_at: Type.String() })]),
+      }),
+    ]),
+  }),
+]);
+
+/**
+ * Whether `account` is one the store's key acts for (the key's account, its sandbox, its connected
+ * children and theirs): a balance payment pushed by a store may debit only such a payer, never any
+ * other account the central holds.
+ */
+function inKeyScope(ctx: AppContext, keyAccountId: string, account: Account): boolean {
+  const live = account.sandbox_of ? accountsOf(ctx).account(account.sandbox_of) : account;
+  return !!live && (live.id === keyAccountId || live.parent_account_id === keyAccountId);
+}
+
+/**
+ * A balance payment made at a store, applied at the central: the merchant's side as any checkout
+ * payment (`applyStorePayment`: checkout, payment intent, intent, ledger `charge`, the central's fee
+ * adjustment when its rate differs) and, for a success, the payer's side: its ledger `payment` row,
+ * its `paid` intent and the `balance_payments` link, all under the store's ids and times, each
+ * written only when absent. The payer must be an account of the pushing store's key in the same
+ * environment (`keyAccountId`; null: a box taking back its own record, any account it holds);
+ * otherwise the record is refused, nothing written. No events: the store's
+ * (`intent.succeeded` to the merchant, `intent.paid` to the payer) arrive as `event` records.
+ */
+export function applyStoreBalancePayment(ctx: AppContext, merchant: Account, keyAccountId: string | null, record: BalancePaymentRecord): string | null {
+  const payer = accountsOf(ctx).account(record.payer_account_id);
+  if (!payer || payer.live_mode !== merchant.live_mode || payer.id === merchant.id || (keyAccountId !== null && !inKeyScope(ctx, keyAccountId, payer))) {
+    return `payer ${record.payer_account_id} of balance payment ${record.payment_intent.id} is not an account of this store at the central`;
+  }
+  applyStorePayment(ctx, merchant, record, { payerAccountId: payer.id });
+  const side = record.payer;
+  if (!side) return null;
+  const txn = side.balance_transaction;
+  if (!hasBalanceTransaction(ctx, txn.id)) {
+    postBalanceTransaction(ctx, {
+      id: txn.id,
+      createdAt: txn.created_at,
+      accountId: payer.id,
+      liveMode: payer.live_mode,
+      type: 'payment',
+      amountInCents: txn.amount_in_cents,
+      feeInCents: txn.fee_in_cents,
+      currency: txn.currency,
+      sourceId: record.payment_intent.id,
+      sourceType: 'payment_intent',
+      description: txn.description,
+    });
+  }
+  const link = side.balance_payment;
+  if (!intentRow(ctx, side.intent.id)) {
+    createIntent(ctx, {
+      id: side.intent.id,
+      accountId: payer.id,
+      liveMode: payer.live_mode,
+      type: 'balance',
+      status: 'paid',
+      rawStatus: 'paid',
+      legacyId: link.id,
+      amountInCents: link.amount_in_cents,
+      currency: link.currency,
+      customerId: null,
+      checkoutId: record.checkout.id,
+      details: balanceDetails({ failure_reason: null, fee: 0, vat_withheld: 0, vat_withheld_currency: link.currency, payer_account_id: payer.id, merchant_account_id: merchant.id }),
+      paymentId: side.intent.payment_id,
+      createdAt: side.intent.created_at,
+    });
+  }
+  const links = balancePaymentsStore(ctx.db);
+  if (!links.byPaymentIntent(record.payment_intent.id)) {
+    links.insert({ ...link, live_mode: merchant.live_mode ? 1 : 0, merchant_account_id: merchant.id, payer_account_id: payer.id });
+  }
+  return null;
+}
+
+/**
+ * A checkout paid at the store from another account's balance (`balance_payment`, the merchant's
+ * record): both sides applied. Only a success weighs in the totals, as for other payments.
+ */
+export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
+  payload: BalancePaymentPayload,
+  consistent: (p) => {
+    const pa = p.payment_intent;
+    if (p.checkout.id !== pa.checkout_id || pa.method !== 'balance') return false;
+    if ((pa.status === 'succeeded') !== (p.payer !== null)) return false;
+    if (!p.payer) return true;
+    const { balance_payment: link, balance_transaction: txn } = p.payer;
+    return (
+      link.payment_intent_id === pa.id &&
+      link.payer_account_id === p.payer_account_id &&
+      link.payer_intent_id === p.payer.intent.id &&
+      link.payer_balance_transaction_id === txn.id &&
+      txn.account_id === p.payer_account_id &&
+      txn.amount_in_cents === -pa.amount_in_cents &&
+      link.amount_in_cents === pa.amount_in_cents &&
+      link.currency === pa.currency
+    );
+  },
+  malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
+  apply(ctx, record, origin) {
+    const merchant = accountsOf(ctx).account(record.account_id)!;
+    // A box taking its own record back after a restore (sync/rejoin.ts) holds only its own accounts.
+    return applyStoreBalancePayment(ctx, merchant, origin.restoring ? null : origin.keyAccountId, record.payload);
+  },
+  totals: paymentPush('balance_payment').totals,
+};
+
+export const paymentPushKinds = {
+  terminal_payment: paymentPush('terminal_payment'),
+  checkout_payment: paymentPush('checkout_payment'),
+  balance_payment: balancePaymentPush,
+};

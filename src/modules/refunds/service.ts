@@ -6,7 +6,7 @@ import { ApiError, notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { postBalanceTransaction } from '../ledger/service.js';
-import { paymentIntentRow } from '../payments/service.js';
+import { balancePaymentOf, paymentIntentRow } from '../payments/service.js';
 import { disputeOfPayment } from '../disputes/service.js';
 import { refundsStore, type RefundRow } from './store.js';
 import { refundEventPayload, toRefund, type Refund } from './views.js';
@@ -19,7 +19,8 @@ export type { Refund } from './views.js';
  * gross and, when `money.refund_returns_fee` (default), gives the fee back, so a refunded charge nets
  * to zero. The balance may go below zero: the money already left with the customer and the ledger
  * must say so. A second refund answers 422 `already_refunded` with the first one's id; the UNIQUE
- * on payment_intent_id is the last guard against two concurrent ones.
+ * on payment_intent_id is the last guard against two concurrent ones. A balance payment's amount
+ * goes back to the payer's balance (a positive ledger `refund` row of the payer's, no fee).
  */
 export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string } = {}): Refund {
   return tx(ctx.db, () => {
@@ -52,6 +53,22 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
           description: opts.reason ?? null,
         })
       : undefined;
+    // A balance payment's money came from another account: it goes back there (docs/events.md
+    // "Balance payments"), in the same transaction as the merchant's debit.
+    const payer = txn ? balancePaymentOf(ctx, pa.id) : undefined;
+    const credit = payer
+      ? postBalanceTransaction(ctx, {
+          accountId: payer.payer_account_id,
+          liveMode: account.live_mode,
+          type: 'refund',
+          amountInCents: pa.amount_in_cents,
+          feeInCents: 0,
+          currency: pa.currency,
+          sourceId: id,
+          sourceType: 'refund',
+          description: `Refund of ${pa.id} by ${account.name}`.slice(0, 200),
+        })
+      : undefined;
     const row: RefundRow = {
       id,
       account_id: account.id,
@@ -70,7 +87,8 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
     const refund = toRefund(row);
     const scope = { accountId: account.id, liveMode: account.live_mode };
     ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: refundEventPayload(refund) });
-    appendSyncRecord(ctx.db, { kind: 'refund', ...scope, createdAt: row.created_at, payload: { refund, balance_transaction: txn ?? null } });
+    const payerRow = credit ? { ...credit, account_id: payer!.payer_account_id } : null;
+    appendSyncRecord(ctx.db, { kind: 'refund', ...scope, createdAt: row.created_at, payload: { refund, balance_transaction: txn ?? null, payer_balance_transaction: payerRow } });
     return refund;
   });
 }

@@ -6,12 +6,15 @@ import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import type { Refund } from './service.js';
+import { balancePaymentOf } from '../payments/service.js';
 import { refundsStore } from './store.js';
 
 /** The `refund` record `refundPaymentIntent` appends. */
 export interface RefundRecord {
   refund: Refund;
   balance_transaction: BalanceTransaction | null;
+  /** A balance payment's refund: the payer's credit (absent from records of an older posd). */
+  payer_balance_transaction?: (BalanceTransaction & { account_id: string }) | null;
 }
 
 /** The fields of a `refund` record the central relies on. */
@@ -25,21 +28,46 @@ export const RefundPayload = Type.Object({
     created_at: Type.String(),
   }),
   balance_transaction: Type.Optional(Type.Union([Type.Null(), SyncedLedgerRow])),
+  payer_balance_transaction: Type.Optional(Type.Union([Type.Null(), Type.Intersect([SyncedLedgerRow, Type.Object({ account_id: Type.String() })])])),
 });
 
 /**
  * A refund made at a store, applied at the central (sync): the refund and its ledger `refund` row
  * (gross back, fee returned as the store decided) under the store's ids and times; the central keeps
- * its own running balance. Returns the id of another refund when the central already refunded that
+ * its own running balance; a balance payment's refund also credits the payer back (its ledger
+ * `refund` row, once by id). Returns the id of another refund when the central already refunded that
  * payment itself (a payment is refunded once): the caller refuses the record, nothing is written.
  * No events: the store's `refund.create` arrives on its own and keeps its id.
  */
-export function applyStoreRefund(ctx: AppContext, account: Account, record: RefundRecord): { conflictingRefundId: string } | null {
+export function applyStoreRefund(ctx: AppContext, account: Account, record: RefundRecord): { conflictingRefundId: string } | { reason: string } | null {
   const { refund, balance_transaction: txn } = record;
   const store = refundsStore(ctx.db);
   if (store.byId(refund.id)) return null;
   const other = store.byPaymentIntent(refund.payment_intent_id);
   if (other) return { conflictingRefundId: other.id };
+  // The payer's credit may only go to the payer the central holds for that balance payment.
+  const credit = record.payer_balance_transaction;
+  if (credit) {
+    const link = balancePaymentOf(ctx, refund.payment_intent_id);
+    if (!link || link.payer_account_id !== credit.account_id || link.merchant_account_id !== account.id) {
+      return { reason: `ledger row ${credit.id} credits ${credit.account_id}, which did not pay ${refund.payment_intent_id} from its balance at the central` };
+    }
+    if (!hasBalanceTransaction(ctx, credit.id)) {
+      postBalanceTransaction(ctx, {
+        id: credit.id,
+        createdAt: credit.created_at,
+        accountId: credit.account_id,
+        liveMode: account.live_mode,
+        type: 'refund',
+        amountInCents: credit.amount_in_cents,
+        feeInCents: credit.fee_in_cents,
+        currency: credit.currency,
+        sourceId: refund.id,
+        sourceType: 'refund',
+        description: credit.description,
+      });
+    }
+  }
   if (txn && !hasBalanceTransaction(ctx, txn.id)) {
     postBalanceTransaction(ctx, {
       id: txn.id,
@@ -83,6 +111,7 @@ export const refundPush: PushKind<RefundRecord> = {
   apply(ctx, record) {
     const account = accountsOf(ctx).account(record.account_id)!;
     const conflict = applyStoreRefund(ctx, account, record.payload);
+    if (conflict && 'reason' in conflict) return conflict.reason;
     if (conflict) return `payment ${record.payload.refund.payment_intent_id} was already refunded at the central by ${conflict.conflictingRefundId}`;
   },
   totals: (p) => {

@@ -29,9 +29,14 @@ export interface ReadScope {
 /**
  * A swap: the source balance is debited at once (ledger `swap` row; 422 `insufficient_funds` and
  * nothing written when short), the swap waits `pending` for the exchange, `swap.create` is emitted.
+ * Sandbox only for now: a live key gets 422 `exchange_not_configured`.
  */
 export function createSwap(ctx: AppContext, account: Account, input: CreateSwapInput): SwapView {
   if (input.from_currency === input.to_currency) throw invalid({ to_currency: 'must differ from from_currency' });
+  // Only an exchange's notice completes a swap (`settleSwap`), and no exchange provider is wired to
+  // posd: a live swap would debit the balance and stay pending forever. Refused before anything is
+  // written; the sandbox helper plays the exchange.
+  if (account.live_mode) throw new ApiError('exchange_not_configured');
   return tx(ctx.db, () => {
     const at = isoTime(ctx.clock.now());
     const id = newId('sw');

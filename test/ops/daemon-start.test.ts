@@ -11,7 +11,7 @@ import type { ApiApp, PosdModule } from '../../src/api/module.js';
 import type { AppContext } from '../../src/context.js';
 import { MODULES } from '../../src/modules/index.js';
 import { pidFile } from '../../src/system/daemon-lock.js';
-import { spawnDaemon } from '../helpers/process.js';
+import { spawnDaemon, UNBUNDLED_MAIN } from '../helpers/process.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -77,7 +77,7 @@ describe('a worker that fails at start stops the daemon cleanly', () => {
   it('posd serve as a process: one line, exit code 1, the port free and the folder released', async () => {
     const cfg = config();
     const preload = fileURLToPath(new URL('../../dist/test/helpers/failing-worker.js', import.meta.url));
-    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, POSD_LOG_LEVEL: 'silent' });
+    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, POSD_LOG_LEVEL: 'silent' }, UNBUNDLED_MAIN);
     // The process ends by itself: nothing the daemon started is left holding the event loop.
     const { code, signal } = await daemon.exited;
     expect(signal).toBeNull();
@@ -120,7 +120,7 @@ describe('stopping', () => {
   it('posd serve exits with code 1 when a worker fails to stop', async () => {
     const cfg = config();
     const preload = fileURLToPath(new URL('../../dist/test/helpers/failing-worker.js', import.meta.url));
-    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, FAILING_WORKER: 'stop' });
+    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, FAILING_WORKER: 'stop' }, UNBUNDLED_MAIN);
     await daemon.waitFor(/posd listening/);
     daemon.child.kill('SIGTERM');
     const { code, signal } = await daemon.exited;

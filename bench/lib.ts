@@ -14,7 +14,8 @@ export interface BenchResult {
   target: string;
 }
 
-export const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+/** The bundled daemon (scripts/bundle.mjs), as `posd` runs it. */
+export const MAIN = fileURLToPath(new URL('../posd/posd.js', import.meta.url));
 
 export interface BenchDaemon {
   url: string;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { statSync } from 'node:fs';
 import type { Config } from './config.js';
 import { maskedConfig, publicBaseUrl } from './config.js';
 import { openDatabase, type Db } from './db/database.js';
@@ -163,23 +164,44 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   return { ctx, app: listening, url, stop };
 }
 
-/** The WAL checkpoint thread as a daemon worker: started before the others, stopped after them. */
+/**
+ * The WAL checkpoint thread as a daemon worker: started before the others, stopped after them.
+ * The thread itself starts once the WAL first holds a page (checked every interval with one stat
+ * of the -wal file): until a first write there is nothing to checkpoint, and an idle box is spared
+ * a thread, its V8 heap and its connection, about 10 MB (issue 16: idle RSS under 100 MB). A WAL
+ * left by a crash starts it at once.
+ */
 function checkpointWorker(ctx: AppContext, config: Config): Worker {
   let checkpointer: Checkpointer | undefined;
+  let waiting: NodeJS.Timeout | undefined;
   return {
     name: 'wal-checkpoint',
     start() {
       // An in-memory database has no WAL and no file another connection could open.
       if (config.database.checkpoint_interval_ms === 0 || ctx.db.memory) return;
-      checkpointer = startCheckpointer(ctx.db, {
-        file: ctx.db.name,
-        intervalMs: config.database.checkpoint_interval_ms,
-        synchronous: config.database.synchronous,
-        busyTimeoutMs: config.database.busy_timeout_ms,
-        log: ctx.log,
-      });
+      const begin = () => {
+        ctx.log.debug('WAL checkpoint thread starting: the WAL holds pages');
+        checkpointer = startCheckpointer(ctx.db, {
+          file: ctx.db.name,
+          intervalMs: config.database.checkpoint_interval_ms,
+          synchronous: config.database.synchronous,
+          busyTimeoutMs: config.database.busy_timeout_ms,
+          log: ctx.log,
+        });
+      };
+      const wal = `${ctx.db.name}-wal`;
+      const written = () => (statSync(wal, { throwIfNoEntry: false })?.size ?? 0) > 0;
+      if (written()) return begin();
+      waiting = setInterval(() => {
+        if (!written()) return;
+        clearInterval(waiting);
+        waiting = undefined;
+        begin();
+      }, config.database.checkpoint_interval_ms);
+      waiting.unref();
     },
     async stop() {
+      clearInterval(waiting);
       await checkpointer?.stop();
     },
   };

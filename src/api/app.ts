@@ -1,7 +1,6 @@
 import sjson from 'secure-json-parse';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { writeOrigin } from '../db/database.js';
-import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
@@ -12,6 +11,7 @@ import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { RollingLimiter, WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors, unknownFields } from './validation.js';
 import { lazySerializerFactory } from './lazy-serializer.js';
+import { lazyOpenApi } from './openapi.js';
 import { writeRoutesInPipeline, holdUntilCommitted } from './write-pipeline.js';
 import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
@@ -158,7 +158,8 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     done(null, parsed);
   });
 
-  await app.register(swagger, {
+  // @fastify/swagger is loaded by the first GET /openapi.json, not at start (src/api/openapi.ts).
+  const openApiDocument = lazyOpenApi(app, {
     openapi: {
       openapi: '3.0.3',
       info: { title: 'posd commerce and payments API', version: '1.0.0' },
@@ -203,7 +204,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { hide: true } }, async () => openApiDocument());
 
   const accounts = accountsOf(ctx);
   const authenticator = new Authenticator(accounts);

@@ -1,13 +1,13 @@
-import { createRequire } from 'node:module';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 
 type RouteSerializer = (data: unknown) => string;
 type SerializerCompiler = (route: { schema: unknown; method: string; url: string; httpStatus: string; contentType?: string }) => RouteSerializer;
 type BuildSerializer = (externalSchemas: unknown, options: unknown) => SerializerCompiler;
 
-// fastify's own default serializer factory, resolved from fastify's folder: the same code fastify
-// would use, without posd depending on it by name.
-const fromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'));
-const SerializerSelector = fromFastify('@fastify/fast-json-stringify-compiler') as { SerializerSelector?: () => BuildSerializer } & (() => BuildSerializer);
+// fastify's own default serializer factory (the package fastify itself requires when no
+// buildSerializer is given). Imported by name rather than through a require resolved from fastify's
+// folder at run time: the bundle (scripts/bundle.mjs) then holds one copy of it and of ajv, shared
+// with src/api/validation.ts, instead of loading a second one file by file (issue 16).
 
 /**
  * fastify's response serializers (fast-json-stringify), each compiled by the first response that
@@ -15,7 +15,7 @@ const SerializerSelector = fromFastify('@fastify/fast-json-stringify-compiler') 
  * (issue 16). Output is the same: the same compiler, only later.
  */
 export function lazySerializerFactory(): BuildSerializer {
-  const select = (SerializerSelector.SerializerSelector ?? SerializerSelector)();
+  const select = (SerializerSelector as unknown as () => BuildSerializer)();
   return (externalSchemas, options) => {
     const compile = select(externalSchemas, options);
     return (route) => {

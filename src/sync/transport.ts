@@ -1,4 +1,5 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from '../system/undici.js';
 import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReceivedResponse, ReconcileResponse } from './wire.js';
 
 /** The central answered, and said no: `status` and its error body (code, message, applied_seq...). */
@@ -25,17 +26,23 @@ export class CentralUnreachable extends Error {
  * dispatcher. The key travels in X-SECRET-KEY and is never part of an error message.
  */
 export class CentralClient {
-  private readonly dispatcher: Dispatcher;
+  /** The injected dispatcher, or this client's own agent once its first request made it. */
+  private made: Dispatcher | undefined;
   private readonly own: boolean;
 
   constructor(
     private readonly baseUrl: string,
     private readonly key: string,
-    opts: { timeoutMs: number; dispatcher?: Dispatcher },
+    private readonly opts: { timeoutMs: number; dispatcher?: Dispatcher },
   ) {
     this.own = !opts.dispatcher;
-    this.dispatcher =
-      opts.dispatcher ?? new Agent({ connect: { timeout: opts.timeoutMs }, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs, keepAliveTimeout: 4_000 });
+    this.made = opts.dispatcher;
+  }
+
+  private get dispatcher(): Dispatcher {
+    const t = this.opts.timeoutMs;
+    this.made ??= new (undici().Agent)({ connect: { timeout: t }, headersTimeout: t, bodyTimeout: t, keepAliveTimeout: 4_000 });
+    return this.made;
   }
 
   push(body: PushBody, signal?: AbortSignal): Promise<PushResponse> {
@@ -59,13 +66,13 @@ export class CentralClient {
   }
 
   async close(): Promise<void> {
-    if (this.own) await this.dispatcher.close();
+    if (this.own) await this.made?.close();
   }
 
   private async call<T>(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal, extraMs = 0): Promise<T> {
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(`${this.baseUrl}${path}`, {
+      res = await undici().request(`${this.baseUrl}${path}`, {
         method,
         dispatcher: this.dispatcher,
         signal,

@@ -1,7 +1,8 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
+import { undici } from './undici.js';
 import type { AppContext } from '../context.js';
 
 /**
@@ -192,7 +193,7 @@ export function outboundGuard(ctx: AppContext): UrlGuard {
  * address skips the lookup, so callers check it with `literalRefused` first.
  */
 export function guardedAgent(guard: UrlGuard, opts: { timeoutMs: number; ca?: string; connections?: number }): Agent {
-  return new Agent({
+  return new (undici().Agent)({
     connect: { lookup: guard.lookup(), timeout: opts.timeoutMs, ...(opts.ca ? { ca: opts.ca } : {}) },
     headersTimeout: opts.timeoutMs,
     bodyTimeout: opts.timeoutMs,

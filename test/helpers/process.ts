@@ -3,20 +3,29 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 
-export const MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+/** The bundled daemon `npm run build` makes (scripts/bundle.mjs), the file `posd` and `npm start` run. */
+export const MAIN = fileURLToPath(new URL('../../dist/posd/posd.js', import.meta.url));
+/**
+ * tsc's output, one file per module: still a working `posd`, for the tests that preload a module into
+ * it (test/helpers/failing-worker.ts adds to dist/src/modules/index.js's list, which the bundle does
+ * not share).
+ */
+export const UNBUNDLED_MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
 
 let built = false;
 /**
- * The built posd makes new databases from dist/src/db/baseline.sql, which `npm run build` copies
- * and `tsc` alone does not: a missing or older copy would fail every spawned daemon far from the
- * cause, so say it here.
+ * The built posd makes new databases from dist/src/db/baseline.sql (and the bundle from
+ * dist/posd/baseline.sql), which `npm run build` copies and `tsc` alone does not: a missing or older
+ * copy would fail every spawned daemon far from the cause, so say it here.
  */
 export function assertBuilt(): void {
   if (built) return;
-  const copy = new URL('../../dist/src/db/baseline.sql', import.meta.url);
   const source = new URL('../../src/db/baseline.sql', import.meta.url);
-  if (!existsSync(copy) || readFileSync(copy, 'utf8') !== readFileSync(source, 'utf8')) {
-    throw new Error('dist/src/db/baseline.sql is missing or differs from src/db/baseline.sql: run npm run build (tsc alone does not copy it)');
+  for (const copy of ['../../dist/src/db/baseline.sql', '../../dist/posd/baseline.sql']) {
+    const url = new URL(copy, import.meta.url);
+    if (!existsSync(url) || readFileSync(url, 'utf8') !== readFileSync(source, 'utf8')) {
+      throw new Error(`${copy.slice(6)} is missing or differs from src/db/baseline.sql: run npm run build (tsc alone does not copy it)`);
+    }
   }
   built = true;
 }
@@ -49,9 +58,9 @@ export interface DaemonProcess {
 }
 
 /** Starts `posd serve` as its own process, the way a store box runs it. */
-export function spawnDaemon(args: string[], env: Record<string, string> = {}): DaemonProcess {
+export function spawnDaemon(args: string[], env: Record<string, string> = {}, main = MAIN): DaemonProcess {
   assertBuilt();
-  const child = spawn(process.execPath, [MAIN, 'serve', ...args], {
+  const child = spawn(process.execPath, [main, 'serve', ...args], {
     env: { ...process.env, POSD_LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

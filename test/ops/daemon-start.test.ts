@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ import type { ApiApp, PosdModule } from '../../src/api/module.js';
 import type { AppContext } from '../../src/context.js';
 import { MODULES } from '../../src/modules/index.js';
 import { pidFile } from '../../src/system/daemon-lock.js';
-import { spawnDaemon } from '../helpers/process.js';
+import { spawnDaemon, UNBUNDLED_MAIN } from '../helpers/process.js';
 
 let dir: string;
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
@@ -77,7 +78,7 @@ describe('a worker that fails at start stops the daemon cleanly', () => {
   it('posd serve as a process: one line, exit code 1, the port free and the folder released', async () => {
     const cfg = config();
     const preload = fileURLToPath(new URL('../../dist/test/helpers/failing-worker.js', import.meta.url));
-    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, POSD_LOG_LEVEL: 'silent' });
+    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, POSD_LOG_LEVEL: 'silent' }, UNBUNDLED_MAIN);
     // The process ends by itself: nothing the daemon started is left holding the event loop.
     const { code, signal } = await daemon.exited;
     expect(signal).toBeNull();
@@ -120,7 +121,7 @@ describe('stopping', () => {
   it('posd serve exits with code 1 when a worker fails to stop', async () => {
     const cfg = config();
     const preload = fileURLToPath(new URL('../../dist/test/helpers/failing-worker.js', import.meta.url));
-    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, FAILING_WORKER: 'stop' });
+    const daemon = spawnDaemon(['--data', dir, '--port', '0'], { NODE_OPTIONS: `--import=${preload}`, FAILING_WORKER: 'stop' }, UNBUNDLED_MAIN);
     await daemon.waitFor(/posd listening/);
     daemon.child.kill('SIGTERM');
     const { code, signal } = await daemon.exited;
@@ -129,5 +130,31 @@ describe('stopping', () => {
     expect(daemon.stdout()).toMatch(/stopping a worker failed/);
     expect(daemon.stderr().trim().split('\n').at(-1)).toBe('posd: stopped with errors (see the log)');
     expect(existsSync(pidFile(cfg))).toBe(false);
+  });
+});
+
+describe('the WAL checkpoint thread', () => {
+  it('starts with the first write, not before: an idle daemon runs without it (issue 16)', async () => {
+    const cfg = config();
+    // A first start writes the installation (the thread starts at once); the second serves the folder as a box restarts.
+    const first = await startDaemon({ config: cfg, log: pino({ level: 'silent' }) });
+    expect(await first.stop()).toBe(true);
+    const lines = new EventEmitter();
+    const seen: string[] = [];
+    const log = pino({ level: 'debug' }, { write: (line: string) => (seen.push(line), lines.emit('line', line)) });
+    const daemon = await startDaemon({ config: cfg, log });
+    try {
+      const started = (l: string) => l.includes('WAL checkpoint thread starting');
+      // A read answered and two check intervals gone by: the WAL is empty, no thread.
+      const res = await fetch(`${daemon.url}/healthz`);
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, cfg.database.checkpoint_interval_ms * 3));
+      expect(seen.some(started)).toBe(false);
+      const line = new Promise<string>((resolve) => lines.on('line', (l: string) => started(l) && resolve(l)));
+      daemon.ctx.db.exec('CREATE TABLE first_write (x)');
+      expect(await line).toMatch(/WAL checkpoint thread starting/);
+    } finally {
+      expect(await daemon.stop()).toBe(true);
+    }
   });
 });

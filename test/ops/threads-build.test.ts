@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,7 +9,9 @@ const run = promisify(execFile);
 const dist = (path: string) => new URL(`../../dist/src/${path}`, import.meta.url).href;
 
 let dir: string;
-afterEach(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
 
 // The thread programs are files (src/db/threads/*.cjs) that tsc copies into the build; the other
 // tests run them from the sources. Here the built modules start them, in a process of their own
@@ -43,4 +45,16 @@ it('the checkpoint and webhook bookkeeping threads run from the build', async ()
   expect(out.checkpoint.walPages).toBeGreaterThan(0);
   expect(out.checkpoint.checkpointedPages).toBe(out.checkpoint.walPages);
   expect(out.cursor).toBe(7);
+});
+
+// The bundle (scripts/bundle.mjs) is one file that looks for the thread programs and the baseline
+// beside itself (`new URL('./threads/…', import.meta.url)`): each must be there, as in the sources.
+it('the bundle has every thread program and the baseline beside it', () => {
+  const sources = new URL('../../src/db/threads/', import.meta.url);
+  const programs = readdirSync(sources).filter((f) => f.endsWith('.cjs'));
+  expect(programs).toEqual(expect.arrayContaining(['checkpoint.cjs', 'bookkeeping.cjs', 'integrity.cjs', 'open.cjs']));
+  for (const f of programs) {
+    expect(readFileSync(new URL(`../../dist/posd/threads/${f}`, import.meta.url), 'utf8'), f).toBe(readFileSync(new URL(f, sources), 'utf8'));
+  }
+  expect(readFileSync(new URL('../../dist/posd/baseline.sql', import.meta.url), 'utf8')).toBe(readFileSync(new URL('../../src/db/baseline.sql', import.meta.url), 'utf8'));
 });

@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks';
 import { Receiver } from '../helpers/receiver.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const MAIN = join(ROOT, 'dist/src/main.js');
+const MAIN = join(ROOT, 'dist/posd/posd.js');
 
 interface Running {
   child: ChildProcess;

@@ -1,4 +1,5 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from '../../system/undici.js';
 import { describeOutboundError, guardedAgent, literalRefused, outboundGuard, ADDRESS_REFUSED } from '../../system/url-guard.js';
 import type { AppContext } from '../../context.js';
 import type { Account } from '../../accounts/service.js';
@@ -76,7 +77,7 @@ async function download(ctx: AppContext, url: string): Promise<string> {
   const { feed_timeout_ms: timeout, feed_max_bytes: max } = ctx.config.scheduling;
   // A literal address never reaches the guarded lookup; checked here on every read.
   if (literalRefused(outboundGuard(ctx), url)) throw new FeedError(ADDRESS_REFUSED);
-  const res = await request(url, {
+  const res = await undici().request(url, {
     method: 'GET',
     dispatcher: feedAgent(ctx),
     headers: { accept: 'text/calendar, */*;q=0.5', 'user-agent': 'posd-calendar-feed/1' },

@@ -1,5 +1,5 @@
 import type { Transporter } from 'nodemailer';
-import { request } from 'undici';
+import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
 
 export interface Message {
@@ -47,7 +47,7 @@ export class ContractDelivery {
     if (!c.url) throw new Error('messaging is not configured (contracts.messaging.url)');
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (c.api_key) headers.authorization = `Bearer ${c.api_key}`;
-    const res = await request(c.url, {
+    const res = await undici().request(c.url, {
       method: 'POST',
       headers,
       body: JSON.stringify({ to: m.to, text: `${m.subject}\n${m.text}` }),

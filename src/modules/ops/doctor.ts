@@ -1,12 +1,12 @@
 import Database from 'better-sqlite3';
 import { accessSync, constants, existsSync, statSync, statfsSync } from 'node:fs';
-import { request } from 'undici';
 import type { Config } from '../../config.js';
 import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
 import { inspectDatabase } from '../../system/backup.js';
 import { runningDaemon } from '../../system/daemon-lock.js';
 import { checkSecretsKey } from '../../system/secret-box.js';
+import { undici } from '../../system/undici.js';
 import { sealedSecretSample, webhookHealth } from '../webhooks/service.js';
 import { syncStatus } from '../../sync/status.js';
 
@@ -249,7 +249,7 @@ function terminals(db: Database.Database): Check[] {
 async function clock(url: string, nowMs: () => number): Promise<Check> {
   const before = nowMs();
   try {
-    const res = await request(url, { method: 'HEAD', headersTimeout: 5000, bodyTimeout: 5000 });
+    const res = await undici().request(url, { method: 'HEAD', headersTimeout: 5000, bodyTimeout: 5000 });
     await res.body.dump();
     const after = nowMs();
     const date = Date.parse(String(res.headers.date ?? ''));

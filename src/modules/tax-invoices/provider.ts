@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { undici } from '../../system/undici.js';
 import { ADDRESS_REFUSED, guardedAgent, literalRefused, outboundGuard, type UrlGuard } from '../../system/url-guard.js';
 import type { AppContext } from '../../context.js';
 import { publicBaseUrl } from '../../config.js';
@@ -70,7 +71,7 @@ export class HttpTaxInvoiceProvider implements TaxInvoiceProvider {
     if (this.guard && literalRefused(this.guard, this.url)) throw new Error(`tax invoice provider: ${ADDRESS_REFUSED}`);
     const headers: Record<string, string> = { 'content-type': 'application/json', 'idempotency-key': req.invoice_id };
     if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
-    const res = await request(this.url, {
+    const res = await undici().request(this.url, {
       method: 'POST',
       dispatcher: this.agent,
       headers,

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
+import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { deliveryBody } from './body.js';
@@ -60,7 +61,8 @@ export class DeliveryWorker implements Worker {
   readonly name = 'webhook-delivery';
   private readonly store: WebhooksStore;
   private readonly accounts: AccountsService;
-  private readonly agent: Agent;
+  /** Made by the first delivery (undici is loaded then, not at start: issue 16). */
+  private agentMade: Agent | undefined;
   /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
   private readonly inflight = new Map<number, Promise<void>>();
   /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
@@ -112,13 +114,6 @@ export class DeliveryWorker implements Worker {
     this.store = webhooksStore(ctx.db);
     this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
     this.accounts = accountsOf(ctx);
-    const t = ctx.config.webhooks.timeout_ms;
-    this.agent = new Agent({
-      connect: { lookup: guard.lookup(), timeout: t },
-      headersTimeout: t,
-      bodyTimeout: t,
-      connections: ctx.config.webhooks.concurrency,
-    });
     const bookkeeping = bookkeepingTx(ctx);
     this.writer =
       ctx.db.memory || !ctx.config.webhooks.writer_thread
@@ -153,7 +148,18 @@ export class DeliveryWorker implements Worker {
     await Promise.allSettled([...this.inflight.values()]);
     if (this.fanning) await this.fanning.catch(() => undefined);
     await this.writer.close();
-    await this.agent.close().catch(() => undefined);
+    await this.agentMade?.close().catch(() => undefined);
+  }
+
+  private agent(): Agent {
+    const t = this.ctx.config.webhooks.timeout_ms;
+    this.agentMade ??= new (undici().Agent)({
+      connect: { lookup: this.guard.lookup(), timeout: t },
+      headersTimeout: t,
+      bodyTimeout: t,
+      connections: this.ctx.config.webhooks.concurrency,
+    });
+    return this.agentMade;
   }
 
   /** Look at the table soon (after the current tick): new events, finished attempts, timers. */
@@ -457,7 +463,7 @@ export class DeliveryWorker implements Worker {
       const deadline = this.deadlines.join(performance.now());
       try {
         // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
-        const answer = await post(this.agent, {
+        const answer = await post(this.agent(), {
           origin: target.origin,
           path: target.path,
           body,

@@ -8,7 +8,7 @@ import { assertBuilt } from '../../helpers/process.js';
 
 const run = promisify(execFile);
 export const ROOT = resolve(import.meta.dirname, '../../..');
-export const MAIN = join(ROOT, 'dist/src/main.js');
+export const MAIN = join(ROOT, 'dist/posd/posd.js');
 export const SIMULATOR = join(ROOT, 'dist/devices/simulator/cli.js');
 
 /** Every process started here that has not exited yet, so a failed test can leave none behind. */

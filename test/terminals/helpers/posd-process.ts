@@ -1,4 +1,4 @@
-/** posd as a separate process (`node dist/src/main.js serve`), for crash and restart tests. */
+/** posd as a separate process (`node dist/posd/posd.js serve`, the bundle), for crash and restart tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { assertBuilt } from '../../helpers/process.js';
 
-const MAIN = join(import.meta.dirname, '../../../dist/src/main.js');
+const MAIN = join(import.meta.dirname, '../../../dist/posd/posd.js');
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -20,11 +20,11 @@ export const CheckoutItemInput = Type.Object({
   tax_category: Type.Optional(TaxCategory),
   product_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   price_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  // Every inline line of the official plugin names its kind; recurring lines are refused by the
-  // service with a message (they must start a subscription, which inline lines do not yet).
+  // Every inline line of the official plugin names its kind.
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')])),
   // A recurring inline line (hosted section 3.1, the official plugin's subscription orders): paying
-  // starts a subscription billed every `billing_interval_count` `billing_interval`s.
+  // starts a subscription billed every `billing_interval_count` `billing_interval`s, after a free
+  // trial when one is given (charged 0 now), ending by itself after `periods_before_automatic_cancellation`.
   billing_interval: Type.Optional(Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)))),
   billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
   free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Null()])),

@@ -149,6 +149,21 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
       body: { items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'day', free_trial_interval_count: 0 }] },
     });
     expect(plain.body.total_in_cents).toBe(9900);
+    // The hosted service's own "no trial" (`""`, 0) sent back, on a line and on a price.
+    const empty = await s.api('POST', '/checkouts', {
+      body: { items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: '', free_trial_interval_count: 0 }] },
+    });
+    expect(empty.status, JSON.stringify(empty.body)).toBe(201);
+    expect(empty.body.total_in_cents).toBe(9900);
+    const price = await s.api('POST', '/products', {
+      body: { product: { name: 'Sin prueba', prices_attributes: [{ amount_in_cents: 9900, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval: '', free_trial_interval_count: 0 }] } },
+    });
+    expect(price.status, JSON.stringify(price.body)).toBe(201);
+    expect(price.body.prices[0]).toMatchObject({ free_trial_interval: null, free_trial_interval_count: null });
+    // A trial on a one-time line is not dropped: it is refused.
+    const oneTime = await s.api('POST', '/checkouts', { body: { items: [{ name: 'Taza', amount_in_cents: 9900, charge_type: 'one_time', free_trial_interval: 'day' }] } });
+    expect(oneTime.status).toBe(400);
+    expect(oneTime.body.errors).toHaveProperty(['items.0.charge_type']);
   });
 });
 

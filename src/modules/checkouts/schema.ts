@@ -27,7 +27,8 @@ export const CheckoutItemInput = Type.Object({
   // trial when one is given (charged 0 now), ending by itself after `periods_before_automatic_cancellation`.
   billing_interval: Type.Optional(Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)))),
   billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
-  free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Null()])),
+  // `""` (with count 0) is how the hosted service writes "no trial".
+  free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Literal(''), Type.Null()])),
   free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 365 }), Type.Null()])),
   periods_before_automatic_cancellation: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
   payment_method_types: Type.Optional(PaymentMethodTypes),

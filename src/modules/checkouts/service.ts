@@ -156,7 +156,7 @@ function resolveItems(
       // payment starts (a free trial and an automatic end are the made price's).
       if (item.free_trial_interval_count && !item.free_trial_interval) return add(`items.${i}.free_trial_interval_count`, 'needs free_trial_interval');
       if (!item.billing_interval) return add(`items.${i}.billing_interval`, 'is required on a recurring line');
-    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
+    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
       return add(`items.${i}.charge_type`, 'must be recurring (an inline line) for billing_interval and the other recurring fields');
     }
     // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).

@@ -71,9 +71,10 @@ function priceRows(account: Account, productId: string, inputs: PriceInput[], at
     assertAccountCurrency(account.currencies, p.currency, `prices_attributes.${i}.currency`);
     const recurring = p.charge_type === 'recurring';
     if (recurring && !p.billing_interval) throw invalid({ [`prices_attributes.${i}.billing_interval`]: 'is required for a recurring price' });
-    const trial = p.free_trial_interval ?? null;
+    // `""` / 0 are the hosted service's "no trial" (its own answers carry them).
+    const trial = p.free_trial_interval && p.free_trial_interval_count !== 0 ? p.free_trial_interval : null;
     if (trial && !recurring) throw invalid({ [`prices_attributes.${i}.free_trial_interval`]: 'is only for a recurring price' });
-    if (!trial && p.free_trial_interval_count != null) throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
+    if (!p.free_trial_interval && p.free_trial_interval_count) throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
     for (const k of ['periods_before_automatic_cancellation', 'periods_before_allowed_to_cancel'] as const) {
       if (p[k] != null && !recurring) throw invalid({ [`prices_attributes.${i}.${k}`]: 'is only for a recurring price' });
     }

@@ -75,7 +75,8 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
     // The trial line is not charged now: the checkout asks for the sign-up fee only.
     expect(ch.body.total_in_cents).toBe(5000);
-    expect(ch.body.items[0]).toMatchObject({ amount_in_cents: 0, price_id: expect.stringMatching(/^price_/) });
+    expect(ch.body.items[0]).toMatchObject({ amount_in_cents: 0, price_id: expect.stringMatching(/^price_/), payment_method_types: ['card'] });
+    expect(ch.body.items[1].payment_method_types).toBeNull();
     const product = await s.api('GET', `/products/${ch.body.items[0].product_id}`);
     expect(product.body.prices[0]).toMatchObject({
       amount_in_cents: 15000,
@@ -160,6 +161,12 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
     });
     expect(price.status, JSON.stringify(price.body)).toBe(201);
     expect(price.body.prices[0]).toMatchObject({ free_trial_interval: null, free_trial_interval_count: null });
+    // A trial keeps a card for its first charge: a trial line payable only by bank transfer is refused.
+    const noCard = await s.api('POST', '/checkouts', {
+      body: { items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week', payment_method_types: ['bank_transfer'] }] },
+    });
+    expect(noCard.status).toBe(400);
+    expect(noCard.body.errors).toHaveProperty(['items.0.payment_method_types']);
     // A trial on a one-time line is not dropped: it is refused.
     const oneTime = await s.api('POST', '/checkouts', { body: { items: [{ name: 'Taza', amount_in_cents: 9900, charge_type: 'one_time', free_trial_interval: 'day' }] } });
     expect(oneTime.status).toBe(400);

@@ -160,6 +160,15 @@ function resolveItems(
       return add(`items.${i}.charge_type`, 'must be recurring (an inline line) for billing_interval and the other recurring fields');
     }
     // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).
+    // A free trial keeps a card for its first charge: such a line is paid by card (set below).
+    const cardForTrial = () => {
+      if (item.payment_method_types && !item.payment_method_types.includes('card')) {
+        add(`items.${i}.payment_method_types`, 'must include card: a free trial keeps the card for its first charge');
+        return false;
+      }
+      payWith.payment_method_types = item.payment_method_types ?? ['card'];
+      return true;
+    };
     const payWith = {
       payment_method_types: item.payment_method_types ?? null,
       available_installments: item.available_installments ?? null,
@@ -181,6 +190,7 @@ function resolveItems(
       // comes when the trial ends (hosted section 3.1; docs/subscriptions.md).
       const trial = price.charge_type === 'recurring' && price.free_trial_interval !== null;
       if (trial) withTrial = true;
+      if (trial && !cardForTrial()) return;
       lines.push({
         name: item.name ?? product.name,
         amount_in_cents: trial ? 0 : price.amount_in_cents,
@@ -199,6 +209,7 @@ function resolveItems(
       // A zero count (what a shop sends for "no trial") or no interval: no trial.
       if (item.free_trial_interval && item.free_trial_interval_count !== 0) trial = { interval: item.free_trial_interval as Interval, count: item.free_trial_interval_count ?? 1 };
       if (trial) withTrial = true;
+      if (trial && !cardForTrial()) return;
       recurring.push({
         index: lines.length,
         interval: item.billing_interval as Interval,

@@ -104,6 +104,12 @@ export const ERRORS = {
   subscription_transition_invalid: { status: 422, message: 'The subscription cannot make that change in its current status.' },
   price_has_no_trial: { status: 422, message: 'That price has no free trial; buy it through a checkout.' },
   reactivation_period_over: { status: 422, message: 'The subscription was canceled too long ago to be reactivated.' },
+  subscription_minimum_term: { status: 422, message: 'The subscription cannot be canceled before its price\'s minimum term (periods_before_allowed_to_cancel) is paid.' },
+  card_not_present_unavailable: {
+    status: 422,
+    message: 'Charging a saved card needs a card processor, which this box does not have: live card payments are taken at a terminal (the hosted service charges saved cards).',
+  },
+  card_declined: { status: 402, message: 'The saved card was declined; nothing was charged.' },
   // Contracts
   invalid_customer: { status: 422, message: 'Identify the customer by customer_id, or by customer.phone and customer.name.' },
   contract_unsigned: { status: 422, message: 'This checkout belongs to a contract that is not signed yet; it accepts no payment until then.' },

@@ -147,7 +147,11 @@ CREATE TABLE prices (
   created_at TEXT NOT NULL,
   -- Spec 6.4: a recurring price may start with a free trial of this length.
   free_trial_interval TEXT CHECK (free_trial_interval IN ('day', 'week', 'month', 'year')),
-  free_trial_interval_count INTEGER
+  free_trial_interval_count INTEGER,
+  -- Hosted price fields (issue 14): a subscription to this price ends by itself after this many
+  -- paid periods; a cancel before this many paid periods is refused.
+  periods_before_automatic_cancellation INTEGER CHECK (periods_before_automatic_cancellation > 0),
+  periods_before_allowed_to_cancel INTEGER CHECK (periods_before_allowed_to_cancel > 0)
 ) STRICT;
 CREATE INDEX prices_product ON prices(product_id, created_at);
 
@@ -1338,8 +1342,17 @@ CREATE TABLE subscriptions (
   setup_intent_id TEXT,
   -- See sched_bookings.origin_store_id.
   origin_store_id TEXT,
+  -- Periods the subscriber has paid (the first checkout's included; a free trial is not one).
+  periods_paid INTEGER NOT NULL DEFAULT 0,
+  -- From the price when the subscription started (prices never change): the automatic end after
+  -- this many paid periods, and the minimum paid periods before a requested cancel.
+  cancel_after_periods INTEGER,
+  minimum_periods INTEGER,
+  -- The saved card's hosted id (pay_m_...): default_payment_method, and what POST /one_time_payments charges.
+  payment_method_id TEXT,
   UNIQUE (origin_checkout_id, price_id)
 ) STRICT;
+CREATE INDEX subscriptions_payment_method ON subscriptions(payment_method_id) WHERE payment_method_id IS NOT NULL;
 CREATE INDEX subscriptions_account ON subscriptions(account_id, created_at);
 CREATE INDEX subscriptions_due ON subscriptions(status, current_period_end);
 CREATE INDEX subscriptions_retry ON subscriptions(status, next_retry_at);

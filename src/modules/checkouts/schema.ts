@@ -20,14 +20,15 @@ export const CheckoutItemInput = Type.Object({
   tax_category: Type.Optional(TaxCategory),
   product_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   price_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  // Every inline line of the official plugin names its kind; recurring lines are refused by the
-  // service with a message (they must start a subscription, which inline lines do not yet).
+  // Every inline line of the official plugin names its kind.
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')])),
   // A recurring inline line (hosted section 3.1, the official plugin's subscription orders): paying
-  // starts a subscription billed every `billing_interval_count` `billing_interval`s.
+  // starts a subscription billed every `billing_interval_count` `billing_interval`s, after a free
+  // trial when one is given (charged 0 now), ending by itself after `periods_before_automatic_cancellation`.
   billing_interval: Type.Optional(Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i)))),
   billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
-  free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Null()])),
+  // `""` (with count 0) is how the hosted service writes "no trial".
+  free_trial_interval: Type.Optional(Type.Union([Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Literal(i))), Type.Literal(''), Type.Null()])),
   free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 365 }), Type.Null()])),
   periods_before_automatic_cancellation: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
   payment_method_types: Type.Optional(PaymentMethodTypes),

@@ -128,6 +128,10 @@ interface RecurringLine {
   index: number;
   interval: Interval;
   count: number;
+  /** The line's price: the checkout charges 0 for it now when a free trial runs first. */
+  amount: number;
+  trial: { interval: Interval; count: number } | null;
+  periodsBeforeAutomaticCancellation: number | null;
 }
 
 function resolveItems(
@@ -137,6 +141,7 @@ function resolveItems(
   currency?: string,
 ): { items: CheckoutItem[]; currency: string; total: number; recurring: RecurringLine[] } {
   const recurring: RecurringLine[] = [];
+  let withTrial = false;
   const errors: Record<string, string[]> = {};
   const add = (f: string, m: string) => (errors[f] ??= []).push(m);
   const lines: CheckoutItem[] = [];
@@ -148,14 +153,22 @@ function resolveItems(
     const inline = !item.price_id && !item.product_id;
     if (item.charge_type === 'recurring' && inline) {
       // Served through a product made for the line at creation (below), whose subscription the
-      // payment starts; what that subscription cannot do yet is refused by name, never dropped.
-      if (item.free_trial_interval_count) return add(`items.${i}.free_trial_interval_count`, 'free trials on inline recurring lines are not served yet: use a product price with a free trial');
-      if (item.periods_before_automatic_cancellation) return add(`items.${i}.periods_before_automatic_cancellation`, 'is not served yet');
+      // payment starts (a free trial and an automatic end are the made price's).
+      if (item.free_trial_interval_count && !item.free_trial_interval) return add(`items.${i}.free_trial_interval_count`, 'needs free_trial_interval');
       if (!item.billing_interval) return add(`items.${i}.billing_interval`, 'is required on a recurring line');
-    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
+    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
       return add(`items.${i}.charge_type`, 'must be recurring (an inline line) for billing_interval and the other recurring fields');
     }
     // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).
+    // A free trial keeps a card for its first charge: such a line is paid by card (set below).
+    const cardForTrial = () => {
+      if (item.payment_method_types && !item.payment_method_types.includes('card')) {
+        add(`items.${i}.payment_method_types`, 'must include card: a free trial keeps the card for its first charge');
+        return false;
+      }
+      payWith.payment_method_types = item.payment_method_types ?? ['card'];
+      return true;
+    };
     const payWith = {
       payment_method_types: item.payment_method_types ?? null,
       available_installments: item.available_installments ?? null,
@@ -173,9 +186,14 @@ function resolveItems(
       if (!product) return add(`items.${i}.product_id`, 'does not exist');
       if (product.status !== 'active') return add(`items.${i}.product_id`, 'is archived');
       if (!price) return add(`items.${i}.product_id`, 'has no price');
+      // A recurring price with a free trial is not charged now: its subscription's first charge
+      // comes when the trial ends (hosted section 3.1; docs/subscriptions.md).
+      const trial = price.charge_type === 'recurring' && price.free_trial_interval !== null;
+      if (trial) withTrial = true;
+      if (trial && !cardForTrial()) return;
       lines.push({
         name: item.name ?? product.name,
-        amount_in_cents: price.amount_in_cents,
+        amount_in_cents: trial ? 0 : price.amount_in_cents,
         currency: price.currency,
         quantity,
         tax_category: product.tax_category,
@@ -186,10 +204,24 @@ function resolveItems(
       return;
     }
     if (item.amount_in_cents === undefined) return add(`items.${i}.amount_in_cents`, 'is required without product_id or price_id');
-    if (item.charge_type === 'recurring') recurring.push({ index: lines.length, interval: item.billing_interval as Interval, count: item.billing_interval_count ?? 1 });
+    let trial: RecurringLine['trial'] = null;
+    if (item.charge_type === 'recurring') {
+      // A zero count (what a shop sends for "no trial") or no interval: no trial.
+      if (item.free_trial_interval && item.free_trial_interval_count !== 0) trial = { interval: item.free_trial_interval as Interval, count: item.free_trial_interval_count ?? 1 };
+      if (trial) withTrial = true;
+      if (trial && !cardForTrial()) return;
+      recurring.push({
+        index: lines.length,
+        interval: item.billing_interval as Interval,
+        count: item.billing_interval_count ?? 1,
+        amount: item.amount_in_cents,
+        trial,
+        periodsBeforeAutomaticCancellation: item.periods_before_automatic_cancellation ?? null,
+      });
+    }
     lines.push({
       name: item.name ?? 'Item',
-      amount_in_cents: item.amount_in_cents,
+      amount_in_cents: trial ? 0 : item.amount_in_cents,
       currency: item.currency ?? currency ?? account.default_currency,
       quantity,
       tax_category: item.tax_category ?? 'good',
@@ -207,7 +239,8 @@ function resolveItems(
   });
   if (Object.keys(errors).length) throw invalid(errors);
   const total = lines.reduce((sum, l) => sum + l.amount_in_cents * l.quantity, 0);
-  assertMinimumCharge(total, cur);
+  // Only free trials may bring a checkout to 0: paying it keeps the card for the trial's end.
+  if (!(withTrial && total === 0)) assertMinimumCharge(total, cur);
   return { items: lines, currency: cur, total, recurring };
 }
 
@@ -282,7 +315,16 @@ function recurringProducts(ctx: AppContext, account: Account, items: CheckoutIte
       tax_category: line.tax_category,
       metadata: { made_for: 'inline_recurring_line' },
       prices_attributes: [
-        { amount_in_cents: line.amount_in_cents, currency: line.currency as 'GTQ' | 'USD', charge_type: 'recurring', billing_interval: r.interval, billing_interval_count: r.count },
+        {
+          amount_in_cents: r.amount,
+          currency: line.currency as 'GTQ' | 'USD',
+          charge_type: 'recurring',
+          billing_interval: r.interval,
+          billing_interval_count: r.count,
+          free_trial_interval: r.trial?.interval ?? null,
+          free_trial_interval_count: r.trial?.count ?? null,
+          periods_before_automatic_cancellation: r.periodsBeforeAutomaticCancellation,
+        },
       ],
     });
     line.product_id = product.id;

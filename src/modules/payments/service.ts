@@ -84,7 +84,8 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const succeeded = input.outcome === 'succeeded';
     const paId = newId('pa');
     const intentId = newId('in');
-    const fee = succeeded && input.method !== 'cash' ? feeFor(account, checkout.amount_in_cents, ctx.config.money) : undefined;
+    // A checkout of free-trial lines only is paid with 0: the card is kept, no money moves, no ledger row.
+    const fee = succeeded && input.method !== 'cash' && checkout.amount_in_cents > 0 ? feeFor(account, checkout.amount_in_cents, ctx.config.money) : undefined;
 
     const txn = fee
       ? postPaymentCharge(ctx, account, { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description: chargeDescription(checkout) }, fee)

@@ -13,8 +13,13 @@ export const PriceInput = Type.Object({
   billing_interval: Type.Optional(Interval),
   billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
   /** Recurring prices only: the subscription starts with a free trial this long (spec 6.4). */
-  free_trial_interval: Type.Optional(Type.Union([Interval, Type.Null()])),
-  free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 365 }), Type.Null()])),
+  // The hosted service answers "no trial" as `""` and 0; a client sending them back means no trial.
+  free_trial_interval: Type.Optional(Type.Union([Interval, Type.Literal(''), Type.Null()])),
+  free_trial_interval_count: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: 365 }), Type.Null()])),
+  /** Recurring prices only (hosted section 4): the subscription ends by itself after this many paid periods. */
+  periods_before_automatic_cancellation: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
+  /** Recurring prices only (hosted section 4): a cancel before this many paid periods is refused (422 `subscription_minimum_term`). */
+  periods_before_allowed_to_cancel: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 1000 }), Type.Null()])),
 });
 export type PriceInput = Static<typeof PriceInput>;
 
@@ -78,6 +83,8 @@ export const PriceSchema = Type.Object({
   billing_interval_count: Type.Union([Type.Integer(), Type.Null()]),
   free_trial_interval: Type.Union([Type.String(), Type.Null()]),
   free_trial_interval_count: Type.Union([Type.Integer(), Type.Null()]),
+  periods_before_automatic_cancellation: Type.Union([Type.Integer(), Type.Null()]),
+  periods_before_allowed_to_cancel: Type.Union([Type.Integer(), Type.Null()]),
   created_at: Type.String(),
 });
 

@@ -42,6 +42,8 @@ function toPrice(r: PriceRow): Price {
     billing_interval_count: r.billing_interval_count,
     free_trial_interval: r.free_trial_interval,
     free_trial_interval_count: r.free_trial_interval_count,
+    periods_before_automatic_cancellation: r.periods_before_automatic_cancellation ?? null,
+    periods_before_allowed_to_cancel: r.periods_before_allowed_to_cancel ?? null,
     created_at: r.created_at,
   };
 }
@@ -69,9 +71,18 @@ function priceRows(account: Account, productId: string, inputs: PriceInput[], at
     assertAccountCurrency(account.currencies, p.currency, `prices_attributes.${i}.currency`);
     const recurring = p.charge_type === 'recurring';
     if (recurring && !p.billing_interval) throw invalid({ [`prices_attributes.${i}.billing_interval`]: 'is required for a recurring price' });
-    const trial = p.free_trial_interval ?? null;
+    // `""` / 0 are the hosted service's "no trial" (its own answers carry them).
+    const trial = p.free_trial_interval && p.free_trial_interval_count !== 0 ? p.free_trial_interval : null;
     if (trial && !recurring) throw invalid({ [`prices_attributes.${i}.free_trial_interval`]: 'is only for a recurring price' });
-    if (!trial && p.free_trial_interval_count != null) throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
+    if (!p.free_trial_interval && p.free_trial_interval_count) throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
+    for (const k of ['periods_before_automatic_cancellation', 'periods_before_allowed_to_cancel'] as const) {
+      if (p[k] != null && !recurring) throw invalid({ [`prices_attributes.${i}.${k}`]: 'is only for a recurring price' });
+    }
+    const ends = p.periods_before_automatic_cancellation ?? null;
+    const minimum = p.periods_before_allowed_to_cancel ?? null;
+    if (ends !== null && minimum !== null && minimum > ends) {
+      throw invalid({ [`prices_attributes.${i}.periods_before_allowed_to_cancel`]: 'cannot exceed periods_before_automatic_cancellation' });
+    }
     return {
       id: newId('price'),
       account_id: account.id,
@@ -84,6 +95,8 @@ function priceRows(account: Account, productId: string, inputs: PriceInput[], at
       billing_interval_count: recurring ? (p.billing_interval_count ?? 1) : null,
       free_trial_interval: trial as PriceRow['free_trial_interval'],
       free_trial_interval_count: trial ? (p.free_trial_interval_count ?? 1) : null,
+      periods_before_automatic_cancellation: ends,
+      periods_before_allowed_to_cancel: minimum,
       created_at: at,
     };
   });

@@ -29,6 +29,10 @@ export interface PriceRow {
   /** Spec 6.4: a recurring price may start with a free trial of this length (no charge until it ends). */
   free_trial_interval: 'day' | 'week' | 'month' | 'year' | null;
   free_trial_interval_count: number | null;
+  /** Hosted price fields: the subscription ends by itself after this many paid periods. */
+  periods_before_automatic_cancellation?: number | null;
+  /** Hosted price fields: a requested cancel is refused before this many paid periods. */
+  periods_before_allowed_to_cancel?: number | null;
   created_at: string;
 }
 
@@ -47,8 +51,10 @@ export class ProductsStore {
            metadata = @metadata, page_settings = @page_settings, updated_at = @updated_at WHERE id = @id`,
       ),
       insertPrice: db.prepare(
-        `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, free_trial_interval, free_trial_interval_count, created_at)
-         VALUES (@id, @account_id, @live_mode, @product_id, @amount_in_cents, @currency, @charge_type, @billing_interval, @billing_interval_count, @free_trial_interval, @free_trial_interval_count, @created_at)`,
+        `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, free_trial_interval, free_trial_interval_count,
+           periods_before_automatic_cancellation, periods_before_allowed_to_cancel, created_at)
+         VALUES (@id, @account_id, @live_mode, @product_id, @amount_in_cents, @currency, @charge_type, @billing_interval, @billing_interval_count, @free_trial_interval, @free_trial_interval_count,
+           @periods_before_automatic_cancellation, @periods_before_allowed_to_cancel, @created_at)`,
       ),
       product: db.prepare('SELECT * FROM products WHERE id = ?'),
       price: db.prepare('SELECT * FROM prices WHERE id = ?'),
@@ -76,7 +82,8 @@ export class ProductsStore {
     this.stmts.updateProduct.run({ ...row, page_settings: row.page_settings ?? '{}' });
   }
   insertPrice(row: PriceRow): void {
-    this.stmts.insertPrice.run(row);
+    // A price fed by an older central lacks the period fields.
+    this.stmts.insertPrice.run({ ...row, periods_before_automatic_cancellation: row.periods_before_automatic_cancellation ?? null, periods_before_allowed_to_cancel: row.periods_before_allowed_to_cancel ?? null });
   }
   upsertProduct(row: ProductRow): void {
     this.stmts.upsertProduct.run(row);

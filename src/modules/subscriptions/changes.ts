@@ -29,6 +29,8 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     }
 
     const errors: Record<string, string> = {};
+    // The hosted form of pause/resume (`act`) and posd's (`status`) name one move: not both at once.
+    if (body.act !== undefined && body.status !== undefined) errors.act = 'cannot be combined with status';
     if (body.customer_id && !getCustomer(ctx, account, body.customer_id)) errors.customer_id = 'does not exist';
     const adds = (body.add_items ?? []).map((item, i) => {
       const found = getPrice(ctx, account, item.price_id);
@@ -64,8 +66,9 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     });
     if (Object.keys(errors).length) throw invalid(errors);
 
-    if (body.status === 'paused') sub = subs.pause(account, id);
+    if (body.status === 'paused' || body.act === 'pause') sub = subs.pause(account, id);
     else if (body.status === 'active') sub = subs.activate(account, id);
+    else if (body.act === 'unpause') sub = subs.resume(account, id);
 
     const emit = (type: string, extra: Record<string, unknown>) =>
       ctx.outbox.emit({ accountId: sub.account_id, liveMode: sub.live_mode === 1, type, objectId: sub.id, payload: subscriptionEventPayload(sub, type, at, extra) });
@@ -75,9 +78,11 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     if (body.card && (body.card.last4 !== sub.card_last4 || (body.card.network ?? null) !== sub.card_network)) {
       patch.card_last4 = body.card.last4;
       patch.card_network = body.card.network ?? null;
+      // Another card is another saved payment method (default_payment_method.id).
+      patch.payment_method_id = newId('pay_m');
     }
     if (body.customer_id !== undefined && body.customer_id !== sub.customer_id) patch.customer_id = body.customer_id;
-    const changed = Object.keys(patch).map((k) => (k.startsWith('card_') ? 'card' : k));
+    const changed = Object.keys(patch).map((k) => (k.startsWith('card_') || k === 'payment_method_id' ? 'card' : k));
     if (changed.length) {
       if (!subs.store.save({ ...sub, ...patch, updated_at: at })) {
         throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: sub.status } });

@@ -8,7 +8,7 @@ import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { getPrice } from '../products/service.js';
 import { customerById } from '../customers/service.js';
-import { subscriptionCreatePayload } from './document.js';
+import { setupIntentEventPayload, subscriptionCreatePayload } from './document.js';
 import { addInterval } from './periods.js';
 import { subscriptionMachine } from './machine.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
@@ -37,6 +37,9 @@ export function createSubscriptionsForCheckout(
     const { price, product } = found;
     const interval = (price.billing_interval ?? 'month') as SubscriptionRow['billing_interval'];
     const count = price.billing_interval_count ?? 1;
+    // A price with a free trial was charged 0 on the checkout (resolveItems): the trial is the
+    // first period and the first charge comes when it ends, as for POST /subscriptions (startTrial).
+    const trialEnd = price.free_trial_interval ? addInterval(at, price.free_trial_interval as SubscriptionRow['billing_interval'], price.free_trial_interval_count ?? 1) : null;
     const row: SubscriptionRow = {
       id: newId('su'),
       account_id: account.id,
@@ -50,7 +53,7 @@ export function createSubscriptionsForCheckout(
       billing_interval_count: count,
       status: initialState(subscriptionMachine),
       current_period_start: at,
-      current_period_end: addInterval(at, interval, count),
+      current_period_end: trialEnd ?? addInterval(at, interval, count),
       failed_attempts: 0,
       first_failure_at: null,
       next_retry_at: null,
@@ -62,9 +65,13 @@ export function createSubscriptionsForCheckout(
       card_network: payment.card?.network ?? null,
       card_last4: payment.card?.last4 ?? null,
       sandbox_outcome: 'succeeded',
-      // Paid through a checkout: the customer paid the first period now, so no trial runs.
-      trial_end: null,
-      setup_intent_id: null,
+      trial_end: trialEnd,
+      // The card kept for the trial's end (setup_intent.* events carry it, as for startTrial).
+      setup_intent_id: trialEnd ? newId('si') : null,
+      periods_paid: trialEnd ? 0 : 1,
+      cancel_after_periods: price.periods_before_automatic_cancellation ?? null,
+      minimum_periods: price.periods_before_allowed_to_cancel ?? null,
+      payment_method_id: payment.card ? newId('pay_m') : null,
       version: 0,
       created_at: at,
       updated_at: at,
@@ -78,6 +85,15 @@ export function createSubscriptionsForCheckout(
       objectId: row.id,
       payload: subscriptionCreatePayload(row, row.customer_id ? customerById(ctx, row.customer_id) : undefined, product, payment.paymentIntentId, at),
     });
+    if (row.setup_intent_id) {
+      ctx.outbox.emit({
+        accountId: account.id,
+        liveMode: account.live_mode,
+        type: 'setup_intent.succeeded',
+        objectId: row.setup_intent_id,
+        payload: setupIntentEventPayload(row, 'setup_intent.succeeded', at),
+      });
+    }
     appendSyncRecord(ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionRecord(store, row) });
     made.push(row);
   }

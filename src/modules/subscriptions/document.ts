@@ -37,7 +37,7 @@ export type SubscriptionView = ReturnType<typeof subscriptionView>;
 
 type PayloadPrice = Pick<
   Price,
-  'id' | 'amount_in_cents' | 'billing_interval' | 'billing_interval_count' | 'charge_type' | 'currency' | 'free_trial_interval' | 'free_trial_interval_count'
+  'id' | 'amount_in_cents' | 'billing_interval' | 'billing_interval_count' | 'charge_type' | 'currency' | 'free_trial_interval' | 'free_trial_interval_count' | 'periods_before_automatic_cancellation'
 >;
 export type PayloadProduct = Pick<Product, 'id' | 'name' | 'description' | 'metadata' | 'status'> & { prices: PayloadPrice[] };
 export type PayloadCustomer = Pick<Customer, 'email' | 'full_name' | 'phone' | 'tax_id'>;
@@ -87,7 +87,7 @@ export function subscriptionCreatePayload(r: SubscriptionRow, customer: PayloadC
         free_trial_interval: p.free_trial_interval,
         free_trial_interval_count: p.free_trial_interval_count,
         id: p.id,
-        periods_before_automatic_cancellation: null,
+        periods_before_automatic_cancellation: p.periods_before_automatic_cancellation,
       })),
       status: product.status,
       storefront_link: null,
@@ -131,5 +131,47 @@ export function subscriptionDetail(store: SubscriptionsStore, r: SubscriptionRow
     ...subscriptionView(r),
     items: store.items(r.id).map(subscriptionItemView),
     pending_invoice_items: store.pendingInvoiceItems(r.id).map(invoiceItemView),
+  };
+}
+
+/** The customer fields the hosted subscription object shows (`subscriber`, `tax_name`, `tax_id`). */
+export type SubscriberCustomer = Pick<Customer, 'id' | 'email' | 'full_name' | 'phone' | 'tax_id'>;
+
+/**
+ * The hosted subscription object's fields (hosted-api.md section 7) beside posd's own: the buyer as
+ * `subscriber` (posd's buyer is the customer, so `subscriber.id` is the `cus_` id), the saved card as
+ * `default_payment_method`, `checkout`/`product` as `{id}`, the next charge and its retries, and the
+ * price's period limits with the periods paid.
+ */
+export function hostedSubscriptionFields(r: SubscriptionRow, customer: SubscriberCustomer | undefined, productName: string | null) {
+  const name = customer?.full_name?.trim() ?? '';
+  const space = name.indexOf(' ');
+  const checkoutId = r.origin_checkout_id === r.setup_intent_id ? null : r.origin_checkout_id;
+  const ending = r.cancel_after_periods !== null && r.periods_paid >= r.cancel_after_periods;
+  return {
+    description: productName,
+    tax_name: customer?.full_name ?? null,
+    tax_id: customer?.tax_id ?? null,
+    // posd pauses until unpaused: no resume date is ever scheduled.
+    resumes_on: null,
+    next_payment_attempt_at: r.status === 'past_due' ? r.next_retry_at : r.status === 'active' && !ending ? r.current_period_end : null,
+    payment_retries: r.failed_attempts,
+    default_payment_method:
+      r.payment_method_id && r.card_last4 ? { id: r.payment_method_id, type: 'card' as const, card: { last4: r.card_last4, network: r.card_network } } : null,
+    subscriber: customer
+      ? {
+          id: customer.id,
+          first_name: name ? (space > 0 ? name.slice(0, space) : name) : null,
+          last_name: space > 0 ? name.slice(space + 1) : null,
+          full_name: customer.full_name,
+          email: customer.email,
+          phone_number: customer.phone,
+        }
+      : null,
+    checkout: checkoutId ? { id: checkoutId } : null,
+    product: { id: r.product_id },
+    periods_paid: r.periods_paid,
+    periods_before_automatic_cancellation: r.cancel_after_periods,
+    periods_before_allowed_to_cancel: r.minimum_periods,
   };
 }

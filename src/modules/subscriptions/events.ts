@@ -45,6 +45,10 @@ function exampleRow(i: ExampleInput, status: SubscriptionRow['status'], trial = 
     sandbox_outcome: 'succeeded',
     trial_end: trial ? at : null,
     setup_intent_id: trial ? setupIntentId : null,
+    periods_paid: trial ? 0 : 1,
+    cancel_after_periods: null,
+    minimum_periods: null,
+    payment_method_id: newId('pay_m'),
     version: 0,
     created_at: at,
     updated_at: at,
@@ -68,6 +72,7 @@ function exampleProduct(): PayloadProduct {
         currency: 'GTQ',
         free_trial_interval: null,
         free_trial_interval_count: null,
+        periods_before_automatic_cancellation: null,
       },
     ],
   };

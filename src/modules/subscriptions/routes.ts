@@ -4,18 +4,26 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError } from '../../errors.js';
-import { subscriptionDetail } from './document.js';
+import { hostedSubscriptionFields, subscriptionDetail } from './document.js';
+import { customerById } from '../customers/service.js';
+import { getProduct } from '../products/service.js';
 import { updateSubscription } from './changes.js';
 import { AdvanceBody, CreateTrialSubscriptionBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
 import { SubscriptionsService } from './service.js';
 import { IdParams, errorBodies } from '../../api/schemas.js';
+import { oneTimePaymentRoutes } from './one-time-payments.js';
 
 const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
 export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
   const subs = new SubscriptionsService(ctx);
+  oneTimePaymentRoutes(app, ctx);
   const tags = ['subscriptions'];
-  const view = (r: Parameters<typeof subscriptionDetail>[1]) => subscriptionDetail(subs.store, r);
+  const view = (r: Parameters<typeof subscriptionDetail>[1]) => {
+    const customer = r.customer_id ? customerById(ctx, r.customer_id) : undefined;
+    const product = getProduct(ctx, { id: r.account_id, live_mode: r.live_mode === 1 }, r.product_id);
+    return { ...subscriptionDetail(subs.store, r), ...hostedSubscriptionFields(r, customer, product?.name ?? null) };
+  };
 
   app.get(
     '/subscriptions',

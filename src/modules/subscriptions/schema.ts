@@ -43,6 +43,32 @@ export const SubscriptionSchema = Type.Object({
   ),
   /** One-time charges added to the next invoice, not yet paid. */
   pending_invoice_items: Type.Array(Type.Object({ id: Type.String(), description: Type.String(), amount_in_cents: Type.Integer(), created_at: Type.String() })),
+  // The hosted subscription object's fields (hosted-api.md section 7; document.ts hostedSubscriptionFields).
+  description: Nullable(Type.String()),
+  tax_name: Nullable(Type.String()),
+  tax_id: Nullable(Type.String()),
+  resumes_on: Nullable(Type.String()),
+  next_payment_attempt_at: Nullable(Type.String()),
+  payment_retries: Type.Integer(),
+  default_payment_method: Nullable(
+    Type.Object({ id: Type.String(), type: Type.Literal('card'), card: Type.Object({ last4: Type.String(), network: Nullable(Type.String()) }) }),
+  ),
+  subscriber: Nullable(
+    Type.Object({
+      id: Type.String(),
+      first_name: Nullable(Type.String()),
+      last_name: Nullable(Type.String()),
+      full_name: Nullable(Type.String()),
+      email: Nullable(Type.String()),
+      phone_number: Nullable(Type.String()),
+    }),
+  ),
+  checkout: Nullable(Type.Object({ id: Type.String() })),
+  product: Type.Object({ id: Type.String() }),
+  /** Periods paid so far (a free trial is not one) and the price's limits on them. */
+  periods_paid: Type.Integer(),
+  periods_before_automatic_cancellation: Nullable(Type.Integer()),
+  periods_before_allowed_to_cancel: Nullable(Type.Integer()),
 });
 
 const CardInput = Type.Object({
@@ -51,7 +77,7 @@ const CardInput = Type.Object({
 });
 
 /**
- * Any of: `status` (`paused` pauses; `active` resumes a paused one or reactivates a canceled one),
+ * Any of: `act` (`pause` / `unpause`, the hosted form), `status` (`paused` pauses; `active` resumes a paused one or reactivates a canceled one),
  * general information (`card`, `customer_id`: `subscription.update`), `add_items` / `remove_items`
  * (recurring products: `subscription.item_added` / `item_removed`), `invoice_items` (one-time charges
  * for the next renewal: `subscription.invoice_item_added`).
@@ -59,6 +85,8 @@ const CardInput = Type.Object({
 export const UpdateSubscriptionBody = Type.Object(
   {
     status: Type.Optional(Type.Union([Type.Literal('paused'), Type.Literal('active')])),
+    /** The hosted body of pause/resume (a hosted client's `{act}`): `pause`, or `unpause` (only from paused). */
+    act: Type.Optional(Type.Union([Type.Literal('pause'), Type.Literal('unpause')])),
     card: Type.Optional(CardInput),
     customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
     add_items: Type.Optional(

@@ -119,6 +119,10 @@ export class SubscriptionsService {
         sandbox_outcome: 'succeeded',
         trial_end: trialEnd,
         setup_intent_id: setupIntentId,
+        periods_paid: 0,
+        cancel_after_periods: price.periods_before_automatic_cancellation ?? null,
+        minimum_periods: price.periods_before_allowed_to_cancel ?? null,
+        payment_method_id: newId('pay_m'),
         version: 0,
         created_at: at,
         updated_at: at,
@@ -139,6 +143,14 @@ export class SubscriptionsService {
 
   pause(account: Account, id: string): SubscriptionRow {
     return tx(this.ctx.db, () => this.apply(this.find([account.id], account.live_mode, id), { type: 'PAUSE' }, { paused_at: this.now() }));
+  }
+
+  /** `{act: "unpause"}`: only a paused subscription resumes (a canceled one is reactivated with `status: active`). */
+  resume(account: Account, id: string): SubscriptionRow {
+    return tx(this.ctx.db, () => {
+      const sub = this.find([account.id], account.live_mode, id);
+      return this.apply(sub, { type: 'RESUME' }, { paused_at: null, current_period_end: later(sub.current_period_end, this.now()) });
+    });
   }
 
   /** From paused: resume; from canceled: reactivate within the allowed period. */
@@ -168,6 +180,12 @@ export class SubscriptionsService {
     return tx(this.ctx.db, () => {
       const sub = this.find([account.id], account.live_mode, id);
       if (sub.status === 'canceled') return sub;
+      if (sub.minimum_periods !== null && sub.periods_paid < sub.minimum_periods) {
+        throw new ApiError('subscription_minimum_term', {
+          message: `The subscription can be canceled once ${sub.minimum_periods} periods are paid; ${sub.periods_paid} are.`,
+          extra: { status: sub.status, periods_paid: sub.periods_paid, periods_before_allowed_to_cancel: sub.minimum_periods },
+        });
+      }
       return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null }, { reason: 'requested', failure_reason: null });
     });
   }
@@ -178,6 +196,26 @@ export class SubscriptionsService {
    * it has its intent, ledger row and events; the subscription's transition joins the same
    * transaction. `outcome` is what the sandbox card on file answers.
    */
+  /**
+   * Hosted `periods_before_automatic_cancellation`: an active subscription whose paid periods are
+   * all used up ends when the last one does, instead of being charged again. The cancel is the
+   * machine's CANCEL, as a requested one, with `cancel_reason`/`reason: automatic_cancellation`.
+   * Returns null when the subscription goes on.
+   */
+  endIfComplete(sub: SubscriptionRow): SubscriptionRow | null {
+    return tx(this.ctx.db, () => {
+      const fresh = this.store.get(sub.id)!;
+      if (fresh.status !== 'active' || fresh.cancel_after_periods === null || fresh.periods_paid < fresh.cancel_after_periods) return null;
+      if (fresh.current_period_end > this.now()) return null;
+      return this.autoCancel(fresh);
+    });
+  }
+
+  private autoCancel(sub: SubscriptionRow): SubscriptionRow {
+    const reason = 'automatic_cancellation';
+    return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: reason, next_retry_at: null }, { reason, failure_reason: null });
+  }
+
   bill(sub: SubscriptionRow, outcome: 'succeeded' | 'failed', failureReason = 'card_declined'): SubscriptionRow {
     return tx(this.ctx.db, () => {
       const fresh = this.store.get(sub.id)!;
@@ -218,6 +256,7 @@ export class SubscriptionsService {
           first_failure_at: null,
           next_retry_at: null,
           trial_end: null,
+          periods_paid: fresh.periods_paid + 1,
         });
       }
       if (fresh.trial_end !== null) {
@@ -256,8 +295,10 @@ export class SubscriptionsService {
   runDue(): number {
     let billed = 0;
     for (const sub of this.store.due(this.now())) {
-      if (sub.live_mode === 1) continue;
+      if (sub.live_mode === 1 && !(sub.cancel_after_periods !== null && sub.periods_paid >= sub.cancel_after_periods)) continue;
       try {
+        // Its last paid period has ended: it ends (live ones too: no charge is involved).
+        if (this.endIfComplete(sub)) continue;
         this.bill(sub, sub.sandbox_outcome);
         billed++;
       } catch (err) {
@@ -275,6 +316,10 @@ export class SubscriptionsService {
         throw new ApiError('subscription_transition_invalid', { message: `A ${sub.status} subscription is not billed.`, extra: { status: sub.status } });
       }
       if (!this.store.save({ ...sub, sandbox_outcome: outcome })) throw new ApiError('subscription_transition_invalid', { extra: { status: sub.status } });
+      // The helper bills "the next period now": when no period is left to bill, the subscription ends instead.
+      if (sub.status === 'active' && sub.cancel_after_periods !== null && sub.periods_paid >= sub.cancel_after_periods) {
+        return this.autoCancel(this.store.get(id)!);
+      }
       return this.bill(this.store.get(id)!, outcome, failureReason);
     });
   }

@@ -30,6 +30,14 @@ export interface SubscriptionRow {
   trial_end: string | null;
   /** The card tokenized without a charge when a trial started (`setup_intent.*` events carry it). */
   setup_intent_id: string | null;
+  /** Periods paid (the first checkout's included; a free trial is not one). */
+  periods_paid: number;
+  /** From the price: the subscription ends by itself once this many periods are paid and the last has run. */
+  cancel_after_periods: number | null;
+  /** From the price: a requested cancel is refused until this many periods are paid. */
+  minimum_periods: number | null;
+  /** The saved card's hosted id (`pay_m_`), null without a card. */
+  payment_method_id: string | null;
   version: number;
   created_at: string;
   updated_at: string;
@@ -65,9 +73,21 @@ const COLUMNS = [
   'id', 'account_id', 'live_mode', 'customer_id', 'product_id', 'price_id', 'amount_in_cents', 'currency',
   'billing_interval', 'billing_interval_count', 'status', 'current_period_start', 'current_period_end',
   'failed_attempts', 'first_failure_at', 'next_retry_at', 'paused_at', 'canceled_at', 'cancel_reason',
-  'origin_checkout_id', 'latest_checkout_id', 'card_network', 'card_last4', 'sandbox_outcome', 'trial_end', 'setup_intent_id', 'version',
+  'origin_checkout_id', 'latest_checkout_id', 'card_network', 'card_last4', 'sandbox_outcome', 'trial_end', 'setup_intent_id',
+  'periods_paid', 'cancel_after_periods', 'minimum_periods', 'payment_method_id', 'version',
   'created_at', 'updated_at',
 ];
+
+/** A row carried by an older posd's sync record lacks the period and payment-method columns. */
+function withDefaults(row: SubscriptionRow): SubscriptionRow {
+  return {
+    ...row,
+    periods_paid: row.periods_paid ?? 0,
+    cancel_after_periods: row.cancel_after_periods ?? null,
+    minimum_periods: row.minimum_periods ?? null,
+    payment_method_id: row.payment_method_id ?? null,
+  };
+}
 
 /** All SQL of subscriptions. */
 export class SubscriptionsStore {
@@ -95,6 +115,7 @@ export class SubscriptionsStore {
       ),
       pendingInvoiceItems: db.prepare('SELECT * FROM subscription_invoice_items WHERE subscription_id = ? AND billed_checkout_id IS NULL ORDER BY created_at, rowid'),
       markBilled: db.prepare('UPDATE subscription_invoice_items SET billed_checkout_id = ? WHERE subscription_id = ? AND billed_checkout_id IS NULL'),
+      byPaymentMethod: db.prepare('SELECT * FROM subscriptions WHERE payment_method_id = ? AND account_id = ? AND live_mode = ? ORDER BY rowid DESC LIMIT 1'),
       byOrigin: db.prepare('SELECT * FROM subscriptions WHERE origin_checkout_id = ? ORDER BY rowid'),
       list: db.prepare(`SELECT * FROM subscriptions WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       count: db.prepare(`SELECT count(*) AS n FROM subscriptions WHERE ${scope}`),
@@ -112,11 +133,15 @@ export class SubscriptionsStore {
   }
 
   insert(row: SubscriptionRow): boolean {
-    return this.s.insert.run(row).changes === 1;
+    return this.s.insert.run(withDefaults(row)).changes === 1;
   }
   /** False when the row changed since it was read (the caller's transition is stale). */
   save(row: SubscriptionRow): boolean {
-    return this.s.save.run(row).changes === 1;
+    return this.s.save.run(withDefaults(row)).changes === 1;
+  }
+  /** The subscription whose saved card has this hosted payment method id, in that account. */
+  byPaymentMethod(accountId: string, liveMode: boolean, paymentMethodId: string): SubscriptionRow | undefined {
+    return this.s.byPaymentMethod.get(paymentMethodId, accountId, liveMode ? 1 : 0) as SubscriptionRow | undefined;
   }
   insertItem(row: SubscriptionItemRow): void {
     this.s.insertItem.run(row);

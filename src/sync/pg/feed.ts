@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import type { FeedChange } from '../wire.js';
 import type { CoreFeedSource } from './core-feed.js';
@@ -128,8 +129,11 @@ interface Waiter {
  *
  * `mark()` before a read and `wait(..., mark)` after it close the gap between the two: a
  * notification that came in between wakes the wait at once.
+ *
+ * Events (for metrics and tests): `waiting` (a poll began to wait), `reconnected` (the LISTEN
+ * connection is back and everyone was woken).
  */
-export class FeedWaiter {
+export class FeedWaiter extends EventEmitter {
   private client: pg.Client | null = null;
   private readonly byOrg = new Map<string, Set<Waiter>>();
   private readonly all = new Set<Waiter>();
@@ -145,7 +149,9 @@ export class FeedWaiter {
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly opts: { fallbackMs?: number; maxBackoffMs?: number } = {},
-  ) {}
+  ) {
+    super();
+  }
 
   /** Connects and listens; resolves once LISTEN is in force. */
   async start(): Promise<void> {
@@ -189,6 +195,7 @@ export class FeedWaiter {
         this.stats.reconnects++;
         // What was notified while the connection was down is lost: everyone re-reads.
         this.wakeAll();
+        this.emit('reconnected');
       } catch {
         this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs ?? 5000);
         this.scheduleReconnect();
@@ -247,6 +254,7 @@ export class FeedWaiter {
         if (!set) this.byOrg.set(o, (set = new Set()));
         set.add(waiter);
       }
+      this.emit('waiting', organizations);
     });
   }
 

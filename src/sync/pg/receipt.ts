@@ -39,9 +39,10 @@ interface Fresh {
  *    a duplicate, anything else `sync_record_conflict`, as at the SQLite central.
  * 3. One `unnest` insert `ON CONFLICT DO NOTHING RETURNING id` of the new records. A row missing from
  *    the answer is an id another store (or another seq) already holds: the conflict, nothing kept.
- * 4. The `records.<kind>` day totals of the new records, one `unnest` upsert, when `totals` is given
- *    (each kind's `SyncTotals` rule is a pure function of the payload: the registry's `totalsOf`).
- * 5. `received_seq` advanced, commit.
+ * 4. In that same statement (data-modifying CTEs: one round trip), the `records.<kind>` day totals
+ *    of the new records as one `unnest` upsert when `totals` is given (each kind's `SyncTotals` rule
+ *    is a pure function of the payload: the registry's `totalsOf`), and `received_seq` advanced.
+ * 5. Commit (or roll back on a missing id).
  *
  * Today's refusals, with today's codes and messages: a record naming an account the key does not
  * act for (`sync_account_forbidden`, unless the batch connects a child: the projector decides those,
@@ -125,12 +126,26 @@ export async function receivePush(
     }
 
     if (fresh.length) {
+      // The log insert, the day totals and the store's advance in one statement (one round trip):
+      // a refusal after it rolls the whole transaction back, so nothing of a refused push is kept.
+      const totals = opts.totals ? dayTotals(fresh, opts.totals) : [];
       const inserted = await c.query<{ id: string }>(
-        `INSERT INTO sync_received (store_id, seq, id, account_id, live_mode, kind, hash, payload, created_at, received_at)
-         SELECT $1, t.seq, t.id, t.account_id, t.live_mode, t.kind, decode(t.hash, 'hex'), t.payload, t.created_at, $10
-         FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[])
-           AS t(seq, id, account_id, live_mode, kind, hash, payload, created_at)
-         ON CONFLICT DO NOTHING RETURNING id`,
+        `WITH ins AS (
+           INSERT INTO sync_received (store_id, seq, id, account_id, live_mode, kind, hash, payload, created_at, received_at)
+           SELECT $1, t.seq, t.id, t.account_id, t.live_mode, t.kind, decode(t.hash, 'hex'), t.payload, t.created_at, $10
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[])
+             AS t(seq, id, account_id, live_mode, kind, hash, payload, created_at)
+           ON CONFLICT DO NOTHING RETURNING id
+         ), totals AS (
+           INSERT INTO sync_day_totals (store_id, account_id, live_mode, day, currency, measure, count, sum)
+           SELECT $1, d.* FROM unnest($11::text[], $12::boolean[], $13::date[], $14::text[], $15::text[], $16::bigint[], $17::bigint[])
+             AS d(account_id, live_mode, day, currency, measure, count, sum)
+           ON CONFLICT (store_id, account_id, live_mode, day, currency, measure)
+           DO UPDATE SET count = sync_day_totals.count + excluded.count, sum = sync_day_totals.sum + excluded.sum
+         ), advance AS (
+           UPDATE sync_stores SET received_seq = GREATEST(received_seq, $18), last_push_at = $10 WHERE store_id = $1
+         )
+         SELECT id FROM ins`,
         [
           body.store_id,
           fresh.map((f) => f.r.seq),
@@ -142,6 +157,14 @@ export async function receivePush(
           fresh.map((f) => f.payloadJson),
           fresh.map((f) => f.r.created_at),
           now,
+          totals.map((x) => x.account_id),
+          totals.map((x) => x.live_mode),
+          totals.map((x) => x.day),
+          totals.map((x) => x.currency),
+          totals.map((x) => x.measure),
+          totals.map((x) => x.count),
+          totals.map((x) => x.sum),
+          last,
         ],
       );
       if (inserted.rows.length !== fresh.length) {
@@ -150,9 +173,9 @@ export async function receivePush(
         const taken = fresh.find((f) => !got.has(f.r.id))!;
         throw conflict(taken.r.id, taken.r.seq, before);
       }
-      if (opts.totals) await addDayTotals(c, body.store_id, fresh, opts.totals);
+    } else {
+      await c.query('UPDATE sync_stores SET last_push_at = $2 WHERE store_id = $1', [body.store_id, now]);
     }
-    await c.query('UPDATE sync_stores SET received_seq = GREATEST(received_seq, $2), last_push_at = $3 WHERE store_id = $1', [body.store_id, last, now]);
     return { received_seq: last, received: fresh.length, duplicates, server_time: now.toISOString() };
   });
 }
@@ -164,13 +187,23 @@ export function dayOf(createdAt: string): string {
   return Number.isNaN(t) ? createdAt.slice(0, 10) : new Date(t).toISOString().slice(0, 10);
 }
 
+interface DayTotal {
+  account_id: string;
+  live_mode: boolean;
+  day: string;
+  currency: string;
+  measure: string;
+  count: number;
+  sum: number;
+}
+
 /**
  * `records.<kind>` count and amount per account, environment, day and currency, as `factTotals`
- * computes them at the SQLite central, added to `sync_day_totals` in one upsert. Inside the receipt
- * transaction, after the insert proved every record new: each record is counted once.
+ * computes them at the SQLite central, for the receipt's upsert into `sync_day_totals`. Added in the
+ * receipt transaction, which keeps them only if every record was new: each record counts once.
  */
-async function addDayTotals(c: pg.PoolClient, storeId: string, fresh: Fresh[], registry: Pick<SyncRegistry, 'totalsOf'>): Promise<void> {
-  const out = new Map<string, { account_id: string; live_mode: boolean; day: string; currency: string; measure: string; count: number; sum: number }>();
+function dayTotals(fresh: Fresh[], registry: Pick<SyncRegistry, 'totalsOf'>): DayTotal[] {
+  const out = new Map<string, DayTotal>();
   for (const { r } of fresh) {
     if (UNCOUNTED_KINDS.has(r.kind)) continue;
     const t = registry.totalsOf(r.kind, r.payload);
@@ -185,25 +218,7 @@ async function addDayTotals(c: pg.PoolClient, storeId: string, fresh: Fresh[], r
     row.count++;
     row.sum += t?.amount_in_cents ?? 0;
   }
-  if (!out.size) return;
-  const rows = [...out.values()];
-  await c.query(
-    `INSERT INTO sync_day_totals (store_id, account_id, live_mode, day, currency, measure, count, sum)
-     SELECT $1, t.* FROM unnest($2::text[], $3::boolean[], $4::date[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])
-       AS t(account_id, live_mode, day, currency, measure, count, sum)
-     ON CONFLICT (store_id, account_id, live_mode, day, currency, measure)
-     DO UPDATE SET count = sync_day_totals.count + excluded.count, sum = sync_day_totals.sum + excluded.sum`,
-    [
-      storeId,
-      rows.map((x) => x.account_id),
-      rows.map((x) => x.live_mode),
-      rows.map((x) => x.day),
-      rows.map((x) => x.currency),
-      rows.map((x) => x.measure),
-      rows.map((x) => x.count),
-      rows.map((x) => x.sum),
-    ],
-  );
+  return [...out.values()];
 }
 
 function conflict(id: string, seq: number, receivedSeq: number): ApiError {

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { appendFileSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +89,27 @@ export async function startPgCluster(): Promise<PgCluster> {
   }
   const config = (database = 'postgres'): pg.ClientConfig => ({ host: dir, port, user, database });
   let stopped = false;
+  // A test process that ends without its afterAll (a crash, a timeout) leaves no server behind.
+  const onExit = () => {
+    if (stopped) return;
+    try {
+      const [f, a] = command(tool('pg_ctl'), ['stop', '-D', data, '-m', 'immediate', '-w']);
+      execFileSync(f, a, { cwd: dir, stdio: 'ignore' });
+    } catch {
+      // Already gone.
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', onExit);
+  // And a process killed outright (vitest ends its workers so, without 'exit' handlers): a detached
+  // shell that waits for this process to go, then stops the server and removes the folder.
+  const [stopFile, stopArgs] = command(tool('pg_ctl'), ['stop', '-D', data, '-m', 'immediate', '-w']);
+  const watchdog = spawn(
+    'sh',
+    ['-c', 'p=$1; d=$2; shift 2; while kill -0 "$p" 2>/dev/null; do sleep 1; done; "$@" >/dev/null 2>&1; rm -rf "$d"', 'sh', String(process.pid), dir, stopFile, ...stopArgs],
+    { detached: true, stdio: 'ignore', cwd: dir },
+  );
+  watchdog.unref();
   return {
     host: dir,
     port,
@@ -108,6 +129,8 @@ export async function startPgCluster(): Promise<PgCluster> {
     async stop() {
       if (stopped) return;
       stopped = true;
+      process.off('exit', onExit);
+      watchdog.kill();
       try {
         await exec('pg_ctl', ['stop', '-D', data, '-m', 'immediate', '-w']);
       } finally {

@@ -93,6 +93,35 @@ describe('push receipt on PostgreSQL', () => {
     expect((await storeRow('st_over'))?.received_seq).toBe(300);
   });
 
+  test('two stores racing with the same record id on two fronts: one keeps it, the other is a conflict', async () => {
+    const a = records('st_ra', 1, 200);
+    const b = records('st_rb', 1, 200);
+    b[150] = { ...b[150], id: a[150].id };
+    const [ra, rb] = await Promise.allSettled([receivePush(pool, scope, push('st_ra', a)), receivePush(other, scope, push('st_rb', b))]);
+    const won = [ra, rb].filter((r) => r.status === 'fulfilled');
+    const lost = [ra, rb].filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(won.length).toBe(1);
+    expect(lost.length).toBe(1);
+    expect((lost[0].reason as ApiError).code).toBe('sync_record_conflict');
+    const held = (await pool.query('SELECT store_id, count(*) AS n FROM sync_received WHERE store_id IN ($1, $2) GROUP BY store_id', ['st_ra', 'st_rb'])).rows;
+    expect(held).toEqual([{ store_id: ra.status === 'fulfilled' ? 'st_ra' : 'st_rb', n: 200 }]);
+  });
+
+  test('day totals: per account, environment, day and currency; events and reconciliation reports are not counted', async () => {
+    const recs = [
+      ...records('st_t', 1, 2, { day: '2026-11-26' }),
+      ...records('st_t', 3, 3, { day: '2026-11-27', account: 'sbx_one', live: false }),
+      ...records('st_t', 4, 5, { day: '2026-11-27', kind: 'event' }),
+      ...records('st_t', 6, 6, { day: '2026-11-27', kind: 'reconciliation_report' }),
+    ].map((r, i) => ({ ...r, prev_seq: i }));
+    await receivePush(pool, scope, push('st_t', recs), { totals });
+    const t = (await pool.query("SELECT account_id, live_mode, day, currency, measure, count, sum FROM sync_day_totals WHERE store_id = 'st_t' ORDER BY day, account_id")).rows;
+    expect(t).toEqual([
+      { account_id: 'ac_one', live_mode: true, day: '2026-11-26', currency: 'eur', measure: 'records.cash_sale', count: 2, sum: 300 },
+      { account_id: 'sbx_one', live_mode: false, day: '2026-11-27', currency: 'eur', measure: 'records.cash_sale', count: 1, sum: 300 },
+    ]);
+  });
+
   test('a record resent with changed content is sync_record_conflict; nothing of that push is kept', async () => {
     await receivePush(pool, scope, push('st_c', records('st_c', 1, 10)));
     const changed = records('st_c', 5, 12);

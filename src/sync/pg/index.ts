@@ -9,3 +9,4 @@ export { receivePush, dayOf, type Receipt, type ReceiptScope } from './receipt.j
 export { FeedRelay, FeedWaiter, feedAfter, pollFeed, notifyPayloads, FEED_CHANNEL, type FeedScope } from './feed.js';
 export { coreFeedSource, type CoreFeedSource } from './core-feed.js';
 export { readReceived, markApplied, storesBehind, ProjectorLease, PROJECTOR_LOCK, type OutcomeOf, type ReceivedRecordRow } from './projector.js';
+export { publishAccounts, publishKeys, publishOrganizations, keyByHash, scopeOf, type SyncAccountRow } from './read-models.js';

@@ -4,7 +4,22 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type pg from 'pg';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
-import { createPool, markApplied, migrate, ProjectorLease, readReceived, receivePush, storesBehind, type ReceiptScope } from '../../../src/sync/pg/index.js';
+import {
+  createPool,
+  keyByHash,
+  markApplied,
+  migrate,
+  ProjectorLease,
+  publishAccounts,
+  publishKeys,
+  publishOrganizations,
+  readReceived,
+  receivePush,
+  scopeOf,
+  storesBehind,
+  type ReceiptScope,
+  type SyncAccountRow,
+} from '../../../src/sync/pg/index.js';
 import { recordHash } from '../../../src/sync/wire.js';
 import { push, records } from './records.js';
 
@@ -134,5 +149,62 @@ describe('one projector: the advisory-lock lease', () => {
       await standby.release();
       if (child.exitCode === null) child.kill('SIGKILL');
     }
+  });
+});
+
+describe('the read models the core publishes for the fronts', () => {
+  const account = (id: string, extra: Partial<SyncAccountRow> = {}): SyncAccountRow => ({
+    id,
+    organization_id: 'org_m',
+    live_mode: true,
+    name: id,
+    sandbox_of: null,
+    parent_account_id: null,
+    tax_id: null,
+    tax_name: null,
+    country: 'NL',
+    default_currency: 'eur',
+    event_format: 'unified',
+    created_at: '2026-11-01T00:00:00.000Z',
+    ...extra,
+  });
+
+  test('scopeOf: the key account, its sandbox, its connected children and theirs; publishing again changes nothing', async () => {
+    await publishOrganizations(pool, [{ id: 'org_m', name: 'Chain', created_at: '2026-11-01T00:00:00.000Z' }]);
+    const rows = [
+      account('ac_m'),
+      account('sbx_m', { live_mode: false, sandbox_of: 'ac_m' }),
+      account('ac_kid', { parent_account_id: 'ac_m', created_at: '2026-11-02T00:00:00.000Z' }),
+      account('sbx_kid', { live_mode: false, sandbox_of: 'ac_kid', created_at: '2026-11-02T00:00:00.000Z' }),
+      account('ac_stranger'),
+      account('ac_grandkid', { parent_account_id: 'ac_kid' }),
+    ];
+    await publishAccounts(pool, rows);
+    await publishAccounts(pool, rows);
+    expect((await scopeOf(pool, 'ac_m')).map((a) => a.id)).toEqual(['ac_m', 'sbx_m', 'ac_kid', 'sbx_kid']);
+    expect((await scopeOf(pool, 'ac_kid')).map((a) => a.id)).toEqual(['ac_kid', 'sbx_kid', 'ac_grandkid']);
+    expect(await scopeOf(pool, 'ac_none')).toEqual([]);
+    await publishAccounts(pool, [account('ac_m', { name: 'Renamed' })]);
+    expect((await scopeOf(pool, 'ac_m'))[0]).toMatchObject({ id: 'ac_m', name: 'Renamed', live_mode: true, organization_id: 'org_m' });
+  });
+
+  test('keys by hash for auth at the front; a revocation is published as the same row', async () => {
+    const key = {
+      id: 'key_1',
+      prefix: 'pk_live_ab',
+      hash: 'a'.repeat(64),
+      kind: 'account' as const,
+      environment: 'live' as const,
+      account_id: 'ac_m',
+      organization_id: 'org_m',
+      live_mode: 1,
+      created_at: '2026-11-01T00:00:00.000Z',
+      revoked_at: null,
+    };
+    await publishKeys(pool, [key]);
+    expect(await keyByHash(pool, key.hash)).toEqual(key);
+    await publishKeys(pool, [{ ...key, revoked_at: '2026-11-03T00:00:00.000Z' }]);
+    expect((await keyByHash(pool, key.hash))?.revoked_at).toBe('2026-11-03T00:00:00.000Z');
+    expect(await keyByHash(pool, 'b'.repeat(64))).toBeUndefined();
   });
 });

@@ -19,6 +19,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   flush: () => import('./flush.js'),
   // A store's small push at a central holding 200,000 records of its history, beside an empty central.
   central: () => import('./central.js'),
+  // Push receipt on PostgreSQL by 1 and 3 fronts beside the raw unnest insert (a throw-away cluster).
+  'central-pg': () => import('./central-pg.js'),
   // Last: 100,000 offline sales drained to a central takes about a minute.
   sync: () => import('./sync.js'),
 };

@@ -1,0 +1,12 @@
+/**
+ * The sync tables on PostgreSQL (issue 19 step 5; docs/central.md, "Sync tables on PostgreSQL"):
+ * schema and migration, the push receipt, the feed relay and long-poll doorbell, and the
+ * projector's source and lease. Nothing here touches the domain: that stays in the core's SQLite.
+ */
+export { migrate, SCHEMA, SYNC_TABLES } from './schema.js';
+export { createClient, createPool, inTransaction } from './pool.js';
+export { receivePush, dayOf, type Receipt, type ReceiptScope } from './receipt.js';
+export { FeedRelay, FeedWaiter, feedAfter, pollFeed, notifyPayloads, FEED_CHANNEL, type FeedScope } from './feed.js';
+export { coreFeedSource, type CoreFeedSource } from './core-feed.js';
+export { readReceived, markApplied, storesBehind, ProjectorLease, PROJECTOR_LOCK, type OutcomeOf, type ReceivedRecordRow } from './projector.js';
+export { publishAccounts, publishKeys, publishOrganizations, keyByHash, scopeOf, type SyncAccountRow } from './read-models.js';

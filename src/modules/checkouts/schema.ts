@@ -45,9 +45,10 @@ export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
 const DateTime = Type.String({ format: 'date-time' });
 const Url = Type.Union([Type.String({ minLength: 1, maxLength: 2000 }), Type.Null()]);
 
-/** `GET /checkouts` filters of the hosted reference; `user_id` is refused (posd has no user-to-checkout link). */
+/** `GET /checkouts` filters of the hosted reference; `user_id`: the checkouts of that user's customers. */
 export const CheckoutListQuery = Type.Object({
   ...PageQuery,
+  user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   status: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
   from_time: Type.Optional(Type.String()),
   until_time: Type.Optional(Type.String()),

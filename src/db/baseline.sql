@@ -658,12 +658,11 @@ CREATE TABLE webhook_endpoints (
   rate_limit INTEGER,
   max_in_flight INTEGER,
   -- First-in-first-out delivery (docs/webhooks.md): one delivery at a time, in creation order.
-  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1))
-) STRICT;
-CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode,
+  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1)),
   -- JSON object of strings (hosted section 13); '{}' when none.
   metadata TEXT NOT NULL DEFAULT '{}'
-);
+) STRICT;
+CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode);
 
 -- A bulk replay: its deliveries are the endpoint's rows with seq in [first_seq, last_seq].
 CREATE TABLE webhook_replays (

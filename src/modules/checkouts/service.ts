@@ -89,6 +89,17 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     ...l,
   }));
   const subtotal = items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0);
+  const metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+  // What the payments and coupons modules keep of it (hooks.ts `describe`).
+  const more = ctx.registry.checkout.describe(ctx, {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    status: r.status,
+    payment_intent_id: r.payment_intent_id,
+    customer_id: r.customer_id,
+    metadata,
+  });
   return {
     id: r.id,
     account_id: r.account_id,
@@ -97,14 +108,17 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     amount_in_cents: r.amount_in_cents,
     currency: r.currency,
     items,
-    metadata: JSON.parse(r.metadata),
+    metadata,
     url: checkoutUrl(ctx, r.id),
     checkout_url: checkoutSessionUrl(ctx, r.id),
     total_in_cents: r.amount_in_cents,
     subtotal_in_cents: subtotal,
-    // What the coupons took off (the hosted object also names the coupon; posd's coupons answer that
-    // under GET /coupons); null when nothing was.
-    discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents } : null,
+    // What the coupons took off and the coupon (as GET /coupons/{id}); null when nothing was.
+    discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents, coupon: more.coupon ?? null } : null,
+    payment: more.payment ?? null,
+    payment_method: more.payment_method ?? null,
+    // The hosted page's custom fields; posd's page asks the buyer nothing (docs/compatibility.md).
+    custom_fields: [],
     success_url: r.success_url ?? null,
     cancel_url: r.cancel_url ?? null,
     transfer_setups: JSON.parse(r.transfer_setups ?? '[]') as TransferSetup[],

@@ -97,13 +97,13 @@ function withdrawalViewOf(row: TransferRow, bank: Bank): WithdrawalView {
 }
 
 /** The payload of `withdrawal.create` / `withdrawal.update`: the withdrawal plus its unified transfer. */
-export function withdrawalEventPayload(row: TransferRow, bank: Bank, eventType: string, previousStatus: string | null) {
+export function withdrawalEventPayload(row: TransferRow, bank: Bank, eventType: string, previousStatus: string | null, names?: AccountNames) {
   return {
     event_type: eventType,
     api_version: TRANSFER_EVENTS_API_VERSION,
     ...withdrawalViewOf(row, bank),
     previous_status: previousStatus,
-    transfer: transferViewOf(row, [row.account_id], bank),
+    transfer: transferViewOf(row, [row.account_id], bank, names),
   };
 }
 

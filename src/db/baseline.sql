@@ -130,7 +130,10 @@ CREATE TABLE products (
   -- answered as given, read by the checkout page.
   page_settings TEXT NOT NULL DEFAULT '{}',
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- Hosted section 4: units left to sell; NULL: not counted. A paid checkout takes its quantity off
+  -- (never below 0); at 0 the product is sold out.
+  inventory_quantity INTEGER CHECK (inventory_quantity >= 0)
 ) STRICT;
 CREATE INDEX products_account ON products(account_id, live_mode, created_at);
 
@@ -147,7 +150,10 @@ CREATE TABLE prices (
   created_at TEXT NOT NULL,
   -- Spec 6.4: a recurring price may start with a free trial of this length.
   free_trial_interval TEXT CHECK (free_trial_interval IN ('day', 'week', 'month', 'year')),
-  free_trial_interval_count INTEGER
+  free_trial_interval_count INTEGER,
+  -- `prices_attributes: [{id, _destroy: true}]`: the price is no longer offered, but checkouts and
+  -- subscriptions that name it keep it.
+  deleted_at TEXT
 ) STRICT;
 CREATE INDEX prices_product ON prices(product_id, created_at);
 

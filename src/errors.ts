@@ -96,6 +96,8 @@ export const ERRORS = {
     status: 422,
     message: 'The store is offline and this charge could not be stored within the offline caps; take another payment method.',
   },
+  // Products
+  product_sold_out: { status: 422, message: 'A product of this checkout is sold out (its inventory_quantity is 0 or below the quantity asked).' },
   // Coupons
   coupon_not_applicable: { status: 422, message: 'A coupon code sent does not apply to this checkout.' },
   // Reports

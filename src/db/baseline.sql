@@ -130,7 +130,10 @@ CREATE TABLE products (
   -- answered as given, read by the checkout page.
   page_settings TEXT NOT NULL DEFAULT '{}',
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- Hosted section 4: units left to sell; NULL: not counted. A paid checkout takes its quantity off
+  -- (never below 0); at 0 the product is sold out.
+  inventory_quantity INTEGER CHECK (inventory_quantity >= 0)
 ) STRICT;
 CREATE INDEX products_account ON products(account_id, live_mode, created_at);
 
@@ -151,7 +154,10 @@ CREATE TABLE prices (
   -- Hosted price fields (issue 14): a subscription to this price ends by itself after this many
   -- paid periods; a cancel before this many paid periods is refused.
   periods_before_automatic_cancellation INTEGER CHECK (periods_before_automatic_cancellation > 0),
-  periods_before_allowed_to_cancel INTEGER CHECK (periods_before_allowed_to_cancel > 0)
+  periods_before_allowed_to_cancel INTEGER CHECK (periods_before_allowed_to_cancel > 0),
+  -- `prices_attributes: [{id, _destroy: true}]`: the price is no longer offered, but checkouts and
+  -- subscriptions that name it keep it.
+  deleted_at TEXT
 ) STRICT;
 CREATE INDEX prices_product ON prices(product_id, created_at);
 
@@ -662,7 +668,9 @@ CREATE TABLE webhook_endpoints (
   rate_limit INTEGER,
   max_in_flight INTEGER,
   -- First-in-first-out delivery (docs/webhooks.md): one delivery at a time, in creation order.
-  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1))
+  fifo INTEGER NOT NULL DEFAULT 0 CHECK (fifo IN (0, 1)),
+  -- JSON object of strings (hosted section 13); '{}' when none.
+  metadata TEXT NOT NULL DEFAULT '{}'
 ) STRICT;
 CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode);
 

@@ -29,14 +29,14 @@ describe('posd transfers held / review', () => {
 
     const released = await runPosd(['transfers', 'review', a.id, '--data', s.dataDir, '--account', sbx, '--outcome', 'succeeded']);
     expect(released.code, released.stderr).toBe(0);
-    expect(JSON.parse(released.stdout).status).toBe('succeeded');
+    expect(JSON.parse(released.stdout).status).toBe('completed');
     const cancelled = await runPosd(['transfers', 'review', b.id, '--data', s.dataDir, '--account', sbx, '--outcome', 'cancelled', '--reason', 'duplicate']);
     expect(JSON.parse(cancelled.stdout)).toMatchObject({ status: 'cancelled', failure_reason: 'duplicate' });
     const again = await runPosd(['transfers', 'review', b.id, '--data', s.dataDir, '--account', sbx, '--outcome', 'succeeded']);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/not in review/);
 
-    expect((await s.api('GET', `/transfers/${a.id}`)).body.status).toBe('succeeded');
+    expect((await s.api('GET', `/transfers/${a.id}`)).body.status).toBe('completed');
     expect((await s.api('GET', `/transfers/${b.id}`)).body.status).toBe('cancelled');
     const types = s.daemon.ctx.db.prepare('SELECT type FROM events WHERE object_id = ? ORDER BY seq').all(b.id).map((e) => (e as { type: string }).type);
     expect(types).toEqual(['transfer.pending', 'transfer.in_review', 'transfer.cancelled']);

@@ -54,7 +54,7 @@ const mark = () => ({ sender: senderR.received.length, recipient: recipientR.rec
 
 const TRANSFER_KEYS = [
   'event_type', 'api_version', 'id', 'object', 'kind', 'direction', 'status', 'amount_in_cents', 'currency', 'account_id', 'sender_id',
-  'recipient_id', 'bank_account', 'note', 'balance_transaction_id', 'return_balance_transaction_id', 'failure_reason', 'live_mode',
+  'recipient_id', 'sender', 'recipient', 'bank_account', 'note', 'balance_transaction_id', 'return_balance_transaction_id', 'failure_reason', 'live_mode',
   'created_at', 'updated_at',
 ].sort();
 
@@ -63,7 +63,7 @@ describe('transfers held for review', () => {
     const m = mark();
     const res = await s.api('POST', '/transfers', { body: { amount_in_cents: LIMIT, currency: 'GTQ', recipient_id: recipient.id } });
     expect(res.status).toBe(201);
-    expect(res.body.status).toBe('succeeded');
+    expect(res.body.status).toBe('completed');
     const got = await delivered(res.body.id, m);
     expect(got.sender.map((e) => e.event_type)).toEqual(['transfer.sent']);
     expect(got.recipient.map((e) => e.event_type)).toEqual(['transfer.received']);
@@ -99,16 +99,16 @@ describe('transfers held for review', () => {
     const m = mark();
     const res = await s.api('POST', `/test_helpers/transfers/${heldId}/review`, { body: { outcome: 'succeeded' } });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(res.body.status).toBe('succeeded');
+    expect(res.body.status).toBe('completed');
     expect(await available()).toBe(senderBefore);
     expect(await available(recipient.key)).toBe(recipientBefore + LIMIT + 1);
     const seen = await s.api('GET', `/transfers/${heldId}`, { key: recipient.key });
-    expect(seen.body).toMatchObject({ direction: 'incoming', status: 'succeeded' });
+    expect(seen.body).toMatchObject({ direction: 'incoming', status: 'completed' });
     const credit = await s.api('GET', `/balance_transactions/${seen.body.balance_transaction_id}`, { key: recipient.key });
     expect(credit.body).toMatchObject({ type: 'transfer', amount_in_cents: LIMIT + 1 });
 
     const got = await delivered(heldId, m);
-    expect(got.sender.map((e) => [e.event_type, e.status])).toEqual([['transfer.sent', 'succeeded']]);
+    expect(got.sender.map((e) => [e.event_type, e.status])).toEqual([['transfer.sent', 'completed']]);
     expect(got.recipient.map((e) => [e.event_type, e.direction])).toEqual([['transfer.received', 'incoming']]);
     const again = await s.api('POST', `/test_helpers/transfers/${heldId}/review`, { body: { outcome: 'cancelled' } });
     expect([again.status, again.body.code]).toEqual([422, 'transfer_not_in_review']);

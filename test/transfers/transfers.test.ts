@@ -58,7 +58,10 @@ describe('peer-to-peer transfers', () => {
       object: 'transfer',
       kind: 'peer',
       direction: 'outgoing',
-      status: 'succeeded',
+      // Hosted section 12: a peer transfer that reached its recipient is `completed`, with both sides as objects.
+      status: 'completed',
+      sender: { id: sbx, name: expect.any(String), type: 'account' },
+      recipient: { id: recipient.id, name: expect.any(String), type: 'account' },
       amount_in_cents: 2500,
       currency: 'GTQ',
       account_id: sbx,

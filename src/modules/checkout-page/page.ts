@@ -1,5 +1,6 @@
 import { esc } from '../../api/html.js';
 import type { Checkout } from '../checkouts/schema.js';
+import type { Product } from '../products/schema.js';
 
 /** Plain server-rendered HTML: no scripts, no CDN, one small stylesheet, readable on a phone. */
 export const CSS = `
@@ -93,6 +94,38 @@ export function checkoutPage(v: CheckoutPageView): string {
 ${v.notice ? `<p class="notice" role="alert">${esc(v.notice)}</p>` : ''}
 <p class="state ${state.cls}" id="state" data-status="${esc(v.expired && checkout.status === 'unpaid' ? 'expired' : checkout.status)}">${esc(state.text)}</p>
 ${live}${forms}${backLink}</section>`,
+  );
+}
+
+export interface StorefrontView {
+  product: Product;
+  merchant: string;
+  sandbox: boolean;
+  /** Why it cannot be bought now (sold out, archived, no price); null: the buy button shows. */
+  unavailable: string | null;
+  csrf: string;
+  notice?: string;
+}
+
+/**
+ * The public product page (`storefront_link`): the product, its price, and one button that opens a
+ * checkout of it and sends the buyer to that checkout's page. No buyer data is taken here.
+ */
+export function storefrontPage(v: StorefrontView): string {
+  const { product } = v;
+  const price = product.prices.find((p) => p.charge_type === 'one_time') ?? product.prices[0];
+  const every = price?.charge_type === 'recurring' ? ` every ${price.billing_interval_count && price.billing_interval_count > 1 ? `${price.billing_interval_count} ` : ''}${esc(price.billing_interval ?? '')}` : '';
+  const buy = v.unavailable
+    ? `<p class="state bad" id="state" data-status="unavailable">${esc(v.unavailable)}</p>`
+    : `<form method="post" action="/storefront/${esc(product.id)}"><input type="hidden" name="_csrf" value="${esc(v.csrf)}">` +
+      `<button type="submit" id="buy" class="primary">Buy</button></form>`;
+  return layout(
+    `${product.name} · ${v.merchant}`,
+    `${v.sandbox ? '<p class="sandbox" id="sandbox">Sandbox: test payments only, no money moves.</p>' : ''}
+<section class="card"><h1 id="product-name">${esc(product.name)}</h1><p class="muted">${esc(v.merchant)}</p>
+${product.description ? `<p>${esc(product.description)}</p>` : ''}
+${price ? `<table><tr class="total"><td>Price</td><td class="n" id="price">${money(price.amount_in_cents, price.currency)}${every}</td></tr></table>` : ''}</section>
+<section class="card">${v.notice ? `<p class="notice" role="alert">${esc(v.notice)}</p>` : ''}${buy}</section>`,
   );
 }
 

@@ -8,12 +8,15 @@ import { cookie, parseCookies, parseForms, sameToken, seeOther, sendHtml } from 
 import { groupCommit } from '../../db/group-commit.js';
 import { accountsOf, type Account } from '../../accounts/service.js';
 import { ApiError } from '../../errors.js';
-import { checkoutForPage, isExpired, type Checkout } from '../checkouts/service.js';
+import { checkoutForPage, createCheckout, isExpired, type Checkout } from '../checkouts/service.js';
+import { productForPage } from '../products/service.js';
 import { abandonInSandbox, holdInSandbox, payInSandbox, paymentIntentRow } from '../payments/service.js';
-import { CSS, checkoutPage, missingPage, stalePage, type PageAction } from './page.js';
+import { CSS, checkoutPage, missingPage, stalePage, storefrontPage, type PageAction } from './page.js';
 
 /** Double-submit token of the page's forms (docs/compatibility.md, "The checkout page"). */
 const FORM_COOKIE = 'posd_checkout';
+/** The same for the product page's buy form. */
+const STORE_COOKIE = 'posd_storefront';
 
 type Outcome = 'success' | 'cancel' | 'page';
 
@@ -173,6 +176,43 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       const found = load(req.params.id);
       if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
       return render(req, reply, found, 200);
+    });
+
+    // The public product page of `storefront_link` (hosted section 4): GET shows the product, the
+    // form opens a checkout of it (CSRF-checked like the checkout page's forms) and sends the buyer to
+    // its checkout page, sandbox or live as the product's account is.
+    const storefront = (req: FastifyRequest, reply: FastifyReply, id: string, status: number, notice?: string) => {
+      const product = productForPage(ctx, id);
+      const account = product && accountsOf(ctx).account(product.account_id);
+      if (!product || !account) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+      const unavailable =
+        product.status === 'sold_out' ? 'Sold out.' : product.status !== 'active' ? 'This product is no longer sold.' : product.prices.length === 0 ? 'This product has no price yet.' : null;
+      let csrf = parseCookies(req.headers.cookie)[STORE_COOKIE] ?? '';
+      if (!unavailable && !/^[\w-]{43}$/.test(csrf)) {
+        csrf = randomBytes(32).toString('base64url');
+        reply.header('set-cookie', cookie(ctx, STORE_COOKIE, csrf, 24 * 3600, `/storefront/${product.id}`));
+      }
+      return sendHtml(reply, status, storefrontPage({ product, merchant: account.name, sandbox: !account.live_mode, unavailable, csrf, notice }), { referrer: 'no-referrer' });
+    };
+
+    scope.get('/storefront/:id', { schema: { hide: true, params: Params } }, async (req, reply) => storefront(req, reply, req.params.id, 200));
+
+    scope.post('/storefront/:id', { schema: { hide: true, params: Params, body: FormBody } }, async (req, reply) => {
+      const product = productForPage(ctx, req.params.id);
+      const account = product && accountsOf(ctx).account(product.account_id);
+      if (!product || !account) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+      if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[STORE_COOKIE])) return seeOther(reply, `/storefront/${product.id}`);
+      let made: Checkout;
+      try {
+        made = await groupCommit(ctx.db, () =>
+          createCheckout(ctx, account, { items: [{ product_id: product.id }], success_url: product.success_url, cancel_url: product.cancel_url }),
+        );
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        return storefront(req, reply, product.id, err.status, err.message);
+      }
+      ctx.log.info({ product_id: product.id, checkout_id: made.id }, 'storefront checkout opened');
+      return seeOther(reply, `/checkout-session/${made.id}`);
     });
 
     // `url`, the name posd answered before `checkout_url`: the same page.

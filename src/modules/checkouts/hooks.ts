@@ -26,6 +26,25 @@ export interface CheckoutPaid {
   card: { network: string; last4: string } | null;
 }
 
+/** What other modules add to a checkout's answer (hosted section 3.2); each key null when it has none. */
+export interface CheckoutDescription {
+  payment: CheckoutPaymentView | null;
+  payment_method: CheckoutPaymentMethodView | null;
+  /** The coupon of `discount.coupon`. */
+  coupon: ({ id: string } & Record<string, unknown>) | null;
+}
+export interface CheckoutPaymentView {
+  id: string;
+  paymentable: { type: 'OneTimePayment' | 'Subscription'; id: string; tax_name: string | null; tax_id: string | null; address: string | null; phone_number: string | null };
+}
+export interface CheckoutPaymentMethodView {
+  id: string;
+  type: string;
+  card: { last4: string; network: string } | null;
+}
+/** The checkout as its own module knows it, given to `describe`. */
+export type DescribedCheckout = Pick<Checkout, 'id' | 'account_id' | 'live_mode' | 'status' | 'payment_intent_id' | 'customer_id' | 'metadata'>;
+
 /**
  * What other modules add to a checkout's life, declared in their index.ts (`checkout`) so that
  * checkouts and payments call them without importing them: coupons price it and count their
@@ -39,6 +58,11 @@ export interface CheckoutHooks {
   beforePay?(ctx: AppContext, checkoutId: string): void;
   /** Inside the payment's transaction, after its own events, for a paid checkout. */
   afterPay?(ctx: AppContext, account: Account, checkout: Checkout, paid: CheckoutPaid): void;
+  /**
+   * The parts of the checkout's answer this module keeps (payments: `payment`, `payment_method`;
+   * coupons: `discount.coupon`). Reads only: never builds a checkout (that would call it again).
+   */
+  describe?(ctx: AppContext, checkout: DescribedCheckout): Partial<CheckoutDescription>;
 }
 
 declare module '../../api/module.js' {
@@ -67,7 +91,10 @@ export function checkoutHooksOf(modules: ReadonlyArray<{ name: string; checkout?
   if (pricing.length > 1) throw new Error(`checkouts are priced by one module; ${pricing.map((d) => d.name).join(' and ')} both declare a price`);
   const before = declared.flatMap((d) => (d.hooks.beforePay ? [d.hooks.beforePay] : []));
   const after = declared.flatMap((d) => (d.hooks.afterPay ? [d.hooks.afterPay] : []));
+  const describers = declared.flatMap((d) => (d.hooks.describe ? [d.hooks.describe] : []));
   return {
+    describe: (ctx, checkout) =>
+      describers.reduce<Partial<CheckoutDescription>>((out, fn) => Object.assign(out, fn(ctx, checkout)), {}),
     price: pricing[0]?.hooks.price ?? listPrice,
     beforePay: (ctx, checkoutId) => before.forEach((fn) => fn(ctx, checkoutId)),
     afterPay: (ctx, account, checkout, paid) => after.forEach((fn) => fn(ctx, account, checkout, paid)),

@@ -10,6 +10,7 @@ import type { FastifyRequest } from 'fastify';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CheckoutListQuery, CheckoutSchema, CreateCheckoutBody, UpdateCheckoutBody } from './schema.js';
 import { createCheckout, getCheckoutIn, listCheckouts, updateCheckout } from './service.js';
+import { customerIdsOfUser } from '../customers/service.js';
 
 /**
  * The account a new checkout belongs to. `custom_account_id` names a direct connected child of the
@@ -53,6 +54,8 @@ export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
         status: q.status,
         from: q.from_time ? parseBound(q.from_time, 'from_time', false) : undefined,
         until: q.until_time ? parseBound(q.until_time, 'until_time', true) : undefined,
+        // The checkouts of the customers that user is (a customer's user: the account's user of its e-mail).
+        customerIds: q.user_id ? customerIdsOfUser(ctx, accountIds.map((id) => accountsOf(ctx).account(id)!).filter(Boolean), liveMode, q.user_id) : undefined,
       };
       const { rows, total } = listCheckouts(ctx, accountIds, liveMode, page.limit, page.offset, filter);
       setPageHeaders(req, reply, page, total);

@@ -46,9 +46,10 @@ export type CheckoutItemInput = Static<typeof CheckoutItemInput>;
 const DateTime = Type.String({ format: 'date-time' });
 const Url = Type.Union([Type.String({ minLength: 1, maxLength: 2000 }), Type.Null()]);
 
-/** `GET /checkouts` filters of the hosted reference; `user_id` is refused (posd has no user-to-checkout link). */
+/** `GET /checkouts` filters of the hosted reference; `user_id`: the checkouts of that user's customers. */
 export const CheckoutListQuery = Type.Object({
   ...PageQuery,
+  user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   status: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
   from_time: Type.Optional(Type.String()),
   until_time: Type.Optional(Type.String()),
@@ -118,6 +119,27 @@ export const CheckoutItemSchema = Type.Object({
 });
 export type CheckoutItem = Static<typeof CheckoutItemSchema>;
 
+const NS = Type.Union([Type.String(), Type.Null()]);
+/** Hosted section 3.2: the payment that paid the checkout and who it names; null when none yet. */
+const CheckoutPaymentSchema = Type.Object({
+  id: Type.String(),
+  paymentable: Type.Object({
+    type: Type.Union([Type.Literal('OneTimePayment'), Type.Literal('Subscription')]),
+    id: Type.String(),
+    tax_name: NS,
+    tax_id: NS,
+    address: NS,
+    phone_number: NS,
+  }),
+});
+const CheckoutPaymentMethodSchema = Type.Object({
+  id: Type.String(),
+  type: Type.String({ description: '`card` or `bank_transfer_receiver` as hosted; `balance`, `crypto`, `cash` for the methods posd adds.' }),
+  card: Type.Union([Type.Object({ last4: Type.String(), network: Type.String() }), Type.Null()]),
+});
+/** A checkout's custom field answer (hosted section 3.2); posd's page asks none, so the list is empty. */
+const CustomFieldAnswer = Type.Object({ field_id: Type.String(), key: Type.String(), type: Type.String(), value: Type.Unknown() });
+
 export const CheckoutSchema = Type.Object({
   id: Type.String(),
   account_id: Type.String(),
@@ -131,7 +153,17 @@ export const CheckoutSchema = Type.Object({
   checkout_url: Type.String(),
   total_in_cents: Type.Integer(),
   subtotal_in_cents: Type.Integer(),
-  discount: Type.Union([Type.Object({ amount_in_cents: Type.Integer() }), Type.Null()]),
+  discount: Type.Union([
+    Type.Object({
+      amount_in_cents: Type.Integer(),
+      // The coupon object as GET /coupons/{id} answers it (the first, when several applied).
+      coupon: Type.Union([Type.Object({ id: Type.String() }, { additionalProperties: true }), Type.Null()]),
+    }),
+    Type.Null(),
+  ]),
+  payment: Type.Union([CheckoutPaymentSchema, Type.Null()]),
+  payment_method: Type.Union([CheckoutPaymentMethodSchema, Type.Null()]),
+  custom_fields: Type.Array(CustomFieldAnswer),
   success_url: Type.Union([Type.String(), Type.Null()]),
   cancel_url: Type.Union([Type.String(), Type.Null()]),
   transfer_setups: Type.Array(TransferSetupSchema),

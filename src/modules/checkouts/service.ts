@@ -7,6 +7,7 @@ import { ApiError, invalid } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import { MAX_LINE_CENTS, assertAccountCurrency, assertMinimumCharge } from '../../money.js';
 import { createProduct, getPrice, getProduct } from '../products/service.js';
+import type { Product } from '../products/schema.js';
 import { findOrCreateCustomer, getCustomer } from '../customers/service.js';
 import { getUser } from '../users/service.js';
 import { checkoutsStore, type CheckoutFilter, type CheckoutRow } from './store.js';
@@ -89,6 +90,17 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     ...l,
   }));
   const subtotal = items.reduce((s, l) => s + l.amount_in_cents * l.quantity, 0);
+  const metadata = JSON.parse(r.metadata) as Record<string, unknown>;
+  // What the payments and coupons modules keep of it (hooks.ts `describe`).
+  const more = ctx.registry.checkout.describe(ctx, {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    status: r.status,
+    payment_intent_id: r.payment_intent_id,
+    customer_id: r.customer_id,
+    metadata,
+  });
   return {
     id: r.id,
     account_id: r.account_id,
@@ -97,14 +109,17 @@ function toCheckout(ctx: AppContext, r: CheckoutRow): Checkout {
     amount_in_cents: r.amount_in_cents,
     currency: r.currency,
     items,
-    metadata: JSON.parse(r.metadata),
+    metadata,
     url: checkoutUrl(ctx, r.id),
     checkout_url: checkoutSessionUrl(ctx, r.id),
     total_in_cents: r.amount_in_cents,
     subtotal_in_cents: subtotal,
-    // What the coupons took off (the hosted object also names the coupon; posd's coupons answer that
-    // under GET /coupons); null when nothing was.
-    discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents } : null,
+    // What the coupons took off and the coupon (as GET /coupons/{id}); null when nothing was.
+    discount: subtotal > r.amount_in_cents ? { amount_in_cents: subtotal - r.amount_in_cents, coupon: more.coupon ?? null } : null,
+    payment: more.payment ?? null,
+    payment_method: more.payment_method ?? null,
+    // The hosted page's custom fields; posd's page asks the buyer nothing (docs/compatibility.md).
+    custom_fields: [],
     success_url: r.success_url ?? null,
     cancel_url: r.cancel_url ?? null,
     transfer_setups: JSON.parse(r.transfer_setups ?? '[]') as TransferSetup[],
@@ -183,9 +198,17 @@ function resolveItems(
       const product = found?.product ?? (item.product_id ? getProduct(ctx, account, item.product_id) : undefined);
       const price = found?.price ?? product?.prices.find((p) => p.charge_type === 'one_time') ?? product?.prices[0];
       if (item.price_id && !found) return add(`items.${i}.price_id`, 'does not exist');
+      if (found?.deleted) return add(`items.${i}.price_id`, 'was deleted from its product');
       if (!product) return add(`items.${i}.product_id`, 'does not exist');
-      if (product.status !== 'active') return add(`items.${i}.product_id`, 'is archived');
+      if (product.status === 'archived') return add(`items.${i}.product_id`, 'is archived');
       if (!price) return add(`items.${i}.product_id`, 'has no price');
+      // Hosted section 4: at 0 units the product is disabled; a clear 422, not a 400 (the body is right).
+      if (product.inventory_quantity !== null && product.inventory_quantity < quantity) {
+        throw new ApiError('product_sold_out', {
+          message: `Product ${product.id} has ${product.inventory_quantity} units left; items.${i} asks for ${quantity}.`,
+          errors: { [`items.${i}.product_id`]: [product.inventory_quantity === 0 ? 'is sold out' : `has only ${product.inventory_quantity} units left`] },
+        });
+      }
       // A recurring price with a free trial is not charged now: its subscription's first charge
       // comes when the trial ends (hosted section 3.1; docs/subscriptions.md).
       const trial = price.charge_type === 'recurring' && price.free_trial_interval !== null;
@@ -200,6 +223,7 @@ function resolveItems(
         product_id: product.id,
         price_id: price.id,
         ...payWith,
+        ...productPayWith(product, item, price.currency),
       });
       return;
     }
@@ -242,6 +266,22 @@ function resolveItems(
   // Only free trials may bring a checkout to 0: paying it keeps the card for the trial's end.
   if (!(withTrial && total === 0)) assertMinimumCharge(total, cur);
   return { items: lines, currency: cur, total, recurring };
+}
+
+/**
+ * A product's payment settings (hosted section 4) on its line, where the line names none: the methods
+ * its `custom_payment_method_settings` allow, its installments and dynamic pricing. The checkout page
+ * offers only the methods every line allows.
+ */
+function productPayWith(product: Product, item: CheckoutItemInput, currency: string): Partial<CheckoutItem> {
+  const out: Partial<CheckoutItem> = {};
+  if (item.payment_method_types === undefined && product.custom_payment_method_settings) {
+    out.payment_method_types = [...(product.card_payments_enabled ? (['card'] as const) : []), ...(product.bank_transfer_payments_enabled ? (['bank_transfer'] as const) : [])];
+  }
+  // Installments exist only in GTQ (as hosted): a USD price of the product has none.
+  if (item.available_installments === undefined && product.available_installments.length && currency === 'GTQ') out.available_installments = product.available_installments;
+  if (item.has_dynamic_pricing === undefined && product.has_dynamic_pricing) out.has_dynamic_pricing = true;
+  return out;
 }
 
 /** A line's page fields (hosted section 3.1), kept only when given so lines stay small. */

@@ -27,6 +27,8 @@ export interface CheckoutFilter {
   /** ISO times, inclusive. */
   from?: string;
   until?: string;
+  /** Only checkouts of these customers (`?user_id=`). */
+  customerIds?: string[];
 }
 
 /** All SQL of checkouts. */
@@ -52,11 +54,13 @@ export class CheckoutsStore {
       list: db.prepare(
         `SELECT * FROM checkouts WHERE account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @mode
            AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)
+           AND (@customers IS NULL OR customer_id IN (SELECT value FROM json_each(@customers)))
          ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
       ),
       count: db.prepare(
         `SELECT count(*) AS n FROM checkouts WHERE account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @mode
-           AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)`,
+           AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)
+           AND (@customers IS NULL OR customer_id IN (SELECT value FROM json_each(@customers)))`,
       ),
     };
   }
@@ -74,7 +78,8 @@ export class CheckoutsStore {
     return this.stmts.byId.get(id) as CheckoutRow | undefined;
   }
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number, filter: CheckoutFilter = {}): { rows: CheckoutRow[]; total: number } {
-    const where = { ids: JSON.stringify(accountIds), mode: liveMode ? 1 : 0, status: filter.status ?? null, from: filter.from ?? null, until: filter.until ?? null };
+    const where = { ids: JSON.stringify(accountIds), mode: liveMode ? 1 : 0, status: filter.status ?? null, from: filter.from ?? null, until: filter.until ?? null,
+      customers: filter.customerIds ? JSON.stringify(filter.customerIds) : null };
     return { rows: this.stmts.list.all({ ...where, limit, offset }) as CheckoutRow[], total: (this.stmts.count.get(where) as { n: number }).n };
   }
 }

@@ -2,7 +2,9 @@ import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/database.js';
 import type { Account } from '../../accounts/service.js';
 import { applyCoupons, redeemCoupons, type AppliedCoupon, type CouponResult } from './apply.js';
-import { codeKey } from './service.js';
+import { codeKey, couponView } from './service.js';
+import { couponsStore } from './store.js';
+import { isoTime } from '../../clock.js';
 import type { CheckoutHooks } from '../checkouts/schema.js';
 import { perDb } from '../../db/per-db.js';
 
@@ -96,5 +98,11 @@ export const couponCheckoutHooks: CheckoutHooks = {
   },
   afterPay(ctx, account, checkout) {
     redeemCheckoutCoupons(ctx, account, checkout.id, checkout.customer_id);
+  },
+  // `discount.coupon` (hosted section 3.2): the coupon that took the most off, as GET /coupons/{id}.
+  describe(ctx, checkout) {
+    const applied = checkoutCoupons(ctx, checkout.id).sort((a, b) => b.amount_off_in_cents - a.amount_off_in_cents)[0];
+    const row = applied ? couponsStore(ctx.db).get(applied.coupon_id, isoTime(ctx.clock.now())) : undefined;
+    return row ? { coupon: couponView(row) } : {};
   },
 };

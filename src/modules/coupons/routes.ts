@@ -6,6 +6,7 @@ import { PageQuery, pageOf, setPageHeaders } from '../../api/pagination.js';
 import { CouponSchema, CouponStatus, CreateCouponBody, UpdateCouponBody } from './schema.js';
 import { CouponsService } from './service.js';
 import { IdParams, errorBodies } from '../../api/schemas.js';
+import { sendCommitted } from '../../api/idempotency.js';
 
 const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
@@ -49,4 +50,11 @@ export function couponRoutes(app: ApiApp, ctx: AppContext): void {
       handler: async (req) => coupons.update(requireAccount(req), req.params.id, req.body),
     });
   }
+
+  // The route the hosted clients call (issue 14; the hosted reference documents no body for it). The
+  // coupon is archived, not erased: checkouts that applied it and its redemptions keep naming it, and
+  // its code is free again. Answers the coupon with `status: archived`; archiving twice is the same.
+  app.delete('/coupons/:id', { schema: { tags, params: IdParams, response: { 200: CouponSchema, ...errors } } }, async (req, reply) =>
+    sendCommitted(ctx.db, req, reply, 200, () => coupons.update(requireAccount(req), req.params.id, { status: 'archived' })),
+  );
 }

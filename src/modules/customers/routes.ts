@@ -7,7 +7,9 @@ import { sendCommitted } from '../../api/idempotency.js';
 import { accountsOf } from '../../accounts/service.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CustomerBody, CustomerList, CustomerSchema } from './schema.js';
-import { customerView, findOrCreateCustomerRow, listCustomers, requireCustomer, updateCustomer } from './service.js';
+import { customerView, findOrCreateCustomerRow, listCustomers, requireCustomer, updateCustomer, userFilter } from './service.js';
+
+const CustomerListQuery = Type.Object({ ...PageQuery, user_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) });
 
 export function customerRoutes(app: ApiApp, ctx: AppContext): void {
   const accounts = accountsOf(ctx);
@@ -31,11 +33,13 @@ export function customerRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/customers',
-    { schema: { tags: ['customers'], querystring: Type.Object(PageQuery), response: { 200: CustomerList, ...ErrorResponses } } },
+    { schema: { tags: ['customers'], querystring: CustomerListQuery, response: { 200: CustomerList, ...ErrorResponses } } },
     async (req, reply) => {
       const page = pageOf(req.query);
       const scoped = req.auth.accountIds.map((id) => accounts.account(id)!).filter(Boolean);
-      const { rows, total } = listCustomers(ctx, scoped, req.auth.liveMode, page.limit, page.offset);
+      // Hosted section 5: "alternative lookup by query user_id": the customers that user is.
+      const ofUser = req.query.user_id ? userFilter(ctx, req.auth.accountIds, req.auth.liveMode, req.query.user_id) : undefined;
+      const { rows, total } = listCustomers(ctx, scoped, req.auth.liveMode, page.limit, page.offset, ofUser);
       setPageHeaders(req, reply, page, total);
       return { customers: rows.map((c) => customerView(ctx, c)) };
     },

@@ -4,7 +4,7 @@ import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
 import { ApiError, invalid } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
-import { userIdByEmail } from '../users/service.js';
+import { getUser, userIdByEmail } from '../users/service.js';
 import { customersStore, type CustomerDetails, type CustomerRow } from './store.js';
 
 export interface Customer {
@@ -203,10 +203,27 @@ export function listCustomers(
   liveMode: boolean,
   limit: number,
   offset: number,
+  ofUser?: { accountId: string; email: string },
 ): { rows: Customer[]; total: number } {
   const merchants = [...new Set(accounts.map(merchantOf))];
-  const { rows, total } = customersStore(ctx.db).list(merchants, liveMode, limit, offset);
+  const { rows, total } = customersStore(ctx.db).list(merchants, liveMode, limit, offset, ofUser);
   return { rows: rows.map(toCustomer), total };
+}
+
+/**
+ * The customers a user (`us_`) is, as `customerView` names its `user_id`: those of the user's account
+ * with the user's e-mail. An unknown user is none (the list filter then matches nothing).
+ */
+export function userFilter(ctx: AppContext, accountIds: string[], liveMode: boolean, userId: string): { accountId: string; email: string } {
+  const user = getUser(ctx, accountIds, liveMode, userId);
+  return user ? { accountId: user.account_id, email: user.email } : { accountId: '', email: '' };
+}
+
+/** The ids of a user's customers (`GET /checkouts?user_id=`). */
+export function customerIdsOfUser(ctx: AppContext, accounts: Account[], liveMode: boolean, userId: string): string[] {
+  const of = userFilter(ctx, accounts.map((a) => a.id), liveMode, userId);
+  if (!of.accountId) return [];
+  return listCustomers(ctx, accounts, liveMode, 100, 0, of).rows.map((c) => c.id);
 }
 
 /** Any customer by id, unscoped: for documents built from records that already passed scoping. */

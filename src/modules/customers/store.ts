@@ -26,6 +26,9 @@ export type CustomerDetails = Pick<CustomerRow, 'full_name' | 'phone' | 'tax_id'
  */
 const SCOPE = `(CASE WHEN @live = 1 THEN live_mode = 1 OR account_id = merchant_id ELSE live_mode = 0 END)`;
 
+/** `?user_id=`: the customers of one account with the user's e-mail (NULLs: no filter). */
+const OF_USER = `AND (@of_account IS NULL OR account_id = @of_account) AND (@of_email IS NULL OR email = @of_email)`;
+
 /** All SQL of customers. */
 export class CustomersStore {
   private readonly stmts;
@@ -55,10 +58,10 @@ export class CustomersStore {
       ),
       claim: db.prepare('UPDATE customers SET account_id = ? WHERE id = ? AND live_mode = 0'),
       list: db.prepare(
-        `SELECT * FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE}
+        `SELECT * FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE} ${OF_USER}
          ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
       ),
-      count: db.prepare(`SELECT count(*) AS n FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE}`),
+      count: db.prepare(`SELECT count(*) AS n FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE} ${OF_USER}`),
     };
   }
 
@@ -85,8 +88,14 @@ export class CustomersStore {
   claim(id: string, accountId: string): void {
     this.stmts.claim.run(accountId, id);
   }
-  list(merchantIds: string[], liveMode: boolean, limit: number, offset: number): { rows: CustomerRow[]; total: number } {
-    const p = { merchants: JSON.stringify(merchantIds), live: liveMode ? 1 : 0 };
+  list(
+    merchantIds: string[],
+    liveMode: boolean,
+    limit: number,
+    offset: number,
+    ofUser?: { accountId: string; email: string },
+  ): { rows: CustomerRow[]; total: number } {
+    const p = { merchants: JSON.stringify(merchantIds), live: liveMode ? 1 : 0, of_account: ofUser?.accountId ?? null, of_email: ofUser?.email ?? null };
     return {
       rows: this.stmts.list.all({ ...p, limit, offset }) as CustomerRow[],
       total: (this.stmts.count.get(p) as { n: number }).n,

@@ -6,9 +6,19 @@ const Interval = Type.Union(['day', 'week', 'month', 'year'].map((i) => Type.Lit
 const Metadata = Type.Record(Type.String(), Type.Unknown());
 const NullableString = (max: number) => Type.Union([Type.String({ maxLength: max }), Type.Null()]);
 
+/** `amount_as_decimal` (an older hosted form, "123.12"): the same amount in units with at most two decimals. */
+const Decimal = Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,2})?$', maxLength: 12 });
+
+/**
+ * A price to add, or (with `id`) one to change or, with `_destroy`, to stop offering (hosted section 4,
+ * "prices_attributes"). `amount_in_cents` or `amount_as_decimal` names the amount.
+ */
 export const PriceInput = Type.Object({
-  amount_in_cents: AmountSchema,
-  currency: CurrencySchema,
+  id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  _destroy: Type.Optional(Type.Boolean()),
+  amount_in_cents: Type.Optional(AmountSchema),
+  amount_as_decimal: Type.Optional(Decimal),
+  currency: Type.Optional(CurrencySchema),
   charge_type: Type.Optional(Type.Union([Type.Literal('one_time'), Type.Literal('recurring')], { default: 'one_time' })),
   billing_interval: Type.Optional(Interval),
   billing_interval_count: Type.Optional(Type.Integer({ minimum: 1, maximum: 365 })),
@@ -39,6 +49,33 @@ export const PageSettings = {
   billing_info_requirement: Type.Optional(Requirement),
   adjustable_quantity: Type.Optional(Type.Boolean()),
 };
+/** Months of installments a card may pay in (`[]`: none); GTQ only, as hosted. */
+const Installments = Type.Array(Type.Integer({ minimum: 2, maximum: 48 }), { maxItems: 12, uniqueItems: true });
+
+/**
+ * How the product may be paid (hosted section 4): with `custom_payment_method_settings`, card and
+ * bank transfer are each on or off; `available_installments` are the card's installment plans;
+ * `has_dynamic_pricing` the hosted per-method surcharge (posd charges every method alike). Stored
+ * with the page settings and carried onto each checkout line of the product, where the checkout page
+ * honours them.
+ */
+export const PaymentSettings = {
+  has_dynamic_pricing: Type.Optional(Type.Boolean()),
+  custom_payment_method_settings: Type.Optional(Type.Boolean()),
+  card_payments_enabled: Type.Optional(Type.Boolean()),
+  bank_transfer_payments_enabled: Type.Optional(Type.Boolean()),
+  available_installments: Type.Optional(Installments),
+};
+export const PAYMENT_SETTING_DEFAULTS = {
+  has_dynamic_pricing: false,
+  custom_payment_method_settings: false,
+  card_payments_enabled: true,
+  bank_transfer_payments_enabled: true,
+  available_installments: [] as number[],
+};
+/** Units to sell; null: not counted. */
+const Inventory = Type.Union([Type.Integer({ minimum: 0, maximum: 1_000_000_000 }), Type.Null()]);
+
 export const PAGE_SETTING_DEFAULTS = {
   success_url: null,
   cancel_url: null,
@@ -57,6 +94,8 @@ export const CreateProductBody = Type.Object({
   tax_category: Type.Optional(TaxCategory),
   metadata: Type.Optional(Metadata),
   ...PageSettings,
+  ...PaymentSettings,
+  inventory_quantity: Type.Optional(Inventory),
   prices_attributes: Type.Array(PriceInput, { minItems: 1, maxItems: 20 }),
 });
 export type CreateProductBody = Static<typeof CreateProductBody>;
@@ -68,7 +107,9 @@ export const UpdateProductBody = Type.Object({
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
   metadata: Type.Optional(Metadata),
   ...PageSettings,
-  /** New prices are added; a product's existing prices never change (checkouts refer to them). */
+  ...PaymentSettings,
+  inventory_quantity: Type.Optional(Inventory),
+  /** New prices are added; one with `id` changes (checkouts keep what they were made with) or, with `_destroy`, stops being offered. */
   prices_attributes: Type.Optional(Type.Array(PriceInput, { maxItems: 20 })),
 });
 export type UpdateProductBody = Static<typeof UpdateProductBody>;
@@ -95,7 +136,7 @@ export const ProductSchema = Type.Object({
   name: Type.String(),
   description: Type.Union([Type.String(), Type.Null()]),
   tax_category: TaxCategory,
-  status: Type.String(),
+  status: Type.String({ description: '`active`, `archived`, or `sold_out` (an active product whose inventory_quantity is 0).' }),
   metadata: Metadata,
   success_url: Type.Union([Type.String(), Type.Null()]),
   cancel_url: Type.Union([Type.String(), Type.Null()]),
@@ -105,6 +146,15 @@ export const ProductSchema = Type.Object({
   address_requirement: Requirement,
   billing_info_requirement: Requirement,
   adjustable_quantity: Type.Boolean(),
+  has_dynamic_pricing: Type.Boolean(),
+  custom_payment_method_settings: Type.Boolean(),
+  card_payments_enabled: Type.Boolean(),
+  bank_transfer_payments_enabled: Type.Boolean(),
+  available_installments: Installments,
+  inventory_quantity: Type.Union([Type.Integer(), Type.Null()]),
+  /** The public product page (checkout-page module): it opens a checkout of the product. */
+  storefront_link: Type.String(),
+  custom_fields: Type.Array(Type.Object({ id: Type.String(), key: Type.String(), type: Type.String() }, { additionalProperties: true })),
   prices: Type.Array(PriceSchema),
   created_at: Type.String(),
   updated_at: Type.String(),

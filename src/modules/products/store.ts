@@ -12,6 +12,8 @@ export interface ProductRow {
   metadata: string;
   /** JSON of the hosted checkout-page settings; a store that learns a product by feed keeps '{}'. */
   page_settings?: string;
+  /** Units left to sell (hosted `inventory_quantity`); null: not counted. */
+  inventory_quantity?: number | null;
   created_at: string;
   updated_at: string;
 }
@@ -34,6 +36,8 @@ export interface PriceRow {
   /** Hosted price fields: a requested cancel is refused before this many paid periods. */
   periods_before_allowed_to_cancel?: number | null;
   created_at: string;
+  /** Set by `_destroy`: no longer offered; what names it keeps it. */
+  deleted_at?: string | null;
 }
 
 /** All SQL of products and prices. */
@@ -43,13 +47,19 @@ export class ProductsStore {
   constructor(db: Db) {
     this.stmts = {
       insertProduct: db.prepare(
-        `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, page_settings, created_at, updated_at)
-         VALUES (@id, @account_id, @live_mode, @name, @description, @tax_category, @status, @metadata, @page_settings, @created_at, @updated_at)`,
+        `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, page_settings, inventory_quantity, created_at, updated_at)
+         VALUES (@id, @account_id, @live_mode, @name, @description, @tax_category, @status, @metadata, @page_settings, @inventory_quantity, @created_at, @updated_at)`,
       ),
       updateProduct: db.prepare(
         `UPDATE products SET name = @name, description = @description, tax_category = @tax_category, status = @status,
-           metadata = @metadata, page_settings = @page_settings, updated_at = @updated_at WHERE id = @id`,
+           metadata = @metadata, page_settings = @page_settings, inventory_quantity = @inventory_quantity, updated_at = @updated_at WHERE id = @id`,
       ),
+      // A paid checkout's units: never below 0 (a checkout opened before the last unit sold still sells).
+      takeInventory: db.prepare(
+        'UPDATE products SET inventory_quantity = max(inventory_quantity - ?, 0), updated_at = ? WHERE id = ? AND inventory_quantity IS NOT NULL',
+      ),
+      changePrice: db.prepare('UPDATE prices SET amount_in_cents = @amount_in_cents, currency = @currency WHERE id = @id'),
+      deletePrice: db.prepare('UPDATE prices SET deleted_at = @at WHERE id = @id AND deleted_at IS NULL'),
       insertPrice: db.prepare(
         `INSERT INTO prices (id, account_id, live_mode, product_id, amount_in_cents, currency, charge_type, billing_interval, billing_interval_count, free_trial_interval, free_trial_interval_count,
            periods_before_automatic_cancellation, periods_before_allowed_to_cancel, created_at)
@@ -76,10 +86,19 @@ export class ProductsStore {
   }
 
   insertProduct(row: ProductRow): void {
-    this.stmts.insertProduct.run({ ...row, page_settings: row.page_settings ?? '{}' });
+    this.stmts.insertProduct.run({ ...row, page_settings: row.page_settings ?? '{}', inventory_quantity: row.inventory_quantity ?? null });
   }
   updateProduct(row: ProductRow): void {
-    this.stmts.updateProduct.run({ ...row, page_settings: row.page_settings ?? '{}' });
+    this.stmts.updateProduct.run({ ...row, page_settings: row.page_settings ?? '{}', inventory_quantity: row.inventory_quantity ?? null });
+  }
+  takeInventory(productId: string, units: number, at: string): void {
+    this.stmts.takeInventory.run(units, at, productId);
+  }
+  changePrice(id: string, amountInCents: number, currency: string): void {
+    this.stmts.changePrice.run({ id, amount_in_cents: amountInCents, currency });
+  }
+  deletePrice(id: string, at: string): void {
+    this.stmts.deletePrice.run({ id, at });
   }
   insertPrice(row: PriceRow): void {
     // A price fed by an older central lacks the period fields.

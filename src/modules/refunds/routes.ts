@@ -22,6 +22,11 @@ const RefundSchema = Type.Object({
   reason: NS,
   balance_transaction_id: NS,
   created_at: Type.String(),
+  // Hosted section 8.
+  customer: Type.Union([Type.Object({ id: Type.String(), email: NS, full_name: NS }), Type.Null()]),
+  user_id: NS,
+  account_refunded_amount_in_cents: Type.Integer({ description: 'What left the account: the charge less the fee given back.' }),
+  customer_refunded_amount_in_cents: Type.Integer({ description: 'What the buyer gets back: the whole charge.' }),
 });
 
 const RefundBody = Type.Object({

@@ -9,9 +9,20 @@ import { postBalanceTransaction } from '../ledger/service.js';
 import { balancePaymentOf, paymentIntentRow } from '../payments/service.js';
 import { disputeOfPayment } from '../disputes/service.js';
 import { refundsStore, type RefundRow } from './store.js';
-import { refundEventPayload, toRefund, type Refund } from './views.js';
+import { refundEventPayload, refundViewOf, toRefund, type RefundView } from './views.js';
+import { customerById, customerView } from '../customers/service.js';
 
-export type { Refund } from './views.js';
+export type { Refund, RefundView } from './views.js';
+
+/** The hosted answer of a refund: its row with the paying customer (and that customer's user). */
+function refundView(ctx: AppContext, row: RefundRow, customerId: string | null): RefundView {
+  const c = customerId ? customerById(ctx, customerId) : undefined;
+  const view = c ? customerView(ctx, c) : undefined;
+  return refundViewOf(row, {
+    customer: view ? { id: view.id, email: view.email, full_name: view.full_name } : null,
+    user_id: view?.user_id ?? null,
+  });
+}
 
 
 /**
@@ -22,7 +33,7 @@ export type { Refund } from './views.js';
  * on payment_intent_id is the last guard against two concurrent ones. A balance payment's amount
  * goes back to the payer's balance (a positive ledger `refund` row of the payer's, no fee).
  */
-export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string } = {}): Refund {
+export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string } = {}): RefundView {
   return tx(ctx.db, () => {
     const pa = paymentIntentRow(ctx, [account.id], account.live_mode, paymentIntentId);
     if (!pa) throw notFound('payment intent', paymentIntentId);
@@ -85,15 +96,17 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
     };
     store.insert(row);
     const refund = toRefund(row);
+    const view = refundView(ctx, row, pa.customer_id);
     const scope = { accountId: account.id, liveMode: account.live_mode };
-    ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: refundEventPayload(refund) });
+    ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: refundEventPayload(view) });
     const payerRow = credit ? { ...credit, account_id: payer!.payer_account_id } : null;
     appendSyncRecord(ctx.db, { kind: 'refund', ...scope, createdAt: row.created_at, payload: { refund, balance_transaction: txn ?? null, payer_balance_transaction: payerRow } });
-    return refund;
+    return view;
   });
 }
 
-export function getRefund(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): Refund | undefined {
+export function getRefund(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): RefundView | undefined {
   const row = refundsStore(ctx.db).byId(id);
-  return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? toRefund(row) : undefined;
+  if (!row || !accountIds.includes(row.account_id) || (row.live_mode === 1) !== liveMode) return undefined;
+  return refundView(ctx, row, paymentIntentRow(ctx, [row.account_id], row.live_mode === 1, row.payment_intent_id)?.customer_id ?? null);
 }

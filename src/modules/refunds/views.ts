@@ -18,6 +18,33 @@ export interface Refund {
   created_at: string;
 }
 
+/** Who got the money back (hosted section 8), and the two sides of the refund. */
+export interface RefundParties {
+  customer: { id: string; email: string | null; full_name: string | null } | null;
+  user_id: string | null;
+}
+
+/**
+ * The refund as the API and `refund.create` answer it: posd's fields and the hosted ones (section 8):
+ * `customer`, `user_id`, `customer_refunded_amount_in_cents` (what the buyer gets back: the whole
+ * charge) and `account_refunded_amount_in_cents` (what left the account: the charge less the fee
+ * given back). Sync carries the row's fields only (toRefund).
+ */
+export type RefundView = Refund &
+  RefundParties & {
+    account_refunded_amount_in_cents: number;
+    customer_refunded_amount_in_cents: number;
+  };
+
+export function refundViewOf(r: RefundRow, parties: RefundParties): RefundView {
+  return {
+    ...toRefund(r),
+    ...parties,
+    account_refunded_amount_in_cents: r.amount_in_cents - r.fee_returned_in_cents,
+    customer_refunded_amount_in_cents: r.amount_in_cents,
+  };
+}
+
 export function toRefund(r: RefundRow): Refund {
   return {
     id: r.id,
@@ -39,7 +66,7 @@ export function toRefund(r: RefundRow): Refund {
  * `refund.create`: the refund as the API shows it. refund.* has no unified replacement (spec 6.3):
  * every account gets this one shape, with the date of the events the change left alone.
  */
-export function refundEventPayload(refund: Refund) {
+export function refundEventPayload(refund: RefundView) {
   return { ...refund, event_type: 'refund.create', api_version: LEGACY_API_VERSION };
 }
 
@@ -47,7 +74,7 @@ export function refundEventPayload(refund: Refund) {
 export const refundEventExamples: Record<string, EventExample> = {
   'refund.create': (i) =>
     refundEventPayload(
-      toRefund({
+      refundViewOf({
         id: newId('re'),
         account_id: i.accountId,
         live_mode: i.liveMode ? 1 : 0,
@@ -60,6 +87,6 @@ export const refundEventExamples: Record<string, EventExample> = {
         reason: 'requested_by_customer',
         balance_transaction_id: newId('txn'),
         created_at: i.createdAt,
-      }),
+      }, { customer: { id: newId('cus'), email: 'ana@example.com', full_name: 'Ana López' }, user_id: null }),
     ),
 };

@@ -47,8 +47,11 @@ export function createSubscriptionsForCheckout(
       customer_id: checkout.customer_id,
       product_id: product.id,
       price_id: price.id,
-      amount_in_cents: price.amount_in_cents * item.quantity,
-      currency: price.currency,
+      // What the checkout charged per unit (its line copied the price when it was made), so a price
+      // changed before the payment never bills the subscription at another amount than the checkout;
+      // a trial line charged 0 bills the price's amount once the trial ends.
+      amount_in_cents: (trialEnd ? price.amount_in_cents : item.amount_in_cents) * item.quantity,
+      currency: trialEnd ? price.currency : item.currency,
       billing_interval: interval,
       billing_interval_count: count,
       status: initialState(subscriptionMachine),

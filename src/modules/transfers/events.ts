@@ -38,10 +38,10 @@ const peer =
   (type: string, status: TransferRow['status']): EventExample =>
   (i) => {
     const row = exampleRow(i, 'peer', status);
-    if (type !== 'transfer.received') return transferEventPayload(row, type, row.account_id);
+    if (type !== 'transfer.received') return transferEventPayload(row, type, row.account_id, () => 'Tienda Ejemplo, S.A.');
     // The recipient's side: the endpoint's account received it from another.
     const received = { ...row, account_id: newId('ac'), recipient_account_id: i.accountId };
-    return transferEventPayload(received, type, i.accountId);
+    return transferEventPayload(received, type, i.accountId, () => 'Tienda Ejemplo, S.A.');
   };
 
 const withdrawal =
@@ -63,7 +63,7 @@ const withdrawal =
       created_at: i.createdAt,
       archived_at: null,
     };
-    return withdrawalEventPayload(row, bank, type, previous);
+    return withdrawalEventPayload(row, bank, type, previous, () => 'Tienda Ejemplo, S.A.');
   };
 
 export const transferEventExamples: Record<string, EventExample> = {

@@ -12,7 +12,13 @@ const Amount = Type.Integer({ minimum: 1, maximum: MAX_AMOUNT_IN_CENTS });
 const Currency = Type.Union([Type.Literal('GTQ'), Type.Literal('USD')]);
 
 export const TRANSFER_STATUSES = ['succeeded', 'in_review', 'cancelled', 'pending', 'in_transit', 'paid', 'failed'] as const;
-const Status = Type.Union(TRANSFER_STATUSES.map((s) => Type.Literal(s)));
+/** As answered: a peer transfer's `succeeded` is named `completed`, as hosted (views.ts answeredStatus). */
+const Status = Type.Union([...TRANSFER_STATUSES, 'completed' as const].map((s) => Type.Literal(s)));
+const Party = Type.Object({
+  id: Type.String(),
+  name: NullableString,
+  type: Type.Union([Type.Literal('account'), Type.Literal('bank_account')]),
+});
 const WithdrawalStatus = Type.Union([Type.Literal('pending'), Type.Literal('in_transit'), Type.Literal('paid'), Type.Literal('failed')]);
 
 /**
@@ -31,6 +37,8 @@ export const TransferSchema = Type.Object({
   account_id: Type.String(),
   sender_id: Type.String(),
   recipient_id: NullableString,
+  sender: Party,
+  recipient: Type.Union([Party, Type.Null()]),
   bank_account: Type.Union([BankAccountSchema, Type.Null()]),
   note: NullableString,
   balance_transaction_id: Type.String(),

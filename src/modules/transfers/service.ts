@@ -7,7 +7,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { accountsOf, type Account } from '../../accounts/service.js';
 import { postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { transfersStore, type TransferRow } from './store.js';
-import { syncPayload, transferEventPayload, transferView } from './views.js';
+import { accountNames, syncPayload, transferEventPayload, transferView } from './views.js';
 import type { CreateTransferInput, TransferView } from './schema.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { peerTransferMachine, reviewStep, type PeerTransferStatus } from './machine.js';
@@ -39,7 +39,7 @@ type PeerEventType = 'transfer.sent' | 'transfer.received' | 'transfer.pending' 
 /** A `transfer.*` event to one side: the recipient's `transfer.received`, the sender's others. */
 function emitPeer(ctx: AppContext, row: TransferRow, type: PeerEventType): void {
   const viewer = type === 'transfer.received' ? row.recipient_account_id! : row.account_id;
-  ctx.outbox.emit({ type, accountId: viewer, liveMode: row.live_mode === 1, objectId: row.id, payload: transferEventPayload(row, type, viewer) });
+  ctx.outbox.emit({ type, accountId: viewer, liveMode: row.live_mode === 1, objectId: row.id, payload: transferEventPayload(row, type, viewer, accountNames(ctx)) });
 }
 
 function syncPeer(ctx: AppContext, row: TransferRow, change: string, ledger: BalanceTransaction[], at: string): void {

@@ -3,6 +3,7 @@ import { UNIFIED_API_VERSION } from '../../events/formats.js';
 import { bankAccountById, bankAccountView } from '../bank-accounts/service.js';
 import type { BankAccountView } from '../bank-accounts/schema.js';
 import type { TransferRow } from './store.js';
+import { accountsOf } from '../../accounts/service.js';
 import type { TransferView, WithdrawalView } from './schema.js';
 import type { WithdrawalStatus } from './machine.js';
 
@@ -22,18 +23,37 @@ export function bankAccountOf(ctx: AppContext, row: TransferRow): Bank {
  * its debit row, the recipient an incoming one and its credit row.
  */
 export function transferView(ctx: AppContext, row: TransferRow, viewerIds: readonly string[]): TransferView {
-  return transferViewOf(row, viewerIds, bankAccountOf(ctx, row));
+  return transferViewOf(row, viewerIds, bankAccountOf(ctx, row), accountNames(ctx));
+}
+
+/** An account's name for a transfer's `sender`/`recipient` (null when this box does not know it). */
+export type AccountNames = (accountId: string) => string | null;
+export const accountNames = (ctx: AppContext): AccountNames => (id) => accountsOf(ctx).account(id)?.name ?? null;
+
+/**
+ * The hosted service's name of a peer transfer that reached its recipient is `completed` (hosted
+ * section 12); posd's machine calls that state `succeeded` (docs/compatibility.md). Other states as stored.
+ */
+export function answeredStatus(row: Pick<TransferRow, 'kind' | 'status'>): TransferView['status'] {
+  return row.kind === 'peer' && row.status === 'succeeded' ? 'completed' : row.status;
 }
 
 /** `transferView` with its bank account given: pure, for the events' builders and their examples. */
-export function transferViewOf(row: TransferRow, viewerIds: readonly string[], bank: Bank): TransferView {
+export function transferViewOf(row: TransferRow, viewerIds: readonly string[], bank: Bank, names: AccountNames = () => null): TransferView {
   const incoming = row.kind === 'peer' && !viewerIds.includes(row.account_id) && viewerIds.includes(row.recipient_account_id!);
   return {
     id: row.id,
     object: 'transfer',
     kind: row.kind,
     direction: incoming ? 'incoming' : 'outgoing',
-    status: row.status,
+    status: answeredStatus(row),
+    // Hosted section 12: who sent and who received, as objects; a withdrawal's recipient is its bank account.
+    sender: { id: row.account_id, name: names(row.account_id), type: 'account' },
+    recipient: row.recipient_account_id
+      ? { id: row.recipient_account_id, name: names(row.recipient_account_id), type: 'account' }
+      : row.bank_account_id
+        ? { id: row.bank_account_id, name: bank?.holder_name ?? null, type: 'bank_account' }
+        : null,
     amount_in_cents: row.amount_in_cents,
     currency: row.currency,
     account_id: incoming ? row.recipient_account_id! : row.account_id,
@@ -77,19 +97,19 @@ function withdrawalViewOf(row: TransferRow, bank: Bank): WithdrawalView {
 }
 
 /** The payload of `withdrawal.create` / `withdrawal.update`: the withdrawal plus its unified transfer. */
-export function withdrawalEventPayload(row: TransferRow, bank: Bank, eventType: string, previousStatus: string | null) {
+export function withdrawalEventPayload(row: TransferRow, bank: Bank, eventType: string, previousStatus: string | null, names?: AccountNames) {
   return {
     event_type: eventType,
     api_version: TRANSFER_EVENTS_API_VERSION,
     ...withdrawalViewOf(row, bank),
     previous_status: previousStatus,
-    transfer: transferViewOf(row, [row.account_id], bank),
+    transfer: transferViewOf(row, [row.account_id], bank, names),
   };
 }
 
 /** The payload of `transfer.*` seen by `viewerId`: the sender's (`sent`, ...) or the recipient's (`received`). */
-export function transferEventPayload(row: TransferRow, eventType: string, viewerId: string) {
-  return { event_type: eventType, api_version: TRANSFER_EVENTS_API_VERSION, ...transferViewOf(row, [viewerId], null) };
+export function transferEventPayload(row: TransferRow, eventType: string, viewerId: string, names?: AccountNames) {
+  return { event_type: eventType, api_version: TRANSFER_EVENTS_API_VERSION, ...transferViewOf(row, [viewerId], null, names) };
 }
 
 /** The fact central applies (by id): the row itself, with the ledger rows it posted. */

@@ -11,7 +11,7 @@ import { initialState, isFinalState, nextState } from '../../lifecycle.js';
 import { pathTo, withdrawalMachine, type WithdrawalStatus } from './machine.js';
 import { debitOrRefuse, type ReadScope } from './service.js';
 import { transfersStore, type TransferRow } from './store.js';
-import { bankAccountOf, syncPayload, withdrawalEventPayload, withdrawalView } from './views.js';
+import { accountNames, bankAccountOf, syncPayload, withdrawalEventPayload, withdrawalView } from './views.js';
 import type { CreateWithdrawalInput, WithdrawalView } from './schema.js';
 
 function emitWithdrawal(ctx: AppContext, row: TransferRow, type: 'withdrawal.create' | 'withdrawal.update', previous: string | null): void {
@@ -20,7 +20,7 @@ function emitWithdrawal(ctx: AppContext, row: TransferRow, type: 'withdrawal.cre
     accountId: row.account_id,
     liveMode: row.live_mode === 1,
     objectId: row.id,
-    payload: withdrawalEventPayload(row, bankAccountOf(ctx, row), type, previous),
+    payload: withdrawalEventPayload(row, bankAccountOf(ctx, row), type, previous, accountNames(ctx)),
   });
 }
 

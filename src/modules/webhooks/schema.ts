@@ -18,8 +18,11 @@ export const EndpointSchema = Type.Object({
   max_in_flight: Described(Type.Integer(), 'Attempts in flight at most, of webhooks.concurrency; null: no cap.'),
   fifo: Type.Boolean({ description: 'First-in-first-out delivery: one delivery at a time, in event order (Svix: FIFO endpoints).' }),
   previous_secret_expires_at: Described(Type.String({ format: 'date-time' }), 'After a secret rotation: until when deliveries also carry the signature by the replaced secret.'),
+  metadata: Type.Record(Type.String(), Type.String(), { description: 'Strings the integrator keeps on the endpoint (hosted section 13).' }),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
+  createdAt: Type.String({ format: 'date-time', description: 'created_at under the hosted (Svix) name.' }),
+  updatedAt: Type.String({ format: 'date-time', description: 'updated_at under the hosted (Svix) name.' }),
 });
 
 export const CreatedEndpointSchema = Type.Composite([EndpointSchema, Type.Object({ signingSecret: Type.String() })]);
@@ -33,6 +36,9 @@ const MaxInFlight = Described(
   "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: no cap.",
 );
 
+/** Hosted section 13: a string map (≤50 keys, as checkouts' metadata). */
+const EndpointMetadata = Type.Record(Type.String({ minLength: 1, maxLength: 40 }), Type.String({ maxLength: 500 }), { maxProperties: 50 });
+
 const Fifo = Type.Boolean({
   description:
     'First-in-first-out delivery (default false): at most one delivery in flight, and the next is not sent until the earlier one succeeded or was given up after its retries (docs/webhooks.md).',
@@ -45,10 +51,12 @@ export const CreateEndpointBody = Type.Object({
   rate_limit: Type.Optional(RateLimit),
   max_in_flight: Type.Optional(MaxInFlight),
   fifo: Type.Optional(Fifo),
+  metadata: Type.Optional(EndpointMetadata),
 });
 
 export const UpdateEndpointBody = Type.Object({
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+  metadata: Type.Optional(EndpointMetadata),
   disabled: Type.Optional(Type.Boolean()),
   filter_types: Type.Optional(FilterTypes),
   rate_limit: Type.Optional(RateLimit),

@@ -32,8 +32,12 @@ export interface EndpointView {
   failing_since: string | null;
   /** Until when deliveries are also signed with the secret a rotation replaced (null: no overlap). */
   previous_secret_expires_at: string | null;
+  metadata: Record<string, string>;
   created_at: string;
   updated_at: string;
+  /** The hosted (Svix) names of the two times. */
+  createdAt: string;
+  updatedAt: string;
 }
 
 export interface DeliveryView {
@@ -77,8 +81,11 @@ export function endpointView(row: EndpointRow): EndpointView {
     fifo: row.fifo === 1,
     failing_since: row.failing_since_ms === null ? null : isoTime(row.failing_since_ms),
     previous_secret_expires_at: row.previous_secret_expires_ms === null ? null : isoTime(row.previous_secret_expires_ms),
+    metadata: JSON.parse(row.metadata ?? '{}') as Record<string, string>,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -148,6 +155,7 @@ export class WebhooksService {
       rate_limit?: number | null;
       max_in_flight?: number | null;
       fifo?: boolean;
+      metadata?: Record<string, string>;
     },
   ): Promise<EndpointView & { signingSecret: string }> {
     const refused = await this.guard.check(input.url);
@@ -167,6 +175,7 @@ export class WebhooksService {
         // Events already written are not sent to an endpoint registered after them.
         from_seq: this.store.maxEventSeq(),
         filter_types: filterTypes === null ? null : JSON.stringify(filterTypes),
+        metadata: JSON.stringify(input.metadata ?? {}),
         created_at: now,
         updated_at: now,
       });
@@ -199,6 +208,7 @@ export class WebhooksService {
       rate_limit?: number | null;
       max_in_flight?: number | null;
       fifo?: boolean;
+      metadata?: Record<string, string>;
       replay_missed?: boolean;
     },
   ): EndpointView & { replay?: ReplayView } {
@@ -218,6 +228,8 @@ export class WebhooksService {
         updated_at: now,
       });
       if (filterTypes !== undefined) this.store.setFilterTypes(id, filterTypes, now);
+      // The map as given replaces the one kept, as checkouts' and customers' metadata do.
+      if (patch.metadata !== undefined) this.store.setMetadata(id, JSON.stringify(patch.metadata), now);
       if (patch.rate_limit !== undefined || patch.max_in_flight !== undefined) {
         this.store.setGates(
           id,

@@ -27,6 +27,8 @@ export interface EndpointRow {
   max_in_flight: number | null;
   /** 1: first-in-first-out delivery (one at a time, in creation order). */
   fifo: number;
+  /** JSON object of strings (hosted section 13). */
+  metadata: string;
   created_at: string;
   updated_at: string;
 }
@@ -181,8 +183,8 @@ export function webhooksStore(db: Db) {
   const s = {
     insertEndpoint: db.prepare(
       `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, filter_types,
-         created_at, updated_at)
-       VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @filter_types, @created_at, @updated_at)`,
+         metadata, created_at, updated_at)
+       VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @filter_types, @metadata, @created_at, @updated_at)`,
     ),
     endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
     updateEndpoint: db.prepare(
@@ -198,6 +200,7 @@ export function webhooksStore(db: Db) {
     setFilterTypes: db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
     setGates: db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
     setFifo: db.prepare('UPDATE webhook_endpoints SET fifo = ?, updated_at = ? WHERE id = ?'),
+    setMetadata: db.prepare('UPDATE webhook_endpoints SET metadata = ?, updated_at = ? WHERE id = ?'),
     fifoIds: db.prepare('SELECT id FROM webhook_endpoints WHERE fifo = 1 AND disabled = 0').pluck(),
     // Turning FIFO on: the endpoint's pending deliveries of events join the order, the oldest keeps
     // its schedule (the head), the others are parked. Test sends stay outside the order.
@@ -349,10 +352,12 @@ export function webhooksStore(db: Db) {
     withId: (row: DeliveryRow) => withId(row)!,
     seqOfId,
     insertEndpoint: (
-      row: Pick<EndpointRow, 'id' | 'account_id' | 'live_mode' | 'url' | 'description' | 'secret' | 'from_seq' | 'filter_types' | 'created_at' | 'updated_at'>,
-    ) => void s.insertEndpoint.run(row),
+      row: Pick<EndpointRow, 'id' | 'account_id' | 'live_mode' | 'url' | 'description' | 'secret' | 'from_seq' | 'filter_types' | 'created_at' | 'updated_at'> &
+        Partial<Pick<EndpointRow, 'metadata'>>,
+    ) => void s.insertEndpoint.run({ metadata: '{}', ...row }),
     endpoint: (id: string) => s.endpoint.get(id) as EndpointRow | undefined,
     updateEndpoint: (row: Pick<EndpointRow, 'id' | 'description' | 'disabled' | 'disabled_reason' | 'updated_at'>) => void s.updateEndpoint.run(row),
+    setMetadata: (id: string, metadata: string, at: string) => void s.setMetadata.run(metadata, at, id),
     deleteEndpoint: (id: string) => s.deleteEndpoint.run(id).changes > 0,
     activeEndpoints: () => s.activeEndpoints.all() as EndpointRow[],
     endpointsPage(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: EndpointRow[]; total: number } {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isoTime } from '../../src/clock.js';
 import { tx } from '../../src/db/database.js';
-import { applyHeldRecords } from '../../src/sync/central-service.js';
+import { applyHeldRecords } from '../../src/sync/projector.js';
 import { nextBatch, recordAck } from '../../src/sync/push.js';
 import { syncStore } from '../../src/sync/store.js';
 import { syncStatus } from '../../src/sync/status.js';
@@ -53,7 +53,8 @@ async function heldAtOlderCentral() {
       const payload = JSON.stringify(r.payload);
       s.insertReceived({ ...r, live_mode: 1, hash: recordHash(r, payload), payload, store_id: store.storeId, received_at: at, outcome: 'held', reason: `no applier for kind ${r.kind}` });
     }
-    s.advanceStore(store.storeId, batch.records[batch.records.length - 1].seq, at);
+    s.setReceived(store.storeId, batch.records[batch.records.length - 1].seq, at);
+    s.setApplied(store.storeId, 0, batch.records[batch.records.length - 1].seq);
   });
   recordAck(store.daemon.ctx.db, { applied_seq: batch.records[batch.records.length - 1].seq });
   return { central, store, acct, post, cut, stylist, kept, dropped, coupon };

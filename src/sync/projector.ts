@@ -43,6 +43,9 @@ export class Projector implements Worker {
   private again = false;
   private stopping = false;
   private scheduled = false;
+  private started = false;
+  /** Slices committed so far (for `idle`: a pass that committed none made no progress). */
+  private slices = 0;
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -51,6 +54,7 @@ export class Projector implements Worker {
       this.ctx.log.warn({ event: 'sync.projector_paused' }, 'sync: the projector is paused (sync.projector_paused): pushes are received, not applied');
       return;
     }
+    this.started = true;
     projectorBell(this.ctx.db).listen(() => this.wake());
     this.timer = setInterval(() => this.wake(), PROJECTOR_TICK_MS);
     this.timer.unref();
@@ -66,7 +70,7 @@ export class Projector implements Worker {
 
   /** Looks for work soon (on the next turn of the event loop: never inside the ringer's commit). */
   wake(): void {
-    if (this.stopping) return;
+    if (this.stopping || !this.started) return;
     if (this.running) {
       this.again = true;
       return;
@@ -80,14 +84,23 @@ export class Projector implements Worker {
     });
   }
 
-  /** Resolves once nothing received waits (or the projector stops): for tests and the bench. */
+  /**
+   * Resolves once nothing received waits, or the projector stops, is paused, or a pass made no
+   * progress (a store failing on a busy database waits for the timer): for tests and the bench.
+   */
   async idle(): Promise<void> {
     for (;;) {
-      if (this.running) await this.running;
-      else if (this.scheduled) await yieldToLoop();
-      else if (!this.stopping && !this.ctx.shutdown.aborted && syncStore(this.ctx.db).pendingStores().some((s) => s.received_seq > s.applied_seq)) this.wake();
-      else return;
+      await this.settled();
+      if (!this.started || this.halted() || !syncStore(this.ctx.db).pendingStores().some((s) => s.received_seq > s.applied_seq)) return;
+      const before = this.slices;
+      this.wake();
+      await this.settled();
+      if (this.slices === before) return;
     }
+  }
+
+  private async settled(): Promise<void> {
+    while (this.running || this.scheduled) await (this.running ?? yieldToLoop());
   }
 
   private async loop(): Promise<void> {
@@ -125,6 +138,7 @@ export class Projector implements Worker {
           }
           if (s.received_seq > s.applied_seq) {
             projectSlice(ctx, s.store_id);
+            this.slices++;
             moved = true;
           }
         } catch (err) {

@@ -4,10 +4,9 @@ import { tx } from '../../src/db/database.js';
 import { applyHeldRecords } from '../../src/sync/projector.js';
 import { nextBatch, recordAck } from '../../src/sync/push.js';
 import { syncStore } from '../../src/sync/store.js';
-import { syncStatus } from '../../src/sync/status.js';
 import { recordHash } from '../../src/sync/wire.js';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, appliedAtCentral } from './helpers.js';
 import { tableRows } from './replay.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -86,7 +85,7 @@ describe('records held by a central that did not know their kind', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(201);
       return r.body;
     })();
-    await until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+    await appliedAtCentral(store);
     // The slot freed by the held cancellation is taken by the new booking: applied in that order, no refusal.
     expect(outcomes(central).filter((o) => o.kind === 'booking').map((o) => o.outcome)).toEqual(['applied', 'applied', 'applied', 'applied']);
     expect(await bookingAt(central, acct.key, kept.id)).toMatchObject({ status: 'confirmed' });

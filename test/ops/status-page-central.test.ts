@@ -92,7 +92,7 @@ describe("a central's status page", () => {
     expect(text(z10)[0]).toBe('store_z10 · Zona 10');
     expect(text(z10)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 1 min ago$/);
     expect(z10).toContain(`datetime="${iso(T0 - 60_000)}"`);
-    expect(text(z10).slice(2)).toEqual(['0', '3 s', 'no difference reported']);
+    expect(text(z10).slice(2)).toEqual(['0', 'none', '3 s', 'no difference reported']);
     expect(z10).not.toContain('class="bad"');
 
     const ant = byStore.store_ant;

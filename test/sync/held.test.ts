@@ -66,8 +66,9 @@ describe('records held by a central that did not know their kind', () => {
   it('are applied in the store’s order when a central that knows the kind starts', async () => {
     const { central, acct, kept, dropped, coupon } = await heldAtOlderCentral();
     expect(await bookingAt(central, acct.key, kept.id)).toMatchObject({ code: 'not_found' });
-    // What the `sync-held` worker runs when the upgraded central starts.
-    expect(applyHeldRecords(central.daemon.ctx)).toBe(4);
+    // What the projector does at its first pass when the upgraded central starts (its timer may
+    // have done it already: then this sweep finds nothing left).
+    expect([0, 4]).toContain(applyHeldRecords(central.daemon.ctx));
     expect(outcomes(central).map((o) => o.outcome)).toEqual(['applied', 'applied', 'applied', 'applied']);
     expect(await bookingAt(central, acct.key, kept.id)).toMatchObject({ status: 'confirmed' });
     expect(await bookingAt(central, acct.key, dropped.id)).toMatchObject({ status: 'cancelled' });

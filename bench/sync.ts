@@ -67,11 +67,25 @@ export async function run(): Promise<BenchResult[]> {
       const idleProbe = await probeSales(centralUrl, key, () => false, 3000);
       let draining = true;
       const t0 = performance.now();
+      // Drained: every record received (the box's cursor) and then applied by the central's
+      // projector (its applied_seq, read from GET /sync/stores).
+      const storeId = syncStore(ctx.db).state(STATE.storeId)!;
+      let receivedAt = 0;
       const [busyProbe] = await Promise.all([
         probeSales(centralUrl, key, () => draining, Number.POSITIVE_INFINITY),
-        pushAll(ctx, client, syncStore(ctx.db).state(STATE.storeId)!).finally(() => (draining = false)),
+        (async () => {
+          await pushAll(ctx, client, storeId);
+          receivedAt = performance.now();
+          const last = syncStore(ctx.db).maxOutboxSeq();
+          for (;;) {
+            const stores = (await getJson(`${centralUrl}/sync/stores`, key)) as Array<{ store_id: string; applied_seq: number }>;
+            if ((stores.find((x) => x.store_id === storeId)?.applied_seq ?? 0) >= last) break;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        })().finally(() => (draining = false)),
       ]);
       const seconds = (performance.now() - t0) / 1000;
+      const receivedSeconds = (receivedAt - t0) / 1000;
       await client.close();
       if (waitingCount(ctx.db) !== 0) throw new Error('records still waiting after the push');
       const rawRate = rawBaseline(records, 1000, synchronous);
@@ -79,7 +93,7 @@ export async function run(): Promise<BenchResult[]> {
       return [
         {
           scenario: `sync: ${SALES} sales recorded offline (${records} records) pushed when the link returns, batches of 1000, synchronous=${synchronous}`,
-          metrics: { 'records/s applied': rate, 'sales/s': SALES / seconds, 'drain s': seconds },
+          metrics: { 'records/s applied': rate, 'sales/s': SALES / seconds, 'drain s': seconds, 'records/s received': records / receivedSeconds, 'received s': receivedSeconds },
           baseline: { 'rows/s raw batch insert': rawRate },
           ratio: rate / rawRate,
           target: `${SALES} sales drained in < 60 s`,

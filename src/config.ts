@@ -115,6 +115,11 @@ export const ConfigSchema = Type.Object({
       alert_waiting_ms: Type.Integer({ minimum: 1000, default: 300_000 }),
       /** No contact with the central for this long raises an alert. */
       alert_link_down_ms: Type.Integer({ minimum: 1000, default: 900_000 }),
+      /**
+       * Central: receive pushes but do not apply them (the projector does not run). For maintenance
+       * and for the crash tests that stop a central between receipt and projection.
+       */
+      projector_paused: Type.Boolean({ default: false }),
     },
     { default: {} },
   ),

@@ -790,6 +790,10 @@ CREATE TABLE sync_stores (
   store_id TEXT PRIMARY KEY,
   account_id TEXT NOT NULL,
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  -- received_seq: the highest seq durably received (a push answers with it; the box's cursor).
+  -- applied_seq: the projector's cursor, moved in the transaction that applies the records up to it
+  -- (reconciliation's "behind" compares it). received_seq - applied_seq is the projection's lag.
+  received_seq INTEGER NOT NULL DEFAULT 0,
   applied_seq INTEGER NOT NULL DEFAULT 0,
   last_push_at TEXT,
   created_at TEXT NOT NULL,
@@ -815,10 +819,11 @@ CREATE TABLE sync_received (
   payload TEXT NOT NULL,
   created_at TEXT NOT NULL,
   received_at TEXT NOT NULL,
-  -- held: acknowledged, applied later (no applier yet, or an operator's retry); parked: its applier
+  -- received: durably received, not yet applied by the projector (every record past the store's
+  -- applied_seq, none before it); held: acknowledged, applied later (no applier yet, or an operator's retry); parked: its applier
   -- failed, so it waits for an operator (posd sync retry / skip) while the store's others flow on;
   -- skipped: an operator gave up on it, with `note` saying why.
-  outcome TEXT NOT NULL CHECK (outcome IN ('applied', 'rejected', 'held', 'parked', 'skipped')),
+  outcome TEXT NOT NULL CHECK (outcome IN ('received', 'applied', 'rejected', 'held', 'parked', 'skipped')),
   reason TEXT,
   -- When it was parked or skipped, and the operator's reason for a skip (kept and reported).
   decided_at TEXT,
@@ -835,9 +840,9 @@ CREATE INDEX sync_received_parked ON sync_received(store_id, seq) WHERE outcome 
 CREATE INDEX sync_received_skipped ON sync_received(store_id, seq) WHERE outcome = 'skipped';
 -- The per-store outcome counters of sync_stores, kept by the table itself whoever writes it (a push,
 -- the held sweep, an operator's retry or skip), so they cannot drift from the rows. An applied
--- record, nearly every one, costs nothing: the WHEN clauses pass it by.
+-- record, nearly every one, costs nothing: the WHEN clauses pass it by (received, then applied).
 CREATE TRIGGER sync_received_count_insert AFTER INSERT ON sync_received
-WHEN NEW.outcome <> 'applied'
+WHEN NEW.outcome NOT IN ('received', 'applied')
 BEGIN
   UPDATE sync_stores SET held_count = held_count + (NEW.outcome = 'held'),
     rejected_count = rejected_count + (NEW.outcome = 'rejected'),
@@ -846,7 +851,7 @@ BEGIN
   WHERE store_id = NEW.store_id;
 END;
 CREATE TRIGGER sync_received_count_update AFTER UPDATE OF outcome ON sync_received
-WHEN NEW.outcome IS NOT OLD.outcome
+WHEN NEW.outcome IS NOT OLD.outcome AND (OLD.outcome NOT IN ('received', 'applied') OR NEW.outcome NOT IN ('received', 'applied'))
 BEGIN
   UPDATE sync_stores SET held_count = held_count + (NEW.outcome = 'held') - (OLD.outcome = 'held'),
     rejected_count = rejected_count + (NEW.outcome = 'rejected') - (OLD.outcome = 'rejected'),
@@ -855,7 +860,7 @@ BEGIN
   WHERE store_id = NEW.store_id;
 END;
 CREATE TRIGGER sync_received_count_delete AFTER DELETE ON sync_received
-WHEN OLD.outcome <> 'applied'
+WHEN OLD.outcome NOT IN ('received', 'applied')
 BEGIN
   UPDATE sync_stores SET held_count = held_count - (OLD.outcome = 'held'),
     rejected_count = rejected_count - (OLD.outcome = 'rejected'),

@@ -36,7 +36,8 @@ export function receivedOf(ctx: AppContext, keyAccount: Account, storeId: string
           hash: r.hash,
         }))
       : [];
-    return { store_id: storeId, applied_seq: row?.applied_seq ?? 0, records, server_time: isoTime(ctx.clock.now()) };
+    // What the central holds durably is what it received (the projector may not have applied it yet).
+    return { store_id: storeId, applied_seq: row?.received_seq ?? 0, records, server_time: isoTime(ctx.clock.now()) };
   })();
 }
 

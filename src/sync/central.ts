@@ -108,6 +108,9 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
               store_id: Type.String(),
               account_id: Type.String(),
               live_mode: Type.Boolean(),
+              /** The highest seq durably received (what the box's cursor follows). */
+              received_seq: Type.Integer(),
+              /** The projector's position: every record up to it is applied (or rejected, held, parked). */
               applied_seq: Type.Integer(),
               last_push_at: Type.Union([Type.String(), Type.Null()]),
               held_records: Type.Integer(),
@@ -132,6 +135,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
           store_id: s.store_id,
           account_id: s.account_id,
           live_mode: s.live_mode === 1,
+          received_seq: s.received_seq,
           applied_seq: s.applied_seq,
           last_push_at: s.last_push_at,
           held_records: s.held_count,

@@ -8,16 +8,13 @@ import { accountsOf } from '../accounts/service.js';
 import { centralRoutes } from './central.js';
 import { centralRecordRoutes } from './central-records.js';
 import { SyncWorker } from './client.js';
-import { applyHeldRecords } from './central-service.js';
+import { projectorWorker } from './projector.js';
 import { syncStatus, type SyncStatus } from './status.js';
 import { metrics } from '../system/metrics.js';
 import type { AppContext } from '../context.js';
 import { ErrorSchema } from '../api/schemas.js';
 import { eventPush, reconciliationReportPush } from './kinds.js';
 import { applyApiKey, applyRecordRejected } from './feed.js';
-
-/** How soon a central applies a record an operator put back with `posd sync retry`. */
-const HELD_SWEEP_MS = 2000;
 
 const Diff = Type.Object({
   account_id: Type.String(),
@@ -106,31 +103,10 @@ export const syncModule: PosdModule = {
         });
       return [new SyncWorker(ctx)];
     }
-    // Records held for want of an applier (after an upgrade) are applied at start; records an
-    // operator put back with `posd sync retry` (from another process) are found by a short poll
-    // on the partial index of held records.
-    let timer: NodeJS.Timeout | undefined;
-    const sweep = () => {
-      try {
-        const n = applyHeldRecords(ctx);
-        if (n) ctx.log.info({ records: n }, 'sync: applied held records');
-      } catch (err) {
-        ctx.log.error({ err }, 'sync: applying held records failed; the next sweep tries again');
-      }
-    };
-    return [
-      {
-        name: 'sync-held',
-        start() {
-          sweep();
-          timer = setInterval(sweep, HELD_SWEEP_MS);
-          timer.unref();
-        },
-        stop() {
-          clearInterval(timer);
-        },
-      },
-    ];
+    // The projector applies what pushes received, woken by each receipt; its slow timer also
+    // finds records held for want of an applier (after an upgrade) and those an operator put back
+    // with `posd sync retry` from another process.
+    return [projectorWorker(ctx)];
   },
 };
 
@@ -148,6 +124,7 @@ function centralStores(ctx: AppContext): CentralStore[] {
       store_id: s.store_id,
       account_id: s.account_id,
       live_mode: s.live_mode === 1,
+      received_seq: s.received_seq,
       applied_seq: s.applied_seq,
       last_push_at: s.last_push_at,
       held: s.held_count,

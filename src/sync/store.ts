@@ -29,6 +29,9 @@ export interface StoreRow {
   store_id: string;
   account_id: string;
   live_mode: number;
+  /** The highest seq durably received: what a push answers, the box's cursor. */
+  received_seq: number;
+  /** The projector's cursor: every record up to it is decided (applied, rejected, held or parked). */
   applied_seq: number;
   last_push_at: string | null;
   created_at: string;
@@ -50,7 +53,7 @@ export interface ReceivedRow {
   payload: string;
   created_at: string;
   received_at: string;
-  outcome: 'applied' | 'rejected' | 'held' | 'parked' | 'skipped';
+  outcome: 'received' | 'applied' | 'rejected' | 'held' | 'parked' | 'skipped';
   reason: string | null;
   decided_at?: string | null;
   note?: string | null;
@@ -150,7 +153,14 @@ export class SyncStore {
       insertStore: db.prepare(
         'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
       ),
-      advanceStore: db.prepare('UPDATE sync_stores SET applied_seq = ?, last_push_at = ? WHERE store_id = ?'),
+      setReceived: db.prepare('UPDATE sync_stores SET received_seq = ?, last_push_at = ? WHERE store_id = ?'),
+      setApplied: db.prepare('UPDATE sync_stores SET applied_seq = ? WHERE store_id = ?'),
+      // The projector's slice: its records still 'received' become 'applied' in one statement (the
+      // ones it rejected, held or parked were given their outcome one by one before).
+      markApplied: db.prepare("UPDATE sync_received SET outcome = 'applied' WHERE store_id = ? AND seq > ? AND seq <= ? AND outcome = 'received'"),
+      // What the projector has to do: stores with records past their cursor, or held records. A
+      // scan of sync_stores (one row per box), never of the records.
+      pendingStores: db.prepare('SELECT * FROM sync_stores WHERE received_seq > applied_seq OR held_count > 0 ORDER BY store_id'),
       // A store's newest record, by the (store_id, seq) key: one row read.
       newestReceived: db.prepare('SELECT created_at, received_at FROM sync_received WHERE store_id = ? ORDER BY seq DESC LIMIT 1'),
       // Its latest reconciliation report since a time, through sync_received_day (index only until the match).
@@ -312,8 +322,18 @@ export class SyncStore {
     this.s.insertStore.run(storeId, accountId, liveMode ? 1 : 0, at);
     return this.storeRow(storeId)!;
   }
-  advanceStore(storeId: string, appliedSeq: number, at: string): void {
-    this.s.advanceStore.run(appliedSeq, at, storeId);
+  /** A push's records up to `receivedSeq` are durable (and it came `at`). */
+  setReceived(storeId: string, receivedSeq: number, at: string): void {
+    this.s.setReceived.run(receivedSeq, at, storeId);
+  }
+  /** The projector decided the records in (`after`, `upTo`]: the ones still 'received' were applied, and the cursor moves. */
+  setApplied(storeId: string, after: number, upTo: number): void {
+    this.s.markApplied.run(storeId, after, upTo);
+    this.s.setApplied.run(upTo, storeId);
+  }
+  /** Stores the projector has records (or held records) to apply for. */
+  pendingStores(): StoreRow[] {
+    return this.s.pendingStores.all() as StoreRow[];
   }
   received(id: string): ReceivedRow | undefined {
     return this.s.received.get(id) as ReceivedRow | undefined;
@@ -354,7 +374,7 @@ export class SyncStore {
   heldCount(): number {
     return (this.s.heldCount.get() as { n: number }).n;
   }
-  setOutcome(id: string, outcome: 'applied' | 'rejected' | 'parked', reason: string | null, decidedAt: string | null = null): void {
+  setOutcome(id: string, outcome: 'applied' | 'rejected' | 'parked' | 'held', reason: string | null, decidedAt: string | null = null): void {
     this.s.setOutcome.run(outcome, reason, decidedAt, id);
   }
   /** Records waiting for (or decided by) an operator, oldest first per store. */

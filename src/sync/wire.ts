@@ -28,12 +28,21 @@ export const PushBody = Type.Object({
 export type PushBody = Static<typeof PushBody>;
 
 export const PushResponse = Type.Object({
+  /**
+   * The highest seq of this store the central has durably *received*: the box's cursor. The
+   * central applies received records later, in order (its projector); reconciliation's
+   * `applied_seq` says how far that went.
+   */
   applied_seq: Seq,
+  /** Records new to the central in this push (the others were duplicates). */
   applied: Type.Integer(),
   duplicates: Type.Integer(),
-  /** Records kept without being applied: this central has no applier for their kind yet. */
+  /**
+   * Always 0 / empty since the central answers on receipt: outcomes are decided when the records
+   * are applied (a refusal reaches the box in its feed as `record_rejected`; held and parked
+   * records show in `GET /sync/stores`). Kept so an older box's reading of the answer is unchanged.
+   */
   held: Type.Integer(),
-  /** Records acknowledged but parked: their applier failed; an operator retries or skips them. */
   parked: Type.Optional(Type.Integer()),
   rejected: Type.Array(Type.Object({ id: Type.String(), reason: Type.String() })),
   server_time: Type.String(),
@@ -165,7 +174,7 @@ export type ReceivedRecord = Static<typeof ReceivedRecord>;
 
 export const ReceivedResponse = Type.Object({
   store_id: Type.String(),
-  /** The highest seq of this store the central has durably applied (0: it never heard of the store). */
+  /** The highest seq of this store the central has durably received (0: it never heard of the store). */
   applied_seq: Seq,
   records: Type.Array(ReceivedRecord),
   server_time: Type.String(),

@@ -81,6 +81,8 @@ export interface CentralStore {
   store_id: string;
   account_id: string;
   live_mode: boolean;
+  /** The highest seq received (what the store's cursor follows) and how far the projector applied. */
+  received_seq: number;
   applied_seq: number;
   last_push_at: string | null;
   /** Received but not applied: held (no applier yet) and parked (its applier failed; an operator decides). */

@@ -60,14 +60,16 @@ describe("a central's status page", () => {
       // Zona 10: pushed a minute ago, its newest record made 3 s before it arrived; nothing waits.
       s.ensureStore('store_z10', one.accountId, true, iso(T0 - 86_400_000));
       received('store_z10', one.accountId, 'cash_sale', T0 - 63_000, T0 - 60_000, 'applied');
-      s.advanceStore('store_z10', seq, iso(T0 - 60_000));
+      s.setReceived('store_z10', seq, iso(T0 - 60_000));
+      s.setApplied('store_z10', 0, seq);
       // Antigua: silent for 2 h, one record held (a kind this central has no applier for) and one parked, its newest record 40 min late, and a
       // reconciliation report for 4 June.
       s.ensureStore('store_ant', two.accountId, true, iso(T0 - 86_400_000));
       received('store_ant', two.accountId, 'reconciliation_report', T0 - 3 * 3600_000, T0 - 3 * 3600_000, 'applied', { day: '2026-06-04', differences: [] });
       received('store_ant', two.accountId, 'kind_of_a_newer_store', T0 - 2 * 3600_000 - 45 * 60_000, T0 - 2 * 3600_000 - 5 * 60_000, 'held');
       received('store_ant', two.accountId, 'cash_sale', T0 - 2 * 3600_000 - 40 * 60_000, T0 - 2 * 3600_000, 'parked');
-      s.advanceStore('store_ant', seq, iso(T0 - 2 * 3600_000));
+      s.setReceived('store_ant', seq, iso(T0 - 2 * 3600_000));
+      s.setApplied('store_ant', 0, seq);
     });
 
     const page = new PageClient(server.url);
@@ -90,7 +92,7 @@ describe("a central's status page", () => {
     expect(text(z10)[0]).toBe('store_z10 · Zona 10');
     expect(text(z10)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 1 min ago$/);
     expect(z10).toContain(`datetime="${iso(T0 - 60_000)}"`);
-    expect(text(z10).slice(2)).toEqual(['0', '3 s', 'no difference reported']);
+    expect(text(z10).slice(2)).toEqual(['0', 'none', '3 s', 'no difference reported']);
     expect(z10).not.toContain('class="bad"');
 
     const ant = byStore.store_ant;

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, startStore, until, type TestStore } from './helpers.js';
+import { http, pairStoreAndCentral, startStore, until, type TestStore, appliedAtCentral } from './helpers.js';
 import { replayAtCentral, tableRows } from './replay.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -11,7 +10,7 @@ afterEach(async () => {
 const customer = { name: 'María López', email: 'maria@example.com', phone: '+50255550000' };
 /** A start on the hour, `days` from now (bookings must not be in the past). */
 const slot = (days: number, hour: number) => new Date(Math.floor(Date.now() / 86_400_000 + days) * 86_400_000 + hour * 3_600_000).toISOString();
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 /** The booking as both boxes answer it, without the links (each box hands out its own host). */
 const comparable = (b: Record<string, unknown>) => {
   const { access_url: _a, ...rest } = b;

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CentralClient } from '../../src/sync/transport.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
-import { syncStatus } from '../../src/sync/status.js';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, type TestStore, appliedAtCentral } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -29,7 +28,7 @@ describe('cash sales made at the store', () => {
       expect(res.status).toBe(201);
       sales.push(res.body);
     }
-    await until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+    await appliedAtCentral(store);
     for (const sale of sales) {
       const atStore = await http('GET', `${store.url}/api/intents/${sale.id}`, acct.key);
       const atCentral = await http('GET', `${central.url}/api/intents/${sale.id}`, acct.key);

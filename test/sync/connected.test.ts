@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccountsService } from '../../src/accounts/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { http, pairStoreAndCentral, until, type TestStore, appliedAtCentral } from './helpers.js';
 import { replayAtCentral, tableRows } from './replay.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -9,7 +9,7 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 const identity = { number: '1234567890101', expires_on: '2030-01-01', file_url: 'https://docs.example/dpi.pdf' };
 const goodTax = { nit: '1234567-9', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' };
 const badTax = { nit: '12345670', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' };

@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { SubscriptionsStore } from '../../src/modules/subscriptions/store.js';
-import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { http, pairStoreAndCentral, type TestStore, appliedAtCentral } from './helpers.js';
 import { replayAtCentral, tableRows } from './replay.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -10,7 +9,7 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 const form = async (url: string, fields: Record<string, string>) => {
   const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
   return { status: res.statusCode, text: await res.body.text() };

@@ -3,9 +3,8 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { CentralClient } from '../../src/sync/transport.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
-import { syncStatus } from '../../src/sync/status.js';
 import type { TestServer } from '../helpers/server.js';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { http, pairStoreAndCentral, type TestStore, appliedAtCentral } from './helpers.js';
 import { replayAtCentral, tableRows } from './replay.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -13,7 +12,7 @@ afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 
 /** A checkout carrying the code, paid (the payment counts the redemption in its transaction). */
 async function paidWithCode(box: TestServer | TestStore, url: string, acct: { accountId: string; key: string }, code: string): Promise<string> {

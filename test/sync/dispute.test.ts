@@ -3,7 +3,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { advanceDispute, openDispute } from '../../src/modules/disputes/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { http, pairStoreAndCentral, type TestStore, appliedAtCentral } from './helpers.js';
 
 // Issue 15: the ledger `dispute` rows a store makes reach the central like every other ledger row
 // (refund, transfer, payout): same ids, same amounts, once; the dispute row follows its status.
@@ -16,7 +16,7 @@ afterEach(async () => {
 const ledger = (db: TestStore['daemon']['ctx']['db']) =>
   db.prepare("SELECT id, amount_in_cents, fee_in_cents, source_id, created_at FROM balance_transactions WHERE type = 'dispute' ORDER BY created_at, id").all();
 const dispute = (db: TestStore['daemon']['ctx']['db'], id: string) => db.prepare('SELECT * FROM disputes WHERE id = ?').get(id);
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 
 describe('disputes made at the store', () => {
   it('exist at the central with the same id, status and ledger dispute rows; a won dispute nets to zero there too', async () => {

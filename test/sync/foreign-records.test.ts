@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, http, startCentral } from './helpers.js';
+import { addStoreAccount, http, pushAndProject, startCentral } from './helpers.js';
 import { tableRows } from './replay.js';
 
 let central: TestServer;
@@ -15,8 +15,7 @@ afterAll(async () => central?.stop());
 
 let n = 0;
 const push = (kind: string, accountId: string, payload: Record<string, unknown>) =>
-  http('POST', `${central.url}/sync/push`, mine.key, {
-    protocol: 1,
+  pushAndProject(central, mine.key, {
     store_id: `store_forge${++n}`,
     records: [{ seq: 1, prev_seq: 0, id: `sync_forge${n}`, kind, account_id: accountId, live_mode: true, payload, created_at: new Date().toISOString() }],
   });

@@ -13,10 +13,31 @@ import { joinCentral } from '../../src/sync/join.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
+import { projected } from '../../src/sync/projector.js';
+import { syncStatus } from '../../src/sync/status.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */
 export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[] } = {}): Promise<TestServer> {
-  return startTestServer({ config: { role: 'central' }, clock: opts.clock, modules: opts.modules });
+  const central = await startTestServer({ config: { role: 'central' }, clock: opts.clock, modules: opts.modules });
+  centrals.add(central);
+  const stop = central.stop.bind(central);
+  central.stop = async () => {
+    centrals.delete(central);
+    await stop();
+  };
+  return central;
+}
+
+/** The in-process centrals running now: `appliedAtCentral` waits for their projectors. */
+const centrals = new Set<TestServer>();
+
+/**
+ * The store has nothing waiting (the central received every record), and the central's projector
+ * applied what it received: what "synced" meant when a push was applied before it was answered.
+ */
+export async function appliedAtCentral(store: Pick<TestStore, 'daemon'>, timeoutMs = 10_000): Promise<void> {
+  await until('received by the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0, timeoutMs);
+  for (const c of centrals) await projected(c.daemon.ctx);
 }
 
 /** What central operations do for a new store: an account in their organization and its live key. */
@@ -91,6 +112,29 @@ export async function http<T = any>(method: 'GET' | 'POST' | 'PATCH', url: strin
   });
   const text = await res.body.text();
   return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
+}
+
+/**
+ * `POST /sync/push` to an in-process central, then waits for its projector to apply what was
+ * received, and fills the answer's outcome fields (which a central answering on receipt leaves
+ * empty) from what the projector decided for these records: as the push answered before.
+ */
+export async function pushAndProject(central: TestServer, key: string, body: { store_id: string; records: Array<{ id: string; [k: string]: unknown }> }): Promise<{ status: number; body: any }> {
+  const res = await http('POST', `${central.url}/sync/push`, key, { protocol: 1, ...body });
+  if (res.status !== 200) return res;
+  await projected(central.daemon.ctx);
+  const rows = body.records.map(
+    (r) => central.daemon.ctx.db.prepare('SELECT id, outcome, reason FROM sync_received WHERE id = ?').get(r.id) as { id: string; outcome: string; reason: string | null },
+  );
+  return {
+    status: res.status,
+    body: {
+      ...res.body,
+      held: rows.filter((r) => r.outcome === 'held').length,
+      parked: rows.filter((r) => r.outcome === 'parked').length,
+      rejected: rows.filter((r) => r.outcome === 'rejected').map((r) => ({ id: r.id, reason: r.reason })),
+    },
+  };
 }
 
 /** Waits for a condition the daemons reach on their own (no fixed sleeps: polls, with a deadline). */

@@ -4,6 +4,7 @@ import { syncStatus } from '../../src/sync/status.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
 import { CentralClient } from '../../src/sync/transport.js';
 import { ChaosProxy } from './e2e/chaos-proxy.js';
+import { projected } from '../../src/sync/projector.js';
 import { addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
@@ -44,6 +45,8 @@ describe('a store offline for a whole day', () => {
     link.mode = { up: true, cutResponse: 0, delayMs: 0 };
     const storeEvents = db.prepare('SELECT id FROM events ORDER BY seq').all() as Array<{ id: string }>;
     await until('everything pushed', () => syncStatus(config, db).records_waiting === 0 && syncStatus(config, db).connected, 30_000);
+    // Received; then applied by the central's projector, in the store's order.
+    await projected(central.daemon.ctx);
 
     // In order: the central took the store's records in the store's sequence, none skipped or doubled.
     const outbox = db.prepare('SELECT seq, id FROM sync_outbox ORDER BY seq').all();

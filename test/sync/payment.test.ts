@@ -3,8 +3,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { applyStorePayment } from '../../src/modules/payments/sync.js';
 import { tx } from '../../src/db/database.js';
-import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, until } from './helpers.js';
+import { http, pairStoreAndCentral, appliedAtCentral } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -32,7 +31,7 @@ describe('checkout payments settled at the store', () => {
       });
       settled.push({ ...r, checkoutId: co.body.id });
     }
-    await until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+    await appliedAtCentral(store);
 
     for (const s of settled) {
       for (const path of [`/api/intents/${s.intentId}`, `/api/payment_intents/${s.paymentIntentId}`, `/api/checkouts/${s.checkoutId}`]) {
@@ -70,7 +69,7 @@ describe('checkout payments settled at the store', () => {
     const account = new AccountsService(store.daemon.ctx.db, store.daemon.ctx.clock).account(acct.accountId)!;
     const co = await http('POST', `${store.url}/api/checkouts`, acct.key, { items: [{ name: 'Once', amount_in_cents: 2500 }], currency: 'GTQ' });
     const r = settleCheckoutPayment(store.daemon.ctx, account, { checkoutId: co.body.id, method: 'terminal', outcome: 'succeeded' });
-    await until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+    await appliedAtCentral(store);
     // The engine calls an applier once per record id; the applier must still write nothing twice when
     // the same payment reaches it again (say, under another record id after a restore).
     const rec = store.daemon.ctx.db.prepare("SELECT payload FROM sync_outbox WHERE kind = 'terminal_payment'").get() as { payload: string };

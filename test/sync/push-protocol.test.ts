@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PosdModule } from '../../src/api/module.js';
 import { MODULES, buildRegistry } from '../../src/modules/index.js';
 import { tx } from '../../src/db/database.js';
-import { applyHeldRecords } from '../../src/sync/central-service.js';
+import { applyHeldRecords, projected } from '../../src/sync/projector.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, startCentral } from './helpers.js';
@@ -27,14 +27,17 @@ const testModule: PosdModule = {
         },
       },
       test_busy: {
-        apply() {
-          throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+        apply(ctx, record) {
+          if (busy) throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+          ctx.db.prepare('INSERT INTO test_notes (id, account_id, amount) VALUES (?, ?, ?)').run(record.id, record.account_id, 0);
         },
       },
     },
   },
 };
 
+/** While true, the `test_busy` applier fails as a locked database does. */
+let busy = true;
 let central: TestServer;
 let store: ReturnType<typeof addStoreAccount>;
 let other: ReturnType<typeof addStoreAccount>;
@@ -65,23 +68,48 @@ const push = (storeId: string, records: unknown[], key = store.key) =>
 const notes = () => (central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'test_notes'").get() as { n: number }).n
   ? (central.daemon.ctx.db.prepare('SELECT count(*) AS n FROM test_notes').get() as { n: number }).n
   : 0;
+/** The push answered on receipt; this waits for the central's projector to apply what it received. */
+const settled = () => projected(central.daemon.ctx);
+const outcomeOf = (id: string) => (central.daemon.ctx.db.prepare('SELECT outcome FROM sync_received WHERE id = ?').get(id) as { outcome: string }).outcome;
 const received = () => (central.daemon.ctx.db.prepare('SELECT count(*) AS n FROM sync_received').get() as { n: number }).n;
 
 describe('POST /sync/push at the central', () => {
-  it('applies a batch once and answers the highest applied seq; the same push repeated (lost response) creates nothing twice', async () => {
+  it('receives a batch once and answers the highest received seq; the same push repeated (lost response) creates nothing twice', async () => {
+    const n0 = notes();
     const batch = [rec(1, 0), rec(2, 1), rec(3, 2)];
     const first = await push('store_a1', batch);
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ applied_seq: 3, applied: 3, duplicates: 0, rejected: [] });
+    await settled();
     const before = notes();
+    expect(before).toBe(n0 + 3);
     const again = await push('store_a1', batch);
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ applied_seq: 3, applied: 0, duplicates: 3 });
+    await settled();
     expect(notes()).toBe(before);
-    // Overlapping batch: the known part is recognised, the new part applied.
+    // Overlapping batch: the known part is recognised, the new part received and applied.
     const next = await push('store_a1', [batch[2], rec(4, 3)]);
     expect(next.body).toMatchObject({ applied_seq: 4, applied: 1, duplicates: 1 });
+    await settled();
     expect(notes()).toBe(before + 1);
+    expect(batch.map((r) => outcomeOf(r.id))).toEqual(['applied', 'applied', 'applied']);
+  });
+
+  it('applies a push of 250 records after its answer, moving applied_seq to the received seq', async () => {
+    const n0 = notes();
+    const many = [];
+    for (let seq = 1; seq <= 250; seq++) many.push(rec(seq, seq - 1));
+    const res = await push('store_slices', many);
+    expect(res.body).toMatchObject({ applied_seq: 250, applied: 250 });
+    const row = () => central.daemon.ctx.db.prepare("SELECT received_seq, applied_seq FROM sync_stores WHERE store_id = 'store_slices'").get() as { received_seq: number; applied_seq: number };
+    // The answer left before the first slice ran (it runs on a later turn of the event loop).
+    expect(row().received_seq).toBe(250);
+    await settled();
+    expect(row()).toEqual({ received_seq: 250, applied_seq: 250 });
+    expect(notes()).toBe(n0 + 250);
+    const listed = (await http('GET', `${central.url}/sync/stores`, store.key)).body.find((s: any) => s.store_id === 'store_slices');
+    expect(listed).toMatchObject({ received_seq: 250, applied_seq: 250 });
   });
 
   it('refuses a wrong, revoked or organization key and applies nothing', async () => {
@@ -126,7 +154,7 @@ describe('POST /sync/push at the central', () => {
     const mid = await push('store_a3', [rec(2, 1), rec(4, 3)]);
     expect(mid.body).toMatchObject({ code: 'sync_sequence_gap', applied_seq: 1 });
     // Seq 2 was rolled back with the batch: the message must not say the central applied it.
-    expect(mid.body.message).toContain('the record before it in the batch is seq 2; nothing was applied (the central has applied up to seq 1)');
+    expect(mid.body.message).toContain('the record before it in the batch is seq 2; nothing was applied (the central has received up to seq 1)');
     expect(received()).toBe(r0);
   });
 
@@ -170,7 +198,8 @@ describe('POST /sync/push at the central', () => {
   it('holds a record of a kind it has no applier for, goes on with the stream, and applies it in order once one exists', async () => {
     const res = await push('store_a7', [rec(1, 0, { kind: 'later_kind' }), rec(2, 1)]);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ applied_seq: 2, held: 1 });
+    expect(res.body).toMatchObject({ applied_seq: 2, held: 0 });
+    await settled();
     const outcome = () => (central.daemon.ctx.db.prepare("SELECT outcome FROM sync_received WHERE kind = 'later_kind'").get() as { outcome: string }).outcome;
     expect(outcome()).toBe('held');
     expect(applyHeldRecords(central.daemon.ctx)).toBe(0);
@@ -185,15 +214,20 @@ describe('POST /sync/push at the central', () => {
   });
 
   it('keeps a record the central refuses on its merits, goes on, and tells the store through its feed', async () => {
-    const res = await push('store_a8', [rec(1, 0, { payload: { refuse: true } }), rec(2, 1)]);
+    const refused = rec(1, 0, { payload: { refuse: true } });
+    const res = await push('store_a8', [refused, rec(2, 1)]);
     expect(res.status).toBe(200);
     expect(res.body.applied_seq).toBe(2);
-    expect(res.body.rejected).toEqual([{ id: expect.any(String), reason: 'refused on purpose' }]);
+    // Decided by the projector, after the answer: the refusal travels in the feed.
+    expect(res.body.rejected).toEqual([]);
+    await settled();
+    expect(outcomeOf(refused.id)).toBe('rejected');
     const feed = await http('GET', `${central.url}/sync/feed?after=0`, store.key);
-    expect(feed.body.changes.filter((c: any) => c.kind === 'record_rejected').map((c: any) => c.payload.record_id)).toContain(res.body.rejected[0].id);
+    const refusal = feed.body.changes.find((c: any) => c.kind === 'record_rejected' && c.payload.record_id === refused.id);
+    expect(refusal.payload).toMatchObject({ reason: 'refused on purpose', store_id: 'store_a8' });
     // The refusal is news for the box that pushed the record, not for another box of the account.
     const mine = await http('GET', `${central.url}/sync/feed?after=0&store_id=store_a8`, store.key);
-    expect(mine.body.changes.filter((c: any) => c.kind === 'record_rejected').map((c: any) => c.payload.record_id)).toContain(res.body.rejected[0].id);
+    expect(mine.body.changes.filter((c: any) => c.kind === 'record_rejected').map((c: any) => c.payload.record_id)).toContain(refused.id);
     const other = await http('GET', `${central.url}/sync/feed?after=0&store_id=store_other`, store.key);
     expect(other.body.changes.filter((c: any) => c.kind === 'record_rejected')).toEqual([]);
   });
@@ -202,16 +236,19 @@ describe('POST /sync/push at the central', () => {
     const event = { id: 'msg_fromstore0000001', type: 'cash_sale.created', object_id: 'cs_1', payload: { id: 'cs_1' }, created_at: '2026-01-01T10:00:00.000Z' };
     const r = rec(1, 0, { kind: 'event', id: `sync_${event.id}`, payload: event });
     await push('store_a9', [r]);
+    await settled();
     await push('store_a9', [r]);
+    await settled();
     const rows = central.daemon.ctx.db.prepare('SELECT id, account_id, type FROM events WHERE id = ?').all(event.id);
     expect(rows).toEqual([{ id: event.id, account_id: store.accountId, type: 'cash_sale.created' }]);
   });
 
   it('lists the stores that push, how far and how recently, to the keys that cover them', async () => {
     await push('store_list1', [rec(1, 0), rec(2, 1, { kind: 'never_known' })]);
+    await settled();
     const mine = await http('GET', `${central.url}/sync/stores`, store.key);
     expect(mine.status).toBe(200);
-    expect(mine.body.find((s: any) => s.store_id === 'store_list1')).toMatchObject({ account_id: store.accountId, applied_seq: 2, held_records: 1, rejected_records: 0 });
+    expect(mine.body.find((s: any) => s.store_id === 'store_list1')).toMatchObject({ account_id: store.accountId, received_seq: 2, applied_seq: 2, held_records: 1, rejected_records: 0 });
     const theirs = await http('GET', `${central.url}/sync/stores`, other.key);
     expect(theirs.body.filter((s: any) => s.account_id === store.accountId)).toEqual([]);
     const accounts = new AccountsService(central.daemon.ctx.db, central.daemon.ctx.clock);
@@ -226,7 +263,8 @@ describe('POST /sync/push at the central', () => {
     const n0 = notes();
     const res = await push('store_a10', [rec(1, 0), rec(2, 1, { kind: 'test_broken' }), rec(3, 2)]);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ applied_seq: 3, parked: 1, rejected: [] });
+    expect(res.body).toMatchObject({ applied_seq: 3, parked: 0, rejected: [] });
+    await settled();
     expect(received()).toBe(r0 + 3);
     expect(notes()).toBe(n0 + 2);
     // The applier's savepoint was rolled back: its table was never made.
@@ -237,11 +275,22 @@ describe('POST /sync/push at the central', () => {
     expect((await http('GET', `${central.url}/sync/stores`, store.key)).body.find((s: any) => s.store_id === 'store_a10')).toMatchObject({ applied_seq: 3 });
   });
 
-  it('refuses a batch whole when the database itself fails (busy), so it is pushed again later', async () => {
-    const r0 = received();
-    const res = await push('store_a11', [rec(1, 0), rec(2, 1, { kind: 'test_busy' })]);
-    expect(res.status).toBe(503);
-    expect(res.body.code).toBe('sync_apply_failed');
-    expect(received()).toBe(r0);
+  it('rolls a slice back whole when the database itself fails (busy), and applies it on a later pass', async () => {
+    const n0 = notes();
+    const first = rec(1, 0);
+    const res = await push('store_a11', [first, rec(2, 1, { kind: 'test_busy' })]);
+    // Received: the box is done with them; applying them is the central's affair.
+    expect(res.status).toBe(200);
+    expect(res.body.applied_seq).toBe(2);
+    await settled();
+    const row = () => central.daemon.ctx.db.prepare("SELECT received_seq, applied_seq FROM sync_stores WHERE store_id = 'store_a11'").get();
+    expect(row()).toEqual({ received_seq: 2, applied_seq: 0 });
+    expect(outcomeOf(first.id)).toBe('received');
+    expect(notes()).toBe(n0);
+    busy = false;
+    await settled();
+    expect(row()).toEqual({ received_seq: 2, applied_seq: 2 });
+    expect(outcomeOf(first.id)).toBe('applied');
+    expect(notes()).toBe(n0 + 2);
   });
 });

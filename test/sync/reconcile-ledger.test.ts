@@ -2,10 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tx } from '../../src/db/database.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
-import { syncStatus } from '../../src/sync/status.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { posdExit, requireBuild } from './e2e/processes.js';
-import { addStoreAccount, http, removeDir, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startStore, until, type TestStore, appliedAtCentral } from './helpers.js';
 
 /**
  * Reconciliation of the ledger and intents tables themselves: the rows a store wrote, compared with
@@ -24,7 +23,7 @@ const reconcile = async () => {
   return { code: r.code, result: r.stdout ? JSON.parse(r.stdout) : undefined, stderr: r.stderr };
 };
 const row = (rows: any[], measure: string, currency = 'GTQ') => rows.find((r) => r.measure === measure && r.currency === currency);
-const synced = () => until('synced', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = () => appliedAtCentral(store);
 
 beforeAll(async () => {
   requireBuild();

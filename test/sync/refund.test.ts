@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, until, type TestStore } from './helpers.js';
+import { http, pairStoreAndCentral, until, type TestStore, appliedAtCentral } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -21,7 +21,7 @@ const ledger = (db: TestStore['daemon']['ctx']['db'], type: string) =>
     .prepare('SELECT id, amount_in_cents, fee_in_cents, net_amount_in_cents, commission_in_cents, source_id, created_at FROM balance_transactions WHERE type = ? ORDER BY id')
     .all(type);
 
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 
 describe('refunds made at the store', () => {
   it('exist at the central with the same id and the same ledger refund row, once, with their event under the same id', async () => {

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { TestServer } from '../helpers/server.js';
-import { http, type TestStore } from './helpers.js';
+import { pushAndProject, type TestStore } from './helpers.js';
 
 type Box = Pick<TestServer, 'daemon'> | Pick<TestStore, 'daemon'>;
 
@@ -42,7 +42,7 @@ export async function replayAtCentral(
     payload: JSON.parse(r.payload),
     created_at: r.created_at,
   }));
-  const res = await http('POST', `${central.url}/sync/push`, key, { protocol: 1, store_id: `store_replay${tag}`, records });
+  const res = await pushAndProject(central, key, { store_id: `store_replay${tag}`, records });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body.applied).toBe(records.length);
   return res.body;

@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tx } from '../../src/db/database.js';
-import { syncStatus } from '../../src/sync/status.js';
 import type { TestServer } from '../helpers/server.js';
 import { connectWsTerminal, type ScriptedTerminal } from '../terminals/helpers/scripted-terminal.js';
 import { posdExit, requireBuild } from './e2e/processes.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, type TestStore, appliedAtCentral } from './helpers.js';
 
 /**
  * Cards stored offline at a store, as the central learns them, over real HTTP (the store's sync
@@ -20,7 +19,7 @@ let key: string;
 let terminal: ScriptedTerminal;
 const today = new Date().toISOString().slice(0, 10);
 
-const synced = () => until('synced', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0, 20_000);
+const synced = () => appliedAtCentral(store, 20_000);
 const reconcile = async () => {
   const r = await posdExit(['reconcile', '--date', today, '--json', '--data', store.dataDir]);
   return { code: r.code, result: r.stdout ? JSON.parse(r.stdout) : undefined, stderr: r.stderr };

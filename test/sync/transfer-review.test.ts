@@ -3,7 +3,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { reviewTransfer } from '../../src/modules/transfers/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, type TestStore, appliedAtCentral } from './helpers.js';
 
 // Issue 15: a transfer held for review at a store, then released or cancelled there, reaches the
 // central with its states and ledger rows (the reservation, the credit or the return), once.
@@ -16,7 +16,7 @@ afterEach(async () => {
 type Db = TestStore['daemon']['ctx']['db'];
 const ledger = (db: Db) => db.prepare("SELECT id, account_id, amount_in_cents, source_id, created_at FROM balance_transactions WHERE type = 'transfer' ORDER BY id").all();
 const transfers = (db: Db) => db.prepare('SELECT * FROM transfers ORDER BY id').all();
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 
 describe('transfers held for review at a store', () => {
   it('exist at the central in review, then released or cancelled, with the same ledger rows', async () => {

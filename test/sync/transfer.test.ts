@@ -4,7 +4,7 @@ import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { advanceWithdrawal } from '../../src/modules/transfers/withdrawals.js';
 import { syncStatus } from '../../src/sync/status.js';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore, appliedAtCentral } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -40,7 +40,7 @@ const ledger = (db: Db) =>
 const transfers = (db: Db) => db.prepare('SELECT * FROM transfers ORDER BY id').all();
 const bankAccounts = (db: Db) => db.prepare('SELECT * FROM bank_accounts ORDER BY id').all();
 const balances = (db: Db) => db.prepare('SELECT account_id, sum(net_amount_in_cents) AS n FROM balance_transactions GROUP BY account_id ORDER BY account_id').all();
-const synced = (store: TestStore) => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+const synced = (store: TestStore) => appliedAtCentral(store);
 
 describe('transfers, withdrawals and bank accounts made at the store', () => {
   it('exist at the central with the same ids, states and ledger rows, once, with their events under the same ids', async () => {

@@ -146,7 +146,7 @@ function storesPanel(view: StatusView, now: number): string {
   if (!view.stores) return '';
   return panel('stores', 'Stores', view.stores, (list) =>
     table(
-      ['Store', 'Last push', 'Records waiting', 'Lag', 'Reconciliation'],
+      ['Store', 'Last push', 'Records waiting', 'Received, not applied', 'Lag', 'Reconciliation'],
       list.map((s) => {
         const account = view.account_names[s.account_id] ?? s.account_id;
         const stale = s.last_push_at !== null && now - Date.parse(s.last_push_at) > view.store_quiet_ms;
@@ -154,6 +154,8 @@ function storesPanel(view: StatusView, now: number): string {
           named(`${s.store_id} · ${account}${s.live_mode ? '' : ' (sandbox)'}`, s.store_id),
           tdWhen(s.last_push_at, now, stale || s.last_push_at === null ? 'bad' : '', 'never'),
           td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held)` : ''}`, s.parked ? 'bad' : ''),
+          // The projector's lag behind receipt, in the store's seqs (0 once it caught up).
+          td(s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none', s.received_seq > s.applied_seq ? 'muted' : ''),
           td(s.lag_ms === null ? '-' : age(s.lag_ms), s.lag_ms !== null && s.lag_ms > view.store_quiet_ms ? 'bad' : ''),
           s.reconciliation.reported_at
             ? `<td class="bad" data-reconciliation="different">differences reported for ${esc(s.reconciliation.day ?? '?')} (${when(s.reconciliation.reported_at, now)})</td>`

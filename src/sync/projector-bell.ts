@@ -1,0 +1,19 @@
+import { perDb } from '../db/per-db.js';
+
+/**
+ * What a push's receipt rings once its records are durable, and the projector of that database
+ * listens to (sync/projector.ts). Kept apart so the receipt does not import the projector.
+ */
+export class ProjectorBell {
+  private listener: (() => void) | undefined;
+  /** Rung after a receipt commits: the projector (if one runs) looks for work soon. */
+  ring(): void {
+    this.listener?.();
+  }
+  /** The projector's own: one listener per database. */
+  listen(fn: (() => void) | undefined): void {
+    this.listener = fn;
+  }
+}
+
+export const projectorBell = perDb(() => new ProjectorBell());

@@ -5,7 +5,7 @@ import { applyStoreBalancePayment, type BalancePaymentRecord } from '../../src/m
 import { CentralClient } from '../../src/sync/transport.js';
 import { reconcileDay } from '../../src/sync/reconcile.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { addStoreAccount, appliedAtCentral, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
 
 // Issue 15: a checkout paid at a store from another account's balance reaches the central as one
 // `balance_payment` record: both sides' ledger rows and intents written there once, under the store's
@@ -46,7 +46,7 @@ async function setUp() {
   cleanup.push(() => store.stop());
   const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
   cleanup.push(() => client.close());
-  const synced = () => until('applied at the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0);
+  const synced = () => appliedAtCentral(store);
   return { central, store, acct, client, synced, merchant: acct.sandboxId, payer: child.sandbox.id, payerKey, merchantKey: acct.testKey };
 }
 

@@ -3,7 +3,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { advanceDispute, openDispute } from '../../src/modules/disputes/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { http, pairStoreAndCentral, type TestStore, appliedAtCentral } from './helpers.js';
+import { appliedAtCentral, http, pairStoreAndCentral, type TestStore, until } from './helpers.js';
 
 // Issue 15: the ledger `dispute` rows a store makes reach the central like every other ledger row
 // (refund, transfer, payout): same ids, same amounts, once; the dispute row follows its status.

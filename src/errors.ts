@@ -80,10 +80,10 @@ export const ERRORS = {
   swap_final: { status: 422, message: 'The swap already reached a final status.' },
   exchange_not_configured: { status: 422, message: 'No exchange provider is configured on this posd: live swaps cannot be completed. Swaps work in a sandbox.' },
   // Sync between a store and its central (docs/sync-protocol.md)
-  sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was applied.' },
-  sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was applied.' },
-  sync_sequence_gap: { status: 409, message: 'The batch does not follow the last sequence the central applied; nothing was applied.' },
-  sync_record_conflict: { status: 409, message: 'A record id was already applied with different content; nothing was applied.' },
+  sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was received.' },
+  sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was received.' },
+  sync_sequence_gap: { status: 409, message: 'The batch does not follow the last sequence the central received; nothing was received.' },
+  sync_record_conflict: { status: 409, message: 'A record id was already received with different content; nothing was received.' },
   sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
   // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
   external_id_reused: {

@@ -84,7 +84,7 @@ function receive(
       // is a record of this batch, which is not received either, so the message must not say so.
       const expected = last === before ? `the central has received up to seq ${before}` : `the record before it in the batch is seq ${last}`;
       throw new ApiError('sync_sequence_gap', {
-        message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was applied${last === before ? '' : ` (the central has received up to seq ${before})`}.`,
+        message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was received${last === before ? '' : ` (the central has received up to seq ${before})`}.`,
         extra: { applied_seq: before, record_id: r.id },
       });
     }
@@ -143,7 +143,7 @@ function receive(
 
 function conflict(id: string, seq: number, receivedSeq: number): ApiError {
   return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was applied.`,
+    message: `Record ${id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was received.`,
     extra: { record_id: id, applied_seq: receivedSeq },
   });
 }

@@ -100,8 +100,9 @@ describe("a central's status page", () => {
     expect(text(ant)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
     expect(ant).toMatch(/<td data-label="Last push" class="bad">/); // silent longer than sync.alert_link_down_ms
     expect(text(ant)[2]).toBe('2 (1 parked: posd sync records)');
-    expect(text(ant)[3]).toBe('40 min');
-    expect(text(ant)[4]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
+    expect(text(ant)[3]).toBe('none');
+    expect(text(ant)[4]).toBe('40 min');
+    expect(text(ant)[5]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
     expect(ant).toContain('data-reconciliation="different"');
     // A central with no link of its own has no "sync with central" panel.
     expect(html).not.toContain('id="sync"');

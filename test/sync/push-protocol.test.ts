@@ -154,7 +154,7 @@ describe('POST /sync/push at the central', () => {
     const mid = await push('store_a3', [rec(2, 1), rec(4, 3)]);
     expect(mid.body).toMatchObject({ code: 'sync_sequence_gap', applied_seq: 1 });
     // Seq 2 was rolled back with the batch: the message must not say the central applied it.
-    expect(mid.body.message).toContain('the record before it in the batch is seq 2; nothing was applied (the central has received up to seq 1)');
+    expect(mid.body.message).toContain('the record before it in the batch is seq 2; nothing was received (the central has received up to seq 1)');
     expect(received()).toBe(r0);
   });
 

@@ -67,7 +67,7 @@ export async function receivePush(
     for (const r of body.records) {
       if (inScope.get(r.account_id) !== r.live_mode) {
         throw new ApiError('sync_account_forbidden', {
-          message: `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for; nothing was applied.`,
+          message: `Record ${r.id} names account ${r.account_id} (${r.live_mode ? 'live' : 'sandbox'}), which this key does not act for; nothing was received.`,
           extra: { record_id: r.id },
         });
       }
@@ -89,7 +89,7 @@ export async function receivePush(
     const store = (await c.query<{ account_id: string; received_seq: number }>('SELECT account_id, received_seq FROM sync_stores WHERE store_id = $1 FOR UPDATE', [body.store_id]))
       .rows[0];
     if (store.account_id !== keyAccount.id) {
-      throw new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was applied.` });
+      throw new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was received.` });
     }
     const before = store.received_seq;
 
@@ -116,7 +116,7 @@ export async function receivePush(
       if (r.prev_seq !== last) {
         const expected = last === before ? `the central has received up to seq ${before}` : `the record before it in the batch is seq ${last}`;
         throw new ApiError('sync_sequence_gap', {
-          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was applied${last === before ? '' : ` (the central has received up to seq ${before})`}.`,
+          message: `Record ${r.id} (seq ${r.seq}) follows seq ${r.prev_seq}, but ${expected}; nothing was received${last === before ? '' : ` (the central has received up to seq ${before})`}.`,
           extra: { applied_seq: before, record_id: r.id },
         });
       }
@@ -223,7 +223,7 @@ function dayTotals(fresh: Fresh[], registry: Pick<SyncRegistry, 'totalsOf'>): Da
 
 function conflict(id: string, seq: number, receivedSeq: number): ApiError {
   return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was applied.`,
+    message: `Record ${id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was received.`,
     extra: { record_id: id, applied_seq: receivedSeq },
   });
 }

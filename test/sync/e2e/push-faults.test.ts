@@ -234,12 +234,12 @@ describe('forged and malformed pushes to a central process', () => {
     expect(res.body).toEqual({
       code: 'sync_account_forbidden',
       record_id: foreign.id,
-      message: `Record ${foreign.id} names account ${otherAccountId} (live), which this key does not act for; nothing was applied.`,
+      message: `Record ${foreign.id} names account ${otherAccountId} (live), which this key does not act for; nothing was received.`,
     });
     // The other account's own key, with its own records, under this store's id.
     const theirs = await refused({ protocol: 1, store_id: storeId, records: [{ ...pending[0], account_id: otherAccountId }] }, otherKey);
     expect(theirs.status).toBe(403);
-    expect(theirs.body).toEqual({ code: 'sync_store_mismatch', message: `Store ${storeId} pushes for another account; nothing was applied.` });
+    expect(theirs.body).toEqual({ code: 'sync_store_mismatch', message: `Store ${storeId} pushes for another account; nothing was received.` });
   });
 
   it('refuses a sequence gap, at the start of a batch or in its middle', async () => {
@@ -251,7 +251,7 @@ describe('forged and malformed pushes to a central process', () => {
       code: 'sync_sequence_gap',
       applied_seq: appliedSeq,
       record_id: second.id,
-      message: `Record ${second.id} (seq ${skipped.seq}) follows seq ${second.seq}, but the central has applied up to seq ${appliedSeq}; nothing was applied.`,
+      message: `Record ${second.id} (seq ${skipped.seq}) follows seq ${second.seq}, but the central has received up to seq ${appliedSeq}; nothing was received.`,
     });
     // The first record is valid and would apply alone; the gap after it rolls it back.
     const inMiddle = await refused({ protocol: 1, store_id: storeId, records: [first, skipped] });
@@ -262,7 +262,7 @@ describe('forged and malformed pushes to a central process', () => {
         code: 'sync_sequence_gap',
         applied_seq: appliedSeq,
         record_id: second.id,
-        message: `Record ${second.id} (seq ${skipped.seq}) follows seq ${second.seq}, but the record before it in the batch is seq ${first.seq}; nothing was applied (the central has applied up to seq ${appliedSeq}).`,
+        message: `Record ${second.id} (seq ${skipped.seq}) follows seq ${second.seq}, but the record before it in the batch is seq ${first.seq}; nothing was received (the central has received up to seq ${appliedSeq}).`,
       },
     });
   });
@@ -281,7 +281,7 @@ describe('forged and malformed pushes to a central process', () => {
       code: 'sync_record_conflict',
       record_id: applied.id,
       applied_seq: appliedSeq,
-      message: `Record ${applied.id} (seq ${seq}) differs from the record the central already applied with that id or at that seq; nothing was applied.`,
+      message: `Record ${applied.id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was received.`,
     });
     // Repeated at its own seq, in a batch that also carries the store's next, valid record (which
     // follows the central's applied seq, as after any duplicate).

@@ -123,10 +123,10 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
     expect(runDue()).toBe(0);
     expect(charges()).toEqual([...before, 5000, 15000, 15000]);
     now = (await s.api('GET', `/subscriptions/${sub.id}`)).body;
-    expect(now).toMatchObject({ status: 'canceled', cancel_reason: 'automatic_cancellation', canceled_at: at(21), next_payment_attempt_at: null });
+    expect(now).toMatchObject({ status: 'cancelled', cancel_reason: 'automatic_cancellation', canceled_at: at(21), next_payment_attempt_at: null });
     const evs = eventsOf([sub.id]);
     expect(evs.map((e) => e.type)).toEqual(['subscription.create', 'subscription.cancel']);
-    expect(evs[1].payload).toMatchObject({ reason: 'automatic_cancellation', failure_reason: null, subscription: { status: 'canceled' } });
+    expect(evs[1].payload).toMatchObject({ reason: 'automatic_cancellation', failure_reason: null, subscription: { status: 'cancelled' } });
     clock.set(T0 + 40 * DAY);
     expect(runDue()).toBe(0);
     expect(eventsOf([sub.id])).toHaveLength(2);
@@ -225,7 +225,7 @@ describe('price period limits', () => {
     expect(runDue()).toBeGreaterThanOrEqual(1);
     const ok = await s.api('DELETE', `/subscriptions/${sub.id}`);
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ status: 'canceled', cancel_reason: 'requested', periods_paid: 2 });
+    expect(ok.body).toMatchObject({ message: 'Suscripción cancelada', status: 'cancelled', cancel_reason: 'requested', periods_paid: 2 });
   });
 });
 

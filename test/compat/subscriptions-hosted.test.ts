@@ -195,6 +195,23 @@ describe('price period limits', () => {
     expect(over.body.errors).toHaveProperty(['prices_attributes.0.periods_before_allowed_to_cancel']);
   });
 
+  it('refuses proration_behavior, billing_cycle_anchor_day, defer_to_billing_day by name: posd bills from the start and never prorates', async () => {
+    const before = (await s.api('GET', '/products?items=100')).headers['total-count'];
+    for (const [field, value] of [
+      ['proration_behavior', 'create_prorations'],
+      ['billing_cycle_anchor_day', 15],
+      ['defer_to_billing_day', true],
+    ] as const) {
+      const r = await s.api('POST', '/products', {
+        body: { product: { name: 'x', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', [field]: value }] } },
+      });
+      expect(r.status, field).toBe(400);
+      expect(r.body.code, field).toBe('unknown_parameter');
+      expect(r.body.errors, field).toHaveProperty([`prices_attributes.0.${field}`]);
+    }
+    expect((await s.api('GET', '/products?items=100')).headers['total-count']).toBe(before);
+  });
+
   it('refuses a cancel before the minimum term with 422 subscription_minimum_term, allows it after', async () => {
     clock.set(T0);
     const product = await s.api('POST', '/products', {

@@ -16,6 +16,11 @@ describe('src/lifecycle.ts', () => {
     expect(nextState(subscriptionMachine, 'past_due', { type: 'CHARGE_FAILED', finalAttempt: true })).toBe('canceled');
     expect(nextState(subscriptionMachine, 'canceled', { type: 'REACTIVATE', withinPeriod: false })).toBeNull();
     expect(nextState(subscriptionMachine, 'canceled', { type: 'REACTIVATE', withinPeriod: true })).toBe('active');
+    // A trial's first charge failing: the hosted `unable_to_start`, where nothing moves it.
+    expect(nextState(subscriptionMachine, 'active', { type: 'CHARGE_FAILED', finalAttempt: true, trial: true })).toBe('unable_to_start');
+    expect(nextState(subscriptionMachine, 'active', { type: 'CHARGE_FAILED', finalAttempt: false })).toBe('past_due');
+    expect(isFinalState(subscriptionMachine, 'unable_to_start')).toBe(true);
+    expect(nextState(subscriptionMachine, 'unable_to_start', { type: 'REACTIVATE', withinPeriod: true })).toBeNull();
   });
 
   it('takes transitions written on the root as well as on a state', () => {

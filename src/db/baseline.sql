@@ -1330,7 +1330,7 @@ CREATE TABLE subscriptions (
   currency TEXT NOT NULL,
   billing_interval TEXT NOT NULL CHECK (billing_interval IN ('day', 'week', 'month', 'year')),
   billing_interval_count INTEGER NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('active', 'past_due', 'paused', 'canceled')),
+  status TEXT NOT NULL CHECK (status IN ('active', 'past_due', 'paused', 'canceled', 'unable_to_start')),
   current_period_start TEXT NOT NULL,
   current_period_end TEXT NOT NULL,
   -- Automatic charges failed in a row; the first failure fixes the retry schedule (+3 and +5 days).

@@ -123,10 +123,10 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
     expect(runDue()).toBe(0);
     expect(charges()).toEqual([...before, 5000, 15000, 15000]);
     now = (await s.api('GET', `/subscriptions/${sub.id}`)).body;
-    expect(now).toMatchObject({ status: 'canceled', cancel_reason: 'automatic_cancellation', canceled_at: at(21), next_payment_attempt_at: null });
+    expect(now).toMatchObject({ status: 'cancelled', cancel_reason: 'automatic_cancellation', canceled_at: at(21), next_payment_attempt_at: null });
     const evs = eventsOf([sub.id]);
     expect(evs.map((e) => e.type)).toEqual(['subscription.create', 'subscription.cancel']);
-    expect(evs[1].payload).toMatchObject({ reason: 'automatic_cancellation', failure_reason: null, subscription: { status: 'canceled' } });
+    expect(evs[1].payload).toMatchObject({ reason: 'automatic_cancellation', failure_reason: null, subscription: { status: 'cancelled' } });
     clock.set(T0 + 40 * DAY);
     expect(runDue()).toBe(0);
     expect(eventsOf([sub.id])).toHaveLength(2);
@@ -195,6 +195,23 @@ describe('price period limits', () => {
     expect(over.body.errors).toHaveProperty(['prices_attributes.0.periods_before_allowed_to_cancel']);
   });
 
+  it('refuses proration_behavior, billing_cycle_anchor_day, defer_to_billing_day by name: posd bills from the start and never prorates', async () => {
+    const before = (await s.api('GET', '/products?items=100')).headers['total-count'];
+    for (const [field, value] of [
+      ['proration_behavior', 'create_prorations'],
+      ['billing_cycle_anchor_day', 15],
+      ['defer_to_billing_day', true],
+    ] as const) {
+      const r = await s.api('POST', '/products', {
+        body: { product: { name: 'x', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', [field]: value }] } },
+      });
+      expect(r.status, field).toBe(400);
+      expect(r.body.code, field).toBe('unknown_parameter');
+      expect(r.body.errors, field).toHaveProperty([`prices_attributes.0.${field}`]);
+    }
+    expect((await s.api('GET', '/products?items=100')).headers['total-count']).toBe(before);
+  });
+
   it('refuses a cancel before the minimum term with 422 subscription_minimum_term, allows it after', async () => {
     clock.set(T0);
     const product = await s.api('POST', '/products', {
@@ -225,7 +242,7 @@ describe('price period limits', () => {
     expect(runDue()).toBeGreaterThanOrEqual(1);
     const ok = await s.api('DELETE', `/subscriptions/${sub.id}`);
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ status: 'canceled', cancel_reason: 'requested', periods_paid: 2 });
+    expect(ok.body).toMatchObject({ message: 'Suscripción cancelada', status: 'cancelled', cancel_reason: 'requested', periods_paid: 2 });
   });
 });
 

@@ -100,7 +100,7 @@ describe('subscriptions (spec 3.5) under a manual clock', () => {
     expect(runDue()).toBe(1);
     expect(runDue()).toBe(0);
     const canceled = (await s.api('GET', `/subscriptions/${sub.id}`)).body;
-    expect(canceled).toMatchObject({ status: 'canceled', failed_attempts: 3, next_retry_at: null, cancel_reason: 'payment_failed' });
+    expect(canceled).toMatchObject({ status: 'cancelled', failed_attempts: 3, next_retry_at: null, cancel_reason: 'payment_failed' });
     expect(subEvents()).toEqual([
       ['subscription.create', sub.id],
       ['subscription.past_due', sub.id],
@@ -160,9 +160,15 @@ describe('subscriptions (spec 3.5) under a manual clock', () => {
     const sub = await subscribe();
     const before = subEvents().length;
     const del = await s.api('DELETE', `/subscriptions/${sub.id}`);
-    expect(del.body).toMatchObject({ status: 'canceled', cancel_reason: 'requested' });
-    expect((await s.api('DELETE', `/subscriptions/${sub.id}`)).status).toBe(200);
+    // The hosted answer (`message`) beside the subscription, spelled as hosted (`cancelled`).
+    expect(del.status).toBe(200);
+    expect(del.body).toMatchObject({ message: 'Suscripción cancelada', id: sub.id, status: 'cancelled', cancel_reason: 'requested' });
+    const again = await s.api('DELETE', `/subscriptions/${sub.id}`);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ message: 'Suscripción cancelada', status: 'cancelled' });
     expect(subEvents().slice(before)).toEqual([['subscription.cancel', sub.id]]);
+    const cancelEvent = JSON.parse((s.daemon.ctx.db.prepare("SELECT payload FROM events WHERE type = 'subscription.cancel' AND object_id = ?").get(sub.id) as any).payload);
+    expect(cancelEvent).toMatchObject({ event_type: 'subscription.cancel', reason: 'requested', subscription: { id: sub.id, status: 'cancelled' } });
     clock.advance(31 * DAY);
     const late = await s.api('PATCH', `/subscriptions/${sub.id}`, { body: { status: 'active' } });
     expect(late.status).toBe(422);
@@ -174,8 +180,17 @@ describe('subscriptions (spec 3.5) under a manual clock', () => {
     const all = await s.api('GET', '/subscriptions?items=2');
     expect(all.body).toHaveLength(2);
     expect(all.headers['total-count']).toBe('4');
+    // The hosted spelling filters, and the spec's names the same state.
+    const cancelled = await s.api('GET', '/subscriptions?status=cancelled');
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.length).toBeGreaterThan(0);
+    expect(cancelled.body.every((x: any) => x.status === 'cancelled')).toBe(true);
     const canceled = await s.api('GET', '/subscriptions?status=canceled');
-    expect(canceled.body.every((x: any) => x.status === 'canceled')).toBe(true);
+    expect(canceled.body.map((x: any) => x.id)).toEqual(cancelled.body.map((x: any) => x.id));
+    const active = await s.api('GET', '/subscriptions?status=active');
+    expect(active.body.every((x: any) => x.status === 'active')).toBe(true);
+    expect(active.body.length + cancelled.body.length).toBeLessThanOrEqual(4);
+    expect((await s.api('GET', '/subscriptions?status=gone')).status).toBe(400);
     const id = all.body[0].id;
     expect((await s.api('GET', `/subscriptions/${id}`, { key: s.installation.keys.live })).status).toBe(404);
     expect((await s.api('POST', `/test_helpers/subscriptions/${id}/advance`, { key: s.installation.keys.live, body: {} })).status).toBe(404);

@@ -99,7 +99,7 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
     expect(events().slice(1)).toEqual([['subscription.past_due', r.body.id]]);
   });
 
-  it('a failed first charge at trial end: setup_intent.cancelled and subscription.cancel, once, no retries', async () => {
+  it('a failed first charge at trial end: unable_to_start, setup_intent.cancelled and subscription.cancel, once, no retries', async () => {
     const start = clock.now();
     const r = await s.api('POST', '/subscriptions', { body: { price_id: trialPrice, card: { last4: '0002' } } });
     expect(r.status).toBe(201);
@@ -107,25 +107,44 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
     // The sandbox card on file will decline; the helper charges now (as the biller would at trial end).
     const res = await s.api('POST', `/test_helpers/subscriptions/${r.body.id}/advance`, { body: { outcome: 'failed', failure_reason: 'insufficient_funds' } });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'canceled', cancel_reason: 'trial_payment_failed', next_retry_at: null });
+    expect(res.body).toMatchObject({ status: 'unable_to_start', cancel_reason: 'trial_payment_failed', next_retry_at: null, next_payment_attempt_at: null, periods_paid: 0 });
     expect(events().slice(before)).toEqual([
       ['setup_intent.cancelled', r.body.setup_intent_id],
       ['subscription.cancel', r.body.id],
     ]);
-    expect(payload('setup_intent.cancelled')).toMatchObject({ status: 'cancelled', subscription_id: r.body.id, failure_reason: 'insufficient_funds' });
+    expect(payload('setup_intent.cancelled')).toMatchObject({
+      status: 'cancelled',
+      subscription_id: r.body.id,
+      failure_reason: 'insufficient_funds',
+      subscription: { id: r.body.id, status: 'unable_to_start' },
+    });
+    expect(payload('subscription.cancel')).toMatchObject({ reason: 'trial_payment_failed', subscription: { id: r.body.id, status: 'unable_to_start' } });
     clock.set(start + 30 * DAY);
     runDue();
     expect(events().slice(before)).toHaveLength(2);
+    // It never started: nothing moves it (no reactivation, no pause, no changes); DELETE answers it as it is.
+    for (const body of [{ status: 'active' }, { act: 'pause' }, { card }]) {
+      const refused = await s.api('PATCH', `/subscriptions/${r.body.id}`, { body });
+      expect(refused.status, JSON.stringify(body)).toBe(422);
+      expect(refused.body).toMatchObject({ code: 'subscription_transition_invalid', status: 'unable_to_start' });
+    }
+    const del = await s.api('DELETE', `/subscriptions/${r.body.id}`);
+    expect(del.status).toBe(200);
+    expect(del.body).toMatchObject({ message: 'Suscripción cancelada', status: 'unable_to_start' });
+    expect((await s.api('GET', `/subscriptions?status=unable_to_start`)).body.map((x: any) => x.id)).toContain(r.body.id);
+    expect(events().slice(before)).toHaveLength(2);
   });
 
-  it('a trial whose end passes with a declining card is canceled by the biller on the clock', async () => {
+  it('a trial whose end passes with a declining card is unable_to_start by the biller on the clock', async () => {
     const r = await s.api('POST', '/subscriptions', { body: { price_id: trialPrice, card } });
     // What the sandbox card on file answers (the advance helper's setting, without charging now).
     s.daemon.ctx.db.prepare("UPDATE subscriptions SET sandbox_outcome = 'failed' WHERE id = ?").run(r.body.id);
     const before = events().length;
     clock.set(Date.parse(r.body.trial_end));
     runDue();
-    expect((await s.api('GET', `/subscriptions/${r.body.id}`)).body.status).toBe('canceled');
+    expect((await s.api('GET', `/subscriptions/${r.body.id}`)).body.status).toBe('unable_to_start');
+    // A trial not yet due stays active: only its first charge decides.
+    expect(r.body.status).toBe('active');
     const mine = events().slice(before).filter((e) => e[1] === r.body.id || e[1] === r.body.setup_intent_id);
     expect(mine).toEqual([
       ['setup_intent.cancelled', r.body.setup_intent_id],

@@ -9,6 +9,7 @@ import type { Account } from '../../accounts/service.js';
 import { getCustomer } from '../customers/service.js';
 import { getPrice } from '../products/service.js';
 import { invoiceItemView, subscriptionEventPayload, subscriptionItemView } from './document.js';
+import { answeredStatus } from './machine.js';
 import type { UpdateSubscriptionBody } from './schema.js';
 import type { SubscriptionsService } from './service.js';
 import type { InvoiceItemRow, SubscriptionItemRow, SubscriptionRow } from './store.js';
@@ -23,9 +24,9 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     let sub = subs.find([account.id], account.live_mode, id);
     const at = isoTime(ctx.clock.now());
     const changesContent = body.card !== undefined || body.customer_id !== undefined || body.add_items || body.remove_items || body.invoice_items;
-    // A canceled subscription takes no changes, except being reactivated in this same request.
-    if (changesContent && sub.status === 'canceled' && body.status !== 'active') {
-      throw new ApiError('subscription_transition_invalid', { message: 'A canceled subscription cannot be changed.', extra: { status: sub.status } });
+    // A canceled subscription takes no changes, except being reactivated in this same request; one that never started takes none.
+    if (changesContent && ((sub.status === 'canceled' && body.status !== 'active') || sub.status === 'unable_to_start')) {
+      throw new ApiError('subscription_transition_invalid', { message: `A ${answeredStatus(sub.status)} subscription cannot be changed.`, extra: { status: answeredStatus(sub.status) } });
     }
 
     const errors: Record<string, string> = {};
@@ -85,7 +86,7 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     const changed = Object.keys(patch).map((k) => (k.startsWith('card_') || k === 'payment_method_id' ? 'card' : k));
     if (changed.length) {
       if (!subs.store.save({ ...sub, ...patch, updated_at: at })) {
-        throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: sub.status } });
+        throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: answeredStatus(sub.status) } });
       }
       sub = subs.store.get(sub.id)!;
       emit('subscription.update', { changed: [...new Set(changed)] });

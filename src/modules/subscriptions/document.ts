@@ -1,6 +1,7 @@
 import { LEGACY_API_VERSION } from '../../events/formats.js';
 import type { Customer } from '../customers/service.js';
 import type { Price, Product } from '../products/schema.js';
+import { answeredStatus } from './machine.js';
 import type { InvoiceItemRow, SubscriptionItemRow, SubscriptionRow, SubscriptionsStore } from './store.js';
 
 export function subscriptionView(r: SubscriptionRow) {
@@ -8,7 +9,8 @@ export function subscriptionView(r: SubscriptionRow) {
     id: r.id,
     account_id: r.account_id,
     live_mode: r.live_mode === 1,
-    status: r.status,
+    // The hosted spelling (`cancelled`), in answers and event payloads alike.
+    status: answeredStatus(r.status),
     customer_id: r.customer_id,
     product_id: r.product_id,
     price_id: r.price_id,

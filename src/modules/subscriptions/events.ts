@@ -36,8 +36,8 @@ function exampleRow(i: ExampleInput, status: SubscriptionRow['status'], trial = 
     first_failure_at: status === 'past_due' ? at : null,
     next_retry_at: status === 'past_due' ? at : null,
     paused_at: status === 'paused' ? at : null,
-    canceled_at: status === 'canceled' ? at : null,
-    cancel_reason: status === 'canceled' ? 'requested' : null,
+    canceled_at: status === 'canceled' || status === 'unable_to_start' ? at : null,
+    cancel_reason: status === 'canceled' ? 'requested' : status === 'unable_to_start' ? 'trial_payment_failed' : null,
     origin_checkout_id: trial ? setupIntentId : newId('ch'),
     latest_checkout_id: trial ? null : newId('ch'),
     card_network: 'visa',
@@ -132,5 +132,5 @@ export const subscriptionEventExamples: Record<string, EventExample> = {
   })),
   'setup_intent.succeeded': (i) => setupIntentEventPayload(exampleRow(i, 'active', true), 'setup_intent.succeeded', i.createdAt),
   'setup_intent.cancelled': (i) =>
-    setupIntentEventPayload(exampleRow(i, 'canceled', true), 'setup_intent.cancelled', i.createdAt, { reason: 'trial_payment_failed', failure_reason: 'card_declined' }),
+    setupIntentEventPayload(exampleRow(i, 'unable_to_start', true), 'setup_intent.cancelled', i.createdAt, { reason: 'trial_payment_failed', failure_reason: 'card_declined' }),
 };

@@ -8,8 +8,9 @@ import { hostedSubscriptionFields, subscriptionDetail } from './document.js';
 import { customerById } from '../customers/service.js';
 import { getProduct } from '../products/service.js';
 import { updateSubscription } from './changes.js';
-import { AdvanceBody, CreateTrialSubscriptionBody, StatusSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
+import { AdvanceBody, CANCEL_MESSAGE, CancelAnswerSchema, CreateTrialSubscriptionBody, StatusFilterSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
 import { SubscriptionsService } from './service.js';
+import { storedStatus } from './machine.js';
 import { IdParams, errorBodies } from '../../api/schemas.js';
 import { oneTimePaymentRoutes } from './one-time-payments.js';
 
@@ -27,11 +28,11 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/subscriptions',
-    { schema: { tags, querystring: Type.Object({ ...PageQuery, status: Type.Optional(StatusSchema) }), response: { 200: Type.Array(SubscriptionSchema), ...errors } } },
+    { schema: { tags, querystring: Type.Object({ ...PageQuery, status: Type.Optional(StatusFilterSchema) }), response: { 200: Type.Array(SubscriptionSchema), ...errors } } },
     async (req, reply) => {
       const page = pageOf(req.query);
       const scope = readScope(req);
-      const { rows, total } = subs.store.list(scope.accountIds, scope.liveMode, req.query.status ?? null, page.limit, page.offset);
+      const { rows, total } = subs.store.list(scope.accountIds, scope.liveMode, req.query.status ? storedStatus(req.query.status as Parameters<typeof storedStatus>[0]) : null, page.limit, page.offset);
       setPageHeaders(req, reply, page, total);
       return rows.map(view);
     },
@@ -60,9 +61,14 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
     });
   }
 
-  app.delete('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: SubscriptionSchema, ...errors } } }, async (req) =>
-    view(subs.cancel(requireAccount(req), req.params.id)),
-  );
+  /**
+   * The hosted service answers `{message: "Suscripción cancelada"}`; posd answers that `message`
+   * beside the subscription itself, so a client reading either finds what it reads.
+   */
+  app.delete('/subscriptions/:id', { schema: { tags, params: IdParams, response: { 200: CancelAnswerSchema, ...errors } } }, async (req) => ({
+    message: CANCEL_MESSAGE,
+    ...view(subs.cancel(requireAccount(req), req.params.id)),
+  }));
 
   /** gaps.md sandbox helper: bill the next period now, optionally failing. */
   app.post(

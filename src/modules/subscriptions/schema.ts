@@ -1,7 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Nullable } from '../../api/schemas.js';
 
-export const StatusSchema = Type.Union(['active', 'past_due', 'paused', 'canceled'].map((s) => Type.Literal(s)));
+/** A subscription's status as answered: the hosted service's names (`cancelled`, `unable_to_start`; machine.ts answeredStatus). */
+export const StatusSchema = Type.Union(['active', 'past_due', 'paused', 'cancelled', 'unable_to_start'].map((s) => Type.Literal(s)));
+/** The `status` filter of `GET /subscriptions`: the answered names, and the spec's `canceled` for the same state. */
+export const StatusFilterSchema = Type.Union(['active', 'past_due', 'paused', 'cancelled', 'canceled', 'unable_to_start'].map((s) => Type.Literal(s)));
 
 export const SubscriptionSchema = Type.Object({
   id: Type.String(),
@@ -70,6 +73,11 @@ export const SubscriptionSchema = Type.Object({
   periods_before_automatic_cancellation: Nullable(Type.Integer()),
   periods_before_allowed_to_cancel: Nullable(Type.Integer()),
 });
+
+/** The hosted answer to `DELETE /subscriptions/{id}` (hosted-api.md section 7). */
+export const CANCEL_MESSAGE = 'Suscripción cancelada';
+/** `DELETE /subscriptions/{id}`: the hosted `{message}` and the subscription as it now stands. */
+export const CancelAnswerSchema = Type.Object({ message: Type.Literal(CANCEL_MESSAGE), ...SubscriptionSchema.properties });
 
 const CardInput = Type.Object({
   network: Type.Optional(Type.String({ minLength: 1, maxLength: 30 })),

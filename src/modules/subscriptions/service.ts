@@ -12,7 +12,7 @@ import { getCustomer } from '../customers/service.js';
 import { getPrice, getProduct } from '../products/service.js';
 import { setupIntentEventPayload, subscriptionEventPayload } from './document.js';
 import { initialState, nextState } from '../../lifecycle.js';
-import { eventsFor, subscriptionMachine, type SubscriptionEvent } from './machine.js';
+import { answeredStatus, eventsFor, subscriptionMachine, type SubscriptionEvent } from './machine.js';
 import type { CreateTrialSubscriptionBody } from './schema.js';
 import { addInterval } from './periods.js';
 import { SubscriptionsStore, type SubscriptionRow } from './store.js';
@@ -47,15 +47,15 @@ export class SubscriptionsService {
   private apply(sub: SubscriptionRow, event: SubscriptionEvent, patch: Partial<SubscriptionRow>, extra: Record<string, unknown> = {}): SubscriptionRow {
     const to = nextState(subscriptionMachine, sub.status, event);
     if (!to) {
-      if (event.type === 'REACTIVATE' && sub.status === 'canceled') throw new ApiError('reactivation_period_over', { extra: { status: sub.status } });
+      if (event.type === 'REACTIVATE' && sub.status === 'canceled') throw new ApiError('reactivation_period_over', { extra: { status: answeredStatus(sub.status) } });
       throw new ApiError('subscription_transition_invalid', {
-        message: `A ${sub.status} subscription cannot take ${event.type.toLowerCase()}.`,
-        extra: { status: sub.status },
+        message: `A ${answeredStatus(sub.status)} subscription cannot take ${event.type.toLowerCase()}.`,
+        extra: { status: answeredStatus(sub.status) },
       });
     }
     const at = this.now();
     const next: SubscriptionRow = { ...sub, ...patch, status: to, updated_at: at };
-    if (!this.store.save(next)) throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: sub.status } });
+    if (!this.store.save(next)) throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: answeredStatus(sub.status) } });
     const saved = this.store.get(sub.id)!;
     for (const type of eventsFor(sub.status, to, event)) {
       const setup = type.startsWith('setup_intent.');
@@ -175,15 +175,15 @@ export class SubscriptionsService {
     });
   }
 
-  /** DELETE: cancel now; a canceled subscription answers as it is (idempotent, no second event). */
+  /** DELETE: cancel now; a canceled subscription, or one that never started, answers as it is (idempotent, no second event). */
   cancel(account: Account, id: string): SubscriptionRow {
     return tx(this.ctx.db, () => {
       const sub = this.find([account.id], account.live_mode, id);
-      if (sub.status === 'canceled') return sub;
+      if (sub.status === 'canceled' || sub.status === 'unable_to_start') return sub;
       if (sub.minimum_periods !== null && sub.periods_paid < sub.minimum_periods) {
         throw new ApiError('subscription_minimum_term', {
           message: `The subscription can be canceled once ${sub.minimum_periods} periods are paid; ${sub.periods_paid} are.`,
-          extra: { status: sub.status, periods_paid: sub.periods_paid, periods_before_allowed_to_cancel: sub.minimum_periods },
+          extra: { status: answeredStatus(sub.status), periods_paid: sub.periods_paid, periods_before_allowed_to_cancel: sub.minimum_periods },
         });
       }
       return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null }, { reason: 'requested', failure_reason: null });
@@ -220,7 +220,7 @@ export class SubscriptionsService {
     return tx(this.ctx.db, () => {
       const fresh = this.store.get(sub.id)!;
       if (fresh.status !== 'active' && fresh.status !== 'past_due') {
-        throw new ApiError('subscription_transition_invalid', { message: `A ${fresh.status} subscription is not billed.`, extra: { status: fresh.status } });
+        throw new ApiError('subscription_transition_invalid', { message: `A ${answeredStatus(fresh.status)} subscription is not billed.`, extra: { status: answeredStatus(fresh.status) } });
       }
       const account = this.accounts.account(fresh.account_id)!;
       const product = getProduct(this.ctx, account, fresh.product_id);
@@ -260,7 +260,7 @@ export class SubscriptionsService {
         });
       }
       if (fresh.trial_end !== null) {
-        // The first charge after a free trial failed: no retries, the setup intent and the subscription end.
+        // The first charge after a free trial failed: no retries; the setup intent ends and the subscription never started (`unable_to_start`).
         return this.apply(
           linked,
           { type: 'CHARGE_FAILED', finalAttempt: true, trial: true },
@@ -313,9 +313,9 @@ export class SubscriptionsService {
     return tx(this.ctx.db, () => {
       const sub = this.find([account.id], account.live_mode, id);
       if (sub.status !== 'active' && sub.status !== 'past_due') {
-        throw new ApiError('subscription_transition_invalid', { message: `A ${sub.status} subscription is not billed.`, extra: { status: sub.status } });
+        throw new ApiError('subscription_transition_invalid', { message: `A ${answeredStatus(sub.status)} subscription is not billed.`, extra: { status: answeredStatus(sub.status) } });
       }
-      if (!this.store.save({ ...sub, sandbox_outcome: outcome })) throw new ApiError('subscription_transition_invalid', { extra: { status: sub.status } });
+      if (!this.store.save({ ...sub, sandbox_outcome: outcome })) throw new ApiError('subscription_transition_invalid', { extra: { status: answeredStatus(sub.status) } });
       // The helper bills "the next period now": when no period is left to bill, the subscription ends instead.
       if (sub.status === 'active' && sub.cancel_after_periods !== null && sub.periods_paid >= sub.cancel_after_periods) {
         return this.autoCancel(this.store.get(id)!);

@@ -66,8 +66,10 @@ describe('the feed relay and the LISTEN doorbell', () => {
     coreChange('org_a', 'sbx_a', 'price');
     const second = new FeedRelay(pool, coreFeedSource(db), 2);
     const [n1, n2] = await Promise.all([relay.poke(), second.poke()]);
-    expect(n1).toBe(6);
-    expect(n2).toBe(6);
+    // Each relay starts after what PostgreSQL already holds when it first looks: the first to look
+    // finds nothing and reads all six; the other reads all six too or starts after the first's
+    // commit (on a loaded machine). Either way each row is copied once (below).
+    expect(Math.max(n1, n2)).toBe(6);
     const copied = (await pool.query('SELECT position, organization_id, account_id, kind, origin_store_id, to_store_id FROM sync_feed ORDER BY position')).rows;
     expect(copied.map((r) => r.position)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(copied[3]).toMatchObject({ kind: 'cash_sale', origin_store_id: 'st_a', to_store_id: null });

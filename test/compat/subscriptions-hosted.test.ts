@@ -210,6 +210,12 @@ describe('price period limits', () => {
       expect(r.body.errors, field).toHaveProperty([`prices_attributes.0.${field}`]);
     }
     expect((await s.api('GET', '/products?items=100')).headers['total-count']).toBe(before);
+    // Answered as what posd does, as the hosted price object carries them.
+    const made = await s.api('POST', '/products', {
+      body: { product: { name: 'Mensual', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month' }] } },
+    });
+    expect(made.status).toBe(201);
+    expect(made.body.prices[0]).toMatchObject({ proration_behavior: null, billing_cycle_anchor_day: null, defer_to_billing_day: false });
   });
 
   it('refuses a cancel before the minimum term with 422 subscription_minimum_term, allows it after', async () => {

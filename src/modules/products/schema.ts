@@ -126,6 +126,11 @@ export const PriceSchema = Type.Object({
   free_trial_interval_count: Type.Union([Type.Integer(), Type.Null()]),
   periods_before_automatic_cancellation: Type.Union([Type.Integer(), Type.Null()]),
   periods_before_allowed_to_cancel: Type.Union([Type.Integer(), Type.Null()]),
+  // The hosted price object's billing-anchor fields, answered as what posd does: it bills from
+  // the day a subscription starts and never prorates (docs/compatibility.md).
+  proration_behavior: Type.Null(),
+  billing_cycle_anchor_day: Type.Null(),
+  defer_to_billing_day: Type.Boolean(),
   created_at: Type.String(),
 });
 

@@ -45,6 +45,9 @@ function toPrice(r: PriceRow): Price {
     free_trial_interval_count: r.free_trial_interval_count,
     periods_before_automatic_cancellation: r.periods_before_automatic_cancellation ?? null,
     periods_before_allowed_to_cancel: r.periods_before_allowed_to_cancel ?? null,
+    proration_behavior: null,
+    billing_cycle_anchor_day: null,
+    defer_to_billing_day: false,
     created_at: r.created_at,
   };
 }

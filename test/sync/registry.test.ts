@@ -108,7 +108,8 @@ describe('the checkout hooks built from the modules', () => {
     hooks.beforePay(noCtx, 'ch_1');
     hooks.afterPay(noCtx, {} as never, {} as never, { paymentIntentId: 'pa_1', card: null });
     expect(seen).toEqual(['before', 'first', 'second']);
-    expect(MODULES.filter((m) => m.checkout?.afterPay).map((m) => m.name)).toEqual(['transfers', 'coupons', 'subscriptions']);
+    // Checkouts first: a paid checkout takes its products' units off (inventory_quantity) before the rest.
+    expect(MODULES.filter((m) => m.checkout?.afterPay).map((m) => m.name)).toEqual(['checkouts', 'transfers', 'coupons', 'subscriptions']);
     expect(MODULES.filter((m) => m.checkout?.beforePay).map((m) => m.name)).toEqual(['contracts']);
   });
 });

@@ -48,6 +48,6 @@ describe('transfers held for review at a store', () => {
     // Two reservations, one credit, one return.
     expect(ledger(ctx.db)).toHaveLength(4);
     const child = await http('GET', `${central.url}/api/transfers/${a.body.id}`, acct.key);
-    expect(child.body.status).toBe('succeeded');
+    expect(child.body.status).toBe('completed'); // answered as hosted (docs/compatibility.md)
   });
 });

@@ -51,7 +51,7 @@ afterAll(async () => {
 describe('a central killed between receipt and projection', () => {
   it('resumes projecting at its next start and applies every record once; the ledgers agree row for row', async () => {
     // The store sells offline first (no central to reach), so its push is a catch-up of many batches.
-    store = await startDaemonProcess(storeDir, { role: 'store', sync: { central_url: 'http://127.0.0.1:9', batch_size: 40, reconcile_interval_ms: 0 } });
+    store = await startDaemonProcess(storeDir, { role: 'store', limits: { per_key_per_second: 100_000 }, sync: { central_url: 'http://127.0.0.1:9', batch_size: 40, reconcile_interval_ms: 0 } });
     for (let i = 0; i < SALES; i++) {
       const sale = await call('POST', `${store.url}/api/cash_sales`, { amount_in_cents: 100 + i, currency: 'GTQ' });
       expect(sale.status).toBe(201);
@@ -92,7 +92,7 @@ describe('a central killed between receipt and projection', () => {
       const ledger = storeDb.prepare(ledgerQ).all(accountId);
       expect(centralDb.prepare(ledgerQ).all(accountId)).toEqual(ledger);
       // Each store event re-emitted once at the central, under its own id.
-      const eventsQ = "SELECT id, type FROM events WHERE account_id = ? AND type LIKE 'cash_sale%' ORDER BY id";
+      const eventsQ = "SELECT id, type FROM events WHERE account_id = ? AND (type LIKE 'intent.%' OR type LIKE 'cash_intent.%') ORDER BY id";
       const events = storeDb.prepare(eventsQ).all(accountId);
       expect(events.length).toBeGreaterThanOrEqual(SALES);
       expect(centralDb.prepare(eventsQ).all(accountId)).toEqual(events);

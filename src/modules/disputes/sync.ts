@@ -73,22 +73,7 @@ export function applyStoreDispute(ctx: AppContext, accountId: string, liveMode: 
     });
   }
   if (!existing) {
-    const row: DisputeRow = {
-      id: d.id,
-      account_id: accountId,
-      live_mode: liveMode ? 1 : 0,
-      payment_intent_id: d.payment_intent_id,
-      intent_id: d.intent_id,
-      status: d.status,
-      reason: d.reason,
-      amount_in_cents: d.amount_in_cents,
-      currency: d.currency,
-      balance_transaction_id: d.balance_transaction_id,
-      reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null,
-      created_at: d.created_at,
-      updated_at: d.updated_at,
-      closed_at: d.closed_at ?? null,
-    };
+    const row = disputeRowOf(d, accountId, liveMode);
     store.insert(row);
     publishDispute(ctx, row);
     return null;
@@ -96,6 +81,26 @@ export function applyStoreDispute(ctx: AppContext, accountId: string, liveMode: 
   store.setStatus({ id: d.id, from: existing.status, status: d.status, at: d.updated_at, reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null });
   publishDispute(ctx, store.byId(d.id)!);
   return null;
+}
+
+/** The row a dispute is held in, from the view a record or a feed change carries. */
+function disputeRowOf(d: DisputeRecord['dispute'] | DisputeView, accountId: string, liveMode: boolean): DisputeRow {
+  return {
+    id: d.id,
+    account_id: accountId,
+    live_mode: liveMode ? 1 : 0,
+    payment_intent_id: d.payment_intent_id,
+    intent_id: d.intent_id,
+    status: d.status,
+    reason: d.reason,
+    amount_in_cents: d.amount_in_cents,
+    currency: d.currency,
+    balance_transaction_id: d.balance_transaction_id,
+    reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+    closed_at: d.closed_at ?? null,
+  };
 }
 
 /**
@@ -130,22 +135,7 @@ export const disputeFeed: FeedApplier = (ctx, change) => {
       ctx.log.warn({ dispute_id: d.id, held: other.id, payment_intent_id: d.payment_intent_id }, "sync: the central's dispute names a payment this box holds disputed under another id; skipped");
       return;
     }
-    store.insert({
-      id: d.id,
-      account_id: account.id,
-      live_mode: account.live_mode ? 1 : 0,
-      payment_intent_id: d.payment_intent_id,
-      intent_id: d.intent_id,
-      status: d.status,
-      reason: d.reason,
-      amount_in_cents: d.amount_in_cents,
-      currency: d.currency,
-      balance_transaction_id: d.balance_transaction_id,
-      reversal_balance_transaction_id: d.reversal_balance_transaction_id,
-      created_at: d.created_at,
-      updated_at: d.updated_at,
-      closed_at: d.closed_at,
-    });
+    store.insert(disputeRowOf(d, account.id, account.live_mode));
     return;
   }
   if (existing.status === d.status || existing.updated_at > d.updated_at) return;

@@ -120,6 +120,20 @@ export const ConfigSchema = Type.Object({
        * and for the crash tests that stop a central between receipt and projection.
        */
       projector_paused: Type.Boolean({ default: false }),
+      /**
+       * A chain's central past one machine (docs/central.md): the sync tables on PostgreSQL. Empty
+       * url: the central keeps them in its SQLite file. Set on the core (`role: central`) and on
+       * every `central-front`.
+       */
+      postgres: Type.Object(
+        {
+          /** A libpq connection URI (`postgresql://posd@db.example/posd`, `postgresql:///posd?host=/run/postgresql`). */
+          url: Type.String({ default: '' }),
+          /** Connections this process keeps open at most. */
+          pool_max: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+        },
+        { default: {} },
+      ),
     },
     { default: {} },
   ),
@@ -580,6 +594,11 @@ export function changedSettings(config: Config): Record<string, unknown> {
 /** The configuration as it may be logged: nothing here is secret yet, but sections that hold secrets are masked. */
 export function maskedConfig(config: Config): Record<string, unknown> {
   return JSON.parse(
-    JSON.stringify(config, (key, value) => (/(key|secret|token|password|passphrase)$/i.test(key) && value ? '****' : value)),
+    JSON.stringify(config, function (this: Record<string, unknown>, key, value) {
+      if (/(key|secret|token|password|passphrase)$/i.test(key) && value) return '****';
+      // A PostgreSQL URI may carry its password (`postgresql://posd:pw@db/posd`).
+      if (key === 'url' && typeof value === 'string') return value.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1****@');
+      return value;
+    }),
   );
 }

@@ -54,6 +54,9 @@ describe('configuration', () => {
   it('masks secrets when the configuration is logged', () => {
     const masked = maskedConfig({ ...loadConfig({ env: {} }), sync: { central_key: 'sk_live_secret' } } as never);
     expect(JSON.stringify(masked)).not.toContain('sk_live_secret');
+    const pg = maskedConfig({ ...loadConfig({ env: {} }), sync: { postgres: { url: 'postgresql://posd:pg-secret@db.example/posd' } } } as never);
+    expect(JSON.stringify(pg)).not.toContain('pg-secret');
+    expect(JSON.stringify(pg)).toContain('postgresql://posd:****@db.example/posd');
   });
 
   it('docs/configuration.md documents every key', () => {

@@ -10,3 +10,15 @@ export { FeedRelay, FeedWaiter, feedAfter, pollFeed, notifyPayloads, FEED_CHANNE
 export { coreFeedSource, type CoreFeedSource } from './core-feed.js';
 export { readReceived, markApplied, storesBehind, ProjectorLease, PROJECTOR_LOCK, type OutcomeOf, type ReceivedRecordRow } from './projector.js';
 export { publishAccounts, publishKeys, publishOrganizations, keyByHash, scopeOf, type SyncAccountRow } from './read-models.js';
+export {
+  RECEIVED_CHANNEL,
+  ChannelListener,
+  allStores,
+  behindStores,
+  storeOf,
+  undecidedSeqs,
+  projectorLag,
+  feedMaxPosition,
+  publishDayTotals,
+  type PgStoreRow,
+} from './core.js';

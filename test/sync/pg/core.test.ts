@@ -127,6 +127,9 @@ describe('the chain core on PostgreSQL', () => {
     expect(await pgStore()).toMatchObject({ received_seq: pushed, applied_seq: pushed, held_count: 0, rejected_count: 0, parked_count: 0 });
     const outcomes = await pool.query('SELECT outcome, count(*)::int AS n FROM sync_received WHERE store_id = $1 GROUP BY outcome', [STORE]);
     expect(outcomes.rows).toEqual([{ outcome: 'applied', n: first.length }]);
+    // A box that reaches the core itself is sent to the fronts: a record received here would be unknown to them.
+    const direct = await call('POST', core!.url, '/sync/push', { protocol: 1, store_id: STORE, records: [] });
+    expect(direct).toMatchObject({ status: 503, body: { code: 'sync_push_at_core' } });
 
     const sales = first.filter((r) => r.kind === 'cash_sale').length;
     peek(coreDir, (db) => {
@@ -224,6 +227,20 @@ describe('the chain core on PostgreSQL', () => {
     await posd(['keys', 'revoke', made.prefix, '--data', coreDir]);
     const revoked = await until('the revocation is published', async () => (await keyByHash(pool, row.hash))?.revoked_at, 10_000);
     expect(typeof revoked).toBe('string');
+  }, 30_000);
+
+  test('a record held at the core (no applier for its kind) is held in PostgreSQL; an operator\'s skip at the core reaches PostgreSQL', async () => {
+    const other = 'st_core_pg_held';
+    const rec: PushRecord = { seq: 1, prev_seq: 0, id: 'rec_gift_wrap_1', kind: 'gift_wrap', account_id: accountId, live_mode: true, payload: { id: 'gw_1' }, created_at: new Date().toISOString() };
+    await receivePush(pool, scope, { protocol: 1, store_id: other, records: [rec] });
+    await pool.query("SELECT pg_notify('posd_received', $1)", [other]);
+    const row = async () => (await pool.query('SELECT applied_seq, held_count, skipped_count, (SELECT outcome FROM sync_received WHERE id = $2) AS outcome FROM sync_stores WHERE store_id = $1', [other, rec.id])).rows[0];
+    await until('the record is held in PostgreSQL', async () => (await row()).held_count === 1, 10_000);
+    expect(await row()).toEqual({ applied_seq: 1, held_count: 1, skipped_count: 0, outcome: 'held' });
+
+    await posd(['sync', 'skip', rec.id, '--reason', 'no such kind here', '--data', coreDir]);
+    await until('the skip reached PostgreSQL', async () => (await row()).skipped_count === 1, 10_000);
+    expect(await row()).toEqual({ applied_seq: 1, held_count: 0, skipped_count: 1, outcome: 'skipped' });
   }, 30_000);
 
   test('a standby core waits while the leader lives and takes over when it is killed', async () => {

@@ -31,6 +31,7 @@ import {
   publishOrganizations,
   readReceived,
   RECEIVED_CHANNEL,
+  relayGuard,
   storeOf,
   undecidedSeqs,
   type OutcomeOf,
@@ -57,10 +58,17 @@ interface Want {
   report: boolean;
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts (its listener removed either way). */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
   });
 
 /**
@@ -98,6 +106,8 @@ export class PgCore implements Worker {
   private main: Promise<void> | undefined;
   private lease: ProjectorLease | undefined;
   private active = false;
+  /** Ends the current leadership's wait (stop). */
+  private endLeadership: () => void = () => undefined;
   private want: Want = { all: false, behind: false, stores: new Set(), report: false };
   /** SQLite stores PostgreSQL does not know (pushed to this core directly), not asked again until a full look. */
   private readonly unknown = new Set<string>();
@@ -121,8 +131,11 @@ export class PgCore implements Worker {
 
   async stop(): Promise<void> {
     this.stopping.abort();
+    // A leader stops its loops first and then gives the lease up (run's finally): a standby taking
+    // over never overlaps with this core's last report. A standby's wait is broken by closing it.
+    if (this.state.role === 'leader') this.endLeadership();
+    else await this.lease?.release();
     this.active = false;
-    await this.lease?.release();
     await this.main;
     await this.cycling?.catch(() => undefined);
     await this.pool.end().catch(() => undefined);
@@ -168,7 +181,7 @@ export class PgCore implements Worker {
     // Positions in PostgreSQL are this core's feed seqs: never hand out one PostgreSQL holds.
     const continuesAfter = coreStore(db).feedPast(await feedMaxPosition(pool));
     await this.publishReadModels();
-    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, { beforeBatch: (rows) => this.publishFor(rows) });
+    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, { beforeBatch: (rows) => this.publishFor(rows), guard: relayGuard(await lease.pid()) });
     const relayFailed = (err: unknown) => this.log.warn({ err }, 'sync: relaying the feed to PostgreSQL failed; the next ring or tick tries again');
     const onRows = () => void relay.poke().catch(relayFailed);
     const listener = new ChannelListener(this.client, RECEIVED_CHANNEL);
@@ -187,9 +200,14 @@ export class PgCore implements Worker {
     const timer = setInterval(() => this.poke({ behind: true }), CORE_TICK_MS);
     timer.unref();
     this.poke({ all: true });
+    const stopped = new Promise<void>((resolve) => {
+      this.endLeadership = resolve;
+      if (this.stopping.signal.aborted) resolve();
+    });
     try {
-      await Promise.race([lease.ended, new Promise((resolve) => this.stopping.signal.addEventListener('abort', resolve, { once: true }))]);
+      await Promise.race([lease.ended, stopped]);
     } finally {
+      this.endLeadership = () => undefined;
       this.active = false;
       clearInterval(timer);
       projectorBell(db).onSlice(undefined);

@@ -56,9 +56,33 @@ export async function projectorLag(pool: pg.Pool): Promise<{ records: number; st
   return res.rows[0];
 }
 
-/** The feed's highest position in PostgreSQL (0: none). */
+/** The transaction advisory lock a relay batch holds shared, and a new leader exclusively while it reads the feed's end. */
+const RELAY_LOCK = 'posd-feed-relay';
+
+/**
+ * The feed's highest position in PostgreSQL (0: none), read by a core that just took the lease:
+ * under the relay lock held exclusively, so a batch of the previous leader's relay still in flight
+ * commits first (and is counted), and any later one finds the lease gone (`relayGuard`).
+ */
 export async function feedMaxPosition(pool: pg.Pool): Promise<number> {
-  return (await pool.query<{ m: number }>('SELECT coalesce(max(position), 0) AS m FROM sync_feed')).rows[0].m;
+  return inTransaction(pool, async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [RELAY_LOCK]);
+    return (await c.query<{ m: number }>('SELECT coalesce(max(position), 0) AS m FROM sync_feed')).rows[0].m;
+  });
+}
+
+/**
+ * The relay's check inside each batch (FeedRelay's `guard`): the relay lock shared, then the lease
+ * session (`leasePid`) must still hold its advisory lock, else the batch is rolled back. A relay
+ * outliving its core's leadership (a lease session cut while the process runs) never inserts rows
+ * at positions the new leader hands out.
+ */
+export function relayGuard(leasePid: number): (c: pg.PoolClient) => Promise<void> {
+  return async (c) => {
+    await c.query('SELECT pg_advisory_xact_lock_shared(hashtext($1))', [RELAY_LOCK]);
+    const held = await c.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1 LIMIT 1", [leasePid]);
+    if (!held.rows.length) throw new Error('the projector lease is gone: this core no longer relays its feed');
+  };
 }
 
 /**

@@ -19,6 +19,7 @@ export {
   undecidedSeqs,
   projectorLag,
   feedMaxPosition,
+  relayGuard,
   publishDayTotals,
   type PgStoreRow,
 } from './core.js';

@@ -273,4 +273,19 @@ describe('the chain core on PostgreSQL', () => {
     const lag = await metricsOf(standby.url);
     expect(lag).toMatch(/posd_sync_projector_lag_records 0/);
   }, 90_000);
+
+  test('a leader whose lease session is cut (the process alive) stops, waits for the lease again and leads again', async () => {
+    const leasePid = async () => (await pool.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'posd-projector-lease'")).rows.map((r) => r.pid as number);
+    const [before] = await leasePid();
+    expect(before).toBeGreaterThan(0);
+    await pool.query('SELECT pg_terminate_backend($1)', [before]);
+    await until('a new lease session holds the lock', async () => {
+      const pids = await leasePid();
+      if (pids.length !== 1 || pids[0] === before) return false;
+      return (await pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1", [pids[0]])).rows.length === 1;
+    }, 20_000);
+    const made = await call('POST', standby!.url, '/api/products', { product: { name: 'Peinado', prices_attributes: [{ amount_in_cents: 5000, currency: 'GTQ' }] } });
+    expect(made.status).toBe(201);
+    await until('the feed is relayed again', async () => (await pool.query("SELECT 1 FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id])).rows.length === 1, 10_000);
+  }, 40_000);
 });

@@ -291,7 +291,8 @@ export class PgCore implements Worker {
             hash: r.hash,
             payload: r.payload,
             created_at: r.created_at,
-            received_at: at,
+            // The front's time of receipt: the status page's lag is the box's, not the ingest's.
+            received_at: r.received_at,
           })),
           at,
         ),

@@ -136,6 +136,10 @@ describe('the chain core on PostgreSQL', () => {
       expect(db.prepare('SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = ? GROUP BY outcome').all(STORE)).toEqual([{ outcome: 'applied', n: first.length }]);
       expect(db.prepare('SELECT received_seq, applied_seq, account_id FROM sync_stores WHERE store_id = ?').get(STORE)).toEqual({ received_seq: pushed, applied_seq: pushed, account_id: accountId });
       expect(db.prepare('SELECT count(*) AS n FROM intents WHERE account_id = ?').get(accountId)).toEqual({ n: sales });
+      // Received when the front received it (the status page's lag), in the SQLite central's time format.
+      const pgAt = (db.prepare('SELECT received_at FROM sync_received WHERE store_id = ? ORDER BY seq LIMIT 1').get(STORE) as { received_at: string }).received_at;
+      expect(pgAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Math.abs(Date.now() - Date.parse(pgAt))).toBeLessThan(60_000);
       // In the store's order: the core's copy holds every seq once, as received.
       expect((db.prepare('SELECT seq FROM sync_received WHERE store_id = ? ORDER BY seq').all(STORE) as Array<{ seq: number }>).map((r) => r.seq)).toEqual(first.map((r) => r.seq));
     });

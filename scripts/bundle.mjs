@@ -7,7 +7,11 @@
 // thread-stream, pino-pretty run in that worker, pdfkit's fonts). The thread programs
 // (src/db/threads/*.cjs) and baseline.sql are copied beside the bundle, where its
 // `new URL('./threads/…', import.meta.url)` and `new URL('./baseline.sql', import.meta.url)` look.
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { build } from 'rolldown';
 
 const OUT = 'dist/posd';
@@ -18,10 +22,12 @@ await build({
   platform: 'node',
   external: [/\.node$/, 'better-sqlite3', 'serialport', /^@serialport\//, 'pino', 'pino-pretty', 'thread-stream', 'pdfkit'],
   // Chunks sit beside the entry (no subfolder): relative URLs resolve from whichever chunk holds them.
+  // CommonJS, so that posd.js (scripts/posd-entry.cjs) can compile each chunk with V8's code cache
+  // (vm.Script; node 20 has no code cache for ES modules); dist/posd/package.json says so.
   output: {
     dir: OUT,
-    format: 'esm',
-    entryFileNames: 'posd.js',
+    format: 'cjs',
+    entryFileNames: 'main.js',
     chunkFileNames: '[name]-[hash].js',
     // Whitespace and comments only: names and code are kept as written (stack traces name the same
     // functions, `fn.name` is unchanged), and a third less text to read and hold (docs/startup.md).
@@ -38,4 +44,48 @@ await build({
 mkdirSync(`${OUT}/threads`);
 for (const f of readdirSync('src/db/threads')) if (f.endsWith('.cjs')) copyFileSync(`src/db/threads/${f}`, `${OUT}/threads/${f}`);
 copyFileSync('src/db/baseline.sql', `${OUT}/baseline.sql`);
+writeFileSync(`${OUT}/package.json`, `${JSON.stringify({ type: 'commonjs' })}\n`);
+copyFileSync('scripts/posd-entry.cjs', `${OUT}/posd.js`);
+await makeCodeCache();
 process.stdout.write(`bundled dist/posd/ in ${Math.round(performance.now() - started)} ms\n`);
+
+/**
+ * Starts the bundled daemon once on a throw-away data folder with POSD_WRITE_CODE_CACHE=1, asks it
+ * GET /api/test and stops it: at its exit posd.js writes each chunk's V8 code cache beside it
+ * (`<chunk>.v8cache`, read by later starts; scripts/posd-entry.cjs). A start that fails fails the build.
+ */
+async function makeCodeCache() {
+  const dir = mkdtempSync(join(tmpdir(), 'posd-code-cache-'));
+  try {
+    const child = spawn(process.execPath, [`${OUT}/posd.js`, 'serve', '--data', join(dir, 'data'), '--port', '0'], {
+      env: { ...process.env, POSD_WRITE_CODE_CACHE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    let text = '';
+    const [, api, key] = await new Promise((resolve, reject) => {
+      const on = (d) => {
+        text += d;
+        const m = /API\s+(http:\/\/127\.0\.0\.1:\d+\/api)[\s\S]*test key\s+(sk_test_\w+)/.exec(text);
+        if (m && /posd listening/.test(text)) resolve(m);
+      };
+      child.stdout.on('data', on);
+      child.stderr.on('data', on);
+      exited.then(() => reject(new Error(`the daemon run for the code cache exited:\n${text}`)));
+    });
+    const status = await new Promise((resolve, reject) => {
+      request(`${api}/test`, { headers: { 'x-secret-key': key } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      })
+        .on('error', reject)
+        .end();
+    });
+    if (status !== 200) throw new Error(`GET /api/test answered ${status} in the daemon run for the code cache`);
+    child.kill('SIGTERM');
+    const code = await exited;
+    if (code !== 0) throw new Error(`the daemon run for the code cache stopped with ${code}:\n${text}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Script } from 'node:vm';
 import { afterEach, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -57,4 +60,27 @@ it('the bundle has every thread program and the baseline beside it', () => {
     expect(readFileSync(new URL(`../../dist/posd/threads/${f}`, import.meta.url), 'utf8'), f).toBe(readFileSync(new URL(f, sources), 'utf8'));
   }
   expect(readFileSync(new URL('../../dist/posd/baseline.sql', import.meta.url), 'utf8')).toBe(readFileSync(new URL('../../src/db/baseline.sql', import.meta.url), 'utf8'));
+});
+
+// posd.js (scripts/posd-entry.cjs) compiles each chunk with the V8 code cache beside it, made by the
+// build's own run of the daemon (docs/startup.md). Each chunk a start loads has one, made for its
+// text, and this node accepts it: a cache V8 refused would cost nothing but the start time it saves.
+it('the chunks a start loads have a code cache made for their text, which this node accepts', () => {
+  const posd = new URL('../../dist/posd/', import.meta.url);
+  const entry = readFileSync(new URL('posd.js', posd), 'utf8');
+  expect(entry).toBe(readFileSync(new URL('../../scripts/posd-entry.cjs', import.meta.url), 'utf8'));
+  const caches = readdirSync(posd).filter((f) => f.endsWith('.v8cache'));
+  expect(caches).toEqual(expect.arrayContaining(['main.js.v8cache', expect.stringMatching(/^daemon-.*\.js\.v8cache$/), expect.stringMatching(/^modules-.*\.js\.v8cache$/)]));
+  for (const c of caches) {
+    const file = new URL(c.replace(/\.v8cache$/, ''), posd);
+    const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
+    const cache = readFileSync(new URL(c, posd));
+    expect(cache.subarray(0, 32).equals(createHash('sha256').update(source).digest()), c).toBe(true);
+    const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
+      filename: fileURLToPath(file),
+      lineOffset: -1,
+      cachedData: cache.subarray(32),
+    });
+    expect(script.cachedDataRejected, c).toBe(false);
+  }
 });

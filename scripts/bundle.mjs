@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'rolldown';
 
-const OUT = 'dist/posd';
+// An other folder as argument (a copy to measure beside this one); `npm run build` makes dist/posd.
+const OUT = process.argv[2] ?? 'dist/posd';
 const started = performance.now();
 rmSync(OUT, { recursive: true, force: true });
 await build({
@@ -58,7 +59,8 @@ async function makeCodeCache() {
   const dir = mkdtempSync(join(tmpdir(), 'posd-code-cache-'));
   try {
     const child = spawn(process.execPath, [`${OUT}/posd.js`, 'serve', '--data', join(dir, 'data'), '--port', '0'], {
-      env: { ...process.env, POSD_WRITE_CODE_CACHE: '1' },
+      // No POSD_* setting of the building shell (a central's URL, a port) reaches this run.
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSD_'))), POSD_WRITE_CODE_CACHE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));

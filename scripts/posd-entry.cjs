@@ -8,7 +8,9 @@
 // The caches (`<chunk>.v8cache`) are made by `npm run build` (scripts/bundle.mjs), which starts the
 // daemon once on a throw-away folder with POSD_WRITE_CODE_CACHE=1, asks it GET /api/test and stops
 // it: the functions a start and a first answer compile are in the cache. Each cache begins with the
-// SHA-256 of the chunk text it was made from and is used only for that text; V8 refuses one made by
+// SHA-256 of the chunk's path and text it was made from and is used only for that file at that path
+// (V8 keeps the path the cache was made at and would name it in stack traces: a folder copied
+// elsewhere after its build starts without the caches, as before them); V8 refuses one made by
 // another node version or other V8 flags (`cachedDataRejected`). Either way the chunk is compiled
 // as without a cache: a cache can make a start faster, never different. Nothing is written at run time.
 //
@@ -51,7 +53,7 @@ function load(file) {
   loaded.set(file, module);
   // A shebang is not valid inside the wrapper: blanked, lines kept.
   const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
-  const hash = createHash('sha256').update(source).digest();
+  const hash = createHash('sha256').update(`${file}\0${source}`).digest();
   // The wrapper's first line is taken back by lineOffset: lines and columns in stack traces are the file's.
   const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
     filename: file,

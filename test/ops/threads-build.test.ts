@@ -64,8 +64,8 @@ it('the bundle has every thread program and the baseline beside it', () => {
 
 // posd.js (scripts/posd-entry.cjs) compiles each chunk with the V8 code cache beside it, made by the
 // build's own run of the daemon (docs/startup.md). Each chunk a start loads has one, made for its
-// text, and this node accepts it: a cache V8 refused would cost nothing but the start time it saves.
-it('the chunks a start loads have a code cache made for their text, which this node accepts', () => {
+// path and text, and this node accepts it: a cache V8 refused would cost nothing but the start time it saves.
+it('the chunks a start loads have a code cache made for their path and text, which this node accepts', () => {
   const posd = new URL('../../dist/posd/', import.meta.url);
   const entry = readFileSync(new URL('posd.js', posd), 'utf8');
   expect(entry).toBe(readFileSync(new URL('../../scripts/posd-entry.cjs', import.meta.url), 'utf8'));
@@ -75,7 +75,7 @@ it('the chunks a start loads have a code cache made for their text, which this n
     const file = new URL(c.replace(/\.v8cache$/, ''), posd);
     const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
     const cache = readFileSync(new URL(c, posd));
-    expect(cache.subarray(0, 32).equals(createHash('sha256').update(source).digest()), c).toBe(true);
+    expect(cache.subarray(0, 32).equals(createHash('sha256').update(`${fileURLToPath(file)}\0${source}`).digest()), c).toBe(true);
     const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
       filename: fileURLToPath(file),
       lineOffset: -1,

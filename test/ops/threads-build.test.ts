@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,25 +63,25 @@ it('the bundle has every thread program and the baseline beside it', () => {
   expect(readFileSync(new URL('../../dist/posd/baseline.sql', import.meta.url), 'utf8')).toBe(readFileSync(new URL('../../src/db/baseline.sql', import.meta.url), 'utf8'));
 });
 
-// posd.js (scripts/posd-entry.cjs) compiles each chunk with the V8 code cache beside it, made by the
-// build's own run of the daemon (docs/startup.md). Each chunk a start loads has one, made for its
-// path and text, and this node accepts it: a cache V8 refused would cost nothing but the start time it saves.
-it('the chunks a start loads have a code cache made for their path and text, which this node accepts', () => {
-  const posd = new URL('../../dist/posd/', import.meta.url);
-  const entry = readFileSync(new URL('posd.js', posd), 'utf8');
-  expect(entry).toBe(readFileSync(new URL('../../scripts/posd-entry.cjs', import.meta.url), 'utf8'));
-  const caches = readdirSync(posd).filter((f) => f.endsWith('.v8cache'));
-  expect(caches).toEqual(expect.arrayContaining(['main.js.v8cache', expect.stringMatching(/^daemon-.*\.js\.v8cache$/), expect.stringMatching(/^modules-.*\.js\.v8cache$/)]));
-  for (const c of caches) {
-    const file = new URL(c.replace(/\.v8cache$/, ''), posd);
+// posd.js (scripts/posd-entry.cjs) compiles each chunk and each CommonJS package file a start
+// requires with the V8 code cache the build's own run of the daemon made (docs/startup.md). Each
+// has one, made for its path and text, and this node accepts it: a cache V8 refused would cost
+// nothing but the start time it saves.
+it('the files a start loads have a code cache made for their path and text, which this node accepts', () => {
+  const posd = fileURLToPath(new URL('../../dist/posd/', import.meta.url));
+  expect(readFileSync(join(posd, 'posd.js'), 'utf8')).toBe(readFileSync(new URL('../../scripts/posd-entry.cjs', import.meta.url), 'utf8'));
+  const caches = new Set(readdirSync(join(posd, 'code-cache')));
+  const cacheOf = (file: string) => `${createHash('sha256').update(file).digest('hex').slice(0, 32)}.v8cache`;
+  const chunks = readdirSync(posd).filter((f) => f.endsWith('.js') && f !== 'posd.js');
+  const cached = chunks.filter((f) => caches.has(cacheOf(join(posd, f))));
+  expect(cached).toEqual(expect.arrayContaining(['main.js', expect.stringMatching(/^daemon-.*\.js$/), expect.stringMatching(/^modules-.*\.js$/)]));
+  const files = [...cached.map((f) => join(posd, f)), createRequire(join(posd, 'main.js')).resolve('better-sqlite3'), createRequire(join(posd, 'main.js')).resolve('pino')];
+  for (const file of files) {
+    expect(caches.has(cacheOf(file)), file).toBe(true);
     const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
-    const cache = readFileSync(new URL(c, posd));
-    expect(cache.subarray(0, 32).equals(createHash('sha256').update(`${fileURLToPath(file)}\0${source}`).digest()), c).toBe(true);
-    const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
-      filename: fileURLToPath(file),
-      lineOffset: -1,
-      cachedData: cache.subarray(32),
-    });
-    expect(script.cachedDataRejected, c).toBe(false);
+    const cache = readFileSync(join(posd, 'code-cache', cacheOf(file)));
+    expect(cache.subarray(0, 32).equals(createHash('sha256').update(`${file}\0${source}`).digest()), file).toBe(true);
+    const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, { filename: file, lineOffset: -1, cachedData: cache.subarray(32) });
+    expect(script.cachedDataRejected, file).toBe(false);
   }
 });

@@ -20,7 +20,7 @@
 // requires reach). Everything else (node's own modules, JSON, native addons, the packages without a
 // cache) goes through node's own require from the requiring file. Under --enable-source-maps node's
 // require loads everything, as it would without this file.
-const { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } = require('node:fs');
+const { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } = require('node:fs');
 const { createHash } = require('node:crypto');
 const { dirname, join } = require('node:path');
 const { builtinModules, createRequire } = require('node:module');
@@ -32,8 +32,16 @@ const HASH_BYTES = 32;
 const BUILTIN = new Set(builtinModules);
 const loaded = new Map();
 const made = [];
-/** The cache files there are: one readdir, not a failed open per file without one. */
-const caches = new Set(WRITE ? [] : existsSync(CACHES) ? readdirSync(CACHES) : []);
+/** The cache files there are: one readdir, not a failed open per file without one; none readable, none. */
+const caches = new Set(WRITE ? [] : cacheFiles());
+
+function cacheFiles() {
+  try {
+    return readdirSync(CACHES);
+  } catch {
+    return [];
+  }
+}
 
 const cacheName = (file) => `${createHash('sha256').update(file).digest('hex').slice(0, 32)}.v8cache`;
 
@@ -103,8 +111,16 @@ function load(file) {
 if (WRITE) {
   // At exit: the cache then holds every function the run compiled, not only the top level.
   process.on('exit', () => {
+    // Readable by whoever can read the bundle (the service's user), whatever umask posd runs under
+    // (0077, src/main.ts): the folder and files take the bundle folder's and main.js's modes.
     mkdirSync(CACHES, { recursive: true });
-    for (const { file, script, hash } of made) writeFileSync(join(CACHES, cacheName(file)), Buffer.concat([hash, script.createCachedData()]));
+    chmodSync(CACHES, statSync(__dirname).mode & 0o777);
+    const mode = statSync(join(__dirname, 'main.js')).mode & 0o666;
+    for (const { file, script, hash } of made) {
+      const cache = join(CACHES, cacheName(file));
+      writeFileSync(cache, Buffer.concat([hash, script.createCachedData()]));
+      chmodSync(cache, mode);
+    }
   });
 }
 

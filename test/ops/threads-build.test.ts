@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +71,9 @@ it('the files a start loads have a code cache made for their path and text, whic
   const posd = fileURLToPath(new URL('../../dist/posd/', import.meta.url));
   expect(readFileSync(join(posd, 'posd.js'), 'utf8')).toBe(readFileSync(new URL('../../scripts/posd-entry.cjs', import.meta.url), 'utf8'));
   const caches = new Set(readdirSync(join(posd, 'code-cache')));
+  // Readable by whoever runs the bundle (the build's run made them under posd's umask 0077).
+  expect(statSync(join(posd, 'code-cache')).mode & 0o777).toBe(statSync(posd).mode & 0o777);
+  for (const c of caches) expect(statSync(join(posd, 'code-cache', c)).mode & 0o777, c).toBe(statSync(join(posd, 'main.js')).mode & 0o666);
   const cacheOf = (file: string) => `${createHash('sha256').update(file).digest('hex').slice(0, 32)}.v8cache`;
   const chunks = readdirSync(posd).filter((f) => f.endsWith('.js') && f !== 'posd.js');
   const cached = chunks.filter((f) => caches.has(cacheOf(join(posd, f))));

@@ -92,9 +92,11 @@ function load(file) {
   if (known) return known.exports;
   const module = { exports: {}, id: file, filename: file, loaded: false };
   loaded.set(file, module);
+  // Hashed as read (bytes, not the decoded text: no second encoding of a megabyte of text).
+  const bytes = readFileSync(file);
+  const hash = createHash('sha256').update(file).update('\0').update(bytes).digest();
   // A shebang is not valid inside the wrapper: blanked, lines kept.
-  const source = readFileSync(file, 'utf8').replace(/^#!.*/, '');
-  const hash = createHash('sha256').update(`${file}\0${source}`).digest();
+  const source = bytes.toString('utf8').replace(/^#!.*/, '');
   // The wrapper's first line is taken back by lineOffset: lines and columns in stack traces are the file's.
   const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
     filename: file,

@@ -119,7 +119,7 @@ export async function run(): Promise<BenchResult[]> {
 }
 
 /** Raw better-sqlite3: `n` rows carrying a record-sized JSON payload, `batch` rows per transaction. */
-function rawBaseline(n: number, batch: number, synchronous: string): number {
+export function rawBaseline(n: number, batch: number, synchronous: string): number {
   const dir = mkdtempSync(join(tmpdir(), 'posd-bench-raw-'));
   const db = new Database(join(dir, 'raw.db'));
   db.pragma('journal_mode = WAL');
@@ -140,7 +140,7 @@ function rawBaseline(n: number, batch: number, synchronous: string): number {
 }
 
 /** Cash sales made at the central one after another (at most one every 20 ms) while `going()`. */
-async function probeSales(url: string, key: string, going: () => boolean, forMs: number): Promise<number[]> {
+export async function probeSales(url: string, key: string, going: () => boolean, forMs: number): Promise<number[]> {
   const out: number[] = [];
   const until = performance.now() + forMs;
   let i = 0;
@@ -160,7 +160,7 @@ async function probeSales(url: string, key: string, going: () => boolean, forMs:
   return out;
 }
 
-function percentile(xs: number[], p: number): number {
+export function percentile(xs: number[], p: number): number {
   if (!xs.length) return Number.NaN;
   const sorted = [...xs].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
@@ -172,7 +172,7 @@ async function getJson(url: string, key: string): Promise<any> {
 }
 
 /** CPU seconds (user + system) the process has used, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }

@@ -7,10 +7,15 @@
 // thread-stream, pino-pretty run in that worker, pdfkit's fonts). The thread programs
 // (src/db/threads/*.cjs) and baseline.sql are copied beside the bundle, where its
 // `new URL('./threads/…', import.meta.url)` and `new URL('./baseline.sql', import.meta.url)` look.
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { build } from 'rolldown';
 
-const OUT = 'dist/posd';
+// An other folder as argument (a copy to measure beside this one); `npm run build` makes dist/posd.
+const OUT = process.argv[2] ?? 'dist/posd';
 const started = performance.now();
 rmSync(OUT, { recursive: true, force: true });
 await build({
@@ -18,10 +23,12 @@ await build({
   platform: 'node',
   external: [/\.node$/, 'better-sqlite3', 'serialport', /^@serialport\//, 'pino', 'pino-pretty', 'thread-stream', 'pdfkit'],
   // Chunks sit beside the entry (no subfolder): relative URLs resolve from whichever chunk holds them.
+  // CommonJS, so that posd.js (scripts/posd-entry.cjs) can compile each chunk with V8's code cache
+  // (vm.Script; node 20 has no code cache for ES modules); dist/posd/package.json says so.
   output: {
     dir: OUT,
-    format: 'esm',
-    entryFileNames: 'posd.js',
+    format: 'cjs',
+    entryFileNames: 'main.js',
     chunkFileNames: '[name]-[hash].js',
     // Whitespace and comments only: names and code are kept as written (stack traces name the same
     // functions, `fn.name` is unchanged), and a third less text to read and hold (docs/startup.md).
@@ -29,6 +36,7 @@ await build({
     minify: { compress: false, mangle: false, codegen: { removeWhitespace: true } },
     sourcemap: true,
   },
+  plugins: [findMyWayPrefixMatch()],
   onLog(level, log, handler) {
     // A module both imported and import()ed stays in the importer's chunk: harmless, and said once per build.
     if (log.code === 'INEFFECTIVE_DYNAMIC_IMPORT') return;
@@ -38,4 +46,70 @@ await build({
 mkdirSync(`${OUT}/threads`);
 for (const f of readdirSync('src/db/threads')) if (f.endsWith('.cjs')) copyFileSync(`src/db/threads/${f}`, `${OUT}/threads/${f}`);
 copyFileSync('src/db/baseline.sql', `${OUT}/baseline.sql`);
+writeFileSync(`${OUT}/package.json`, `${JSON.stringify({ type: 'commonjs' })}\n`);
+copyFileSync('scripts/posd-entry.cjs', `${OUT}/posd.js`);
+await makeCodeCache();
 process.stdout.write(`bundled dist/posd/ in ${Math.round(performance.now() - started)} ms\n`);
+
+/**
+ * find-my-way (fastify's router) compiles a `new Function` for every static path segment it stores
+ * (a chain of charCodeAt comparisons), about 5 % of a start for posd's ~500 routes with their HEAD
+ * twins (issue 16, docs/startup.md). In the bundle the chain is `path.startsWith(prefix, i)`: the
+ * same answer (the caller has matched the first char; a shorter path fails both) with no code made
+ * per segment. A find-my-way whose code no longer reads as expected fails the build, not the router.
+ */
+function findMyWayPrefixMatch() {
+  const generated =
+    /  const lines = \[\]\n  for \(let i = 1; i < prefix\.length; i\+\+\) \{\n    const charCode = prefix\.charCodeAt\(i\)\n    lines\.push\(`path\.charCodeAt\(i \+ \$\{i\}\) === \$\{charCode\}`\)\n  \}\n  return new Function\([^\n]*\n/;
+  return {
+    name: 'find-my-way-prefix-match',
+    transform(code, id) {
+      if (!id.replaceAll('\\', '/').endsWith('/node_modules/find-my-way/lib/node.js')) return null;
+      if (!generated.test(code)) throw new Error('find-my-way/lib/node.js: compilePrefixMatch is not the one scripts/bundle.mjs replaces; check it and update the pattern');
+      // Lines kept (blank ones for the removed), so the source map of the rest stays true.
+      return { code: code.replace(generated, (m) => `  return function matchPrefix (path, i) { return path.startsWith(prefix, i) }${'\n'.repeat(m.split('\n').length - 1)}`), map: null };
+    },
+  };
+}
+
+/**
+ * Starts the bundled daemon once on a throw-away data folder with POSD_WRITE_CODE_CACHE=1, asks it
+ * GET /api/test and stops it: at its exit posd.js writes each chunk's V8 code cache beside it
+ * (`<chunk>.v8cache`, read by later starts; scripts/posd-entry.cjs). A start that fails fails the build.
+ */
+async function makeCodeCache() {
+  const dir = mkdtempSync(join(tmpdir(), 'posd-code-cache-'));
+  try {
+    const child = spawn(process.execPath, [`${OUT}/posd.js`, 'serve', '--data', join(dir, 'data'), '--port', '0'], {
+      // No POSD_* setting of the building shell (a central's URL, a port) reaches this run.
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSD_'))), POSD_WRITE_CODE_CACHE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    let text = '';
+    const [, api, key] = await new Promise((resolve, reject) => {
+      const on = (d) => {
+        text += d;
+        const m = /API\s+(http:\/\/127\.0\.0\.1:\d+\/api)[\s\S]*test key\s+(sk_test_\w+)/.exec(text);
+        if (m && /posd listening/.test(text)) resolve(m);
+      };
+      child.stdout.on('data', on);
+      child.stderr.on('data', on);
+      exited.then(() => reject(new Error(`the daemon run for the code cache exited:\n${text}`)));
+    });
+    const status = await new Promise((resolve, reject) => {
+      request(`${api}/test`, { headers: { 'x-secret-key': key } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      })
+        .on('error', reject)
+        .end();
+    });
+    if (status !== 200) throw new Error(`GET /api/test answered ${status} in the daemon run for the code cache`);
+    child.kill('SIGTERM');
+    const code = await exited;
+    if (code !== 0) throw new Error(`the daemon run for the code cache stopped with ${code}:\n${text}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -29,8 +29,18 @@ export type MessageParser<T> = (json: unknown) => ParseResult<T>;
 /** Most a single message may weigh, in UTF-8 bytes of JSON, on either transport. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
 
-function compileAll<M extends Record<string, TSchema>>(schemas: M): Map<string, TypeCheck<TSchema>> {
-  return new Map(Object.entries(schemas).map(([type, schema]) => [type, TypeCompiler.Compile(schema)]));
+/**
+ * Each message type's checker, compiled by the first message of that type rather than when this
+ * module loads: compiling them all was a few percent of posd's start (issue 16), and a till sends
+ * only a few of the types. Undefined for a type the schemas do not have (own keys only).
+ */
+function checkersOf<M extends Record<string, TSchema>>(schemas: M): (type: string) => TypeCheck<TSchema> | undefined {
+  const compiled = new Map<string, TypeCheck<TSchema>>();
+  return (type) => {
+    let check = compiled.get(type);
+    if (!check && Object.hasOwn(schemas, type)) compiled.set(type, (check = TypeCompiler.Compile(schemas[type])));
+    return check;
+  };
 }
 
 /**
@@ -52,7 +62,7 @@ const terminalRules: Record<string, Rule> = {
   },
 };
 
-function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>, rules: Record<string, Rule> = {}): MessageParser<T> {
+function makeParser<T>(checkerOf: (type: string) => TypeCheck<TSchema> | undefined, rules: Record<string, Rule> = {}): MessageParser<T> {
   return (json) => {
     if (typeof json !== 'object' || json === null || Array.isArray(json)) {
       return { ok: false, error: { reason: 'not_an_object', detail: 'a message must be a JSON object' } };
@@ -61,7 +71,7 @@ function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>, rules: Record<st
     if (typeof type !== 'string') {
       return { ok: false, error: { reason: 'invalid_fields', detail: '/type: must be a string' } };
     }
-    const check = checks.get(type);
+    const check = checkerOf(type);
     if (!check) return { ok: false, error: { reason: 'unknown_type', detail: `unknown type "${type}"`, type } };
     if (check.Check(json)) {
       const broken = rules[type]?.(json as Record<string, unknown>);
@@ -75,10 +85,10 @@ function makeParser<T>(checks: Map<string, TypeCheck<TSchema>>, rules: Record<st
 }
 
 /** Validates a message received by posd (sent by a terminal). */
-export const parseTerminalMessage: MessageParser<TerminalMessage> = makeParser(compileAll(terminalMessageSchemas), terminalRules);
+export const parseTerminalMessage: MessageParser<TerminalMessage> = makeParser(checkersOf(terminalMessageSchemas), terminalRules);
 
 /** Validates a message received by a terminal (sent by posd). */
-export const parseServerMessage: MessageParser<ServerMessage> = makeParser(compileAll(serverMessageSchemas));
+export const parseServerMessage: MessageParser<ServerMessage> = makeParser(checkersOf(serverMessageSchemas));
 
 /** Decodes JSON text then validates it; never throws. */
 export function decodeMessage<T>(text: string, parse: MessageParser<T>): ParseResult<T> {

@@ -802,7 +802,11 @@ CREATE TABLE sync_stores (
   held_count INTEGER NOT NULL DEFAULT 0,
   rejected_count INTEGER NOT NULL DEFAULT 0,
   parked_count INTEGER NOT NULL DEFAULT 0,
-  skipped_count INTEGER NOT NULL DEFAULT 0
+  skipped_count INTEGER NOT NULL DEFAULT 0,
+  -- What the box said it still held after its last push (records, the oldest one's time): its
+  -- backlog, as of last_push_at. NULL: never said.
+  box_waiting INTEGER,
+  box_waiting_since TEXT
 ) STRICT;
 
 -- Central side: every record a store pushed, by its global id, with the hash of its content so a

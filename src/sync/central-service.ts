@@ -50,7 +50,7 @@ export async function applyPush(ctx: AppContext, keyAccount: Account, scope: Acc
     const payloadJson = JSON.stringify(r.payload);
     return { r, payloadJson, hash: recordHash(r, payloadJson) };
   });
-  return groupCommit(ctx.db, () => receive(ctx, keyAccount, scope, body.store_id, prepared));
+  return groupCommit(ctx.db, () => receive(ctx, keyAccount, scope, body.store_id, prepared, body));
 }
 
 function receive(
@@ -59,6 +59,7 @@ function receive(
   scope: Account[],
   storeId: string,
   records: Array<{ r: PushRecord; payloadJson: string; hash: string }>,
+  box: Pick<PushBody, 'waiting' | 'waiting_since'> = {},
 ): PushResponse {
   const store = syncStore(ctx.db);
   const accounts = accountsOf(ctx);
@@ -136,7 +137,7 @@ function receive(
       decided_at: null,
     });
   }
-  store.setReceived(storeId, last, now);
+  store.setReceived(storeId, last, now, box);
   if (fresh.length) afterCommit(ctx.db, () => projectorBell(ctx.db).ring());
   return { applied_seq: last, applied: fresh.length, duplicates, held: 0, parked: 0, rejected: [], server_time: now };
 }

@@ -120,6 +120,9 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
               rejected_records: Type.Integer(),
               parked_records: Type.Integer(),
               skipped_records: Type.Integer(),
+              /** What the box said it still held after its last push (null: never said). */
+              box_waiting: Type.Union([Type.Integer(), Type.Null()]),
+              box_waiting_since: Type.Union([Type.String(), Type.Null()]),
               created_at: Type.String(),
             }),
           ),
@@ -145,6 +148,8 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
           rejected_records: s.rejected_count,
           parked_records: s.parked_count,
           skipped_records: s.skipped_count,
+          box_waiting: s.box_waiting,
+          box_waiting_since: s.box_waiting_since,
           created_at: s.created_at,
         }));
     },

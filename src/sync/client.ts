@@ -25,7 +25,7 @@ export async function pushAll(
   ctx: Pick<AppContext, 'db' | 'clock' | 'config'>,
   client: CentralClient,
   storeId: string,
-  opts: { signal?: AbortSignal; onBatch?: (acked: number, waiting: number) => void } = {},
+  opts: { signal?: AbortSignal; onBatch?: (acked: number, waiting: number, pushMs: number, records: number) => void } = {},
 ): Promise<number> {
   const { db } = ctx;
   let total = 0;
@@ -39,6 +39,7 @@ export async function pushAll(
     });
     if (!batch) return total;
     const t0 = ctx.clock.now();
+    const started = performance.now();
     let res;
     try {
       res = await client.push(batch, opts.signal);
@@ -51,6 +52,7 @@ export async function pushAll(
       throw err;
     }
     const t1 = ctx.clock.now();
+    const pushMs = performance.now() - started;
     const before = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
     const answer = res;
     const acked = await groupCommit(db, () => {
@@ -59,7 +61,7 @@ export async function pushAll(
       return next;
     });
     total += acked - before > 0 ? batch.records.filter((r) => r.seq <= acked && r.seq > before).length : 0;
-    opts.onBatch?.(acked, syncStore(db).waiting(acked).n);
+    opts.onBatch?.(acked, syncStore(db).waiting(acked).n, pushMs, batch.records.length);
     if (acked < batch.records[batch.records.length - 1].seq) return total; // the central stopped short: try later
   }
 }
@@ -203,7 +205,11 @@ export class SyncWorker implements Worker {
     let failures = 0;
     while (!this.stopped) {
       try {
-        await pushAll(this.ctx, this.client!, storeId, { signal: this.abort.signal });
+        await pushAll(this.ctx, this.client!, storeId, {
+          signal: this.abort.signal,
+          // One line per push at debug level: the chain bench (bench/chain.ts) reads the round trips.
+          onBatch: (acked, waiting, pushMs, records) => this.ctx.log.debug({ acked, waiting, push_ms: pushMs, records }, 'sync: pushed'),
+        });
         failures = 0;
         // Facts without events do not ring the outbox bell: look again soon anyway.
         await this.pause(config.sync.backoff_min_ms, true);

@@ -134,6 +134,8 @@ function centralStores(ctx: AppContext): CentralStore[] {
       held: s.held_count,
       parked: s.parked_count,
       rejected: s.rejected_count,
+      box_waiting: s.box_waiting,
+      box_waiting_since: s.box_waiting_since,
       lag_ms: newest ? Math.max(0, Date.parse(newest.received_at) - Date.parse(newest.created_at)) : null,
       reconciliation: { reported_at: report?.received_at ?? null, day: report?.day ?? null },
     };

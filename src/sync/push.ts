@@ -48,9 +48,13 @@ export function nextBatch(db: Db, storeId: string, size: number, maxBytes = 512 
   }
   const rows = all.slice(0, take);
   let prev = acked;
+  // What stays behind this batch: one count over the outbox index past it.
+  const rest = store.waiting(rows[rows.length - 1].seq);
   return {
     protocol: SYNC_PROTOCOL,
     store_id: storeId,
+    waiting: rest.n,
+    waiting_since: rest.oldest,
     records: rows.map((r) => {
       const rec = {
         seq: r.seq,

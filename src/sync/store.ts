@@ -40,6 +40,9 @@ export interface StoreRow {
   rejected_count: number;
   parked_count: number;
   skipped_count: number;
+  /** What the box said it still held after its last push (NULL: never said). */
+  box_waiting: number | null;
+  box_waiting_since: string | null;
 }
 
 export interface ReceivedRow {
@@ -153,7 +156,7 @@ export class SyncStore {
       insertStore: db.prepare(
         'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
       ),
-      setReceived: db.prepare('UPDATE sync_stores SET received_seq = ?, last_push_at = ? WHERE store_id = ?'),
+      setReceived: db.prepare('UPDATE sync_stores SET received_seq = ?, last_push_at = ?, box_waiting = ?, box_waiting_since = ? WHERE store_id = ?'),
       setApplied: db.prepare('UPDATE sync_stores SET applied_seq = ? WHERE store_id = ?'),
       // The projector's slice: its records still 'received' become 'applied' in one statement (the
       // ones it rejected, held or parked were given their outcome one by one before).
@@ -323,8 +326,8 @@ export class SyncStore {
     return this.storeRow(storeId)!;
   }
   /** A push's records up to `receivedSeq` are durable (and it came `at`). */
-  setReceived(storeId: string, receivedSeq: number, at: string): void {
-    this.s.setReceived.run(receivedSeq, at, storeId);
+  setReceived(storeId: string, receivedSeq: number, at: string, box: { waiting?: number; waiting_since?: string | null } = {}): void {
+    this.s.setReceived.run(receivedSeq, at, box.waiting ?? null, box.waiting === undefined ? null : (box.waiting_since ?? null), storeId);
   }
   /** The projector decided the records in (`after`, `upTo`]: the ones still 'received' were applied, and the cursor moves. */
   setApplied(storeId: string, after: number, upTo: number): void {

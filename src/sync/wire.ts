@@ -24,6 +24,13 @@ export const PushBody = Type.Object({
   protocol: Type.Literal(SYNC_PROTOCOL),
   store_id: Id,
   records: Type.Array(PushRecord, { maxItems: 5000 }),
+  /**
+   * What the box still holds after this batch: how many records and the oldest one's time (for the
+   * central's stores panel; a box's backlog is otherwise invisible to the central). Optional: a box
+   * that does not send them shows "not said".
+   */
+  waiting: Type.Optional(Type.Integer({ minimum: 0 })),
+  waiting_since: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()])),
 });
 export type PushBody = Static<typeof PushBody>;
 

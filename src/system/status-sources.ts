@@ -91,6 +91,9 @@ export interface CentralStore {
   rejected: number;
   /** How late its newest record arrived: received at the central minus made at the store. */
   lag_ms: number | null;
+  /** What the box said it still held after its last push (records, the oldest's time); null: never said. */
+  box_waiting: number | null;
+  box_waiting_since: string | null;
   /** The store's latest reconciliation report (sent only when its totals differ from the central's). */
   reconciliation: { reported_at: string | null; day: string | null };
 }

@@ -60,6 +60,15 @@ describe('parseServerMessage', () => {
     expect(parseServerMessage({ type: 'ack', command_id: 'c' })).toMatchObject({ ok: false, error: { reason: 'unknown_type' } });
     expect(parseTerminalMessage(charge)).toMatchObject({ ok: false, error: { reason: 'unknown_type' } });
   });
+
+  // Checkers are compiled per type at first use (issue 16): a type named like an Object property is
+  // still unknown, not a lookup into the prototype.
+  it('rejects a type named like an Object property as unknown', () => {
+    for (const type of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expect(parseTerminalMessage({ type }), type).toMatchObject({ ok: false, error: { reason: 'unknown_type', type } });
+      expect(parseServerMessage({ type }), type).toMatchObject({ ok: false, error: { reason: 'unknown_type', type } });
+    }
+  });
 });
 
 describe('parseTerminalMessage', () => {

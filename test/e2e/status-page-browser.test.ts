@@ -271,12 +271,14 @@ describe('the status page in a browser, desktop and phone', () => {
         const row = page.locator(`section#stores tr:has(td[data-id="${storeId}"])`);
         expect(await row.count()).toBe(1);
         const cells = await row.locator('td').evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-label'), td.textContent]));
-        expect(cells.map(([label]) => label)).toEqual(['Store', 'Last push', 'Records waiting', 'Received, not applied', 'Lag', 'Reconciliation']);
+        expect(cells.map(([label]) => label)).toEqual(['Store', 'Last push', 'Waiting at the box', 'Held here', 'Received, not applied', 'Lag', 'Reconciliation']);
         expect(cells[1][1]).toMatch(/^\d\d:\d\d, (just now|\d+ (s|min) ago)$/);
-        expect(cells[2][1]).toBe('0');
-        expect(cells[3][1]).toBe('none');
-        expect(cells[4][1]).toMatch(/^\d+ (s|min)$/);
-        expect(cells[5][1]).toBe('no difference reported');
+        // The box said at its last push that nothing was left behind it.
+        expect(cells[2][1]).toBe('none');
+        expect(cells[3][1]).toBe('0');
+        expect(cells[4][1]).toBe('none');
+        expect(cells[5][1]).toMatch(/^\d+ (s|min)$/);
+        expect(cells[6][1]).toBe('no difference reported');
         await localTimes(page);
         await fits(page, width);
         await page.screenshot({ path: join(SHOTS, `central-${width}.png`), fullPage: true });

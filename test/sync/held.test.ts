@@ -41,8 +41,14 @@ async function heldAtOlderCentral() {
   await post(`/bookings/${dropped.id}/cancellation`, {});
   const coupon = await post('/coupons', { name: 'MENOS10', amount_off_in_cents: 1_000, currency: 'GTQ' });
 
+  // A batch says what stays behind it at the box (the central's stores panel shows it).
+  const half = nextBatch(store.daemon.ctx.db, store.storeId, 2)!;
+  expect(half.records).toHaveLength(2);
+  expect(half.waiting).toBe(2);
+  expect(half.waiting_since).toMatch(/^\d{4}-\d\d-\d\dT/);
   const batch = nextBatch(store.daemon.ctx.db, store.storeId, 500)!;
   expect(batch.records.map((r) => r.kind)).toEqual(['booking', 'booking', 'booking', 'coupon']);
+  expect(batch).toMatchObject({ waiting: 0, waiting_since: null });
   const cdb = central.daemon.ctx.db;
   const at = isoTime(Date.now());
   tx(cdb, () => {

@@ -258,6 +258,24 @@ describe('POST /sync/push at the central', () => {
     expect((await http('GET', `${central.url}/sync/stores`, null)).status).toBe(401);
   });
 
+  it("keeps what a box says it still holds after each push, for the central's stores panel", async () => {
+    const listed = async () => (await http('GET', `${central.url}/sync/stores`, store.key)).body.find((s: any) => s.store_id === 'store_backlog');
+    await push('store_backlog', [rec(1, 0)]);
+    expect(await listed()).toMatchObject({ box_waiting: null, box_waiting_since: null });
+    const said = await http('POST', `${central.url}/sync/push`, store.key, {
+      protocol: 1,
+      store_id: 'store_backlog',
+      records: [rec(2, 1)],
+      waiting: 1200,
+      waiting_since: '2026-03-01T08:00:00.000Z',
+    });
+    expect(said.status).toBe(200);
+    expect(await listed()).toMatchObject({ received_seq: 2, box_waiting: 1200, box_waiting_since: '2026-03-01T08:00:00.000Z' });
+    const bad = await http('POST', `${central.url}/sync/push`, store.key, { protocol: 1, store_id: 'store_backlog', records: [rec(3, 2)], waiting: -1 });
+    expect(bad.status).toBe(400);
+    expect(await listed()).toMatchObject({ received_seq: 2, box_waiting: 1200 });
+  });
+
   it('parks a record whose applier fails, undoing what it wrote, and applies the store\'s later records', async () => {
     const r0 = received();
     const n0 = notes();

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import type { ContractStatus } from './machine.js';
+import { preparedOnUse } from '../../db/statements.js';
 
 export interface TemplateRow {
   id: string;
@@ -62,27 +63,27 @@ export class ContractsStore {
 
   constructor(db: Db) {
     const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live';
-    this.s = {
-      insertT: db.prepare(`INSERT INTO contract_templates (${T_COLS.join(', ')}) VALUES (${T_COLS.map((c) => `@${c}`).join(', ')})`),
-      getT: db.prepare('SELECT * FROM contract_templates WHERE id = ?'),
-      listT: db.prepare(`SELECT * FROM contract_templates WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
-      countT: db.prepare(`SELECT count(*) AS n FROM contract_templates WHERE ${scope}`),
-      insertC: db.prepare(`INSERT INTO contracts (${C_COLS.join(', ')}) VALUES (${C_COLS.map((c) => `@${c}`).join(', ')})`),
-      saveC: db.prepare(`UPDATE contracts SET ${C_COLS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`),
-      getC: db.prepare('SELECT * FROM contracts WHERE id = ?'),
-      byToken: db.prepare('SELECT * FROM contracts WHERE signing_token = ?'),
-      byCheckout: db.prepare('SELECT * FROM contracts WHERE checkout_id = ?'),
-      listC: db.prepare(`SELECT * FROM contracts WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
-      countC: db.prepare(`SELECT count(*) AS n FROM contracts WHERE ${scope}`),
-      covering: db.prepare(
+    this.s = preparedOnUse({
+      insertT: () => db.prepare(`INSERT INTO contract_templates (${T_COLS.join(', ')}) VALUES (${T_COLS.map((c) => `@${c}`).join(', ')})`),
+      getT: () => db.prepare('SELECT * FROM contract_templates WHERE id = ?'),
+      listT: () => db.prepare(`SELECT * FROM contract_templates WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
+      countT: () => db.prepare(`SELECT count(*) AS n FROM contract_templates WHERE ${scope}`),
+      insertC: () => db.prepare(`INSERT INTO contracts (${C_COLS.join(', ')}) VALUES (${C_COLS.map((c) => `@${c}`).join(', ')})`),
+      saveC: () => db.prepare(`UPDATE contracts SET ${C_COLS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`),
+      getC: () => db.prepare('SELECT * FROM contracts WHERE id = ?'),
+      byToken: () => db.prepare('SELECT * FROM contracts WHERE signing_token = ?'),
+      byCheckout: () => db.prepare('SELECT * FROM contracts WHERE checkout_id = ?'),
+      listC: () => db.prepare(`SELECT * FROM contracts WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
+      countC: () => db.prepare(`SELECT count(*) AS n FROM contracts WHERE ${scope}`),
+      covering: () => db.prepare(
         `SELECT * FROM contracts WHERE account_id = ? AND customer_id = ? AND template_id = ? AND status = 'signed'
            AND valid_until IS NOT NULL AND valid_until > ? ORDER BY signed_at DESC LIMIT 1`,
       ),
       // A central leaves reminders and expiry of a store's contracts to that store (sync).
-      open: db.prepare("SELECT * FROM contracts WHERE status IN ('sent', 'viewed') AND origin_store_id IS NULL ORDER BY created_at, rowid"),
-      setOrigin: db.prepare('UPDATE contracts SET origin_store_id = ? WHERE id = ?'),
-      unrendered: db.prepare("SELECT * FROM contracts WHERE status = 'signed' AND pdf_file IS NULL"),
-    };
+      open: () => db.prepare("SELECT * FROM contracts WHERE status IN ('sent', 'viewed') AND origin_store_id IS NULL ORDER BY created_at, rowid"),
+      setOrigin: () => db.prepare('UPDATE contracts SET origin_store_id = ? WHERE id = ?'),
+      unrendered: () => db.prepare("SELECT * FROM contracts WHERE status = 'signed' AND pdf_file IS NULL"),
+    });
   }
 
   insertTemplate(r: TemplateRow): void {

@@ -146,13 +146,19 @@ function storesPanel(view: StatusView, now: number): string {
   if (!view.stores) return '';
   return panel('stores', 'Stores', view.stores, (list) =>
     table(
-      ['Store', 'Last push', 'Records waiting', 'Received, not applied', 'Lag', 'Reconciliation'],
+      ['Store', 'Last push', 'Waiting at the box', 'Held here', 'Received, not applied', 'Lag', 'Reconciliation'],
       list.map((s) => {
         const account = view.account_names[s.account_id] ?? s.account_id;
         const stale = s.last_push_at !== null && now - Date.parse(s.last_push_at) > view.store_quiet_ms;
         return [
           named(`${s.store_id} · ${account}${s.live_mode ? '' : ' (sandbox)'}`, s.store_id),
           tdWhen(s.last_push_at, now, stale || s.last_push_at === null ? 'bad' : '', 'never'),
+          // The box's own backlog, as it said at its last push (a box that stopped pushing keeps its last word).
+          s.box_waiting === null
+            ? td('not said', 'muted')
+            : `<td class="${s.box_waiting > 0 && stale ? 'bad' : s.box_waiting > 0 ? '' : 'ok'}" data-box-waiting="${s.box_waiting}">${
+                s.box_waiting === 0 ? 'none' : `${s.box_waiting}${s.box_waiting_since ? `, oldest ${when(s.box_waiting_since, now)}` : ''}`
+              }</td>`,
           td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held)` : ''}`, s.parked ? 'bad' : ''),
           // The projector's lag behind receipt, in the store's seqs (0 once it caught up).
           td(s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none', s.received_seq > s.applied_seq ? 'muted' : ''),

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { DeliveryIds } from './delivery-ids.js';
+import { preparedOnUse } from '../../db/statements.js';
 
 /** All SQL of the webhooks module. */
 
@@ -180,59 +181,59 @@ export const WRITE_SQL = {
 export type WriteStatement = keyof typeof WRITE_SQL;
 
 export function webhooksStore(db: Db) {
-  const s = {
-    insertEndpoint: db.prepare(
+  const s = preparedOnUse({
+    insertEndpoint: () => db.prepare(
       `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, filter_types,
          metadata, created_at, updated_at)
        VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @filter_types, @metadata, @created_at, @updated_at)`,
     ),
-    endpoint: db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
-    updateEndpoint: db.prepare(
+    endpoint: () => db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
+    updateEndpoint: () => db.prepare(
       `UPDATE webhook_endpoints SET description = @description, disabled = @disabled, disabled_reason = @disabled_reason, updated_at = @updated_at
        WHERE id = @id`,
     ),
-    deleteEndpoint: db.prepare('DELETE FROM webhook_endpoints WHERE id = ?'),
-    activeEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
-    maxSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
-    cursor: db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
-    eventsAfter: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
-    eventsBetween: db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? AND seq <= ? AND live_mode = ? ORDER BY seq'),
-    setFilterTypes: db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
-    setGates: db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
-    setFifo: db.prepare('UPDATE webhook_endpoints SET fifo = ?, updated_at = ? WHERE id = ?'),
-    setMetadata: db.prepare('UPDATE webhook_endpoints SET metadata = ?, updated_at = ? WHERE id = ?'),
-    fifoIds: db.prepare('SELECT id FROM webhook_endpoints WHERE fifo = 1 AND disabled = 0').pluck(),
+    deleteEndpoint: () => db.prepare('DELETE FROM webhook_endpoints WHERE id = ?'),
+    activeEndpoints: () => db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
+    maxSeq: () => db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
+    cursor: () => db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
+    eventsAfter: () => db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
+    eventsBetween: () => db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? AND seq <= ? AND live_mode = ? ORDER BY seq'),
+    setFilterTypes: () => db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
+    setGates: () => db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
+    setFifo: () => db.prepare('UPDATE webhook_endpoints SET fifo = ?, updated_at = ? WHERE id = ?'),
+    setMetadata: () => db.prepare('UPDATE webhook_endpoints SET metadata = ?, updated_at = ? WHERE id = ?'),
+    fifoIds: () => db.prepare('SELECT id FROM webhook_endpoints WHERE fifo = 1 AND disabled = 0').pluck(),
     // Turning FIFO on: the endpoint's pending deliveries of events join the order, the oldest keeps
     // its schedule (the head), the others are parked. Test sends stay outside the order.
-    fifoOn: db.prepare(
+    fifoOn: () => db.prepare(
       `UPDATE webhook_deliveries SET fifo = 1,
          next_attempt_ms = IIF(seq = (SELECT MIN(seq) FROM webhook_deliveries WHERE endpoint_id = @id AND status = 'pending' AND event_seq IS NOT NULL),
            COALESCE(next_attempt_ms, @now_ms), NULL)
        WHERE endpoint_id = @id AND status = 'pending' AND event_seq IS NOT NULL`,
     ),
     // Turning it off: every parked one is due now.
-    fifoOff: db.prepare(
+    fifoOff: () => db.prepare(
       `UPDATE webhook_deliveries SET fifo = 0, next_attempt_ms = COALESCE(next_attempt_ms, @now_ms)
        WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1`,
     ),
-    promoteNext: db.prepare(WRITE_SQL.promoteNext),
-    gatedCount: db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE rate_limit IS NOT NULL OR max_in_flight IS NOT NULL').pluck(),
+    promoteNext: () => db.prepare(WRITE_SQL.promoteNext),
+    gatedCount: () => db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE rate_limit IS NOT NULL OR max_in_flight IS NOT NULL').pluck(),
     // Deliveries a gate held back (gates.ts), to when it should let them through: `rows` is a JSON
     // array of [seq, next_attempt_ms]. Not an attempt: counts and the schedule stay.
-    reschedule: db.prepare(
+    reschedule: () => db.prepare(
       `UPDATE webhook_deliveries SET next_attempt_ms = j.value ->> 1
        FROM json_each(?) j WHERE webhook_deliveries.seq = j.value ->> 0 AND webhook_deliveries.status = 'pending'`,
     ),
-    rotateSecret: db.prepare(
+    rotateSecret: () => db.prepare(
       `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_ms = @expires_ms, secret = @secret, updated_at = @updated_at
        WHERE id = @id`,
     ),
-    markDisabled: db.prepare('UPDATE webhook_endpoints SET disabled_at_ms = ?, disabled_seq = ? WHERE id = ?'),
-    markFailing: db.prepare('UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?'),
-    clearFailing: db.prepare(WRITE_SQL.clearFailing),
-    failingEndpoints: db.prepare('SELECT * FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0'),
-    failingIds: db.prepare('SELECT id FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL').pluck(),
-    setNoticed: db.prepare('UPDATE webhook_endpoints SET failing_noticed = 1 WHERE id = ?'),
+    markDisabled: () => db.prepare('UPDATE webhook_endpoints SET disabled_at_ms = ?, disabled_seq = ? WHERE id = ?'),
+    markFailing: () => db.prepare('UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?'),
+    clearFailing: () => db.prepare(WRITE_SQL.clearFailing),
+    failingEndpoints: () => db.prepare('SELECT * FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0'),
+    failingIds: () => db.prepare('SELECT id FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL').pluck(),
+    setNoticed: () => db.prepare('UPDATE webhook_endpoints SET failing_noticed = 1 WHERE id = ?'),
     // One new pending delivery per distinct event among the endpoint's deliveries that match (the
     // event still stored; test sends are not events), in event order; none for an event already
     // pending on the endpoint (it is sent anyway). One pass over the endpoint's rows: the pending
@@ -241,13 +242,13 @@ export function webhooksStore(db: Db) {
     // On a first-in-first-out endpoint (@fifo = 1) the rows are parked, after its pending ones.
     // A bulk replay reads the endpoint's deliveries in slices along (endpoint_id, seq): an index
     // range each time, so a replay of N deliveries reads each row once.
-    replayScan: db.prepare(
+    replayScan: () => db.prepare(
       `SELECT seq, event_seq, event_type, status, created_at, updated_at FROM webhook_deliveries
        WHERE endpoint_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
     ),
-    pendingEventSeqs: db.prepare(`SELECT event_seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND event_seq IS NOT NULL`).pluck(),
+    pendingEventSeqs: () => db.prepare(`SELECT event_seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND event_seq IS NOT NULL`).pluck(),
     // New deliveries, due now, for the chosen rows' events (deliveries.seq in @seqs), in events order.
-    replay: db.prepare(
+    replay: () => db.prepare(
       `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
          status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
        SELECT NULL, d.account_id, d.live_mode, d.endpoint_id, d.event_id, d.event_seq, d.event_type, d.event_account_id, NULL,
@@ -256,12 +257,12 @@ export function webhooksStore(db: Db) {
        WHERE EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)
        ORDER BY d.event_seq`,
     ),
-    maxDeliverySeq: db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
-    extendReplay: db.prepare(
+    maxDeliverySeq: () => db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
+    extendReplay: () => db.prepare(
       `UPDATE webhook_replays SET first_seq = COALESCE(first_seq, @first), last_seq = COALESCE(@last, last_seq), total = total + @total WHERE id = @id`,
     ),
     // Rows for events the endpoint never had (it was disabled): [events.seq, endpoint id] pairs.
-    insertCatchUp: db.prepare(
+    insertCatchUp: () => db.prepare(
       `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
          status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
        SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0,
@@ -271,33 +272,33 @@ export function webhooksStore(db: Db) {
        JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
        ORDER BY j.key`,
     ),
-    insertReplay: db.prepare(
+    insertReplay: () => db.prepare(
       `INSERT INTO webhook_replays (id, endpoint_id, first_seq, last_seq, total, filters, created_at)
        VALUES (@id, @endpoint_id, @first_seq, @last_seq, @total, @filters, @created_at)`,
     ),
-    replayById: db.prepare('SELECT * FROM webhook_replays WHERE id = ?'),
-    replayCounts: db.prepare(
+    replayById: () => db.prepare('SELECT * FROM webhook_replays WHERE id = ?'),
+    replayCounts: () => db.prepare(
       `SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? AND replay_id = ? GROUP BY status`,
     ),
     // Retention: finished deliveries last changed before the cutoff, oldest first (their attempts
     // go with them: ON DELETE CASCADE). Pending ones are kept whatever their age.
-    pruneDeliveries: db.prepare(
+    pruneDeliveries: () => db.prepare(
       `DELETE FROM webhook_deliveries WHERE seq IN (
          SELECT seq FROM webhook_deliveries WHERE status != 'pending' AND updated_at < ?
            -- Never the newest row: a new row takes MAX(seq) + 1, and a derived id must not come back.
            AND seq < (SELECT MAX(seq) FROM webhook_deliveries)
          ORDER BY seq LIMIT ?)`,
     ),
-    pruneReplays: db.prepare('DELETE FROM webhook_replays WHERE created_at < ?'),
-    insertDelivery: db.prepare(WRITE_SQL.insertDelivery),
+    pruneReplays: () => db.prepare('DELETE FROM webhook_replays WHERE created_at < ?'),
+    insertDelivery: () => db.prepare(WRITE_SQL.insertDelivery),
     // Seqs only, from the covering partial index: rows are read when they are sent.
-    due: db.prepare(
+    due: () => db.prepare(
       `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
        ORDER BY d.next_attempt_ms LIMIT ?`,
     ),
-    sendable: db.prepare(
+    sendable: () => db.prepare(
       `SELECT ${SENDABLE}
        FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
@@ -305,7 +306,7 @@ export function webhooksStore(db: Db) {
        WHERE d.seq = ?`,
     ),
     // The same rows for a list of seqs (a JSON array), in one statement.
-    sendableMany: db.prepare(
+    sendableMany: () => db.prepare(
       `SELECT ${SENDABLE}
        FROM json_each(?) j
        JOIN webhook_deliveries d ON d.seq = j.value
@@ -313,30 +314,30 @@ export function webhooksStore(db: Db) {
        LEFT JOIN events e ON e.seq = d.event_seq
        ORDER BY j.key`,
     ),
-    storedId: db.prepare('SELECT seq FROM webhook_deliveries WHERE id = ?').pluck(),
-    derivedAt: db.prepare('SELECT seq FROM webhook_deliveries WHERE seq = ? AND id IS NULL').pluck(),
-    idsKey: db.prepare('SELECT key FROM webhook_delivery_ids_key WHERE id = 1').pluck(),
-    deliveryBySeq: db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
-    insertAttempt: db.prepare(
+    storedId: () => db.prepare('SELECT seq FROM webhook_deliveries WHERE id = ?').pluck(),
+    derivedAt: () => db.prepare('SELECT seq FROM webhook_deliveries WHERE seq = ? AND id IS NULL').pluck(),
+    idsKey: () => db.prepare('SELECT key FROM webhook_delivery_ids_key WHERE id = 1').pluck(),
+    deliveryBySeq: () => db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
+    insertAttempt: () => db.prepare(
       `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
        VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
     ),
     // Guarded by the state the failure was judged from (docs/architecture.md, Lifecycles).
-    updateDelivery: db.prepare(
+    updateDelivery: () => db.prepare(
       `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
        WHERE seq = @seq AND status = @from`,
     ),
-    cancelPending: db.prepare(
+    cancelPending: () => db.prepare(
       `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
        WHERE endpoint_id = ? AND status = 'pending'`,
     ),
-    deliveriesPage: db.prepare(
+    deliveriesPage: () => db.prepare(
       'SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?',
     ),
-    deliveryCount: db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
-    attemptsOf: db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
-  };
+    deliveryCount: () => db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
+    attemptsOf: () => db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
+  });
 
   const ids = new DeliveryIds(s.idsKey.get() as Buffer);
   /** The row's seq for a public id: a stored one (older rows, test sends), else a derived one. */

@@ -1,0 +1,132 @@
+'use strict';
+// dist/posd/posd.js, the command (`posd`, `npm start`, bin/posd): runs the bundle (main.js and its
+// chunks, CommonJS, beside this file) and the CommonJS packages it requires (better-sqlite3, pino and
+// theirs) from V8's code cache when one was made for exactly that file. Compiling that code was the
+// largest single cost of a start left after bundling (issue 16, docs/startup.md): with the cache, V8
+// reads the compiled functions instead of parsing and compiling them again.
+//
+// The caches (`code-cache/<hash of the file's path>.v8cache`) are made by `npm run build`
+// (scripts/bundle.mjs), which starts the daemon once on a throw-away folder with
+// POSD_WRITE_CODE_CACHE=1, asks it GET /api/test and stops it: the functions a start and a first
+// answer compile are in the cache. Each cache begins with the SHA-256 of the file's path and text it
+// was made from and is used only for that file at that path (V8 keeps the path the cache was made at
+// and would name it in stack traces: a folder moved after its build starts without the caches, as
+// before them); V8 refuses one made by another node version or other V8 flags
+// (`cachedDataRejected`). Either way the file is compiled as without a cache: a cache can make a
+// start faster, never different. Nothing is written at run time.
+//
+// Loaded here, once each (cycles as node does: the partial exports): the chunks (`./name.js`) and
+// the package files that have a cache (at the build: every CommonJS .js/.cjs file the bundle's
+// requires reach). Everything else (node's own modules, JSON, native addons, the packages without a
+// cache) goes through node's own require from the requiring file. Under --enable-source-maps node's
+// require loads everything, as it would without this file.
+const { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } = require('node:fs');
+const { createHash } = require('node:crypto');
+const { dirname, join } = require('node:path');
+const { builtinModules, createRequire } = require('node:module');
+const vm = require('node:vm');
+
+const WRITE = process.env.POSD_WRITE_CODE_CACHE === '1';
+const CACHES = join(__dirname, 'code-cache');
+const HASH_BYTES = 32;
+const BUILTIN = new Set(builtinModules);
+const loaded = new Map();
+const made = [];
+/** The cache files there are: one readdir, not a failed open per file without one; none readable, none. */
+const caches = new Set(WRITE ? [] : cacheFiles());
+
+function cacheFiles() {
+  try {
+    return readdirSync(CACHES);
+  } catch {
+    return [];
+  }
+}
+
+const cacheName = (file) => `${createHash('sha256').update(file).digest('hex').slice(0, 32)}.v8cache`;
+
+/** At the build's run: whether node would load this file as CommonJS (.cjs, or .js outside a "type": "module" package). */
+function commonJs(file) {
+  if (file.endsWith('.cjs')) return true;
+  if (!file.endsWith('.js')) return false;
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    let pkg;
+    try {
+      pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    } catch {
+      continue;
+    }
+    return pkg.type !== 'module';
+  }
+  return true;
+}
+
+function requireFrom(file) {
+  const nodeRequire = createRequire(file);
+  const here = dirname(file);
+  const req = (id) => {
+    if (id.startsWith('./') && id.endsWith('.js') && here === __dirname) return load(join(here, id));
+    if (BUILTIN.has(id) || id.startsWith('node:')) return nodeRequire(id);
+    const path = nodeRequire.resolve(id);
+    return (WRITE ? commonJs(path) : caches.has(cacheName(path))) ? load(path) : nodeRequire(id);
+  };
+  req.resolve = nodeRequire.resolve;
+  req.cache = nodeRequire.cache;
+  req.main = nodeRequire.main;
+  return req;
+}
+
+function cachedDataFor(file, hash) {
+  const name = cacheName(file);
+  if (!caches.has(name)) return undefined; // none made for it: compiled as usual
+  try {
+    const cache = readFileSync(join(CACHES, name));
+    return cache.subarray(0, HASH_BYTES).equals(hash) ? cache.subarray(HASH_BYTES) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function load(file) {
+  const known = loaded.get(file);
+  if (known) return known.exports;
+  const module = { exports: {}, id: file, filename: file, loaded: false };
+  loaded.set(file, module);
+  // Hashed as read (bytes, not the decoded text: no second encoding of a megabyte of text).
+  const bytes = readFileSync(file);
+  const hash = createHash('sha256').update(file).update('\0').update(bytes).digest();
+  // A shebang is not valid inside the wrapper: blanked, lines kept.
+  const source = bytes.toString('utf8').replace(/^#!.*/, '');
+  // The wrapper's first line is taken back by lineOffset: lines and columns in stack traces are the file's.
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
+    filename: file,
+    lineOffset: -1,
+    cachedData: WRITE ? undefined : cachedDataFor(file, hash),
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  });
+  if (WRITE) made.push({ file, script, hash });
+  script.runInThisContext()(module.exports, requireFrom(file), module, file, dirname(file));
+  module.loaded = true;
+  return module.exports;
+}
+
+if (WRITE) {
+  // At exit: the cache then holds every function the run compiled, not only the top level.
+  process.on('exit', () => {
+    // Readable by whoever can read the bundle (the service's user), whatever umask posd runs under
+    // (0077, src/main.ts): the folder and files take the bundle folder's and main.js's modes.
+    mkdirSync(CACHES, { recursive: true });
+    chmodSync(CACHES, statSync(__dirname).mode & 0o777);
+    const mode = statSync(join(__dirname, 'main.js')).mode & 0o666;
+    for (const { file, script, hash } of made) {
+      const cache = join(CACHES, cacheName(file));
+      writeFileSync(cache, Buffer.concat([hash, script.createCachedData()]));
+      chmodSync(cache, mode);
+    }
+  });
+}
+
+// `node --enable-source-maps dist/posd/posd.js`: node maps stack traces only for the files its own
+// loader compiles, so the bundle is left to it (no code cache; the maps beside the chunks apply).
+if (process.sourceMapsEnabled && !WRITE) require('./main.js');
+else load(join(__dirname, 'main.js'));

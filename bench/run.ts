@@ -21,6 +21,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   central: () => import('./central.js'),
   // Push receipt on PostgreSQL by 1 and 3 fronts beside the raw unnest insert (a throw-away cluster).
   'central-pg': () => import('./central-pg.js'),
+  // The chain's core applying what fronts received, beside a SQLite central's projector (a throw-away cluster).
+  'central-pg-core': () => import('./central-pg-core.js'),
   // One central and N = 1, 10, 50 store processes catching up at once (a few minutes).
   chain: () => import('./chain.js'),
   // Last: 100,000 offline sales drained to a central takes about a minute.

@@ -85,6 +85,7 @@ export const ERRORS = {
   sync_sequence_gap: { status: 409, message: 'The batch does not follow the last sequence the central received; nothing was received.' },
   sync_record_conflict: { status: 409, message: 'A record id was already received with different content; nothing was received.' },
   sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
+  sync_push_at_core: { status: 503, message: "This central is a chain's core: pushes go to its central-front processes; nothing was received." },
   // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
   external_id_reused: {
     status: 422,

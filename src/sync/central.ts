@@ -39,6 +39,9 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     { schema: { hide: true, body: PushBody, response: { 200: PushResponse, ...errors } } },
     async (req) => {
       const { keyAccount, scope } = scopeOf(req);
+      // A chain's core takes records from PostgreSQL only (src/sync/pg-core.ts): one received here
+      // would be unknown to the fronts, and their receipts would collide with it.
+      if (ctx.config.sync.postgres.url) throw new ApiError('sync_push_at_core');
       try {
         return await applyPush(ctx, keyAccount, scope, req.body);
       } catch (err) {

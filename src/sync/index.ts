@@ -9,6 +9,7 @@ import { centralRoutes } from './central.js';
 import { centralRecordRoutes } from './central-records.js';
 import { SyncWorker } from './client.js';
 import { projectorWorker } from './projector.js';
+import { pgCoreOf, pgCoreWorker } from './pg-core.js';
 import { syncStatus, type SyncStatus } from './status.js';
 import { metrics } from '../system/metrics.js';
 import type { AppContext } from '../context.js';
@@ -106,7 +107,9 @@ export const syncModule: PosdModule = {
     // The projector applies what pushes received, woken by each receipt; its slow timer also
     // finds records held for want of an applier (after an upgrade) and those an operator put back
     // with `posd sync retry` from another process.
-    return [projectorWorker(ctx)];
+    // With the sync tables on PostgreSQL this central is the chain's core: it also ingests what the
+    // fronts received, reports outcomes and totals, and relays its feed (src/sync/pg-core.ts).
+    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), pgCoreWorker(ctx)] : [projectorWorker(ctx)];
   },
 };
 
@@ -124,7 +127,8 @@ function centralStores(ctx: AppContext): CentralStore[] {
       store_id: s.store_id,
       account_id: s.account_id,
       live_mode: s.live_mode === 1,
-      received_seq: s.received_seq,
+      // On a chain's core, what the fronts received (PostgreSQL, as last read) is ahead of SQLite's copy.
+      received_seq: Math.max(s.received_seq, pgCoreOf(ctx)?.state.pgReceived.get(s.store_id) ?? 0),
       applied_seq: s.applied_seq,
       last_push_at: s.last_push_at,
       held: s.held_count,

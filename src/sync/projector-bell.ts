@@ -6,6 +6,7 @@ import { perDb } from '../db/per-db.js';
  */
 export class ProjectorBell {
   private listener: (() => void) | undefined;
+  private sliceListener: ((storeId: string) => void) | undefined;
   /** Rung after a receipt commits: the projector (if one runs) looks for work soon. */
   ring(): void {
     this.listener?.();
@@ -13,6 +14,14 @@ export class ProjectorBell {
   /** The projector's own: one listener per database. */
   listen(fn: (() => void) | undefined): void {
     this.listener = fn;
+  }
+  /** Rung by the projector after a slice (or a store's held records) committed: outcomes moved. */
+  sliced(storeId: string): void {
+    this.sliceListener?.(storeId);
+  }
+  /** Who reports the projector's outcomes elsewhere (the PostgreSQL core, src/sync/pg-core.ts). */
+  onSlice(fn: ((storeId: string) => void) | undefined): void {
+    this.sliceListener = fn;
   }
 }
 

@@ -135,10 +135,12 @@ export class Projector implements Worker {
             heldTried.add(s.store_id);
             const n = applyHeldOf(ctx, store.heldOf(s.store_id), true);
             if (n) ctx.log.info({ store_id: s.store_id, records: n }, 'sync: applied held records');
+            if (n) projectorBell(ctx.db).sliced(s.store_id);
           }
           if (s.received_seq > s.applied_seq) {
             projectSlice(ctx, s.store_id);
             this.slices++;
+            projectorBell(ctx.db).sliced(s.store_id);
             moved = true;
           }
         } catch (err) {

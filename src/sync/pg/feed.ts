@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type pg from 'pg';
 import type { FeedChange } from '../wire.js';
+import type { FeedRow } from '../store.js';
 import type { CoreFeedSource } from './core-feed.js';
 import { createClient, inTransaction } from './pool.js';
 
@@ -43,6 +44,19 @@ export class FeedRelay {
     private readonly pool: pg.Pool,
     private readonly source: CoreFeedSource,
     private readonly batch = 1000,
+    /**
+     * Called with each batch before it is copied (the core publishes the read models its account
+     * and key rows announce first, so a front never sees a key's feed row before the key itself).
+     * A throw fails the batch, which the next run copies again.
+     */
+    private readonly opts: {
+      beforeBatch?: (rows: readonly FeedRow[]) => Promise<void>;
+      /**
+       * Run first inside each batch's transaction; a throw rolls the batch back. The core checks it
+       * still holds the projector's lease there, so a relay outliving its leadership inserts nothing.
+       */
+      guard?: (client: pg.PoolClient) => Promise<void>;
+    } = {},
   ) {}
 
   /** Copies every row past what PostgreSQL holds; resolves with how many were copied. Calls coalesce. */
@@ -84,7 +98,9 @@ export class FeedRelay {
     for (;;) {
       const rows = this.source(this.position, this.batch);
       if (!rows.length) return copied;
+      if (this.opts.beforeBatch) await this.opts.beforeBatch(rows);
       await inTransaction(this.pool, async (c) => {
+        if (this.opts.guard) await this.opts.guard(c);
         const ins = await c.query<{ organization_id: string }>(
           `INSERT INTO sync_feed (position, organization_id, account_id, live_mode, kind, object_id, payload, created_at, origin_store_id, to_store_id)
            SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::boolean[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])

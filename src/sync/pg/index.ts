@@ -1,7 +1,8 @@
 /**
  * The sync tables on PostgreSQL (issue 19 step 5; docs/central.md, "Sync tables on PostgreSQL"):
  * schema and migration, the push receipt, the feed relay and long-poll doorbell, and the
- * projector's source and lease. Nothing here touches the domain: that stays in the core's SQLite.
+ * projector's source and lease, and what the core reads and writes there (core.ts; the core's loop
+ * itself is src/sync/pg-core.ts). Nothing here touches the domain: that stays in the core's SQLite.
  */
 export { migrate, SCHEMA, SYNC_TABLES } from './schema.js';
 export { createClient, createPool, inTransaction } from './pool.js';
@@ -10,3 +11,16 @@ export { FeedRelay, FeedWaiter, feedAfter, pollFeed, notifyPayloads, FEED_CHANNE
 export { coreFeedSource, type CoreFeedSource } from './core-feed.js';
 export { readReceived, markApplied, storesBehind, ProjectorLease, PROJECTOR_LOCK, type OutcomeOf, type ReceivedRecordRow } from './projector.js';
 export { publishAccounts, publishKeys, publishOrganizations, keyByHash, scopeOf, type SyncAccountRow } from './read-models.js';
+export {
+  RECEIVED_CHANNEL,
+  ChannelListener,
+  allStores,
+  behindStores,
+  storeOf,
+  undecidedSeqs,
+  projectorLag,
+  feedMaxPosition,
+  relayGuard,
+  publishDayTotals,
+  type PgStoreRow,
+} from './core.js';

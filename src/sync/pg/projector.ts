@@ -14,6 +14,8 @@ export interface ReceivedRecordRow {
   /** The payload's JSON text as received (the hash covers it). */
   payload: string;
   created_at: string;
+  /** When a front received it (ISO 8601, UTC, milliseconds), as the SQLite central writes its own. */
+  received_at: string;
   outcome: ProjectedOutcome | 'received';
 }
 
@@ -32,7 +34,8 @@ export interface OutcomeOf {
  */
 export async function readReceived(pool: pg.Pool, storeId: string, afterSeq: number, limit: number): Promise<ReceivedRecordRow[]> {
   const res = await pool.query<ReceivedRecordRow>(
-    `SELECT store_id, seq, id, account_id, live_mode, kind, encode(hash, 'hex') AS hash, payload, created_at, outcome
+    `SELECT store_id, seq, id, account_id, live_mode, kind, encode(hash, 'hex') AS hash, payload, created_at,
+       to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS received_at, outcome
      FROM sync_received WHERE store_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     [storeId, afterSeq, limit],
   );

@@ -1,0 +1,463 @@
+import type pg from 'pg';
+import type { AppContext } from '../context.js';
+import type { Worker } from '../api/module.js';
+import { tx } from '../db/database.js';
+import { perDb } from '../db/per-db.js';
+import { isoTime } from '../clock.js';
+import { feedBell } from '../outbox/feed-changes.js';
+import { metrics } from '../system/metrics.js';
+import { projectorBell } from './projector-bell.js';
+import { syncStore, type FeedRow, type StoreRow } from './store.js';
+import { coreStore, type DecidedRow } from './core-store.js';
+import { originTotals } from './row-totals.js';
+import { dayRange, toSummary } from './central-service.js';
+import type { SummaryRow } from './wire.js';
+import {
+  allStores,
+  behindStores,
+  ChannelListener,
+  coreFeedSource,
+  createPool,
+  dayOf,
+  FeedRelay,
+  feedMaxPosition,
+  markApplied,
+  migrate,
+  ProjectorLease,
+  projectorLag,
+  publishAccounts,
+  publishDayTotals,
+  publishKeys,
+  publishOrganizations,
+  readReceived,
+  RECEIVED_CHANNEL,
+  relayGuard,
+  storeOf,
+  undecidedSeqs,
+  type OutcomeOf,
+  type PgStoreRow,
+} from './pg/index.js';
+
+/** Records copied from PostgreSQL's log into the core's SQLite per transaction. */
+export const INGEST_BATCH = 1000;
+/** Records whose outcomes go to PostgreSQL per `markApplied`. */
+export const REPORT_BATCH = 2000;
+/**
+ * The fallback timer: stores behind in PostgreSQL are looked at this often even when no front rang
+ * (a lost notification costs this much), the relay copies what no bell rang for (another process's
+ * key writes), and a store still catching up reports its outcomes and day totals at most this often.
+ */
+export const CORE_TICK_MS = 1000;
+
+type Reported = Pick<PgStoreRow, 'applied_seq' | 'held_count' | 'rejected_count' | 'parked_count' | 'skipped_count'>;
+
+interface Want {
+  all: boolean;
+  behind: boolean;
+  stores: Set<string>;
+  report: boolean;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts (its listener removed either way). */
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/**
+ * The core of a chain whose sync tables are on PostgreSQL (`role: central` with
+ * `sync.postgres.url`; docs/central.md, "The core on PostgreSQL"). Stateless fronts receive pushes
+ * into PostgreSQL's `sync_received`; this worker, on the one core holding the projector's lease:
+ * - **ingests**: copies each store's received records past its SQLite `received_seq` into the
+ *   SQLite `sync_received` (outcome `received`), one transaction per batch, idempotent by
+ *   (store, seq) and id, and rings the SQLite projector (src/sync/projector.ts), which applies them
+ *   with the appliers exactly as a push received here;
+ * - **reports**: after the projector's slices commit, the outcomes and `applied_seq` with
+ *   `markApplied` (a repeat changes nothing), the held/parked/skipped changes an operator's
+ *   `posd sync retry`/`skip` caused, and the day totals (`ledger.*`, `intents.*`, `events`) of the
+ *   days it touched, before the outcomes;
+ * - **relays** the SQLite feed to PostgreSQL (FeedRelay, rung by the feed's bell) and publishes the
+ *   read models (organizations, accounts, key hashes) at start and when the feed carries an
+ *   `account` or `api_key` row.
+ * A core that finds the lease taken waits as a standby (its API still serves) and takes over when
+ * the leader's session ends.
+ */
+export class PgCore implements Worker {
+  readonly name = 'sync-pg-core';
+  readonly state = {
+    role: 'starting' as 'starting' | 'standby' | 'leader' | 'stopped',
+    lag: { records: 0, stores: 0 },
+    /** Records copied from PostgreSQL into the core's SQLite, and outcomes reported back. */
+    ingested: 0,
+    reported: 0,
+    /** PostgreSQL's received_seq per store, as last read (the status page's received column). */
+    pgReceived: new Map<string, number>(),
+  };
+  private readonly pool: pg.Pool;
+  private readonly client: pg.ClientConfig;
+  private readonly stopping = new AbortController();
+  private main: Promise<void> | undefined;
+  private lease: ProjectorLease | undefined;
+  private active = false;
+  /** Ends the current leadership's wait (stop). */
+  private endLeadership: () => void = () => undefined;
+  private want: Want = { all: false, behind: false, stores: new Set(), report: false };
+  /** SQLite stores PostgreSQL does not know (pushed to this core directly), not asked again until a full look. */
+  private readonly unknown = new Set<string>();
+  private cycling: Promise<void> | undefined;
+  private readonly reported = new Map<string, Reported>();
+  private readonly lastReport = new Map<string, number>();
+  /** The SQLite counters a store's held/parked/skipped outcomes were last aligned for. */
+  private readonly alignedFor = new Map<string, string>();
+
+  constructor(private readonly ctx: AppContext) {
+    const { url, pool_max: max } = ctx.config.sync.postgres;
+    this.client = { connectionString: url };
+    this.pool = createPool({ connectionString: url, max, application_name: 'posd-core' });
+    // An idle pooled connection that dies (a server restart) must not crash the daemon.
+    this.pool.on('error', (err) => ctx.log.warn({ err }, 'sync: a PostgreSQL connection of the core failed'));
+  }
+
+  start(): void {
+    this.main = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    // A leader stops its loops first and then gives the lease up (run's finally): a standby taking
+    // over never overlaps with this core's last report. A standby's wait is broken by closing it.
+    if (this.state.role === 'leader') this.endLeadership();
+    else await this.lease?.release();
+    this.active = false;
+    await this.main;
+    await this.cycling?.catch(() => undefined);
+    await this.pool.end().catch(() => undefined);
+    this.state.role = 'stopped';
+  }
+
+  private get log() {
+    return this.ctx.log;
+  }
+
+  /** Takes the lease (or waits for it as a standby), leads until the lease's session ends, then again. */
+  private async run(): Promise<void> {
+    let backoff = 500;
+    while (!this.stopping.signal.aborted) {
+      const lease = new ProjectorLease(this.client);
+      this.lease = lease;
+      try {
+        await migrate(this.pool);
+        if (!(await lease.tryAcquire())) {
+          this.state.role = 'standby';
+          this.log.warn({ event: 'sync.core_standby' }, 'sync: another core holds the projector lease; this one waits as a standby');
+          await lease.acquire();
+        }
+        if (this.stopping.signal.aborted) break;
+        backoff = 500;
+        await this.lead(lease);
+      } catch (err) {
+        if (!this.stopping.signal.aborted) this.log.error({ err }, 'sync: the core lost PostgreSQL; it tries again');
+      } finally {
+        this.active = false;
+        await lease.release();
+      }
+      if (this.stopping.signal.aborted) break;
+      this.state.role = 'standby';
+      await sleep(backoff, this.stopping.signal);
+      backoff = Math.min(backoff * 2, 10_000);
+    }
+  }
+
+  private async lead(lease: ProjectorLease): Promise<void> {
+    const { ctx, pool } = this;
+    const db = ctx.db;
+    // Positions in PostgreSQL are this core's feed seqs: never hand out one PostgreSQL holds.
+    const continuesAfter = coreStore(db).feedPast(await feedMaxPosition(pool));
+    await this.publishReadModels();
+    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, { beforeBatch: (rows) => this.publishFor(rows), guard: relayGuard(await lease.pid()) });
+    const relayFailed = (err: unknown) => this.log.warn({ err }, 'sync: relaying the feed to PostgreSQL failed; the next ring or tick tries again');
+    const onRows = () => void relay.poke().catch(relayFailed);
+    const listener = new ChannelListener(this.client, RECEIVED_CHANNEL);
+    listener.on('notify', (storeId: string) => this.poke({ stores: [storeId] }));
+    listener.on('reconnected', () => this.poke({ all: true }));
+    await listener.start();
+    this.state.role = 'leader';
+    this.active = true;
+    this.reported.clear();
+    this.alignedFor.clear();
+    this.log.info({ event: 'sync.core_leader', feed_after: continuesAfter }, 'sync: this core holds the projector lease: it ingests, projects and publishes to PostgreSQL');
+    feedBell(db).on('rows', onRows);
+    relay.start(CORE_TICK_MS);
+    onRows();
+    projectorBell(db).onSlice(() => this.poke({ report: true }));
+    const timer = setInterval(() => this.poke({ behind: true }), CORE_TICK_MS);
+    timer.unref();
+    this.poke({ all: true });
+    const stopped = new Promise<void>((resolve) => {
+      this.endLeadership = resolve;
+      if (this.stopping.signal.aborted) resolve();
+    });
+    try {
+      await Promise.race([lease.ended, stopped]);
+    } finally {
+      this.endLeadership = () => undefined;
+      this.active = false;
+      clearInterval(timer);
+      projectorBell(db).onSlice(undefined);
+      feedBell(db).off('rows', onRows);
+      relay.stop();
+      await listener.stop();
+      await this.cycling?.catch(() => undefined);
+      if (!this.stopping.signal.aborted) this.log.error({ event: 'sync.core_lease_lost' }, 'sync: the projector lease was lost (its PostgreSQL session ended); this core stops projecting and waits for it again');
+    }
+  }
+
+  /** Asks for a cycle: ingest (every store, the stores behind, or the named ones), then report. */
+  private poke(w: { all?: boolean; behind?: boolean; stores?: string[]; report?: boolean }): void {
+    if (w.report) this.want.report = true;
+    if (w.all) this.want.all = true;
+    if (w.behind) this.want.behind = true;
+    for (const s of w.stores ?? []) this.want.stores.add(s);
+    if (!this.active || this.cycling) return;
+    this.cycling = this.cycle().finally(() => {
+      this.cycling = undefined;
+    });
+  }
+
+  private async cycle(): Promise<void> {
+    while (this.active) {
+      const w = this.want;
+      if (!w.all && !w.behind && !w.stores.size && !w.report) return;
+      this.want = { all: false, behind: false, stores: new Set(), report: false };
+      if (w.all) this.unknown.clear();
+      try {
+        await this.ingest(w);
+        await this.report();
+        if (w.behind || w.all) this.state.lag = await projectorLag(this.pool);
+      } catch (err) {
+        // What was asked is asked again at the next tick (a full look if that was one).
+        if (w.all) this.want.all = true;
+        if (this.active) this.log.error({ err }, 'sync: the core could not ingest or report; the next tick tries again');
+        return;
+      }
+    }
+  }
+
+  private async ingest(w: Want): Promise<void> {
+    const { pool } = this;
+    let targets: PgStoreRow[] = [];
+    if (w.all) targets = await allStores(pool);
+    else if (w.behind) targets = await behindStores(pool);
+    const named = new Set(targets.map((t) => t.store_id));
+    for (const id of w.stores) {
+      if (named.has(id)) continue;
+      const row = await storeOf(pool, id);
+      if (row) targets.push(row);
+    }
+    for (const t of targets) {
+      this.state.pgReceived.set(t.store_id, t.received_seq);
+      if (!this.reported.has(t.store_id)) this.reported.set(t.store_id, t);
+      await this.ingestStore(t);
+    }
+  }
+
+  /** Copies one store's records past the core's `received_seq` into its SQLite, in batches, and rings the projector. */
+  private async ingestStore(t: PgStoreRow): Promise<void> {
+    const { ctx, pool } = this;
+    const store = syncStore(ctx.db);
+    for (;;) {
+      if (!this.active) return;
+      const after = store.storeRow(t.store_id)?.received_seq ?? 0;
+      if (t.received_seq <= after) return;
+      const rows = await readReceived(pool, t.store_id, after, INGEST_BATCH);
+      if (!rows.length) return;
+      const at = isoTime(ctx.clock.now());
+      tx(ctx.db, () =>
+        coreStore(ctx.db).ingest(
+          t,
+          rows.map((r) => ({
+            id: r.id,
+            seq: r.seq,
+            account_id: r.account_id,
+            live_mode: r.live_mode ? 1 : 0,
+            kind: r.kind,
+            hash: r.hash,
+            payload: r.payload,
+            created_at: r.created_at,
+            // The front's time of receipt: the status page's lag is the box's, not the ingest's.
+            received_at: r.received_at,
+          })),
+          at,
+        ),
+      );
+      this.state.ingested += rows.length;
+      projectorBell(ctx.db).ring();
+      if (rows.length < INGEST_BATCH) return;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
+  /**
+   * Reports what the projector decided since the last report, store by store: the day totals of the
+   * days its records fall on, then the outcomes and `applied_seq` (`markApplied`). A store still
+   * catching up reports at most once per tick; one caught up at once. Outcomes an operator changed
+   * later (retry, skip; a held record applied after an upgrade) show as SQLite counters that differ
+   * from PostgreSQL's: then that store's held, parked and skipped records are aligned.
+   */
+  private async report(): Promise<void> {
+    const { ctx, pool } = this;
+    const now = Date.now();
+    for (const s of syncStore(ctx.db).stores()) {
+      if (!this.active) return;
+      let r = this.reported.get(s.store_id);
+      if (!r) {
+        if (this.unknown.has(s.store_id)) continue;
+        const row = await storeOf(pool, s.store_id);
+        // A store PostgreSQL does not know pushed to this core directly: nothing to report there.
+        if (!row) {
+          this.unknown.add(s.store_id);
+          continue;
+        }
+        this.reported.set(s.store_id, (r = row));
+      }
+      const counters = `${s.held_count}/${s.rejected_count}/${s.parked_count}/${s.skipped_count}`;
+      const differ = counters !== `${r.held_count}/${r.rejected_count}/${r.parked_count}/${r.skipped_count}` && this.alignedFor.get(s.store_id) !== counters;
+      const advanced = s.applied_seq > r.applied_seq;
+      if (!differ && !advanced) continue;
+      if (advanced && !differ && s.applied_seq < s.received_seq && now - (this.lastReport.get(s.store_id) ?? 0) < CORE_TICK_MS) continue;
+      this.lastReport.set(s.store_id, now);
+      if (advanced) await this.reportRange(s, r.applied_seq);
+      let fresh = (await storeOf(pool, s.store_id))!;
+      if (`${fresh.held_count}/${fresh.rejected_count}/${fresh.parked_count}/${fresh.skipped_count}` !== counters) {
+        await this.align(s);
+        fresh = (await storeOf(pool, s.store_id))!;
+        this.alignedFor.set(s.store_id, counters);
+      }
+      this.reported.set(s.store_id, fresh);
+      this.state.pgReceived.set(s.store_id, fresh.received_seq);
+    }
+  }
+
+  private async reportRange(s: StoreRow, from: number): Promise<void> {
+    const cs = coreStore(this.ctx.db);
+    const published = new Set<string>();
+    while (from < s.applied_seq) {
+      const rows = cs.decidedRange(s.store_id, from, s.applied_seq, REPORT_BATCH);
+      const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
+      const days = [...new Set(rows.map((x) => dayOf(x.created_at)))].filter((d) => !published.has(d));
+      // Totals first: a crash before the outcomes only repeats both.
+      await this.publishTotals(s.store_id, days);
+      for (const d of days) published.add(d);
+      await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
+      this.state.reported += rows.length;
+      from = upTo;
+    }
+  }
+
+  /** Aligns PostgreSQL's outcomes with the core's for the records either side has held, parked or skipped. */
+  private async align(s: StoreRow): Promise<void> {
+    const cs = coreStore(this.ctx.db);
+    const seqs = new Set([...(await undecidedSeqs(this.pool, s.store_id)), ...cs.undecidedSeqs(s.store_id)]);
+    const rows = [...seqs]
+      .filter((q) => q <= s.applied_seq)
+      .sort((a, b) => a - b)
+      .map((q) => cs.decidedAt(s.store_id, q))
+      .filter((x): x is DecidedRow => x !== undefined);
+    if (!rows.length) return;
+    await this.publishTotals(s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at)))]);
+    await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
+    this.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');
+  }
+
+  /** The central's own measures of these days of one store, recomputed and published (docs/central.md). */
+  private async publishTotals(storeId: string, days: readonly string[]): Promise<void> {
+    if (!days.length) return;
+    const rows = days.flatMap((day) => centralMeasures(this.ctx, storeId, day).map((r) => ({ ...r, day })));
+    await publishDayTotals(this.pool, storeId, days, rows);
+  }
+
+  private async publishReadModels(): Promise<void> {
+    const cs = coreStore(this.ctx.db);
+    await publishOrganizations(this.pool, cs.organizations());
+    await publishAccounts(this.pool, cs.accounts());
+    await publishKeys(this.pool, cs.keys());
+  }
+
+  /** The read models a batch of feed rows announces (accounts with their sandboxes, keys, their organizations), published before it. */
+  private async publishFor(rows: readonly FeedRow[]): Promise<void> {
+    const orgs = new Set<string>();
+    const accounts = new Set<string>();
+    const keys = new Set<string>();
+    for (const r of rows) {
+      if (r.kind === 'account' && r.object_id) accounts.add(r.object_id);
+      else if (r.kind === 'api_key' && r.object_id) keys.add(r.object_id);
+      else if (r.kind !== 'organization') continue;
+      orgs.add(r.organization_id);
+    }
+    if (!orgs.size) return;
+    const cs = coreStore(this.ctx.db);
+    await publishOrganizations(this.pool, cs.organizations([...orgs]));
+    if (accounts.size) await publishAccounts(this.pool, cs.accounts([...accounts]));
+    if (keys.size) await publishKeys(this.pool, cs.keys([...keys]));
+  }
+}
+
+function outcomesOf(rows: readonly DecidedRow[]): OutcomeOf[] {
+  return rows.filter((x) => x.outcome !== 'received').map((x) => ({ seq: x.seq, outcome: x.outcome as OutcomeOf['outcome'], reason: x.reason }));
+}
+
+/**
+ * What the central itself measures of one store's day, as `centralSummary` does, without
+ * `records.*` (the fronts count those at receipt): `events` (the store's event records of the day
+ * whose event the central holds), `ledger.<type>`, `ledger.<type>.fee` and
+ * `intents.<type>.<status>` (the rows this store's records wrote, dated by their own created_at).
+ */
+export function centralMeasures(ctx: AppContext, storeId: string, day: string): SummaryRow[] {
+  const { from, until } = dayRange(day);
+  return ctx.db.transaction(() => [
+    ...syncStore(ctx.db).centralEvents(storeId, from, until).map(toSummary),
+    ...originTotals(ctx.registry.sync, ctx.db, from, until, storeId),
+  ])();
+}
+
+const cores = perDb(() => ({ current: undefined as PgCore | undefined }));
+
+/** The PostgreSQL core of this central, if it runs one (the status page and metrics read it). */
+export function pgCoreOf(ctx: Pick<AppContext, 'db'>): PgCore | undefined {
+  return cores(ctx.db).current;
+}
+
+export function pgCoreWorker(ctx: AppContext): PgCore {
+  const core = new PgCore(ctx);
+  cores(ctx.db).current = core;
+  const m = metrics(ctx);
+  m.gauge({
+    name: 'posd_sync_projector_lag_records',
+    help: 'Records received in PostgreSQL (by the fronts) and not yet applied by the core, over every store (0 on a standby)',
+    collect() {
+      this.set(core.state.role === 'leader' ? core.state.lag.records : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_projector_lag_stores',
+    help: 'Stores with records received in PostgreSQL and not yet applied by the core',
+    collect() {
+      this.set(core.state.role === 'leader' ? core.state.lag.stores : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_projector_leader',
+    help: '1 while this core holds the projector lease (it projects and publishes to PostgreSQL), 0 on a standby',
+    collect() {
+      this.set(core.state.role === 'leader' ? 1 : 0);
+    },
+  });
+  return core;
+}

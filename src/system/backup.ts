@@ -174,12 +174,12 @@ export function inspectDatabase(file: string): Inspection {
 export const SPLIT_CHECK_MIN_BYTES = 16 * 1024 * 1024;
 
 /**
- * How many threads a backup's integrity check may use: up to 4 of the box's cores, and inside the
- * daemon one core fewer, left to the event loop (a 2-core box checks its nightly backup on one thread).
+ * How many threads a backup's integrity check may use: up to 4, always one core fewer than the box
+ * has, left to the daemon's event loop and the rest of the box (a split check costs about half as
+ * much CPU again as the whole one: bench/backup.ts). A 2-core box checks on one thread.
  */
-export function checkThreads(offLoop: boolean): number {
-  const cores = availableParallelism();
-  return Math.max(1, Math.min(4, offLoop ? cores - 1 : cores));
+export function checkThreads(): number {
+  return Math.max(1, Math.min(4, availableParallelism() - 1));
 }
 
 const quoteName = (name: string) => `"${name.replace(/"/g, '""')}"`;
@@ -258,7 +258,7 @@ function runIntegrityStatements(file: string, mmapBytes: number, statements: str
  */
 async function integrityLines(file: string, opts: { offLoop: boolean; threads?: number }): Promise<string[]> {
   const mmapBytes = checkMmapBytes(file);
-  const threads = opts.threads ?? (statSync(file).size >= SPLIT_CHECK_MIN_BYTES ? checkThreads(opts.offLoop) : 1);
+  const threads = opts.threads ?? (statSync(file).size >= SPLIT_CHECK_MIN_BYTES ? checkThreads() : 1);
   let groups = [['integrity_check']];
   if (threads > 1) {
     const db = new Database(file, { readonly: true, fileMustExist: true });

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runPosd } from '../helpers/process.js';
 import { backupDatabase, inspectBackupCopy, planIntegrityCheck } from '../../src/system/backup.js';
 
 // The integrity check of a backup copy (src/system/backup.ts): one `PRAGMA integrity_check`, or the
@@ -182,5 +183,21 @@ describe('the integrity check of a backup copy', () => {
     expect(inspection.ok).toBe(false);
     expect(inspection.problem).toMatch(/sales_code/);
     expect(inspection.problem).toMatch(/ledger_source/);
+  });
+
+  it('posd restore refuses a backup whose index disagrees with its table and changes nothing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'posd-backup-check-'));
+    dirs.push(dir);
+    const source = JSON.parse((await runPosd(['init', '--data', join(dir, 'src'), '--json'])).stdout);
+    const file = join(dir, 'backup.db');
+    expect((await runPosd(['backup', '--data', join(dir, 'src'), '--to', file])).code).toBe(0);
+    const id: string = source.account_id;
+    skewIndex(file, 'accounts', 'id', id, `${id.slice(0, -1)}${id.endsWith('z') ? 'y' : 'z'}`);
+    expect(check(file, 'quick_check')).toBe('ok');
+    const target = join(dir, 'target');
+    const r = await runPosd(['restore', file, '--data', target]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/cannot be restored: integrity_check: .*missing from index.*nothing was changed/);
+    expect(existsSync(join(target, 'posd.db'))).toBe(false);
   });
 });

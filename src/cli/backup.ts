@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { CliError, cliConfig, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
 import { tx } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
-import { backupDatabase, backupDir, inspectDatabase, stamp } from '../system/backup.js';
+import { backupDatabase, backupDir, inspectBackupCopy, stamp } from '../system/backup.js';
 import { runningDaemon } from '../system/daemon-lock.js';
 import { insertBackupRun } from '../modules/ops/store.js';
 import { packBackup, PassphraseNeededError, unpackBackup } from '../modules/ops/backup-contents.js';
@@ -99,7 +99,8 @@ export function restoreCommand(): Command {
       const pid = runningDaemon(config);
       if (pid !== null) throw new CliError(`posd is running on ${config.data_dir} (pid ${pid}); stop it first (systemctl stop posd), nothing was changed`);
       const backup = resolve(file);
-      const inspection = inspectDatabase(backup);
+      // The same check as when the backup was made, split over threads where the file is large.
+      const inspection = await inspectBackupCopy(backup, { offLoop: false });
       if (!inspection.ok) throw new CliError(`${backup} cannot be restored: ${inspection.problem}; nothing was changed`);
       let contents;
       try {

@@ -18,11 +18,13 @@ export function startThread(program: ThreadProgram, workerData: ThreadDatabase &
 
 /**
  * `PRAGMA integrity_check` of a database file that no one else writes (a backup copy), on a thread
- * of its own: the lines it reports (`['ok']` when whole).
+ * of its own: the lines it reports (`['ok']` when whole). `statements` runs a share of the check
+ * instead (`quick_check`, `integrity_check(<table>)`: planIntegrityCheck in src/system/backup.ts),
+ * every line of each, in order.
  */
-export function integrityCheckOffLoop(file: string, mmapBytes = 0): Promise<string[]> {
+export function integrityCheckOffLoop(file: string, mmapBytes = 0, statements: string[] = ['integrity_check']): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file, mmapBytes } });
+    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file, mmapBytes, statements } });
     worker.once('message', (m: { result?: string[]; error?: string }) => {
       if (m.result) resolve(m.result);
       else reject(new Error(m.error ?? 'the integrity check ended without a result'));

@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { copyFile, open } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
 import { DIR_MODE, ownerOnlyFiles } from './file-modes.js';
@@ -53,7 +54,16 @@ function fsyncPath(path: string): void {
 export async function backupDatabase(
   source: string,
   dest: string,
-  opts: { onProgress?: (p: BackupProgress) => void; busyTimeoutMs?: number; /** What the backup carries besides the database (backup-bundle.ts). */ bundle?: Record<string, string>; /** Check the copy on a thread of its own (inside the daemon). */ checkOffLoop?: boolean } = {},
+  opts: {
+    onProgress?: (p: BackupProgress) => void;
+    busyTimeoutMs?: number;
+    /** What the backup carries besides the database (backup-bundle.ts). */
+    bundle?: Record<string, string>;
+    /** Check the copy on threads of its own only, none on the caller's (inside the daemon). */
+    checkOffLoop?: boolean;
+    /** Threads the integrity check may use (default: checkThreads, 1 below SPLIT_CHECK_MIN_BYTES). */
+    checkThreads?: number;
+  } = {},
 ): Promise<BackupResult> {
   // A backup is the whole store's data: owner-only, also under `posd backup --to FILE`.
   mkdirSync(dirname(dest), { recursive: true, mode: DIR_MODE });
@@ -103,13 +113,13 @@ export async function backupDatabase(
     }
     if (opts.bundle) writeBundle(partial, opts.bundle);
     // The flush (in the thread pool) and the integrity check run side by side. Inside the daemon
-    // (the nightly backup) the check runs on a thread of its own so it never holds the event loop;
-    // `posd backup` is a process of its own and checks on its main thread, sparing a thread's start
-    // (a quarter of a second on a loaded box, as long as checking 50 MiB).
+    // (the nightly backup) the check runs on threads of its own so it never holds the event loop;
+    // `posd backup` is a process of its own and runs a share of the check on its main thread, sparing
+    // a thread's start. A large copy is checked by several threads at once (planIntegrityCheck).
     const flushed = fsyncPathAsync(partial);
     let check: Inspection;
     try {
-      check = opts.checkOffLoop ? await inspectDatabaseOffLoop(partial) : inspectDatabase(partial);
+      check = await inspectBackupCopy(partial, { offLoop: opts.checkOffLoop ?? false, threads: opts.checkThreads });
     } finally {
       await flushed;
     }
@@ -157,11 +167,135 @@ export function inspectDatabase(file: string): Inspection {
   return inspectWith(file, (db) => (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check));
 }
 
-/** `inspectDatabase` with its integrity check on a thread of its own (a large file takes seconds). */
-export async function inspectDatabaseOffLoop(file: string): Promise<Inspection> {
+/**
+ * Below this size a copy is checked by one thread: the whole check takes less than starting a second
+ * thread (tens of milliseconds on a loaded box).
+ */
+export const SPLIT_CHECK_MIN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * How many threads a backup's integrity check may use: up to 4, always one core fewer than the box
+ * has, left to the daemon's event loop and the rest of the box (a split check costs about half as
+ * much CPU again as the whole one: bench/backup.ts). A 2-core box checks on one thread.
+ */
+export function checkThreads(): number {
+  return Math.max(1, Math.min(4, availableParallelism() - 1));
+}
+
+const quoteName = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * One `PRAGMA integrity_check` of `db` cut into at most `threads` groups of statements, each for a
+ * connection of its own, side by side. Together they check exactly what the whole check does:
+ * `quick_check` of the whole file walks every b-tree once with one map of the file's pages (each page
+ * used once, none lost, the freelist, every record's format, types and NOT NULL), and
+ * `integrity_check(<table>)` for every table adds what only the full check does for that table (each
+ * row found in each of its indexes and each index entry in the table, UNIQUE, CHECK). A table's own
+ * check cannot be split, so a file whose largest table is most of the work gains nothing from
+ * threads and is checked whole, as is a file with a table that cannot be counted.
+ *
+ * The work of each statement is estimated from row counts (`count(*)` reads the smallest b-tree of a
+ * table, a small part of checking it): a table's check costs its rows times one plus two per index
+ * (each row is looked up in each index), the whole-file quick check 0.4 per row and b-tree; measured
+ * in bench/backup.ts on a store-shaped file.
+ */
+export function planIntegrityCheck(db: Database.Database, threads: number): string[][] {
+  const whole = [['integrity_check']];
+  if (threads < 2) return whole;
+  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+  const indexes = new Map(
+    (db.prepare("SELECT tbl_name AS name, count(*) AS n FROM sqlite_schema WHERE type = 'index' GROUP BY tbl_name").all() as Array<{ name: string; n: number }>).map(
+      (r) => [r.name, r.n],
+    ),
+  );
+  const jobs: Array<{ statement: string; work: number }> = [];
+  let quick = 0;
+  let full = 0;
+  for (const table of tables) {
+    let rows: number;
+    try {
+      rows = 1 + (db.prepare(`SELECT count(*) FROM ${quoteName(table)}`).pluck().get() as number);
+    } catch {
+      return whole; // a virtual table of a module this build lacks: the whole check says what it can
+    }
+    const k = indexes.get(table) ?? 0;
+    const work = rows * (1 + 2 * k);
+    jobs.push({ statement: `integrity_check(${quoteName(table)})`, work });
+    quick += 0.4 * rows * (1 + k);
+    full += work;
+  }
+  jobs.push({ statement: 'quick_check', work: quick });
+  // Longest first, each to the least loaded group.
+  jobs.sort((a, b) => b.work - a.work);
+  const groups = Array.from({ length: threads }, () => ({ statements: [] as string[], work: 0 }));
+  for (const job of jobs) {
+    const least = groups.reduce((a, b) => (b.work < a.work ? b : a));
+    least.statements.push(job.statement);
+    least.work += job.work;
+  }
+  const used = groups.filter((g) => g.statements.length > 0);
+  // Worth the threads only when the longest group is clearly shorter than the whole check.
+  if (used.length < 2 || Math.max(...used.map((g) => g.work)) > 0.8 * full) return whole;
+  return used.map((g) => g.statements);
+}
+
+/** Runs integrity statements on a read-only connection of this thread: every line of each. */
+function runIntegrityStatements(file: string, mmapBytes: number, statements: string[]): string[] {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma(`mmap_size = ${mmapBytes}`);
+    const lines: string[] = [];
+    for (const statement of statements) for (const row of db.pragma(statement) as Array<Record<string, unknown>>) lines.push(String(Object.values(row)[0]));
+    return lines;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The integrity check of a backup copy (no one else writes it), split over threads where it pays
+ * (planIntegrityCheck): `['ok']`, or every line that is not ok.
+ */
+async function integrityLines(file: string, opts: { offLoop: boolean; threads?: number }): Promise<string[]> {
+  const mmapBytes = checkMmapBytes(file);
+  const threads = opts.threads ?? (statSync(file).size >= SPLIT_CHECK_MIN_BYTES ? checkThreads() : 1);
+  let groups = [['integrity_check']];
+  if (threads > 1) {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      groups = planIntegrityCheck(db, threads);
+    } finally {
+      db.close();
+    }
+  }
+  const [first, ...rest] = groups;
+  // The threads start before this one blocks on its own share.
+  const running = rest.map((statements) => integrityCheckOffLoop(file, mmapBytes, statements));
+  let own: string[] | Error = [];
+  if (opts.offLoop) running.push(integrityCheckOffLoop(file, mmapBytes, first));
+  else {
+    try {
+      own = runIntegrityStatements(file, mmapBytes, first);
+    } catch (err) {
+      own = err as Error;
+    }
+  }
+  const settled = await Promise.allSettled(running);
+  if (own instanceof Error) throw own;
+  const lines = [...own];
+  for (const r of settled) {
+    if (r.status === 'rejected') throw r.reason;
+    lines.push(...r.value);
+  }
+  const bad = lines.filter((line) => line !== 'ok');
+  return bad.length > 0 ? bad : ['ok'];
+}
+
+/** `inspectDatabase` of a backup copy, its integrity check split over threads where it pays. */
+export async function inspectBackupCopy(file: string, opts: { offLoop: boolean; threads?: number }): Promise<Inspection> {
   let lines: string[];
   try {
-    lines = await integrityCheckOffLoop(file, checkMmapBytes(file));
+    lines = await integrityLines(file, opts);
   } catch (err) {
     return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
   }

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import pg from 'pg';
 import { request } from 'undici';
 import { Value } from '@sinclair/typebox/value';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
-import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
+import { killStarted, MAIN, posd, posdExit, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createClient, createPool, migrate, publishAccounts, publishKeys, publishOrganizations, type SyncAccountRow } from '../../../src/sync/pg/index.js';
 import { hashKey, keyDisplayPrefix } from '../../../src/accounts/service.js';
 import { BootstrapResponse, FeedResponse, ReconcileResponse, type KeySnapshot } from '../../../src/sync/wire.js';
@@ -423,6 +424,41 @@ describe('posd serve --role central-front', () => {
     expect(page.body.changes.map((c: { object_id: string }) => c.object_id)).toEqual(['obj_probe2']);
     expect(performance.now() - inserted).toBeLessThan(1000);
   }, 90_000);
+
+  test('the start refuses in one line without sync.postgres.url or a reachable PostgreSQL; posd doctor checks PostgreSQL and the read models', async () => {
+    const none = await posdExit(['serve', '--role', 'central-front', '--port', '0']);
+    expect(none.code).toBe(2);
+    expect(none.stderr.trim().split('\n')).toEqual([
+      expect.stringMatching(/^posd: a central-front serves the sync tables from PostgreSQL: set sync\.postgres\.url/),
+    ]);
+    const env = { ...process.env, POSD_SYNC_POSTGRES_URL: 'postgresql://posd:hunter2@127.0.0.1:1/posd', POSD_LOG_LEVEL: 'warn' };
+    const down = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN, 'serve', '--role', 'central-front', '--port', '0'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr!.on('data', (d) => (stderr += d));
+      child.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(down.code).toBe(2);
+    expect(down.stderr).toMatch(/^posd: cannot reach PostgreSQL at postgresql:\/\/posd:\*\*\*\*@127\.0\.0\.1:1\/posd: .*ECONNREFUSED/);
+    expect(down.stderr).not.toContain('hunter2');
+
+    const front = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+      const child = spawn(process.execPath, [MAIN, 'doctor', '--json'], {
+        env: { ...process.env, POSD_ROLE: 'central-front', POSD_SYNC_POSTGRES_URL: pgUrl },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      });
+      let stdout = '';
+      child.stdout!.on('data', (d) => (stdout += d));
+      child.once('exit', (code) => resolve({ code, stdout }));
+    });
+    const report = JSON.parse(front.stdout);
+    expect(report.checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok])).toEqual([
+      ['postgres', true],
+      ['sync tables', true],
+      ['read models', true],
+    ]);
+    expect(front.code).toBe(0);
+  }, 60_000);
 
   test('SIGTERM: a waiting long-poll answers at once and the front exits 0', async () => {
     const f = fronts[1];

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import pg from 'pg';
+import type pg from 'pg';
 import { request } from 'undici';
 import { Value } from '@sinclair/typebox/value';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';

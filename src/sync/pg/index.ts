@@ -10,3 +10,5 @@ export { FeedRelay, FeedWaiter, feedAfter, pollFeed, notifyPayloads, FEED_CHANNE
 export { coreFeedSource, type CoreFeedSource } from './core-feed.js';
 export { readReceived, markApplied, storesBehind, ProjectorLease, PROJECTOR_LOCK, type OutcomeOf, type ReceivedRecordRow } from './projector.js';
 export { publishAccounts, publishKeys, publishOrganizations, keyByHash, scopeOf, type SyncAccountRow } from './read-models.js';
+export { frontRoutes, frontNotFound, databaseUnavailable, RECEIVED_CHANNEL, type FrontDeps } from './front-routes.js';
+export { authenticateFront, storeKeyOf, type FrontCaller } from './front-auth.js';

@@ -11,7 +11,12 @@ import { Value } from '@sinclair/typebox/value';
  * file at all.
  */
 export const ConfigSchema = Type.Object({
-  role: Type.Union([Type.Literal('store'), Type.Literal('central')], { default: 'store' }),
+  /**
+   * `store` and `central` keep their data in the data folder (the role is stored there);
+   * `central-front` is a stateless process serving `/sync/*` from PostgreSQL (`sync.postgres.url`,
+   * docs/central.md): it opens no data folder and the role is never stored.
+   */
+  role: Type.Union([Type.Literal('store'), Type.Literal('central'), Type.Literal('central-front')], { default: 'store' }),
   data_dir: Type.String({ minLength: 1, default: './data' }),
   http: Type.Object(
     {

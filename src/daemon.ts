@@ -65,6 +65,9 @@ export function createContext(
  * leave the database open.
  */
 export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
+  const role = opts.config.role;
+  // A central-front holds no data folder: it runs src/front.ts (startFront), never this daemon.
+  if (role === 'central-front') throw new Error('a central-front does not run the daemon: start it with startFront (src/front.ts)');
   // The pid file marks the data folder as served: `posd restore` refuses while it names a live process.
   const releaseLock = acquireDaemonLock(opts.config);
   const modules = opts.modules ?? MODULES;
@@ -123,7 +126,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     if (!accounts.isInitialised()) {
       installation = initInstallation(accounts, {
         name: 'My store',
-        role: config.role,
+        role,
         country: config.accounts.country,
         defaultCurrency: config.accounts.default_currency,
       });

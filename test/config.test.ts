@@ -48,7 +48,7 @@ describe('configuration', () => {
       /^config: terminals\.serial\.0\.baud: unknown setting/,
     );
     expect(() => loadConfig({ env: { POSD_DATABASE_SYNCHRONOUS: 'SOMETIMES' } })).toThrow('config: database.synchronous: must be one of FULL, NORMAL, EXTRA (got "SOMETIMES")');
-    expect(() => loadConfig({ env: { POSD_ROLE: 'hub' } })).toThrow('config: role: must be one of store, central (got "hub")');
+    expect(() => loadConfig({ env: { POSD_ROLE: 'hub' } })).toThrow('config: role: must be one of store, central, central-front (got "hub")');
   });
 
   it('masks secrets when the configuration is logged', () => {

@@ -99,18 +99,22 @@ function errorAnswer(err: FastifyError | ApiError | Error): { status: number; bo
   return answer('internal_error');
 }
 
+/** What the HTTP layer itself needs of a process: a daemon's context, or a central-front's (src/front.ts). */
+export type HttpBase = Pick<AppContext, 'config' | 'log' | 'clock' | 'shutdown'>;
+
 /**
- * The HTTP application as a plugin tree that never listens (`server.ts` listens; tests build the
- * same app and call `listen({port: 0})`). No business rules here: authentication and account
- * context, limits, idempotency, the error body and OpenAPI, then each module's routes.
+ * The HTTP plumbing every posd process answers with, before any route: the guarded server, the
+ * validator and the one error body, JSON bodies, 404/405, the blocking rules, closing connections
+ * while stopping, and the request metrics. `notFound` answers a path no route takes (default: 404
+ * `route_not_found`); a central-front names what it does not serve.
  */
-export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
-  const { config } = ctx;
-  const malformed = new MalformedLog(ctx.log, ctx.clock);
-  const ownNetwork = new OwnNetwork(ctx.clock, config.http.own_networks);
+export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRequest) => ApiError | undefined } = {}): ApiApp {
+  const { config } = base;
+  const malformed = new MalformedLog(base.log, base.clock);
+  const ownNetwork = new OwnNetwork(base.clock, config.http.own_networks);
   const gate = new ConnectionGate(config.http, (ip) => ownNetwork.has(ip));
   const app = Fastify({
-    loggerInstance: ctx.log,
+    loggerInstance: base.log,
     // Per-request lines would dominate the log of a busy till; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.http.body_limit_bytes,
@@ -127,7 +131,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
   // Before any route, so every route (under /api and outside it) is counted.
-  registerHttpMetrics(app as never, ctx);
+  registerHttpMetrics(app as never, base);
   app.setValidatorCompiler(createValidatorCompiler());
   app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply, malformed));
   const methods = new MethodIndex();
@@ -137,6 +141,8 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     if (allowed.length > 0) {
       return reply.code(405).header('allow', allowed.join(', ')).send(errorBody('method_not_allowed', { message: `${req.method} is not taken here; use ${allowed.join(', ')}.` }));
     }
+    const elsewhere = opts.notFound?.(req);
+    if (elsewhere) return reply.code(elsewhere.status).send(elsewhere.body());
     return reply.code(404).send(errorBody('route_not_found', { message: `No such endpoint: ${req.method} ${echoPath(req.url)}` }));
   });
 
@@ -158,21 +164,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
     done(null, parsed);
   });
 
-  // @fastify/swagger is loaded by the first GET /openapi.json, not at start (src/api/openapi.ts).
-  const openApiDocument = lazyOpenApi(app, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'posd commerce and payments API', version: '1.0.0' },
-      servers: [{ url: '/api' }],
-      components: { securitySchemes: { secretKey: { type: 'apiKey', in: 'header', name: 'X-SECRET-KEY' } } },
-      security: [{ secretKey: [] }],
-    },
-  });
-
   const blocked = new Set(config.blocking.ips);
-  const usersWindowMs = config.limits.users_window_seconds * 1000;
-  const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
-  const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (req, reply, done) => {
     if (req.url === '/healthz') return done();
@@ -186,8 +178,45 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
       reply.code(503).send(errorBody('blocked'));
       return;
     }
+    done();
+  });
+
+  // While stopping, answers close their connection so keep-alive clients do not hold the stop open.
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (base.shutdown.aborted) reply.header('connection', 'close');
+    done(null, payload);
+  });
+
+  return app;
+}
+
+/**
+ * The HTTP application as a plugin tree that never listens (`server.ts` listens; tests build the
+ * same app and call `listen({port: 0})`). No business rules here: authentication and account
+ * context, limits, idempotency, the error body and OpenAPI, then each module's routes.
+ */
+export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
+  const { config } = ctx;
+  const app = createHttpApp(ctx);
+
+  // @fastify/swagger is loaded by the first GET /openapi.json, not at start (src/api/openapi.ts).
+  const openApiDocument = lazyOpenApi(app, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'posd commerce and payments API', version: '1.0.0' },
+      servers: [{ url: '/api' }],
+      components: { securitySchemes: { secretKey: { type: 'apiKey', in: 'header', name: 'X-SECRET-KEY' } } },
+      security: [{ secretKey: [] }],
+    },
+  });
+
+  const usersWindowMs = config.limits.users_window_seconds * 1000;
+  const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
+  const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
+  app.addHook('onRequest', (req, reply, done) => {
     // The /users windows count every call, found or not, before any other work (spec section 8).
     if (USERS_PATH.test(req.url)) {
+      const key = headerValue(req, 'x-secret-key') ?? '';
       const wait = usersPerIp.hit(req.ip) || (key.startsWith('sk_test_') ? usersPerTestKey.hit(hashKey(key)) : 0);
       if (wait) {
         reply.code(429).header('Retry-After', String(wait)).send(errorBody('rate_limited'));
@@ -195,12 +224,6 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
       }
     }
     done();
-  });
-
-  // While stopping, answers close their connection so keep-alive clients do not hold the stop open.
-  app.addHook('onSend', (_req, reply, payload, done) => {
-    if (ctx.shutdown.aborted) reply.header('connection', 'close');
-    done(null, payload);
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));

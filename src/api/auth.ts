@@ -36,11 +36,12 @@ export function readScope(req: FastifyRequest): { accountIds: string[]; liveMode
 }
 
 /** A key shown masked (`sk_live_…****`) is a display value, never a credential. */
-function looksMasked(key: string): boolean {
+export function looksMasked(key: string): boolean {
   return /[*•…]|\.\.\./.test(key);
 }
 
-const KEY_SHAPE = /^sk_(org_)?(live|test)_[0-9A-Za-z]{16,64}$/;
+/** What a secret key looks like: anything else is refused before any lookup (here and at a central-front). */
+export const KEY_SHAPE = /^sk_(org_)?(live|test)_[0-9A-Za-z]{16,64}$/;
 
 /**
  * Resolves the secret key and the account context exactly as spec section 5: account keys act on

@@ -15,7 +15,8 @@ export function doctorCommand(): Command {
       } catch {
         /* reported by the database checks */
       }
-      const checks = await runDoctor(config);
+      // A central-front has no data folder: its checks are PostgreSQL's (src/front.ts).
+      const checks = plain.role === 'central-front' ? await (await import('../front.js')).frontDoctor(plain) : await runDoctor(config);
       const problems = checks.filter((c) => !c.ok);
       if (opts.json) printJson({ ok: problems.length === 0, checks });
       else {

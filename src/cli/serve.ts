@@ -7,14 +7,16 @@ import { DatabaseRefusedError } from '../db/migrate.js';
 import { DaemonRunningError } from '../system/daemon-lock.js';
 import { SdNotify } from '../system/sd-notify.js';
 
-type ServeOptions = DataOptions & { host?: string; port?: string; role?: 'store' | 'central' };
+type ServeOptions = DataOptions & { host?: string; port?: string; role?: 'store' | 'central' | 'central-front' };
 
 export function serveCommand(): Command {
   return withDataOptions(new Command('serve'))
     .description('run the daemon (creating the installation on the first run) in the role the data folder was made for')
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'port to listen on (default 4242)')
-    .addOption(new Option('--role <role>', 'store or central (default: the role stored in the data folder, else store)').choices(['store', 'central']))
+    .addOption(
+      new Option('--role <role>', 'store, central or central-front (default: the role stored in the data folder, else store)').choices(['store', 'central', 'central-front']),
+    )
     .action(async (opts: ServeOptions) => {
       const http: Record<string, unknown> = {};
       if (opts.host) http.host = opts.host;
@@ -24,6 +26,8 @@ export function serveCommand(): Command {
       }
       const overrides: Record<string, unknown> = { ...(Object.keys(http).length ? { http } : {}), ...(opts.role ? { role: opts.role } : {}) };
       let { config, given } = cliConfigLayers(opts, overrides);
+      // Stateless: no data folder is read, locked or made (docs/central.md, "The central-front").
+      if (config.role === 'central-front') return serveFront(config);
       const stored = storedRole(config);
       if (stored && stored !== config.role) {
         if (given.role !== undefined) {
@@ -100,4 +104,35 @@ function installBanner(config: Config, url: string, inst: Installation, baseUrl:
     '',
     '',
   ].join('\n');
+}
+
+/** `posd serve --role central-front`: the front's start, its signals and systemd's notifications. */
+async function serveFront(config: Config): Promise<void> {
+  const { startFront, FrontStartError } = await import('../front.js');
+  let front;
+  try {
+    front = await startFront({ config });
+  } catch (err) {
+    if (err instanceof FrontStartError) throw new CliError(err.message);
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EADDRINUSE') throw new CliError(`port ${config.http.port} on ${config.http.host} is already in use (another posd running?)`);
+    if (e.code === 'EACCES' && e.syscall === 'listen') throw new CliError(`not allowed to listen on ${config.http.host}:${config.http.port}`);
+    throw err;
+  }
+  const f = front;
+  const notify = new SdNotify(process.env, 'systemd-notify', (err) => f.log.warn({ err: err.message }, 'systemd notification failed'));
+  const stopped = new Promise<boolean>((resolve) => {
+    const onSignal = (signal: string) => {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      f.log.info({ signal }, 'signal received');
+      void notify.stopping();
+      f.stop().then(resolve, () => resolve(false));
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+  await notify.ready(`serving ${f.url} (central-front)`);
+  notify.startWatchdog();
+  if (!(await stopped)) throw new CliError('stopped with errors (see the log)', 1);
 }

@@ -14,6 +14,28 @@ import { errorBodies } from '../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 409, 422, 503);
 
+/** `GET /sync/stores`: which stores push, how far, how recently, and what waits for an applier (also a central-front's). */
+export const StoresResponse = Type.Array(
+  Type.Object({
+    store_id: Type.String(),
+    account_id: Type.String(),
+    live_mode: Type.Boolean(),
+    /** The highest seq durably received (what the box's cursor follows). */
+    received_seq: Type.Integer(),
+    /** The projector's position: every record up to it is applied (or rejected, held, parked). */
+    applied_seq: Type.Integer(),
+    last_push_at: Type.Union([Type.String(), Type.Null()]),
+    held_records: Type.Integer(),
+    rejected_records: Type.Integer(),
+    parked_records: Type.Integer(),
+    skipped_records: Type.Integer(),
+    /** What the box said it still held after its last push (null: never said). */
+    box_waiting: Type.Union([Type.Integer(), Type.Null()]),
+    box_waiting_since: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String(),
+  }),
+);
+
 /** The account a store key acts for (account keys only: a store writes). */
 export function storeKeyAccount(authenticator: Authenticator, req: FastifyRequest): Account {
   const raw = req.headers['x-secret-key'];
@@ -106,26 +128,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
       schema: {
         hide: true,
         response: {
-          200: Type.Array(
-            Type.Object({
-              store_id: Type.String(),
-              account_id: Type.String(),
-              live_mode: Type.Boolean(),
-              /** The highest seq durably received (what the box's cursor follows). */
-              received_seq: Type.Integer(),
-              /** The projector's position: every record up to it is applied (or rejected, held, parked). */
-              applied_seq: Type.Integer(),
-              last_push_at: Type.Union([Type.String(), Type.Null()]),
-              held_records: Type.Integer(),
-              rejected_records: Type.Integer(),
-              parked_records: Type.Integer(),
-              skipped_records: Type.Integer(),
-              /** What the box said it still held after its last push (null: never said). */
-              box_waiting: Type.Union([Type.Integer(), Type.Null()]),
-              box_waiting_since: Type.Union([Type.String(), Type.Null()]),
-              created_at: Type.String(),
-            }),
-          ),
+          200: StoresResponse,
           ...errors,
         },
       },

@@ -30,6 +30,7 @@ export const coreStore = perDb((db: Db) => {
       'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
     ),
     advanceReceived: db.prepare('UPDATE sync_stores SET received_seq = max(received_seq, ?), last_push_at = ? WHERE store_id = ?'),
+    boxWaiting: db.prepare('UPDATE sync_stores SET box_waiting = ?, box_waiting_since = ? WHERE store_id = ?'),
     decidedRange: db.prepare('SELECT seq, outcome, reason, created_at FROM sync_received WHERE store_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?'),
     decidedAt: db.prepare('SELECT seq, outcome, reason, created_at FROM sync_received WHERE store_id = ? AND seq = ?'),
     // One statement per outcome, each naming it literally, so SQLite uses that outcome's partial index.
@@ -63,7 +64,9 @@ export const coreStore = perDb((db: Db) => {
      * `received_seq`, in the caller's transaction. Throws when a (store, seq) or an id is held here by
      * another record (a push the core took itself, not through PostgreSQL).
      */
-    ingest(store: { store_id: string; account_id: string; live_mode: boolean }, rows: ReadonlyArray<Omit<ReceivedRow, 'outcome' | 'reason' | 'store_id'>>, at: string): void {
+    ingest(
+      store: { store_id: string; account_id: string; live_mode: boolean; box_waiting?: number | null; box_waiting_since?: string | null },
+      rows: ReadonlyArray<Omit<ReceivedRow, 'outcome' | 'reason' | 'store_id'>>, at: string): void {
       s.insertStore.run(store.store_id, store.account_id, store.live_mode ? 1 : 0, at);
       for (const r of rows) {
         if (s.insertReceived.run({ ...r, store_id: store.store_id }).changes) continue;
@@ -71,6 +74,8 @@ export const coreStore = perDb((db: Db) => {
         if (there?.id !== r.id) throw new Error(`record ${r.id} (store ${store.store_id}, seq ${r.seq}) is held at the core under another store or seq`);
       }
       if (rows.length) s.advanceReceived.run(rows[rows.length - 1].seq, at, store.store_id);
+      // The box's backlog as it said at its last push (read with the store's row from PostgreSQL).
+      if (store.box_waiting !== undefined) s.boxWaiting.run(store.box_waiting, store.box_waiting_since ?? null, store.store_id);
     },
     /** The decided records of a store in (`after`, `upTo`], in order, at most `limit`. */
     decidedRange(storeId: string, after: number, upTo: number, limit: number): DecidedRow[] {

@@ -99,7 +99,8 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
     const downSince = connected ? null : (store.state(STATE.linkDownSince) ?? null);
     const lastError = store.state(STATE.lastError) ?? null;
     return {
-      role: config.role,
+      // A central-front has no SQLite domain and never reads this status (src/front.ts).
+      role: config.role === 'central' ? 'central' : 'store',
       configured: target !== null,
       central_url: target?.url ?? null,
       store_id: store.state(STATE.storeId) ?? null,

@@ -24,6 +24,10 @@ export interface PgCluster {
   config(database?: string): pg.ClientConfig;
   /** A fresh database, for a test that wants tables of its own. */
   createDatabase(name: string): Promise<pg.ClientConfig>;
+  /** Stops the server (fast shutdown: sessions cut) and keeps its folder, for `resume`: an outage. */
+  halt(): Promise<void>;
+  /** Starts the server `halt` stopped, on the same socket and data. */
+  resume(): Promise<void>;
   /** Stops the server at once and removes the folder. */
   stop(): Promise<void>;
 }
@@ -125,6 +129,12 @@ export async function startPgCluster(): Promise<PgCluster> {
         await c.end();
       }
       return config(name);
+    },
+    async halt() {
+      await exec('pg_ctl', ['stop', '-D', data, '-m', 'fast', '-w']);
+    },
+    async resume() {
+      await exec('pg_ctl', ['start', '-D', data, '-w', '-t', '30', '-l', join(dir, 'log')]);
     },
     async stop() {
       if (stopped) return;

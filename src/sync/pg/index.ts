@@ -24,3 +24,5 @@ export {
   publishDayTotals,
   type PgStoreRow,
 } from './core.js';
+export { frontRoutes, frontNotFound, databaseUnavailable, type FrontDeps } from './front-routes.js';
+export { authenticateFront, storeKeyOf, type FrontCaller } from './front-auth.js';

@@ -83,7 +83,7 @@ export async function keyByHash(pool: pg.Pool, hash: string): Promise<KeySnapsho
  * on the core: the key's account, its (first) sandbox if it is live, its connected children and
  * theirs, in that order, from `sync_accounts` in one statement.
  */
-export async function scopeOf(pool: pg.Pool, keyAccountId: string): Promise<SyncAccountRow[]> {
+export async function scopeOf(pool: pg.Pool | pg.PoolClient, keyAccountId: string): Promise<SyncAccountRow[]> {
   const res = await pool.query<SyncAccountRow & { ord: number }>(
     `WITH k AS (SELECT * FROM sync_accounts WHERE id = $1),
      kids AS (SELECT * FROM sync_accounts WHERE parent_account_id = $1),

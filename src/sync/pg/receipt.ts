@@ -143,7 +143,7 @@ export async function receivePush(
            ON CONFLICT (store_id, account_id, live_mode, day, currency, measure)
            DO UPDATE SET count = sync_day_totals.count + excluded.count, sum = sync_day_totals.sum + excluded.sum
          ), advance AS (
-           UPDATE sync_stores SET received_seq = GREATEST(received_seq, $18), last_push_at = $10 WHERE store_id = $1
+           UPDATE sync_stores SET received_seq = GREATEST(received_seq, $18), last_push_at = $10, box_waiting = $19, box_waiting_since = $20 WHERE store_id = $1
          )
          SELECT id FROM ins`,
         [
@@ -165,6 +165,8 @@ export async function receivePush(
           totals.map((x) => x.count),
           totals.map((x) => x.sum),
           last,
+          body.waiting ?? null,
+          body.waiting === undefined ? null : (body.waiting_since ?? null),
         ],
       );
       if (inserted.rows.length !== fresh.length) {
@@ -174,7 +176,12 @@ export async function receivePush(
         throw conflict(taken.r.id, taken.r.seq, before);
       }
     } else {
-      await c.query('UPDATE sync_stores SET last_push_at = $2 WHERE store_id = $1', [body.store_id, now]);
+      await c.query('UPDATE sync_stores SET last_push_at = $2, box_waiting = $3, box_waiting_since = $4 WHERE store_id = $1', [
+        body.store_id,
+        now,
+        body.waiting ?? null,
+        body.waiting === undefined ? null : (body.waiting_since ?? null),
+      ]);
     }
     return { received_seq: last, received: fresh.length, duplicates, server_time: now.toISOString() };
   });

@@ -31,7 +31,10 @@ CREATE TABLE IF NOT EXISTS sync_stores (
   parked_count integer NOT NULL DEFAULT 0,
   skipped_count integer NOT NULL DEFAULT 0,
   last_push_at timestamptz,
-  created_at timestamptz NOT NULL DEFAULT now()
+  created_at timestamptz NOT NULL DEFAULT now(),
+  -- What the box said it still held after its last push (records, the oldest one's created_at, as sent).
+  box_waiting integer,
+  box_waiting_since text
 );
 CREATE INDEX IF NOT EXISTS sync_stores_behind ON sync_stores (store_id) WHERE received_seq > applied_seq;
 

@@ -9,6 +9,7 @@ import { until } from '../helpers.js';
 import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool, FeedWaiter, keyByHash, migrate, receivePush, scopeOf, type ReceiptScope } from '../../../src/sync/pg/index.js';
 import type { PushRecord } from '../../../src/sync/wire.js';
+import { tailEvents } from '../../../src/sync/push.js';
 
 // The chain's core (`role: central` with sync.postgres.url) in its own process against a real
 // PostgreSQL cluster: records a front would receive (receivePush, then the front's NOTIFY) are
@@ -94,6 +95,11 @@ beforeAll(async () => {
   const store = await startDaemonProcess(storeDir, { role: 'store', limits: { per_key_per_second: 100_000 }, sync: { central_url: 'http://127.0.0.1:9', reconcile_interval_ms: 0 } });
   for (let i = 0; i < SALES; i++) expect((await call('POST', store.url, '/api/cash_sales', { amount_in_cents: 100 + i, currency: 'GTQ' })).status).toBe(201);
   await store.kill('SIGTERM');
+  // The sales' events reach the outbox when the box's push loop tails them (its retries against the
+  // unreachable central): tail whatever is left, as its next push would, so the records hold both.
+  const storeDb = new Database(join(storeDir, 'posd.db'));
+  tailEvents(storeDb);
+  storeDb.close();
   const outbox = peek(storeDir, (db) => db.prepare('SELECT * FROM sync_outbox ORDER BY seq').all() as Array<{ seq: number; id: string; account_id: string; live_mode: number; kind: string; payload: string; created_at: string }>);
   records = outbox.map((r, i) => ({
     seq: r.seq,
@@ -150,7 +156,9 @@ describe('the chain core on PostgreSQL', () => {
     expect(reconcile.status).toBe(200);
     const expected = (reconcile.body.rows as Array<{ measure: string }>).filter((r) => !r.measure.startsWith('records.'));
     // Cash sales write intents and events (no ledger rows: cash never reaches a balance); ledger.* rows, had there been any, compare the same way.
-    expect(expected.map((r) => r.measure)).toEqual(expect.arrayContaining(['events', expect.stringMatching(/^intents\./)]));
+    // The outbox holds a sale's event after the sales its push loop tailed it with: this first part may hold no event.
+    const hasEvents = first.some((r) => r.kind === 'event');
+    expect(expected.map((r) => r.measure)).toEqual(expect.arrayContaining([...(hasEvents ? ['events'] : []), expect.stringMatching(/^intents\./)]));
     const totals = await pool.query(
       "SELECT account_id, live_mode, currency, measure, count::int, sum::int FROM sync_day_totals WHERE store_id = $1 AND day = $2 AND measure NOT LIKE 'records.%'",
       [STORE, day],

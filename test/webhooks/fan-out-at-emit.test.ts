@@ -125,6 +125,26 @@ describe('fan-out in the emitting transaction', () => {
   });
 });
 
+describe('a bulk write', () => {
+  it('fans out the first 16 events of a turn with their transaction and leaves the rest to the pass, each delivered once', async () => {
+    const db = s.daemon.ctx.db;
+    let inside = 0;
+    const events = tx(db, () => {
+      const evs = Array.from({ length: 40 }, (_, i) =>
+        s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_bulk_${i}` } }),
+      );
+      inside = db.prepare(`SELECT COUNT(*) FROM webhook_deliveries WHERE event_seq >= ?`).pluck().get(evs[0].seq) as number;
+      return evs;
+    });
+    expect(inside).toBe(16);
+    for (const ev of events) await arrivalOf(ev.id);
+    for (const ev of events) {
+      expect(rowsOf(ev.id)).toHaveLength(1);
+      expect(received.filter((r) => r.headers['webhook-id'] === ev.id)).toHaveLength(1);
+    }
+  });
+});
+
 function lastEventId(): string {
   return s.daemon.ctx.db.prepare('SELECT id FROM events ORDER BY seq DESC LIMIT 1').pluck().get() as string;
 }

@@ -41,6 +41,13 @@ interface EventRow extends Omit<StoredEvent, 'live_mode' | 'payload'> {
  */
 export class Outbox {
   readonly notifier = new EventEmitter();
+  /**
+   * Called inside the emitting transaction, right after each new event's row is written (not for a
+   * re-emitted id already stored). The webhook worker fans the event out here, so its delivery rows
+   * commit with it (docs/webhooks.md, "Event to first attempt"). A hook must not throw: its writes
+   * belong to the emitter's transaction, and it undoes its own (a savepoint) when it fails.
+   */
+  private readonly emitHooks: Array<(seq: number) => void> = [];
   private wakePending = false;
   private readonly insert;
   private readonly byId;
@@ -71,11 +78,21 @@ export class Outbox {
       created_at: createdAt,
     };
     const result = this.insert.run(row);
+    if (result.changes !== 0) for (const hook of this.emitHooks) hook(Number(result.lastInsertRowid));
     this.scheduleWake();
     // The row just written is known: reading it back cost a second statement per event on every
     // money write. Only an id that already existed (a re-emitted event) returns the stored one.
     if (result.changes === 0) return this.get(id)!;
     return toStoredEvent({ ...row, seq: Number(result.lastInsertRowid) });
+  }
+
+  /** Adds a hook run in the emitting transaction after each new event (see `emitHooks`). */
+  onEmit(hook: (seq: number) => void): () => void {
+    this.emitHooks.push(hook);
+    return () => {
+      const i = this.emitHooks.indexOf(hook);
+      if (i >= 0) this.emitHooks.splice(i, 1);
+    };
   }
 
   get(id: string): StoredEvent | undefined {

@@ -216,10 +216,12 @@ describe('bulk replay', () => {
       slice: 3,
       onSlice: async () => {
         slices++;
-        // A live event for the same endpoint is fanned out between two slices.
+        // A live event for the same endpoint is fanned out between two slices: in its own
+        // transaction (the emit hook), so the worker's pass finds nothing left to fan out.
         if (slices === 1) {
           live = emit('intent.failed');
-          expect(await worker.fanOut()).toBe(1);
+          expect(s.daemon.ctx.db.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?').pluck().get(live.id, ep.id)).toBe(1);
+          expect(await worker.fanOut()).toBe(0);
         }
       },
     });

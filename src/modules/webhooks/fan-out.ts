@@ -17,7 +17,16 @@ export interface FanOutBatch {
  * for an event the cursor has passed, so a batch planned twice is written once.
  */
 export function planFanOut(store: WebhooksStore, parentOf: (accountId: string) => string | null, nowMs: number, limit: number): FanOutBatch {
-  const events = store.eventsAfter(store.cursor(), limit);
+  return planFanOutOf(store, store.eventsAfter(store.cursor(), limit), parentOf, nowMs);
+}
+
+/** The same for the given events (the next ones past the cursor, in seq order). */
+export function planFanOutOf(
+  store: WebhooksStore,
+  events: ReturnType<WebhooksStore['eventsAfter']>,
+  parentOf: (accountId: string) => string | null,
+  nowMs: number,
+): FanOutBatch {
   if (events.length === 0) return { events: 0, ops: [] };
   const byScope = new Map<string, EndpointRow[]>();
   // `filter_types` (Svix's name): an endpoint with a list receives only those types.

@@ -60,13 +60,17 @@ export class OutcomeRecorder {
     private readonly failing: Set<string> = new Set(),
     /** Whether an endpoint delivers first-in-first-out: its success makes the next one due. */
     private readonly fifo: (endpointId: string) => boolean = () => false,
+    /** Whether no other attempt is on the wire: then no outcome is coming to group with this one. */
+    private readonly idle: () => boolean = () => false,
   ) {}
 
   /** Queues an outcome for the next group commit; resolves once it is committed. */
   record(outcome: Outcome): Promise<void> {
     return new Promise((resolve) => {
       this.outcomes.push({ outcome, done: resolve });
-      if (this.outcomes.length >= FLUSH_BATCH) {
+      // Nothing else on the wire (one event at a time): waiting would group nothing, and its commit
+      // would land in the path of the next event's delivery; it is written now instead.
+      if (this.outcomes.length >= FLUSH_BATCH || (this.idle() && !this.flushScheduled)) {
         clearTimeout(this.flushTimer);
         this.flushScheduled = true;
         setImmediate(() => this.flush());

@@ -11,8 +11,8 @@ import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { OutcomeRecorder, bookkeepingTx } from './recorder.js';
-import { planFanOut } from './fan-out.js';
-import { InlineWriter, ThreadWriter, type BookkeepingWriter } from './writer.js';
+import { planFanOut, planFanOutOf } from './fan-out.js';
+import { InlineWriter, ThreadWriter, writeOps, type BookkeepingWriter, type WriteOp } from './writer.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { EndpointGates, type GateSettings } from './gates.js';
@@ -27,6 +27,13 @@ import { webhooksStore, type DeliveryRow, type SendableRow, type WebhooksStore }
  * holds the event loop for about 20-30 ms while a backlog is fanned out.
  */
 const FAN_OUT_BATCH = 2000;
+/**
+ * Events fanned out in their emitting transactions per turn of the event loop: a request emits one
+ * to a few; past this (an import, a bulk write) the rest is left to the pass, in batches, so an
+ * emitter writing thousands of events does not pay a fan-out statement for each (measured: 2-6x
+ * the cost of emitting, docs/webhooks.md).
+ */
+const AT_EMIT_PER_TURN = 16;
 
 /** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
 interface Target {
@@ -104,7 +111,32 @@ export class DeliveryWorker implements Worker {
   private readonly recorder: OutcomeRecorder;
   /** The fan-out running, if any: one at a time, each batch planned from the cursor the last committed. */
   private fanning: Promise<number> | undefined;
-  private readonly onEvents = () => this.wake();
+  /**
+   * Woken by the outbox after the emitting tick (a setImmediate of its own): the pass runs in that
+   * callback instead of one more turn of the event loop later.
+   */
+  private readonly onEvents = () => {
+    // Events the emit hook fanned out need no look for new ones (two reads per pass), nor a pass
+    // at all once the pass after their commit (`afterEmit`) has run.
+    if (this.missedAtEmit) {
+      this.missedAtEmit = false;
+      this.eventsMaybe = true;
+    } else if (this.passedAt === this.fannedAtEmit) return;
+    if (this.running) this.pass();
+  };
+  /** An event was written without its fan-out (a backlog, or the hook failed): the next pass looks. */
+  private missedAtEmit = false;
+  /** Events fanned out by the emit hook, and that count when the last pass after their commit ran. */
+  private fannedAtEmit = 0;
+  private passedAt = 0;
+  private afterEmitScheduled = false;
+  /** Events fanned out at emit since the last `afterEmit` pass (capped at AT_EMIT_PER_TURN). */
+  private atEmitThisTurn = 0;
+  private timerScheduled = false;
+  /** Removes the emit hook (`fanOutAtEmit`). */
+  private unhookEmit: (() => void) | undefined;
+  /** The fan-out's statements on the daemon's connection, for `fanOutAtEmit` (made at the first event). */
+  private runOps: ((ops: WriteOp[]) => void) | undefined;
 
   constructor(
     private readonly ctx: AppContext,
@@ -122,7 +154,7 @@ export class DeliveryWorker implements Worker {
     this.failing = new Set(this.store.failingIds());
     this.gates = new EndpointGates(ctx.config.webhooks.breaker_failures, ctx.config.webhooks.breaker_probe_ms);
     this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
-    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing, (id) => this.targetOf(id)?.fifo ?? false);
+    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing, (id) => this.targetOf(id)?.fifo ?? false, () => this.sending === 0);
   }
 
   start(): void {
@@ -136,12 +168,14 @@ export class DeliveryWorker implements Worker {
       this.ctx.log.error({ err }, 'webhook FIFO check at start failed');
     }
     this.ctx.outbox.notifier.on('events', this.onEvents);
+    this.unhookEmit = this.ctx.outbox.onEmit((seq) => this.fanOutAtEmit(seq));
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.ctx.outbox.notifier.off('events', this.onEvents);
+    this.unhookEmit?.();
     clearTimeout(this.timer);
     this.stopped = true;
     this.deadlines.abortAll();
@@ -174,19 +208,88 @@ export class DeliveryWorker implements Worker {
     this.wakeScheduled = true;
     setImmediate(() => {
       this.wakeScheduled = false;
-      if (!this.running) return;
-      try {
-        if (this.eventsMaybe && !this.fanning) {
-          this.eventsMaybe = false;
-          // Its rows are sent by the pass that follows its commit.
-          void this.fanOut().then(() => this.kick());
-        }
-        this.dispatch();
-      } catch (err) {
-        this.ctx.log.error({ err }, 'webhook delivery pass failed');
-      }
-      this.scheduleTimer();
+      if (this.running) this.pass();
     });
+  }
+
+  /**
+   * The pass that sends the rows the emit hook made: a microtask, so it runs as soon as the code
+   * that emitted has returned, which a transaction (synchronous on this connection) has by then
+   * committed or rolled back. Not a turn of the event loop later (the outbox's notice): undici
+   * writes a request on a reused keep-alive socket only in the next check phase (its idle-socket
+   * check), so a pass from the poll phase puts the request on the wire in the same turn. Should
+   * the connection still be in a transaction (nothing in posd keeps one open across an await),
+   * the pass waits for the notice like any other.
+   */
+  private afterEmit(): void {
+    if (this.afterEmitScheduled) return;
+    this.afterEmitScheduled = true;
+    queueMicrotask(() => {
+      this.afterEmitScheduled = false;
+      this.atEmitThisTurn = 0;
+      if (!this.running || this.ctx.db.inTransaction) return;
+      this.passedAt = this.fannedAtEmit;
+      this.pass();
+    });
+  }
+
+  /** Fans out new events (if `eventsMaybe`), fills the free slots, sets the timer. */
+  private pass(): void {
+    try {
+      if (this.eventsMaybe && !this.fanning) {
+        this.eventsMaybe = false;
+        // Rows written on this connection are already there for the dispatch below; those of the
+        // writer thread are sent by the pass that follows their commit.
+        void this.fanOut().then((read) => {
+          if (read > 0) this.kick();
+        });
+      }
+      this.dispatch();
+    } catch (err) {
+      this.ctx.log.error({ err }, 'webhook delivery pass failed');
+    }
+    // After the turn: the request just written is on its way, and the timer's read of the next due
+    // row need not hold the loop before whatever else (a receiver's answer, a request) is waiting.
+    if (!this.timerScheduled) {
+      this.timerScheduled = true;
+      setImmediate(() => {
+        this.timerScheduled = false;
+        this.scheduleTimer();
+      });
+    }
+  }
+
+  /**
+   * Fans a new event out inside the transaction that writes it (the outbox's emit hook): its
+   * delivery rows and the cursor's move commit with the event, with the emitter's durability, and
+   * the pass the commit wakes finds them due, without a fan-out transaction of its own between
+   * (docs/webhooks.md, "Event to first attempt"). Only when it is the next event past the cursor:
+   * older ones (written by another process, or a fan-out that failed) are the pass's, in order. In
+   * a savepoint: if it fails, nothing of it is written, the event commits anyway, and the pass
+   * fans it out as before.
+   */
+  private fanOutAtEmit(seq: number): void {
+    if (!this.running) return;
+    if (this.atEmitThisTurn >= AT_EMIT_PER_TURN) {
+      this.missedAtEmit = true;
+      return;
+    }
+    try {
+      const next = this.store.eventsAfter(this.store.cursor(), 1);
+      if (next.length !== 1 || next[0].seq !== seq) {
+        this.missedAtEmit = true;
+        return;
+      }
+      const batch = planFanOutOf(this.store, next, (id) => this.parentOf(id), this.ctx.clock.now());
+      this.runOps ??= writeOps(this.ctx.db);
+      tx(this.ctx.db, () => this.runOps!(batch.ops));
+      this.atEmitThisTurn++;
+      this.fannedAtEmit++;
+      this.afterEmit();
+    } catch (err) {
+      this.missedAtEmit = true;
+      this.ctx.log.warn({ err, eventSeq: seq }, 'webhook fan-out in the emitting transaction failed; the delivery pass does it');
+    }
   }
 
   /**

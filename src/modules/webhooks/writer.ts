@@ -22,21 +22,27 @@ export interface BookkeepingWriter {
  * synchronous=NORMAL transaction). Used for an in-memory database, which no other connection can
  * open.
  */
+/** The statements of `WRITE_SQL` prepared on a connection, and a runner of ops with them (no transaction of its own). */
+export function writeOps(db: Db): (ops: WriteOp[]) => void {
+  const statements = new Map(Object.entries(WRITE_SQL).map(([k, sql]) => [k as WriteStatement, db.prepare(sql)]));
+  return (ops) => {
+    for (const [k, params] of ops) statements.get(k)!.run(params);
+  };
+}
+
 export class InlineWriter implements BookkeepingWriter {
-  private readonly statements: Map<WriteStatement, ReturnType<Db['prepare']>>;
+  private readonly run: (ops: WriteOp[]) => void;
 
   constructor(
     db: Db,
     private readonly bookkeeping: <T>(fn: () => T) => T,
   ) {
-    this.statements = new Map(Object.entries(WRITE_SQL).map(([k, sql]) => [k as WriteStatement, db.prepare(sql)]));
+    this.run = writeOps(db);
   }
 
   write(ops: WriteOp[]): Promise<void> {
     try {
-      this.bookkeeping(() => {
-        for (const [k, params] of ops) this.statements.get(k)!.run(params);
-      });
+      this.bookkeeping(() => this.run(ops));
       return Promise.resolve();
     } catch (err) {
       return Promise.reject(err);

@@ -43,4 +43,21 @@ describe('systemd/posd.service', () => {
     expect(readFileSync(join(root, 'etc/passwd'), 'utf8')).toMatch(/^posd:x:\d+:\d+:posd point-of-sale daemon:\/var\/lib\/posd:/m);
     expect(readFileSync(join(root, 'etc/group'), 'utf8')).toMatch(/^dialout:x:\d+:posd$/m);
   });
+
+  it('the central-front template unit verifies, is hardened and restarts always (a front is stateless)', () => {
+    const front = readFileSync(new URL('../systemd/posd-front@.service', import.meta.url), 'utf8');
+    const bin = join(dir, 'posd');
+    writeFileSync(bin, '#!/bin/sh\nexit 0\n');
+    chmodSync(bin, 0o755);
+    const path = join(dir, 'posd-front@4301.service');
+    writeFileSync(path, front.replace('/opt/posd/bin/posd', bin));
+    const r = spawnSync('systemd-analyze', ['verify', path], { encoding: 'utf8' });
+    expect(r.stderr.trim()).toBe('');
+    expect(r.status).toBe(0);
+    expect(front).toContain('--role central-front --config /etc/posd/front.json --port %i');
+    for (const line of ['Type=notify', 'User=posd', 'Restart=always', 'ProtectSystem=strict', 'PrivateDevices=yes']) expect(front).toContain(`\n${line}\n`);
+    expect(front).not.toContain('StateDirectory=');
+    const out = execFileSync('systemd-analyze', ['security', '--offline=true', path], { encoding: 'utf8' });
+    expect(Number(/Overall exposure level for .*?: ([\d.]+)/.exec(out)?.[1])).toBeLessThan(3);
+  });
 });

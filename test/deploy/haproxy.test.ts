@@ -36,7 +36,9 @@ describe('deploy/haproxy.cfg', () => {
     expect(cfg).toMatch(/acl sync_path path_beg \/sync\/\n\s+use_backend posd_fronts if sync_path\n\s+default_backend posd_core\n/);
     expect(cfg).toMatch(/backend posd_fronts\n[\s\S]*option httpchk GET \/healthz[\s\S]*server front1 127\.0\.0\.1:4301\n\s+server front2 127\.0\.0\.1:4302\n/);
     expect(cfg).toMatch(/backend posd_core\n[\s\S]*server core 127\.0\.0\.1:4300 check/);
-    // No fixed maxconn: it would refuse to start under a file limit below about twice its value.
+    // No fixed maxconn (it refuses to start under a file limit below about twice its value): derived
+    // from the limit, capped by fd-hard-limit.
     expect(cfg).not.toMatch(/^\s*maxconn\b/m);
+    expect(cfg).toMatch(/^\s*fd-hard-limit 50000$/m);
   });
 });

@@ -1,21 +1,25 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 // Issue 16: the README's central-and-store walk-through works exactly as written. The block is read
 // from README.md and run by bash, unchanged, in the project folder (the built daemon, real
-// processes, real files, real ports).
-function walkthrough(): string {
+// processes, real files, real ports). Issue 19 step 6: the same for the chain past one machine
+// (PostgreSQL, the core, two fronts, HAProxy).
+function walkthrough(name: string): string {
   const readme = readFileSync('README.md', 'utf8');
-  const m = /<!-- walkthrough:chain -->\n```sh\n([\s\S]*?)\n```/.exec(readme);
-  if (!m) throw new Error('README.md has no walkthrough:chain block');
+  const m = new RegExp(`<!-- walkthrough:${name} -->\n\`\`\`sh\n([\\s\\S]*?)\n\`\`\``).exec(readme);
+  if (!m) throw new Error(`README.md has no walkthrough:${name} block`);
   return m[1];
 }
 
-function runBash(script: string, timeoutMs: number): Promise<{ code: number | null; out: string }> {
+function runBash(script: string, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     // Its own process group, so a failure mid-way still stops the daemons it started.
-    const child = spawn('bash', ['-e', '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['-e', '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
@@ -34,7 +38,7 @@ function runBash(script: string, timeoutMs: number): Promise<{ code: number | nu
 
 describe("README's chain walk-through", () => {
   it('runs as written: the store joins the central, a sale made at the store is at the central, the day reconciles equal', async () => {
-    const { code, out } = await runBash(walkthrough(), 150_000);
+    const { code, out } = await runBash(walkthrough('chain'), 150_000);
     expect(code, out).toBe(0);
     expect(out).toMatch(/this box is now store store_\w+ of http:\/\/127\.0\.0\.1:4300/);
     const sale = JSON.parse(out.split('\n').find((l) => l.startsWith('{"id":"in_'))!);
@@ -43,4 +47,71 @@ describe("README's chain walk-through", () => {
     const atCentral = JSON.parse(out.split('\n').find((l) => l.startsWith('[{'))!);
     expect(atCentral[0]).toMatchObject({ id: sale.checkout.id, status: 'paid', amount_in_cents: 2500 });
   }, 180_000);
+});
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** The pids of processes whose command line names `path`. */
+function processesNaming(path: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(path)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+describe("README's chain walk-through past one machine (PostgreSQL, the core, two fronts, HAProxy)", () => {
+  it('runs as written: the store joins through HAProxy, its sale is applied at the core, the day reconciles equal, nothing is left running', async () => {
+    // The block's `mktemp -d` lands in a folder of this test's, so what it started can be found.
+    // Traversable by others: as root the block lends its folder to the postgres user.
+    const tmp = mkdtempSync(join(tmpdir(), 'posd-walk-'));
+    chmodSync(tmp, 0o755);
+    try {
+      const { code, out } = await runBash(walkthrough('chain-pg'), 100_000, { ...process.env, TMPDIR: tmp });
+      expect(code, out).toBe(0);
+      expect(out).toMatch(/this box is now store store_\w+ of http:\/\/127\.0\.0\.1:8080/);
+      const sale = JSON.parse(out.split('\n').find((l) => l.startsWith('{"id":"in_'))!);
+      expect(sale).toMatchObject({ status: 'succeeded', amount_in_cents: 2500 });
+      expect(out).toMatch(/: equal \(\d+ totals compared\)/);
+      expect(out).not.toMatch(/difference/i);
+      // The sale at the core, read through HAProxy (the core's /api, not a front's 421).
+      const atCore = JSON.parse(out.split('\n').find((l) => l.startsWith('[{'))!);
+      expect(atCore[0]).toMatchObject({ id: sale.checkout.id, status: 'paid', amount_in_cents: 2500 });
+
+      // Nothing left: no port open, no process naming the folder (the PostgreSQL server leaves
+      // the shell's process group, so only the block's own pg_ctl stop ends it), no socket.
+      for (const port of [8080, 4300, 4301, 4302, 4242]) expect(await listening(port), `port ${port}`).toBe(false);
+      expect(processesNaming(tmp)).toEqual([]);
+      const [folder] = readdirSync(tmp);
+      expect(existsSync(join(tmp, folder, '.s.PGSQL.5432'))).toBe(false);
+      expect(existsSync(join(tmp, folder, 'pg', 'postmaster.pid'))).toBe(false);
+    } finally {
+      // A failed run may leave the PostgreSQL server (outside the killed process group).
+      for (const folder of readdirSync(tmp)) {
+        const pidFile = join(tmp, folder, 'pg', 'postmaster.pid');
+        if (!existsSync(pidFile)) continue;
+        try {
+          process.kill(Number(readFileSync(pidFile, 'utf8').split('\n')[0]), 'SIGQUIT');
+        } catch {
+          // already gone
+        }
+      }
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -60,7 +60,7 @@ describe("a central's status page", () => {
       // Zona 10: pushed a minute ago, its newest record made 3 s before it arrived; nothing waits.
       s.ensureStore('store_z10', one.accountId, true, iso(T0 - 86_400_000));
       received('store_z10', one.accountId, 'cash_sale', T0 - 63_000, T0 - 60_000, 'applied');
-      s.setReceived('store_z10', seq, iso(T0 - 60_000));
+      s.setReceived('store_z10', seq, iso(T0 - 60_000), { waiting: 0, waiting_since: null });
       s.setApplied('store_z10', 0, seq);
       // Antigua: silent for 2 h, one record held (a kind this central has no applier for) and one parked, its newest record 40 min late, and a
       // reconciliation report for 4 June.
@@ -68,7 +68,8 @@ describe("a central's status page", () => {
       received('store_ant', two.accountId, 'reconciliation_report', T0 - 3 * 3600_000, T0 - 3 * 3600_000, 'applied', { day: '2026-06-04', differences: [] });
       received('store_ant', two.accountId, 'kind_of_a_newer_store', T0 - 2 * 3600_000 - 45 * 60_000, T0 - 2 * 3600_000 - 5 * 60_000, 'held');
       received('store_ant', two.accountId, 'cash_sale', T0 - 2 * 3600_000 - 40 * 60_000, T0 - 2 * 3600_000, 'parked');
-      s.setReceived('store_ant', seq, iso(T0 - 2 * 3600_000));
+      // It said at that push it still held 12 records, the oldest made 2 h 10 min ago.
+      s.setReceived('store_ant', seq, iso(T0 - 2 * 3600_000), { waiting: 12, waiting_since: iso(T0 - 2 * 3600_000 - 10 * 60_000) });
       s.setApplied('store_ant', 0, seq);
     });
 
@@ -92,17 +93,20 @@ describe("a central's status page", () => {
     expect(text(z10)[0]).toBe('store_z10 · Zona 10');
     expect(text(z10)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 1 min ago$/);
     expect(z10).toContain(`datetime="${iso(T0 - 60_000)}"`);
-    expect(text(z10).slice(2)).toEqual(['0', 'none', '3 s', 'no difference reported']);
+    expect(text(z10).slice(2)).toEqual(['none', '0', 'none', '3 s', 'no difference reported']);
     expect(z10).not.toContain('class="bad"');
 
     const ant = byStore.store_ant;
     expect(text(ant)[0]).toBe('store_ant · Antigua');
     expect(text(ant)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
     expect(ant).toMatch(/<td data-label="Last push" class="bad">/); // silent longer than sync.alert_link_down_ms
-    expect(text(ant)[2]).toBe('2 (1 parked: posd sync records)');
-    expect(text(ant)[3]).toBe('none');
-    expect(text(ant)[4]).toBe('40 min');
-    expect(text(ant)[5]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
+    // Its own backlog as it said at its last push, in red: the box has gone quiet with records to send.
+    expect(text(ant)[2]).toMatch(/^12, oldest (\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
+    expect(ant).toContain('class="bad" data-box-waiting="12"');
+    expect(text(ant)[3]).toBe('2 (1 parked: posd sync records)');
+    expect(text(ant)[4]).toBe('none');
+    expect(text(ant)[5]).toBe('40 min');
+    expect(text(ant)[6]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
     expect(ant).toContain('data-reconciliation="different"');
     // A central with no link of its own has no "sync with central" panel.
     expect(html).not.toContain('id="sync"');

@@ -123,7 +123,7 @@ describe('a push to a central holding 200,000 records of its store’s history',
       heldOf: plan(db, s.heldOf, 'store_old'),
       receivedAt: plan(db, s.receivedAt, 'store_old', 5),
       received: plan(db, s.received, 'sync_x'),
-      setReceived: plan(db, s.setReceived, HISTORY, day.from, 'store_old'),
+      setReceived: plan(db, s.setReceived, HISTORY, day.from, 0, null, 'store_old'),
       // The projector's statements: its slice's records past the cursor, and their outcome set in one go.
       receivedAfter: plan(db, s.receivedAfter, 'store_old', HISTORY - 100, 100),
       markApplied: plan(db, s.markApplied, 'store_old', HISTORY - 100, HISTORY),

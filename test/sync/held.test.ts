@@ -71,7 +71,8 @@ const bookingAt = async (central: TestServer, key: string, id: string) => (await
 describe('records held by a central that did not know their kind', () => {
   it('are applied in the store’s order when a central that knows the kind starts', async () => {
     const { central, acct, kept, dropped, coupon } = await heldAtOlderCentral();
-    expect(await bookingAt(central, acct.key, kept.id)).toMatchObject({ code: 'not_found' });
+    // (Not checked here that the booking is absent first: the central's projector timer may apply
+    // the held records as soon as they are written, on a loaded box before this line runs.)
     // What the projector does at its first pass when the upgraded central starts (its timer may
     // have done it already: then this sweep finds nothing left).
     expect([0, 4]).toContain(applyHeldRecords(central.daemon.ctx));

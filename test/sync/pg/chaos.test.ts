@@ -36,6 +36,8 @@ let core: DaemonProcess;
 const fronts: DaemonProcess[] = [];
 let haproxy: ChildProcess | undefined;
 let haproxyLog = '';
+/** HAProxy's request log (httplog lines on its stdout), whole: the answers' statuses are checked. */
+let requestLog = '';
 let lbUrl: string;
 let receiver: http.Server;
 let ports: { lb: number; core: number; fronts: number[] };
@@ -164,15 +166,23 @@ beforeAll(async () => {
   const cfg = join(tempDir('posd-chain-lb-'), 'haproxy.cfg');
   writeFileSync(cfg, haproxyConfig());
   haproxy = spawn('/usr/sbin/haproxy', ['-db', '-f', cfg], { stdio: ['ignore', 'pipe', 'pipe'] });
-  haproxy.stdout!.on('data', (d) => (haproxyLog = (haproxyLog + d).slice(-4000)));
+  haproxy.stdout!.on('data', (d) => {
+    haproxyLog = (haproxyLog + d).slice(-4000);
+    requestLog += d;
+  });
   haproxy.stderr!.on('data', (d) => (haproxyLog = (haproxyLog + d).slice(-4000)));
   lbUrl = `http://127.0.0.1:${ports.lb}`;
   // Through the load balancer: a front answers /sync/*, the core /api (a front would say 421).
-  await until('the load balancer answers /sync/time', async () => (await request(`${lbUrl}/sync/time`).then((r) => r.body.text().then(() => r.statusCode)).catch(() => 0)) === 200, 20_000).catch(
-    (err: Error) => {
-      throw new Error(`${err.message}; haproxy: ${haproxyLog}`);
-    },
-  );
+  await until(
+    'the load balancer answers /sync/time',
+    async () =>
+      (await request(`${lbUrl}/sync/time`)
+        .then((r) => r.body.text().then(() => r.statusCode))
+        .catch(() => 0)) === 200,
+    20_000,
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; haproxy: ${haproxyLog}`);
+  });
 
   // Central operations: an endpoint per account at the core (through the load balancer), pointing at the receiver.
   const hookUrl = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`;
@@ -198,6 +208,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  if (process.env.POSD_CHAIN_LOG) writeFileSync(process.env.POSD_CHAIN_LOG, requestLog);
   await stopChaos();
   await Promise.all(stores.map((s) => s.daemon.kill('SIGTERM')));
   if (haproxy && haproxy.exitCode === null) {
@@ -217,26 +228,48 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
     const started = Date.now();
     const kills = { core: 0, front: 0 };
     let chaos = true;
-    // The killer: at random moments (300–1000 ms apart) a front or the core is SIGKILLed and
-    // restarted on its port; at least one core kill and two front kills happen whatever the seed.
+    // The killer: at random moments (200–800 ms apart) a running front or the core is SIGKILLed;
+    // its restart on the same port runs meanwhile (a few seconds on this box), so kills overlap,
+    // at most two fronts down at once. At least one core kill and two front kills whatever the seed.
+    const down = new Set<number>();
+    const restarts = new Set<Promise<void>>();
     const killer = (async () => {
       while (chaos || kills.core < 1 || kills.front < 2) {
-        await sleep(300 + random() * 700);
-        const pick = kills.core < 1 && kills.front >= 2 ? 3 : kills.front < 2 && kills.core >= 1 ? Math.floor(random() * 3) : Math.floor(random() * 4);
+        await sleep(200 + random() * 600);
+        const up = [0, 1, 2, 3].filter((t) => !down.has(t) && (t === 3 || [...down].filter((d) => d < 3).length < 2));
+        const wanted = kills.core < 1 && kills.front >= 2 ? [3] : kills.front < 2 && kills.core >= 1 ? up.filter((t) => t < 3) : up;
+        const candidates = wanted.filter((t) => up.includes(t));
+        if (!candidates.length) {
+          await Promise.race(restarts);
+          continue;
+        }
+        const pick = candidates[Math.floor(random() * candidates.length)];
+        down.add(pick);
         if (pick === 3) {
           await core.kill('SIGKILL');
           kills.core++;
-          core = await startDaemonProcess(coreDir, coreConfig());
         } else {
           await fronts[pick].kill('SIGKILL');
           kills.front++;
-          fronts[pick] = await startDaemonProcess(tempDir('posd-chain-front-'), frontConfig(pick));
         }
+        const restart = (async () => {
+          if (pick === 3) core = await startDaemonProcess(coreDir, coreConfig());
+          else fronts[pick] = await startDaemonProcess(tempDir('posd-chain-front-'), frontConfig(pick));
+          down.delete(pick);
+        })();
+        restarts.add(restart);
+        restart.then(
+          () => restarts.delete(restart),
+          () => restarts.delete(restart),
+        );
       }
+      await Promise.all(restarts);
     })();
+    // A restart that failed (a daemon that did not come back) fails the test here, not as a drain timeout.
+    let chaosError: unknown;
     stopChaos = async () => {
       chaos = false;
-      await killer.catch(() => undefined);
+      await killer.catch((err) => (chaosError ??= err));
     };
 
     // Each box: its sales one after the other (the box is never killed: every answer is a 201), and a coupon midway.
@@ -257,10 +290,12 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
     } finally {
       await stopChaos();
     }
+    if (chaosError) throw chaosError;
     const soldMs = Date.now() - started;
 
     // Drained: every box's outbox acknowledged; PostgreSQL received all of it and applied all of it; the core's projector idle.
-    const outbox = (s: (typeof stores)[number]) => peek(s.dir, (db) => db.prepare('SELECT count(*) AS n, coalesce(max(seq), 0) AS top FROM sync_outbox').get() as { n: number; top: number });
+    const outbox = (s: (typeof stores)[number]) =>
+      peek(s.dir, (db) => db.prepare('SELECT count(*) AS n, coalesce(max(seq), 0) AS top FROM sync_outbox').get() as { n: number; top: number });
     let last: unknown;
     await until(
       `the chain to drain (seed ${SEED})`,
@@ -270,7 +305,11 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
           last = { store: s.id, st };
           if (st.records_waiting !== 0) return false;
         }
-        const pgRows = (await pool.query('SELECT store_id, received_seq, applied_seq FROM sync_stores')).rows as Array<{ store_id: string; received_seq: number; applied_seq: number }>;
+        const pgRows = (await pool.query('SELECT store_id, received_seq, applied_seq FROM sync_stores')).rows as Array<{
+          store_id: string;
+          received_seq: number;
+          applied_seq: number;
+        }>;
         last = pgRows;
         for (const s of stores) {
           const row = pgRows.find((r) => r.store_id === s.id);
@@ -285,24 +324,32 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
       throw new Error(`${err.message}; last ${JSON.stringify(last)}; haproxy: ${haproxyLog}`);
     });
 
+    const drainedMs = Date.now() - started;
+
     // Every record received once (PostgreSQL and the core's SQLite hold the box's outbox, seq for seq) and applied once.
     const coreDb = new Database(join(coreDir, 'posd.db'), { readonly: true });
     try {
       for (const s of stores) {
         const box = peek(s.dir, (db) => db.prepare('SELECT seq, id FROM sync_outbox ORDER BY seq').all() as Array<{ seq: number; id: string }>);
         expect(box.length).toBeGreaterThanOrEqual(SALES + 1);
-        const pgRec = (await pool.query("SELECT seq, id, outcome FROM sync_received WHERE store_id = $1 ORDER BY seq", [s.id])).rows;
+        const pgRec = (await pool.query('SELECT seq, id, outcome FROM sync_received WHERE store_id = $1 ORDER BY seq', [s.id])).rows;
         expect(pgRec.map((r) => ({ seq: r.seq, id: r.id }))).toEqual(box);
         expect(pgRec.every((r) => r.outcome === 'applied')).toBe(true);
-        const coreRec = coreDb.prepare('SELECT seq, id, outcome FROM sync_received WHERE store_id = ? ORDER BY seq').all(s.id) as Array<{ seq: number; id: string; outcome: string }>;
+        const coreRec = coreDb.prepare('SELECT seq, id, outcome FROM sync_received WHERE store_id = ? ORDER BY seq').all(s.id) as Array<{
+          seq: number;
+          id: string;
+          outcome: string;
+        }>;
         expect(coreRec.map((r) => ({ seq: r.seq, id: r.id }))).toEqual(box);
         expect(coreRec.every((r) => r.outcome === 'applied')).toBe(true);
       }
 
       // Row for row: each account's rows at the core are its boxes' rows, under the same ids.
       const intentQ = 'SELECT id, type, status, amount_in_cents, currency, checkout_id, created_at FROM intents WHERE account_id = ? ORDER BY id';
-      const cashQ = 'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents FROM cash_intents c JOIN intents i ON i.id = c.intent_id WHERE i.account_id = ? ORDER BY c.id';
-      const ledgerQ = 'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
+      const cashQ =
+        'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents FROM cash_intents c JOIN intents i ON i.id = c.intent_id WHERE i.account_id = ? ORDER BY c.id';
+      const ledgerQ =
+        'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
       const couponQ = 'SELECT id, name, amount_off_in_cents, currency, created_at FROM coupons WHERE account_id = ? ORDER BY id';
       const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
       for (const [n, a] of accounts.entries()) {
@@ -330,11 +377,17 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
 
       // Central operations: every event the boxes made reaches the receiver, each distinct webhook-id
       // once in the set, with the same payload whenever it came again (a core killed mid-delivery).
-      const events = stores.flatMap((s) => peek(s.dir, (db) => (db.prepare('SELECT id FROM events ORDER BY id').all() as Array<{ id: string }>).map((e) => e.id))).sort();
+      const events = stores
+        .flatMap((s) => peek(s.dir, (db) => (db.prepare('SELECT id FROM events ORDER BY id').all() as Array<{ id: string }>).map((e) => e.id)))
+        .sort();
       // A cash sale emits its event; making a coupon emits none.
       expect(events.length).toBeGreaterThanOrEqual(STORES * SALES);
       expect(new Set(events).size).toBe(events.length);
-      const reemitted = (coreDb.prepare("SELECT id FROM events WHERE id IN (SELECT json_extract(payload, '$.id') FROM sync_received WHERE kind = 'event') ORDER BY id").all() as Array<{ id: string }>).map((e) => e.id);
+      const reemitted = (
+        coreDb
+          .prepare("SELECT id FROM events WHERE id IN (SELECT json_extract(payload, '$.id') FROM sync_received WHERE kind = 'event') ORDER BY id")
+          .all() as Array<{ id: string }>
+      ).map((e) => e.id);
       expect(reemitted).toEqual(events);
       await until('every event at the receiver', () => events.every((id) => hooks.has(id)), 30_000).catch(() => undefined);
       expect(badSignatures).toEqual([]);
@@ -348,11 +401,27 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
       for (const [i, rec] of recs.entries()) {
         expect(rec.state, JSON.stringify(rec)).toBe('equal');
         expect(rec.rows.find((r: any) => r.measure === 'records.cash_sale')).toMatchObject({ store_count: SALES, central_count: SALES });
-        expect(rec.rows.find((r: any) => r.measure === 'intents.cash.succeeded'), stores[i].id).toMatchObject({ store_count: SALES, central_count: SALES });
+        expect(
+          rec.rows.find((r: any) => r.measure === 'intents.cash.succeeded'),
+          stores[i].id,
+        ).toMatchObject({ store_count: SALES, central_count: SALES });
       }
+      // No posd process answered a 5xx (PostgreSQL never went down here). HAProxy's own 502/503
+      // (no answer header from the server: Tr = -1, a process killed mid-request, or connections
+      // refused on every try while two fronts restarted) are retried by the boxes.
+      const answers = [...requestLog.matchAll(/ (posd_\w+)\/(\S+) -?\d+\/-?\d+\/-?\d+\/(-?\d+)\/\+?\d+ (\d{3}) [^\n]*"(\w+ [^ ?]+)/g)].map((m) => ({
+        server: `${m[1]}/${m[2]}`,
+        answered: Number(m[3]) >= 0,
+        status: Number(m[4]),
+        request: m[5],
+      }));
+      expect(answers.filter((a) => a.server.startsWith('posd_fronts/') && a.request === 'POST /sync/push' && a.status === 200).length).toBeGreaterThan(STORES);
+      expect(answers.filter((a) => a.answered && a.status >= 500)).toEqual([]);
+      const statuses: Record<string, number> = {};
+      for (const a of answers) statuses[`${a.server} ${a.status}`] = (statuses[`${a.server} ${a.status}`] ?? 0) + 1;
       console.log(
-        `chain chaos (seed ${SEED}): ${STORES} stores x ${SALES} sales + a coupon sold in ${soldMs} ms, drained and checked at ${Date.now() - started} ms; ` +
-          `${kills.core} core kills, ${kills.front} front kills, ${events.length} events, ${repeated.length} webhook ids delivered again`,
+        `chain chaos (seed ${SEED}): ${STORES} stores x ${SALES} sales + a coupon sold in ${soldMs} ms, drained at ${drainedMs} ms, checked at ${Date.now() - started} ms; ` +
+          `${kills.core} core kills, ${kills.front} front kills, ${events.length} events, ${repeated.length} webhook ids delivered again; answers through HAProxy by status ${JSON.stringify(statuses)}`,
       );
     } finally {
       coreDb.close();

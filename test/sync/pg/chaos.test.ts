@@ -11,7 +11,18 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
 import { seededRandom } from '../e2e/chaos-proxy.js';
-import { killStarted, posd, removeTempDirs, requireBuild, ROOT, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
+import {
+  killStarted,
+  posd,
+  removeTempDirs,
+  requireBuild,
+  ROOT,
+  startDaemonProcess,
+  startSimulatorProcess,
+  tempDir,
+  type DaemonProcess,
+  type SimulatorProcess,
+} from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
 
 /**
@@ -43,7 +54,11 @@ let receiver: http.Server;
 let ports: { lb: number; core: number; fronts: number[] };
 /** Two accounts of the chain, five stores each; each with its live key and its webhook secret. */
 const accounts: Array<{ id: string; key: string; secret?: string }> = [];
-const stores: Array<{ dir: string; id: string; account: number; daemon: DaemonProcess }> = [];
+const stores: Array<{ dir: string; id: string; account: number; daemon: DaemonProcess; terminal?: string }> = [];
+/** The first box of each account has a card terminal (a simulator process): its payments write ledger rows. */
+const TERMINAL_STORES = 2;
+const CARD_PAYMENTS = 3;
+const sims: SimulatorProcess[] = [];
 /** webhook-id → the verified payloads received under it (repeats kept). */
 const hooks = new Map<string, string[]>();
 const badSignatures: string[] = [];
@@ -205,11 +220,30 @@ beforeAll(async () => {
   );
   const daemons = await Promise.all(joined.map((s) => startDaemonProcess(s.dir, storeConfig())));
   joined.forEach((s, i) => stores.push({ ...s, daemon: daemons[i] }));
+  await Promise.all(
+    stores.slice(0, TERMINAL_STORES).map(async (s, n) => {
+      const t = await call('POST', `${s.daemon.url}/api/terminals`, accounts[s.account].key, { name: `Till ${n}` });
+      expect(t.status, JSON.stringify(t.body)).toBe(201);
+      s.terminal = t.body.id;
+      const linkUrl = `${s.daemon.url.replace(/^http/, 'ws')}/terminals/link`;
+      sims.push(
+        await startSimulatorProcess({
+          url: linkUrl,
+          terminalId: t.body.id,
+          token: t.body.pairing_token,
+          behaviour: 'approve',
+          delaysMs: { waiting: 5, reading: 5, authorizing: 15 },
+          reconnectDelayMs: 50,
+        }),
+      );
+    }),
+  );
 }, 120_000);
 
 afterAll(async () => {
   if (process.env.POSD_CHAIN_LOG) writeFileSync(process.env.POSD_CHAIN_LOG, requestLog);
   await stopChaos();
+  await Promise.all(sims.map((sim) => sim.stop()));
   await Promise.all(stores.map((s) => s.daemon.kill('SIGTERM')));
   if (haproxy && haproxy.exitCode === null) {
     const gone = new Promise((r) => haproxy!.once('exit', r));
@@ -224,7 +258,7 @@ afterAll(async () => {
 });
 
 describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy, ten store boxes', () => {
-  test(`${STORES} stores sell ${SALES} cash sales and a coupon each while fronts and the core are SIGKILLed; every record is received and applied once, rows equal, every event id at central operations once`, async () => {
+  test(`${STORES} stores sell ${SALES} cash sales and a coupon each (two of them also card payments and a refund) while fronts and the core are SIGKILLed; every record is received and applied once, rows equal, every event id at central operations once`, async () => {
     const started = Date.now();
     const kills = { core: 0, front: 0 };
     let chaos = true;
@@ -272,10 +306,41 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
       await killer.catch((err) => (chaosError ??= err));
     };
 
-    // Each box: its sales one after the other (the box is never killed: every answer is a 201), and a coupon midway.
+    // A card payment on a box's terminal: the command, then its result; the payment intent it settled.
+    const cardPayment = async (s: (typeof stores)[number], n: number, i: number): Promise<string> => {
+      const key = accounts[s.account].key;
+      const cmd = await call('POST', `${s.daemon.url}/api/terminal_session_commands`, key, {
+        terminal_id: s.terminal,
+        external_id: `card-${n}-${i}`,
+        amount_in_cents: 5000 + n * 100 + i,
+        currency: 'GTQ',
+      });
+      expect(cmd.status, JSON.stringify(cmd.body)).toBe(201);
+      const result = await until(
+        `card payment ${n}-${i}`,
+        async () => {
+          const now = (await call('GET', `${s.daemon.url}/api/terminal_session_commands/${cmd.body.id}`, key)).body;
+          return now.final ? now : undefined;
+        },
+        30_000,
+      );
+      expect(result.status).toBe('consumed');
+      return peek(
+        s.dir,
+        (db) => (db.prepare("SELECT id FROM payment_intents WHERE checkout_id = ? AND status = 'succeeded'").get(result.checkout_id) as { id: string }).id,
+      );
+    };
+    // Each box: its sales one after the other (the box is never killed: every answer is a 201), a
+    // coupon midway; the terminal boxes also take card payments and refund the first.
     const sell = async (s: (typeof stores)[number], n: number) => {
       const key = accounts[s.account].key;
+      const paid: string[] = [];
       for (let i = 0; i < SALES; i++) {
+        if (s.terminal && i % 10 === 3 && paid.length < CARD_PAYMENTS) paid.push(await cardPayment(s, n, i));
+        if (s.terminal && i === 25) {
+          const refund = await call('POST', `${s.daemon.url}/api/refunds`, key, { payment_intent_id: paid[0], reason: 'changed mind' });
+          expect(refund.status, JSON.stringify(refund.body)).toBe(201);
+        }
         const sale = await call('POST', `${s.daemon.url}/api/cash_sales`, key, { amount_in_cents: 100 + n * 1000 + i, currency: 'GTQ' }, `sale-${n}-${i}`);
         expect(sale.status, JSON.stringify(sale.body)).toBe(201);
         if (i === SALES / 2) {
@@ -354,22 +419,27 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
       const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
       for (const [n, a] of accounts.entries()) {
         const mine = stores.filter((s) => s.account === n);
-        for (const q of [intentQ, cashQ, ledgerQ]) {
-          const atStores = mine.flatMap((s) => peek(s.dir, (db) => db.prepare(q).all(a.id) as Array<{ id: string }>)).sort(byId);
-          expect(coreDb.prepare(q).all(a.id), q).toEqual(atStores);
-        }
-        // Coupons travel back down the feed to the account's other boxes: a box may hold its
-        // siblings' too, so the stores' rows are taken once per id (equal wherever they are held).
-        const coupons = new Map<string, string>();
-        for (const s of mine) {
-          for (const row of peek(s.dir, (db) => db.prepare(couponQ).all(a.id) as Array<{ id: string }>)) {
-            const seen = coupons.get(row.id);
-            if (seen) expect(JSON.parse(seen)).toEqual(row);
-            coupons.set(row.id, JSON.stringify(row));
+        // The account's boxes' rows, once per id: coupons and ledger rows travel back down the feed
+        // to the account's other boxes, so a box may hold its siblings' too (equal wherever held).
+        const onceById = <T extends { id: string }>(q: string): T[] => {
+          const rows = new Map<string, T>();
+          for (const s of mine) {
+            for (const row of peek(s.dir, (db) => db.prepare(q).all(a.id) as T[])) {
+              const held = rows.get(row.id);
+              if (held) expect(row, `${q} at ${s.id}`).toEqual(held);
+              rows.set(row.id, row);
+            }
           }
-        }
-        expect(coreDb.prepare(couponQ).all(a.id)).toEqual([...coupons.values()].map((r) => JSON.parse(r)).sort(byId));
-        expect(coupons.size).toBe(mine.length);
+          return [...rows.values()].sort(byId);
+        };
+        for (const q of [intentQ, cashQ, ledgerQ, couponQ]) expect(coreDb.prepare(q).all(a.id), q).toEqual(onceById(q));
+        expect(onceById(couponQ)).toHaveLength(mine.length);
+        // The terminal box's card charges and the refund of the first: ledger rows, the same at the core.
+        expect(
+          onceById<{ id: string; type: string }>(ledgerQ)
+            .map((r) => r.type)
+            .sort(),
+        ).toEqual([...Array(CARD_PAYMENTS).fill('charge'), 'refund']);
         const cash = mine.flatMap((s) => peek(s.dir, (db) => db.prepare(cashQ).all(a.id) as Array<{ amount_in_cents: number }>));
         expect(cash).toHaveLength(mine.length * SALES);
         expect(new Set(cash.map((c) => c.amount_in_cents)).size).toBe(mine.length * SALES);
@@ -420,7 +490,7 @@ describe('a chain under chaos: PostgreSQL, the core, three fronts behind HAProxy
       const statuses: Record<string, number> = {};
       for (const a of answers) statuses[`${a.server} ${a.status}`] = (statuses[`${a.server} ${a.status}`] ?? 0) + 1;
       console.log(
-        `chain chaos (seed ${SEED}): ${STORES} stores x ${SALES} sales + a coupon sold in ${soldMs} ms, drained at ${drainedMs} ms, checked at ${Date.now() - started} ms; ` +
+        `chain chaos (seed ${SEED}): ${STORES} stores x ${SALES} sales + a coupon (+ card payments and refunds) sold in ${soldMs} ms, drained at ${drainedMs} ms, checked at ${Date.now() - started} ms; ` +
           `${kills.core} core kills, ${kills.front} front kills, ${events.length} events, ${repeated.length} webhook ids delivered again; answers through HAProxy by status ${JSON.stringify(statuses)}`,
       );
     } finally {

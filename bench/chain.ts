@@ -5,9 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createServer, type AddressInfo } from 'node:net';
 import pino from 'pino';
-import { request } from 'undici';
 import { MAIN, type BenchResult } from './lib.js';
-import { cpuSeconds, percentile, probeSales, rawBaseline } from './sync.js';
+import { cpuSeconds, feedDelays, getJson, percentile, probeSales, rawBaseline } from './sync.js';
 import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
 import { AccountsService } from '../src/accounts/service.js';
@@ -139,7 +138,7 @@ async function chain(n: number, salesPerStore: number): Promise<{ results: Bench
 
     // Idle: the boxes wait on the feed. A change made at the central reaches a waiting poll of the
     // driver's (the boxes' own polls wait beside it), then the central's CPU over 10 s.
-    const feed = await feedDelays(url, centralKey);
+    const feed = await feedDelays(url, centralKey, 20, 'store_chain_probe');
     await new Promise((r) => setTimeout(r, 1000));
     const c0 = cpuSeconds(central.pid!);
     await new Promise((r) => setTimeout(r, 10_000));
@@ -196,32 +195,6 @@ function collectPushes(s: Store): void {
   });
 }
 
-async function feedDelays(url: string, key: string): Promise<{ delays: number[]; trips: number[] }> {
-  const delays: number[] = [];
-  const trips: number[] = [];
-  let cursor = (await getJson(`${url}/sync/feed?after=0&wait_ms=0&limit=5000`, key)).cursor as number;
-  for (let i = 0; i < 20; i++) {
-    let t0 = performance.now();
-    await getJson(`${url}/sync/time`, key);
-    trips.push(performance.now() - t0);
-    const poll = getJson(`${url}/sync/feed?after=${cursor}&wait_ms=20000&store_id=store_chain_probe`, key);
-    await new Promise((r) => setTimeout(r, 50)); // the long-poll is waiting at the central by now
-    t0 = performance.now();
-    const made = await request(`${url}/api/products`, {
-      method: 'POST',
-      headers: { 'x-secret-key': key, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `Chain probe ${i}`, prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ' }] }),
-    });
-    await made.body.text();
-    if (made.statusCode !== 201) throw new Error(`product at the central answered ${made.statusCode}`);
-    const page = await poll;
-    delays.push(performance.now() - t0);
-    if (!page.changes.length) throw new Error('the long-poll answered without the product');
-    cursor = page.cursor;
-  }
-  return { delays, trips };
-}
-
 async function inBatches(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
@@ -263,10 +236,4 @@ async function stop(child: ChildProcess): Promise<void> {
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;
-}
-
-async function getJson(url: string, key: string): Promise<any> {
-  const res = await request(url, { headers: { 'x-secret-key': key } });
-  if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${await res.body.text()}`);
-  return res.body.json();
 }

@@ -166,8 +166,9 @@ export function percentile(xs: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 }
 
-async function getJson(url: string, key: string): Promise<any> {
+export async function getJson(url: string, key: string): Promise<any> {
   const res = await request(url, { headers: { 'x-secret-key': key } });
+  if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}: ${await res.body.text()}`);
   return res.body.json();
 }
 
@@ -178,21 +179,19 @@ export function cpuSeconds(pid: number): number {
 }
 
 /**
- * The feed at the central: how soon a waiting box hears of a change made at the central (a product
- * created through its API), beside a plain round trip; and the central's CPU while N boxes' long-polls
- * wait with nothing to say, beside none waiting (issue 19: each waiting poll used to re-read the feed
- * every 250 ms).
+ * How soon a change made at the central (a product created through its API) reaches a long-poll
+ * waiting for it, `samples` times one after another, beside a plain round trip each time. Answers
+ * the feed's cursor after the last product.
  */
-async function feedScenarios(url: string, key: string, pid: number): Promise<BenchResult[]> {
-  const N = Number(process.env.POSD_BENCH_IDLE_BOXES ?? 50);
+export async function feedDelays(url: string, key: string, samples: number, probeStore: string): Promise<{ delays: number[]; trips: number[]; cursor: number }> {
   const delays: number[] = [];
   const trips: number[] = [];
   let cursor = (await getJson(`${url}/sync/feed?after=0&wait_ms=0&limit=5000`, key)).cursor as number;
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < samples; i++) {
     let t0 = performance.now();
     await getJson(`${url}/sync/time`, key);
     trips.push(performance.now() - t0);
-    const poll = getJson(`${url}/sync/feed?after=${cursor}&wait_ms=20000&store_id=store_bench_probe`, key);
+    const poll = getJson(`${url}/sync/feed?after=${cursor}&wait_ms=20000&store_id=${probeStore}`, key);
     await new Promise((r) => setTimeout(r, 50)); // the long-poll is waiting at the central by now
     t0 = performance.now();
     const made = await request(`${url}/api/products`, {
@@ -207,6 +206,18 @@ async function feedScenarios(url: string, key: string, pid: number): Promise<Ben
     if (!page.changes.length) throw new Error('the long-poll answered without the product');
     cursor = page.cursor;
   }
+  return { delays, trips, cursor };
+}
+
+/**
+ * The feed at the central: how soon a waiting box hears of a change made at the central (a product
+ * created through its API), beside a plain round trip; and the central's CPU while N boxes' long-polls
+ * wait with nothing to say, beside none waiting (issue 19: each waiting poll used to re-read the feed
+ * every 250 ms).
+ */
+async function feedScenarios(url: string, key: string, pid: number): Promise<BenchResult[]> {
+  const N = Number(process.env.POSD_BENCH_IDLE_BOXES ?? 50);
+  const { delays, trips, cursor } = await feedDelays(url, key, 30, 'store_bench_probe');
   const cpuOver = async (boxes: number, ms: number) => {
     let stop = false;
     const polls = Array.from({ length: boxes }, async () => {

@@ -8,7 +8,7 @@ import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { Outbox } from './outbox/events.js';
-import { buildApp } from './api/app.js';
+import { buildApp, closeHttpApp } from './api/app.js';
 import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
@@ -87,17 +87,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const halt = async (): Promise<boolean> => {
     let clean = true;
     ctx.abort.abort();
-    if (app) {
-      const server = app.server;
-      const grace = setTimeout(() => server.closeAllConnections(), config.http.shutdown_grace_ms);
-      try {
-        await app.close();
-      } catch (err) {
-        clean = false;
-        log.error({ err }, 'closing the HTTP server failed');
-      }
-      clearTimeout(grace);
-    }
+    if (app && !(await closeHttpApp(app, config.http.shutdown_grace_ms, log))) clean = false;
     for (const w of [...started].reverse()) {
       try {
         await w.stop();

@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { publicBaseUrl } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
-import { createHttpApp } from './api/app.js';
+import { closeHttpApp, createHttpApp } from './api/app.js';
 import type { ApiApp } from './api/module.js';
 import { SyncRegistry } from './sync/registry.js';
 import { createPool, FeedWaiter, migrate } from './sync/pg/index.js';
@@ -89,17 +89,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
   const halt = async (): Promise<boolean> => {
     let clean = true;
     abort.abort();
-    if (app) {
-      const server = app.server;
-      const grace = setTimeout(() => server.closeAllConnections(), config.http.shutdown_grace_ms);
-      try {
-        await app.close();
-      } catch (err) {
-        clean = false;
-        log.error({ err }, 'closing the HTTP server failed');
-      }
-      clearTimeout(grace);
-    }
+    if (app && !(await closeHttpApp(app, config.http.shutdown_grace_ms, log))) clean = false;
     try {
       await waiter.stop();
     } catch (err) {

@@ -15,6 +15,7 @@ import { lazyOpenApi } from './openapi.js';
 import { writeRoutesInPipeline, holdUntilCommitted } from './write-pipeline.js';
 import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
+import type { Logger } from '../logger.js';
 import { registerHttpMetrics } from '../system/metrics.js';
 import { OwnNetwork } from '../system/own-network.js';
 import { ConnectionGate, createGuardedServer } from './connections.js';
@@ -108,6 +109,24 @@ export type HttpBase = Pick<AppContext, 'config' | 'log' | 'clock' | 'shutdown'>
  * while stopping, and the request metrics. `notFound` answers a path no route takes (default: 404
  * `route_not_found`); a central-front names what it does not serve.
  */
+/**
+ * Closes the HTTP server: requests in flight get `graceMs` to finish, then their connections are
+ * cut. False (and logged) when the close failed. The daemon's and a central-front's stop share it.
+ */
+export async function closeHttpApp(app: ApiApp, graceMs: number, log: Pick<Logger, 'error'>): Promise<boolean> {
+  const server = app.server;
+  const grace = setTimeout(() => server.closeAllConnections(), graceMs);
+  try {
+    await app.close();
+    return true;
+  } catch (err) {
+    log.error({ err }, 'closing the HTTP server failed');
+    return false;
+  } finally {
+    clearTimeout(grace);
+  }
+}
+
 export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRequest) => ApiError | undefined } = {}): ApiApp {
   const { config } = base;
   const malformed = new MalformedLog(base.log, base.clock);

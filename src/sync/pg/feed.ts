@@ -3,7 +3,8 @@ import type pg from 'pg';
 import type { FeedChange } from '../wire.js';
 import type { FeedRow } from '../store.js';
 import type { CoreFeedSource } from './core-feed.js';
-import { createClient, inTransaction } from './pool.js';
+import { inTransaction } from './pool.js';
+import { ChannelListener } from './listen.js';
 
 /** The channel the relay rings and every front listens on (design 4.5). */
 export const FEED_CHANNEL = 'posd_feed';
@@ -150,29 +151,38 @@ interface Waiter {
  * connection is back and everyone was woken).
  */
 export class FeedWaiter extends EventEmitter {
-  private client: pg.Client | null = null;
+  private readonly listener: ChannelListener;
   private readonly byOrg = new Map<string, Set<Waiter>>();
   private readonly all = new Set<Waiter>();
   /** Bumped per organization notified, and `epoch` for everyone (reconnect, fallback). */
   private readonly versions = new Map<string, number>();
   private epoch = 0;
   private fallback: NodeJS.Timeout | undefined;
-  private reconnecting: NodeJS.Timeout | undefined;
   private stopped = false;
-  private backoffMs = 50;
   readonly stats = { notifications: 0, wakes: 0, fallbacks: 0, reconnects: 0 };
 
   constructor(
-    private readonly config: pg.ClientConfig,
+    config: pg.ClientConfig,
     private readonly opts: { fallbackMs?: number; maxBackoffMs?: number } = {},
   ) {
     super();
+    this.listener = new ChannelListener(config, FEED_CHANNEL, { maxBackoffMs: opts.maxBackoffMs, applicationName: 'posd-feed-listen' });
+    this.listener.on('notify', (payload: string) => {
+      this.stats.notifications++;
+      this.wakeOrganizations(payload.split(','));
+    });
+    this.listener.on('reconnected', () => {
+      this.stats.reconnects++;
+      // What was notified while the connection was down is lost: everyone re-reads.
+      this.wakeAll();
+      this.emit('reconnected');
+    });
   }
 
   /** Connects and listens; resolves once LISTEN is in force. */
   async start(): Promise<void> {
     this.stopped = false;
-    await this.connect();
+    await this.listener.start();
     this.fallback = setInterval(() => {
       if (!this.all.size) return;
       this.stats.fallbacks++;
@@ -181,48 +191,9 @@ export class FeedWaiter extends EventEmitter {
     this.fallback.unref();
   }
 
-  private async connect(): Promise<void> {
-    const client = createClient({ ...this.config, application_name: 'posd-feed-listen', keepAlive: true });
-    client.on('notification', (n) => {
-      if (n.channel !== FEED_CHANNEL) return;
-      this.stats.notifications++;
-      this.wakeOrganizations((n.payload ?? '').split(','));
-    });
-    const lost = () => {
-      if (this.client !== client) return;
-      this.client = null;
-      client.removeAllListeners('end');
-      this.scheduleReconnect();
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    await client.connect();
-    await client.query(`LISTEN ${FEED_CHANNEL}`);
-    this.client = client;
-    this.backoffMs = 50;
-  }
-
-  private scheduleReconnect(): void {
-    if (this.stopped || this.reconnecting) return;
-    this.reconnecting = setTimeout(async () => {
-      this.reconnecting = undefined;
-      try {
-        await this.connect();
-        this.stats.reconnects++;
-        // What was notified while the connection was down is lost: everyone re-reads.
-        this.wakeAll();
-        this.emit('reconnected');
-      } catch {
-        this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs ?? 5000);
-        this.scheduleReconnect();
-      }
-    }, this.backoffMs);
-    this.reconnecting.unref();
-  }
-
   /** The LISTEN session's backend pid (tests cut it with pg_terminate_backend). */
-  async pid(): Promise<number | null> {
-    return this.client ? (await this.client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid : null;
+  pid(): Promise<number | null> {
+    return this.listener.pid();
   }
 
   /** How many long-polls wait now. */
@@ -290,11 +261,8 @@ export class FeedWaiter extends EventEmitter {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.fallback);
-    clearTimeout(this.reconnecting);
     for (const w of [...this.all]) w.wake(false);
-    const c = this.client;
-    this.client = null;
-    if (c) await c.end().catch(() => undefined);
+    await this.listener.stop();
   }
 }
 

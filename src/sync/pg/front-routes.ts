@@ -28,9 +28,7 @@ import { authenticateFront, storeKeyOf, type FrontCaller } from './front-auth.js
 import { feedAfter, type FeedWaiter } from './feed.js';
 import { receivePush, type ReceiptScope } from './receipt.js';
 import { scopeOf, type SyncAccountRow } from './read-models.js';
-
-/** The channel a front rings after a push commits, with the store id as payload: the core's projector LISTENs on it. */
-export const RECEIVED_CHANNEL = 'posd_received';
+import { RECEIVED_CHANNEL, type PgStoreRow } from './core.js';
 
 const errors = errorBodies(400, 401, 403, 409, 422, 503);
 
@@ -246,21 +244,7 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
                 who.liveMode,
               ])
             ).rows.map((r) => r.id);
-        const stores = await c.query<{
-          store_id: string;
-          account_id: string;
-          live_mode: boolean;
-          received_seq: number;
-          applied_seq: number;
-          last_push_at: Date | null;
-          held_count: number;
-          rejected_count: number;
-          parked_count: number;
-          skipped_count: number;
-          box_waiting: number | null;
-          box_waiting_since: string | null;
-          created_at: Date;
-        }>('SELECT * FROM sync_stores WHERE account_id = ANY($1::text[]) ORDER BY last_push_at NULLS FIRST, store_id', [visible]);
+        const stores = await c.query<PgStoreRow & { last_push_at: Date | null; created_at: Date }>('SELECT * FROM sync_stores WHERE account_id = ANY($1::text[]) ORDER BY last_push_at NULLS FIRST, store_id', [visible]);
         return stores.rows.map((s) => ({
           store_id: s.store_id,
           account_id: s.account_id,

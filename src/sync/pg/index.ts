@@ -7,13 +7,13 @@
 export { migrate, SCHEMA, SYNC_TABLES } from './schema.js';
 export { createClient, createPool, inTransaction } from './pool.js';
 export { receivePush, dayOf, type Receipt, type ReceiptScope } from './receipt.js';
+export { ChannelListener } from './listen.js';
 export { FeedRelay, FeedWaiter, feedAfter, pollFeed, notifyPayloads, FEED_CHANNEL, type FeedScope } from './feed.js';
 export { coreFeedSource, type CoreFeedSource } from './core-feed.js';
 export { readReceived, markApplied, storesBehind, ProjectorLease, PROJECTOR_LOCK, type OutcomeOf, type ReceivedRecordRow } from './projector.js';
 export { publishAccounts, publishKeys, publishOrganizations, keyByHash, scopeOf, type SyncAccountRow } from './read-models.js';
 export {
   RECEIVED_CHANNEL,
-  ChannelListener,
   allStores,
   behindStores,
   storeOf,

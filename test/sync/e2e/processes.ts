@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
 import { assertBuilt } from '../../helpers/process.js';
 
 const run = promisify(execFile);
@@ -163,4 +164,14 @@ export async function startSimulatorProcess(opts: {
       await exited;
     },
   };
+}
+
+/** Reads a stopped or running daemon's database read-only (WAL: beside its writer). */
+export function peek<T>(dir: string, fn: (db: Database.Database) => T): T {
+  const db = new Database(join(dir, 'posd.db'), { readonly: true });
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
 }

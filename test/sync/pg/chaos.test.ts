@@ -13,6 +13,7 @@ import { until } from '../helpers.js';
 import { seededRandom } from '../e2e/chaos-proxy.js';
 import {
   killStarted,
+  peek,
   posd,
   removeTempDirs,
   requireBuild,
@@ -125,15 +126,6 @@ function haproxyConfig(): string {
   expect(out).toMatch(/option redispatch/);
   expect(out).toContain('log stdout');
   return out;
-}
-
-function peek<T>(dir: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(join(dir, 'posd.db'), { readonly: true });
-  try {
-    return fn(db);
-  } finally {
-    db.close();
-  }
 }
 
 beforeAll(async () => {

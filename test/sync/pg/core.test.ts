@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
-import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
+import { killStarted, peek, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool, FeedWaiter, keyByHash, migrate, receivePush, scopeOf, type ReceiptScope } from '../../../src/sync/pg/index.js';
 import type { PushRecord } from '../../../src/sync/wire.js';
 import { tailEvents } from '../../../src/sync/push.js';
@@ -55,15 +55,6 @@ async function receive(recs: PushRecord[]): Promise<void> {
 
 async function pgStore() {
   return (await pool.query('SELECT received_seq, applied_seq, held_count, rejected_count, parked_count FROM sync_stores WHERE store_id = $1', [STORE])).rows[0];
-}
-
-function peek<T>(dir: string, fn: (db: Database.Database) => T): T {
-  const db = new Database(join(dir, 'posd.db'), { readonly: true });
-  try {
-    return fn(db);
-  } finally {
-    db.close();
-  }
 }
 
 const part = (n: number) => {

@@ -9,7 +9,7 @@ import { centralRoutes } from './central.js';
 import { centralRecordRoutes } from './central-records.js';
 import { SyncWorker } from './client.js';
 import { projectorWorker } from './projector.js';
-import { pgCoreOf, pgCoreWorker } from './pg-core.js';
+import { lazyPgCoreWorker, pgCoreOf } from './pg-core-slot.js';
 import { syncStatus, type SyncStatus } from './status.js';
 import { metrics } from '../system/metrics.js';
 import type { AppContext } from '../context.js';
@@ -109,7 +109,7 @@ export const syncModule: PosdModule = {
     // with `posd sync retry` from another process.
     // With the sync tables on PostgreSQL this central is the chain's core: it also ingests what the
     // fronts received, reports outcomes and totals, and relays its feed (src/sync/pg-core.ts).
-    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), pgCoreWorker(ctx)] : [projectorWorker(ctx)];
+    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), lazyPgCoreWorker(ctx)] : [projectorWorker(ctx)];
   },
 };
 

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { AppContext } from '../context.js';
 import type { Worker } from '../api/module.js';
 import { tx } from '../db/database.js';
-import { perDb } from '../db/per-db.js';
+import { setPgCore } from './pg-core-slot.js';
 import { isoTime } from '../clock.js';
 import { feedBell } from '../outbox/feed-changes.js';
 import { metrics } from '../system/metrics.js';
@@ -427,16 +427,9 @@ export function centralMeasures(ctx: AppContext, storeId: string, day: string): 
   ])();
 }
 
-const cores = perDb(() => ({ current: undefined as PgCore | undefined }));
-
-/** The PostgreSQL core of this central, if it runs one (the status page and metrics read it). */
-export function pgCoreOf(ctx: Pick<AppContext, 'db'>): PgCore | undefined {
-  return cores(ctx.db).current;
-}
-
 export function pgCoreWorker(ctx: AppContext): PgCore {
   const core = new PgCore(ctx);
-  cores(ctx.db).current = core;
+  setPgCore(ctx, core);
   const m = metrics(ctx);
   m.gauge({
     name: 'posd_sync_projector_lag_records',

@@ -76,7 +76,7 @@ describe('the schema fast-json-stringify is given (issue 16: no validator per un
     const twoObjects = Type.Union([Type.Object({ a: Type.String() }), Type.Object({ b: Type.Integer() })]);
     const numbers = Type.Union([Type.Number(), Type.Integer()]);
     const ref = { anyOf: [{ $ref: '#/definitions/x' }, { type: 'null' }], definitions: { x: { type: 'string' } } };
-    for (const s of [twoObjects, numbers, ref]) expect(serializerSchema(s)).toEqual(s);
+    for (const s of [twoObjects, numbers, ref]) expect(serializerSchema(s)).toStrictEqual(JSON.parse(JSON.stringify(s)));
     // Folded inside, left at the top: the inner nullable string still loses its validator.
     const mixed = serializerSchema(Type.Union([Type.Object({ a: Type.Union([Type.String(), Type.Null()]) }), Type.Object({ b: Type.Integer() })])) as Schema;
     expect(mixed.anyOf[0].properties.a).toEqual({ type: ['string', 'null'] });

@@ -70,14 +70,53 @@ function commonJs(file) {
   return true;
 }
 
+/**
+ * Where each package `require` of the last build's run led (`<requiring folder>\0<id>` to a file):
+ * node's resolution walks node_modules and reads package.json `exports` for each, ~15 ms of a start
+ * (issue 16). Used only while the packages are as they were at that run: npm rewrites
+ * node_modules/.package-lock.json on every install, and its size and time are the stamp; no stamp
+ * (another installer, a moved folder), no map, node resolves as before.
+ */
+const RESOLVED = join(CACHES, 'resolved.json');
+const resolvedAtBuild = WRITE ? new Map() : readResolved();
+
+function installStamp() {
+  for (let dir = __dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    try {
+      const st = statSync(join(dir, 'node_modules', '.package-lock.json'));
+      return `${join(dir, 'node_modules')} ${st.size} ${st.mtimeMs}`;
+    } catch {}
+  }
+  return undefined;
+}
+
+function readResolved() {
+  try {
+    const { stamp, files } = JSON.parse(readFileSync(RESOLVED, 'utf8'));
+    return stamp !== undefined && stamp === installStamp() ? new Map(Object.entries(files)) : new Map();
+  } catch {
+    return new Map();
+  }
+}
+
+function resolveFrom(nodeRequire, here, id) {
+  const key = `${here}\0${id}`;
+  let path = resolvedAtBuild.get(key);
+  if (path === undefined) {
+    path = nodeRequire.resolve(id);
+    if (WRITE) resolvedAtBuild.set(key, path);
+  }
+  return path;
+}
+
 function requireFrom(file) {
   const nodeRequire = createRequire(file);
   const here = dirname(file);
   const req = (id) => {
     if (id.startsWith('./') && id.endsWith('.js') && here === __dirname) return load(join(here, id));
     if (BUILTIN.has(id) || id.startsWith('node:')) return nodeRequire(id);
-    const path = nodeRequire.resolve(id);
-    return (WRITE ? commonJs(path) : caches.has(cacheName(path))) ? load(path) : nodeRequire(id);
+    const path = resolveFrom(nodeRequire, here, id);
+    return (WRITE ? commonJs(path) : caches.has(cacheName(path))) ? load(path) : nodeRequire(path);
   };
   req.resolve = nodeRequire.resolve;
   req.cache = nodeRequire.cache;
@@ -127,6 +166,11 @@ if (WRITE) {
     mkdirSync(CACHES, { recursive: true });
     chmodSync(CACHES, statSync(__dirname).mode & 0o777);
     const mode = statSync(join(__dirname, 'main.js')).mode & 0o666;
+    const stamp = installStamp();
+    if (stamp !== undefined) {
+      writeFileSync(RESOLVED, JSON.stringify({ stamp, files: Object.fromEntries(resolvedAtBuild) }));
+      chmodSync(RESOLVED, mode);
+    }
     for (const { file, script, hash } of made) {
       const cache = join(CACHES, cacheName(file));
       writeFileSync(cache, Buffer.concat([hash, script.createCachedData()]));

@@ -140,6 +140,8 @@ export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRe
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+    // HEAD requests reach the GET routes instead (createGuardedServer).
+    exposeHeadRoutes: false,
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() as never } },
     // The hosted service answers every route with a `.json` suffix too (`/checkouts.json`,
     // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.

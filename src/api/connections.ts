@@ -68,7 +68,14 @@ export function createGuardedServer(limits: HttpLimits, gate: ConnectionGate, ma
       // Node looks for expired requests this often (30 s by default, longer than the deadlines).
       connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(deadline / 4))),
     },
-    handler,
+    // HEAD is answered by the GET route, as fastify's HEAD twins did (createHttpApp turns them off:
+    // registering a second route per GET was ~a third of a start's routing work, issue 16). Node has
+    // already marked the response bodiless for a HEAD request, so the GET's headers, Content-Length
+    // included, go out without its body.
+    (req, res) => {
+      if (req.method === 'HEAD') req.method = 'GET';
+      handler(req, res);
+    },
   );
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;

@@ -105,7 +105,8 @@ export function frameworkErrors(err: Error & { code?: string }, _req: FastifyReq
  * method) from a 404. Filled from `onRoute`; a 404 is rare enough for a linear scan.
  */
 export class MethodIndex {
-  private readonly routes: Array<{ pattern: RegExp; methods: Set<string> }> = [];
+  // Each route's pattern is compiled by the first 404 or 405 that looks, not at registration (issue 16).
+  private readonly routes: Array<{ url: string; pattern?: RegExp; methods: Set<string> }> = [];
   private readonly byUrl = new Map<string, Set<string>>();
 
   add(url: string, method: string | string[]): void {
@@ -113,16 +114,20 @@ export class MethodIndex {
     if (!methods) {
       methods = new Set();
       this.byUrl.set(url, methods);
-      this.routes.push({ pattern: routePattern(url), methods });
+      this.routes.push({ url, methods });
     }
-    for (const m of Array.isArray(method) ? method : [method]) methods.add(m.toUpperCase());
+    for (const m of Array.isArray(method) ? method : [method]) {
+      methods.add(m.toUpperCase());
+      // HEAD is served by every GET route (createGuardedServer), without a route of its own.
+      if (m.toUpperCase() === 'GET') methods.add('HEAD');
+    }
   }
 
   /** The methods some route takes on this concrete path (empty: no route has this path). */
   allowed(url: string): string[] {
     const path = url.split('?')[0].replace(/(.)\/$/, '$1');
     const out = new Set<string>();
-    for (const r of this.routes) if (r.pattern.test(path)) for (const m of r.methods) out.add(m);
+    for (const r of this.routes) if ((r.pattern ??= routePattern(r.url)).test(path)) for (const m of r.methods) out.add(m);
     return [...out].sort();
   }
 }

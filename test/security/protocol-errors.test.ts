@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
 import { ERRORS } from '../../src/errors.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { rawRequest, type RawAnswer } from '../helpers/raw-http.js';
@@ -66,5 +67,23 @@ describe('parser-level errors carry a catalogue code', () => {
     const a = await rawRequest(s.url, `PUT /api/terminals HTTP/1.1\r\nHost: x\r\nX-Secret-Key: ${key}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
     expectCatalogued(a, 405, 'method_not_allowed');
     expect(a.headers.allow).toMatch(/GET/);
+  });
+
+  it('HEAD is answered by the GET route: its headers, Content-Length included, and no body', async () => {
+    const g = await request(`${s.url}/api/test`, { headers: { 'x-secret-key': key } });
+    const gBody = await g.body.text();
+    const h = await request(`${s.url}/api/test`, { method: 'HEAD', headers: { 'x-secret-key': key } });
+    expect(g.statusCode).toBe(200);
+    expect(h.statusCode).toBe(200);
+    expect(await h.body.text()).toBe('');
+    expect(Number(h.headers['content-length'])).toBe(Buffer.byteLength(gBody));
+    expect(h.headers['content-type']).toBe(g.headers['content-type']);
+    // Without a key HEAD is refused as GET is.
+    const refused = await request(`${s.url}/api/test`, { method: 'HEAD' });
+    expect(refused.statusCode).toBe(401);
+    expect(await refused.body.text()).toBe('');
+    // The methods a path takes name HEAD where they name GET.
+    const a = await rawRequest(s.url, `PUT /api/terminals HTTP/1.1\r\nHost: x\r\nX-Secret-Key: ${key}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`);
+    expect(a.headers.allow).toMatch(/\bGET\b.*\bHEAD\b|\bHEAD\b.*\bGET\b/);
   });
 });

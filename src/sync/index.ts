@@ -109,7 +109,7 @@ export const syncModule: PosdModule = {
     // with `posd sync retry` from another process.
     // With the sync tables on PostgreSQL this central is the chain's core: it also ingests what the
     // fronts received, reports outcomes and totals, and relays its feed (src/sync/pg-core.ts).
-    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), lazyPgCoreWorker(ctx)] : [projectorWorker(ctx)];
+    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), lazyPgCoreWorker(ctx, async () => (await import('./pg-core.js')).pgCoreWorker)] : [projectorWorker(ctx)];
   },
 };
 

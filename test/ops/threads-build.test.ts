@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
 import { Script } from 'node:vm';
 import { afterEach, expect, it } from 'vitest';
 
@@ -78,6 +79,10 @@ it('the files a start loads have a code cache made for their path and text, whic
   const chunks = readdirSync(posd).filter((f) => f.endsWith('.js') && f !== 'posd.js');
   const cached = chunks.filter((f) => caches.has(cacheOf(join(posd, f))));
   expect(cached).toEqual(expect.arrayContaining(['main.js', expect.stringMatching(/^daemon-.*\.js$/), expect.stringMatching(/^modules-.*\.js$/)]));
+  // V8 accepts a cache only under the flags it was made with: the loader's, set here the same way.
+  const flags = /v8\.setFlagsFromString\('([^']+)'\)/.exec(readFileSync(join(posd, 'posd.js'), 'utf8'))?.[1];
+  expect(flags).toMatch(/^--/);
+  setFlagsFromString(flags!);
   const files = [...cached.map((f) => join(posd, f)), createRequire(join(posd, 'main.js')).resolve('better-sqlite3'), createRequire(join(posd, 'main.js')).resolve('pino')];
   for (const file of files) {
     expect(caches.has(cacheOf(file)), file).toBe(true);

@@ -103,13 +103,14 @@ async function measure(name: string, fill: (db: Database.Database) => void, thre
     // What the copy's check would cost were it quick_check alone (not done: docs/operations.md).
     const quickCpu = median(Array.from({ length: 3 }, () => cpuOf(file, ['quick_check'])));
 
-    const ours = threads.map(() => ({ wall: [] as number[], cpu: [] as number[] }));
+    const ours = threads.map(() => ({ wall: [] as number[], cpu: [] as number[], phases: [] as Array<Record<string, number>> }));
     const raw = { wall: [] as number[], cpu: [] as number[] };
     for (let i = 0; i < RUNS; i++) {
       for (const [k, t] of threads.entries()) {
         const cpu = process.cpuUsage();
         const start = process.hrtime.bigint();
-        await backupDatabase(file, join(dir, `b${i}-${k}.db`), { checkThreads: t });
+        const result = await backupDatabase(file, join(dir, `b${i}-${k}.db`), { checkThreads: t });
+        ours[k].phases.push(result.phases);
         ours[k].wall.push(Number(process.hrtime.bigint() - start) / 1e9);
         ours[k].cpu.push(cpuSeconds(cpu));
         rmSync(join(dir, `b${i}-${k}.db`));
@@ -135,6 +136,8 @@ async function measure(name: string, fill: (db: Database.Database) => void, thre
           check_cpu_s: groupCpu[k].reduce((a, b) => a + b, 0),
           longest_group_cpu_s: Math.max(...groupCpu[k]),
           quick_check_cpu_s: quickCpu,
+          // Each phase of backupDatabase, wall ms, median over the runs (flush and check run side by side).
+          ...Object.fromEntries(Object.keys(ours[k].phases[0]).map((p) => [`${p}_ms`, median(ours[k].phases.map((x) => x[p]))])),
         },
         baseline: { mib_per_s: rawMiBs, seconds: median(raw.wall), cpu_s: median(raw.cpu) },
         ratio: oursMiBs / rawMiBs,

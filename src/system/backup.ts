@@ -26,6 +26,8 @@ export interface BackupProgress {
 export interface BackupResult {
   file: string;
   bytes: number;
+  /** Milliseconds each phase took, in order (bench/backup.ts prints them). */
+  phases: Record<string, number>;
 }
 
 function fsyncPath(path: string): void {
@@ -72,6 +74,13 @@ export async function backupDatabase(
     for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(partial + suffix, { force: true });
   };
   dropPartial();
+  const phases: Record<string, number> = {};
+  let mark = performance.now();
+  const phase = (name: string) => {
+    const now = performance.now();
+    phases[name] = (phases[name] ?? 0) + (now - mark);
+    mark = now;
+  };
   const db = new Database(source, { fileMustExist: true });
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
@@ -99,6 +108,7 @@ export async function backupDatabase(
   } finally {
     db.close();
   }
+  phase('copy');
   // The copy keeps the source's WAL mode in its header (and a copied WAL beside it); a backup should
   // be one self-contained file that opens without leaving -wal/-shm files beside it. Leaving WAL mode
   // folds the copied WAL into the file. Nothing is flushed yet (synchronous=OFF): the copy is
@@ -111,18 +121,24 @@ export async function backupDatabase(
     } finally {
       copy.close();
     }
+    phase('fold');
     if (opts.bundle) writeBundle(partial, opts.bundle);
+    phase('bundle');
     // The flush (in the thread pool) and the integrity check run side by side. Inside the daemon
     // (the nightly backup) the check runs on threads of its own so it never holds the event loop;
     // `posd backup` is a process of its own and runs a share of the check on its main thread, sparing
     // a thread's start. A large copy is checked by several threads at once (planIntegrityCheck).
-    const flushed = fsyncPathAsync(partial);
+    const flushed = fsyncPathAsync(partial).then(() => {
+      phases.flush = performance.now() - mark;
+    });
     let check: Inspection;
     try {
       check = await inspectBackupCopy(partial, { offLoop: opts.checkOffLoop ?? false, threads: opts.checkThreads });
+      phases.check = performance.now() - mark;
     } finally {
       await flushed;
     }
+    mark = performance.now();
     if (!check.ok) throw new Error(`the backup failed its integrity check: ${check.problem}`);
   } catch (err) {
     dropPartial();
@@ -130,8 +146,10 @@ export async function backupDatabase(
   }
   ownerOnlyFiles(partial);
   renameSync(partial, dest);
+  phase('rename');
   fsyncPath(dirname(dest));
-  return { file: dest, bytes: statSync(dest).size };
+  phase('dir_fsync');
+  return { file: dest, bytes: statSync(dest).size, phases };
 }
 
 async function fsyncPathAsync(path: string): Promise<void> {

@@ -98,7 +98,7 @@ export async function backupDatabase(
       const walBytes = existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0;
       opts.onProgress?.({ totalPages: pages, remainingPages: pages });
       const copied = copyFile(source, partial);
-      earlyFlush = flushAlong(partial, copied);
+      earlyFlush = process.env.BK18_NOALONG ? copied.then(() => fsyncPathAsync(partial)) : flushAlong(partial, copied);
       earlyFlush.catch(() => undefined); // awaited below; a failure there fails the backup
       await copied;
       if (walBytes > WAL_HEADER_BYTES) {

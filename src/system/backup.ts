@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
-import { copyFile, open } from 'node:fs/promises';
+import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { copyFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
 import { DIR_MODE, ownerOnlyFiles } from './file-modes.js';
@@ -98,7 +98,7 @@ export async function backupDatabase(
       const walBytes = existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0;
       opts.onProgress?.({ totalPages: pages, remainingPages: pages });
       const copied = copyFile(source, partial);
-      earlyFlush = process.env.BK18_NOALONG ? copied.then(() => fsyncPathAsync(partial)) : flushAlong(partial, copied);
+      earlyFlush = flushAlong(partial, copied);
       earlyFlush.catch(() => undefined); // awaited below; a failure there fails the backup
       await copied;
       if (walBytes > WAL_HEADER_BYTES) {
@@ -147,8 +147,10 @@ export async function backupDatabase(
     phase('bundle');
     // The check and the last flush run side by side. Inside the daemon (the nightly backup) the check
     // runs on a thread of its own so it never holds the event loop; `posd backup` is a process of its
-    // own and checks on its main thread, sparing a thread's start.
-    const flushed = (earlyFlush ?? Promise.resolve()).then(() => fsyncPathAsync(partial));
+    // own and checks on its main thread, sparing a thread's start. The last flush is handed to the
+    // thread pool before the check starts (a check on this thread holds the event loop, so a flush
+    // chained after another would only start once the check is over) and covers every write above.
+    const flushed = Promise.all([earlyFlush, fsyncInPool(partial)]);
     flushed.catch(() => undefined); // awaited below
     let check: Inspection;
     try {
@@ -186,10 +188,10 @@ function setRollbackJournalHeader(file: string): void {
 }
 
 /**
- * Flushes `path` while `writing` runs, one flush after another, then once more when it is done: the
- * kernel writes the copy out to disk as it is being made instead of all of it after (the flush is
- * most of a backup's time otherwise: bench/backup.ts). Any failure of any flush fails the backup (a
- * write error is reported to one flush only).
+ * Flushes `path` while `writing` runs, one flush after another: the kernel writes the copy out to
+ * disk as it is being made instead of all of it after (the flush is most of a backup's time
+ * otherwise: bench/backup.ts). The caller flushes once more after its last write. Any failure of any
+ * flush fails the backup (a write error is reported to one flush only).
  */
 async function flushAlong(path: string, writing: Promise<unknown>): Promise<void> {
   let done = false;
@@ -199,22 +201,33 @@ async function flushAlong(path: string, writing: Promise<unknown>): Promise<void
   writing.then(settle, settle);
   while (!done) {
     try {
-      await fsyncPathAsync(path);
+      await fsyncInPool(path);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err; // not created yet
     }
     if (!done) await new Promise((resolve) => setTimeout(resolve, 2));
   }
-  await fsyncPathAsync(path);
 }
 
-async function fsyncPathAsync(path: string): Promise<void> {
-  const handle = await open(path, 'r');
+/** An `fsync` of `path` queued in the thread pool now: it runs even while this thread is busy. */
+function fsyncInPool(path: string): Promise<void> {
+  let fd: number;
   try {
-    await handle.sync();
-  } finally {
-    await handle.close();
+    fd = openSync(path, 'r');
+  } catch (err) {
+    return Promise.reject(err as Error);
   }
+  return new Promise((resolve, reject) => {
+    fsync(fd, (err) => {
+      try {
+        closeSync(fd);
+      } catch {
+        // the flush's own result is what counts
+      }
+      if (err) reject(err);
+      else resolve();
+    });
+  });
 }
 
 /**

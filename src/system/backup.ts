@@ -82,14 +82,12 @@ export async function backupDatabase(
     phases[name] = (phases[name] ?? 0) + (now - mark);
     mark = now;
   };
-  // The flush of the bulk of the copy starts as soon as the database file is copied and runs in the
-  // thread pool beside the rest; a last flush after every write to the copy makes it whole on disk.
-  let earlyFlush: Promise<void> | undefined;
+  let wal = false;
   let walCopied = false;
   const db = new Database(source, { fileMustExist: true });
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-    const wal = db.pragma('journal_mode', { simple: true }) === 'wal';
+    wal = db.pragma('journal_mode', { simple: true }) === 'wal';
     db.exec('BEGIN');
     const pages = db.pragma('page_count', { simple: true }) as number; // takes the snapshot now
     if (wal) {
@@ -97,10 +95,7 @@ export async function backupDatabase(
       // is later commits): the database file alone is the snapshot.
       const walBytes = existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0;
       opts.onProgress?.({ totalPages: pages, remainingPages: pages });
-      const copied = copyFile(source, partial);
-      earlyFlush = flushAlong(partial, copied);
-      earlyFlush.catch(() => undefined); // awaited below; a failure there fails the backup
-      await copied;
+      await copyFile(source, partial);
       if (walBytes > WAL_HEADER_BYTES) {
         await copyFile(`${source}-wal`, `${partial}-wal`);
         walCopied = true;
@@ -117,7 +112,6 @@ export async function backupDatabase(
     }
     db.exec('COMMIT');
   } catch (err) {
-    await earlyFlush?.catch(() => undefined);
     dropPartial();
     throw err;
   } finally {
@@ -137,7 +131,7 @@ export async function backupDatabase(
       } finally {
         copy.close();
       }
-    } else if (earlyFlush) {
+    } else if (wal) {
       // Nothing to fold: only the header says WAL. Bytes 18 and 19 (file format write and read
       // versions) are 2 for WAL and 1 for a rollback journal (https://sqlite.org/fileformat2.html).
       setRollbackJournalHeader(partial);
@@ -145,12 +139,12 @@ export async function backupDatabase(
     phase('fold');
     if (opts.bundle) writeBundle(partial, opts.bundle);
     phase('bundle');
-    // The check and the last flush run side by side. Inside the daemon (the nightly backup) the check
-    // runs on a thread of its own so it never holds the event loop; `posd backup` is a process of its
-    // own and checks on its main thread, sparing a thread's start. The last flush is handed to the
-    // thread pool before the check starts (a check on this thread holds the event loop, so a flush
-    // chained after another would only start once the check is over) and covers every write above.
-    const flushed = Promise.all([earlyFlush, fsyncInPool(partial)]);
+    // The check and the flush run side by side. Inside the daemon (the nightly backup) the check runs
+    // on a thread of its own so it never holds the event loop; `posd backup` is a process of its own
+    // and checks on its main thread, sparing a thread's start. The flush is queued in the thread pool
+    // before the check starts: a check on this thread holds the event loop, and a flush that needed
+    // the loop once more to start (an asynchronous open first) would wait for the check to end.
+    const flushed = fsyncInPool(partial);
     flushed.catch(() => undefined); // awaited below
     let check: Inspection;
     try {
@@ -163,7 +157,6 @@ export async function backupDatabase(
     }
     if (!check.ok) throw new Error(`the backup failed its integrity check: ${check.problem}`);
   } catch (err) {
-    await earlyFlush?.catch(() => undefined);
     dropPartial();
     throw err;
   }
@@ -184,28 +177,6 @@ function setRollbackJournalHeader(file: string): void {
     writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
   } finally {
     closeSync(fd);
-  }
-}
-
-/**
- * Flushes `path` while `writing` runs, one flush after another: the kernel writes the copy out to
- * disk as it is being made instead of all of it after (the flush is most of a backup's time
- * otherwise: bench/backup.ts). The caller flushes once more after its last write. Any failure of any
- * flush fails the backup (a write error is reported to one flush only).
- */
-async function flushAlong(path: string, writing: Promise<unknown>): Promise<void> {
-  let done = false;
-  const settle = () => {
-    done = true;
-  };
-  writing.then(settle, settle);
-  while (!done) {
-    try {
-      await fsyncInPool(path);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err; // not created yet
-    }
-    if (!done) await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }
 

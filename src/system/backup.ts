@@ -241,19 +241,10 @@ export function inspectDatabase(file: string): Inspection {
  * `offLoop`.
  */
 export async function inspectBackupCopy(file: string, opts: { offLoop: boolean }): Promise<Inspection> {
+  if (!opts.offLoop) return inspectWith(file, (db) => integrityLinesOf(db, 'quick_check'), 'quick_check');
   let lines: string[];
   try {
-    const mmapBytes = checkMmapBytes(file);
-    if (opts.offLoop) lines = await integrityCheckOffLoop(file, mmapBytes, ['quick_check']);
-    else {
-      const db = new Database(file, { readonly: true, fileMustExist: true });
-      try {
-        db.pragma(`mmap_size = ${mmapBytes}`);
-        lines = integrityLinesOf(db, 'quick_check');
-      } finally {
-        db.close();
-      }
-    }
+    lines = await integrityCheckOffLoop(file, checkMmapBytes(file), ['quick_check']);
   } catch (err) {
     return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
   }
@@ -269,7 +260,12 @@ function inspectWith(file: string, integrity: (db: Database.Database) => string[
     return { ok: false, problem: `cannot open ${file}: ${(err as Error).message}` };
   }
   try {
-    const result = integrity(db);
+    let result: string[];
+    try {
+      result = integrity(db);
+    } catch (err) {
+      return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
+    }
     if (result.length !== 1 || result[0] !== 'ok') {
       const findings = result.filter((line) => line !== 'ok');
       return { ok: false, problem: `${name}: ${findings.slice(0, 3).join('; ')}`, findings };

@@ -130,7 +130,7 @@ export function restoreCommand(): Command {
         const repaired = rebuildIndexes(staging, rebuild);
         if (!repaired.ok) {
           for (const suffix of ['', '-journal']) rmSync(staging + suffix, { force: true });
-          throw new CliError(`${backup} cannot be restored: ${inspection.problem}; rebuilding ${rebuild.join(', ')} did not repair it (${repaired.problem}); nothing was changed`);
+          throw new CliError(`${backup} cannot be restored: ${inspection.problem}; after rebuilding ${rebuild.join(', ')}: ${repaired.problem}; nothing was changed`);
         }
         inspection = repaired;
       }

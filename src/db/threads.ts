@@ -18,9 +18,8 @@ export function startThread(program: ThreadProgram, workerData: ThreadDatabase &
 
 /**
  * `PRAGMA integrity_check` of a database file that no one else writes (a backup copy), on a thread
- * of its own: the lines it reports (`['ok']` when whole). `statements` runs a share of the check
- * instead (`quick_check`, `integrity_check(<table>)`: planIntegrityCheck in src/system/backup.ts),
- * every line of each, in order.
+ * of its own: the lines it reports (`['ok']` when whole). `statements` runs other checks instead
+ * (`quick_check`: inspectBackupCopy in src/system/backup.ts), every line of each, in order.
  */
 export function integrityCheckOffLoop(file: string, mmapBytes = 0, statements: string[] = ['integrity_check']): Promise<string[]> {
   return new Promise((resolve, reject) => {

@@ -1,7 +1,6 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { copyFile, open } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
+import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { copyFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
 import { DIR_MODE, ownerOnlyFiles } from './file-modes.js';
@@ -26,6 +25,8 @@ export interface BackupProgress {
 export interface BackupResult {
   file: string;
   bytes: number;
+  /** Milliseconds each phase took, in order (bench/backup.ts prints them). */
+  phases: Record<string, number>;
 }
 
 function fsyncPath(path: string): void {
@@ -36,6 +37,9 @@ function fsyncPath(path: string): void {
     closeSync(fd);
   }
 }
+
+/** A WAL file this size or smaller holds no frame (its header is 32 bytes). */
+const WAL_HEADER_BYTES = 32;
 
 /**
  * Copies the database at `source` to `dest` while the daemon keeps writing. The copy is one
@@ -48,8 +52,9 @@ function fsyncPath(path: string): void {
  * database; it runs at file-copy speed in the thread pool, where SQLite's online backup API copies
  * page by page on the event loop (about 4x slower, measured in bench/backup.ts). A database not in
  * WAL mode goes through the backup API. Every row committed before the call is in the copy.
- * Written to `dest.partial`, its WAL folded in, checked with `PRAGMA integrity_check`, flushed, then
- * renamed: `dest` is either a whole, checked backup or absent.
+ * Written to `dest.partial`, its WAL folded in, checked with `PRAGMA quick_check` (docs/operations.md
+ * says why not the full check), flushed, then renamed: `dest` is either a whole, checked, flushed
+ * backup or absent.
  */
 export async function backupDatabase(
   source: string,
@@ -59,10 +64,8 @@ export async function backupDatabase(
     busyTimeoutMs?: number;
     /** What the backup carries besides the database (backup-bundle.ts). */
     bundle?: Record<string, string>;
-    /** Check the copy on threads of its own only, none on the caller's (inside the daemon). */
+    /** Check the copy on a thread of its own, not on the caller's (inside the daemon). */
     checkOffLoop?: boolean;
-    /** Threads the integrity check may use (default: checkThreads, 1 below SPLIT_CHECK_MIN_BYTES). */
-    checkThreads?: number;
   } = {},
 ): Promise<BackupResult> {
   // A backup is the whole store's data: owner-only, also under `posd backup --to FILE`.
@@ -72,16 +75,31 @@ export async function backupDatabase(
     for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(partial + suffix, { force: true });
   };
   dropPartial();
+  const phases: Record<string, number> = {};
+  let mark = performance.now();
+  const phase = (name: string) => {
+    const now = performance.now();
+    phases[name] = (phases[name] ?? 0) + (now - mark);
+    mark = now;
+  };
+  let wal = false;
+  let walCopied = false;
   const db = new Database(source, { fileMustExist: true });
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-    const wal = db.pragma('journal_mode', { simple: true }) === 'wal';
+    wal = db.pragma('journal_mode', { simple: true }) === 'wal';
     db.exec('BEGIN');
     const pages = db.pragma('page_count', { simple: true }) as number; // takes the snapshot now
     if (wal) {
+      // A WAL without a frame at the snapshot adds nothing to it (whatever is appended from now on
+      // is later commits): the database file alone is the snapshot.
+      const walBytes = existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0;
       opts.onProgress?.({ totalPages: pages, remainingPages: pages });
       await copyFile(source, partial);
-      if (existsSync(`${source}-wal`)) await copyFile(`${source}-wal`, `${partial}-wal`);
+      if (walBytes > WAL_HEADER_BYTES) {
+        await copyFile(`${source}-wal`, `${partial}-wal`);
+        walCopied = true;
+      }
       opts.onProgress?.({ totalPages: pages, remainingPages: 0 });
     } else {
       await db.backup(partial, {
@@ -99,29 +117,43 @@ export async function backupDatabase(
   } finally {
     db.close();
   }
-  // The copy keeps the source's WAL mode in its header (and a copied WAL beside it); a backup should
-  // be one self-contained file that opens without leaving -wal/-shm files beside it. Leaving WAL mode
-  // folds the copied WAL into the file. Nothing is flushed yet (synchronous=OFF): the copy is
-  // flushed once, below, before it is renamed into place.
+  phase('copy');
   try {
-    const copy = new Database(partial);
-    try {
-      copy.pragma('synchronous = OFF');
-      copy.pragma('journal_mode = DELETE');
-    } finally {
-      copy.close();
+    // The copy keeps the source's WAL mode in its header (and a copied WAL beside it); a backup
+    // should be one self-contained file that opens without leaving -wal/-shm files beside it.
+    if (walCopied) {
+      // Leaving WAL mode folds the copied WAL into the file. Nothing is flushed here
+      // (synchronous=OFF): the copy is flushed once it is finished, below.
+      const copy = new Database(partial);
+      try {
+        copy.pragma('synchronous = OFF');
+        copy.pragma('journal_mode = DELETE');
+      } finally {
+        copy.close();
+      }
+    } else if (wal) {
+      // Nothing to fold: only the header says WAL. Bytes 18 and 19 (file format write and read
+      // versions) are 2 for WAL and 1 for a rollback journal (https://sqlite.org/fileformat2.html).
+      setRollbackJournalHeader(partial);
     }
+    phase('fold');
     if (opts.bundle) writeBundle(partial, opts.bundle);
-    // The flush (in the thread pool) and the integrity check run side by side. Inside the daemon
-    // (the nightly backup) the check runs on threads of its own so it never holds the event loop;
-    // `posd backup` is a process of its own and runs a share of the check on its main thread, sparing
-    // a thread's start. A large copy is checked by several threads at once (planIntegrityCheck).
-    const flushed = fsyncPathAsync(partial);
+    phase('bundle');
+    // The check and the flush run side by side. Inside the daemon (the nightly backup) the check runs
+    // on a thread of its own so it never holds the event loop; `posd backup` is a process of its own
+    // and checks on its main thread, sparing a thread's start. The flush is queued in the thread pool
+    // before the check starts: a check on this thread holds the event loop, and a flush that needed
+    // the loop once more to start (an asynchronous open first) would wait for the check to end.
+    const flushed = fsyncInPool(partial);
+    flushed.catch(() => undefined); // awaited below
     let check: Inspection;
     try {
-      check = await inspectBackupCopy(partial, { offLoop: opts.checkOffLoop ?? false, threads: opts.checkThreads });
+      check = await inspectBackupCopy(partial, { offLoop: opts.checkOffLoop ?? false });
+      phases.check = performance.now() - mark;
     } finally {
       await flushed;
+      phases.flush = performance.now() - mark;
+      mark = performance.now();
     }
     if (!check.ok) throw new Error(`the backup failed its integrity check: ${check.problem}`);
   } catch (err) {
@@ -130,17 +162,43 @@ export async function backupDatabase(
   }
   ownerOnlyFiles(partial);
   renameSync(partial, dest);
+  phase('rename');
   fsyncPath(dirname(dest));
-  return { file: dest, bytes: statSync(dest).size };
+  phase('dir_fsync');
+  return { file: dest, bytes: statSync(dest).size, phases };
 }
 
-async function fsyncPathAsync(path: string): Promise<void> {
-  const handle = await open(path, 'r');
+/** Marks a database file (WAL mode in its header, no WAL beside it) as a rollback-journal file. */
+function setRollbackJournalHeader(file: string): void {
+  const fd = openSync(file, 'r+');
   try {
-    await handle.sync();
+    const header = Buffer.alloc(2);
+    if (readSync(fd, header, 0, 2, 18) !== 2 || header[0] !== 2 || header[1] !== 2) throw new Error(`${file} is not a WAL-mode database file`);
+    writeSync(fd, Buffer.from([1, 1]), 0, 2, 18);
   } finally {
-    await handle.close();
+    closeSync(fd);
   }
+}
+
+/** An `fsync` of `path` queued in the thread pool now: it runs even while this thread is busy. */
+function fsyncInPool(path: string): Promise<void> {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
+  return new Promise((resolve, reject) => {
+    fsync(fd, (err) => {
+      try {
+        closeSync(fd);
+      } catch {
+        // the flush's own result is what counts
+      }
+      if (err) reject(err);
+      else resolve();
+    });
+  });
 }
 
 /**
@@ -157,152 +215,43 @@ export function checkMmapBytes(file: string): number {
 export interface Inspection {
   ok: boolean;
   problem?: string;
+  /** Every line of the integrity check that is not `ok` (up to SQLite's 100). */
+  findings?: string[];
   schemaVersion?: number;
   /** Made by a development build before 0.1: whole, but no posd of today runs it. */
   development?: boolean;
 }
 
-/** Reads a database file without changing it: integrity, and whether this posd can run it. */
+function integrityLinesOf(db: Database.Database, statement: string): string[] {
+  return (db.pragma(statement) as Array<Record<string, unknown>>).map((r) => String(Object.values(r)[0]));
+}
+
+/**
+ * Reads a database file without changing it: the full `PRAGMA integrity_check` (every page, and
+ * every index against its table), and whether this posd can run it. `posd doctor` and `posd restore`.
+ */
 export function inspectDatabase(file: string): Inspection {
-  return inspectWith(file, (db) => (db.pragma('integrity_check') as Array<{ integrity_check: string }>).map((r) => r.integrity_check));
+  return inspectWith(file, (db) => integrityLinesOf(db, 'integrity_check'));
 }
 
 /**
- * Below this size a copy is checked by one thread: the whole check takes less than starting a second
- * thread (tens of milliseconds on a loaded box).
+ * `inspectDatabase` of a backup copy (no one else writes it) with `PRAGMA quick_check`: every page
+ * and b-tree walked, page accounting, the freelist, record formats, NOT NULL and CHECK; not whether
+ * each index agrees with its table (docs/operations.md, Integrity check). On a thread of its own when
+ * `offLoop`.
  */
-export const SPLIT_CHECK_MIN_BYTES = 16 * 1024 * 1024;
-
-/**
- * How many threads a backup's integrity check may use: up to 4, always one core fewer than the box
- * has, left to the daemon's event loop and the rest of the box (a split check costs about half as
- * much CPU again as the whole one: bench/backup.ts). A 2-core box checks on one thread.
- */
-export function checkThreads(): number {
-  return Math.max(1, Math.min(4, availableParallelism() - 1));
-}
-
-const quoteName = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
-/**
- * One `PRAGMA integrity_check` of `db` cut into at most `threads` groups of statements, each for a
- * connection of its own, side by side. Together they check exactly what the whole check does:
- * `quick_check` of the whole file walks every b-tree once with one map of the file's pages (each page
- * used once, none lost, the freelist, every record's format, types and NOT NULL), and
- * `integrity_check(<table>)` for every table adds what only the full check does for that table (each
- * row found in each of its indexes and each index entry in the table, UNIQUE, CHECK). A table's own
- * check cannot be split, so a file whose largest table is most of the work gains nothing from
- * threads and is checked whole, as is a file with a table that cannot be counted.
- *
- * The work of each statement is estimated from row counts (`count(*)` reads the smallest b-tree of a
- * table, a small part of checking it): a table's check costs its rows times one plus two per index
- * (each row is looked up in each index), the whole-file quick check 0.4 per row and b-tree; measured
- * in bench/backup.ts on a store-shaped file.
- */
-export function planIntegrityCheck(db: Database.Database, threads: number): string[][] {
-  const whole = [['integrity_check']];
-  if (threads < 2) return whole;
-  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").pluck().all() as string[];
-  const indexes = new Map(
-    (db.prepare("SELECT tbl_name AS name, count(*) AS n FROM sqlite_schema WHERE type = 'index' GROUP BY tbl_name").all() as Array<{ name: string; n: number }>).map(
-      (r) => [r.name, r.n],
-    ),
-  );
-  const jobs: Array<{ statement: string; work: number }> = [];
-  let quick = 0;
-  let full = 0;
-  for (const table of tables) {
-    let rows: number;
-    try {
-      rows = 1 + (db.prepare(`SELECT count(*) FROM ${quoteName(table)}`).pluck().get() as number);
-    } catch {
-      return whole; // a virtual table of a module this build lacks: the whole check says what it can
-    }
-    const k = indexes.get(table) ?? 0;
-    const work = rows * (1 + 2 * k);
-    jobs.push({ statement: `integrity_check(${quoteName(table)})`, work });
-    quick += 0.4 * rows * (1 + k);
-    full += work;
-  }
-  jobs.push({ statement: 'quick_check', work: quick });
-  // Longest first, each to the least loaded group.
-  jobs.sort((a, b) => b.work - a.work);
-  const groups = Array.from({ length: threads }, () => ({ statements: [] as string[], work: 0 }));
-  for (const job of jobs) {
-    const least = groups.reduce((a, b) => (b.work < a.work ? b : a));
-    least.statements.push(job.statement);
-    least.work += job.work;
-  }
-  const used = groups.filter((g) => g.statements.length > 0);
-  // Worth the threads only when the longest group is clearly shorter than the whole check.
-  if (used.length < 2 || Math.max(...used.map((g) => g.work)) > 0.8 * full) return whole;
-  return used.map((g) => g.statements);
-}
-
-/** Runs integrity statements on a read-only connection of this thread: every line of each. */
-function runIntegrityStatements(file: string, mmapBytes: number, statements: string[]): string[] {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    db.pragma(`mmap_size = ${mmapBytes}`);
-    const lines: string[] = [];
-    for (const statement of statements) for (const row of db.pragma(statement) as Array<Record<string, unknown>>) lines.push(String(Object.values(row)[0]));
-    return lines;
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * The integrity check of a backup copy (no one else writes it), split over threads where it pays
- * (planIntegrityCheck): `['ok']`, or every line that is not ok.
- */
-async function integrityLines(file: string, opts: { offLoop: boolean; threads?: number }): Promise<string[]> {
-  const mmapBytes = checkMmapBytes(file);
-  const threads = opts.threads ?? (statSync(file).size >= SPLIT_CHECK_MIN_BYTES ? checkThreads() : 1);
-  let groups = [['integrity_check']];
-  if (threads > 1) {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    try {
-      groups = planIntegrityCheck(db, threads);
-    } finally {
-      db.close();
-    }
-  }
-  const [first, ...rest] = groups;
-  // The threads start before this one blocks on its own share.
-  const running = rest.map((statements) => integrityCheckOffLoop(file, mmapBytes, statements));
-  let own: string[] | Error = [];
-  if (opts.offLoop) running.push(integrityCheckOffLoop(file, mmapBytes, first));
-  else {
-    try {
-      own = runIntegrityStatements(file, mmapBytes, first);
-    } catch (err) {
-      own = err as Error;
-    }
-  }
-  const settled = await Promise.allSettled(running);
-  if (own instanceof Error) throw own;
-  const lines = [...own];
-  for (const r of settled) {
-    if (r.status === 'rejected') throw r.reason;
-    lines.push(...r.value);
-  }
-  const bad = lines.filter((line) => line !== 'ok');
-  return bad.length > 0 ? bad : ['ok'];
-}
-
-/** `inspectDatabase` of a backup copy, its integrity check split over threads where it pays. */
-export async function inspectBackupCopy(file: string, opts: { offLoop: boolean; threads?: number }): Promise<Inspection> {
+export async function inspectBackupCopy(file: string, opts: { offLoop: boolean }): Promise<Inspection> {
+  if (!opts.offLoop) return inspectWith(file, (db) => integrityLinesOf(db, 'quick_check'), 'quick_check');
   let lines: string[];
   try {
-    lines = await integrityLines(file, opts);
+    lines = await integrityCheckOffLoop(file, checkMmapBytes(file), ['quick_check']);
   } catch (err) {
     return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
   }
-  return inspectWith(file, () => lines);
+  return inspectWith(file, () => lines, 'quick_check');
 }
 
-function inspectWith(file: string, integrity: (db: Database.Database) => string[]): Inspection {
+function inspectWith(file: string, integrity: (db: Database.Database) => string[], name = 'integrity_check'): Inspection {
   let db: Database.Database;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
@@ -311,8 +260,16 @@ function inspectWith(file: string, integrity: (db: Database.Database) => string[
     return { ok: false, problem: `cannot open ${file}: ${(err as Error).message}` };
   }
   try {
-    const result = integrity(db);
-    if (result.length !== 1 || result[0] !== 'ok') return { ok: false, problem: `integrity_check: ${result.slice(0, 3).join('; ')}` };
+    let result: string[];
+    try {
+      result = integrity(db);
+    } catch (err) {
+      return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
+    }
+    if (result.length !== 1 || result[0] !== 'ok') {
+      const findings = result.filter((line) => line !== 'ok');
+      return { ok: false, problem: `${name}: ${findings.slice(0, 3).join('; ')}`, findings };
+    }
     const version = db.pragma('user_version', { simple: true }) as number;
     if (madeByDevelopmentBuild(db)) {
       return { ok: false, problem: `${basename(file)} was made by a development build of posd before 0.1, which this posd does not run`, schemaVersion: version, development: true };
@@ -328,6 +285,22 @@ function inspectWith(file: string, integrity: (db: Database.Database) => string[
   } finally {
     db.close();
   }
+}
+
+/**
+ * The indexes to rebuild when every finding of a full integrity check is an index that disagrees
+ * with its table (an entry missing, or a wrong count): `REINDEX` rebuilds them from the tables. Null
+ * when any finding is something else (a damaged page, a NOT NULL or CHECK failure, a duplicate in a
+ * UNIQUE index, whose rows the tables themselves hold twice), which no rebuild repairs.
+ */
+export function repairableIndexes(findings: string[]): string[] | null {
+  const names = new Set<string>();
+  for (const line of findings) {
+    const m = /^row \d+ missing from index (\S+)$/.exec(line) ?? /^wrong # of entries in index (\S+)$/.exec(line);
+    if (!m) return null;
+    names.add(m[1]);
+  }
+  return names.size > 0 ? [...names] : null;
 }
 
 /** Deletes the oldest nightly backups past `keep`; manual backups are never deleted. */

@@ -1,8 +1,6 @@
 // @ts-check
 // The integrity check of a finished backup copy (src/system/backup.ts), off the daemon's event loop:
-// `PRAGMA integrity_check` reads every page and index of the copy, seconds for a large store. A large
-// copy is checked by several of these side by side, each running its share of the statements
-// (planIntegrityCheck in src/system/backup.ts).
+// `PRAGMA quick_check` reads every page of the copy, seconds for a large store.
 'use strict';
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require('better-sqlite3');

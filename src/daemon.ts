@@ -9,7 +9,7 @@ import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { Outbox } from './outbox/events.js';
-import { buildApp, closeHttpApp } from './api/app.js';
+import { buildApp, closeHttpApp, stopOnce } from './api/app.js';
 import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
@@ -154,14 +154,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     for (const f of failed) log.error({ sql: f.sql, reason: f.error }, 'a statement does not fit the database; the code that uses it will fail');
   });
 
-  let stopping: Promise<boolean> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      log.info('posd stopping');
-      const clean = await halt();
-      log.info(clean ? 'posd stopped' : 'posd stopped with errors');
-      return clean;
-    })());
+  const stop = stopOnce(log, halt);
 
   return { ctx, app: listening, url, stop };
 }

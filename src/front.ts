@@ -3,7 +3,7 @@ import type { Config } from './config.js';
 import { publicBaseUrl } from './config.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
-import { closeHttpApp, createHttpApp } from './api/app.js';
+import { closeHttpApp, createHttpApp, stopOnce } from './api/app.js';
 import type { ApiApp } from './api/module.js';
 import { SyncRegistry } from './sync/registry.js';
 import { createPool, FeedWaiter, migrate } from './sync/pg/index.js';
@@ -128,14 +128,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
   }
   log.info({ url, role: config.role, postgres: where, pool_max: config.sync.postgres.pool_max }, 'posd listening');
 
-  let stopping: Promise<boolean> | undefined;
-  const stop = () =>
-    (stopping ??= (async () => {
-      log.info('posd stopping');
-      const clean = await halt();
-      log.info(clean ? 'posd stopped' : 'posd stopped with errors');
-      return clean;
-    })());
+  const stop = stopOnce(log, halt);
   return { app, log, url, stop };
 }
 

@@ -127,6 +127,21 @@ export async function closeHttpApp(app: ApiApp, graceMs: number, log: Pick<Logge
   }
 }
 
+/**
+ * A process's `stop`: `halt` run once however often it is called (SIGTERM twice, a test's stop
+ * after a signal's), between the log lines an operator reads. The daemon's and a central-front's.
+ */
+export function stopOnce(log: Pick<Logger, 'info'>, halt: () => Promise<boolean>): () => Promise<boolean> {
+  let stopping: Promise<boolean> | undefined;
+  return () =>
+    (stopping ??= (async () => {
+      log.info('posd stopping');
+      const clean = await halt();
+      log.info(clean ? 'posd stopped' : 'posd stopped with errors');
+      return clean;
+    })());
+}
+
 export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRequest) => ApiError | undefined } = {}): ApiApp {
   const { config } = base;
   const malformed = new MalformedLog(base.log, base.clock);

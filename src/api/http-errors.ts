@@ -117,9 +117,10 @@ export class MethodIndex {
       this.routes.push({ url, methods });
     }
     for (const m of Array.isArray(method) ? method : [method]) {
-      methods.add(m.toUpperCase());
+      const name = m.toUpperCase();
+      methods.add(name);
       // HEAD is served by every GET route (createGuardedServer), without a route of its own.
-      if (m.toUpperCase() === 'GET') methods.add('HEAD');
+      if (name === 'GET') methods.add('HEAD');
     }
   }
 

@@ -9,8 +9,9 @@ type Mode = 'pluck' | 'raw' | 'expand' | 'safeIntegers';
  * statements then was ~15 ms of a start (issue 16, docs/startup.md), for statements most starts
  * never run. Everything else is better-sqlite3's: the modes set before the first use (`pluck()`,
  * `raw()`, ...) are applied to the statement when it is made; `source` is known without it.
- * SQL that does not fit the schema fails at its first use; `prepareAll` (a test) makes every
- * statement a started daemon holds, so a mistake still fails before it ships.
+ * SQL that does not fit the schema fails at its first use; `settleStatements` (below) compiles every
+ * statement a started daemon holds once it has answered, and a test asserts none fails, so a mistake
+ * still fails before it ships.
  */
 class LazyStatement {
   private real: Statement | undefined;

@@ -10,7 +10,7 @@ import { pushAll } from '../sync/client.js';
 import { tailEvents, waitingCount } from '../sync/push.js';
 import { reconcileDay } from '../sync/reconcile.js';
 import { CentralClient } from '../sync/transport.js';
-import { centralHoldings, planRejoin } from '../sync/rejoin.js';
+import { holdingsAtCursor, planRejoin } from '../sync/rejoin.js';
 
 /** Past this many waiting records `posd sync now` shows a progress bar (on a terminal). */
 const BAR_FROM = 1000;
@@ -65,8 +65,7 @@ export function syncCommand(): Command {
         const { client, storeId } = clientFor(config, db);
         // A box restored from an older backup must first take back what the central holds of it,
         // which only the daemon can apply (its modules' appliers): pushing now would reuse seqs.
-        const acked = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
-        const plan = planRejoin(db, await centralHoldings(client, storeId, acked).catch((err) => {
+        const plan = planRejoin(db, await holdingsAtCursor(db, client, storeId).catch((err) => {
           void client.close();
           throw new CliError(`push failed: ${(err as Error).message}`, 1);
         }));

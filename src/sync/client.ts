@@ -8,7 +8,7 @@ import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
 import { reconcileDay } from './reconcile.js';
 import { CentralClient, CentralRefusal } from './transport.js';
-import { centralHoldings, rejoin } from './rejoin.js';
+import { holdingsAtCursor, rejoin } from './rejoin.js';
 
 /** Exponential back-off with "equal jitter": half fixed, half random, so boxes do not retry in step. */
 export function backoffDelay(attempt: number, minMs: number, maxMs: number, random: () => number = Math.random): number {
@@ -177,8 +177,7 @@ export class SyncWorker implements Worker {
       try {
         // Events are copied into the outbox while the central is away, as the push loop does.
         await groupCommit(this.ctx.db, () => tailEvents(this.ctx.db));
-        const acked = Number(syncStore(this.ctx.db).state(STATE.ackedSeq) ?? 0);
-        const held = await centralHoldings(this.client!, storeId, acked, this.abort.signal);
+        const held = await holdingsAtCursor(this.ctx.db, this.client!, storeId, this.abort.signal);
         const r = await rejoin(this.ctx, held, storeId);
         if (r.takenBack || r.moved || r.centralBehind) {
           this.ctx.log.warn(

@@ -54,6 +54,26 @@ export async function centralHoldings(client: CentralClient, storeId: string, af
   }
 }
 
+/** Questions asked at most while another process keeps moving this box's cursor (holdingsAtCursor). */
+const CURSOR_TRIES = 5;
+
+/**
+ * `centralHoldings` after this box's acknowledged cursor as it is when the answer comes back. A
+ * push by another process while the question is out (the daemon beside `posd sync now`, or the
+ * reverse) moves the cursor and prunes the records it acknowledged: an answer for the old cursor
+ * would name them as records this box lacks, a restore that never happened. Asked again then.
+ */
+export async function holdingsAtCursor(db: Db, client: CentralClient, storeId: string, signal?: AbortSignal): Promise<CentralHoldings> {
+  const cursor = () => Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
+  let acked = cursor();
+  for (let tries = 1; ; tries++) {
+    const held = await centralHoldings(client, storeId, acked, signal);
+    const now = cursor();
+    if (now === acked || tries === CURSOR_TRIES) return held;
+    acked = now;
+  }
+}
+
 /**
  * What a rejoin would do on this database with what the central holds, without writing: the
  * records to take back, this box's records to move past the central's, and the next seq.

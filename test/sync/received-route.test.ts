@@ -2,6 +2,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { syncStatus } from '../../src/sync/status.js';
 import { recordHash } from '../../src/sync/wire.js';
 import { addStoreAccount, http, pairStoreAndCentral, until } from './helpers.js';
+import { openDatabase } from '../../src/db/database.js';
+import { databaseFile } from '../../src/db/paths.js';
+import { syncStore } from '../../src/sync/store.js';
+import { STATE } from '../../src/sync/status.js';
+import { CentralClient } from '../../src/sync/transport.js';
+import { centralHoldings, holdingsAtCursor, planRejoin } from '../../src/sync/rejoin.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -59,5 +65,49 @@ describe('GET /sync/received (what the central holds of a store, for a restored 
     expect(foreign.body.code).toBe('sync_store_mismatch');
     const anonymous = await http('GET', `${central.url}/sync/received?store_id=${storeId}`, null);
     expect(anonymous.status).toBe(401);
+  });
+});
+
+describe('a rejoin question that another process answers first (issue 16: no false restore)', () => {
+  it('asks again when this box acknowledged more while the question was out, and plans nothing to rebuild', async () => {
+    const { central, store, acct } = await pairStoreAndCentral(cleanup);
+    for (const amount of [700, 800]) {
+      expect((await http('POST', `${store.url}/api/cash_sales`, acct.key, { amount_in_cents: amount, currency: 'GTQ' })).status).toBe(201);
+    }
+    const { db, config } = store.daemon.ctx;
+    await until('pushed', () => {
+      const s = syncStatus(config, db);
+      return s.records_waiting === 0 && s.acked_seq >= 4;
+    });
+    const pushed = syncStatus(config, db).acked_seq;
+    const storeId = syncStatus(config, db).store_id!;
+    await store.daemon.stop();
+    const file = openDatabase(databaseFile(config));
+    cleanup.push(() => {
+      file.close();
+    });
+    // As `posd sync now` saw it: its question goes out at cursor 0, and the daemon's push lands
+    // (cursor `pushed`) before the answer comes back.
+    syncStore(file).setState(STATE.ackedSeq, 0);
+    const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
+    cleanup.push(() => client.close());
+    const asked: number[] = [];
+    const received = client.received.bind(client);
+    client.received = async (id, after, limit, signal) => {
+      asked.push(after);
+      const answer = await received(id, after, limit, signal);
+      if (asked.length === 1) syncStore(file).setState(STATE.ackedSeq, pushed);
+      return answer;
+    };
+
+    const stale = await centralHoldings(client, storeId, 0);
+    expect(planRejoin(file, stale)).toMatchObject({ rebuild: true, takenBack: pushed }); // what the old question planned
+
+    syncStore(file).setState(STATE.ackedSeq, 0);
+    asked.length = 0;
+    const held = await holdingsAtCursor(file, client, storeId);
+    expect(asked).toEqual([0, pushed]);
+    expect(held.records).toEqual([]);
+    expect(planRejoin(file, held)).toMatchObject({ rebuild: false, takenBack: 0, moved: 0 });
   });
 });

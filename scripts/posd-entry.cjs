@@ -109,12 +109,47 @@ function resolveFrom(nodeRequire, here, id) {
   return path;
 }
 
+/**
+ * node's own modules that the bundle and its packages require at their top level for paths a start
+ * never takes (a child process, a prompt, a DNS lookup, a worker, an assertion that fails, the
+ * promise file API): loaded at their first use instead (issue 16, docs/startup.md). `assert` is
+ * also called as a function.
+ */
+const LAZY_BUILTINS = new Set(['assert', 'child_process', 'cluster', 'dgram', 'dns', 'fs/promises', 'readline', 'worker_threads']);
+const lazyModules = new Map();
+
+function lazyBuiltin(id) {
+  id = id.replace(/^node:/, '');
+  let proxy = lazyModules.get(id);
+  if (proxy) return proxy;
+  let real;
+  const module = () => (real ??= require(id));
+  const passes = id === 'assert';
+  // An arrow function as the target: callable (assert), and no own property a trap must keep.
+  proxy = new Proxy(() => undefined, {
+    get: (_, key) => module()[key],
+    set: (_, key, value) => Reflect.set(module(), key, value),
+    has: (_, key) => key in module(),
+    // `assert(value, message)` with a truthy value does nothing: find-my-way asserts each route's
+    // arguments, and node's assert is needed only for one that fails.
+    apply: (_, self, args) => (passes && args[0] ? undefined : Reflect.apply(module(), self, args)),
+    ownKeys: () => Reflect.ownKeys(module()),
+    getOwnPropertyDescriptor: (_, key) => {
+      const d = Reflect.getOwnPropertyDescriptor(module(), key);
+      return d && { ...d, configurable: true };
+    },
+    getPrototypeOf: () => Reflect.getPrototypeOf(module()),
+  });
+  lazyModules.set(id, proxy);
+  return proxy;
+}
+
 function requireFrom(file) {
   const nodeRequire = createRequire(file);
   const here = dirname(file);
   const req = (id) => {
     if (id.startsWith('./') && id.endsWith('.js') && here === __dirname) return load(join(here, id));
-    if (BUILTIN.has(id) || id.startsWith('node:')) return nodeRequire(id);
+    if (BUILTIN.has(id) || id.startsWith('node:')) return LAZY_BUILTINS.has(id.replace(/^node:/, '')) ? lazyBuiltin(id) : nodeRequire(id);
     const path = resolveFrom(nodeRequire, here, id);
     return (WRITE ? commonJs(path) : caches.has(cacheName(path))) ? load(path) : nodeRequire(path);
   };

@@ -34,9 +34,13 @@ await build({
     // functions, `fn.name` is unchanged), and a third less text to read and hold (docs/startup.md).
     // The maps beside the chunks give the source lines with `node --enable-source-maps`.
     minify: { compress: false, mangle: false, codegen: { removeWhitespace: true } },
+    // Non-ASCII characters in literals written as escapes: a chunk of ASCII text only is held by V8 as
+    // one byte per character and decoded by a copy; one `é` anywhere made the whole megabyte a
+    // two-byte string, decoded from UTF-8 at every start (issue 16, docs/startup.md).
+    charset: 'ascii',
     sourcemap: true,
   },
-  plugins: [findMyWayPrefixMatch(), findMyWayParamsObject(), lazyBuiltins()],
+  plugins: [findMyWayPrefixMatch(), findMyWayParamsObject(), lazyBuiltins(), asciiOnly()],
   onLog(level, log, handler) {
     // A module both imported and import()ed stays in the importer's chunk: harmless, and said once per build.
     if (log.code === 'INEFFECTIVE_DYNAMIC_IMPORT') return;
@@ -60,6 +64,26 @@ process.stdout.write(`bundled dist/posd/ in ${Math.round(performance.now() - sta
  * or function whose first use requires the module. A package whose line no longer reads as listed
  * fails the build. (assert stays: pino's sonic-boom, outside the bundle, requires it at its top.)
  */
+// What `charset: 'ascii'` leaves: legal comments (a package's licence line, opened with slash star
+// bang) are copied as written, and one (formdata-polyfill's author) is not ASCII. Its characters are
+// written as \u escapes in the comment's text, so every chunk is ASCII; any other character outside
+// ASCII fails the build (that chunk would be a two-byte string again, and nothing would say so).
+function asciiOnly() {
+  const nonAscii = /[^\x00-\x7f]/;
+  const escape = (text) => text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return {
+    name: 'ascii-only',
+    generateBundle(_options, bundle) {
+      for (const file of Object.values(bundle)) {
+        if (file.type !== 'chunk' || !nonAscii.test(file.code)) continue;
+        file.code = file.code.replace(/\/\*![\s\S]*?\*\//g, escape);
+        const left = file.code.search(nonAscii);
+        if (left >= 0) throw new Error(`${file.fileName}: a character outside ASCII is left after charset 'ascii', at ${JSON.stringify(file.code.slice(Math.max(0, left - 40), left + 20))}`);
+      }
+    },
+  };
+}
+
 function lazyBuiltins() {
   const proxy = (mod) => `new Proxy({}, { get: (_, key) => require('${mod}')[key] })`;
   const rules = {

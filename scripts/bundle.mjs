@@ -55,15 +55,6 @@ copyFileSync('scripts/posd-entry.cjs', `${OUT}/posd.js`);
 await makeCodeCache();
 process.stdout.write(`bundled dist/posd/ in ${Math.round(performance.now() - started)} ms\n`);
 
-/**
- * node's own modules that the bundled packages require at their top but use only on paths posd never
- * or rarely takes, each loaded at its first use instead: http2 and https in fastify's server (for
- * `http2`/`https` options posd does not pass), https and tls in ws (its client side), zlib in ws's
- * permessage-deflate (off) and in prom-client's pushgateway with https (unused). Compiling them was
- * ~35 ms of a start (issue 16, docs/startup.md); the behaviour is the same: each name is an object
- * or function whose first use requires the module. A package whose line no longer reads as listed
- * fails the build. (assert stays: pino's sonic-boom, outside the bundle, requires it at its top.)
- */
 // What `charset: 'ascii'` leaves: legal comments (a package's licence line, opened with slash star
 // bang) are copied as written, and one (formdata-polyfill's author) is not ASCII. Its characters are
 // written as \u escapes in the comment's text, so every chunk is ASCII; any other character outside
@@ -84,6 +75,16 @@ function asciiOnly() {
   };
 }
 
+/**
+ * node's own modules that the bundled packages require at their top but use only on paths posd never
+ * or rarely takes, each loaded at its first use instead: http2 and https in fastify's server (for
+ * `http2`/`https` options posd does not pass), https and tls in ws (its client side), zlib in ws's
+ * permessage-deflate (off) and in prom-client's pushgateway with https (unused). Compiling them was
+ * ~35 ms of a start (issue 16, docs/startup.md); the behaviour is the same: each name is an object
+ * or function whose first use requires the module. A package whose line no longer reads as listed
+ * fails the build. (The loader hands every chunk and package it runs a stand-in for assert, dns,
+ * fs/promises and a few more node modules, whatever requires them: scripts/posd-entry.cjs.)
+ */
 function lazyBuiltins() {
   const proxy = (mod) => `new Proxy({}, { get: (_, key) => require('${mod}')[key] })`;
   const rules = {

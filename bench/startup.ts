@@ -100,28 +100,31 @@ export async function run(): Promise<BenchResult[]> {
         (m) => ({ url: `${m[1]}/test`, headers: { 'x-secret-key': key } }),
         env,
       );
+    /** One start: its time and CPU to the first answer, and its RSS `idleMs` after (NaN without). */
+    const once = async (start: Promise<Started>, idleMs?: number) => {
+      const s = await start;
+      let rss = NaN;
+      if (idleMs !== undefined) {
+        await new Promise((r) => setTimeout(r, idleMs));
+        rss = rssMiB(s.child.pid!);
+      }
+      await stop(s.child);
+      return { ms: s.ms, cpuMs: s.cpuMs, rss };
+    };
     /** `rounds` starts of each, alternating; the idle RSS of the last of each when `withRss`. */
     const starts = async (env: NodeJS.ProcessEnv, rounds: number, withRss: boolean) => {
       const out = { posd: [] as number[], posdCpu: [] as number[], bare: [] as number[], bareCpu: [] as number[], rss: NaN, bareRss: NaN };
       for (let i = 0; i < rounds; i++) {
         const last = withRss && i === rounds - 1;
-        const b = await timeToFirstAnswer(BARE, /port (\d+)/, barePath, env);
+        const b = await once(timeToFirstAnswer(BARE, /port (\d+)/, barePath, env), last ? 1000 : undefined);
         out.bare.push(b.ms);
         out.bareCpu.push(b.cpuMs);
-        if (last) {
-          await new Promise((r) => setTimeout(r, 1000));
-          out.bareRss = rssMiB(b.child.pid!);
-        }
-        await stop(b.child);
-        const s = await serve(env);
+        out.bareRss = b.rss;
+        // Idle: the workers have started and the first request was answered.
+        const s = await once(serve(env), last ? 3000 : undefined);
         out.posd.push(s.ms);
         out.posdCpu.push(s.cpuMs);
-        if (last) {
-          // Idle: the workers have started and the first request was answered.
-          await new Promise((r) => setTimeout(r, 3000));
-          out.rss = rssMiB(s.child.pid!);
-        }
-        await stop(s.child);
+        out.rss = s.rss;
       }
       return out;
     };

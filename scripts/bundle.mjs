@@ -40,7 +40,7 @@ await build({
     charset: 'ascii',
     sourcemap: true,
   },
-  plugins: [findMyWayPrefixMatch(), findMyWayParamsObject(), lazyBuiltins(), asciiOnly()],
+  plugins: [findMyWayPrefixMatch(), findMyWayParamsObject(), asciiOnly()],
   onLog(level, log, handler) {
     // A module both imported and import()ed stays in the importer's chunk: harmless, and said once per build.
     if (log.code === 'INEFFECTIVE_DYNAMIC_IMPORT') return;
@@ -71,49 +71,6 @@ function asciiOnly() {
         const left = file.code.search(nonAscii);
         if (left >= 0) throw new Error(`${file.fileName}: a character outside ASCII is left after charset 'ascii', at ${JSON.stringify(file.code.slice(Math.max(0, left - 40), left + 20))}`);
       }
-    },
-  };
-}
-
-/**
- * node's own modules that the bundled packages require at their top but use only on paths posd never
- * or rarely takes, each loaded at its first use instead: http2 and https in fastify's server (for
- * `http2`/`https` options posd does not pass), https and tls in ws (its client side), zlib in ws's
- * permessage-deflate (off) and in prom-client's pushgateway with https (unused). Compiling them was
- * ~35 ms of a start (issue 16, docs/startup.md); the behaviour is the same: each name is an object
- * or function whose first use requires the module. A package whose line no longer reads as listed
- * fails the build. (The loader hands every chunk and package it runs a stand-in for assert, dns,
- * fs/promises and a few more node modules, whatever requires them: scripts/posd-entry.cjs.)
- */
-function lazyBuiltins() {
-  const proxy = (mod) => `new Proxy({}, { get: (_, key) => require('${mod}')[key] })`;
-  const rules = {
-    'fastify/lib/server.js': [
-      ["const https = require('node:https')", `const https = ${proxy('node:https')}`],
-      ["const http2 = require('node:http2')", `const http2 = ${proxy('node:http2')}`],
-    ],
-    'ws/lib/websocket.js': [
-      ["const https = require('https');", `const https = ${proxy('https')};`],
-      ["const tls = require('tls');", `const tls = ${proxy('tls')};`],
-    ],
-    'ws/lib/permessage-deflate.js': [["const zlib = require('zlib');", `const zlib = ${proxy('zlib')};`]],
-    'prom-client/lib/pushgateway.js': [
-      ["const https = require('https');", `const https = ${proxy('https')};`],
-      ["const { gzipSync } = require('zlib');", "const gzipSync = (...args) => require('zlib').gzipSync(...args);"],
-    ],
-  };
-  return {
-    name: 'lazy-builtins',
-    transform(code, id) {
-      const file = id.replaceAll('\\', '/');
-      const key = Object.keys(rules).find((k) => file.endsWith(`/node_modules/${k}`));
-      if (!key) return null;
-      let out = code;
-      for (const [line, lazy] of rules[key]) {
-        if (out.split('\n').filter((l) => l === line).length !== 1) throw new Error(`${key}: the line \`${line}\` is not there once; check it and update scripts/bundle.mjs (lazyBuiltins)`);
-        out = out.replace(line, lazy);
-      }
-      return { code: out, map: null };
     },
   };
 }

@@ -111,11 +111,14 @@ function resolveFrom(nodeRequire, here, id) {
 
 /**
  * node's own modules that the bundle and its packages require at their top level for paths a start
- * never takes (a child process, a prompt, a DNS lookup, a worker, an assertion that fails, the
- * promise file API): loaded at their first use instead (issue 16, docs/startup.md). `assert` is
- * also called as a function.
+ * never takes: a child process, a prompt, a DNS lookup, a worker, an assertion that fails, the
+ * promise file API, and https, http2 and tls (fastify's server for options posd does not pass, ws's
+ * client side). Each is handed over as a stand-in that requires it at its first use (issue 16,
+ * docs/startup.md). `assert` is also called as a function. A package that destructures one at its
+ * load (pino's `isMainThread`) loads it then, as before; so does zlib, which prom-client's
+ * pushgateway destructures, and is left out for that.
  */
-const LAZY_BUILTINS = new Set(['assert', 'child_process', 'cluster', 'dgram', 'dns', 'fs/promises', 'readline', 'worker_threads']);
+const LAZY_BUILTINS = new Set(['assert', 'child_process', 'cluster', 'dgram', 'dns', 'fs/promises', 'http2', 'https', 'readline', 'tls', 'worker_threads']);
 const lazyModules = new Map();
 
 function lazyBuiltin(id) {

@@ -104,12 +104,6 @@ function errorAnswer(err: FastifyError | ApiError | Error): { status: number; bo
 export type HttpBase = Pick<AppContext, 'config' | 'log' | 'clock' | 'shutdown'>;
 
 /**
- * The HTTP plumbing every posd process answers with, before any route: the guarded server, the
- * validator and the one error body, JSON bodies, 404/405, the blocking rules, closing connections
- * while stopping, and the request metrics. `notFound` answers a path no route takes (default: 404
- * `route_not_found`); a central-front names what it does not serve.
- */
-/**
  * Closes the HTTP server: requests in flight get `graceMs` to finish, then their connections are
  * cut. False (and logged) when the close failed. The daemon's and a central-front's stop share it.
  */
@@ -142,6 +136,12 @@ export function stopOnce(log: Pick<Logger, 'info'>, halt: () => Promise<boolean>
     })());
 }
 
+/**
+ * The HTTP plumbing every posd process answers with, before any route: the guarded server, the
+ * validator and the one error body, JSON bodies, 404/405, the blocking rules, closing connections
+ * while stopping, and the request metrics. `notFound` answers a path no route takes (default: 404
+ * `route_not_found`); a central-front names what it does not serve.
+ */
 export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRequest) => ApiError | undefined } = {}): ApiApp {
   const { config } = base;
   const malformed = new MalformedLog(base.log, base.clock);

@@ -17,13 +17,13 @@ export function startThread(program: ThreadProgram, workerData: ThreadDatabase &
 }
 
 /**
- * `PRAGMA integrity_check` of a database file that no one else writes (a backup copy), on a thread
- * of its own: the lines it reports (`['ok']` when whole). `statements` runs other checks instead
- * (`quick_check`: inspectBackupCopy in src/system/backup.ts), every line of each, in order.
+ * `PRAGMA integrity_check` or `quick_check` of a database file that no one else writes (a backup
+ * copy: inspectBackupCopy in src/system/backup.ts), on a thread of its own: the lines it reports
+ * (`['ok']` when whole).
  */
-export function integrityCheckOffLoop(file: string, mmapBytes = 0, statements: string[] = ['integrity_check']): Promise<string[]> {
+export function integrityCheckOffLoop(file: string, check: 'integrity_check' | 'quick_check', mmapBytes = 0): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file, mmapBytes, statements } });
+    const worker = new Worker(new URL('./threads/integrity.cjs', import.meta.url), { workerData: { file, check, mmapBytes } });
     worker.once('message', (m: { result?: string[]; error?: string }) => {
       if (m.result) resolve(m.result);
       else reject(new Error(m.error ?? 'the integrity check ended without a result'));

@@ -2,11 +2,10 @@ import type { AppContext } from '../context.js';
 import type { Worker } from '../api/module.js';
 import { perDb } from '../db/per-db.js';
 
-/**
- * The PostgreSQL core of a central that runs one, held apart from its code: the core and
- * node-postgres load only when a central with `sync.postgres.url` starts its workers, never at a
- * store's start (node-postgres' first load also pulls in node's own undici, ~40 ms; issue 16).
- */
+// The PostgreSQL core of a central that runs one, held apart from its code: the core and
+// node-postgres load only when a central with `sync.postgres.url` starts its workers, never at a
+// store's start (node-postgres' first load also pulls in node's own undici, ~40 ms; issue 16).
+
 /** What the status page and metrics read of a running core (src/sync/pg-core.ts PgCore). */
 export interface RunningCore {
   readonly state: { readonly pgReceived: ReadonlyMap<string, number> };

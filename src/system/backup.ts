@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { closeSync, existsSync, fsync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fsync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { copyFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
@@ -93,7 +93,7 @@ export async function backupDatabase(
     if (wal) {
       // A WAL without a frame at the snapshot adds nothing to it (whatever is appended from now on
       // is later commits): the database file alone is the snapshot.
-      const walBytes = existsSync(`${source}-wal`) ? statSync(`${source}-wal`).size : 0;
+      const walBytes = statSync(`${source}-wal`, { throwIfNoEntry: false })?.size ?? 0;
       opts.onProgress?.({ totalPages: pages, remainingPages: pages });
       await copyFile(source, partial);
       if (walBytes > WAL_HEADER_BYTES) {
@@ -244,7 +244,7 @@ export async function inspectBackupCopy(file: string, opts: { offLoop: boolean }
   if (!opts.offLoop) return inspectWith(file, (db) => integrityLinesOf(db, 'quick_check'), 'quick_check');
   let lines: string[];
   try {
-    lines = await integrityCheckOffLoop(file, checkMmapBytes(file), ['quick_check']);
+    lines = await integrityCheckOffLoop(file, 'quick_check', checkMmapBytes(file));
   } catch (err) {
     return { ok: false, problem: `cannot check ${file}: ${(err as Error).message}` };
   }

@@ -7,19 +7,16 @@ const Database = require('better-sqlite3');
 
 /** @type {import('node:worker_threads').MessagePort} */
 const port = /** @type {any} */ (parentPort);
-/** @type {{ file: string, mmapBytes: number, statements?: string[] }} */
+/** @type {{ file: string, check: 'integrity_check' | 'quick_check', mmapBytes: number }} */
 const opts = workerData;
 try {
   const db = new Database(opts.file, { readonly: true, fileMustExist: true });
   try {
     // Read through a memory map (checkMmapBytes in src/system/backup.ts says why and how much).
     db.pragma(`mmap_size = ${Math.max(0, Math.floor(opts.mmapBytes || 0))}`);
-    /** @type {string[]} */
-    const lines = [];
-    for (const statement of opts.statements ?? ['integrity_check']) {
-      for (const row of /** @type {Array<Record<string, string>>} */ (db.pragma(statement))) lines.push(String(Object.values(row)[0]));
-    }
-    port.postMessage({ result: lines });
+    if (opts.check !== 'integrity_check' && opts.check !== 'quick_check') throw new Error(`not an integrity check: ${opts.check}`);
+    const rows = /** @type {Array<Record<string, string>>} */ (db.pragma(opts.check));
+    port.postMessage({ result: rows.map((row) => String(Object.values(row)[0])) });
   } finally {
     db.close();
   }

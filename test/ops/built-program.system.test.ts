@@ -102,6 +102,22 @@ describe('the built program loads what it loads at first use', () => {
     expect(missing.body.code).toBe('route_not_found');
   });
 
+  it('a report run written in the background and downloaded (the CSV writer)', async () => {
+    const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+    const created = await call('POST', '/report_runs', { from_time: '2026-01-01', until_time: yesterday });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    // Another process: its worker is watched only through the API, a read every 50 ms.
+    let run = created.body;
+    for (let reads = 0; run.status === 'pending' && reads < 200; reads++) {
+      await new Promise((r) => setTimeout(r, 50));
+      run = (await call('GET', `/report_runs/${run.id}`)).body;
+    }
+    expect(run.status).toBe('succeeded');
+    const csv = await request(`${api}/report_runs/${run.id}/download`, { headers: { 'x-secret-key': key } });
+    expect(csv.statusCode).toBe(200);
+    expect((await csv.body.text()).split('\n')[0]).toMatch(/^Id,Created,Type/);
+  });
+
   it('logged no error on any of them', () => {
     expect(posd.stdout() + posd.stderr()).not.toMatch(/"level":50|ERR_VM_DYNAMIC_IMPORT|Cannot find module/);
   });

@@ -1,10 +1,13 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mailText, pdfText, squash, startMailbox, type Mailbox } from '../contracts/helpers.js';
-import { spawnDaemon, type DaemonProcess } from '../helpers/process.js';
+import { MAIN, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 
 /**
  * The built `posd` (dist/posd/posd.js, what a store box runs) through the paths it loads at their
@@ -43,10 +46,10 @@ beforeAll(async () => {
   const config = join(dir, 'posd.json');
   writeFileSync(config, JSON.stringify({ contracts: { smtp: { host: '127.0.0.1', port: mail.port } } }));
   posd = spawnDaemon(['--data', join(dir, 'data'), '--config', config, '--port', '0']);
-  const [, url, testKey] = await posd.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+\/api)[\s\S]*test key\s+(sk_test_\w+)/);
+  const [, url, testKey] = await posd.waitFor(/API\s+(http:\/\/127\.0\.0\.1:\d+\/api)[\s\S]*test key\s+(sk_test_\w+)/, 60_000);
   api = url;
   key = testKey;
-});
+}, 90_000);
 afterAll(async () => {
   posd?.child.kill('SIGTERM');
   if (posd) expect((await posd.exited).code).toBe(0);
@@ -116,6 +119,18 @@ describe('the built program loads what it loads at first use', () => {
     const csv = await request(`${api}/report_runs/${run.id}/download`, { headers: { 'x-secret-key': key } });
     expect(csv.statusCode).toBe(200);
     expect((await csv.body.text()).split('\n')[0]).toMatch(/^Id,Created,Type/);
+  });
+
+  it('runs as a command: by its #! line (npx posd), through bin/posd, and as node dist/posd/posd.js', async () => {
+    const run = promisify(execFile);
+    const bin = fileURLToPath(new URL('../../bin/posd', import.meta.url));
+    for (const [file, args] of [
+      [MAIN, ['--version']],
+      [bin, ['--version']],
+      [process.execPath, [MAIN, '--version']],
+    ] as const) {
+      expect((await run(file, [...args])).stdout, file).toBe('0.1.0\n');
+    }
   });
 
   it('logged no error on any of them', () => {

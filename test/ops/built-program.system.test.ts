@@ -109,9 +109,10 @@ describe('the built program loads what it loads at first use', () => {
     const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
     const created = await call('POST', '/report_runs', { from_time: '2026-01-01', until_time: yesterday });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    // Another process: its worker is watched only through the API, a read every 50 ms.
+    // Another process: its worker is watched only through the API, a read every 50 ms for up to a
+    // minute (a loaded machine runs the worker late).
     let run = created.body;
-    for (let reads = 0; run.status === 'pending' && reads < 200; reads++) {
+    for (const until = Date.now() + 60_000; run.status === 'pending' && Date.now() < until; ) {
       await new Promise((r) => setTimeout(r, 50));
       run = (await call('GET', `/report_runs/${run.id}`)).body;
     }
@@ -119,7 +120,7 @@ describe('the built program loads what it loads at first use', () => {
     const csv = await request(`${api}/report_runs/${run.id}/download`, { headers: { 'x-secret-key': key } });
     expect(csv.statusCode).toBe(200);
     expect((await csv.body.text()).split('\n')[0]).toMatch(/^Id,Created,Type/);
-  });
+  }, 90_000);
 
   it('runs as a command: by its #! line (npx posd), through bin/posd, and as node dist/posd/posd.js', async () => {
     const run = promisify(execFile);

@@ -109,10 +109,11 @@ describe('the built program loads what it loads at first use', () => {
     const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
     const created = await call('POST', '/report_runs', { from_time: '2026-01-01', until_time: yesterday });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    // Another process: its worker is watched only through the API, a read every 50 ms for up to a
+    // Another process: its worker (pending, running, then succeeded or failed) is watched only through
+    // the API, a read every 50 ms for up to a
     // minute (a loaded machine runs the worker late).
     let run = created.body;
-    for (const until = Date.now() + 60_000; run.status === 'pending' && Date.now() < until; ) {
+    for (const until = Date.now() + 60_000; run.status !== 'succeeded' && run.status !== 'failed' && Date.now() < until; ) {
       await new Promise((r) => setTimeout(r, 50));
       run = (await call('GET', `/report_runs/${run.id}`)).body;
     }

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { request } from 'undici';
@@ -24,7 +25,12 @@ describe('stopping (the SIGTERM path)', () => {
     await stopped;
     expect(s.daemon.ctx.db.open).toBe(false);
     const db = openDatabase(join(dir, 'posd.db'));
-    expect(db.prepare("SELECT count(*) AS n FROM fixture_notes WHERE text = 'in flight'").get()).toEqual({ n: 1 });
-    db.close();
+    try {
+      expect(db.prepare("SELECT count(*) AS n FROM fixture_notes WHERE text = 'in flight'").get()).toEqual({ n: 1 });
+    } finally {
+      db.close();
+      // The daemon was stopped by hand (s.stop() would stop it again): its data folder goes here.
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

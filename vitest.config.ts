@@ -26,13 +26,18 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.test.ts', 'devices/**/*.test.ts'],
           exclude: SYSTEM,
-          setupFiles: ['test/helpers/unit-tier-guard.ts'],
+          setupFiles: ['test/helpers/unit-tier-guard.ts', 'test/helpers/leftovers.ts'],
+          // The files of a worker share one module graph instead of each importing the ~400 modules
+          // of the daemon again (most of the tier's time before, docs/decisions/0110-test-tiers.md).
+          // A file must leave no state behind in a module for the next one: its daemons stopped,
+          // its listeners removed.
+          isolate: false,
           sequence: { groupOrder: 0 },
         },
       },
       {
         extends: true,
-        test: { name: 'system', include: SYSTEM, sequence: { groupOrder: 1 } },
+        test: { name: 'system', include: SYSTEM, setupFiles: ['test/helpers/leftovers.ts'], sequence: { groupOrder: 1 } },
       },
     ],
   },

@@ -45,6 +45,30 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /**
+   * TLS for the API, the page and the terminal links (docs/security.md). `auto`: on whenever
+   * `http.host` is not a loopback address (a till program on the box itself may speak plain HTTP);
+   * `on`: always; `off`: plain HTTP everywhere, shown in red on the status page.
+   */
+  tls: Type.Object(
+    {
+      mode: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
+      /** A manager's own certificate (PEM, chain included) and key; both or neither. Empty: the box CA's certificate. */
+      cert_file: Type.String({ default: '' }),
+      key_file: Type.String({ default: '' }),
+      /** More names and addresses the box's certificate covers, beside its hostname, localhost, http.host and its interfaces. */
+      names: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+      /** The box's server certificate is valid this long (browsers refuse more than 398 days). */
+      cert_validity_days: Type.Integer({ minimum: 2, maximum: 398, default: 397 }),
+      /** It is renewed when it has fewer days than this left. */
+      renew_before_days: Type.Integer({ minimum: 1, maximum: 365, default: 30 }),
+      /** How often posd checks the certificate's expiry and the manager's files for a change. */
+      check_interval_ms: Type.Integer({ minimum: 100, default: 3_600_000 }),
+      /** `Strict-Transport-Security` max-age sent once TLS is on (0: no header). */
+      hsts_max_age_seconds: Type.Integer({ minimum: 0, default: 15_552_000 }),
+    },
+    { default: {} },
+  ),
   database: Type.Object(
     {
       /** FULL by default: a sale acknowledged with a 2xx must survive a power cut. */
@@ -531,6 +555,12 @@ export function validateConfig(raw: unknown): Config {
   for (const cidr of config.http.own_networks) {
     if (!isCidr(cidr)) throw new ConfigError(`config: http.own_networks: not a CIDR: ${cidr}`);
   }
+  if (Boolean(config.tls.cert_file) !== Boolean(config.tls.key_file)) {
+    throw new ConfigError('config: tls.cert_file: tls.cert_file and tls.key_file go together');
+  }
+  if (config.tls.renew_before_days >= config.tls.cert_validity_days) {
+    throw new ConfigError('config: tls.renew_before_days: must be less than tls.cert_validity_days');
+  }
   config.data_dir = resolve(config.data_dir);
   return config;
 }
@@ -570,10 +600,22 @@ function isCidr(text: string): boolean {
   return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128));
 }
 
+/** `127.0.0.1`, `::1`, `localhost`: only the box itself reaches them. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::ffff:127.0.0.1';
+}
+
+/** Whether posd listens with TLS: `tls.mode`, where `auto` means off loopback only. */
+export function tlsEnabled(config: Pick<Config, 'tls' | 'http'>): boolean {
+  return config.tls.mode === 'on' || (config.tls.mode === 'auto' && !isLoopbackHost(config.http.host));
+}
+
 export function publicBaseUrl(config: Config, listeningPort?: number): string {
   if (config.http.public_url) return config.http.public_url.replace(/\/$/, '');
   const host = config.http.host === '0.0.0.0' || config.http.host === '::' ? '127.0.0.1' : config.http.host;
-  return `http://${host.includes(':') ? `[${host}]` : host}:${listeningPort ?? config.http.port}`;
+  const scheme = tlsEnabled(config) ? 'https' : 'http';
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${listeningPort ?? config.http.port}`;
 }
 
 /**

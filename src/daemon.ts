@@ -14,6 +14,8 @@ import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
+import { tlsEnabled } from './config.js';
+import { ServerTls } from './system/tls/server-tls.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -27,8 +29,10 @@ export interface DaemonOptions {
 export interface Daemon {
   ctx: AppContext;
   app: ApiApp;
-  /** `http://host:port` actually listened on (port 0 resolved). */
+  /** `http://host:port` (or `https://` under TLS) actually listened on (port 0 resolved). */
   url: string;
+  /** The certificate posd listens with, when TLS is on (src/system/tls/server-tls.ts). */
+  tls?: ServerTls;
   /** Resolves false when a step of the stop failed (each is logged): the process should exit non-zero. */
   stop(): Promise<boolean>;
 }
@@ -80,6 +84,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   }
   const { config, log } = ctx;
   let app: ApiApp | undefined;
+  let tls: ServerTls | undefined;
   // A worker is listed before its start runs, so one that throws half-way is stopped too.
   const started: Worker[] = [];
 
@@ -87,6 +92,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   const halt = async (): Promise<boolean> => {
     let clean = true;
     ctx.abort.abort();
+    tls?.stop();
     if (app && !(await closeHttpApp(app, config.http.shutdown_grace_ms, log))) clean = false;
     for (const w of [...started].reverse()) {
       try {
@@ -109,8 +115,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   let url: string;
   try {
     const accounts = new AccountsService(ctx.db, ctx.clock, { unifiedSince: config.events.unified_since });
-    app = await buildApp(ctx, modules);
+    // The box CA and its server certificate are made (or renewed) before the port opens.
+    if (tlsEnabled(config)) tls = await ServerTls.start(config, ctx.clock, log);
+    app = await buildApp(ctx, modules, { tls: tls?.material });
     await app.listen({ host: config.http.host, port: config.http.port });
+    tls?.attach(app.server as never);
     // Made only once the port is ours: a start that cannot listen must not create keys it never shows.
     let installation: Installation | undefined;
     if (!accounts.isInitialised()) {
@@ -143,11 +152,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // The effective configuration, once, with every secret masked: what a manager needs to read a problem.
   // At debug: at info its 150 lines pushed the first start's keys off the screen.
   log.debug({ config: maskedConfig(config) }, 'configuration');
-  log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir }, 'posd listening');
+  log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir, tls: tls ? tls.status : 'off' }, 'posd listening');
 
   const stop = stopOnce(log, halt);
 
-  return { ctx, app: listening, url, stop };
+  return { ctx, app: listening, url, tls, stop };
 }
 
 /**

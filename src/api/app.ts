@@ -142,7 +142,10 @@ export function stopOnce(log: Pick<Logger, 'info'>, halt: () => Promise<boolean>
  * while stopping, and the request metrics. `notFound` answers a path no route takes (default: 404
  * `route_not_found`); a central-front names what it does not serve.
  */
-export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRequest) => ApiError | undefined } = {}): ApiApp {
+export function createHttpApp(
+  base: HttpBase,
+  opts: { notFound?: (req: FastifyRequest) => ApiError | undefined; tls?: { cert: string; key: string } } = {},
+): ApiApp {
   const { config } = base;
   const malformed = new MalformedLog(base.log, base.clock);
   const ownNetwork = new OwnNetwork(base.clock, config.http.own_networks);
@@ -162,7 +165,7 @@ export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRe
     // `/users/us_1.json`), and its older clients call them so: one rewrite serves them all.
     rewriteUrl: (req) => (req.url ?? '/').replace(JSON_SUFFIX, '$1'),
     clientErrorHandler: clientErrorHandler(malformed),
-    serverFactory: (handler) => createGuardedServer(config.http, gate, malformed, handler),
+    serverFactory: (handler) => createGuardedServer(config.http, gate, malformed, handler, opts.tls),
     frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as ApiApp;
 
@@ -217,8 +220,11 @@ export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRe
     done();
   });
 
+  // Once TLS is on, browsers are told to come back only over it (the page's login, its cookies).
+  const hsts = opts.tls && config.tls.hsts_max_age_seconds > 0 ? `max-age=${config.tls.hsts_max_age_seconds}` : undefined;
   // While stopping, answers close their connection so keep-alive clients do not hold the stop open.
   app.addHook('onSend', (_req, reply, payload, done) => {
+    if (hsts) reply.header('strict-transport-security', hsts);
     if (base.shutdown.aborted) reply.header('connection', 'close');
     done(null, payload);
   });
@@ -231,9 +237,9 @@ export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRe
  * same app and call `listen({port: 0})`). No business rules here: authentication and account
  * context, limits, idempotency, the error body and OpenAPI, then each module's routes.
  */
-export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]): Promise<ApiApp> {
+export async function buildApp(ctx: AppContext, modules: readonly PosdModule[], opts: { tls?: { cert: string; key: string } } = {}): Promise<ApiApp> {
   const { config } = ctx;
-  const app = createHttpApp(ctx);
+  const app = createHttpApp(ctx, { tls: opts.tls });
 
   // @fastify/swagger is loaded by the first GET /openapi.json, not at start (src/api/openapi.ts).
   const openApiDocument = lazyOpenApi(app, {

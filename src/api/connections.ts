@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { Config } from '../config.js';
 import { ERRORS } from '../errors.js';
@@ -58,29 +59,43 @@ export class ConnectionGate {
  * - idle: a keep-alive connection with no request for `keep_alive_timeout_ms` is closed.
  * A request whose answer takes long (a sync long-poll) is not cut: its request has arrived.
  */
-export function createGuardedServer(limits: HttpLimits, gate: ConnectionGate, malformed: MalformedLog, handler: http.RequestListener): http.Server {
+export function createGuardedServer(
+  limits: HttpLimits,
+  gate: ConnectionGate,
+  malformed: MalformedLog,
+  handler: http.RequestListener,
+  tls?: { cert: string; key: string },
+): http.Server {
   const deadline = Math.min(limits.headers_timeout_ms, limits.request_timeout_ms);
-  const server = http.createServer(
-    {
-      headersTimeout: limits.headers_timeout_ms,
-      requestTimeout: limits.request_timeout_ms,
-      keepAliveTimeout: limits.keep_alive_timeout_ms,
-      // Node looks for expired requests this often (30 s by default, longer than the deadlines).
-      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(deadline / 4))),
-    },
-    // HEAD is answered by the GET route, as fastify's HEAD twins did (createHttpApp turns them off:
-    // registering a second route per GET was ~a third of a start's routing work, issue 16). Node has
-    // already marked the response bodiless for a HEAD request, so the GET's headers, Content-Length
-    // included, go out without its body.
-    (req, res) => {
-      if (req.method === 'HEAD') req.method = 'GET';
-      handler(req, res);
-    },
-  );
+  const options = {
+    headersTimeout: limits.headers_timeout_ms,
+    requestTimeout: limits.request_timeout_ms,
+    keepAliveTimeout: limits.keep_alive_timeout_ms,
+    // Node looks for expired requests this often (30 s by default, longer than the deadlines).
+    connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(deadline / 4))),
+  };
+  // HEAD is answered by the GET route, as fastify's HEAD twins did (createHttpApp turns them off:
+  // registering a second route per GET was ~a third of a start's routing work, issue 16). Node has
+  // already marked the response bodiless for a HEAD request, so the GET's headers, Content-Length
+  // included, go out without its body.
+  const listener: http.RequestListener = (req, res) => {
+    if (req.method === 'HEAD') req.method = 'GET';
+    handler(req, res);
+  };
+  // Under TLS the same deadlines hold (https.Server is an http.Server over TLS sockets); a renewed
+  // certificate reaches it through setSecureContext (src/system/tls/server-tls.ts).
+  const server: http.Server = tls
+    ? (https.createServer({ ...options, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, listener) as unknown as http.Server)
+    : http.createServer(options, listener);
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress;
     if (!gate.admit(address)) {
       malformed.note('too_many_connections', {});
+      // Before the handshake there is no channel a TLS client could read a 503 on: the socket is cut.
+      if (tls) {
+        socket.destroy();
+        return;
+      }
       const body = JSON.stringify(errorBody('too_many_connections'));
       const { status } = ERRORS.too_many_connections;
       socket.end(

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply } from 'fastify';
 import type { AppContext } from '../context.js';
+import { tlsEnabled } from '../config.js';
 import type { ApiApp } from './module.js';
 
 /**
@@ -62,12 +63,12 @@ export function parseCookies(header: string | undefined): Record<string, string>
 }
 
 /**
- * Secure is set when the page is published over https (`http.public_url` starting with https://,
- * i.e. behind a TLS proxy): a browser never sends a Secure cookie over plain http, so setting it on
- * a plain-http box would make the page's forms unusable.
+ * Secure is set when the page is served over TLS (`tls.mode`, src/config.ts) or published over https
+ * (`http.public_url` starting with https://, i.e. behind a TLS proxy): a browser never sends a Secure
+ * cookie over plain http, so setting it on a plain-http box would make the page's forms unusable.
  */
 export function cookie(ctx: Pick<AppContext, 'config'>, name: string, value: string, maxAgeSeconds: number, path = '/'): string {
-  const secure = ctx.config.http.public_url.startsWith('https://') ? '; Secure' : '';
+  const secure = tlsEnabled(ctx.config) || ctx.config.http.public_url.startsWith('https://') ? '; Secure' : '';
   return `${name}=${encodeURIComponent(value)}; Path=${path}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure}`;
 }
 

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { CliError } from './cli/common.js';
 import { initCommand } from './cli/init.js';
+import { tlsCommand } from './cli/tls.js';
 import { serveCommand } from './cli/serve.js';
 import { accountsCommand, keysCommand } from './cli/keys.js';
 import { managerCommand } from './cli/manager.js';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
     reconcileCommand(),
     webhooksCommand(),
     transfersCommand(),
+    tlsCommand(),
   ]) program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();

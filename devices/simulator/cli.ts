@@ -2,12 +2,15 @@
 /**
  * posd-sim: a simulated card terminal on the command line, for demos and manual testing.
  *   node dist/devices/simulator/cli.js --url ws://127.0.0.1:4242/terminals/link --terminal-id T1 --token s3cret
+ *   node dist/devices/simulator/cli.js --url wss://192.168.1.20:4242/terminals/link --ca data/tls/ca.pem --terminal-id T1 --token s3cret
+ *     (a box off loopback speaks TLS: trust its CA, the file `posd tls ca` names)
  *   node dist/devices/simulator/cli.js --serial /dev/pts/3 --terminal-id T1 --token s3cret --behaviour slow
  *   node dist/devices/simulator/cli.js --url ... --protocol 2 --offline --forward-after 60000 --forward-outcomes approved,declined
  *     (stores charges while offline, then after a minute regains its processor and forwards them,
  *     the outcomes taken in turn from the list; `kill -USR2 <pid>` regains it at once)
  * Prints one JSON line per event on stdout so scripts can follow it.
  */
+import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { BEHAVIOURS, type BehaviourName } from './behaviours.js';
 import { serialConnector, webSocketConnector, type Connector } from './connectors.js';
@@ -36,6 +39,7 @@ export async function main(argv: string[]): Promise<void> {
     .description('A simulated card terminal speaking the posd terminal link protocol v1 or v2')
     .addOption(new Option('--url <url>', 'WebSocket URL, e.g. ws://127.0.0.1:4242/terminals/link').conflicts('serial'))
     .addOption(new Option('--serial <path>', 'serial port path, e.g. /dev/pts/3'))
+    .option('--ca <file>', 'for a wss:// URL: the CA certificate (PEM) to trust, e.g. the box CA `posd tls ca` names')
     .option('--baud-rate <n>', 'serial baud rate', ms, 115_200)
     .requiredOption('--terminal-id <id>', 'terminal id announced in hello')
     .requiredOption('--token <token>', 'terminal token announced in hello')
@@ -51,12 +55,12 @@ export async function main(argv: string[]): Promise<void> {
     .option('--forward-twice', 'send each forward result twice (posd must apply it once)', false)
     .parse(argv);
   const o = program.opts<{
-    url?: string; serial?: string; baudRate: number; terminalId: string; token: string; behaviour: BehaviourName;
+    url?: string; serial?: string; ca?: string; baudRate: number; terminalId: string; token: string; behaviour: BehaviourName;
     delayWaitingCard?: number; delayReading?: number; delayAuthorizing?: number; reconnectDelay: number;
     protocol: number; offline: boolean; forwardAfter?: number; forwardOutcomes: ForwardDecision[]; forwardTwice: boolean;
   }>();
   const connect: Connector = o.url
-    ? webSocketConnector(o.url)
+    ? webSocketConnector(o.url, o.ca ? { ca: readFileSync(o.ca) } : {})
     : o.serial
       ? serialConnector(o.serial, { baudRate: o.baudRate })
       : program.error('one of --url or --serial is required');

@@ -1,12 +1,12 @@
 /** How a simulator reaches posd: each call opens a fresh terminal-side link. */
 import type { TerminalSideLink } from '../link.js';
-import { connectWebSocketLink, type WebSocketLinkOptions } from '../websocket/ws-link.js';
+import { connectWebSocketLink, type ConnectLinkOptions } from '../websocket/ws-link.js';
 import { openSerialPort, type PortOpener } from '../serial/port-opener.js';
 import { terminalLinkFromPort, type SerialTimingOptions } from '../serial/serial-link.js';
 
 export type Connector = () => Promise<TerminalSideLink>;
 
-export function webSocketConnector(url: string, opts: WebSocketLinkOptions = {}): Connector {
+export function webSocketConnector(url: string, opts: ConnectLinkOptions = {}): Connector {
   return () => connectWebSocketLink(url, opts);
 }
 

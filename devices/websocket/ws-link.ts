@@ -80,10 +80,18 @@ export function terminalLinkFromWebSocket(ws: WebSocket, opts: WebSocketLinkOpti
   return new WebSocketLink(ws, { ...opts, parse: parseServerMessage });
 }
 
-/** Opens a terminal-side link to `ws://host:port/terminals/link`; rejects with `{disconnected}` flags. */
-export function connectWebSocketLink(url: string, opts: WebSocketLinkOptions = {}): Promise<TerminalSideLink> {
+export interface ConnectLinkOptions extends WebSocketLinkOptions {
+  /** For `wss://`: the certificate authority to trust (posd's box CA, `posd tls ca --pem`), PEM. */
+  ca?: string | Buffer;
+}
+
+/**
+ * Opens a terminal-side link to `ws://host:port/terminals/link` (or `wss://` with `ca`); rejects
+ * with `{disconnected}` flags. A certificate the CA did not sign is such a rejection too.
+ */
+export function connectWebSocketLink(url: string, opts: ConnectLinkOptions = {}): Promise<TerminalSideLink> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, { maxPayload: MAX_MESSAGE_BYTES * 2 });
+    const ws = new WebSocket(url, { maxPayload: MAX_MESSAGE_BYTES * 2, ...(opts.ca ? { ca: opts.ca } : {}) });
     const onError = (err: Error) => reject(Object.assign(err, { disconnected: true as const }));
     ws.once('error', onError);
     ws.once('open', () => {

@@ -6,6 +6,7 @@ import { AccountsService, initInstallation } from '../accounts/service.js';
 import { systemClock } from '../clock.js';
 import { CentralClient, CentralRefusal } from '../sync/store/transport.js';
 import { joinCentral } from '../sync/store/join.js';
+import { boxCa, caLines } from './tls.js';
 
 type InitOptions = DataOptions & {
   role: 'store' | 'central';
@@ -51,7 +52,9 @@ export function initCommand(): Command {
           defaultCurrency: config.accounts.default_currency,
           eventFormat: opts.eventFormats,
         });
-        if (opts.json) return printJson(inst);
+        // The CA is made now so its fingerprint can be handed to the tills before the first serve.
+        const ca = await boxCa(config);
+        if (opts.json) return printJson({ ...inst, tls_ca: { file: ca.file, fingerprint: ca.fingerprint } });
         process.stdout.write(
           [
             `posd: created a ${opts.role} installation in ${config.data_dir}`,
@@ -61,6 +64,7 @@ export function initCommand(): Command {
             `  live key      ${inst.keys.live}`,
             `  test key      ${inst.keys.test}`,
             '  Keys are shown only now: store them somewhere safe.',
+            ...caLines(ca),
             '',
           ].join('\n'),
         );

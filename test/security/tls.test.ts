@@ -12,6 +12,7 @@ import { SecretBox } from '../../src/system/secret-box.js';
 import { BoxPki } from '../../src/system/tls/box-pki.js';
 import { ServerTls } from '../../src/system/tls/server-tls.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { TerminalSimulator, webSocketConnector } from '../../devices/simulator/index.js';
 
 const DAY = 86_400_000;
 
@@ -70,6 +71,27 @@ describe('a box listening with TLS', () => {
     expect(cert.subjectAltName).toContain('DNS:localhost');
     expect(cert.subjectAltName).toContain('IP Address:127.0.0.1');
     expect(cert.verify(new X509Certificate(ca).publicKey)).toBe(true);
+  });
+
+  it('links the simulator over wss trusting the box CA, and not without it', async () => {
+    const created = await request(`${server.url}/api/terminals`, {
+      method: 'POST',
+      headers: { 'x-secret-key': server.installation.keys.test, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Counter' }),
+      dispatcher: trusting,
+    });
+    expect(created.statusCode).toBe(201);
+    const terminal = (await created.body.json()) as { id: string; pairing_token: string };
+    const url = `${server.url.replace(/^https/, 'wss')}/terminals/link`;
+    const refused = new TerminalSimulator({ terminalId: terminal.id, token: terminal.pairing_token, connect: webSocketConnector(url, { pingIntervalMs: 0 }) });
+    const failed = refused.waitFor('connect_failed');
+    void refused.start();
+    expect((await failed).error).toMatch(/self-signed|unable to verify|certificate/i);
+    await refused.stop();
+    const sim = new TerminalSimulator({ terminalId: terminal.id, token: terminal.pairing_token, connect: webSocketConnector(url, { ca, pingIntervalMs: 0 }) });
+    const welcome = await sim.start();
+    expect(welcome).toMatchObject({ type: 'welcome' });
+    await sim.stop();
   });
 
   it("sets the page's cookies Secure", async () => {

@@ -7,7 +7,7 @@ import type { Config } from '../../config.js';
 import type { Clock, TimerHandle } from '../../clock.js';
 import type { Logger } from '../../logger.js';
 import { SecretBox } from '../secret-box.js';
-import { BoxPki, type CaInfo } from './box-pki.js';
+import type { BoxPki, CaInfo } from './box-pki.js';
 
 export interface TlsMaterial {
   cert: string;
@@ -55,6 +55,9 @@ export class ServerTls extends EventEmitter {
       tls.filesDigest = digest(material);
       return tls;
     }
+    // Loaded only when TLS is on: the certificate library and its dependencies are ~1 MB of code a
+    // loopback box never needs (issue 16's idle memory).
+    const { BoxPki } = await import('./box-pki.js');
     const pki = new BoxPki(config, box, () => clock.now());
     const { material, issued } = await pki.ensureServer();
     const ca = await pki.ensureCa();

@@ -116,12 +116,13 @@ export async function startBenchDaemon(
   child.stdout!.resume();
   child.stderr!.resume();
   // Request logging is off, so info adds only start and stop lines; the start line names the port.
-  const [, port] = await waitForOutput(child, /"url":"http:\/\/127\.0\.0\.1:(\d+)\/api"/).catch((err) => {
+  // https under `tls.mode: on` (bench/tls.ts).
+  const [, scheme, port] = await waitForOutput(child, /"url":"(https?):\/\/127\.0\.0\.1:(\d+)\/api"/).catch((err) => {
     if (child.exitCode === null) stopTraced(child);
     throw err;
   });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${scheme}://127.0.0.1:${port}`,
     dataDir,
     keys: inst.keys,
     ids: inst,

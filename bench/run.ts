@@ -8,6 +8,7 @@ import type { BenchResult } from './lib.js';
 const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> = {
   startup: () => import('./startup.js'),
   account: () => import('./account.js'),
+  tls: () => import('./tls.js'),
   'cash-sales': () => import('./cash-sales.js'),
   transfers: () => import('./transfers.js'),
   webhooks: () => import('./webhooks.js'),

@@ -247,6 +247,8 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
         ],
         ...(lastFailure ? [[td('Last backup failed'), pastError(lastFailure.error ?? 'failed', lastFailure.finished_at, recovered, now)]] : []),
         [td('Backup folder'), td(d.backup_dir, 'muted')],
+        [td('TLS'), td(view.tls.on ? 'on (https, wss)' : view.tls.mode === 'off' ? 'off by setting (tls.mode): plain HTTP' : 'off (loopback only)', view.tls.on ? 'ok' : view.tls.mode === 'off' ? 'bad' : '')],
+        ...(view.tls.ca_fingerprint ? [[td('TLS CA'), td(`${view.tls.ca_file} SHA-256 ${view.tls.ca_fingerprint}`, 'muted')]] : []),
       ],
       '',
     );

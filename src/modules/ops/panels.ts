@@ -1,6 +1,10 @@
 import { statSync, statfsSync } from 'node:fs';
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
+import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { tlsEnabled } from '../../config.js';
+import { tlsFiles } from '../../system/tls/files.js';
 import { databaseFile } from '../../db/paths.js';
 import { schemaVersion } from '../../db/migrate.js';
 import {
@@ -77,6 +81,8 @@ export interface StatusView {
   sync_recorded: { count: number; oldest: string | null };
   disk: Panel<DiskState>;
   tax_invoicing: Panel<TaxInvoicingState>;
+  /** How the box listens (issue 39): plain HTTP off loopback by setting is shown in red. */
+  tls: { on: boolean; mode: string; ca_file: string | null; ca_fingerprint: string | null };
 }
 
 const size = (file: string) => {
@@ -123,6 +129,17 @@ function accountNames(ctx: AppContext): Record<string, string> {
   return out;
 }
 
+function tlsState(ctx: AppContext): StatusView['tls'] {
+  const file = tlsFiles(ctx.config).caCert;
+  let fingerprint: string | null = null;
+  try {
+    fingerprint = new X509Certificate(readFileSync(file)).fingerprint256;
+  } catch {
+    // no box CA yet (made by posd init or the first start with TLS on)
+  }
+  return { on: tlsEnabled(ctx.config), mode: ctx.config.tls.mode, ca_file: fingerprint ? file : null, ca_fingerprint: fingerprint };
+}
+
 export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): StatusView {
   const src = statusSources(ctx);
   const now = ctx.clock.now();
@@ -148,6 +165,7 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
     sync_recorded: syncOutboxSummary(ctx.db),
     disk: read(() => readDisk(ctx)),
     tax_invoicing: read(() => taxInvoicingState(ctx)),
+    tls: tlsState(ctx),
   };
 }
 

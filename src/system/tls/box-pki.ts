@@ -1,13 +1,13 @@
 import { X509Certificate, createPrivateKey, KeyObject, webcrypto, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
-import { join } from 'node:path';
 import { isIP } from 'node:net';
 // tsyringe, inside @peculiar/x509, needs the Reflect metadata API before the library loads.
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
 import type { Config } from '../../config.js';
 import type { SecretBox } from '../secret-box.js';
+import { tlsFiles } from './files.js';
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
@@ -16,17 +16,7 @@ const DAY = 86_400_000;
 /** The box CA outlives any box: tills pin it once. */
 const CA_VALIDITY_DAYS = 20 * 365;
 
-/** Where the box's PKI lives: the CA's certificate is public, both keys are sealed with the box's key. */
-export function tlsFiles(config: Pick<Config, 'data_dir'>) {
-  const dir = join(config.data_dir, 'tls');
-  return {
-    dir,
-    caCert: join(dir, 'ca.pem'),
-    caKey: join(dir, 'ca-key.sealed'),
-    cert: join(dir, 'server.pem'),
-    key: join(dir, 'server-key.sealed'),
-  };
-}
+export { tlsFiles };
 
 export interface CaInfo {
   file: string;

@@ -375,6 +375,12 @@ export const ConfigSchema = Type.Object({
       session_hours: Type.Integer({ minimum: 1, maximum: 24 * 30, default: 12 }),
       /** When set, GET /metrics asks for `Authorization: Bearer <token>`; empty: open (counts only). */
       metrics_token: Type.String({ default: '' }),
+      /** Failed status-page logins one address (or one known device) may make per 5 minutes before 429. */
+      login_failures_per_address: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+      /** Password checks (scrypt, ~50-100 ms each) run at once; the rest wait in a short line. */
+      login_concurrency: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+      /** Logins waiting for a check past this many are answered 429 at once (never left to time out). */
+      login_queue: Type.Integer({ minimum: 0, maximum: 10_000, default: 16 }),
     },
     { default: {} },
   ),

@@ -160,6 +160,14 @@ export const ConfigSchema = Type.Object({
       /** Protocol keepalive: a ping every 10 s, three missed make the terminal unavailable. 0 disables. */
       ping_interval_ms: Type.Integer({ minimum: 0, default: 10_000 }),
       max_missed_pings: Type.Integer({ minimum: 1, default: 3 }),
+      /**
+       * Each terminal link's frame budget (docs/terminal-protocol.md, "Frame budget"): past these
+       * per second its frames are dropped unread and the link is slowed (reading paused until the
+       * second ends); past them `link_close_after_s` seconds in a row, it is closed (code 4008).
+       */
+      link_frames_per_second: Type.Integer({ minimum: 1, default: 500 }),
+      link_bytes_per_second: Type.Integer({ minimum: 1024, default: 4 * 1024 * 1024 }),
+      link_close_after_s: Type.Integer({ minimum: 1, maximum: 3600, default: 5 }),
       /** Serial framing: wait for ACK/NAK this long before resending, at most `serial_max_resends` times. */
       serial_ack_timeout_ms: Type.Integer({ minimum: 1, default: 2_000 }),
       serial_max_resends: Type.Integer({ minimum: 0, default: 3 }),

@@ -38,6 +38,7 @@ import {
   type AppliedEvent,
 } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
+import { LinkLog, linkBudget } from './budget.js';
 import type { CommandEvent, TerminalOutcome } from '../commands/machine.js';
 
 interface Session {
@@ -56,7 +57,6 @@ interface Session {
 /** Writing last_seen_at on every message would be a commit per message; once a second is plenty. */
 const SEEN_WRITE_EVERY_MS = 1_000;
 const POLICY_REFRESH_MS = 5_000;
-
 export type BridgeEvents = {
   /** A message from a terminal was fully handled (committed, answered): tests and benchmarks wait on it. */
   handled: [terminalId: string, msg: TerminalMessage];
@@ -85,12 +85,14 @@ export class TerminalBridge {
     if (s) void s.link.close('terminal retired');
   };
   readonly events = new EventEmitter<BridgeEvents>().setMaxListeners(0);
+  private readonly linkLog: LinkLog;
 
   constructor(
     private readonly ctx: AppContext,
     scheduler: Scheduler,
   ) {
     this.scheduler = scheduler;
+    this.linkLog = new LinkLog(ctx, () => scheduler.now());
   }
 
   /**
@@ -161,14 +163,16 @@ export class TerminalBridge {
       clock: this.scheduler,
       pingIntervalMs: this.cfg.ping_interval_ms,
       maxMissedPings: this.cfg.max_missed_pings,
+      budget: linkBudget(this.cfg),
     });
     this.acceptLink(link);
   }
 
   /** Runs the hello handshake on a fresh link; `expectedTerminalId` pins a serial port to its terminal. */
   acceptLink(link: ServerLink, expectedTerminalId?: string): void {
-    const onInvalid = (i: LinkInvalid) => this.logInvalid(undefined, i);
+    const onInvalid = (i: LinkInvalid) => this.linkLog.malformed(link, undefined, i);
     link.on('invalid', onInvalid);
+    this.linkLog.watch(link, expectedTerminalId);
     awaitHello(link, {
       clock: this.scheduler,
       timeoutMs: this.cfg.hello_timeout_ms,
@@ -213,7 +217,7 @@ export class TerminalBridge {
         this.ctx.log.error({ err, terminal_id: id, type: msg.type }, 'handling a terminal message failed'),
       );
     });
-    link.on('invalid', (i) => this.logInvalid(id, i));
+    link.on('invalid', (i) => this.linkLog.malformed(link, id, i));
     link.once('down', (d) => {
       this.scheduler.clearTimeout(session.heartbeat);
       if (this.sessions.get(id) !== session) return;
@@ -248,10 +252,6 @@ export class TerminalBridge {
     if (!force && now - session.lastSeenWritten < SEEN_WRITE_EVERY_MS) return;
     session.lastSeenWritten = now;
     recordSeen(this.ctx, session.terminalId, now);
-  }
-
-  private logInvalid(terminalId: string | undefined, i: LinkInvalid): void {
-    this.ctx.log.warn({ terminal_id: terminalId, reason: i.reason, detail: i.detail, sample: i.sample }, 'malformed terminal message ignored');
   }
 
   private send(session: Session, msg: ServerMessage): void {

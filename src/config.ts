@@ -126,6 +126,12 @@ export const ConfigSchema = Type.Object({
        */
       projector_paused: Type.Boolean({ default: false }),
       /**
+       * Central: how far a pushed record's time may be after the push, or before the store's
+       * account was made, before the record is refused (`record_in_future`, `record_before_join`):
+       * a box's clock may run off by this much (its status warns past `clock_warn_ms`).
+       */
+      record_time_skew_ms: Type.Integer({ minimum: 0, default: 3_600_000 }),
+      /**
        * A chain's central past one machine (docs/central.md): the sync tables on PostgreSQL. Empty
        * url: the central keeps them in its SQLite file. Set on the core (`role: central`) and on
        * every `central-front`.

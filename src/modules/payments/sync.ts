@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
 import { accountsOf } from '../../accounts/service.js';
-import { SyncedLedgerRow } from '../ledger/schema.js';
+import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
 import { insertStoreCheckout } from '../checkouts/service.js';
@@ -112,6 +112,14 @@ function centralFee(ctx: AppContext, account: Account, paymentId: string, txn: B
   );
 }
 
+/** A payment record's amounts: the payment's, and its ledger row's (checked at receipt). */
+function paymentMoney(p: PaymentRecord) {
+  return [
+    { field: 'payment_intent.amount_in_cents', amount: p.payment_intent.amount_in_cents, currency: p.payment_intent.currency },
+    ...syncedLedgerMoney('balance_transaction', p.balance_transaction),
+  ];
+}
+
 /**
  * A checkout paid at the store (`terminal_payment`, `checkout_payment`): applied with the store's
  * ids, its ledger `charge` row and fee included. Only a success weighs in the totals.
@@ -121,6 +129,7 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
     payload: PaymentPayload,
     consistent: (p) => p.checkout.id === p.payment_intent.checkout_id,
     malformed: `${kind} record without payment_intent, intent or checkout`,
+    money: paymentMoney,
     apply(ctx, record) {
       const account = accountsOf(ctx).account(record.account_id)!;
       applyStorePayment(ctx, account, record.payload);
@@ -268,6 +277,7 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
     );
   },
   malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
+  money: (p) => [...paymentMoney(p), ...syncedLedgerMoney('payer.balance_transaction', p.payer?.balance_transaction)],
   apply(ctx, record, origin) {
     const merchant = accountsOf(ctx).account(record.account_id)!;
     // A box taking its own record back after a restore (sync/rejoin.ts) holds only its own accounts.

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/registry.js';
 import { accountsOf } from '../../accounts/service.js';
-import { SyncedLedgerRow } from '../ledger/schema.js';
+import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import type { Refund } from './service.js';
@@ -108,6 +108,11 @@ export function applyStoreRefund(ctx: AppContext, account: Account, record: Refu
 export const refundPush: PushKind<RefundRecord> = {
   payload: RefundPayload,
   malformed: 'refund record without refund',
+  money: (p) => [
+    { field: 'refund.amount_in_cents', amount: p.refund.amount_in_cents, currency: p.refund.currency },
+    ...syncedLedgerMoney('balance_transaction', p.balance_transaction),
+    ...syncedLedgerMoney('payer_balance_transaction', p.payer_balance_transaction),
+  ],
   apply(ctx, record) {
     const account = accountsOf(ctx).account(record.account_id)!;
     const conflict = applyStoreRefund(ctx, account, record.payload);

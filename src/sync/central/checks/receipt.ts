@@ -1,7 +1,7 @@
 import { Value } from '@sinclair/typebox/value';
 import { CHARGE_CURRENCIES, MAX_LINE_CENTS } from '../../../money.js';
-import type { MoneyField, SyncRegistry } from '../../registry.js';
-import type { PushRecord } from '../../wire.js';
+import type { MoneyField, SyncRegistry } from '../../shared/registry.js';
+import type { PushRecord } from '../../shared/wire.js';
 
 /** Why the central refused one record: a catalogue-like code, the field it concerns, and a sentence. */
 export interface RecordRefusal {

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../../context.js';
 import { metrics } from '../../../system/metrics.js';
-import { syncStore } from '../../store.js';
+import { centralSide } from '../sync-store.js';
 import type { RecordRefusal } from './receipt.js';
 
 /** A refusal as one line of text, kept as the record's `reason` (code and field first, for `posd sync records`). */
@@ -19,7 +19,7 @@ export function publishRefusal(
   at: { storeId: string; organizationId: string; now: string; stage: 'receipt' | 'projection' },
   refusal: { reason: string; code: string | null; field?: string | null },
 ): void {
-  syncStore(ctx.db).insertFeed({
+  centralSide(ctx.db).insertFeed({
     organization_id: at.organizationId,
     account_id: r.account_id,
     live_mode: r.live_mode ? 1 : 0,
@@ -43,7 +43,7 @@ export function registerStoreOutcomeMetrics(ctx: Pick<AppContext, 'db' | 'config
     labelNames: ['store_id', 'outcome'],
     collect() {
       this.reset();
-      for (const s of syncStore(ctx.db).stores()) {
+      for (const s of centralSide(ctx.db).stores()) {
         this.set({ store_id: s.store_id, outcome: 'rejected' }, s.rejected_count);
         this.set({ store_id: s.store_id, outcome: 'held' }, s.held_count);
         this.set({ store_id: s.store_id, outcome: 'parked' }, s.parked_count);

@@ -5,7 +5,7 @@ import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { insertStoreCheckout } from '../checkouts/service.js';
+import { checkoutAllows, checkoutForPage, insertStoreCheckout } from '../checkouts/service.js';
 import { intentRow, createIntent } from '../intents/service.js';
 import { balanceDetails } from '../../events/payloads.js';
 import { balancePaymentsStore, type BalancePaymentRow } from './balance-store.js';
@@ -112,6 +112,32 @@ function centralFee(ctx: AppContext, account: Account, paymentId: string, txn: B
   );
 }
 
+/**
+ * What the central's state must allow for a pushed payment (issue 32, at projection): a checkout the
+ * central already holds is one of the record's account, in the same environment, and its machine
+ * allows this outcome from where it is (unpaid, in progress...), unless this very payment settled it
+ * already; its amount is the checkout's. A payment the central holds already passes (applied once).
+ */
+export function checkStorePayment(ctx: AppContext, record: { account_id: string; live_mode: boolean; payload: PaymentRecord }): { code: string; field: string; reason: string } | null {
+  const { payment_intent: pa, checkout } = record.payload;
+  if (paymentsStore(ctx.db).byId(pa.id)) return null;
+  const held = checkoutForPage(ctx, checkout.id);
+  if (!held) return null;
+  const field = 'payload.checkout.id';
+  if (held.account_id !== record.account_id || held.live_mode !== record.live_mode) {
+    return { code: 'foreign_reference', field, reason: `checkout ${checkout.id} is not a checkout of account ${record.account_id} at the central` };
+  }
+  if (held.payment_intent_id === pa.id) return null;
+  const event = pa.status === 'succeeded' ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED';
+  if (!checkoutAllows(held.status, event)) {
+    return { code: 'transition_not_allowed', field, reason: `checkout ${checkout.id} is ${held.status} at the central; a payment may settle only an unpaid checkout or its own` };
+  }
+  if (pa.status === 'succeeded' && held.amount_in_cents !== pa.amount_in_cents) {
+    return { code: 'amount_mismatch', field: 'payload.payment_intent.amount_in_cents', reason: `payment ${pa.id} is ${pa.amount_in_cents} cents; checkout ${checkout.id} is ${held.amount_in_cents} cents at the central` };
+  }
+  return null;
+}
+
 /** A payment record's amounts: the payment's, and its ledger row's (checked at receipt). */
 function paymentMoney(p: PaymentRecord) {
   return [
@@ -130,6 +156,7 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
     consistent: (p) => p.checkout.id === p.payment_intent.checkout_id,
     malformed: `${kind} record without payment_intent, intent or checkout`,
     money: paymentMoney,
+    check: (ctx, record) => checkStorePayment(ctx, record),
     apply(ctx, record) {
       const account = accountsOf(ctx).account(record.account_id)!;
       applyStorePayment(ctx, account, record.payload);
@@ -278,6 +305,7 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
   },
   malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
   money: (p) => [...paymentMoney(p), ...syncedLedgerMoney('payer.balance_transaction', p.payer?.balance_transaction)],
+  check: (ctx, record) => checkStorePayment(ctx, record),
   apply(ctx, record, origin) {
     const merchant = accountsOf(ctx).account(record.account_id)!;
     // A box taking its own record back after a restore (sync/store/rejoin.ts) holds only its own accounts.

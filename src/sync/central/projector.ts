@@ -10,6 +10,8 @@ import { syncScope } from './service.js';
 import { projectorBell } from './projector-bell.js';
 import { centralSide, type ReceivedRow } from './sync-store.js';
 import type { PushRecord } from '../shared/wire.js';
+import { checkAtProjection } from './checks/projection.js';
+import { publishRefusal, refusalText } from './checks/refusal.js';
 
 /** The projector applies a store's records in slices of at most this many records ... */
 export const SLICE_RECORDS = 100;
@@ -254,6 +256,13 @@ function applyOne(
 ): { outcome: 'applied' | 'rejected' | 'held' | 'parked'; reason: string | null } {
   const apply = ctx.registry.sync.applier(r.kind);
   if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
+  const at = { storeId: origin.storeId, organizationId, now, stage: 'projection' as const };
+  // What the central's state must allow, decided from the log alone (issue 32; checks/projection.ts).
+  const refusal = checkAtProjection(ctx, r, origin);
+  if (refusal) {
+    publishRefusal(ctx, r, at, refusal);
+    return { outcome: 'rejected', reason: refusalText(refusal) };
+  }
   try {
     // What the applier publishes to the feed is tagged with this box, so it is not sent back to it.
     withFeedOrigin(ctx.db, origin.storeId, () => tx(ctx.db, () => apply(ctx, r as PushRecord, origin)));
@@ -263,16 +272,7 @@ function applyOne(
       if (transient(err)) throw Object.assign(err as Error, { syncRecordId: r.id });
       return { outcome: 'parked', reason: `applier failed: ${(err as Error).message ?? String(err)}`.slice(0, 500) };
     }
-    centralSide(ctx.db).insertFeed({
-      organization_id: organizationId,
-      account_id: r.account_id,
-      live_mode: r.live_mode ? 1 : 0,
-      kind: 'record_rejected',
-      object_id: r.id,
-      payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, code: err.code, store_id: origin.storeId }),
-      created_at: now,
-      to_store_id: origin.storeId,
-    });
+    publishRefusal(ctx, r, at, { reason: err.reason, code: err.code });
     return { outcome: 'rejected', reason: err.reason };
   }
 }

@@ -77,10 +77,7 @@ function receive(
   // A seq past the received one plus the batch cannot be an honest box's next record (its outbox
   // numbers records one by one); taken, it would stop the store's stream for good (issue 32).
   const bound = before + records.length;
-  for (const [i, { r }] of records.entries()) {
-    if (r.seq > bound) throw invalid({ [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records)` });
-  }
-  for (const rec of records) {
+  for (const [i, rec] of records.entries()) {
     const { r, hash } = rec;
     if (r.seq <= before) {
       const seen = store.receivedAt(storeId, r.seq);
@@ -97,6 +94,7 @@ function receive(
         extra: { applied_seq: before, record_id: r.id },
       });
     }
+    if (r.seq > bound) throw invalid({ [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records)` });
     if (ids.has(r.id)) throw conflict(r.id, r.seq, before);
     const taken = store.received(r.id);
     if (taken) throw conflict(r.id, r.seq, before, taken);

@@ -132,6 +132,18 @@ export const ConfigSchema = Type.Object({
        */
       record_time_skew_ms: Type.Integer({ minimum: 0, default: 3_600_000 }),
       /**
+       * Central: money a store reports that the central cannot see move is held for an operator's
+       * review (`posd sync held`) past these, before it reaches a balance the central pays out:
+       * one record's amount, and one store's applied money of one UTC day and currency. 0: off.
+       */
+      review: Type.Object(
+        {
+          per_record_cents: Type.Integer({ minimum: 0, default: 20_000_000 }),
+          per_day_cents: Type.Integer({ minimum: 0, default: 200_000_000 }),
+        },
+        { default: {} },
+      ),
+      /**
        * A chain's central past one machine (docs/central.md): the sync tables on PostgreSQL. Empty
        * url: the central keeps them in its SQLite file. Set on the core (`role: central`) and on
        * every `central-front`.

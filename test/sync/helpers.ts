@@ -17,8 +17,8 @@ import { projected } from '../../src/sync/central/projector.js';
 import { syncStatus } from '../../src/sync/status.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */
-export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[] } = {}): Promise<TestServer> {
-  const central = await startTestServer({ config: { role: 'central' }, clock: opts.clock, modules: opts.modules });
+export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[]; config?: Record<string, unknown> } = {}): Promise<TestServer> {
+  const central = await startTestServer({ config: { ...opts.config, role: 'central' }, clock: opts.clock, modules: opts.modules });
   centrals.add(central);
   const stop = central.stop.bind(central);
   central.stop = async () => {

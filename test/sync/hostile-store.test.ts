@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, appliedAtCentral, http, pairStoreAndCentral, pushAndProject, type TestStore } from './helpers.js';
+import { addStoreAccount, appliedAtCentral, http, pairStoreAndCentral, pushAndProject, startCentral, type TestStore } from './helpers.js';
+import { applyHeldRecords, projected } from '../../src/sync/central/projector.js';
+import { centralSide } from '../../src/sync/central/sync-store.js';
 import { tableRows } from './replay.js';
 
 // Issue 32: a store box is untrusted input. Each class of hostile record a compromised or buggy box
@@ -141,4 +143,47 @@ describe('a hostile store box', () => {
     const metrics = await fetch(`${central.url}/metrics`).then((r) => r.text());
     expect(metrics).toContain(`posd_sync_store_records{store_id="${storeId}",outcome="rejected"} ${cases.length + 2}`);
   }, 120_000);
+});
+
+describe('money past the review thresholds', () => {
+  it('is held for review (the stream goes on), then released or rejected by an operator, audited', async () => {
+    const c = await startCentral({ config: { sync: { review: { per_record_cents: 2000, per_day_cents: 4000 } } } });
+    cleanup.push(() => c.stop());
+    const a = addStoreAccount(c, 'Reviewed store');
+    let s = 0;
+    const push = async (amount: number) => {
+      const r = cashSale((p) => (p.sale.amount_in_cents = amount), { account_id: a.accountId });
+      const res = await pushAndProject(c, a.key, { store_id: 'store_review1', records: [{ seq: s + 1, prev_seq: s, ...r } as unknown as { id: string }] });
+      expect(res.status).toBe(200);
+      s += 1;
+      return { id: r.id, intent: r.payload.sale.id as string, outcome: tableRows<{ outcome: string; reason: string }>(c, 'SELECT outcome, reason FROM sync_received WHERE id = ?', r.id)[0] };
+    };
+    const intentOf = (id: string) => tableRows(c, 'SELECT id FROM intents WHERE id = ?', id).length;
+    const first = await push(1500);
+    expect(first.outcome.outcome).toBe('applied');
+    const big = await push(2500);
+    expect(big.outcome).toMatchObject({ outcome: 'held', reason: expect.stringContaining('review: held_for_review (payload): 2500 GTQ cents is over sync.review.per_record_cents') });
+    expect(intentOf(big.intent)).toBe(0);
+    // The stream goes on past it; the day's sum reaches its threshold on the third sale.
+    const second = await push(1500);
+    expect(second.outcome.outcome).toBe('applied');
+    const third = await push(1500);
+    expect(third.outcome.reason).toContain('over sync.review.per_day_cents (4000)');
+    expect(intentOf(third.intent)).toBe(0);
+    // The held sweep passes records held for review by.
+    applyHeldRecords(c.daemon.ctx);
+    expect(centralSide(c.daemon.ctx.db).inReview('store_review1', 10).map((r) => r.id)).toEqual([big.id, third.id]);
+
+    // An operator releases one: applied past the thresholds, the reason kept.
+    expect(centralSide(c.daemon.ctx.db).releaseReview(big.id, 'checked with the store manager', new Date().toISOString())).toBe(true);
+    applyHeldRecords(c.daemon.ctx);
+    await projected(c.daemon.ctx);
+    expect(tableRows(c, 'SELECT outcome, note FROM sync_received WHERE id = ?', big.id)).toEqual([{ outcome: 'applied', note: 'checked with the store manager' }]);
+    expect(intentOf(big.intent)).toBe(1);
+    // ... and rejects the other: refused for good, nothing applied.
+    expect(centralSide(c.daemon.ctx.db).rejectReview(third.id, 'review_rejected (payload): not a sale', 'not a sale', new Date().toISOString())).toBe(true);
+    applyHeldRecords(c.daemon.ctx);
+    expect(tableRows(c, 'SELECT outcome FROM sync_received WHERE id = ?', third.id)).toEqual([{ outcome: 'rejected' }]);
+    expect(intentOf(third.intent)).toBe(0);
+  }, 60_000);
 });

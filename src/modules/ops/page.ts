@@ -146,7 +146,7 @@ function storesPanel(view: StatusView, now: number): string {
   if (!view.stores) return '';
   return panel('stores', 'Stores', view.stores, (list) =>
     table(
-      ['Store', 'Last push', 'Waiting at the box', 'Held here', 'Received, not applied', 'Lag', 'Reconciliation'],
+      ['Store', 'Last push', 'Waiting at the box', 'Held here', 'Refused', 'Received, not applied', 'Lag', 'Reconciliation'],
       list.map((s) => {
         const account = view.account_names[s.account_id] ?? s.account_id;
         const stale = s.last_push_at !== null && now - Date.parse(s.last_push_at) > view.store_quiet_ms;
@@ -159,7 +159,9 @@ function storesPanel(view: StatusView, now: number): string {
             : `<td class="${s.box_waiting > 0 && stale ? 'bad' : s.box_waiting > 0 ? '' : 'ok'}" data-box-waiting="${s.box_waiting}">${
                 s.box_waiting === 0 ? 'none' : `${s.box_waiting}${s.box_waiting_since ? `, oldest ${when(s.box_waiting_since, now)}` : ''}`
               }</td>`,
-          td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held)` : ''}`, s.parked ? 'bad' : ''),
+          td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held: posd sync held list)` : ''}`, s.parked ? 'bad' : ''),
+          // Records the central refused (checks, appliers, an operator's review): kept, never applied.
+          `<td class="${s.rejected ? 'bad' : 'ok'}" data-rejected="${s.rejected}">${s.rejected ? `${s.rejected} refused` : 'none'}</td>`,
           // The projector's lag behind receipt, in the store's seqs (0 once it caught up).
           td(s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none', s.received_seq > s.applied_seq ? 'muted' : ''),
           td(s.lag_ms === null ? '-' : age(s.lag_ms), s.lag_ms !== null && s.lag_ms > view.store_quiet_ms ? 'bad' : ''),

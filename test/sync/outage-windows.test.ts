@@ -16,7 +16,7 @@ import { outageNow, outageReports } from '../../src/modules/ops/outage.js';
 import { startHarness } from '../terminals/helpers/harness.js';
 import { ChaosProxy } from './e2e/chaos-proxy.js';
 import { connectWsTerminal } from '../terminals/helpers/scripted-terminal.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
+import { BACKDATED, addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
@@ -27,7 +27,7 @@ const at = (hhmm: string) => Date.parse(`2026-03-02T${hhmm}:00.000Z`);
 const iso = (hhmm: string) => new Date(at(hhmm)).toISOString();
 
 it('records the central and processor windows, merges them into one outage and reports it; the CLI prints the same', async () => {
-  const central = await startCentral();
+  const central = await startCentral({ config: BACKDATED });
   cleanup.push(() => central.stop());
   const acct = addStoreAccount(central);
   const link = new ChaosProxy({ host: '127.0.0.1', port: Number(new URL(central.url).port) });

@@ -80,6 +80,9 @@ describe('event formats (spec 6.3)', () => {
     const unified = await waitForEvent((e) => e.event_type === 'intent.succeeded' && e.id === second.intent_id);
     expect(legacy.checkout).toMatchObject({ id: second.checkout_id, status: 'paid', metadata: { wc_order_id: '1002', source: 'woocommerce' } });
     expect(legacy.amount_in_cents).toBe(5000);
+    // The card is named by its own id, the one the checkout answers; pa_ is the payment intent's (issue 34).
+    expect(legacy.checkout.payment_method.id).toMatch(/^pay_m_/);
+    expect(legacy.checkout.payment_method.id).toBe((await s.api('GET', `/checkouts/${second.checkout_id}`)).body.payment_method.id);
     expect(unified.checkout).toEqual({ id: second.checkout_id, status: 'paid', metadata: { wc_order_id: '1002', source: 'woocommerce' } });
     expect(unified.legacy_id).toBe(second.payment_intent_id);
 

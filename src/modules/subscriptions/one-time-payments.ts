@@ -19,9 +19,9 @@ import { SubscriptionsStore } from './store.js';
  * {payment_method_id, items}` charges a saved card without the buyer. posd never sees card data;
  * the cards it keeps are named by one `pay_m_` id each: a card paid at a checkout (the checkout's
  * `payment_method.id`, `payment_methods`) and a subscription's card on file
- * (`default_payment_method`, the same id when the checkout started it). In a sandbox the charge is a checkout settled through
- * `settleCheckoutPayment` like the sandbox checkout payment (payment intent, ledger row, events),
- * answered 201 `{id: "on_…", status: "paid"}`; a sandbox card set to decline (the subscription's
+ * (`default_payment_method`, the same id when the checkout started it). In a sandbox the charge is
+ * a checkout settled through `settleCheckoutPayment` like the sandbox checkout payment (payment
+ * intent, ledger row, events), answered 201 `{id: "on_…", status: "paid"}`; a sandbox card set to decline (the subscription's
  * `advance` helper) records the failed intent and answers 402 `card_declined`. In live mode the box
  * has no acquirer to charge a card that is not present: 422 `card_not_present_unavailable`.
  */

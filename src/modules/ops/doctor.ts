@@ -1,5 +1,7 @@
 import Database from 'better-sqlite3';
-import { accessSync, constants, existsSync, statSync, statfsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import type { DiskFullState } from '../../db/disk-full.js';
+import { diskSpace } from './disk-check.js';
 import type { Config } from '../../config.js';
 import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
@@ -18,9 +20,8 @@ export interface Check {
   fix?: string;
 }
 
-const GiB = 1 << 30;
-
-export function dataFolder(config: Config): Check[] {
+/** `refused`: the daemon's record of writes refused for space (the page passes it; doctor cannot know it). */
+export function dataFolder(config: Config, refused: DiskFullState | null = null): Check[] {
   const dir = config.data_dir;
   if (!existsSync(dir))
     return [
@@ -50,18 +51,7 @@ export function dataFolder(config: Config): Check[] {
   } else {
     out.push({ name: 'data folder permissions', ok: true, detail: `mode ${(st.mode & 0o777).toString(8)}` });
   }
-  const fs = statfsSync(dir);
-  const free = fs.bavail * fs.bsize;
-  const total = fs.blocks * fs.bsize;
-  const low = free < GiB || free / Math.max(1, total) < 0.1;
-  out.push({
-    name: 'free disk',
-    ok: !low,
-    detail: `${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB`,
-    fix: low
-      ? 'free space (old backups in the backup folder, logs) or move the data to a larger disk; below 10% or 1 GiB sales may stop being recorded'
-      : undefined,
-  });
+  out.push(diskSpace(config, refused));
   return out;
 }
 

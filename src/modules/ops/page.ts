@@ -3,6 +3,7 @@ import type { SalesTotal } from '../../system/status-sources.js';
 import { age, localDate, tdWhen, when } from './time.js';
 
 import { esc } from '../../api/html.js';
+import { sizeText as bytes } from './disk-check.js';
 
 /** Plain server-rendered HTML: no scripts, no CDN, one small stylesheet, readable on a phone. */
 export const CSS = `
@@ -56,8 +57,6 @@ ${opts.error ? `<p class="error" role="alert">${esc(opts.error)}</p>` : ''}
 }
 
 export const money = (cents: number, currency: string) => `${currency} ${(cents / 100).toFixed(2)}`;
-const bytes = (n: number) =>
-  n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
 
 function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => string): string {
   let body: string;

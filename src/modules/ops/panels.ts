@@ -17,6 +17,7 @@ import { localText, localizeTimes, zoneName } from './time.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
 import { dataFolder, recordedChecks } from './doctor.js';
+import { diskFullState } from '../../db/disk-full.js';
 
 /** One thing that needs the manager: what is wrong, and what to do about it. */
 export interface Problem {
@@ -159,7 +160,7 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
 export function verdictOf(ctx: AppContext, src: ReturnType<typeof statusSources>, nowMs: number): Problem[] {
   const out: Problem[] = [];
   try {
-    for (const c of [...dataFolder(ctx.config), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
+    for (const c of [...dataFolder(ctx.config, diskFullState(ctx.db)), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
       if (!c.ok) out.push({ problem: localizeTimes(`${c.name}: ${c.detail}`, nowMs), fix: c.fix ?? '' });
     }
   } catch (err) {

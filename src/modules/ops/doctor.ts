@@ -10,7 +10,7 @@ import { runningDaemon } from '../../system/daemon-lock.js';
 import { checkSecretsKey } from '../../system/secret-box.js';
 import { undici } from '../../system/undici.js';
 import { sealedSecretSample, webhookHealth } from '../webhooks/service.js';
-import { syncStatus } from '../../sync/status.js';
+import { centralTarget, plainLinkError, syncStatus } from '../../sync/status.js';
 
 export interface Check {
   name: string;
@@ -59,9 +59,11 @@ function database(config: Config): Check[] {
   const file = databaseFile(config);
   if (!existsSync(file))
     return [{ name: 'database', ok: false, detail: `${file} does not exist`, fix: 'run posd init (or posd serve once), or posd restore a backup' }];
+  const access = databaseAccess(config, file);
+  if (!access.ok) return [access];
   const inspection = inspectDatabase(file);
   const version = inspection.schemaVersion;
-  const out: Check[] = [];
+  const out: Check[] = [access];
   if (!inspection.ok && version === undefined) {
     out.push({ name: 'database integrity', ok: false, detail: inspection.problem ?? 'unreadable', fix: 'stop posd and posd restore the last good backup' });
     return out;
@@ -97,6 +99,36 @@ function database(config: Config): Check[] {
           },
   );
   return out;
+}
+
+/**
+ * The database file itself: readable and writable by whoever runs this, and owned by the data
+ * folder's owner (the service user). A posd.db made by `sudo posd ...` belongs to root, and the
+ * service then fails at its first write; doctor says so instead of "unexpected error".
+ */
+function databaseAccess(config: Config, file: string): Check {
+  const st = statSync(file);
+  const folderOwner = statSync(config.data_dir).uid;
+  const who = `uid ${process.getuid?.()}`;
+  try {
+    accessSync(file, constants.R_OK | constants.W_OK);
+  } catch (err) {
+    return {
+      name: 'database file',
+      ok: false,
+      detail: `${file} cannot be ${(err as NodeJS.ErrnoException).code === 'EACCES' ? 'read or written' : 'opened'} by ${who} (owner uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)})`,
+      fix: `chown posd:posd ${file}* && chmod 0600 ${file} (and run doctor as the service user: sudo -u posd posd doctor)`,
+    };
+  }
+  if (st.uid !== folderOwner) {
+    return {
+      name: 'database file',
+      ok: false,
+      detail: `${file} is owned by uid ${st.uid}${st.uid === 0 ? ' (root)' : ''}, not by the data folder's owner (uid ${folderOwner}): the service cannot write it`,
+      fix: `chown ${folderOwner}:${statSync(config.data_dir).gid} ${file}*`,
+    };
+  }
+  return { name: 'database file', ok: true, detail: `readable and writable, owned by uid ${st.uid}` };
 }
 
 /** Reads what the database knows about backups and terminals without changing anything. */
@@ -243,7 +275,7 @@ async function clock(url: string, nowMs: () => number): Promise<Check> {
     await res.body.dump();
     const after = nowMs();
     const date = Date.parse(String(res.headers.date ?? ''));
-    if (Number.isNaN(date)) return { name: 'clock', ok: false, detail: `${url} sent no Date header`, fix: 'check sync.central_url points at a posd central' };
+    if (Number.isNaN(date)) return { name: 'clock', ok: false, detail: `${url} sent no Date header`, fix: 'check that this address is a posd central' };
     const skew = (before + after) / 2 - date;
     const ok = Math.abs(skew) <= 60_000;
     return {
@@ -253,17 +285,41 @@ async function clock(url: string, nowMs: () => number): Promise<Check> {
       fix: ok ? undefined : 'turn on time sync: timedatectl set-ntp true (sales and receipts carry this clock)',
     };
   } catch (err) {
-    return { name: 'clock', ok: false, detail: `cannot reach the central at ${url}: ${(err as Error).message}`, fix: 'check the network and sync.central_url' };
+    return {
+      name: 'clock',
+      ok: false,
+      detail: `cannot reach the central at ${url} to compare clocks: ${plainLinkError((err as Error).message)}`,
+      fix: 'check the network and that the central is up',
+    };
   }
 }
 
 export async function runDoctor(config: Config, nowMs: () => number = Date.now): Promise<Check[]> {
   const checks: Check[] = [...dataFolder(config)];
-  if (checks[0]?.ok) checks.push(...database(config), ...recorded(config, nowMs()));
+  let central: string | undefined = config.sync.central_url || undefined;
+  if (checks[0]?.ok) {
+    const db = database(config);
+    checks.push(...db);
+    // Only a file that opened whole is read further (an unreadable one has said why above).
+    if (db.every((c) => c.ok || c.name === 'schema version')) {
+      checks.push(...recorded(config, nowMs()));
+      central = joinedCentral(config) ?? central;
+    }
+  }
   const pid = runningDaemon(config);
   checks.push({ name: 'daemon', ok: true, detail: pid ? `running (pid ${pid})` : 'not running' });
-  // The sync area owns `sync.central_url`; read it defensively until that section lands in the schema.
-  const central = (config as unknown as { sync?: { central_url?: string } }).sync?.central_url;
   if (central) checks.push(await clock(central, nowMs));
   return checks;
+}
+
+/** The central this store pushes to, however it joined: the setting, or `posd init --central-url`. */
+function joinedCentral(config: Config): string | undefined {
+  if (config.role !== 'store') return undefined;
+  const db = new Database(databaseFile(config), { readonly: true, fileMustExist: true });
+  try {
+    const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'").get();
+    return has ? centralTarget(config, db)?.url : undefined;
+  } finally {
+    db.close();
+  }
 }

@@ -38,12 +38,12 @@ ${opts.refresh ? `<meta http-equiv="refresh" content="${opts.refresh}">` : ''}
 <title>${esc(title)}</title><link rel="stylesheet" href="/ops.css"></head><body>${body}</body></html>`;
 }
 
-export function loginPage(opts: { loginToken: string; error?: string; configured: boolean }): string {
+export function loginPage(opts: { loginToken: string; error?: string; configured: boolean; dataDir: string }): string {
   if (!opts.configured) {
     return layout(
       'posd: status',
       `<div class="login"><h1>posd</h1><p>No manager password is set yet. On the box, run:</p>
-<pre>posd manager set-password</pre><p class="muted">then reload this page.</p></div>`,
+<pre>sudo -u posd posd manager set-password --data ${esc(opts.dataDir)}</pre><p class="muted">(as the user posd runs as, naming this box's data folder), then reload this page.</p></div>`,
     );
   }
   return layout(

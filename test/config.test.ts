@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -32,6 +32,7 @@ describe('configuration', () => {
     expect(c.blocking).toMatchObject({ ips: ['10.0.0.9'], user_agents: ['BadBot', 'Scraper'] });
     expect(c.role).toBe('central');
     expect(c.data_dir).toBe(dir);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('names the offending field', () => {

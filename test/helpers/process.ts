@@ -76,8 +76,10 @@ export function spawnDaemon(args: string[], env: Record<string, string> = {}, ma
     err += d;
     poke();
   });
+  // 'close', not 'exit': it comes once stdout and stderr are drained too, so a test that reads them
+  // after `exited` sees every line the process wrote.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => {
+    child.on('close', (code, signal) => {
       poke();
       resolve({ code, signal });
     }),

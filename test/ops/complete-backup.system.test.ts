@@ -8,6 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 import { Receiver } from '../helpers/receiver.js';
+import { until } from '../helpers/until.js';
 
 // Issue 16: "a backup cannot rebuild a box": webhook-secrets.key was not in it, and on a fresh box every
 // delivery then failed with an error labelled as a network problem. Separate processes, real folders.
@@ -34,15 +35,6 @@ async function stop(d: DaemonProcess): Promise<void> {
   expect(await d.exited).toEqual({ code: 0, signal: null });
 }
 
-async function until<T>(read: () => T | undefined, what: string, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = read();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** An event written by another process, as an import would: the daemon's poll finds it. */
 function insertEvent(data: string, accountId: string, id: string): void {
@@ -172,7 +164,7 @@ describe('a complete backup', () => {
       // The restored box signs as before: the receiver verifies with the secret shown at creation on box A.
       const c = await serve(['--data', boxC, '--config', settingsC]);
       insertEvent(boxC, inst.sandbox_id, 'msg_restored0000001');
-      const got = await until(() => receiver.received.find((x) => x.headers['webhook-id'] === 'msg_restored0000001'), 'the delivery from the restored box');
+      const got = await until('the delivery from the restored box', () => receiver.received.find((x) => x.headers['webhook-id'] === 'msg_restored0000001'), 60_000);
       expect(new Webhook(signingSecret).verify(got.body, got.headers as Record<string, string>)).toMatchObject({ event_type: 'intent.succeeded' });
       await stop(c.d);
 
@@ -180,11 +172,12 @@ describe('a complete backup', () => {
       insertEvent(boxD, inst.sandbox_id, 'msg_mismatched00001');
       const db = new Database(join(boxD, 'posd.db'), { readonly: true });
       const lastError = await until(
+        'the failed delivery',
         () =>
           (db.prepare("SELECT last_error FROM webhook_deliveries WHERE event_id = 'msg_mismatched00001' AND last_error IS NOT NULL").pluck().get() as
             | string
             | undefined) ?? undefined,
-        'the failed delivery',
+        60_000,
       );
       db.close();
       expect(lastError).toMatch(/^secret_key_mismatch: .*webhook-secrets\.key \(key [0-9a-f]{12}\) does not match this database/);

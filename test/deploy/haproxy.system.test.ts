@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 // deploy/haproxy.cfg is the file production installs as /etc/haproxy/haproxy.cfg and the README's
-// chain-pg walk-through runs unchanged (test/e2e/readme-walkthrough.test.ts). HAProxy comes from
+// chain-pg walk-through runs unchanged (test/e2e/readme-walkthrough.system.test.ts). HAProxy comes from
 // Debian's package (.ci/run installs it).
 const HAPROXY = '/usr/sbin/haproxy';
 const cfg = readFileSync('deploy/haproxy.cfg', 'utf8');

@@ -24,7 +24,7 @@ const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'outage-pass-2026';
 // A central is configured (nobody listens there). This box never joined, so its sync worker does
 // not run: the test writes what the worker writes on an unanswered attempt (sync/store/client.ts
-// noteFailure: the state key and the outage window); test/sync/outage-windows.test.ts drives the
+// noteFailure: the state key and the outage window); test/sync/outage-windows.system.test.ts drives the
 // real worker.
 const UNREACHABLE = { central_url: 'http://127.0.0.1:9', central_key: 'sk_central_unused' };
 const T0 = Date.parse('2026-06-05T14:00:00.000Z');

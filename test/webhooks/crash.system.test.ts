@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { Receiver } from '../helpers/receiver.js';
+import { until } from '../helpers/until.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MAIN = join(ROOT, 'dist/posd/posd.js');
@@ -59,13 +60,6 @@ function kill(child: ChildProcess): Promise<void> {
   });
 }
 
-async function until(check: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 let dataDir: string;
 const receiver = new Receiver([{ status: 500 }]);
@@ -108,7 +102,7 @@ describe('webhook delivery across a SIGKILL', () => {
     // Each of the first five fails twice (first attempt and the immediate retry), then waits 4 s (a margin for a busy machine).
     // Killed between attempts: once all ten failures are committed and the retries are waiting.
     const waiting = db.prepare(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending' AND attempts = 2`);
-    await until(() => (waiting.get() as { n: number }).n === 5, 'the first failed attempts to be recorded');
+    await until('the first failed attempts to be recorded', () => (waiting.get() as { n: number }).n === 5, 20_000);
     await kill(running.child);
     expect(receiver.received).toHaveLength(10);
     // Written while the daemon is down.
@@ -119,7 +113,7 @@ describe('webhook delivery across a SIGKILL', () => {
 
     running = await serve(dataDir, { banner: false });
     const okIds = () => new Set(receiver.received.slice(before).map((r) => r.headers['webhook-id']));
-    await until(() => ids.every((id) => okIds().has(id)), 'every event delivered after the restart');
+    await until('every event delivered after the restart', () => ids.every((id) => okIds().has(id)), 20_000);
 
     const wh = new Webhook(signingSecret);
     for (const got of receiver.received) {

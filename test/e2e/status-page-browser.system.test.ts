@@ -9,6 +9,7 @@ import { request } from 'undici';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAIN, runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
+import { until } from '../helpers/until.js';
 
 // Issue 16, "a status page with a verdict first", its details: times in the box's zone with their
 // age, till names instead of ids, no clipped columns at 390 px, failing deliveries one line per
@@ -95,15 +96,6 @@ async function api(url: string, key: string, method: string, path: string, body?
   return { status: res.statusCode, body: text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text };
 }
 
-async function until<T>(read: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function logIn(url: string, width: number): Promise<Page> {
   const context = await browser.newContext({ viewport: { width, height: 900 }, isMobile: width < 500 });
@@ -175,19 +167,19 @@ describe('the status page in a browser, desktop and phone', () => {
       expect((await api(store.url, inst.keys.test, 'POST', '/api/cash_sales', { amount_in_cents: 99_999, currency: 'GTQ' })).status).toBe(201);
       const deliveries = async () =>
         (await api(store.url, live, 'GET', `/api/webhook_endpoints/${endpoint.body.id}/deliveries`)).body as Array<{ status: string }>;
-      await until(async () => (await api(store.url, live, 'GET', '/sync/status')).body.records_waiting === 0, 'the store to push');
+      await until('the store to push', async () => (await api(store.url, live, 'GET', '/sync/status')).body.records_waiting === 0, 60_000);
 
       // The central goes away for a while: the store's sync records its error.
       central.d.child.kill('SIGTERM');
       await central.d.exited;
       expect((await api(store.url, live, 'POST', '/api/cash_sales', { amount_in_cents: 700, currency: 'GTQ' })).status).toBe(201);
-      await until(async () => (await api(store.url, live, 'GET', '/sync/status')).body.last_error, 'a sync error');
-      const failed: number = await until(async () => {
+      await until('a sync error', async () => (await api(store.url, live, 'GET', '/sync/status')).body.last_error, 60_000);
+      const failed: number = await until('the deliveries to be given up', async () => {
         const list = await deliveries();
         // Three live sales, three events: wait for all three deliveries (the last sale's is fanned
         // out a moment after its answer), each given up.
-        return list.length >= 3 && list.every((d) => d.status === 'failed') && list.length;
-      }, 'the deliveries to be given up');
+        return list.length >= 3 && list.every((d) => d.status === 'failed') ? list.length : undefined;
+      }, 60_000);
       expect(failed).toBeGreaterThanOrEqual(3);
 
       for (const width of WIDTHS) {
@@ -232,14 +224,14 @@ describe('the status page in a browser, desktop and phone', () => {
 
       // The central is back on its address: the store pushes again, its old error is greyed, not red.
       central = await serve(['--data', c, '--port', String(centralPort)], {});
-      await until(async () => {
+      await until('the store to reconnect', async () => {
         const st = (await api(store.url, live, 'GET', '/sync/status')).body;
         return st.connected && st.records_waiting === 0;
-      }, 'the store to reconnect');
+      }, 60_000);
       // The receiver answers again: a new delivery succeeds, the old failures are shown greyed.
       answer = 204;
       expect((await api(store.url, live, 'POST', '/api/cash_sales', { amount_in_cents: 100, currency: 'GTQ' })).status).toBe(201);
-      await until(async () => (await deliveries()).some((d) => d.status === 'succeeded'), 'a delivery to go through');
+      await until('a delivery to go through', async () => (await deliveries()).some((d) => d.status === 'succeeded'), 60_000);
       for (const width of WIDTHS) {
         const page = await logIn(store.url, width);
         const error = page.locator('section#sync td[data-stale]');
@@ -255,10 +247,10 @@ describe('the status page in a browser, desktop and phone', () => {
           // The endpoint's one button resends its failures; then nothing is left failing.
           await Promise.all([page.waitForURL(/notice=/), page.click('section#webhooks button')]);
           expect(await page.textContent('[role=status]')).toContain(`Replaying ${failed} failed deliveries to ${hook}`);
-          await until(async () => {
+          await until('the replay to go through', async () => {
             await page.goto(`${store.url}/`);
             return (await page.textContent('section#webhooks'))!.includes('Every delivery is going through.');
-          }, 'the replay to go through');
+          }, 60_000);
         }
         await page.context().close();
       }

@@ -12,6 +12,7 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { openPtyPair, type PtyPair } from '../devices/helpers/pty-pair.js';
 import { openSerialTerminal, type ScriptedTerminal } from './helpers/scripted-terminal.js';
 import { request } from 'undici';
+import { until } from '../helpers/until.js';
 
 const cleanups: Array<() => Promise<unknown> | unknown> = [];
 afterEach(async () => {
@@ -28,9 +29,6 @@ function rawClient(url: string): Promise<{ ws: WebSocket; received: Array<Record
   });
 }
 
-async function until(pred: () => boolean): Promise<void> {
-  while (!pred()) await new Promise((r) => setImmediate(r));
-}
 
 it('availability and last_seen_at follow the heartbeat; three missed pings make the terminal unavailable', async () => {
   const t0 = Date.parse('2026-04-01T10:00:00.000Z');
@@ -44,14 +42,14 @@ it('availability and last_seen_at follow the heartbeat; three missed pings make 
     type: 'hello', terminal_id: trm.id, token: trm.pairing_token, model: 'raw', firmware: '0.1', protocol: 1,
     current_command_id: null, unacknowledged_results: [],
   }));
-  await until(() => received.some((m) => m.type === 'welcome'));
+  await until('the welcome', () => received.some((m) => m.type === 'welcome'));
   const get = async () => (await s.api('GET', `/terminals/${trm.id}`)).body;
   await expect.poll(async () => (await get()).availability, { timeout: 10_000 }).toBe('available');
   expect((await get()).last_seen_at).toBe(new Date(t0).toISOString());
 
   // A ping from the terminal is traffic: the next heartbeat check records it.
   ws.send(JSON.stringify({ type: 'ping' }));
-  await until(() => received.some((m) => m.type === 'pong'));
+  await until('the pong', () => received.some((m) => m.type === 'pong'));
   clock.advance(10_000);
   expect((await get()).last_seen_at).toBe(new Date(t0 + 10_000).toISOString());
 

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
+import { until } from '../helpers/until.js';
 
 // Issue 16: "sync can stall silently": no alert when the oldest waiting record ages or the link stays
 // down; a record the central cannot apply held up its store's later records with no operator action;
@@ -36,15 +37,6 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function until<T>(read: () => Promise<T | undefined> | T | undefined, what: string, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 type Check = { name: string; ok: boolean; detail: string; fix?: string };
 async function doctorSync(data: string, env: Record<string, string> = {}): Promise<Check[]> {
@@ -85,8 +77,8 @@ describe('sync that raises its hand', () => {
     const good = await api(store.url, key, 'POST', '/api/cash_sales', { amount_in_cents: 100, currency: 'GTQ' });
     expect(good.status).toBe(201);
     // The store's later record is applied past the parked one: nothing waits at the store.
-    await until(async () => (await api(store.url, key, 'GET', '/sync/status')).body.records_waiting === 0 || undefined, 'the store to drain');
-    await until(() => (cdb.prepare('SELECT count(*) FROM intents WHERE id = ?').pluck().get(good.body.id) as number) === 1 || undefined, 'the good sale at the central');
+    await until('the store to drain', async () => (await api(store.url, key, 'GET', '/sync/status')).body.records_waiting === 0 || undefined, 60_000);
+    await until('the good sale at the central', () => (cdb.prepare('SELECT count(*) FROM intents WHERE id = ?').pluck().get(good.body.id) as number) === 1 || undefined, 60_000);
     expect(cdb.prepare('SELECT count(*) FROM intents WHERE id = ?').pluck().get(bad.body.id)).toBe(0);
 
     const listed = await runPosd(['sync', 'records', '--data', c, '--json']);
@@ -111,7 +103,7 @@ describe('sync that raises its hand', () => {
     // One the operator gives up on: skipped, with the reason kept and listed.
     refuse();
     expect((await api(store.url, key, 'POST', '/api/cash_sales', { amount_in_cents: 4242, currency: 'GTQ' })).status).toBe(201);
-    const second = await until(async () => (JSON.parse((await runPosd(['sync', 'records', '--data', c, '--json'])).stdout) as Array<{ id: string }>)[0], 'the second parked record');
+    const second = await until('the second parked record', async () => (JSON.parse((await runPosd(['sync', 'records', '--data', c, '--json'])).stdout) as Array<{ id: string }>)[0], 60_000);
     expect((await runPosd(['sync', 'skip', second.id, '--data', c])).code).not.toBe(0); // a reason is required
     const skip = await runPosd(['sync', 'skip', second.id, '--reason', 'entered twice at the till', '--data', c]);
     expect(skip.stdout).toBe(`${second.id} skipped: entered twice at the till\n`);

@@ -13,8 +13,8 @@ import { ManualClock } from '../../devices/index.js';
 import { tx } from '../../src/db/database.js';
 import { hashPassword } from '../../src/modules/ops/password.js';
 import { setManagerPassword } from '../../src/modules/ops/store.js';
-import { syncStore } from '../../src/sync/store.js';
-import { STATE } from '../../src/sync/status.js';
+import { storeSide } from '../../src/sync/store/sync-store.js';
+import { STATE } from '../../src/sync/shared/state.js';
 import { localText } from '../../src/modules/ops/time.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -69,7 +69,7 @@ it('green, amber, red: the verdict agrees with the page, and the outage report f
   expect(good).toMatchObject({ state: 'good', headline: 'All good', border: 'rgb(24, 121, 78)', redPanels: [] });
 
   // The link goes down and a card is stored: amber at once, saying what waits and until when.
-  const sync = syncStore(ctx.db);
+  const sync = storeSide(ctx.db);
   tx(ctx.db, () => {
     sync.setState(STATE.lastAttemptOk, 0);
     sync.setState(STATE.linkDownSince, new Date(T0).toISOString());

@@ -5,6 +5,7 @@ import { maskedConfig, publicBaseUrl } from './config.js';
 import { openDatabase, type Db } from './db/database.js';
 import { databaseFile } from './db/paths.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
+import { watchDiskFull } from './db/disk-full.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { Outbox } from './outbox/events.js';
@@ -144,6 +145,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // At debug: at info its 150 lines pushed the first start's keys off the screen.
   log.debug({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir }, 'posd listening');
+  watchDiskFull(ctx.db, (state, previous) => {
+    if (state) log.error({ data_dir: config.data_dir }, 'disk full: writes are refused (507 disk_full), reads go on; free space on that disk and writes resume by themselves');
+    else log.warn({ data_dir: config.data_dir, refused: previous?.refused }, 'disk has room again: writes resume');
+  });
 
   const stop = stopOnce(log, halt);
 

@@ -123,6 +123,10 @@ export const ERRORS = {
   contract_unsigned: { status: 422, message: 'This checkout belongs to a contract that is not signed yet; it accepts no payment until then.' },
   pdf_not_available: { status: 409, message: 'The signed PDF is not available (the contract is not signed, or the PDF is still being rendered).' },
   // Server
+  disk_full: {
+    status: 507,
+    message: "The disk holding posd's data is full: nothing was written. Reads go on; writes resume by themselves once space is freed.",
+  },
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -41,7 +41,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
-      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
+      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null, dataDir: ctx.config.data_dir }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>

@@ -3,7 +3,8 @@ import { AccountsService, type Account } from '../../../accounts/service.js';
 import { tx } from '../../../db/database.js';
 import { isoTime } from '../../../clock.js';
 import { newId } from '../../../ids.js';
-import { finishStoredTerminalPayment, startStoredTerminalPayment } from '../commands/payments.js';
+import { finishStoredTerminalPayment, forwardStoredTerminalPayment, startStoredTerminalPayment } from '../commands/payments.js';
+import { settleStoredCommand } from '../commands/stored-outcome.js';
 import { appendSyncRecord } from '../../../outbox/sync-records.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
 import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
@@ -45,7 +46,7 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
   const status = storedPaymentInitial();
   const id = newId('sp');
   // The sale waits for the card's outcome as a pending payment (intent.pending), like a bank transfer.
-  const paymentIntentId = startStoredTerminalPayment(ctx, account, input.checkoutId, input.card);
+  const paymentIntentId = startStoredTerminalPayment(ctx, account, input.checkoutId, input.card, input.at);
   if (paymentIntentId === null) {
     ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, checkout_id: input.checkoutId }, 'stored payment of a checkout that waits for no payment');
   }
@@ -96,12 +97,14 @@ export type ForwardApplied =
 /** Moves one stored payment and performs what its new state means, inside the caller's transaction. */
 function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatus, detail: Omit<ForwardInput, 'terminalId' | 'commandId' | 'offlineReference' | 'outcome'>): boolean {
   const final = storedPaymentFinal(to);
+  // The processor has it: `forwarded`, or its answer reported at once (`expired` is the terminal's or posd's own giving up).
+  const reachedProcessor = to === 'forwarded' || to === 'approved' || to === 'declined';
   const moved = storedPaymentsStore(ctx.db).move({
     id: row.id,
     from: row.status,
     status: to,
     final: final ? 1 : 0,
-    forwarded_at: to === 'forwarded' ? detail.at : null,
+    forwarded_at: reachedProcessor ? detail.at : null,
     settled_at: final ? detail.at : null,
     authorization_code: detail.authorizationCode,
     processor_reference: detail.processorReference,
@@ -111,6 +114,7 @@ function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatu
     updated_at: detail.at,
   });
   if (!moved) return false;
+  if (reachedProcessor) forwardStoredTerminalPayment(ctx, row.payment_intent_id, detail.at);
   if (!final) return true;
   const account = accountOf(ctx, row.account_id);
   // Approved: the pending payment succeeds (ledger, intent.succeeded, terminal_payment record).
@@ -127,6 +131,8 @@ function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatu
       reason: detail.reason,
     },
   });
+  // The till's command says `stored` until now: consumed (approved) or failed (declined, expired).
+  settleStoredCommand(ctx, row.command_id, to === 'approved', detail.at);
   // The central learns the card's final state (after the payment's own record, in the same transaction).
   const settled = storedPaymentsStore(ctx.db).byId(row.id)!;
   appendSyncRecord(ctx.db, {

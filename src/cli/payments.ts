@@ -32,7 +32,11 @@ function capsFrom(o: CapOpts) {
 const actor = (by: string | undefined) => by ?? `shell:${userInfo().username}`;
 
 async function stored() {
-  return { ...(await import('../modules/terminals/stored/policy.js')), ...(await import('../modules/terminals/stored/service.js')) };
+  return {
+    ...(await import('../modules/terminals/stored/policy.js')),
+    ...(await import('../modules/terminals/stored/changes.js')),
+    ...(await import('../modules/terminals/stored/service.js')),
+  };
 }
 
 /**

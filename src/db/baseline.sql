@@ -598,6 +598,25 @@ CREATE TABLE central_stored_payments (
 ) STRICT;
 CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
 
+-- At a central: every change of a store's offline policy the store reported (`offline_policy_change`
+-- records), once per id: who, why, the caps before and after (JSON objects), and whether it was an
+-- account's caps, a terminal's, or an override. The latest per account (and per terminal) is the
+-- policy the central shows for that store.
+CREATE TABLE central_offline_audit (
+  id TEXT PRIMARY KEY,
+  origin_store_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT,
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'terminal_caps_set', 'override_allow', 'override_revoke')),
+  actor TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  at TEXT NOT NULL
+) STRICT;
+CREATE INDEX central_offline_audit_account ON central_offline_audit(account_id, live_mode, at);
+
 -- An account's own caps of stored payments (else the box's, terminals.offline in the config).
 CREATE TABLE offline_caps (
   account_id TEXT NOT NULL,

@@ -14,7 +14,7 @@ import { hashPassword } from '../../src/modules/ops/password.js';
 import { setManagerPassword } from '../../src/modules/ops/store.js';
 import { syncStore } from '../../src/sync/store.js';
 import { STATE, syncStatus } from '../../src/sync/status.js';
-import { offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/policy.js';
+import { offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/changes.js';
 import { bridgeOf } from '../../src/modules/terminals/link/index.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { localText } from '../../src/modules/ops/time.js';
@@ -121,7 +121,7 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   );
   const audit = offlineAudit(ctx, account);
   expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'status page manager', reason: 'queue at the door, processor down' });
-  expect(JSON.parse(audit[0].after)).toMatchObject({ allowed: true, until: until.toISOString() });
+  expect(audit[0].after).toMatchObject({ allowed: true, until: until.toISOString() });
   // Sent to the terminal at once, not at the next periodic refresh (the clock does not move).
   expect(h.terminal.count('offline_policy')).toBe(policies + 1);
   expect(lastPolicy()).toMatchObject({ allowed: true, remaining_count: 98 });

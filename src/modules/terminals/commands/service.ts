@@ -112,7 +112,7 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
   if (!terminal) throw invalid({ terminal_id: `no terminal with id ${body.terminal_id}` });
   const store = commandsStore(ctx.db);
   // A repeat of a known external_id is answered below as before; only a new charge is checked.
-  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, amount, currency);
+  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, terminal.id, amount, currency);
   const result = tx(ctx.db, () => {
     const existing = store.byExternalId(account.id, body.external_id);
     if (existing) {

@@ -7,7 +7,7 @@ import { finishStoredTerminalPayment, forwardStoredTerminalPayment, startStoredT
 import { settleStoredCommand } from '../commands/stored-outcome.js';
 import { appendSyncRecord } from '../../../outbox/sync-records.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
-import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
+import { capLimits, capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
 import { ApiError } from '../../../errors.js';
 import { centralTarget, STATE } from '../../../sync/status.js';
 import { syncStore } from '../../../sync/store.js';
@@ -42,7 +42,7 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
   const existing = store.byCommand(input.commandId);
   if (existing) return existing;
   const account = accountOf(ctx, input.accountId);
-  const over = capsPassed(ctx, account, input.amountInCents, input.currency);
+  const over = capsPassed(ctx, account, input.amountInCents, input.currency, input.terminalId);
   const status = storedPaymentInitial();
   const id = newId('sp');
   // The sale waits for the card's outcome as a pending payment (intent.pending), like a bank transfer.
@@ -66,7 +66,7 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
     card_last4: input.card?.last4 ?? null,
     over_cap: over.length ? JSON.stringify(over) : null,
     stored_at: input.at,
-    forward_by: forwardByFrom(ctx, account, Date.parse(input.at)),
+    forward_by: forwardByFrom(ctx, account, Date.parse(input.at), input.terminalId),
     payment_intent_id: paymentIntentId,
   });
   // A terminal stores only when it cannot reach its processor: that link is down from now (closed
@@ -224,11 +224,13 @@ export function boxOffline(ctx: AppContext): boolean {
  * store, and that would pass a cap, is refused with the cap's name. Online, nothing is checked:
  * the processor decides.
  */
-export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, amountInCents: number, currency: string): void {
+export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, terminalId: string, amountInCents: number, currency: string): void {
   if (!boxOffline(ctx)) return;
-  const passed = capsPassed(ctx, account, amountInCents, currency);
+  const limits = capLimits(ctx, account, terminalId, amountInCents, currency);
+  const passed = [...new Set(limits.filter((l) => l.passed).map((l) => l.cap))];
   if (passed.length === 0) return;
-  throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed } });
+  // `limits`: every cap in force for this terminal, its value and what is left, so the till can say why.
+  throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed, limits } });
 }
 
 export function nextForwardDeadline(ctx: AppContext): string | null {
@@ -243,8 +245,9 @@ export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'i
   return storedPaymentsStore(ctx.db).flagged(account.id, account.live_mode);
 }
 
-export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView {
-  return policyOf(ctx, accountOf(ctx, accountId));
+/** What one terminal may store now (its account's caps and its own); without a terminal, the account's. */
+export function offlinePolicyFor(ctx: AppContext, accountId: string, terminalId: string | null = null): PolicyView {
+  return policyOf(ctx, accountOf(ctx, accountId), terminalId);
 }
 
 /**
@@ -272,4 +275,5 @@ export function openStoredPayments(ctx: AppContext) {
 }
 
 export type { StoredPaymentRow } from './store.js';
-export { activeOverrideOf, allowOfflineUntil, capsOf, revokeOfflineOverrides } from './policy.js';
+export { activeOverrideOf, capsOf } from './policy.js';
+export { allowOfflineUntil, revokeOfflineOverrides } from './changes.js';

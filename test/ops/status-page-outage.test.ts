@@ -1,7 +1,7 @@
 /**
  * The outage view of the status page in headless Chromium: the banner while the box is offline
  * (how long, what waits, the countdown to the oldest stored payment's deadline), the manager's
- * override button (audited as the status page manager, sent to the terminal at once), and the report
+ * override button (audited under the logged-in manager's name, sent to the terminal at once), and the report
  * after the outage with the declined-later sale to collect.
  */
 import { existsSync } from 'node:fs';
@@ -117,10 +117,10 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   );
   expect(await page.getAttribute(`section#offline-payments td[data-override="${accountId}"] time`, 'datetime')).toBe(until.toISOString());
   expect(await page.textContent(`section#offline-payments td[data-override="${accountId}"]`)).toContain(
-    `until ${localText(until.toISOString(), clock.now())} by status page manager: queue at the door, processor down`,
+    `until ${localText(until.toISOString(), clock.now())} by manager: queue at the door, processor down`,
   );
   const audit = offlineAudit(ctx, account);
-  expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'status page manager', reason: 'queue at the door, processor down' });
+  expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'manager', reason: 'queue at the door, processor down' });
   expect(audit[0].after).toMatchObject({ allowed: true, until: until.toISOString() });
   // Sent to the terminal at once, not at the next periodic refresh (the clock does not move).
   expect(h.terminal.count('offline_policy')).toBe(policies + 1);
@@ -135,7 +135,7 @@ it('offline: banner with duration, waiting payments and countdown; the override 
 
   await Promise.all([page.waitForURL(/\/\?notice=/), page.click(`td[data-override="${accountId}"] button:text("End override")`)]);
   expect(await page.textContent('[role=status]')).toBe(`Override ended for ${account.name}.`);
-  expect(offlineAudit(ctx, account)[0]).toMatchObject({ action: 'override_revoke', actor: 'status page manager' });
+  expect(offlineAudit(ctx, account)[0]).toMatchObject({ action: 'override_revoke', actor: 'manager' });
   expect(await page.textContent(`section#offline-payments td[data-account="${accountId}"]`)).toBe('refused');
   await expect.poll(() => lastPolicy()?.allowed).toBe(false);
 

@@ -8,8 +8,10 @@ import { WindowLimiter } from '../../api/rate-limit.js';
 import { OwnNetwork } from '../../system/own-network.js';
 import { LoginBackoff } from './login-limit.js';
 import { metrics } from '../../system/metrics.js';
-import { verifyPassword } from './password.js';
-import { getManagerPassword } from './store.js';
+import { hashPassword, needsRehash, verifyPassword } from './password.js';
+import { adoptSinglePassword, listManagers, managerByName, managerCount, setManagerPasswordOf, type ManagerRow } from './managers.js';
+import { tx } from '../../db/database.js';
+import { isoTime } from '../../clock.js';
 import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
 import { outageRoutes, outageSections } from './outage-routes.js';
@@ -18,7 +20,11 @@ const page = () => import('./page.js');
 import { LOGIN_COOKIE, currentSession, endSession, newLoginToken, startSession } from './session.js';
 
 const FormBody = Type.Object(
-  { _csrf: Type.Optional(Type.String({ maxLength: 200 })), password: Type.Optional(Type.String({ maxLength: 1024 })) },
+  {
+    _csrf: Type.Optional(Type.String({ maxLength: 200 })),
+    name: Type.Optional(Type.String({ maxLength: 64 })),
+    password: Type.Optional(Type.String({ maxLength: 1024 })),
+  },
   { additionalProperties: true },
 );
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: Type.String(), 403: Type.String(), 429: Type.String() };
@@ -31,6 +37,18 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
   const logins = new WindowLimiter(10, 5 * 60_000, ctx.clock);
   const everyone = new LoginBackoff(ctx.clock);
   const ownNetwork = new OwnNetwork(ctx.clock, ctx.config.http.own_networks);
+  // A box set up with the single status-page password: its holder becomes the manager `manager`.
+  if (tx(ctx.db, () => adoptSinglePassword(ctx.db, isoTime(ctx.clock.now())))) ctx.log.info('the status page password is now the manager named manager');
+
+  /**
+   * Who is logging in: the name given, or, when the form leaves it empty and the box has a single
+   * manager, that manager (a box with one manager keeps its one-field login).
+   */
+  const loginManager = (name: string | undefined): ManagerRow | undefined => {
+    if (name?.trim()) return managerByName(ctx.db, name);
+    const all = listManagers(ctx.db);
+    return all.length === 1 ? managerByName(ctx.db, all[0].name) : undefined;
+  };
 
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
@@ -40,7 +58,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
-      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
+      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: managerCount(ctx.db) > 0 }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
@@ -58,7 +76,8 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
       const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
-      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
+      const sections = await outageSections(ctx, session.csrf);
+      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, { ...sections, manager: session.manager_name }));
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
@@ -72,14 +91,19 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[LOGIN_COOKIE])) {
         return showLogin(req, reply, 403, 'The form expired; please try again.');
       }
-      const stored = getManagerPassword(ctx.db);
-      if (!stored || !req.body.password || !(await verifyPassword(req.body.password, stored))) {
+      const manager = loginManager(req.body.name);
+      if (!manager || !req.body.password || !(await verifyPassword(req.body.password, manager.password_hash))) {
         ctx.log.warn({ ip: req.ip }, 'manager login failed');
         if (!mine) everyone.failed();
-        return showLogin(req, reply, 401, 'Wrong password.');
+        // The same answer for an unknown name and a wrong password: the form says nothing of who exists.
+        return showLogin(req, reply, 401, 'Wrong name or password.');
       }
-      ctx.log.info({ ip: req.ip }, 'manager logged in');
-      startSession(ctx, reply);
+      if (needsRehash(manager.password_hash)) {
+        const hash = await hashPassword(req.body.password);
+        tx(ctx.db, () => setManagerPasswordOf(ctx.db, manager.id, hash));
+      }
+      ctx.log.info({ ip: req.ip, manager: manager.name }, 'manager logged in');
+      startSession(ctx, reply, manager.id);
       return seeOther(reply, '/');
     });
 

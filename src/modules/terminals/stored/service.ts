@@ -277,3 +277,6 @@ export function openStoredPayments(ctx: AppContext) {
 export type { StoredPaymentRow } from './store.js';
 export { activeOverrideOf, capsOf } from './policy.js';
 export { allowOfflineUntil, revokeOfflineOverrides } from './changes.js';
+export { setAccountCaps, setTerminalCaps, offlineAudit, type PolicyChange } from './changes.js';
+export { getStoredPayment, listOfflineAudit, listStoredPayments, offlinePolicies } from './views.js';
+export { centralStoredStore } from './central-store.js';

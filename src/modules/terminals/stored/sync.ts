@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { PushKind } from '../../../sync/registry.js';
+import type { PushKind } from '../../../sync/shared/registry.js';
 import { storedPaymentsStore } from './store.js';
 import { centralStoredStore } from './central-store.js';
 

@@ -64,9 +64,8 @@ export function standingCapsOf(ctx: AppContext, account: Ref): OfflineCaps {
 }
 
 /** The caps in force now: the standing ones, under a manager's override while it lasts. */
-export function capsOf(ctx: AppContext, account: Ref): OfflineCaps {
+export function capsOf(ctx: AppContext, account: Ref, override = activeOverrideOf(ctx, account)): OfflineCaps {
   const caps = standingCapsOf(ctx, account);
-  const override = activeOverrideOf(ctx, account);
   if (!override) return caps;
   return { ...caps, ...(JSON.parse(override.caps) as Partial<OfflineCaps>), allowed: true };
 }
@@ -99,8 +98,14 @@ const overdue = (ctx: AppContext, open: OpenTotals) => open.forward_by !== null 
  * own amounts and counts still hold under it.
  */
 export function capLimits(ctx: AppContext, account: AccountRef, terminalId: string | null, amount: number, currency: string): CapLimit[] {
+  return limitsWithTotals(ctx, account, terminalId, amount, currency).limits;
+}
+
+// Each query once: the bridge recomputes every terminal's policy every few seconds.
+function limitsWithTotals(ctx: AppContext, account: AccountRef, terminalId: string | null, amount: number, currency: string) {
   const store = storedPaymentsStore(ctx.db);
-  const caps = capsOf(ctx, account);
+  const override = activeOverrideOf(ctx, account);
+  const caps = capsOf(ctx, account, override);
   const open = store.openTotals(account.id, account.live_mode);
   const limits: CapLimit[] = [
     { cap: 'not_allowed', scope: 'account', value: caps.allowed, left: null, passed: !caps.allowed },
@@ -111,10 +116,11 @@ export function capLimits(ctx: AppContext, account: AccountRef, terminalId: stri
     // The oldest payment past its deadline blocks new ones: the terminal must forward first.
     { cap: 'max_age', scope: 'account', value: caps.max_age_hours, left: null, passed: overdue(ctx, open) },
   ];
-  if (terminalId === null) return limits;
+  if (terminalId === null) return { limits, open };
   const own = terminalCapsOf(ctx, terminalId);
-  const mine = store.terminalOpenTotals(terminalId);
-  const forced = activeOverrideOf(ctx, account) !== undefined;
+  const forced = override !== undefined;
+  // A terminal's own totals are read only when it has a cap that counts them.
+  const mine = own.max_total_in_cents !== null || own.max_count !== null || own.max_age_hours !== null ? store.terminalOpenTotals(terminalId) : open;
   if (own.allowed !== null && !forced) limits.push({ cap: 'not_allowed', scope: 'terminal', value: own.allowed, left: null, passed: !own.allowed });
   if (own.max_payment_in_cents !== null) {
     limits.push({ cap: 'max_payment', scope: 'terminal', value: own.max_payment_in_cents, left: null, passed: amount > own.max_payment_in_cents });
@@ -127,7 +133,7 @@ export function capLimits(ctx: AppContext, account: AccountRef, terminalId: stri
     limits.push({ cap: 'max_count', scope: 'terminal', value: own.max_count, left: left(own.max_count, mine.count), passed: mine.count + 1 > own.max_count });
   }
   if (own.max_age_hours !== null) limits.push({ cap: 'max_age', scope: 'terminal', value: own.max_age_hours, left: null, passed: overdue(ctx, mine) });
-  return limits;
+  return { limits, open };
 }
 
 /** The caps a payment of this amount would pass (empty: it fits), each named once, in the order of the list above. */
@@ -137,13 +143,12 @@ export function capsPassed(ctx: AppContext, account: AccountRef, amount: number,
 
 /** The policy of an account now (its terminals', or one terminal's), from the caps and what is stored. */
 export function policyOf(ctx: AppContext, account: AccountRef, terminalId: string | null = null): PolicyView {
-  const limits = capLimits(ctx, account, terminalId, 0, account.default_currency);
+  const { limits, open } = limitsWithTotals(ctx, account, terminalId, 0, account.default_currency);
   const min = (cap: CapName, of: (l: CapLimit) => number) =>
     Math.min(...limits.filter((l) => l.cap === cap).map(of));
   const remainingAmount = min('max_total', (l) => l.left!);
   const remainingCount = min('max_count', (l) => l.left!);
   const allowed = limits.every((l) => l.cap !== 'not_allowed' || l.value === true) && remainingAmount > 0 && remainingCount > 0 && !limits.some((l) => l.cap === 'max_age' && l.passed);
-  const open = storedPaymentsStore(ctx.db).openTotals(account.id, account.live_mode);
   return {
     allowed,
     currency: account.default_currency,

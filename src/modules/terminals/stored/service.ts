@@ -234,6 +234,11 @@ export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, ter
   throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed, limits } });
 }
 
+/** When the policies next change by the clock alone (an override's end, a deadline), or null. */
+export function nextPolicyTimeChange(ctx: AppContext): string | null {
+  return storedPaymentsStore(ctx.db).nextTimeChange(isoTime(ctx.clock.now()));
+}
+
 export function nextForwardDeadline(ctx: AppContext): string | null {
   return storedPaymentsStore(ctx.db).nextDeadline();
 }

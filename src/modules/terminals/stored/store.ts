@@ -179,6 +179,10 @@ function makeStore(db: Db) {
      VALUES (@id, @account_id, @live_mode, @terminal_id, @action, @actor, @reason, @before, @after, @at)`,
   );
   const terminalCaps = db.prepare(`SELECT * FROM terminal_offline_caps WHERE terminal_id = ?`);
+  const nextTimeChange = db.prepare(
+    `SELECT MIN(at) AS at FROM (SELECT MIN(until_at) AS at FROM offline_overrides WHERE revoked_at IS NULL AND until_at > @now
+       UNION ALL SELECT MIN(forward_by) FROM stored_payments WHERE final = 0 AND forward_by > @now)`,
+  );
   const upsertTerminalCaps = db.prepare(
     `INSERT INTO terminal_offline_caps (terminal_id, account_id, live_mode, allowed, max_payment_in_cents, max_total_in_cents, max_count, max_age_hours, updated_at)
      VALUES (@terminal_id, @account_id, @live_mode, @allowed, @max_payment_in_cents, @max_total_in_cents, @max_count, @max_age_hours, @updated_at)
@@ -263,6 +267,8 @@ function makeStore(db: Db) {
     insertOverride: (row: Omit<OfflineOverrideRow, 'revoked_at'>) => insertOverride.run(row),
     revokeOverrides: (accountId: string, liveMode: boolean, nowIso: string) => revokeOverrides.run(nowIso, accountId, liveMode ? 1 : 0, nowIso).changes,
     audit: (row: Omit<OfflineAuditRow, 'seq'>) => audit.run(row),
+    /** The next time a policy changes by the clock alone: an override ends, or a stored payment's deadline passes. */
+    nextTimeChange: (nowIso: string) => (nextTimeChange.get({ now: nowIso }) as { at: string | null }).at,
     terminalCaps: (terminalId: string) => terminalCaps.get(terminalId) as TerminalCapsRow | undefined,
     setTerminalCaps: (row: TerminalCapsRow) => upsertTerminalCaps.run(row),
     /** One terminal's stored payments not final yet (its own caps count these). */

@@ -435,6 +435,29 @@ function envName(path: string[]): string {
   return `POSD_${path.join('_').toUpperCase()}`;
 }
 
+/** `POSD_*` names read outside the schema's leaves (the loader reads POSD_WRITE_CODE_CACHE). */
+const OTHER_ENV = new Set(['POSD_CONFIG', 'POSD_DATA', 'POSD_WRITE_CODE_CACHE']);
+
+/**
+ * `POSD_*` variables that name no setting: a misspelt one (POSD_HTP_PORT) would otherwise be
+ * ignored in silence, leaving the default the manager meant to change. Each with the known name
+ * closest to it (sharing the longest prefix), when one is close.
+ */
+export function unknownEnvNames(env: Env): Array<{ name: string; nearest: string | null }> {
+  const known = [...leaves(ConfigSchema).map((l) => envName(l.path)), ...OTHER_ENV];
+  const shared = (a: string, b: string) => {
+    let i = 0;
+    while (i < a.length && a[i] === b[i]) i++;
+    return i;
+  };
+  return Object.keys(env)
+    .filter((k) => k.startsWith('POSD_') && env[k] !== undefined && !known.includes(k))
+    .map((name) => {
+      const best = known.reduce((a, b) => (shared(name, b) > shared(name, a) ? b : a));
+      return { name, nearest: shared(name, best) > 'POSD_'.length ? best : null };
+    });
+}
+
 function fromEnvText(text: string, schema: TSchema): unknown {
   // A list of objects (terminals.serial) is given as JSON; a list of words or numbers as comma-separated text.
   if (schema[Kind] === 'Array' && text.trim().startsWith('[')) {

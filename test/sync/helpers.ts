@@ -15,6 +15,7 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
 import { projected } from '../../src/sync/central/projector.js';
 import { syncStatus } from '../../src/sync/status.js';
+import { until } from '../helpers/until.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */
 export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[] } = {}): Promise<TestServer> {
@@ -137,16 +138,8 @@ export async function pushAndProject(central: TestServer, key: string, body: { s
   };
 }
 
-/** Waits for a condition the daemons reach on their own (no fixed sleeps: polls, with a deadline). */
-export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** The one `until` (test/helpers/until.ts), here too because every sync test imports its helpers from here. */
+export { until };
 
 /** A central, a store account there and a store box joined with its live key; stopped by `cleanup`. */
 export async function pairStoreAndCentral(

@@ -15,6 +15,7 @@ import { isoTime } from '../../clock.js';
 import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
 import { outageRoutes, outageSections } from './outage-routes.js';
+import { accountFormatsPanel } from './formats-panel.js';
 // The page's markup is loaded by the first page view, not at start.
 const page = () => import('./page.js');
 import { LOGIN_COOKIE, currentSession, endSession, newLoginToken, startSession } from './session.js';
@@ -58,7 +59,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
-      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: managerCount(ctx.db) > 0 }));
+      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: managerCount(ctx.db) > 0, dataDir: ctx.config.data_dir }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
@@ -76,8 +77,12 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
       const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
-      const sections = await outageSections(ctx, session.csrf);
-      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, { ...sections, manager: session.manager_name }));
+      const extra = await outageSections(ctx, session.csrf);
+      return sendHtml(
+        reply,
+        200,
+        (await page()).statusPage(view, session.csrf, req.query.notice, { ...extra, panels: extra.panels + accountFormatsPanel(ctx), manager: session.manager_name }),
+      );
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { newId } from '../../ids.js';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
@@ -67,7 +68,8 @@ export function applyStorePayment(ctx: AppContext, account: Account, record: Pay
     });
     centralFee(ctx, account, pa.id, txn);
   }
-  const row: PaymentIntentRow = { ...pa, account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
+  // A record from a box that predates payment_method_id carries none: the central names the method.
+  const row: PaymentIntentRow = { ...pa, payment_method_id: pa.payment_method_id ?? newId('pay_m'), account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
   if (!intentRow(ctx, pa.intent_id)) {
     createIntent(
       ctx,

@@ -207,6 +207,21 @@ export const ConfigSchema = Type.Object({
         },
         { default: {} },
       ),
+      /**
+       * Every terminal's own caps beside its account's (the tighter of the two applies), unless the
+       * terminal has its own (`posd payments offline caps --terminal`); null: the account's alone.
+       * The totals and counts are that terminal's stored payments.
+       */
+      offline_per_terminal: Type.Object(
+        {
+          allowed: Type.Union([Type.Boolean(), Type.Null()], { default: null }),
+          max_payment_in_cents: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null }),
+          max_total_in_cents: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null }),
+          max_count: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null }),
+          max_age_hours: Type.Union([Type.Integer({ minimum: 1, maximum: 168 }), Type.Null()], { default: null }),
+        },
+        { default: {} },
+      ),
     },
     { default: {} },
   ),

@@ -98,6 +98,11 @@ export const ERRORS = {
   },
   terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
   terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
+  manager_credential_required: {
+    status: 403,
+    message: "Changing the offline policy takes a named manager's credential: X-Manager-Token (posd managers token), or the status page's session with its X-CSRF-Token. A secret key alone is not enough.",
+  },
+  offline_policy_at_store: { status: 409, message: "A store's offline policy is changed at that store; the central only keeps what the stores report." },
   offline_cap_reached: {
     status: 422,
     message: 'The store is offline and this charge could not be stored within the offline caps; take another payment method.',

@@ -109,7 +109,8 @@ it('records the central and processor windows, merges them into one outage and r
       { status: 'approved', currency: 'GTQ', count: 1, amount_in_cents: 3000 },
       { status: 'declined', currency: 'GTQ', count: 1, amount_in_cents: 4500 },
     ],
-    open_checkouts: { total: 1, items: [{ id: charges[1].checkout_id, status: 'unpaid', amount_in_cents: 4500 }] },
+    // The declined-later sale is listed once, under to_collect, not again as a checkout left open.
+    open_checkouts: { total: 0, items: [] },
   });
   expect(o.to_collect).toEqual([
     expect.objectContaining({
@@ -124,7 +125,10 @@ it('records the central and processor windows, merges them into one outage and r
   const human = (await runPosd(['outage', 'report', ...since, '--data', store.dataDir])).stdout;
   expect(human).toContain(`Outage ${iso('09:00')} to ${iso('12:10')} (central, processor)`);
   expect(human).toContain('  stored payments declined: 1 (GTQ 45.00)');
-  expect(human).toContain(`  to collect: till-2 GTQ 45.00 declined, checkout ${charges[1].checkout_id} unpaid, 2234567-8`);
+  // Every field of the JSON's sale to collect: description, reason, card, terminal.
+  expect(human).toContain(`  to collect: till-2 "Mesa 2" GTQ 45.00\n    declined (insufficient_funds) at ${iso('12:10')}; `);
+  expect(human).toMatch(new RegExp(`; terminal ${o.to_collect[0].terminal_id}\\n    checkout ${charges[1].checkout_id} unpaid, payment intent pa_\\w+; 2234567-8`));
+  expect(human).toContain('  checkouts left open (besides those to collect): 0');
   expect(human).toContain('  reconciliation: unchecked');
 
   const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });

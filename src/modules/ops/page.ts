@@ -42,16 +42,18 @@ export function loginPage(opts: { loginToken: string; error?: string; configured
   if (!opts.configured) {
     return layout(
       'posd: status',
-      `<div class="login"><h1>posd</h1><p>No manager password is set yet. On the box, run:</p>
-<pre>sudo -u posd posd manager set-password --data ${esc(opts.dataDir)}</pre><p class="muted">(as the user posd runs as, naming this box's data folder), then reload this page.</p></div>`,
+      `<div class="login"><h1>posd</h1><p>No manager is set up yet. On the box, run:</p>
+<pre>sudo -u posd posd managers add &lt;your name&gt; --data ${esc(opts.dataDir)}</pre><p class="muted">(as the user posd runs as, naming this box's data folder), then reload this page.</p></div>`,
     );
   }
   return layout(
     'posd: log in',
     `<form class="login" method="post" action="/login"><h1>posd status</h1>
 ${opts.error ? `<p class="error" role="alert">${esc(opts.error)}</p>` : ''}
-<label for="password">Manager password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<label for="name">Your name</label>
+<input id="name" name="name" autocomplete="username" maxlength="64">
+<label for="password">Your password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
 <input type="hidden" name="_csrf" value="${esc(opts.loginToken)}">
 <button type="submit">Log in</button></form>`,
   );
@@ -188,7 +190,7 @@ function storesPanel(view: StatusView, now: number): string {
 }
 
 /** `extra`: sections of other files (the outage view): `top` after the verdict, `panels` after the page's own. */
-export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string } = {}): string {
+export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string; manager?: string } = {}): string {
   const now = view.now_ms;
   const terminals = panel('terminals', 'Terminals', view.terminals, (list) =>
     table(
@@ -282,7 +284,7 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
   );
   return layout(
     'posd: status',
-    `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}<button type="submit">Log out</button></form></header>
+    `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}${extra.manager ? `<span class="muted">${esc(extra.manager)}</span> ` : ''}<button type="submit">Log out</button></form></header>
 ${verdict(view)}${extra.top ?? ''}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
 <main>${storesPanel(view, now)}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${view.stores && view.sync.state === 'not_configured' ? '' : sync}${disk}${invoicing}${extra.panels ?? ''}</main>

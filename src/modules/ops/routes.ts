@@ -7,8 +7,10 @@ import { cookie, parseCookies, parseForms, sameToken, seeOther, sendHtml } from 
 import { OwnNetwork } from '../../system/own-network.js';
 import { DEVICE_COOKIE, DEVICE_COOKIE_DAYS, FailureLimit, LoginBackoff, PasswordChecks, knownDevice, newDeviceToken } from './login-limit.js';
 import { metrics } from '../../system/metrics.js';
-import { verifyPassword } from './password.js';
-import { getManagerPassword } from './store.js';
+import { hashPassword, needsRehash, verifyPassword } from './password.js';
+import { adoptSinglePassword, listManagers, managerByName, managerCount, setManagerPasswordOf, type ManagerRow } from './managers.js';
+import { tx } from '../../db/database.js';
+import { isoTime } from '../../clock.js';
 import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
 import { outageRoutes, outageSections } from './outage-routes.js';
@@ -18,7 +20,11 @@ const page = () => import('./page.js');
 import { LOGIN_COOKIE, currentSession, endSession, newLoginToken, startSession } from './session.js';
 
 const FormBody = Type.Object(
-  { _csrf: Type.Optional(Type.String({ maxLength: 200 })), password: Type.Optional(Type.String({ maxLength: 1024 })) },
+  {
+    _csrf: Type.Optional(Type.String({ maxLength: 200 })),
+    name: Type.Optional(Type.String({ maxLength: 64 })),
+    password: Type.Optional(Type.String({ maxLength: 1024 })),
+  },
   { additionalProperties: true },
 );
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: Type.String(), 403: Type.String(), 429: Type.String() };
@@ -32,6 +38,27 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
   const checks = new PasswordChecks(ctx.config.ops.login_concurrency, ctx.config.ops.login_queue);
   const everyone = new LoginBackoff(ctx.clock);
   const ownNetwork = new OwnNetwork(ctx.clock, ctx.config.http.own_networks);
+  // A box set up with the single status-page password: its holder becomes the manager `manager`.
+  if (tx(ctx.db, () => adoptSinglePassword(ctx.db, isoTime(ctx.clock.now())))) ctx.log.info('the status page password is now the manager named manager');
+
+  /**
+   * Who is logging in: the name given, or, when the form leaves it empty and the box has a single
+   * manager, that manager (a box with one manager keeps its one-field login).
+   */
+  const loginManager = (name: string | undefined): ManagerRow | undefined => {
+    if (name?.trim()) return managerByName(ctx.db, name);
+    const all = listManagers(ctx.db);
+    return all.length === 1 ? managerByName(ctx.db, all[0].name) : undefined;
+  };
+
+  /**
+   * What a known-device cookie is signed with: every manager's password hash, so a device stays known
+   * until a manager is added, removed or changes password (null while the box has no manager).
+   */
+  const deviceSecret = (): string | null => {
+    const all = listManagers(ctx.db);
+    return all.length ? all.map((m) => managerByName(ctx.db, m.name)?.password_hash ?? '').join('|') : null;
+  };
 
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
@@ -41,7 +68,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
-      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null, dataDir: ctx.config.data_dir }));
+      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: managerCount(ctx.db) > 0, dataDir: ctx.config.data_dir }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
@@ -60,7 +87,11 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       if (!session) return showLogin(req, reply, 200);
       const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
       const extra = await outageSections(ctx, session.csrf);
-      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, { ...extra, panels: extra.panels + accountFormatsPanel(ctx) }));
+      return sendHtml(
+        reply,
+        200,
+        (await page()).statusPage(view, session.csrf, req.query.notice, { ...extra, panels: extra.panels + accountFormatsPanel(ctx), manager: session.manager_name }),
+      );
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
@@ -69,8 +100,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     // cookie signed with the password) or the box's own network passes the global lock and the
     // line; everyone else gets 401, then 429 with Retry-After per address, per device and overall.
     scope.post('/login', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
-      const stored = getManagerPassword(ctx.db);
-      const device = knownDevice(stored, parseCookies(req.headers.cookie)[DEVICE_COOKIE]);
+      const device = knownDevice(deviceSecret(), parseCookies(req.headers.cookie)[DEVICE_COOKIE]);
       const key = device ? `device:${device}` : `ip:${req.ip}`;
       const refuse = (seconds: number, why: string) => showLogin(req, reply.header('retry-after', String(seconds)), 429, `${why}; wait ${seconds} seconds.`);
       const wait = failures.wait(key);
@@ -81,18 +111,25 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[LOGIN_COOKIE])) {
         return showLogin(req, reply, 403, 'The form expired; please try again.');
       }
+      const manager = loginManager(req.body.name);
       const password = req.body.password;
-      const ok = stored && password ? await checks.run(() => verifyPassword(password, stored), trusted) : false;
+      const ok = manager && password ? await checks.run(() => verifyPassword(password, manager.password_hash), trusted) : false;
       if (ok === null) return refuse(1, 'Too many logins at once');
-      if (!ok) {
+      if (!ok || !manager || !password) {
         ctx.log.warn({ ip: req.ip, known_device: device !== null }, 'manager login failed');
         failures.failed(key);
         if (!trusted) everyone.failed();
-        return showLogin(req, reply, 401, 'Wrong password.');
+        // The same answer for an unknown name and a wrong password: the form says nothing of who exists.
+        return showLogin(req, reply, 401, 'Wrong name or password.');
       }
-      ctx.log.info({ ip: req.ip, known_device: device !== null }, 'manager logged in');
-      startSession(ctx, reply);
-      reply.header('set-cookie', cookie(ctx, DEVICE_COOKIE, device ? parseCookies(req.headers.cookie)[DEVICE_COOKIE] : newDeviceToken(stored!), DEVICE_COOKIE_DAYS * 86_400));
+      if (needsRehash(manager.password_hash)) {
+        const hash = await hashPassword(password);
+        tx(ctx.db, () => setManagerPasswordOf(ctx.db, manager.id, hash));
+      }
+      ctx.log.info({ ip: req.ip, manager: manager.name, known_device: device !== null }, 'manager logged in');
+      startSession(ctx, reply, manager.id);
+      const secret = deviceSecret();
+      if (secret) reply.header('set-cookie', cookie(ctx, DEVICE_COOKIE, device ? parseCookies(req.headers.cookie)[DEVICE_COOKIE] : newDeviceToken(secret), DEVICE_COOKIE_DAYS * 86_400));
       return seeOther(reply, '/');
     });
 

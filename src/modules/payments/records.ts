@@ -7,6 +7,7 @@ import { balanceDetails, bankTransferDetails, cryptoDetails, paymentDetails } fr
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import type { PaymentStatus } from './machine.js';
 import type { PaymentIntentRow } from './store.js';
+import { offlineMark } from './offline-mark.js';
 import { postBalanceTransaction, type BalanceTransaction, type Fee } from '../ledger/service.js';
 
 /** What every way of settling a payment answers, and what each writes and emits (service.ts, bank-transfers.ts). */
@@ -67,6 +68,9 @@ export function paymentIntentInput(
           channel: pa.channel ?? pa.method,
           products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
         });
+  // A card taken offline says so in its intent for good (accounting, disputes): like Stripe's card_present.offline.
+  const mark = offlineMark(pa);
+  if (mark) details.offline = mark;
   return {
     id: pa.intent_id,
     accountId: pa.account_id,

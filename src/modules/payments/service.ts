@@ -18,6 +18,7 @@ import { chargeDescription, emitPaymentEvents, paymentIntentInput, postPaymentCh
 import { recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
 import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 import { startCryptoPayment } from './crypto.js';
+import { offlineMark } from './offline-mark.js';
 
 export { paymentIntentInput, type SettleResult } from './records.js';
 export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
@@ -257,6 +258,7 @@ export interface PaymentIntentView {
   channel: string | null;
   balance_transaction_id: string | null;
   tax_invoice_url: string | null;
+  offline: { stored_at: string; forwarded_at: string | null } | null;
   created_at: string;
   updated_at: string;
 }
@@ -283,9 +285,15 @@ function toView(r: PaymentIntentRow): PaymentIntentView {
     channel: r.channel,
     balance_transaction_id: r.balance_transaction_id,
     tax_invoice_url: r.tax_invoice_url,
+    offline: offlineMark(r),
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
+}
+
+/** A stored card handed to its processor (a terminal's forward result), in the caller's transaction. */
+export function markPaymentForwarded(ctx: AppContext, paymentIntentId: string, at: string): void {
+  paymentsStore(ctx.db).markForwarded(paymentIntentId, at);
 }
 
 /** A card saved by a paid checkout of this account and environment (`pay_m_`), or undefined. */

@@ -11,7 +11,21 @@ export interface RunningCore {
   readonly state: { readonly pgReceived: ReadonlyMap<string, number> };
 }
 
-const cores = perDb(() => ({ current: undefined as RunningCore | undefined }));
+const cores = perDb(() => ({ current: undefined as RunningCore | undefined, leaderWorkers: (() => []) as () => Worker[] }));
+
+/**
+ * The workers of a chain's core that write or reach out (the projector, webhooks, billing...): the
+ * daemon hands them here instead of starting them, and the core starts them when it takes the lease
+ * and stops them when it loses it. A standby runs none: it only replays the log.
+ */
+export function setLeaderWorkers(ctx: Pick<AppContext, 'db'>, make: () => Worker[]): void {
+  cores(ctx.db).leaderWorkers = make;
+}
+
+/** Fresh leader workers for a leadership starting now. */
+export function leaderWorkersOf(ctx: Pick<AppContext, 'db'>): Worker[] {
+  return cores(ctx.db).leaderWorkers();
+}
 
 /** The PostgreSQL core of this central, if it runs one (the status page and metrics read it). */
 export function pgCoreOf(ctx: Pick<AppContext, 'db'>): RunningCore | undefined {

@@ -2,7 +2,10 @@ import type pg from 'pg';
 import type { AppContext } from '../context.js';
 import type { Worker } from '../api/module.js';
 import { tx } from '../db/database.js';
-import { setPgCore } from './pg-core-slot.js';
+import { leaderWorkersOf, setPgCore } from './pg-core-slot.js';
+import { CentralLog } from './central-log-core.js';
+import { setReadiness } from '../api/readiness.js';
+import { ApiError } from '../errors.js';
 import { isoTime } from '../clock.js';
 import { feedBell } from '../outbox/feed-changes.js';
 import { metrics } from '../system/metrics.js';
@@ -99,7 +102,12 @@ export class PgCore implements Worker {
     reported: 0,
     /** PostgreSQL's received_seq per store, as last read (the status page's received column). */
     pgReceived: new Map<string, number>(),
+    /** How long the last takeover took, from the lease won to writes answered (replaying the log's tail). */
+    takeoverMs: 0,
   };
+  /** This core's place in the central's one log (src/sync/central-log-core.ts). */
+  readonly log_: CentralLog;
+  private leaderWorkersRunning: Worker[] = [];
   private readonly pool: pg.Pool;
   private readonly client: pg.ClientConfig;
   private readonly stopping = new AbortController();
@@ -123,6 +131,39 @@ export class PgCore implements Worker {
     this.pool = createPool({ connectionString: url, max, application_name: 'posd-core' });
     // An idle pooled connection that dies (a server restart) must not crash the daemon.
     this.pool.on('error', (err) => ctx.log.warn({ err }, 'sync: a PostgreSQL connection of the core failed'));
+    const { host, port, public_url } = ctx.config.http;
+    this.log_ = new CentralLog(ctx, this.pool, url, public_url || `http://${host}:${port}`);
+    setReadiness(ctx.db, () =>
+      this.log_.state.role === 'leader' && this.state.role === 'leader'
+        ? { ready: true, status: 'leader' }
+        : {
+            ready: false,
+            status: 'standby',
+            refusal: () =>
+              new ApiError('central_standby', {
+                message: `This core is a standby: writes go to the leading core${this.log_.state.leader ? ` (${this.log_.state.leader})` : ''}; nothing was written.`,
+                extra: { leader: this.log_.state.leader },
+              }),
+          },
+    );
+  }
+
+  /** The workers that run only while this core leads (the daemon handed them to the slot). */
+  private async startLeaderWorkers(): Promise<void> {
+    for (const w of leaderWorkersOf(this.ctx)) {
+      await w.start();
+      this.leaderWorkersRunning.push(w);
+    }
+  }
+
+  private async stopLeaderWorkers(): Promise<void> {
+    for (const w of this.leaderWorkersRunning.splice(0).reverse()) {
+      try {
+        await w.stop?.();
+      } catch (err) {
+        this.log.warn({ err, worker: w.name }, 'sync: a leader worker failed to stop');
+      }
+    }
   }
 
   start(): void {
@@ -138,6 +179,7 @@ export class PgCore implements Worker {
     this.active = false;
     await this.main;
     await this.cycling?.catch(() => undefined);
+    await this.log_.close();
     await this.pool.end().catch(() => undefined);
     this.state.role = 'stopped';
   }
@@ -149,23 +191,38 @@ export class PgCore implements Worker {
   /** Takes the lease (or waits for it as a standby), leads until the lease's session ends, then again. */
   private async run(): Promise<void> {
     let backoff = 500;
+    this.log_.prepare();
     while (!this.stopping.signal.aborted) {
       const lease = new ProjectorLease(this.client);
       this.lease = lease;
+      let leading = false;
       try {
         await migrate(this.pool);
         if (!(await lease.tryAcquire())) {
           this.state.role = 'standby';
-          this.log.warn({ event: 'sync.core_standby' }, 'sync: another core holds the projector lease; this one waits as a standby');
-          await lease.acquire();
+          this.log.warn({ event: 'sync.core_standby' }, 'sync: another core holds the projector lease; this one replays the central log as a standby');
+          this.log_.follow();
+          await Promise.race([lease.acquire(), lease.ended.then((err) => Promise.reject(err))]);
+          await this.log_.stopFollow();
         }
         if (this.stopping.signal.aborted) break;
         backoff = 500;
+        const started = performance.now();
+        const replayed = await this.log_.takeOver();
+        leading = true;
+        this.state.takeoverMs = Math.round(performance.now() - started);
+        this.log.info({ event: 'sync.core_took_over', replayed, position: this.log_.state.position, ms: this.state.takeoverMs }, 'sync: this core took the lease and replayed the central log to its end; it now answers writes');
+        await this.startLeaderWorkers();
         await this.lead(lease);
       } catch (err) {
         if (!this.stopping.signal.aborted) this.log.error({ err }, 'sync: the core lost PostgreSQL; it tries again');
       } finally {
         this.active = false;
+        await this.log_.stopFollow();
+        if (leading) {
+          await this.stopLeaderWorkers();
+          await this.log_.stepDown();
+        }
         await lease.release();
       }
       if (this.stopping.signal.aborted) break;

@@ -38,6 +38,27 @@ module.exports = {
       },
     },
     {
+      name: 'sync-store-apart-from-central',
+      severity: 'error',
+      comment: 'src/sync/store/ is the store box\'s side of sync: it never imports the central\'s (central/, pg/); what both need lives in shared/.',
+      from: { path: '^src/sync/store/' },
+      to: { path: '^src/sync/(central|pg)/' },
+    },
+    {
+      name: 'sync-central-apart-from-store',
+      severity: 'error',
+      comment: 'src/sync/central/ and pg/ are the central\'s side of sync: they never import the store box\'s (store/); what both need lives in shared/.',
+      from: { path: '^src/sync/(central|pg)/' },
+      to: { path: '^src/sync/store/' },
+    },
+    {
+      name: 'sync-shared-below-roles',
+      severity: 'error',
+      comment: 'src/sync/shared/ (wire, registry, state, summary) is what both roles use: it imports neither.',
+      from: { path: '^src/sync/shared/' },
+      to: { path: '^src/sync/(store|central|pg)/' },
+    },
+    {
       name: 'no-unresolvable',
       severity: 'error',
       from: {},

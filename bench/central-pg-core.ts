@@ -9,11 +9,11 @@ import { startPgCluster } from '../test/helpers/pg-cluster.js';
 import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
 import { accountsOf } from '../src/accounts/service.js';
-import { applyPush, syncScope } from '../src/sync/central-service.js';
-import { projected, projectorWorker } from '../src/sync/projector.js';
-import { pgCoreWorker } from '../src/sync/pg-core.js';
+import { applyPush, syncScope } from '../src/sync/central/service.js';
+import { projected, projectorWorker } from '../src/sync/central/projector.js';
+import { pgCoreWorker } from '../src/sync/central/pg-core.js';
 import { createPool, migrate, receivePush } from '../src/sync/pg/index.js';
-import type { PushRecord } from '../src/sync/wire.js';
+import type { PushRecord } from '../src/sync/shared/wire.js';
 
 /**
  * The chain's core applying what fronts received (issue 19 step 5): RECORDS event records of one

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { BenchResult } from './lib.js';
 import { startPgCluster, type PgCluster } from '../test/helpers/pg-cluster.js';
 import { createPool, migrate } from '../src/sync/pg/index.js';
-import { recordHash } from '../src/sync/wire.js';
+import { recordHash } from '../src/sync/shared/wire.js';
 import { records } from '../test/sync/pg/records.js';
 
 /**

@@ -9,9 +9,9 @@ import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
 import { tx } from '../src/db/database.js';
 import { accountsOf } from '../src/accounts/service.js';
-import { applyPush, syncScope } from '../src/sync/central-service.js';
-import { syncStore } from '../src/sync/store.js';
-import type { PushBody } from '../src/sync/wire.js';
+import { applyPush, syncScope } from '../src/sync/central/service.js';
+import { centralSide } from '../src/sync/central/sync-store.js';
+import type { PushBody } from '../src/sync/shared/wire.js';
 
 const run$ = promisify(execFile);
 const posd = async (args: string[]) => JSON.parse((await run$(process.execPath, [MAIN, ...args, '--json'])).stdout);
@@ -27,7 +27,7 @@ async function central(history: number) {
   if (history > 0) {
     // A store's history written set-based, as a year of its pushes would have left it.
     tx(ctx.db, () => {
-      syncStore(ctx.db).ensureStore('store_bench', keyAccount.id, true, '2025-01-01T00:00:00.000Z');
+      centralSide(ctx.db).ensureStore('store_bench', keyAccount.id, true, '2025-01-01T00:00:00.000Z');
       ctx.db
         .prepare(
           `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)

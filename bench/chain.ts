@@ -11,9 +11,9 @@ import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
 import { AccountsService } from '../src/accounts/service.js';
 import { createCashSale } from '../src/modules/cash-sales/service.js';
-import { tailEvents } from '../src/sync/push.js';
-import { STATE } from '../src/sync/status.js';
-import { syncStore } from '../src/sync/store.js';
+import { tailEvents } from '../src/sync/store/push.js';
+import { STATE } from '../src/sync/shared/state.js';
+import { storeSide } from '../src/sync/store/sync-store.js';
 
 const run$ = promisify(execFile);
 const posd = async (args: string[]) => JSON.parse((await run$(process.execPath, [MAIN, ...args, '--json'])).stdout);
@@ -90,7 +90,7 @@ async function chain(n: number, salesPerStore: number): Promise<{ results: Bench
         const account = new AccountsService(ctx.db, ctx.clock).account(acct.account_id)!;
         for (let s = 0; s < salesPerStore; s++) await createCashSale(ctx, account, { amount_in_cents: 100 + (s % 5000), currency: 'GTQ' } as never);
         tailEvents(ctx.db, salesPerStore * 4);
-        const store = syncStore(ctx.db);
+        const store = storeSide(ctx.db);
         const lastSeq = store.maxOutboxSeq();
         stores[i] = { dir, storeId: store.state(STATE.storeId)!, lastSeq, records: store.waiting(0).n, pushes: [] };
       } finally {

@@ -11,11 +11,12 @@ import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
 import { AccountsService } from '../src/accounts/service.js';
 import { createCashSale } from '../src/modules/cash-sales/service.js';
-import { pushAll } from '../src/sync/client.js';
-import { tailEvents, waitingCount } from '../src/sync/push.js';
-import { CentralClient } from '../src/sync/transport.js';
-import { centralTarget, STATE } from '../src/sync/status.js';
-import { syncStore } from '../src/sync/store.js';
+import { pushAll } from '../src/sync/store/client.js';
+import { tailEvents, waitingCount } from '../src/sync/store/push.js';
+import { CentralClient } from '../src/sync/store/transport.js';
+import { centralTarget } from '../src/sync/status.js';
+import { STATE } from '../src/sync/shared/state.js';
+import { storeSide } from '../src/sync/store/sync-store.js';
 
 const run$ = promisify(execFile);
 const posd = async (args: string[]) => JSON.parse((await run$(process.execPath, [MAIN, ...args, '--json'])).stdout);
@@ -69,14 +70,14 @@ export async function run(): Promise<BenchResult[]> {
       const t0 = performance.now();
       // Drained: every record received (the box's cursor) and then applied by the central's
       // projector (its applied_seq, read from GET /sync/stores).
-      const storeId = syncStore(ctx.db).state(STATE.storeId)!;
+      const storeId = storeSide(ctx.db).state(STATE.storeId)!;
       let receivedAt = 0;
       const [busyProbe] = await Promise.all([
         probeSales(centralUrl, key, () => draining, Number.POSITIVE_INFINITY),
         (async () => {
           await pushAll(ctx, client, storeId);
           receivedAt = performance.now();
-          const last = syncStore(ctx.db).maxOutboxSeq();
+          const last = storeSide(ctx.db).maxOutboxSeq();
           for (;;) {
             const stores = (await getJson(`${centralUrl}/sync/stores`, key)) as Array<{ store_id: string; applied_seq: number }>;
             if ((stores.find((x) => x.store_id === storeId)?.applied_seq ?? 0) >= last) break;

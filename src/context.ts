@@ -3,7 +3,7 @@ import type { Db } from './db/database.js';
 import type { Clock } from './clock.js';
 import type { Logger } from './logger.js';
 import type { Outbox } from './outbox/events.js';
-import type { SyncRegistry } from './sync/registry.js';
+import type { SyncRegistry } from './sync/shared/registry.js';
 import type { EventExample } from './events/catalogue.js';
 
 /**

@@ -14,7 +14,7 @@ import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
-import { setLeaderWorkers } from './sync/pg-core-slot.js';
+import { setLeaderWorkers } from './sync/central/pg-core-slot.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
 
 export interface DaemonOptions {

@@ -5,7 +5,7 @@ import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { closeHttpApp, createHttpApp, stopOnce } from './api/app.js';
 import type { ApiApp } from './api/module.js';
-import { SyncRegistry } from './sync/registry.js';
+import { SyncRegistry } from './sync/shared/registry.js';
 import { createPool, FeedWaiter, migrate } from './sync/pg/index.js';
 import { frontNotFound, frontRoutes } from './sync/pg/front-routes.js';
 

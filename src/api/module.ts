@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
-import type { SyncDeclarations } from '../sync/registry.js';
+import type { SyncDeclarations } from '../sync/shared/registry.js';
 import type { EventExample } from '../events/catalogue.js';
 
 /** The fastify instance every module registers its routes on, typed by its TypeBox schemas. */
@@ -24,7 +24,7 @@ export interface Worker {
  * One area of the product. `api` registers routes under `/api` (authenticated, rate limited,
  * idempotent); `root` registers daemon plumbing outside it (`/terminals/link`, `/sync/...`).
  * `sync` declares the kinds of facts it pushes, the feed changes it applies at a store and how it
- * takes the central's refusals (see src/sync/registry.ts). The checkouts module adds `checkout?:
+ * takes the central's refusals (see src/sync/shared/registry.ts). The checkouts module adds `checkout?:
  * CheckoutHooks` (modules/checkouts/hooks.ts) by declaration merging, so api/ names no module.
  * `modules/index.ts` builds the daemon's registry from these declarations.
  */

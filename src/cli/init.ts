@@ -4,8 +4,8 @@ import { databaseFile } from '../db/paths.js';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
 import { AccountsService, initInstallation } from '../accounts/service.js';
 import { systemClock } from '../clock.js';
-import { CentralClient, CentralRefusal } from '../sync/transport.js';
-import { joinCentral } from '../sync/join.js';
+import { CentralClient, CentralRefusal } from '../sync/store/transport.js';
+import { joinCentral } from '../sync/store/join.js';
 
 type InitOptions = DataOptions & {
   role: 'store' | 'central';

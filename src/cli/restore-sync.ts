@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { centralTarget, STATE } from '../sync/status.js';
-import { syncStore } from '../sync/store.js';
-import { centralHoldings, planRejoin } from '../sync/rejoin.js';
-import { CentralClient } from '../sync/transport.js';
+import { centralTarget } from '../sync/status.js';
+import { STATE, syncState } from '../sync/shared/state.js';
+import { centralHoldings, planRejoin } from '../sync/store/rejoin.js';
+import { CentralClient } from '../sync/store/transport.js';
 
 /** How long `posd restore` waits for the central's answer before saying it will ask at the next start. */
 const ASK_MS = 5000;
@@ -12,7 +12,7 @@ const ASK_MS = 5000;
 /**
  * What a restored store will do about its central at the next start, in plain words, for `posd
  * restore`: the backup is older than what the central holds of this store, so the daemon takes back
- * what the backup lacks and continues after the central's sequence (sync/rejoin.ts). Nothing is
+ * what the backup lacks and continues after the central's sequence (sync/store/rejoin.ts). Nothing is
  * written here: the daemon does it, in one transaction, before it pushes. Lines to print; none for
  * a box that does not sync.
  */
@@ -29,12 +29,12 @@ export async function rejoinNote(config: Config, file: string): Promise<string[]
     let storeId: string | undefined;
     try {
       target = centralTarget(config, db);
-      storeId = syncStore(db).state(STATE.storeId);
+      storeId = syncState(db).state(STATE.storeId);
     } catch {
       return []; // no sync tables this posd can read: the start migrates and says the rest
     }
     if (!target || !storeId) return [];
-    const acked = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
+    const acked = Number(syncState(db).state(STATE.ackedSeq) ?? 0);
     const client = new CentralClient(target.url, target.key, { timeoutMs: Math.min(ASK_MS, config.sync.request_timeout_ms) });
     try {
       const held = await centralHoldings(client, storeId, acked, AbortSignal.timeout(ASK_MS));

@@ -4,13 +4,14 @@ import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, with
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { systemClock } from '../clock.js';
-import { syncStatus, centralTarget, STATE } from '../sync/status.js';
-import { syncStore } from '../sync/store.js';
-import { pushAll } from '../sync/client.js';
-import { tailEvents, waitingCount } from '../sync/push.js';
-import { reconcileDay } from '../sync/reconcile.js';
-import { CentralClient } from '../sync/transport.js';
-import { holdingsAtCursor, planRejoin } from '../sync/rejoin.js';
+import { syncStatus, centralTarget } from '../sync/status.js';
+import { STATE } from '../sync/shared/state.js';
+import { centralSide } from '../sync/central/sync-store.js';
+import { pushAll } from '../sync/store/client.js';
+import { tailEvents, waitingCount } from '../sync/store/push.js';
+import { reconcileDay } from '../sync/store/reconcile.js';
+import { CentralClient } from '../sync/store/transport.js';
+import { holdingsAtCursor, planRejoin } from '../sync/store/rejoin.js';
 
 /** Past this many waiting records `posd sync now` shows a progress bar (on a terminal). */
 const BAR_FROM = 1000;
@@ -23,7 +24,7 @@ function withStore<T>(opts: DataOptions, fn: (config: Config, db: Db) => Promise
 
 function clientFor(config: Config, db: Db): { client: CentralClient; storeId: string } {
   const target = centralTarget(config, db);
-  const storeId = syncStore(db).state(STATE.storeId);
+  const storeId = centralSide(db).state(STATE.storeId);
   if (config.role !== 'store' || !target || !storeId) {
     throw new CliError('this box does not sync with a central (posd init --central-url URL --central-key KEY)');
   }
@@ -124,7 +125,7 @@ function operatorCommands(sync: Command): void {
       withStore(opts, async (config, db) => {
         centralOnly(config);
         const outcome = opts.skipped ? 'skipped' : opts.held ? 'held' : 'parked';
-        const rows = syncStore(db).recordsIn(outcome, opts.store ?? null, Math.max(1, Number(opts.limit) || 100));
+        const rows = centralSide(db).recordsIn(outcome, opts.store ?? null, Math.max(1, Number(opts.limit) || 100));
         if (opts.json) return printJson(rows);
         if (rows.length === 0) return void process.stdout.write(`no ${outcome} records\n`);
         printTable(rows as never, outcome === 'skipped' ? ['id', 'store_id', 'seq', 'kind', 'decided_at', 'note', 'reason'] : ['id', 'store_id', 'seq', 'kind', 'decided_at', 'reason']);
@@ -139,7 +140,7 @@ function operatorCommands(sync: Command): void {
     .action((ids: string[], opts: DataOptions & { all?: boolean; store?: string; wait: string }) =>
       withStore(opts, async (config, db) => {
         centralOnly(config);
-        const store = syncStore(db);
+        const store = centralSide(db);
         const chosen = opts.all ? store.recordsIn('parked', opts.store ?? null, 1_000_000).map((r) => r.id) : ids;
         if (chosen.length === 0) throw new CliError(opts.all ? 'no parked records' : 'name the records to retry (posd sync records lists them), or --all');
         const put = db.transaction(() => chosen.filter((id) => store.retry(id)))();
@@ -173,7 +174,7 @@ function operatorCommands(sync: Command): void {
       withStore(opts, async (config, db) => {
         centralOnly(config);
         if (!opts.reason.trim()) throw new CliError('--reason: say why the record is skipped');
-        const ok = db.transaction(() => syncStore(db).skip(id, opts.reason.trim(), new Date().toISOString()))();
+        const ok = db.transaction(() => centralSide(db).skip(id, opts.reason.trim(), new Date().toISOString()))();
         if (!ok) throw new CliError(`${id} is not a parked or held record (posd sync records lists them)`);
         process.stdout.write(`${id} skipped: ${opts.reason.trim()}\n`);
       }),

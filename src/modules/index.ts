@@ -1,6 +1,6 @@
 import type { PosdModule } from '../api/module.js';
 import type { Registry } from '../context.js';
-import { SyncRegistry } from '../sync/registry.js';
+import { SyncRegistry } from '../sync/shared/registry.js';
 import { catalogueEntry, type EventExample } from '../events/catalogue.js';
 import { checkoutHooksOf } from './checkouts/hooks.js';
 import { accountsModule } from './accounts/index.js';

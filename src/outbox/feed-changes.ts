@@ -57,7 +57,7 @@ export function feedOrigin(db: Db): string | null {
 }
 
 // The doorbell of the feed: who writes a feed row rings it (for the row's organization, or null
-// when it is not known), and the central's waiting long-polls listen (src/sync/feed-watch.ts). It
+// when it is not known), and the central's waiting long-polls listen (src/sync/central/feed-watch.ts). It
 // rings after the writing tick: the transaction that wrote the row has committed by then (or rolled
 // back, and a woken reader simply finds nothing). Rows written by another connection do not ring:
 // the feed watch notices them by `PRAGMA data_version`.

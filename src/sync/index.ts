@@ -1,21 +1,21 @@
 import { provideStatus, type CentralStore } from '../system/status-sources.js';
 import { isoTime } from '../clock.js';
-import { syncStore } from './store.js';
+import { centralSide } from './central/sync-store.js';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
 import { accountsOf } from '../accounts/service.js';
-import { centralRoutes } from './central.js';
-import { centralRecordRoutes } from './central-records.js';
-import { SyncWorker } from './client.js';
-import { projectorWorker } from './projector.js';
-import { lazyPgCoreWorker, pgCoreOf } from './pg-core-slot.js';
+import { centralRoutes } from './central/routes.js';
+import { centralRecordRoutes } from './central/records.js';
+import { SyncWorker } from './store/client.js';
+import { projectorWorker } from './central/projector.js';
+import { lazyPgCoreWorker, pgCoreOf } from './central/pg-core-slot.js';
 import { syncStatus, type SyncStatus } from './status.js';
 import { metrics } from '../system/metrics.js';
 import type { AppContext } from '../context.js';
 import { ErrorSchema } from '../api/schemas.js';
-import { eventPush, reconciliationReportPush } from './kinds.js';
-import { applyApiKey, applyRecordRejected } from './feed.js';
+import { eventPush, reconciliationReportPush } from './shared/kinds.js';
+import { applyApiKey, applyRecordRejected } from './store/feed.js';
 
 const Diff = Type.Object({
   account_id: Type.String(),
@@ -108,8 +108,8 @@ export const syncModule: PosdModule = {
     // finds records held for want of an applier (after an upgrade) and those an operator put back
     // with `posd sync retry` from another process.
     // With the sync tables on PostgreSQL this central is the chain's core: it also ingests what the
-    // fronts received, reports outcomes and totals, and relays its feed (src/sync/pg-core.ts).
-    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), lazyPgCoreWorker(ctx, async () => (await import('./pg-core.js')).pgCoreWorker)] : [projectorWorker(ctx)];
+    // fronts received, reports outcomes and totals, and relays its feed (src/sync/central/pg-core.ts).
+    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), lazyPgCoreWorker(ctx, async () => (await import('./central/pg-core.js')).pgCoreWorker)] : [projectorWorker(ctx)];
   },
 };
 
@@ -118,7 +118,7 @@ const REPORT_WINDOW_MS = 14 * 86_400_000;
 
 /** A central's stores for the status page: the counters of sync_stores, plus two one-row reads each. */
 function centralStores(ctx: AppContext): CentralStore[] {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   const since = isoTime(ctx.clock.now() - REPORT_WINDOW_MS);
   return store.stores().map((s) => {
     const newest = store.newestReceived(s.store_id);

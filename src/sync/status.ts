@@ -1,24 +1,8 @@
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { syncStore } from './store.js';
-
-/** Keys of `sync_state`, one place so the CLI, the worker and the status agree. */
-export const STATE = {
-  storeId: 'store_id',
-  centralUrl: 'central_url',
-  centralKey: 'central_key',
-  ackedSeq: 'acked_seq',
-  eventsCursor: 'events_cursor',
-  feedCursor: 'feed_cursor',
-  lastPushOk: 'last_push_ok_at',
-  lastPullOk: 'last_pull_ok_at',
-  lastError: 'last_error',
-  lastErrorAt: 'last_error_at',
-  clockOffset: 'clock_offset_ms',
-  lastAttemptOk: 'last_attempt_ok',
-  /** When the first failure after a success (or the first failure ever) happened; cleared by a success. */
-  linkDownSince: 'link_down_since',
-} as const;
+import { centralSide } from './central/sync-store.js';
+import { STATE, syncState } from './shared/state.js';
+import { storeSide } from './store/sync-store.js';
 
 /** A sync problem a manager must hear about: one line, and what to do. */
 export interface SyncAlert {
@@ -73,7 +57,7 @@ export interface SyncStatus {
 
 /** Where the store pushes and with which key: config wins, else what `posd init --central-url` stored. */
 export function centralTarget(config: Config, db: Db): { url: string; key: string } | null {
-  const store = syncStore(db);
+  const store = syncState(db);
   const url = config.sync.central_url || store.state(STATE.centralUrl) || '';
   const key = config.sync.central_key || store.state(STATE.centralKey) || '';
   return url && key ? { url: url.replace(/\/$/, ''), key } : null;
@@ -81,7 +65,8 @@ export function centralTarget(config: Config, db: Db): { url: string; key: strin
 
 /** Read from the database alone, so `posd sync status` works with the daemon stopped. */
 export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): SyncStatus {
-  const store = syncStore(db);
+  const store = storeSide(db);
+  const central = centralSide(db);
   return db.transaction((): SyncStatus => {
     const target = centralTarget(config, db);
     const acked = Number(store.state(STATE.ackedSeq) ?? 0);
@@ -94,7 +79,7 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
     }
     const diffs = store.reconciliationDiffs();
     const checkedAt = store.lastReconciled();
-    const counts = config.role === 'central' ? store.outcomeCounts() : { held: store.heldCount(), parked: 0, skipped: 0 };
+    const counts = config.role === 'central' ? central.outcomeCounts() : { held: central.heldCount(), parked: 0, skipped: 0 };
     const connected = store.state(STATE.lastAttemptOk) === '1';
     const downSince = connected ? null : (store.state(STATE.linkDownSince) ?? null);
     const lastError = store.state(STATE.lastError) ?? null;

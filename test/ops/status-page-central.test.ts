@@ -5,7 +5,7 @@ import { ManualClock } from '../../devices/index.js';
 import { tx } from '../../src/db/database.js';
 import { hashPassword } from '../../src/modules/ops/password.js';
 import { setManagerPassword } from '../../src/modules/ops/store.js';
-import { syncStore } from '../../src/sync/store.js';
+import { centralSide } from '../../src/sync/central/sync-store.js';
 import { addStoreAccount } from '../sync/helpers.js';
 
 // Issue 16: "a central's page says nothing about its stores". The stores panel from the central's
@@ -40,7 +40,7 @@ describe("a central's status page", () => {
       outcome: 'applied' | 'held' | 'parked',
       payload: object = {},
     ) =>
-      syncStore(db).insertReceived({
+      centralSide(db).insertReceived({
         id: `sync_${storeId}_${++seq}`,
         store_id: storeId,
         seq,
@@ -56,7 +56,7 @@ describe("a central's status page", () => {
         decided_at: outcome === 'parked' ? iso(receivedAt) : null,
       });
     tx(db, () => {
-      const s = syncStore(db);
+      const s = centralSide(db);
       // Zona 10: pushed a minute ago, its newest record made 3 s before it arrived; nothing waits.
       s.ensureStore('store_z10', one.accountId, true, iso(T0 - 86_400_000));
       received('store_z10', one.accountId, 'cash_sale', T0 - 63_000, T0 - 60_000, 'applied');

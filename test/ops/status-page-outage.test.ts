@@ -12,8 +12,9 @@ import { ManualClock } from '../../devices/index.js';
 import { tx } from '../../src/db/database.js';
 import { hashPassword } from '../../src/modules/ops/password.js';
 import { setManagerPassword } from '../../src/modules/ops/store.js';
-import { syncStore } from '../../src/sync/store.js';
-import { STATE, syncStatus } from '../../src/sync/status.js';
+import { storeSide } from '../../src/sync/store/sync-store.js';
+import { syncStatus } from '../../src/sync/status.js';
+import { STATE } from '../../src/sync/shared/state.js';
 import { offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/policy.js';
 import { bridgeOf } from '../../src/modules/terminals/link/index.js';
 import { AccountsService } from '../../src/accounts/service.js';
@@ -22,7 +23,7 @@ import { localText } from '../../src/modules/ops/time.js';
 const CHROMIUM = '/usr/bin/chromium';
 const PASSWORD = 'outage-pass-2026';
 // A central is configured (nobody listens there). This box never joined, so its sync worker does
-// not run: the test writes what the worker writes on an unanswered attempt (sync/client.ts
+// not run: the test writes what the worker writes on an unanswered attempt (sync/store/client.ts
 // noteFailure: the state key and the outage window); test/sync/outage-windows.test.ts drives the
 // real worker.
 const UNREACHABLE = { central_url: 'http://127.0.0.1:9', central_key: 'sk_central_unused' };
@@ -62,7 +63,7 @@ async function storeOne(amount: number, reference: string, extra: Record<string,
 
 it('offline: banner with duration, waiting payments and countdown; the override button; after: the report with the sale to collect', async () => {
   const ctx = h.server.daemon.ctx;
-  const sync = syncStore(ctx.db);
+  const sync = storeSide(ctx.db);
   tx(ctx.db, () => {
     sync.setState(STATE.lastAttemptOk, 0);
     sync.setState(STATE.linkDownSince, new Date(T0).toISOString());

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AccountsService } from '../../src/accounts/service.js';
 import { tx } from '../../src/db/database.js';
 import { applyStoreBalancePayment, type BalancePaymentRecord } from '../../src/modules/payments/sync.js';
-import { CentralClient } from '../../src/sync/transport.js';
-import { reconcileDay } from '../../src/sync/reconcile.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
+import { reconcileDay } from '../../src/sync/store/reconcile.js';
 import { syncStatus } from '../../src/sync/status.js';
 import { addStoreAccount, appliedAtCentral, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { CentralClient } from '../../src/sync/transport.js';
-import { reconcileDay } from '../../src/sync/reconcile.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
+import { reconcileDay } from '../../src/sync/store/reconcile.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, removeDir, startCentral, startStore, type TestStore, appliedAtCentral } from './helpers.js';
 

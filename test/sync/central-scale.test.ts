@@ -6,11 +6,11 @@ import { openDatabase, tx, type Db } from '../../src/db/database.js';
 import { databaseFile } from '../../src/db/paths.js';
 import { accountsOf } from '../../src/accounts/service.js';
 import { appendFeedChange } from '../../src/outbox/feed-changes.js';
-import { applyPush, centralSummary, syncScope } from '../../src/sync/central-service.js';
-import { feedWatch } from '../../src/sync/feed-watch.js';
-import { syncStore } from '../../src/sync/store.js';
-import { projected } from '../../src/sync/projector.js';
-import type { PushBody } from '../../src/sync/wire.js';
+import { applyPush, centralSummary, syncScope } from '../../src/sync/central/service.js';
+import { feedWatch } from '../../src/sync/central/feed-watch.js';
+import { centralSide } from '../../src/sync/central/sync-store.js';
+import { projected } from '../../src/sync/central/projector.js';
+import type { PushBody } from '../../src/sync/shared/wire.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, startCentral, until } from './helpers.js';
 
@@ -60,7 +60,7 @@ beforeAll(async () => {
   // of a kind this central has no applier for (each push reads them first and passes them by).
   const db = old.daemon.ctx.db;
   tx(db, () => {
-    syncStore(db).ensureStore('store_old', oldAcct.accountId, true, '2025-01-01T00:00:00.000Z');
+    centralSide(db).ensureStore('store_old', oldAcct.accountId, true, '2025-01-01T00:00:00.000Z');
     db.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < @history)
        INSERT INTO sync_received (id, store_id, seq, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason)
@@ -116,7 +116,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 describe('a push to a central holding 200,000 records of its store’s history', () => {
   it('reads none of that history: every statement of the push and of reconciliation is an index search', () => {
     const db = old.daemon.ctx.db;
-    const s = (syncStore(db) as unknown as { s: Record<string, Statement> }).s;
+    const s = (centralSide(db) as unknown as { s: Record<string, Statement> }).s;
     const day = { from: '2025-03-01T00:00:00.000Z', until: '2025-03-02T00:00:00.000Z' };
     const plans: Record<string, string[]> = {
       getStore: plan(db, s.getStore, 'store_old'),
@@ -180,7 +180,7 @@ describe('a push to a central holding 200,000 records of its store’s history',
     const listed = async () => (await http('GET', `${old.url}/sync/stores`, oldAcct.key)).body.find((s: { store_id: string }) => s.store_id === 'store_old');
     expect(await listed()).toMatchObject({ held_records: 3, rejected_records: 200, parked_records: 4, skipped_records: 0 });
     const parked = db.prepare("SELECT id FROM sync_received WHERE store_id = 'store_old' AND outcome = 'parked' ORDER BY seq").pluck().all() as string[];
-    const store = syncStore(db);
+    const store = centralSide(db);
     expect(store.skip(parked[0], 'counted by hand', '2026-03-02T10:00:00.000Z')).toBe(true);
     expect(store.retry(parked[1])).toBe(true);
     const row = await listed();
@@ -206,7 +206,7 @@ describe('a big push at the central', () => {
     const res = await pusher(empty, emptyAcct.accountId)('store_big', records('test_tracked', 1, 5000, emptyAcct.accountId));
     expect(res).toMatchObject({ applied_seq: 5000, applied: 5000, duplicates: 0 });
     const db = empty.daemon.ctx.db;
-    expect(syncStore(db).storeRow('store_big')?.received_seq).toBe(5000);
+    expect(centralSide(db).storeRow('store_big')?.received_seq).toBe(5000);
     await started;
     const account = await empty.api('GET', '/account', { key: emptyAcct.key });
     const appliedWhenAnswered = tracked.length;
@@ -215,7 +215,7 @@ describe('a big push at the central', () => {
     await projected(empty.daemon.ctx);
     expect(tracked).toEqual(Array.from({ length: 5000 }, (_, i) => i + 1));
     expect(db.prepare("SELECT count(*) FROM sync_received WHERE store_id = 'store_big'").pluck().get()).toBe(5000);
-    expect(syncStore(db).storeRow('store_big')?.applied_seq).toBe(5000);
+    expect(centralSide(db).storeRow('store_big')?.applied_seq).toBe(5000);
   });
 
   it('takes two pushes of one store one after the other: a retry racing its original applies nothing twice', async () => {
@@ -242,7 +242,7 @@ describe('the feed’s long-poll at the central', () => {
   it('answers when a feed row is written in the central’s process, after one more read', async () => {
     const db = empty.daemon.ctx.db;
     const after = await cursorNow();
-    const reads = vi.spyOn(syncStore(db), 'feedAfter');
+    const reads = vi.spyOn(centralSide(db), 'feedAfter');
     cleanup.push(() => reads.mockRestore());
     const waiting = feed(after, 20_000);
     await until('the long-poll waits', () => feedWatch(db).waiting === 1);
@@ -272,7 +272,7 @@ describe('the feed’s long-poll at the central', () => {
     const db = empty.daemon.ctx.db;
     const after = await cursorNow();
     const watch = feedWatch(db);
-    const reads = vi.spyOn(syncStore(db), 'feedAfter');
+    const reads = vi.spyOn(centralSide(db), 'feedAfter');
     cleanup.push(() => reads.mockRestore());
     const ticks = watch.stats.ticks;
     const polls = Array.from({ length: 5 }, () => feed(after, 1500));

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
-import { CentralClient } from '../../src/sync/transport.js';
-import { reconcileDay } from '../../src/sync/reconcile.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
+import { reconcileDay } from '../../src/sync/store/reconcile.js';
 import type { TestServer } from '../helpers/server.js';
 import { http, pairStoreAndCentral, type TestStore, appliedAtCentral } from './helpers.js';
 import { replayAtCentral, tableRows } from './replay.js';

@@ -5,7 +5,7 @@ import { postBalanceTransaction } from '../../src/modules/ledger/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { createProduct } from '../../src/modules/products/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { CentralClient } from '../../src/sync/transport.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
 import { http, pairStoreAndCentral, removeDir, startStore, until, type TestStore } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { applyFeedPage } from '../../src/sync/feed.js';
-import { CentralClient } from '../../src/sync/transport.js';
+import { applyFeedPage } from '../../src/sync/store/feed.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
 import { startTestServer } from '../helpers/server.js';
 import { addStoreAccount, http, pairStoreAndCentral, removeDir, startStore, until, type TestStore } from './helpers.js';
 

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { isoTime } from '../../src/clock.js';
 import { tx } from '../../src/db/database.js';
-import { applyHeldRecords } from '../../src/sync/projector.js';
-import { nextBatch, recordAck } from '../../src/sync/push.js';
-import { syncStore } from '../../src/sync/store.js';
-import { recordHash } from '../../src/sync/wire.js';
+import { applyHeldRecords } from '../../src/sync/central/projector.js';
+import { nextBatch, recordAck } from '../../src/sync/store/push.js';
+import { centralSide } from '../../src/sync/central/sync-store.js';
+import { recordHash } from '../../src/sync/shared/wire.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, removeDir, startCentral, startStore, appliedAtCentral } from './helpers.js';
 import { tableRows } from './replay.js';
@@ -52,7 +52,7 @@ async function heldAtOlderCentral() {
   const cdb = central.daemon.ctx.db;
   const at = isoTime(Date.now());
   tx(cdb, () => {
-    const s = syncStore(cdb);
+    const s = centralSide(cdb);
     s.ensureStore(store.storeId, acct.accountId, true, at);
     for (const r of batch.records) {
       const payload = JSON.stringify(r.payload);

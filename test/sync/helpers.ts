@@ -8,12 +8,12 @@ import { startDaemon, type Daemon } from '../../src/daemon.js';
 import { openDatabase } from '../../src/db/database.js';
 import { databaseFile } from '../../src/db/paths.js';
 import { AccountsService } from '../../src/accounts/service.js';
-import { CentralClient } from '../../src/sync/transport.js';
-import { joinCentral } from '../../src/sync/join.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
+import { joinCentral } from '../../src/sync/store/join.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
-import { projected } from '../../src/sync/projector.js';
+import { projected } from '../../src/sync/central/projector.js';
 import { syncStatus } from '../../src/sync/status.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { reconcileDay } from '../../src/sync/reconcile.js';
-import { CentralClient } from '../../src/sync/transport.js';
+import { reconcileDay } from '../../src/sync/store/reconcile.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
 import { ChaosProxy } from './e2e/chaos-proxy.js';
-import { projected } from '../../src/sync/projector.js';
+import { projected } from '../../src/sync/central/projector.js';
 import { addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];

@@ -9,9 +9,9 @@ import { afterAll, expect, it } from 'vitest';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { runPosd } from '../helpers/process.js';
 import { syncStatus } from '../../src/sync/status.js';
-import { syncStore } from '../../src/sync/store.js';
-import { reconcileDay } from '../../src/sync/reconcile.js';
-import { CentralClient } from '../../src/sync/transport.js';
+import { storeSide } from '../../src/sync/store/sync-store.js';
+import { reconcileDay } from '../../src/sync/store/reconcile.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
 import { outageNow, outageReports } from '../../src/modules/ops/outage.js';
 import { startHarness } from '../terminals/helpers/harness.js';
 import { ChaosProxy } from './e2e/chaos-proxy.js';
@@ -50,8 +50,8 @@ it('records the central and processor windows, merges them into one outage and r
   // 09:00 the uplink goes.
   link.mode = { up: false, cutResponse: 0, delayMs: 0 };
   link.cutAll();
-  await until('the central window opened', () => syncStore(db).openOutages().find((w) => w.link === 'central'));
-  expect(syncStore(db).openOutages()).toEqual([expect.objectContaining({ link: 'central', started_at: iso('09:00'), ended_at: null })]);
+  await until('the central window opened', () => storeSide(db).openOutages().find((w) => w.link === 'central'));
+  expect(storeSide(db).openOutages()).toEqual([expect.objectContaining({ link: 'central', started_at: iso('09:00'), ended_at: null })]);
 
   // 10:00 a cash sale and two cards the terminal can only store.
   clock.set(at('10:00'));
@@ -67,12 +67,12 @@ it('records the central and processor windows, merges them into one outage and r
     await terminal.next('result_ack', (m) => m.command_id === c.body.id);
     charges.push(c.body);
   }
-  expect(syncStore(db).openOutages().map((w) => [w.link, w.started_at])).toEqual([['central', iso('09:00')], ['processor', iso('10:00')]]);
+  expect(storeSide(db).openOutages().map((w) => [w.link, w.started_at])).toEqual([['central', iso('09:00')], ['processor', iso('10:00')]]);
 
   // 12:00 the uplink is back; 12:10 the terminal forwards: one approved, one declined.
   clock.set(at('12:00'));
   link.mode = { up: true, cutResponse: 0, delayMs: 0 };
-  await until('the central window closed', () => !syncStore(db).openOutages().some((w) => w.link === 'central'));
+  await until('the central window closed', () => !storeSide(db).openOutages().some((w) => w.link === 'central'));
   clock.set(at('12:10'));
   await terminal.forward(charges[0].id, 'R-1', 'approved');
   await terminal.next('forward_ack', (a) => a.offline_reference === 'R-1');
@@ -81,7 +81,7 @@ it('records the central and processor windows, merges them into one outage and r
   // A second forward of the same outcome changes nothing, and does not reopen anything.
   await terminal.forward(charges[1].id, 'R-2', 'declined');
   await terminal.next('forward_ack', (a) => a.offline_reference === 'R-2');
-  expect(syncStore(db).openOutages()).toEqual([]);
+  expect(storeSide(db).openOutages()).toEqual([]);
   await until('everything pushed', () => syncStatus(config, db).records_waiting === 0);
 
   // The CLI runs on the real clock and looks back 30 days; the box's business clock is in March.
@@ -143,7 +143,7 @@ it('a processor outage without a central: opened by the first stored payment, cl
   await h.terminal.next('charge', (m) => m.command_id === stored.body.id);
   await h.terminal.result(stored.body.id, 'stored', { offline_reference: 'P-1' });
   await h.terminal.next('result_ack', (m) => m.command_id === stored.body.id);
-  expect(syncStore(db).openOutages()).toEqual([expect.objectContaining({ link: 'processor', started_at: iso('08:00') })]);
+  expect(storeSide(db).openOutages()).toEqual([expect.objectContaining({ link: 'processor', started_at: iso('08:00') })]);
   expect(outageNow(h.server.daemon.ctx)).toMatchObject({ offline: true, links: [{ link: 'processor', since: iso('08:00') }] });
 
   // A declined result proves nothing (a terminal declines offline charges by itself); an approval does.
@@ -152,13 +152,13 @@ it('a processor outage without a central: opened by the first stored payment, cl
   await h.terminal.next('charge', (m) => m.command_id === declined.body.id);
   await h.terminal.result(declined.body.id, 'declined', { reason: 'offline_not_allowed' });
   await h.terminal.next('result_ack', (m) => m.command_id === declined.body.id);
-  expect(syncStore(db).openOutages()).toHaveLength(1);
+  expect(storeSide(db).openOutages()).toHaveLength(1);
   clock.set(at('08:30'));
   const online = await h.charge({ amount_in_cents: 1_500 });
   await h.terminal.next('charge', (m) => m.command_id === online.body.id);
   await h.terminal.result(online.body.id, 'approved');
   await h.terminal.next('result_ack', (m) => m.command_id === online.body.id);
-  expect(syncStore(db).openOutages()).toEqual([]);
+  expect(storeSide(db).openOutages()).toEqual([]);
   const [report] = outageReports(h.server.daemon.ctx);
   expect(report).toMatchObject({
     started_at: iso('08:00'), ended_at: iso('08:30'),
@@ -169,10 +169,10 @@ it('a processor outage without a central: opened by the first stored payment, cl
   expect(outageNow(h.server.daemon.ctx)).toMatchObject({ offline: false, stored: [{ status: 'stored', count: 1 }], next_deadline: '2026-03-04T08:00:00.000Z' });
 
   // A five-second blip of the central link is kept but is no outage worth a report; two minutes are.
-  syncStore(db).openOutage('central', iso('09:00'));
-  syncStore(db).closeOutage('central', '2026-03-02T09:00:05.000Z');
+  storeSide(db).openOutage('central', iso('09:00'));
+  storeSide(db).closeOutage('central', '2026-03-02T09:00:05.000Z');
   expect(outageReports(h.server.daemon.ctx).map((o) => o.started_at)).toEqual([iso('08:00')]);
-  syncStore(db).openOutage('central', iso('10:00'));
-  syncStore(db).closeOutage('central', iso('10:02'));
+  storeSide(db).openOutage('central', iso('10:00'));
+  storeSide(db).closeOutage('central', iso('10:02'));
   expect(outageReports(h.server.daemon.ctx).map((o) => o.started_at)).toEqual([iso('10:00'), iso('08:00')]);
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PosdModule } from '../../src/api/module.js';
 import { MODULES, buildRegistry } from '../../src/modules/index.js';
 import { tx } from '../../src/db/database.js';
-import { applyHeldRecords, projected } from '../../src/sync/projector.js';
+import { applyHeldRecords, projected } from '../../src/sync/central/projector.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import type { TestServer } from '../helpers/server.js';
 import { addStoreAccount, http, startCentral } from './helpers.js';

@@ -1,13 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { syncStatus } from '../../src/sync/status.js';
-import { recordHash } from '../../src/sync/wire.js';
+import { recordHash } from '../../src/sync/shared/wire.js';
 import { addStoreAccount, http, pairStoreAndCentral, until } from './helpers.js';
 import { openDatabase } from '../../src/db/database.js';
 import { databaseFile } from '../../src/db/paths.js';
-import { syncStore } from '../../src/sync/store.js';
-import { STATE } from '../../src/sync/status.js';
-import { CentralClient } from '../../src/sync/transport.js';
-import { centralHoldings, holdingsAtCursor, planRejoin } from '../../src/sync/rejoin.js';
+import { STATE, syncState } from '../../src/sync/shared/state.js';
+import { CentralClient } from '../../src/sync/store/transport.js';
+import { centralHoldings, holdingsAtCursor, planRejoin } from '../../src/sync/store/rejoin.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -88,7 +87,7 @@ describe('a rejoin question that another process answers first (issue 16: no fal
     });
     // As `posd sync now` saw it: its question goes out at cursor 0, and the daemon's push lands
     // (cursor `pushed`) before the answer comes back.
-    syncStore(file).setState(STATE.ackedSeq, 0);
+    syncState(file).setState(STATE.ackedSeq, 0);
     const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
     cleanup.push(() => client.close());
     const asked: number[] = [];
@@ -96,14 +95,14 @@ describe('a rejoin question that another process answers first (issue 16: no fal
     client.received = async (id, after, limit, signal) => {
       asked.push(after);
       const answer = await received(id, after, limit, signal);
-      if (asked.length === 1) syncStore(file).setState(STATE.ackedSeq, pushed);
+      if (asked.length === 1) syncState(file).setState(STATE.ackedSeq, pushed);
       return answer;
     };
 
     const stale = await centralHoldings(client, storeId, 0);
     expect(planRejoin(file, stale)).toMatchObject({ rebuild: true, takenBack: pushed }); // what the old question planned
 
-    syncStore(file).setState(STATE.ackedSeq, 0);
+    syncState(file).setState(STATE.ackedSeq, 0);
     asked.length = 0;
     const held = await holdingsAtCursor(file, client, storeId);
     expect(asked).toEqual([0, pushed]);

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { AppContext } from '../../src/context.js';
 import type { PosdModule } from '../../src/api/module.js';
 import { MODULES, buildRegistry } from '../../src/modules/index.js';
-import { SyncRegistry, SyncRejection } from '../../src/sync/registry.js';
+import { SyncRegistry, SyncRejection } from '../../src/sync/shared/registry.js';
 import { checkoutHooksOf } from '../../src/modules/checkouts/hooks.js';
-import type { PushRecord } from '../../src/sync/wire.js';
+import type { PushRecord } from '../../src/sync/shared/wire.js';
 
 const registry = buildRegistry(MODULES);
 // A malformed payload is refused before the applier runs, so no database is needed to see it.

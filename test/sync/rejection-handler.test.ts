@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyFeedPage } from '../../src/sync/feed.js';
+import { applyFeedPage } from '../../src/sync/store/feed.js';
 import { syncStatus } from '../../src/sync/status.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { tableRows } from './replay.js';

@@ -11,8 +11,7 @@ import { allowOfflineUntil, offlineAudit, policyOf, setAccountCaps } from '../..
 import { AccountsService } from '../../src/accounts/service.js';
 import { tx } from '../../src/db/database.js';
 import { ManualClock } from '../../devices/index.js';
-import { syncStore } from '../../src/sync/store.js';
-import { STATE } from '../../src/sync/status.js';
+import { STATE, syncState } from '../../src/sync/shared/state.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -21,7 +20,7 @@ afterEach(async () => {
 });
 
 // A central is configured (nobody listens there); the sync worker's last attempt failed, as it
-// records after an unreachable central (sync/client.ts noteFailure). This box never joined, so
+// records after an unreachable central (sync/store/client.ts noteFailure). This box never joined, so
 // its worker does not run: the test writes that one state key itself.
 const UNREACHABLE = { central_url: 'http://127.0.0.1:9', central_key: 'sk_central_unused' };
 
@@ -44,7 +43,7 @@ it('offline, a charge over a cap is refused with the cap named; a manager overri
   h = await startHarness('websocket', { protocol: 2, config: { sync: UNREACHABLE } });
   const ctx = h.server.daemon.ctx;
   expect(boxOffline(ctx)).toBe(false);
-  syncStore(ctx.db).setState(STATE.lastAttemptOk, 0);
+  syncState(ctx.db).setState(STATE.lastAttemptOk, 0);
   expect(boxOffline(ctx)).toBe(true);
   const account = accountOf(h);
 

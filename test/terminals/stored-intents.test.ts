@@ -150,7 +150,7 @@ it("restored from an older backup, the box takes back a stored card's final stat
   const ctx = h!.server.daemon.ctx;
   const row = ctx.db.prepare('SELECT * FROM stored_payments WHERE offline_reference = ?').get('ref-restore') as Record<string, any>;
   expect(row).toMatchObject({ status: 'stored', final: 0, payment_intent_id: checkout.payment_intent_id });
-  // The record the box had pushed before the backup it was restored from was taken (sync/rejoin.ts).
+  // The record the box had pushed before the backup it was restored from was taken (sync/store/rejoin.ts).
   const payload = {
     id: row.id, terminal_id: row.terminal_id, command_id: row.command_id, checkout_id: row.checkout_id, payment_intent_id: row.payment_intent_id,
     offline_reference: row.offline_reference, status: 'declined', amount_in_cents: 1_200, currency: 'GTQ', card_network: 'visa', card_last4: '4111',

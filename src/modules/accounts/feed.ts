@@ -1,4 +1,4 @@
-import type { FeedApplier } from '../../sync/registry.js';
+import type { FeedApplier } from '../../sync/shared/registry.js';
 import { accountsOf, type Account } from '../../accounts/service.js';
 
 // An account made or changed at the central (a connected child and its sandbox made after this box

@@ -1,5 +1,5 @@
 import { Value } from '@sinclair/typebox/value';
-import type { FeedApplier } from '../../sync/registry.js';
+import type { FeedApplier } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { applyBankAccountState, BankAccountPayload, type BankAccountRecord } from './sync.js';
 

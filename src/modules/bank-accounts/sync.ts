@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import type { PushKind } from '../../sync/shared/registry.js';
 import { isoTime } from '../../clock.js';
 import { bankAccountsStore, type BankAccountRow } from './store.js';
 import { publishBankAccount } from './service.js';

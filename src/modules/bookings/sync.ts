@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
-import type { PushKind, Rejection } from '../../sync/registry.js';
+import type { PushKind, Rejection } from '../../sync/shared/registry.js';
 import { bookableRows, ensureBookables } from '../bookables/service.js';
 import { ensureClassSession, findClassSession } from './class-sessions/service.js';
 import { feedsBlockNights } from '../calendar-feeds/service.js';

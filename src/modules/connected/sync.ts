@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import type { PushKind } from '../../sync/shared/registry.js';
 import { ConnectedService } from './service.js';
 import type { ProfileRow } from './store.js';
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import type { PushKind } from '../../sync/shared/registry.js';
 import { randomToken } from '../../ids.js';
 import type { ContractRecord } from './service.js';
 import { ContractsStore, } from './store.js';

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { Value } from '@sinclair/typebox/value';
-import type { FeedApplier, PushKind } from '../../sync/registry.js';
+import type { FeedApplier, PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow } from '../ledger/schema.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';

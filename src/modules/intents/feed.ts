@@ -1,4 +1,4 @@
-import type { FeedApplier } from '../../sync/registry.js';
+import type { FeedApplier } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { applyCentralIntent, type FeedIntent } from './service.js';
 

@@ -1,4 +1,4 @@
-import type { OriginTotals } from '../../sync/registry.js';
+import type { OriginTotals } from '../../sync/shared/registry.js';
 import { intentTotals } from './service.js';
 
 /** Intents of one origin as reconciliation measures: `intents.<type>.<status>` (count, amount). */

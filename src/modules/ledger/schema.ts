@@ -31,6 +31,6 @@ export const BalanceTransactionQuery = Type.Object({
 
 /**
  * A ledger row inside a pushed sync record (payment, refund, transfer): the fields the central's
- * appliers rely on, checked before they post it (src/sync/registry.ts).
+ * appliers rely on, checked before they post it (src/sync/shared/registry.ts).
  */
 export const SyncedLedgerRow = Type.Object({ id: Type.String(), amount_in_cents: Type.Number(), fee_in_cents: Type.Number() });

@@ -1,4 +1,4 @@
-import type { OriginTotals } from '../../sync/registry.js';
+import type { OriginTotals } from '../../sync/shared/registry.js';
 import { ledgerTotals } from './service.js';
 
 /** Ledger rows of one origin as reconciliation measures: `ledger.<type>` (count, amount) and `ledger.<type>.fee` (count, fee). */

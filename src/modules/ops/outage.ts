@@ -1,8 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { accountsOf } from '../../accounts/service.js';
-import { syncStatus, STATE } from '../../sync/status.js';
-import { syncStore, type OutageLink, type OutageWindowRow } from '../../sync/store.js';
+import { syncStatus } from '../../sync/status.js';
+import { STATE } from '../../sync/shared/state.js';
+import { storeSide, type OutageLink, type OutageWindowRow } from '../../sync/store/sync-store.js';
 import { salesByMethod } from '../intents/service.js';
 import { listCheckouts, getCheckoutIn } from '../checkouts/service.js';
 import { customerById } from '../customers/service.js';
@@ -108,7 +109,7 @@ function scopes(ctx: AppContext): Array<{ accountIds: string[]; liveMode: boolea
 
 export function outageNow(ctx: AppContext): OutageNow {
   const now = ctx.clock.now();
-  const open = syncStore(ctx.db).openOutages();
+  const open = storeSide(ctx.db).openOutages();
   const since = open.length ? open.map((w) => w.started_at).sort()[0] : null;
   const deadline = nextForwardDeadline(ctx);
   return {
@@ -137,7 +138,7 @@ export function outageWindows(
   ctx: AppContext,
   opts: { from?: string; limit?: number } = {},
 ): Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> {
-  const rows = syncStore(ctx.db).outagesBetween(opts.from ?? isoTime(ctx.clock.now() - LOOK_BACK_MS), '9999');
+  const rows = storeSide(ctx.db).outagesBetween(opts.from ?? isoTime(ctx.clock.now() - LOOK_BACK_MS), '9999');
   const merged: Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> = [];
   for (const w of rows) {
     const last = merged[merged.length - 1];
@@ -196,12 +197,12 @@ function toCollect(ctx: AppContext, r: StoredPaymentRow): SaleToCollect {
 
 function reconciliationOf(ctx: AppContext, startedAt: string, endedAt: string | null, nowMs: number): OutageReport['reconciliation'] {
   const status = syncStatus(ctx.config, ctx.db, nowMs);
-  const store = syncStore(ctx.db);
+  const store = storeSide(ctx.db);
   if (!status.configured) return { state: 'not_synced', records_waiting: 0, checked_at: null, differences: 0 };
   const acked = Number(store.state(STATE.ackedSeq) ?? 0);
   const lastOfWindow = store.lastSeqBefore(endedAt ?? isoTime(nowMs));
   const waiting = Math.max(0, lastOfWindow - acked);
-  // Reconciliation compares whole UTC days (sync/reconcile.ts): the days the window touched.
+  // Reconciliation compares whole UTC days (sync/store/reconcile.ts): the days the window touched.
   const first = startedAt.slice(0, 10);
   const last = (endedAt ?? isoTime(nowMs)).slice(0, 10);
   const diffs = status.reconciliation.differences.filter((d) => d.day >= first && d.day <= last);

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import type { PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
@@ -270,7 +270,7 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
   malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
   apply(ctx, record, origin) {
     const merchant = accountsOf(ctx).account(record.account_id)!;
-    // A box taking its own record back after a restore (sync/rejoin.ts) holds only its own accounts.
+    // A box taking its own record back after a restore (sync/store/rejoin.ts) holds only its own accounts.
     return applyStoreBalancePayment(ctx, merchant, origin.restoring ? null : origin.keyAccountId, record.payload);
   },
   totals: paymentPush('balance_payment').totals,

@@ -1,4 +1,4 @@
-import type { FeedApplier } from '../../sync/registry.js';
+import type { FeedApplier } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { applyCentralProduct, type FeedProduct } from './service.js';
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import type { PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/registry.js';
+import type { PushKind } from '../../sync/shared/registry.js';
 import { subscriptionDetail } from './document.js';
 import { SubscriptionsStore, type InvoiceItemRow, type SubscriptionItemRow, type SubscriptionRow } from './store.js';
 

@@ -1,5 +1,5 @@
 import type { AppContext } from '../../context.js';
-import type { FeedApplier } from '../../sync/registry.js';
+import type { FeedApplier } from '../../sync/shared/registry.js';
 import { intentRow, setIntentTaxInvoiceUrl } from '../intents/service.js';
 
 /** Sets the URL on a payment's own row too (the payments module hands it in, so this file imports no payments code). */

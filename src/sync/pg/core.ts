@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { SummaryRow } from '../wire.js';
+import type { SummaryRow } from '../shared/wire.js';
 import { inTransaction } from './pool.js';
 
 /**

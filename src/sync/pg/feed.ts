@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type pg from 'pg';
-import type { FeedChange } from '../wire.js';
-import type { FeedRow } from '../store.js';
+import type { FeedChange } from '../shared/wire.js';
+import type { FeedRow } from '../central/sync-store.js';
 import type { CoreFeedSource } from './core-feed.js';
 import { inTransaction } from './pool.js';
 import { ChannelListener } from './listen.js';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { ApiError } from '../../errors.js';
 import { KEY_SHAPE, looksMasked } from '../../api/auth.js';
 import { hashKey } from '../../accounts/service.js';
-import type { KeySnapshot } from '../wire.js';
+import type { KeySnapshot } from '../shared/wire.js';
 import type { SyncAccountRow } from './read-models.js';
 
 type Queryable = Pick<pg.Pool, 'query'>;

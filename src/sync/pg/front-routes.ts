@@ -8,7 +8,7 @@ import { isoTime } from '../../clock.js';
 import { ApiError } from '../../errors.js';
 import { echoPath, errorBody } from '../../api/http-errors.js';
 import { errorBodies } from '../../api/schemas.js';
-import type { SyncRegistry } from '../registry.js';
+import type { SyncRegistry } from '../shared/registry.js';
 import {
   BootstrapResponse,
   FeedQuery,
@@ -22,8 +22,8 @@ import {
   type FeedChange,
   type KeySnapshot,
   type SummaryRow,
-} from '../wire.js';
-import { StoresResponse } from '../central.js';
+} from '../shared/wire.js';
+import { StoresResponse } from '../central/routes.js';
 import { authenticateFront, storeKeyOf, type FrontCaller } from './front-auth.js';
 import { feedAfter, type FeedWaiter } from './feed.js';
 import { receivePush, type ReceiptScope } from './receipt.js';
@@ -94,7 +94,7 @@ const iso = (v: Date | string | null): string | null => (v === null ? null : v i
 /**
  * The store boxes' protocol served from PostgreSQL by a central-front (docs/central.md, "The
  * central-front"): the routes, schemas, status codes and error bodies of the SQLite central
- * (src/sync/central.ts, central-records.ts), so a box cannot tell the two apart. Reads that must agree
+ * (src/sync/central/routes.ts, central-records.ts), so a box cannot tell the two apart. Reads that must agree
  * with each other (a scope and the feed it filters, bootstrap's accounts and keys) share one snapshot.
  */
 export function frontRoutes(app: ApiApp, deps: FrontDeps): void {

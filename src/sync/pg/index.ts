@@ -2,7 +2,7 @@
  * The sync tables on PostgreSQL (issue 19 step 5; docs/central.md, "Sync tables on PostgreSQL"):
  * schema and migration, the push receipt, the feed relay and long-poll doorbell, and the
  * projector's source and lease, and what the core reads and writes there (core.ts; the core's loop
- * itself is src/sync/pg-core.ts). Nothing here touches the domain: that stays in the core's SQLite.
+ * itself is src/sync/central/pg-core.ts). Nothing here touches the domain: that stays in the core's SQLite.
  */
 export { migrate, SCHEMA, SYNC_TABLES } from './schema.js';
 export { createClient, createPool, inTransaction } from './pool.js';

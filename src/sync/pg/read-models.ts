@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { AccountSnapshot, KeySnapshot } from '../wire.js';
+import type { AccountSnapshot, KeySnapshot } from '../shared/wire.js';
 
 /** An account as the fronts know it (sync_accounts): bootstrap's snapshot plus its organization. */
 export type SyncAccountRow = AccountSnapshot & { organization_id: string };
@@ -79,7 +79,7 @@ export async function keyByHash(pool: pg.Pool, hash: string): Promise<KeySnapsho
 }
 
 /**
- * The accounts one store key acts for, as `syncScope` (src/sync/central-service.ts) computes them
+ * The accounts one store key acts for, as `syncScope` (src/sync/central/service.ts) computes them
  * on the core: the key's account, its (first) sandbox if it is live, its connected children and
  * theirs, in that order, from `sync_accounts` in one statement.
  */

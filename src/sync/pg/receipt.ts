@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { ApiError, invalid } from '../../errors.js';
-import type { SyncRegistry } from '../registry.js';
-import { recordHash, type PushBody, type PushRecord } from '../wire.js';
+import type { SyncRegistry } from '../shared/registry.js';
+import { recordHash, type PushBody, type PushRecord } from '../shared/wire.js';
 import { inTransaction } from './pool.js';
 
 /** What a front answers once a push is durably received (the projector applies it later). */

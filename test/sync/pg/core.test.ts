@@ -8,8 +8,8 @@ import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
 import { killStarted, peek, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool, FeedWaiter, keyByHash, migrate, receivePush, scopeOf, type ReceiptScope } from '../../../src/sync/pg/index.js';
-import type { PushRecord } from '../../../src/sync/wire.js';
-import { tailEvents } from '../../../src/sync/push.js';
+import type { PushRecord } from '../../../src/sync/shared/wire.js';
+import { tailEvents } from '../../../src/sync/store/push.js';
 
 // The chain's core (`role: central` with sync.postgres.url) in its own process against a real
 // PostgreSQL cluster: records a front would receive (receivePush, then the front's NOTIFY) are

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type pg from 'pg';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { openDatabase, type Db } from '../../../src/db/database.js';
-import { syncStore } from '../../../src/sync/store.js';
+import { centralSide } from '../../../src/sync/central/sync-store.js';
 import { coreFeedSource, createPool, feedAfter, FeedRelay, FeedWaiter, migrate, notifyPayloads, pollFeed, type FeedScope } from '../../../src/sync/pg/index.js';
 
 let cluster: PgCluster;
@@ -21,7 +21,7 @@ const scopeA: FeedScope = { accountIds: ['ac_a', 'sbx_a'], organizationId: 'org_
 const scopeB: FeedScope = { accountIds: ['ac_b'], organizationId: 'org_b', storeId: 'st_b' };
 
 function coreChange(org: string, account: string | null, kind: string, extra: { origin?: string; to?: string } = {}): void {
-  const store = syncStore(db);
+  const store = centralSide(db);
   store.insertFeed({
     organization_id: org,
     account_id: account,

@@ -9,8 +9,8 @@ import { until } from '../helpers.js';
 import { killStarted, MAIN, posd, posdExit, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createClient, createPool, migrate, publishAccounts, publishKeys, publishOrganizations, type SyncAccountRow } from '../../../src/sync/pg/index.js';
 import { hashKey, keyDisplayPrefix } from '../../../src/accounts/service.js';
-import { BootstrapResponse, FeedResponse, ReconcileResponse, type KeySnapshot } from '../../../src/sync/wire.js';
-import { StoresResponse } from '../../../src/sync/central.js';
+import { BootstrapResponse, FeedResponse, ReconcileResponse, type KeySnapshot } from '../../../src/sync/shared/wire.js';
+import { StoresResponse } from '../../../src/sync/central/routes.js';
 import { push, records } from './records.js';
 
 // `posd serve --role central-front` as separate processes on a real PostgreSQL cluster: the read

@@ -20,7 +20,7 @@ import {
   type ReceiptScope,
   type SyncAccountRow,
 } from '../../../src/sync/pg/index.js';
-import { recordHash } from '../../../src/sync/wire.js';
+import { recordHash } from '../../../src/sync/shared/wire.js';
 import { push, records } from './records.js';
 
 let cluster: PgCluster;

@@ -1,4 +1,4 @@
-import type { PushBody, PushRecord } from '../../../src/sync/wire.js';
+import type { PushBody, PushRecord } from '../../../src/sync/shared/wire.js';
 
 /** A store's records seq from..to (prev_seq chained), cash-sale-like facts with a currency and amount. */
 export function records(storeId: string, from: number, to: number, opts: { account?: string; live?: boolean; kind?: string; day?: string } = {}): PushRecord[] {

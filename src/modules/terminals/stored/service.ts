@@ -8,8 +8,9 @@ import { appendSyncRecord } from '../../../outbox/sync-records.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
 import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
 import { ApiError } from '../../../errors.js';
-import { centralTarget, STATE } from '../../../sync/status.js';
-import { syncStore } from '../../../sync/store.js';
+import { centralTarget } from '../../../sync/status.js';
+import { STATE } from '../../../sync/shared/state.js';
+import { storeSide } from '../../../sync/store/sync-store.js';
 import { storedPaymentsStore, type StoredPaymentRow } from './store.js';
 
 export interface StoredInput {
@@ -70,7 +71,7 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
   });
   // A terminal stores only when it cannot reach its processor: that link is down from now (closed
   // by the first forward result), for the outage report.
-  syncStore(ctx.db).openOutage('processor', input.at);
+  storeSide(ctx.db).openOutage('processor', input.at);
   if (over.length) {
     ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, over_cap: over }, 'a terminal stored a payment over its offline caps');
   }
@@ -210,7 +211,7 @@ export function expireDuePayments(ctx: AppContext): StoredPaymentRow[] {
  */
 export function boxOffline(ctx: AppContext): boolean {
   if (ctx.config.role !== 'store' || centralTarget(ctx.config, ctx.db) === null) return false;
-  return syncStore(ctx.db).state(STATE.lastAttemptOk) === '0';
+  return storeSide(ctx.db).state(STATE.lastAttemptOk) === '0';
 }
 
 /**
@@ -246,7 +247,7 @@ export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView
  * first stored payment) is over, even if no stored payment is ever forwarded. Inside the caller's transaction.
  */
 export function processorAnswered(ctx: AppContext, at: string): void {
-  syncStore(ctx.db).closeOutage('processor', at);
+  storeSide(ctx.db).closeOutage('processor', at);
 }
 
 /** Every stored payment of an account declined or expired later (the sales owed again), oldest first. */

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import type { PushKind } from '../../../sync/registry.js';
+import type { PushKind } from '../../../sync/shared/registry.js';
 import { storedPaymentsStore } from './store.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);

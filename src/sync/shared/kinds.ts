@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { reemitEvent } from '../events/reemit.js';
+import { reemitEvent } from '../../events/reemit.js';
 import type { PushKind } from './registry.js';
 
 const EventPayload = Type.Object({ id: Type.String(), type: Type.String(), payload: Type.Object({}) });

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { undici } from '../system/undici.js';
-import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReceivedResponse, ReconcileResponse } from './wire.js';
+import { undici } from '../../system/undici.js';
+import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReceivedResponse, ReconcileResponse } from '../shared/wire.js';
 
 /** The central answered, and said no: `status` and its error body (code, message, applied_seq...). */
 export class CentralRefusal extends Error {

@@ -1,11 +1,11 @@
-import { tx } from '../db/database.js';
-import { accountsOf } from '../accounts/service.js';
-import type { KeyRow } from '../accounts/store.js';
-import { syncStore } from './store.js';
-import { actingOnOwnDecision, applyingFeed } from '../outbox/sync-records.js';
-import { STATE } from './status.js';
-import type { FeedResponse } from './wire.js';
-import type { FeedApplier, FeedApplyContext } from './registry.js';
+import { tx } from '../../db/database.js';
+import { accountsOf } from '../../accounts/service.js';
+import type { KeyRow } from '../../accounts/store.js';
+import { storeSide } from './sync-store.js';
+import { actingOnOwnDecision, applyingFeed } from '../../outbox/sync-records.js';
+import { STATE } from '../shared/state.js';
+import type { FeedResponse } from '../shared/wire.js';
+import type { FeedApplier, FeedApplyContext } from '../shared/registry.js';
 
 // Keys are made at the central; the store holds their hashes so the same key works at the box, and
 // a revocation stops it here at the next pull.
@@ -32,7 +32,7 @@ export const applyApiKey: FeedApplier = (ctx, change) => {
 // handed to its module's rejection handler, if any, to apply the decision.
 export const applyRecordRejected: FeedApplier = (ctx, change) => {
   const p = change.payload as { record_id: string; kind: string; reason: string; code?: string | null };
-  const store = syncStore(ctx.db);
+  const store = storeSide(ctx.db);
   store.insertDecision({
     record_id: p.record_id,
     account_id: change.account_id ?? '',
@@ -64,7 +64,7 @@ export const applyRecordRejected: FeedApplier = (ctx, change) => {
  * with a warning (a newer central may publish more than an older box understands).
  */
 export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number {
-  const store = syncStore(ctx.db);
+  const store = storeSide(ctx.db);
   return tx(ctx.db, () => applyingFeed(ctx.db, () => {
     const current = Number(store.state(STATE.feedCursor) ?? 0);
     let applied = 0;

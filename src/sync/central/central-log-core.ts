@@ -1,10 +1,10 @@
 import type pg from 'pg';
-import type { AppContext } from '../context.js';
-import { setCommitGate, tx } from '../db/database.js';
-import { ensureLogState, logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../db/change-capture.js';
-import { ApiError } from '../errors.js';
-import { appendEntry, entriesAfter, entriesAfterSync, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from './pg/central-log.js';
-import { SyncPgClient, SyncQueryError } from './pg/sync-client.js';
+import type { AppContext } from '../../context.js';
+import { setCommitGate, tx } from '../../db/database.js';
+import { ensureLogState, logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../../db/change-capture.js';
+import { ApiError } from '../../errors.js';
+import { appendEntry, entriesAfter, entriesAfterSync, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
+import { SyncPgClient, SyncQueryError } from '../pg/sync-client.js';
 
 /** Entries a follower reads per query, and replays per transaction at most. */
 const FOLLOW_BATCH = 200;

@@ -1,11 +1,10 @@
-import type { Db } from '../db/database.js';
-import { tx } from '../db/database.js';
-import type { Clock } from '../clock.js';
-import { newId } from '../ids.js';
-import { AccountsService } from '../accounts/service.js';
-import { syncStore } from './store.js';
-import { STATE } from './status.js';
-import type { BootstrapResponse } from './wire.js';
+import type { Db } from '../../db/database.js';
+import { tx } from '../../db/database.js';
+import type { Clock } from '../../clock.js';
+import { newId } from '../../ids.js';
+import { AccountsService } from '../../accounts/service.js';
+import { STATE, syncState } from '../shared/state.js';
+import type { BootstrapResponse } from '../shared/wire.js';
 
 export interface JoinedStore {
   store_id: string;
@@ -45,7 +44,7 @@ export function joinCentral(db: Db, clock: Clock, snap: BootstrapResponse, centr
     for (const k of snap.keys) accounts.upsertKeyHash(k);
     accounts.setMeta('role', 'store');
     accounts.setMeta('installed_at', snap.server_time);
-    const store = syncStore(db);
+    const store = syncState(db);
     const storeId = newId('store');
     store.setState(STATE.storeId, storeId);
     store.setState(STATE.centralUrl, central.url.replace(/\/$/, ''));

@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { AppContext } from '../context.js';
-import type { Db } from '../db/database.js';
+import type { AppContext } from '../../context.js';
+import type { Db } from '../../db/database.js';
 import type { FeedChange, PushRecord, SummaryRow } from './wire.js';
 
 /** Where a record came from, for appliers that need it (the store box, the account whose key pushed). */
@@ -10,7 +10,7 @@ export interface SyncOrigin {
   keyAccountId: string;
   /**
    * The box that made the record is taking it back after a restore from an older backup
-   * (sync/rejoin.ts): the applier runs at that store, so what it writes is the box's own (no
+   * (sync/store/rejoin.ts): the applier runs at that store, so what it writes is the box's own (no
    * `origin_store_id`: the box runs the object's lifecycle itself), not a central's replica.
    */
   restoring?: boolean;
@@ -100,7 +100,7 @@ export type RejectionHandler = (ctx: FeedApplyContext, rejection: Rejection) => 
 
 /**
  * Rows a module wrote per origin (`rowOrigin`: null for this box's own) for [from, until), as
- * reconciliation measures (ledger rows and intents: see sync/row-totals.ts).
+ * reconciliation measures (ledger rows and intents: see sync/shared/row-totals.ts).
  */
 export type OriginTotals = (db: Db, from: string, until: string, origin: string | null) => SummaryRow[];
 

@@ -1,8 +1,8 @@
-import type { Db } from '../db/database.js';
-import { perDb } from '../db/per-db.js';
-import type { KeySnapshot } from './wire.js';
-import type { SyncAccountRow } from './pg/read-models.js';
-import type { ReceivedRow } from './store.js';
+import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
+import type { KeySnapshot } from '../shared/wire.js';
+import type { SyncAccountRow } from '../pg/read-models.js';
+import type { ReceivedRow } from './sync-store.js';
 
 /** A record the core decided, as it reports it to PostgreSQL. */
 export interface DecidedRow {
@@ -13,7 +13,7 @@ export interface DecidedRow {
 }
 
 /**
- * The SQL of the core of a chain on PostgreSQL (src/sync/pg-core.ts) against its own SQLite: the
+ * The SQL of the core of a chain on PostgreSQL (src/sync/central/pg-core.ts) against its own SQLite: the
  * ingest of received records, what it reports back, the feed's seq after a takeover and the read
  * models it publishes. Prepared once per database.
  */

@@ -1,20 +1,18 @@
 import type pg from 'pg';
-import type { AppContext } from '../context.js';
-import type { Worker } from '../api/module.js';
-import { tx } from '../db/database.js';
+import type { AppContext } from '../../context.js';
+import type { Worker } from '../../api/module.js';
+import { tx } from '../../db/database.js';
 import { leaderWorkersOf, setPgCore } from './pg-core-slot.js';
 import { CentralLog } from './central-log-core.js';
-import { setReadiness } from '../api/readiness.js';
-import { ApiError } from '../errors.js';
-import { isoTime } from '../clock.js';
-import { feedBell } from '../outbox/feed-changes.js';
-import { metrics } from '../system/metrics.js';
+import { setReadiness } from '../../api/readiness.js';
+import { ApiError } from '../../errors.js';
+import { isoTime } from '../../clock.js';
+import { feedBell } from '../../outbox/feed-changes.js';
+import { metrics } from '../../system/metrics.js';
 import { projectorBell } from './projector-bell.js';
-import { syncStore, type FeedRow, type StoreRow } from './store.js';
+import { centralSide, type StoreRow } from './sync-store.js';
 import { coreStore, type DecidedRow } from './core-store.js';
-import { originTotals } from './row-totals.js';
-import { dayRange, toSummary } from './central-service.js';
-import type { SummaryRow } from './wire.js';
+import { outcomesOf, publishFor, publishReadModels, publishTotals } from './pg-core-publish.js';
 import {
   allStores,
   behindStores,
@@ -28,18 +26,13 @@ import {
   migrate,
   ProjectorLease,
   projectorLag,
-  publishAccounts,
-  publishDayTotals,
-  publishKeys,
-  publishOrganizations,
   readReceived,
   RECEIVED_CHANNEL,
   relayGuard,
   storeOf,
   undecidedSeqs,
-  type OutcomeOf,
   type PgStoreRow,
-} from './pg/index.js';
+} from '../pg/index.js';
 
 /** Records copied from PostgreSQL's log into the core's SQLite per transaction. */
 export const INGEST_BATCH = 1000;
@@ -80,7 +73,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * into PostgreSQL's `sync_received`; this worker, on the one core holding the projector's lease:
  * - **ingests**: copies each store's received records past its SQLite `received_seq` into the
  *   SQLite `sync_received` (outcome `received`), one transaction per batch, idempotent by
- *   (store, seq) and id, and rings the SQLite projector (src/sync/projector.ts), which applies them
+ *   (store, seq) and id, and rings the SQLite projector (src/sync/central/projector.ts), which applies them
  *   with the appliers exactly as a push received here;
  * - **reports**: after the projector's slices commit, the outcomes and `applied_seq` with
  *   `markApplied` (a repeat changes nothing), the held/parked/skipped changes an operator's
@@ -237,8 +230,8 @@ export class PgCore implements Worker {
     const db = ctx.db;
     // Positions in PostgreSQL are this core's feed seqs: never hand out one PostgreSQL holds.
     const continuesAfter = coreStore(db).feedPast(await feedMaxPosition(pool));
-    await this.publishReadModels();
-    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, { beforeBatch: (rows) => this.publishFor(rows), guard: relayGuard(await lease.pid()) });
+    await publishReadModels(this.ctx.db, pool);
+    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, { beforeBatch: (rows) => publishFor(db, pool, rows), guard: relayGuard(await lease.pid()) });
     const relayFailed = (err: unknown) => this.log.warn({ err }, 'sync: relaying the feed to PostgreSQL failed; the next ring or tick tries again');
     const onRows = () => void relay.poke().catch(relayFailed);
     const listener = new ChannelListener(this.client, RECEIVED_CHANNEL);
@@ -328,7 +321,7 @@ export class PgCore implements Worker {
   /** Copies one store's records past the core's `received_seq` into its SQLite, in batches, and rings the projector. */
   private async ingestStore(t: PgStoreRow): Promise<void> {
     const { ctx, pool } = this;
-    const store = syncStore(ctx.db);
+    const store = centralSide(ctx.db);
     for (;;) {
       if (!this.active) return;
       const after = store.storeRow(t.store_id)?.received_seq ?? 0;
@@ -371,7 +364,7 @@ export class PgCore implements Worker {
   private async report(): Promise<void> {
     const { ctx, pool } = this;
     const now = Date.now();
-    for (const s of syncStore(ctx.db).stores()) {
+    for (const s of centralSide(ctx.db).stores()) {
       if (!this.active) return;
       let r = this.reported.get(s.store_id);
       if (!r) {
@@ -410,7 +403,7 @@ export class PgCore implements Worker {
       const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
       const days = [...new Set(rows.map((x) => dayOf(x.created_at)))].filter((d) => !published.has(d));
       // Totals first: a crash before the outcomes only repeats both.
-      await this.publishTotals(s.store_id, days);
+      await publishTotals(this.ctx, this.pool, s.store_id, days);
       for (const d of days) published.add(d);
       await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
       this.state.reported += rows.length;
@@ -428,60 +421,11 @@ export class PgCore implements Worker {
       .map((q) => cs.decidedAt(s.store_id, q))
       .filter((x): x is DecidedRow => x !== undefined);
     if (!rows.length) return;
-    await this.publishTotals(s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at)))]);
+    await publishTotals(this.ctx, this.pool, s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at)))]);
     await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
     this.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');
   }
 
-  /** The central's own measures of these days of one store, recomputed and published (docs/central.md). */
-  private async publishTotals(storeId: string, days: readonly string[]): Promise<void> {
-    if (!days.length) return;
-    const rows = days.flatMap((day) => centralMeasures(this.ctx, storeId, day).map((r) => ({ ...r, day })));
-    await publishDayTotals(this.pool, storeId, days, rows);
-  }
-
-  private async publishReadModels(): Promise<void> {
-    const cs = coreStore(this.ctx.db);
-    await publishOrganizations(this.pool, cs.organizations());
-    await publishAccounts(this.pool, cs.accounts());
-    await publishKeys(this.pool, cs.keys());
-  }
-
-  /** The read models a batch of feed rows announces (accounts with their sandboxes, keys, their organizations), published before it. */
-  private async publishFor(rows: readonly FeedRow[]): Promise<void> {
-    const orgs = new Set<string>();
-    const accounts = new Set<string>();
-    const keys = new Set<string>();
-    for (const r of rows) {
-      if (r.kind === 'account' && r.object_id) accounts.add(r.object_id);
-      else if (r.kind === 'api_key' && r.object_id) keys.add(r.object_id);
-      else if (r.kind !== 'organization') continue;
-      orgs.add(r.organization_id);
-    }
-    if (!orgs.size) return;
-    const cs = coreStore(this.ctx.db);
-    await publishOrganizations(this.pool, cs.organizations([...orgs]));
-    if (accounts.size) await publishAccounts(this.pool, cs.accounts([...accounts]));
-    if (keys.size) await publishKeys(this.pool, cs.keys([...keys]));
-  }
-}
-
-function outcomesOf(rows: readonly DecidedRow[]): OutcomeOf[] {
-  return rows.filter((x) => x.outcome !== 'received').map((x) => ({ seq: x.seq, outcome: x.outcome as OutcomeOf['outcome'], reason: x.reason }));
-}
-
-/**
- * What the central itself measures of one store's day, as `centralSummary` does, without
- * `records.*` (the fronts count those at receipt): `events` (the store's event records of the day
- * whose event the central holds), `ledger.<type>`, `ledger.<type>.fee` and
- * `intents.<type>.<status>` (the rows this store's records wrote, dated by their own created_at).
- */
-export function centralMeasures(ctx: AppContext, storeId: string, day: string): SummaryRow[] {
-  const { from, until } = dayRange(day);
-  return ctx.db.transaction(() => [
-    ...syncStore(ctx.db).centralEvents(storeId, from, until).map(toSummary),
-    ...originTotals(ctx.registry.sync, ctx.db, from, until, storeId),
-  ])();
 }
 
 export function pgCoreWorker(ctx: AppContext): PgCore {

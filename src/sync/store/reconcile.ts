@@ -1,17 +1,17 @@
-import type { Db } from '../db/database.js';
-import type { AppContext } from '../context.js';
-import type { SyncRegistry } from './registry.js';
-import { tx } from '../db/database.js';
-import { isoTime } from '../clock.js';
-import { newId } from '../ids.js';
-import { appendSyncRecord } from '../outbox/sync-records.js';
+import type { Db } from '../../db/database.js';
+import type { AppContext } from '../../context.js';
+import type { SyncRegistry } from '../shared/registry.js';
+import { tx } from '../../db/database.js';
+import { isoTime } from '../../clock.js';
+import { newId } from '../../ids.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { tailEvents } from './push.js';
-import { syncStore, type ReconciliationRow } from './store.js';
-import { STATE } from './status.js';
-import { dayRange, factTotals, toSummary } from './central-service.js';
+import { storeSide, type ReconciliationRow } from './sync-store.js';
+import { STATE } from '../shared/state.js';
+import { dayRange, factTotals, toSummary } from '../shared/summary.js';
 import type { CentralClient } from './transport.js';
-import type { SummaryRow } from './wire.js';
-import { originTotals } from './row-totals.js';
+import type { SummaryRow } from '../shared/wire.js';
+import { originTotals } from '../shared/row-totals.js';
 
 export interface ReconcileResult {
   day: string;
@@ -27,7 +27,7 @@ export interface ReconcileResult {
  */
 export function storeSummary(registry: SyncRegistry, db: Db, day: string): SummaryRow[] {
   const { from, until } = dayRange(day);
-  const store = syncStore(db);
+  const store = storeSide(db);
   return [...factTotals(registry, store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary), ...originTotals(registry, db, from, until, null)];
 }
 
@@ -36,7 +36,7 @@ export function storeSummary(registry: SyncRegistry, db: Db, day: string): Summa
  * midnight may sit in a record stamped just after it, so a minute past the day's end is included.
  */
 function lastSeqOfDay(db: Db, until: string): number {
-  return syncStore(db).lastSeqBefore(isoTime(Date.parse(until) + 60_000));
+  return storeSide(db).lastSeqBefore(isoTime(Date.parse(until) + 60_000));
 }
 
 function keyOf(r: { account_id: string; live_mode: boolean | number; currency: string; measure: string }): string {
@@ -67,7 +67,7 @@ export function compareSummaries(day: string, mine: SummaryRow[], theirs: Summar
  */
 export async function reconcileDay(ctx: Pick<AppContext, 'db' | 'clock' | 'registry'>, client: CentralClient, day: string, signal?: AbortSignal): Promise<ReconcileResult> {
   const { db, clock } = ctx;
-  const store = syncStore(db);
+  const store = storeSide(db);
   const storeId = store.state(STATE.storeId);
   if (!storeId) throw new Error('this box has no store id: run posd init --central-url first');
   tailEvents(db);

@@ -1,11 +1,11 @@
-import type { AppContext } from '../context.js';
-import type { Db } from '../db/database.js';
-import { tx } from '../db/database.js';
-import { groupCommit } from '../db/group-commit.js';
-import { syncStore, type OutboxRow } from './store.js';
-import { STATE } from './status.js';
+import type { AppContext } from '../../context.js';
+import type { Db } from '../../db/database.js';
+import { tx } from '../../db/database.js';
+import { groupCommit } from '../../db/group-commit.js';
+import { storeSide, type OutboxRow } from './sync-store.js';
+import { STATE } from '../shared/state.js';
 import { resetAck } from './push.js';
-import { recordHash, type ReceivedRecord } from './wire.js';
+import { recordHash, type ReceivedRecord } from '../shared/wire.js';
 import type { CentralClient } from './transport.js';
 
 /** Records asked for per request while rejoining. */
@@ -64,7 +64,7 @@ const CURSOR_TRIES = 5;
  * would name them as records this box lacks, a restore that never happened. Asked again then.
  */
 export async function holdingsAtCursor(db: Db, client: CentralClient, storeId: string, signal?: AbortSignal): Promise<CentralHoldings> {
-  const cursor = () => Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
+  const cursor = () => Number(storeSide(db).state(STATE.ackedSeq) ?? 0);
   let acked = cursor();
   for (let tries = 1; ; tries++) {
     const held = await centralHoldings(client, storeId, acked, signal);
@@ -79,7 +79,7 @@ export async function holdingsAtCursor(db: Db, client: CentralClient, storeId: s
  * records to take back, this box's records to move past the central's, and the next seq.
  */
 export function planRejoin(db: Db, held: CentralHoldings): Omit<RejoinResult, 'notApplied'> & { rebuild: boolean } {
-  const store = syncStore(db);
+  const store = storeSide(db);
   const acked = Number(store.state(STATE.ackedSeq) ?? 0);
   if (held.appliedSeq < acked) {
     return { centralAppliedSeq: held.appliedSeq, takenBack: 0, moved: 0, nextSeq: store.outboxSequence() + 1, centralBehind: true, rebuild: false };
@@ -105,7 +105,7 @@ export function planRejoin(db: Db, held: CentralHoldings): Omit<RejoinResult, 'n
 
 /**
  * Makes this box's outbox agree with what the central holds of it, before anything is pushed: run
- * at every start of a synced store (sync/client.ts), so a box restored from an older backup
+ * at every start of a synced store (sync/store/client.ts), so a box restored from an older backup
  * rejoins by construction. In one transaction (the central's answer was read before it; this
  * store's own pushes wait for it, so the central's side cannot move meanwhile):
  * - records the central holds that this box lacks (made after the backup) are taken back at the
@@ -117,7 +117,7 @@ export function planRejoin(db: Db, held: CentralHoldings): Omit<RejoinResult, 'n
  */
 export async function rejoin(ctx: AppContext, held: CentralHoldings, storeId: string): Promise<RejoinResult> {
   const { db } = ctx;
-  const store = syncStore(db);
+  const store = storeSide(db);
   return groupCommit(db, () => {
     const plan = planRejoin(db, held);
     const notApplied: RejoinResult['notApplied'] = [];

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Db } from '../../db/database.js';
 import type { SyncRegistry } from './registry.js';
 import type { SummaryRow } from './wire.js';
 

@@ -1,9 +1,9 @@
-import type { Db } from '../db/database.js';
-import { tx } from '../db/database.js';
-import { appendSyncRecord } from '../outbox/sync-records.js';
-import { syncStore } from './store.js';
-import { STATE } from './status.js';
-import { SYNC_PROTOCOL, type PushBody, type PushResponse } from './wire.js';
+import type { Db } from '../../db/database.js';
+import { tx } from '../../db/database.js';
+import { appendSyncRecord } from '../../outbox/sync-records.js';
+import { storeSide } from './sync-store.js';
+import { STATE } from '../shared/state.js';
+import { SYNC_PROTOCOL, type PushBody, type PushResponse } from '../shared/wire.js';
 
 /**
  * Copies events made at the store into the sync outbox, after the facts they report (so the central
@@ -11,7 +11,7 @@ import { SYNC_PROTOCOL, type PushBody, type PushResponse } from './wire.js';
  * the record id is derived from the event id, so running it twice appends nothing twice.
  */
 export function tailEvents(db: Db, limit = 1000): number {
-  const store = syncStore(db);
+  const store = storeSide(db);
   return tx(db, () => {
     const cursor = Number(store.state(STATE.eventsCursor) ?? 0);
     const rows = store.eventsAfter(cursor, limit);
@@ -36,7 +36,7 @@ export function tailEvents(db: Db, limit = 1000): number {
  * under the central's body limit.
  */
 export function nextBatch(db: Db, storeId: string, size: number, maxBytes = 512 * 1024): PushBody | null {
-  const store = syncStore(db);
+  const store = storeSide(db);
   const acked = Number(store.state(STATE.ackedSeq) ?? 0);
   const all = store.outboxAfter(acked, size);
   if (!all.length) return null;
@@ -74,7 +74,7 @@ export function nextBatch(db: Db, storeId: string, size: number, maxBytes = 512 
 
 /** Stores what the central has durably applied. Never moves backwards except by `resetAck`. */
 export function recordAck(db: Db, res: Pick<PushResponse, 'applied_seq'>): number {
-  const store = syncStore(db);
+  const store = storeSide(db);
   return tx(db, () => {
     const acked = Number(store.state(STATE.ackedSeq) ?? 0);
     const next = Math.max(acked, res.applied_seq);
@@ -88,7 +88,7 @@ export function recordAck(db: Db, res: Pick<PushResponse, 'applied_seq'>): numbe
  * from there. The outbox is never pruned below what the central confirmed, so the records exist.
  */
 export function resetAck(db: Db, appliedSeq: number): void {
-  const store = syncStore(db);
+  const store = storeSide(db);
   tx(db, () => {
     const acked = Number(store.state(STATE.ackedSeq) ?? 0);
     if (appliedSeq < acked) store.setState(STATE.ackedSeq, appliedSeq);
@@ -96,6 +96,6 @@ export function resetAck(db: Db, appliedSeq: number): void {
 }
 
 export function waitingCount(db: Db): number {
-  const store = syncStore(db);
+  const store = storeSide(db);
   return store.waiting(Number(store.state(STATE.ackedSeq) ?? 0)).n;
 }

@@ -1,16 +1,16 @@
 import type { FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ApiApp } from '../api/module.js';
-import type { AppContext } from '../context.js';
-import { Authenticator } from '../api/auth.js';
-import { ApiError } from '../errors.js';
-import { isoTime } from '../clock.js';
-import { accountsOf, type Account } from '../accounts/service.js';
-import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './central-service.js';
-import { syncStore } from './store.js';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import { Authenticator } from '../../api/auth.js';
+import { ApiError } from '../../errors.js';
+import { isoTime } from '../../clock.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
+import { applyPush, bootstrap, centralSummary, readFeed, syncScope } from './service.js';
+import { centralSide } from './sync-store.js';
 import { feedWatch } from './feed-watch.js';
-import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from './wire.js';
-import { errorBodies } from '../api/schemas.js';
+import { BootstrapResponse, FeedQuery, FeedResponse, PushBody, PushResponse, ReconcileQuery, ReconcileResponse } from '../shared/wire.js';
+import { errorBodies } from '../../api/schemas.js';
 
 const errors = errorBodies(400, 401, 403, 409, 422, 503);
 
@@ -61,7 +61,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     { schema: { hide: true, body: PushBody, response: { 200: PushResponse, ...errors } } },
     async (req) => {
       const { keyAccount, scope } = scopeOf(req);
-      // A chain's core takes records from PostgreSQL only (src/sync/pg-core.ts): one received here
+      // A chain's core takes records from PostgreSQL only (src/sync/central/pg-core.ts): one received here
       // would be unknown to the fronts, and their receipts would collide with it.
       if (ctx.config.sync.postgres.url) throw new ApiError('sync_push_at_core');
       try {
@@ -114,7 +114,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     { schema: { hide: true, querystring: ReconcileQuery, response: { 200: ReconcileResponse, ...errors } } },
     async (req) => {
       const { keyAccount } = scopeOf(req);
-      const row = syncStore(ctx.db).storeRow(req.query.store_id);
+      const row = centralSide(ctx.db).storeRow(req.query.store_id);
       if (row && row.account_id !== keyAccount.id) throw new ApiError('sync_store_mismatch');
       const { rows, appliedSeq } = centralSummary(ctx, req.query.store_id, req.query.day);
       return { day: req.query.day, applied_seq: appliedSeq, rows, server_time: isoTime(ctx.clock.now()) };
@@ -137,7 +137,7 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
       const raw = req.headers['x-secret-key'];
       const auth = authenticator.authenticate(Array.isArray(raw) ? raw[0] : raw, undefined);
       const visible = new Set(auth.kind === 'organization' ? auth.accountIds : syncScope(accounts, auth.keyAccount!).map((a) => a.id));
-      return syncStore(ctx.db)
+      return centralSide(ctx.db)
         .stores()
         .filter((s) => visible.has(s.account_id))
         .map((s) => ({

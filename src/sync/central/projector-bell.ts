@@ -1,8 +1,8 @@
-import { perDb } from '../db/per-db.js';
+import { perDb } from '../../db/per-db.js';
 
 /**
  * What a push's receipt rings once its records are durable, and the projector of that database
- * listens to (sync/projector.ts). Kept apart so the receipt does not import the projector.
+ * listens to (sync/central/projector.ts). Kept apart so the receipt does not import the projector.
  */
 export class ProjectorBell {
   private listener: (() => void) | undefined;
@@ -19,7 +19,7 @@ export class ProjectorBell {
   sliced(storeId: string): void {
     this.sliceListener?.(storeId);
   }
-  /** Who reports the projector's outcomes elsewhere (the PostgreSQL core, src/sync/pg-core.ts). */
+  /** Who reports the projector's outcomes elsewhere (the PostgreSQL core, src/sync/central/pg-core.ts). */
   onSlice(fn: ((storeId: string) => void) | undefined): void {
     this.sliceListener = fn;
   }

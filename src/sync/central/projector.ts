@@ -1,15 +1,15 @@
-import type { AppContext } from '../context.js';
-import type { Worker } from '../api/module.js';
-import { tx } from '../db/database.js';
-import { perDb } from '../db/per-db.js';
-import { isoTime } from '../clock.js';
-import { accountsOf, type Account } from '../accounts/service.js';
-import { withFeedOrigin } from '../outbox/feed-changes.js';
-import { SyncRejection, type SyncOrigin } from './registry.js';
-import { syncScope } from './central-service.js';
+import type { AppContext } from '../../context.js';
+import type { Worker } from '../../api/module.js';
+import { tx } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
+import { isoTime } from '../../clock.js';
+import { accountsOf, type Account } from '../../accounts/service.js';
+import { withFeedOrigin } from '../../outbox/feed-changes.js';
+import { SyncRejection, type SyncOrigin } from '../shared/registry.js';
+import { syncScope } from './service.js';
 import { projectorBell } from './projector-bell.js';
-import { syncStore, type ReceivedRow } from './store.js';
-import type { PushRecord } from './wire.js';
+import { centralSide, type ReceivedRow } from './sync-store.js';
+import type { PushRecord } from '../shared/wire.js';
 
 /** The projector applies a store's records in slices of at most this many records ... */
 export const SLICE_RECORDS = 100;
@@ -91,7 +91,7 @@ export class Projector implements Worker {
   async idle(): Promise<void> {
     for (;;) {
       await this.settled();
-      if (!this.started || this.halted() || !syncStore(this.ctx.db).pendingStores().some((s) => s.received_seq > s.applied_seq)) return;
+      if (!this.started || this.halted() || !centralSide(this.ctx.db).pendingStores().some((s) => s.received_seq > s.applied_seq)) return;
       const before = this.slices;
       this.wake();
       await this.settled();
@@ -121,7 +121,7 @@ export class Projector implements Worker {
 
   private async pass(): Promise<void> {
     const { ctx } = this;
-    const store = syncStore(ctx.db);
+    const store = centralSide(ctx.db);
     const heldTried = new Set<string>();
     const failed = new Set<string>();
     for (;;) {
@@ -177,7 +177,7 @@ export async function projected(ctx: Pick<AppContext, 'db'>): Promise<void> {
  * decided. A transient database error rolls the slice back whole and propagates.
  */
 export function projectSlice(ctx: AppContext, storeId: string): number {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   const accounts = accountsOf(ctx);
   return tx(ctx.db, () => {
     const row = store.storeRow(storeId);
@@ -263,7 +263,7 @@ function applyOne(
       if (transient(err)) throw Object.assign(err as Error, { syncRecordId: r.id });
       return { outcome: 'parked', reason: `applier failed: ${(err as Error).message ?? String(err)}`.slice(0, 500) };
     }
-    syncStore(ctx.db).insertFeed({
+    centralSide(ctx.db).insertFeed({
       organization_id: organizationId,
       account_id: r.account_id,
       live_mode: r.live_mode ? 1 : 0,
@@ -285,7 +285,7 @@ function applyOne(
  */
 export function applyHeldRecords(ctx: AppContext): number {
   const byStore = new Map<string, ReceivedRow[]>();
-  for (const row of syncStore(ctx.db).held()) {
+  for (const row of centralSide(ctx.db).held()) {
     const rows = byStore.get(row.store_id) ?? [];
     rows.push(row);
     byStore.set(row.store_id, rows);
@@ -301,7 +301,7 @@ export function applyHeldRecords(ctx: AppContext): number {
  * database error stops this store's pass: with `isolate` it is logged (the next pass tries again).
  */
 function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): number {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   const accounts = accountsOf(ctx);
   let done = 0;
   for (const row of [...rows].sort((a, b) => a.seq - b.seq)) {

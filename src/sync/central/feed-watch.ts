@@ -1,7 +1,7 @@
-import type { Db } from '../db/database.js';
-import { perDb } from '../db/per-db.js';
-import { feedBell } from '../outbox/feed-changes.js';
-import { syncStore } from './store.js';
+import type { Db } from '../../db/database.js';
+import { perDb } from '../../db/per-db.js';
+import { feedBell } from '../../outbox/feed-changes.js';
+import { centralSide } from './sync-store.js';
 
 /** How often the watch asks SQLite whether another connection committed, while anyone waits. */
 export const DATA_VERSION_TICK_MS = 250;
@@ -94,7 +94,7 @@ export class FeedWatch {
     this.version = version;
     this.fresh = false;
     this.stats.maxReads++;
-    const max = syncStore(this.db).feedMax();
+    const max = centralSide(this.db).feedMax();
     for (const w of this.waiters) if (w.seen < max) w.wake();
   }
 }

@@ -1,9 +1,10 @@
-import type { AppContext } from '../context.js';
-import { groupCommit } from '../db/group-commit.js';
-import type { Worker } from '../api/module.js';
-import { isoTime } from '../clock.js';
-import { syncStore } from './store.js';
-import { STATE, centralTarget, syncStatus } from './status.js';
+import type { AppContext } from '../../context.js';
+import { groupCommit } from '../../db/group-commit.js';
+import type { Worker } from '../../api/module.js';
+import { isoTime } from '../../clock.js';
+import { storeSide } from './sync-store.js';
+import { centralTarget, syncStatus } from '../status.js';
+import { STATE } from '../shared/state.js';
 import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
 import { reconcileDay } from './reconcile.js';
@@ -53,7 +54,7 @@ export async function pushAll(
     }
     const t1 = ctx.clock.now();
     const pushMs = performance.now() - started;
-    const before = Number(syncStore(db).state(STATE.ackedSeq) ?? 0);
+    const before = Number(storeSide(db).state(STATE.ackedSeq) ?? 0);
     const answer = res;
     const acked = await groupCommit(db, () => {
       const next = recordAck(db, answer);
@@ -61,13 +62,13 @@ export async function pushAll(
       return next;
     });
     total += acked - before > 0 ? batch.records.filter((r) => r.seq <= acked && r.seq > before).length : 0;
-    opts.onBatch?.(acked, syncStore(db).waiting(acked).n, pushMs, batch.records.length);
+    opts.onBatch?.(acked, storeSide(db).waiting(acked).n, pushMs, batch.records.length);
     if (acked < batch.records[batch.records.length - 1].seq) return total; // the central stopped short: try later
   }
 }
 
 function noteSuccess(ctx: Pick<AppContext, 'db' | 'clock'>, key: string, serverTime: string, t0: number, t1: number): void {
-  const store = syncStore(ctx.db);
+  const store = storeSide(ctx.db);
   const server = Date.parse(serverTime);
   ctx.db.transaction(() => {
     store.setState(key, isoTime(t1));
@@ -79,7 +80,7 @@ function noteSuccess(ctx: Pick<AppContext, 'db' | 'clock'>, key: string, serverT
 }
 
 function noteFailure(ctx: Pick<AppContext, 'db' | 'clock'>, err: unknown): void {
-  const store = syncStore(ctx.db);
+  const store = storeSide(ctx.db);
   ctx.db.transaction(() => {
     store.setState(STATE.lastError, errorText(err));
     store.setState(STATE.lastErrorAt, isoTime(ctx.clock.now()));
@@ -115,7 +116,7 @@ export class SyncWorker implements Worker {
 
   start(): void {
     const target = centralTarget(this.ctx.config, this.ctx.db);
-    const storeId = syncStore(this.ctx.db).state(STATE.storeId);
+    const storeId = storeSide(this.ctx.db).state(STATE.storeId);
     if (!target || !storeId) {
       this.ctx.log.info('sync: no central configured (posd init --central-url URL --central-key KEY); working alone');
       return;
@@ -167,7 +168,7 @@ export class SyncWorker implements Worker {
   }
 
   /**
-   * Asks the central what it holds of this store and makes the outbox agree (sync/rejoin.ts), with
+   * Asks the central what it holds of this store and makes the outbox agree (sync/store/rejoin.ts), with
    * the push loop's back-off until the central answers. Resolves false when stopped first.
    */
   private async rejoinLoop(storeId: string): Promise<boolean> {
@@ -226,7 +227,7 @@ export class SyncWorker implements Worker {
     let failures = 0;
     while (!this.stopped) {
       try {
-        const cursor = Number(syncStore(this.ctx.db).state(STATE.feedCursor) ?? 0);
+        const cursor = Number(storeSide(this.ctx.db).state(STATE.feedCursor) ?? 0);
         const t0 = this.ctx.clock.now();
         const page = await this.client!.feed(cursor, config.sync.feed_wait_ms, this.abort.signal, storeId);
         await groupCommit(this.ctx.db, () => {

@@ -1,12 +1,12 @@
-import type { AppContext } from '../context.js';
-import type { Worker } from '../api/module.js';
-import { perDb } from '../db/per-db.js';
+import type { AppContext } from '../../context.js';
+import type { Worker } from '../../api/module.js';
+import { perDb } from '../../db/per-db.js';
 
 // The PostgreSQL core of a central that runs one, held apart from its code: the core and
 // node-postgres load only when a central with `sync.postgres.url` starts its workers, never at a
 // store's start (node-postgres' first load also pulls in node's own undici, ~40 ms; issue 16).
 
-/** What the status page and metrics read of a running core (src/sync/pg-core.ts PgCore). */
+/** What the status page and metrics read of a running core (src/sync/central/pg-core.ts PgCore). */
 export interface RunningCore {
   readonly state: { readonly pgReceived: ReadonlyMap<string, number> };
 }
@@ -36,7 +36,7 @@ export function setPgCore(ctx: Pick<AppContext, 'db'>, core: RunningCore): void 
   cores(ctx.db).current = core;
 }
 
-/** The core as a worker whose code (`load`: src/sync/pg-core.ts's pgCoreWorker) loads at its start. */
+/** The core as a worker whose code (`load`: src/sync/central/pg-core.ts's pgCoreWorker) loads at its start. */
 export function lazyPgCoreWorker(ctx: AppContext, load: () => Promise<(ctx: AppContext) => Worker>): Worker {
   let core: Promise<Worker> | undefined;
   return {

@@ -1,13 +1,13 @@
-import type { AppContext } from '../context.js';
-import { groupCommit, afterCommit } from '../db/group-commit.js';
+import type { AppContext } from '../../context.js';
+import { groupCommit, afterCommit } from '../../db/group-commit.js';
 import { projectorBell } from './projector-bell.js';
-import { isoTime } from '../clock.js';
-import { ApiError, invalid } from '../errors.js';
-import { accountsOf, type AccountsService, type Account } from '../accounts/service.js';
-import type { SyncRegistry } from './registry.js';
-import { syncStore, type FactRow, type FeedRow } from './store.js';
-import { originTotals } from './row-totals.js';
-import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from './wire.js';
+import { isoTime } from '../../clock.js';
+import { ApiError, invalid } from '../../errors.js';
+import { accountsOf, type AccountsService, type Account } from '../../accounts/service.js';
+import { centralSide, type FeedRow } from './sync-store.js';
+import { dayRange, factTotals, toSummary } from '../shared/summary.js';
+import { originTotals } from '../shared/row-totals.js';
+import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from '../shared/wire.js';
 
 /**
  * The accounts one store key acts for at the central: its own account, that account's sandbox, its
@@ -31,7 +31,7 @@ export function syncScope(accounts: AccountsService, keyAccount: Account): Accou
  * Receives one pushed batch: checks it (a record of another account, a sequence gap, a record
  * already received with different content) and appends its new records to `sync_received` as
  * `received`, with the store's `received_seq`, in one transaction of the group commit; answers once
- * that is durable. Nothing is applied here: the projector (sync/projector.ts), woken by the commit,
+ * that is durable. Nothing is applied here: the projector (sync/central/projector.ts), woken by the commit,
  * applies the records in the store's order in slices. A refusal writes nothing. Pushes of one
  * store cannot interleave: the receipt is one synchronous job of the pipeline.
  *
@@ -61,7 +61,7 @@ function receive(
   records: Array<{ r: PushRecord; payloadJson: string; hash: string }>,
   box: Pick<PushBody, 'waiting' | 'waiting_since'> = {},
 ): PushResponse {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   const accounts = accountsOf(ctx);
   const mismatch = () => new ApiError('sync_store_mismatch', { message: `Store ${storeId} pushes for another account; nothing was received.` });
   const known = store.storeRow(storeId);
@@ -167,7 +167,7 @@ export function toFeedChange(row: FeedRow): FeedChange {
  * the rows `storeId`'s own pushes caused) safely. An empty `storeId` (an older box) gets every row.
  */
 export function readFeed(ctx: AppContext, keyAccount: Account, after: number, limit: number, storeId = ''): { changes: FeedChange[]; cursor: number } {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   const accounts = accountsOf(ctx);
   // One snapshot for the scope and both reads: the max seen is committed, so no row below it can
   // appear later, and an account made meanwhile (a new child) is in the scope its rows are read with.
@@ -214,7 +214,7 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
 
 /** The central's totals of one store's facts, events, ledger rows and intents for one UTC day. */
 export function centralSummary(ctx: AppContext, storeId: string, day: string): { rows: SummaryRow[]; appliedSeq: number } {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   const { from, until } = dayRange(day);
   return ctx.db.transaction(() => ({
     rows: [
@@ -225,31 +225,4 @@ export function centralSummary(ctx: AppContext, storeId: string, day: string): {
     ],
     appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
   }))();
-}
-
-export function toSummary(r: { account_id: string; live_mode: number; currency: string; measure: string; count: number; sum: number }): SummaryRow {
-  return { account_id: r.account_id, live_mode: r.live_mode === 1, currency: r.currency, measure: r.measure, count: r.count, sum: r.sum };
-}
-
-export function dayRange(day: string): { from: string; until: string } {
-  const start = Date.parse(`${day}T00:00:00.000Z`);
-  return { from: isoTime(start), until: isoTime(start + 86_400_000) };
-}
-
-/** Count and amount of facts per account, environment, currency and kind (`records.<kind>`), by each kind's rule. */
-export function factTotals(registry: SyncRegistry, rows: FactRow[]): SummaryRow[] {
-  const out = new Map<string, SummaryRow>();
-  for (const r of rows) {
-    const t = registry.totalsOf(r.kind, JSON.parse(r.payload));
-    const currency = t?.currency ?? '';
-    const key = `${r.account_id}|${r.live_mode}|${currency}|${r.kind}`;
-    let row = out.get(key);
-    if (!row) {
-      row = { account_id: r.account_id, live_mode: r.live_mode === 1, currency, measure: `records.${r.kind}`, count: 0, sum: 0 };
-      out.set(key, row);
-    }
-    row.count++;
-    row.sum += t?.amount_in_cents ?? 0;
-  }
-  return [...out.values()];
 }

@@ -1,23 +1,23 @@
-import type { ApiApp } from '../api/module.js';
-import type { AppContext } from '../context.js';
-import type { Account } from '../accounts/service.js';
-import { Authenticator } from '../api/auth.js';
-import { accountsOf } from '../accounts/service.js';
-import { ApiError } from '../errors.js';
-import { isoTime } from '../clock.js';
-import { errorBodies } from '../api/schemas.js';
-import { storeKeyAccount } from './central.js';
-import { syncStore } from './store.js';
-import { ReceivedQuery, ReceivedResponse } from './wire.js';
+import type { ApiApp } from '../../api/module.js';
+import type { AppContext } from '../../context.js';
+import type { Account } from '../../accounts/service.js';
+import { Authenticator } from '../../api/auth.js';
+import { accountsOf } from '../../accounts/service.js';
+import { ApiError } from '../../errors.js';
+import { isoTime } from '../../clock.js';
+import { errorBodies } from '../../api/schemas.js';
+import { storeKeyAccount } from './routes.js';
+import { centralSide } from './sync-store.js';
+import { ReceivedQuery, ReceivedResponse } from '../shared/wire.js';
 
 /**
  * What the central holds of one store's records after `after`, in the store's order, with the
  * highest seq it applied: a store restored from an older backup asks this before it pushes again
- * (sync/rejoin.ts), takes back what its backup lacks and continues its sequence after the
+ * (sync/store/rejoin.ts), takes back what its backup lacks and continues its sequence after the
  * central's. Read only; kept apart from the push path so changes there do not meet this one.
  */
 export function receivedOf(ctx: AppContext, keyAccount: Account, storeId: string, after: number, limit: number): ReceivedResponse {
-  const store = syncStore(ctx.db);
+  const store = centralSide(ctx.db);
   // One snapshot: the applied seq and the rows agree even while a push of this store commits.
   return ctx.db.transaction(() => {
     const row = store.storeRow(storeId);

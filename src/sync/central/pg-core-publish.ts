@@ -1,0 +1,65 @@
+import type pg from 'pg';
+import type { AppContext } from '../../context.js';
+import type { Db } from '../../db/database.js';
+import { centralSide, type FeedRow } from './sync-store.js';
+import { coreStore, type DecidedRow } from './core-store.js';
+import { originTotals } from '../shared/row-totals.js';
+import { dayRange, toSummary } from '../shared/summary.js';
+import type { SummaryRow } from '../shared/wire.js';
+import { publishAccounts, publishDayTotals, publishKeys, publishOrganizations, type OutcomeOf } from '../pg/index.js';
+
+// What the PostgreSQL core (pg-core.ts) publishes to PostgreSQL: read models, day totals, outcomes.
+
+/** Every organization, account and key the core holds, published (a new leader starts with them). */
+export async function publishReadModels(db: Db, pool: pg.Pool): Promise<void> {
+  const cs = coreStore(db);
+  await publishOrganizations(pool, cs.organizations());
+  await publishAccounts(pool, cs.accounts());
+  await publishKeys(pool, cs.keys());
+}
+
+
+/** The read models a batch of feed rows announces (accounts with their sandboxes, keys, their organizations), published before it. */
+export async function publishFor(db: Db, pool: pg.Pool, rows: readonly FeedRow[]): Promise<void> {
+  const orgs = new Set<string>();
+  const accounts = new Set<string>();
+  const keys = new Set<string>();
+  for (const r of rows) {
+    if (r.kind === 'account' && r.object_id) accounts.add(r.object_id);
+    else if (r.kind === 'api_key' && r.object_id) keys.add(r.object_id);
+    else if (r.kind !== 'organization') continue;
+    orgs.add(r.organization_id);
+  }
+  if (!orgs.size) return;
+  const cs = coreStore(db);
+  await publishOrganizations(pool, cs.organizations([...orgs]));
+  if (accounts.size) await publishAccounts(pool, cs.accounts([...accounts]));
+  if (keys.size) await publishKeys(pool, cs.keys([...keys]));
+}
+
+/** The central's own measures of these days of one store, recomputed and published (docs/central.md). */
+export async function publishTotals(ctx: AppContext, pool: pg.Pool, storeId: string, days: readonly string[]): Promise<void> {
+  if (!days.length) return;
+  const rows = days.flatMap((day) => centralMeasures(ctx, storeId, day).map((r) => ({ ...r, day })));
+  await publishDayTotals(pool, storeId, days, rows);
+}
+
+
+export function outcomesOf(rows: readonly DecidedRow[]): OutcomeOf[] {
+  return rows.filter((x) => x.outcome !== 'received').map((x) => ({ seq: x.seq, outcome: x.outcome as OutcomeOf['outcome'], reason: x.reason }));
+}
+
+/**
+ * What the central itself measures of one store's day, as `centralSummary` does, without
+ * `records.*` (the fronts count those at receipt): `events` (the store's event records of the day
+ * whose event the central holds), `ledger.<type>`, `ledger.<type>.fee` and
+ * `intents.<type>.<status>` (the rows this store's records wrote, dated by their own created_at).
+ */
+export function centralMeasures(ctx: AppContext, storeId: string, day: string): SummaryRow[] {
+  const { from, until } = dayRange(day);
+  return ctx.db.transaction(() => [
+    ...centralSide(ctx.db).centralEvents(storeId, from, until).map(toSummary),
+    ...originTotals(ctx.registry.sync, ctx.db, from, until, storeId),
+  ])();
+}
+

@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import { setCommitGate, tx } from '../../db/database.js';
 import { ensureLogState, logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../../db/change-capture.js';
 import { ApiError } from '../../errors.js';
+import type { Readiness } from '../../api/readiness.js';
 import { appendEntry, entriesAfter, entriesAfterSync, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
 import { SyncPgClient, SyncQueryError } from '../pg/sync-client.js';
 
@@ -57,13 +58,23 @@ export class CentralLog {
     this.standbyGate();
   }
 
+  /** The refusal of a write at a standby: 503 naming the leader as it wrote itself in PostgreSQL. */
+  refusal(): ApiError {
+    return new ApiError('central_standby', {
+      message: `This core is a standby: writes go to the leading core${this.state.leader ? ` (${this.state.leader})` : ''}; nothing was written.`,
+      extra: { leader: this.state.leader },
+    });
+  }
+
+  /** What `/readyz` answers (src/api/readiness.ts): ready only while leading. */
+  readiness(): Readiness {
+    return this.state.role === 'leader' ? { ready: true, status: 'leader' } : { ready: false, status: 'standby', refusal: () => this.refusal() };
+  }
+
   private standbyGate(): void {
     this.state.role = 'standby';
     setCommitGate(this.db, () => {
-      throw new ApiError('central_standby', {
-        message: `This core is a standby: writes go to the leading core${this.state.leader ? ` (${this.state.leader})` : ''}; nothing was written.`,
-        extra: { leader: this.state.leader },
-      });
+      throw this.refusal();
     });
   }
 

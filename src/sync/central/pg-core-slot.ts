@@ -50,3 +50,27 @@ export function lazyPgCoreWorker(ctx: AppContext, load: () => Promise<(ctx: AppC
     },
   };
 }
+
+/** The leader workers of one leadership: started when it begins, stopped (in reverse) when it ends. */
+export class LeaderWorkers {
+  private running: Worker[] = [];
+
+  constructor(private readonly ctx: AppContext) {}
+
+  async start(): Promise<void> {
+    for (const w of leaderWorkersOf(this.ctx)) {
+      await w.start();
+      this.running.push(w);
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const w of this.running.splice(0).reverse()) {
+      try {
+        await w.stop();
+      } catch (err) {
+        this.ctx.log.warn({ err, worker: w.name }, 'sync: a worker of the leading core failed to stop');
+      }
+    }
+  }
+}

@@ -76,7 +76,7 @@ function processesNaming(path: string): number[] {
 }
 
 describe("README's chain walk-through past one machine (PostgreSQL, the core, two fronts, HAProxy)", () => {
-  it('runs as written: the store joins through HAProxy, its sale is applied at the core, the day reconciles equal, nothing is left running', async () => {
+  it('runs as written: the store joins through HAProxy, its sale is applied at the core, the day reconciles equal, the standby takes over, nothing is left running', async () => {
     // The block's `mktemp -d` lands in a folder of this test's, so what it started can be found.
     // Traversable by others: as root the block lends its folder to the postgres user.
     const tmp = mkdtempSync(join(tmpdir(), 'posd-walk-'));

@@ -5,14 +5,10 @@ import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
 import {
   answerHello,
-  awaitHello,
-  type HandshakeError,
   serverLinkFromWebSocket,
   sessionProtocol,
-  type ForwardResult,
   type Clock as Scheduler,
   type Hello,
-  type LinkInvalid,
   type Result,
   type ServerLink,
   type ServerMessage,
@@ -20,14 +16,14 @@ import {
   type TimerHandle,
 } from '../../../../devices/index.js';
 import {
-  authenticateTerminal,
   markAllUnavailable,
   recordAvailability,
   recordHello,
-  recordSeen,
   terminalRow,
 } from '../service.js';
-import { applyForwardResult, expireDuePayments, nextForwardDeadline, offlinePolicyFor } from '../stored/service.js';
+import { StoredPaymentLink } from '../stored/link.js';
+import { awaitTerminalHello, logInvalid, verifyHello } from './handshake.js';
+import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { terminalSignals } from '../signals.js';
 import {
   applyTerminalEvent,
@@ -39,23 +35,6 @@ import {
 } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
 import type { CommandEvent, TerminalOutcome } from '../commands/machine.js';
-
-interface Session {
-  terminalId: string;
-  accountId: string;
-  /** The negotiated protocol version: 2 and up hear offline policies and may store payments. */
-  protocol: number;
-  /** The last offline_policy sent, as JSON: a policy is sent again only when it changed. */
-  lastPolicy?: string;
-  link: ServerLink;
-  lastSeenWritten: number;
-  seenCount: number;
-  heartbeat?: TimerHandle;
-}
-
-/** Writing last_seen_at on every message would be a commit per message; once a second is plenty. */
-const SEEN_WRITE_EVERY_MS = 1_000;
-const POLICY_REFRESH_MS = 5_000;
 
 export type BridgeEvents = {
   /** A message from a terminal was fully handled (committed, answered): tests and benchmarks wait on it. */
@@ -74,8 +53,6 @@ export type BridgeEvents = {
 export class TerminalBridge {
   readonly sessions = new Map<string, Session>();
   private readonly timers = new Map<string, TimerHandle>();
-  private deadlineTimer: TimerHandle | undefined;
-  private policyTimer: TimerHandle | undefined;
   private readonly scheduler: Scheduler;
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
@@ -86,11 +63,25 @@ export class TerminalBridge {
   };
   readonly events = new EventEmitter<BridgeEvents>().setMaxListeners(0);
 
+  /** Stored payments (protocol 2): offline policies, forward results, forward deadlines (stored/link.ts). */
+  private readonly stored: StoredPaymentLink;
+
   constructor(
     private readonly ctx: AppContext,
     scheduler: Scheduler,
   ) {
     this.scheduler = scheduler;
+    this.stored = new StoredPaymentLink(ctx, scheduler, {
+      sessions: () => this.sessions.values(),
+      send: (session, msg) => this.send(session as Session, msg),
+      guard: (what, fn, fields) => this.guard(what, fn, fields),
+      started: () => this.started,
+    });
+  }
+
+  /** The caps are the account's, shared by its terminals: one terminal's stored payment changes every policy. */
+  refreshPolicies(accountId?: string): void {
+    this.stored.refreshPolicies(accountId);
   }
 
   /**
@@ -105,6 +96,8 @@ export class TerminalBridge {
       this.ctx.log.error({ err, ...fields }, `terminal bridge: ${what} failed`);
     }
   }
+
+  private readonly guardFn = (what: string, fn: () => void, fields?: Record<string, unknown>) => this.guard(what, fn, fields);
 
   private get cfg() {
     return this.ctx.config.terminals;
@@ -124,20 +117,7 @@ export class TerminalBridge {
     for (const row of openCommands(this.ctx)) {
       if (commandContext(row).offered) this.armTimer(row.id);
     }
-    this.guard('expiring stored payments', () => this.onDeadline());
-    this.schedulePolicyRefresh();
-  }
-
-  /**
-   * Caps and overrides also change from the shell (`posd payments offline`, another process) and
-   * overrides end on their own: the policies are recomputed every few seconds, sent only when changed.
-   */
-  private schedulePolicyRefresh(): void {
-    this.policyTimer = this.scheduler.setTimeout(() => {
-      if (!this.started) return;
-      this.refreshPolicies();
-      this.schedulePolicyRefresh();
-    }, POLICY_REFRESH_MS);
+    this.stored.start();
   }
 
   async stop(): Promise<void> {
@@ -147,10 +127,7 @@ export class TerminalBridge {
     signals.off('retired', this.onRetired);
     for (const t of this.timers.values()) this.scheduler.clearTimeout(t);
     this.timers.clear();
-    this.scheduler.clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = undefined;
-    this.scheduler.clearTimeout(this.policyTimer);
-    this.policyTimer = undefined;
+    this.stored.stop();
     await Promise.all([...this.sessions.values()].map((s) => s.link.close('posd stopping')));
   }
 
@@ -167,28 +144,9 @@ export class TerminalBridge {
 
   /** Runs the hello handshake on a fresh link; `expectedTerminalId` pins a serial port to its terminal. */
   acceptLink(link: ServerLink, expectedTerminalId?: string): void {
-    const onInvalid = (i: LinkInvalid) => this.logInvalid(undefined, i);
-    link.on('invalid', onInvalid);
-    awaitHello(link, {
-      clock: this.scheduler,
-      timeoutMs: this.cfg.hello_timeout_ms,
-      verify: (hello) => this.verify(link, hello, expectedTerminalId),
-    }).then(
-      (hello) => {
-        link.off('invalid', onInvalid);
-        this.guard('attaching a terminal', () => this.attach(link, hello, expectedTerminalId), { terminal_id: hello.terminal_id });
-      },
-      (err: HandshakeError) => {
-        link.off('invalid', onInvalid);
-        this.ctx.log.warn({ terminal_id: err.terminalId, transport: link.transport, reason: err.message }, 'terminal handshake refused');
-      },
+    awaitTerminalHello(this.ctx, this.scheduler, link, expectedTerminalId, (hello) =>
+      this.guard('attaching a terminal', () => this.attach(link, hello, expectedTerminalId), { terminal_id: hello.terminal_id }),
     );
-  }
-
-  private verify(link: ServerLink, hello: Hello, expectedTerminalId: string | undefined): boolean {
-    if (expectedTerminalId && hello.terminal_id !== expectedTerminalId) return false;
-    const row = authenticateTerminal(this.ctx, hello.terminal_id, hello.token);
-    return !!row && row.transport === link.transport;
   }
 
   private attach(link: ServerLink, hello: Hello, expectedTerminalId: string | undefined): void {
@@ -213,7 +171,7 @@ export class TerminalBridge {
         this.ctx.log.error({ err, terminal_id: id, type: msg.type }, 'handling a terminal message failed'),
       );
     });
-    link.on('invalid', (i) => this.logInvalid(id, i));
+    link.on('invalid', (i) => logInvalid(this.ctx, id, i));
     link.once('down', (d) => {
       this.scheduler.clearTimeout(session.heartbeat);
       if (this.sessions.get(id) !== session) return;
@@ -221,37 +179,14 @@ export class TerminalBridge {
       this.guard('recording unavailability', () => recordAvailability(this.ctx, id, 'unavailable'), { terminal_id: id });
       this.ctx.log.info({ terminal_id: id, reason: d.detail }, 'terminal disconnected');
     });
-    this.scheduleHeartbeat(session);
+    scheduleHeartbeat(this.ctx, this.scheduler, session, this.guardFn);
     // Before anything else after welcome: the terminal must know what it may store before a charge.
-    this.sendPolicy(session);
+    this.stored.sendPolicy(session);
     // Attached once the results it kept are committed and acknowledged (they join a group commit).
     void this.reconcile(session, hello).then(
       () => this.events.emit('attached', id),
       (err) => this.ctx.log.error({ err, terminal_id: id }, 'terminal bridge: reconciling failed'),
     );
-  }
-
-  /** last_seen_at follows the link's traffic, pings included (the link counts every valid message). */
-  private scheduleHeartbeat(session: Session): void {
-    const every = this.cfg.ping_interval_ms;
-    if (every <= 0) return;
-    session.heartbeat = this.scheduler.setTimeout(() => {
-      if (session.link.isDown) return;
-      if (session.link.messagesReceived !== session.seenCount) this.guard('recording a heartbeat', () => this.touch(session, true));
-      this.scheduleHeartbeat(session);
-    }, every);
-  }
-
-  private touch(session: Session, force = false): void {
-    session.seenCount = session.link.messagesReceived;
-    const now = this.scheduler.now();
-    if (!force && now - session.lastSeenWritten < SEEN_WRITE_EVERY_MS) return;
-    session.lastSeenWritten = now;
-    recordSeen(this.ctx, session.terminalId, now);
-  }
-
-  private logInvalid(terminalId: string | undefined, i: LinkInvalid): void {
-    this.ctx.log.warn({ terminal_id: terminalId, reason: i.reason, detail: i.detail, sample: i.sample }, 'malformed terminal message ignored');
   }
 
   private send(session: Session, msg: ServerMessage): void {
@@ -265,13 +200,13 @@ export class TerminalBridge {
 
   private async onMessage(session: Session, msg: TerminalMessage, expectedTerminalId: string | undefined): Promise<void> {
     if (this.sessions.get(session.terminalId) !== session) return;
-    this.touch(session);
+    touch(this.ctx, this.scheduler, session);
     switch (msg.type) {
       case 'hello': {
         // On a serial line a terminal that restarts says hello again on the same link.
         const ok = await answerHello(session.link, msg, {
           clock: this.scheduler,
-          verify: (h) => h.terminal_id === session.terminalId && this.verify(session.link, h, expectedTerminalId),
+          verify: (h) => h.terminal_id === session.terminalId && verifyHello(this.ctx, session.link, h, expectedTerminalId),
         }).then(
           () => true,
           () => false,
@@ -280,7 +215,7 @@ export class TerminalBridge {
           recordHello(this.ctx, session.terminalId, msg.model, msg.firmware);
           session.protocol = sessionProtocol(msg);
           session.lastPolicy = undefined;
-          this.sendPolicy(session);
+          this.stored.sendPolicy(session);
           await this.reconcile(session, msg);
         }
         break;
@@ -295,7 +230,7 @@ export class TerminalBridge {
         await this.onResult(session, msg);
         break;
       case 'forward_result':
-        await this.onForwardResult(session, msg);
+        await this.stored.onForwardResult(session, msg);
         break;
     }
     this.events.emit('handled', session.terminalId, msg);
@@ -361,80 +296,10 @@ export class TerminalBridge {
     }
     if (!notHeld) this.send(session, { type: 'result_ack', command_id: row.id });
     if (r.outcome === 'stored' && applied?.changed) {
-      this.refreshPolicies(row.account_id);
-      this.scheduleDeadline();
+      this.stored.refreshPolicies(row.account_id);
+      this.stored.scheduleDeadline();
     }
     this.pump(session);
-  }
-
-  // ---- Stored payments (protocol 2) ----
-
-  /**
-   * Commit the forward result, THEN acknowledge it; an unknown reference is not acknowledged. It joins
-   * the next group commit, like a result.
-   */
-  private async onForwardResult(session: Session, f: ForwardResult): Promise<void> {
-    const applied = await groupCommit(this.ctx.db, () => applyForwardResult(this.ctx, {
-      terminalId: session.terminalId,
-      commandId: f.command_id,
-      offlineReference: f.offline_reference,
-      outcome: f.outcome,
-      authorizationCode: f.authorization_code ?? null,
-      processorReference: f.processor_reference ?? null,
-      reason: f.reason ?? null,
-      card: f.card ?? null,
-      at: this.nowIso(),
-    }));
-    if (!applied.known) {
-      this.ctx.log.warn(
-        { terminal_id: session.terminalId, command_id: f.command_id, offline_reference: f.offline_reference },
-        'forward result for a stored payment posd does not hold; not acknowledged',
-      );
-      return;
-    }
-    if (applied.changed) {
-      this.ctx.log.info({ terminal_id: session.terminalId, stored_payment_id: applied.row.id, status: applied.row.status }, 'stored payment updated');
-    }
-    this.send(session, { type: 'forward_ack', offline_reference: f.offline_reference, outcome: f.outcome });
-    if (applied.changed) this.refreshPolicies(session.accountId);
-  }
-
-  private sendPolicy(session: Session): void {
-    if (session.protocol < 2 || session.link.isDown) return;
-    const policy = offlinePolicyFor(this.ctx, session.accountId);
-    const json = JSON.stringify(policy);
-    if (json === session.lastPolicy) return;
-    session.lastPolicy = json;
-    this.send(session, { type: 'offline_policy', ...policy });
-  }
-
-  /** The caps are the account's, shared by its terminals: one terminal's stored payment changes every policy. */
-  refreshPolicies(accountId?: string): void {
-    for (const s of this.sessions.values()) {
-      if (accountId === undefined || s.accountId === accountId) this.guard('sending an offline policy', () => this.sendPolicy(s), { terminal_id: s.terminalId });
-    }
-  }
-
-  /** One timer, at the earliest deadline of a stored payment never forwarded. */
-  private scheduleDeadline(): void {
-    this.scheduler.clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = undefined;
-    if (!this.started) return;
-    const next = nextForwardDeadline(this.ctx);
-    if (next === null) return;
-    const wait = Math.max(0, Date.parse(next) - this.ctx.clock.now());
-    this.deadlineTimer = this.scheduler.setTimeout(() => this.guard('expiring stored payments', () => this.onDeadline()), wait);
-  }
-
-  private onDeadline(): void {
-    this.deadlineTimer = undefined;
-    if (!this.started) return;
-    const expired = expireDuePayments(this.ctx);
-    for (const row of expired) {
-      this.ctx.log.warn({ stored_payment_id: row.id, command_id: row.command_id, terminal_id: row.terminal_id }, 'stored payment expired: not forwarded by its deadline');
-    }
-    if (expired.length) this.refreshPolicies();
-    this.scheduleDeadline();
   }
 
   /**

@@ -1,0 +1,273 @@
+import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import type { Agent } from 'undici';
+import { undici } from '../../system/undici.js';
+import type { AppContext } from '../../context.js';
+import { deliveryBody } from './body.js';
+import { deliveryHeaders, signedHeaders, secretKey } from './signing.js';
+import type { SecretBox } from '../../system/secret-box.js';
+import { hostOf, type UrlGuard } from '../../system/url-guard.js';
+import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
+import { AttemptDeadlines } from './deadlines.js';
+import { post } from './post.js';
+import { EndpointGates, type GateSettings } from './gates.js';
+import type { SendableRow, WebhooksStore } from './store.js';
+
+/** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
+interface Target {
+  origin: string;
+  path: string;
+  refused: string | null;
+  key: Buffer;
+  /** The key a rotation replaced, signing beside `key` until `previousUntil` (Unix ms). */
+  previous: Buffer | null;
+  previousUntil: number;
+  /** The endpoint's throttle and cap (gates.ts); null: none. */
+  gate: GateSettings | null;
+  /** First-in-first-out delivery: a success of its makes the next in its order due. */
+  fifo: boolean;
+}
+
+const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
+
+/** What dispatch asks of the worker around it (worker.ts). */
+export interface DispatchHooks {
+  /** A slot freed or an attempt finished: a pass soon. */
+  kick(): void;
+  /** Records an attempt's outcome (committed with the next group). */
+  record(outcome: Outcome): Promise<void>;
+  /** Whether the daemon is stopping: an attempt cut short then is not counted. */
+  stopped(): boolean;
+}
+
+/**
+ * The sending half of the delivery worker: fills the free slots with due deliveries (read ahead in
+ * due order), through each endpoint's gates, and makes each HTTP attempt, signing it at the moment
+ * it is made.
+ */
+export class Dispatcher {
+  /** Made by the first delivery (undici is loaded then, not at start: issue 16). */
+  private agentMade: Agent | undefined;
+
+  /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
+  readonly inflight = new Map<number, Promise<void>>();
+
+  /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
+  sending = 0;
+
+  /**
+   * Due deliveries read ahead (at most 4 x concurrency, in due order), sent as slots free up. Only
+   * this process changes endpoints and deliveries (the API's service and this worker), and every
+   * change that could make one of these rows unsendable clears them (`forgetReadAhead`): an
+   * endpoint disabled or deleted, a 410, a manual send. Attempts in flight are never read ahead.
+   */
+  private ready: SendableRow[] = [];
+
+  /** By endpoint id: an endpoint's URL never changes; its secret only by a rotation (`forgetTarget`). */
+  private readonly targets = new Map<string, Target>();
+
+  private readonly gates: EndpointGates;
+
+  /** Whether any endpoint has a gate or the breaker is on: otherwise dispatch never looks at them. */
+  private gating: boolean;
+
+  /** The whole-attempt limit, one timer shared by the attempts started close together. */
+  private readonly deadlines: AttemptDeadlines;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly store: WebhooksStore,
+    readonly guard: UrlGuard,
+    private readonly box: SecretBox,
+    private readonly hooks: DispatchHooks,
+  ) {
+    this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
+    this.gates = new EndpointGates(ctx.config.webhooks.breaker_failures, ctx.config.webhooks.breaker_probe_ms);
+    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+  }
+
+  /** Stopping: cuts the attempts on the wire short, waits for them, closes the agent. */
+  async close(): Promise<void> {
+    this.deadlines.abortAll();
+    await Promise.allSettled([...this.inflight.values()]);
+  }
+
+  async closeAgent(): Promise<void> {
+    await this.agentMade?.close().catch(() => undefined);
+  }
+
+  private agent(): Agent {
+    const t = this.ctx.config.webhooks.timeout_ms;
+    this.agentMade ??= new (undici().Agent)({
+      connect: { lookup: this.guard.lookup(), timeout: t },
+      headersTimeout: t,
+      bodyTimeout: t,
+      connections: this.ctx.config.webhooks.concurrency,
+    });
+    return this.agentMade;
+  }
+
+  /**
+   * Fills the free slots from the rows read ahead; when they run out, the next due ones are read
+   * (their seqs from the covering index, the rows of those not in flight in one statement).
+   */
+  dispatch(): void {
+    const max = this.ctx.config.webhooks.concurrency;
+    const now = this.ctx.clock.now();
+    let refilled = false;
+    let held: Array<[number, number]> | undefined;
+    if (this.gating) this.gates.newPass();
+    while (this.sending < max) {
+      if (this.ready.length === 0) {
+        // Rows a gate held back leave the due window before it is read again.
+        if (held) {
+          this.reschedule(held);
+          held = undefined;
+        }
+        if (refilled) return;
+        refilled = true;
+        const seqs = this.store
+          .due(now, max * 4 + this.inflight.size)
+          .map((r) => r.seq)
+          .filter((seq) => !this.inflight.has(seq));
+        if (seqs.length === 0) return;
+        this.ready = this.store.sendableMany(seqs);
+        continue;
+      }
+      const row = this.ready.shift()!;
+      if (this.inflight.has(row.seq)) continue;
+      if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
+      if (this.gating) {
+        const gate = this.targetOf(row.endpoint_id)?.gate ?? null;
+        if (gate || this.gates.breakerOn) {
+          const at = this.gates.admit(row.endpoint_id, gate ?? NO_GATE, now);
+          if (at !== 0) {
+            (held ??= []).push([row.seq, at]);
+            continue;
+          }
+          void this.launch(row, false, true);
+          continue;
+        }
+      }
+      void this.launch(row, false);
+    }
+    if (held) this.reschedule(held);
+  }
+
+  private reschedule(rows: Array<[number, number]>): void {
+    try {
+      this.store.reschedule(rows);
+    } catch (err) {
+      this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
+    }
+  }
+
+  /** Drops the rows read ahead (an endpoint changed, a delivery was sent by hand): they are read again. */
+  forgetReadAhead(): void {
+    this.ready = [];
+  }
+
+  launch(row: SendableRow, manual: boolean, gated = false): Promise<void> {
+    this.sending++;
+    const p = this.attempt(row, manual)
+      .then((outcome) => {
+        this.sending--;
+        if (gated) this.gates.finished(row.endpoint_id, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
+        // The slot is free now; the outcome commits with the next group.
+        this.hooks.kick();
+        return outcome ? this.hooks.record(outcome) : undefined;
+      }, (err) => {
+        this.sending--;
+        if (gated) this.gates.finished(row.endpoint_id, false, true, 0, this.ctx.clock.now());
+        throw err;
+      })
+      .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
+      .finally(() => {
+        if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
+        this.hooks.kick();
+      });
+    this.inflight.set(row.seq, p);
+    return p;
+  }
+
+  /** A rotation changed the endpoint's secret, or a PATCH its gates or FIFO: it is read again. */
+  forgetTarget(endpointId: string): void {
+    this.targets.delete(endpointId);
+    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+  }
+
+  /** Whether an endpoint's circuit breaker is open or half-open. */
+  breakerOpen(endpointId: string): boolean {
+    return this.gates.isOpen(endpointId);
+  }
+
+  /** The endpoint's parsed URL and key, cached (undefined if the endpoint is gone). */
+  targetOf(endpointId: string): Target | undefined {
+    let t = this.targets.get(endpointId);
+    if (t) return t;
+    const ep = this.store.endpoint(endpointId);
+    if (!ep) return undefined;
+    const u = new URL(ep.url);
+    const host = hostOf(u);
+    // A literal address never reaches the socket's lookup, so it is checked here.
+    const refused = isIP(host) && !this.guard.addressAllowed(host) ? `address_refused: ${host} is a private, local or metadata address` : null;
+    t = {
+      origin: u.origin,
+      path: u.search ? `${u.pathname}${u.search}` : u.pathname,
+      refused,
+      key: secretKey(this.box.open(ep.secret)),
+      previous: ep.previous_secret === null ? null : secretKey(this.box.open(ep.previous_secret)),
+      previousUntil: ep.previous_secret_expires_ms ?? 0,
+      gate: ep.rate_limit === null && ep.max_in_flight === null ? null : { rateLimit: ep.rate_limit, maxInFlight: ep.max_in_flight },
+      fifo: ep.fifo === 1,
+    };
+    if (this.targets.size >= 1000) this.targets.clear();
+    this.targets.set(endpointId, t);
+    return t;
+  }
+
+  /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
+  private async attempt(row: SendableRow, manual: boolean): Promise<Outcome | undefined> {
+    const attemptedAt = this.ctx.clock.now();
+    const timestamp = Math.floor(attemptedAt / 1000);
+    const t0 = performance.now();
+    const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null): Outcome => ({
+      deliverySeq: row.seq,
+      endpointId: row.endpoint_id,
+      manual,
+      timestamp,
+      attemptedAt,
+      durationMs: Math.round(performance.now() - t0),
+      responseCode,
+      error,
+      retryAfterMs,
+    });
+    try {
+      const payload = row.payload ?? row.event_payload;
+      if (payload === null) return out(null, 'event_missing: the event is no longer stored');
+      const body = deliveryBody(row, payload);
+      const target = this.targetOf(row.endpoint_id);
+      if (!target) return out(null, 'endpoint_missing: the endpoint was deleted');
+      if (target.refused) return out(null, target.refused);
+      // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
+      const deadline = this.deadlines.join(performance.now());
+      try {
+        // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
+        const answer = await post(this.agent(), {
+          origin: target.origin,
+          path: target.path,
+          body,
+          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...deliveryHeaders(signedHeaders(target.key, row.event_id, timestamp, body, target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined)) },
+          signal: deadline.signal,
+          bodyLimit: 64 * 1024,
+        });
+        return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()));
+      } finally {
+        this.deadlines.leave(deadline);
+      }
+    } catch (err) {
+      if (this.hooks.stopped()) return undefined;
+      return out(null, describe(err, this.ctx.config.webhooks.timeout_ms));
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -47,8 +47,13 @@ export async function run(): Promise<BenchResult[]> {
   const coreDirs = [join(tmp, 'core1'), join(tmp, 'core2')];
   const children: ChildProcess[] = [];
   const started = (c: ChildProcess) => (children.push(c), c);
-  const serve = (args: string[], env: Record<string, string> = {}) =>
-    started(spawn(process.execPath, [MAIN, 'serve', ...args], { env: { ...process.env, POSD_LOG_FORMAT: 'json', POSD_SYNC_POSTGRES_URL: pgUrl, ...env }, stdio: ['ignore', 'pipe', 'ignore'] }));
+  let served = 0;
+  const serve = (args: string[], env: Record<string, string> = {}) => {
+    const c = started(spawn(process.execPath, [MAIN, 'serve', ...args], { env: { ...process.env, POSD_LOG_FORMAT: 'json', POSD_SYNC_POSTGRES_URL: pgUrl, ...env }, stdio: ['ignore', 'pipe', 'ignore'] }));
+    // POSD_BENCH_KEEP: each process's log kept in the run's folder (and the folder kept).
+    if (process.env.POSD_BENCH_KEEP) c.stdout!.pipe(createWriteStream(join(tmp, `log-${served++}-${args.join('_').replace(/[^\w-]/g, '')}.log`)));
+    return c;
+  };
   const listening = (c: ChildProcess) => lineMatching(c, /"msg":"posd listening"/);
   const cores: Array<ChildProcess | undefined> = [];
   const startCore = async (i: number) => {
@@ -121,7 +126,7 @@ export async function run(): Promise<BenchResult[]> {
     for (const s of stores) s.child = serve(['--data', s.dir, '--port', '0'], { POSD_SYNC_POSTGRES_URL: '', POSD_SYNC_BACKOFF_MIN_MS: '250', POSD_SYNC_BACKOFF_MAX_MS: '500' });
     const applied = async () => Number((await pool.query('SELECT coalesce(sum(applied_seq), 0)::bigint AS a FROM sync_stores')).rows[0].a);
     let draining = true;
-    const probe = { ms: [] as number[], refused: 0, acked: new Map<string, string>() };
+    const probe = { ms: [] as number[], refused: 0, acked: new Map<string, string>(), codes: new Map<string, number>() };
     const prober = (async () => {
       for (let i = 0; draining; i++) {
         const idem = `bench-${i}`;
@@ -139,6 +144,8 @@ export async function run(): Promise<BenchResult[]> {
             break;
           }
           probe.refused++;
+          const code = `${r?.statusCode ?? 'no answer'} ${/"code":"(\w+)"/.exec(body)?.[1] ?? ''}`;
+          probe.codes.set(code, (probe.codes.get(code) ?? 0) + 1);
           await sleep(50);
         }
         await sleep(20);
@@ -184,6 +191,7 @@ export async function run(): Promise<BenchResult[]> {
     }
     const rawRate = await rawInsert(pool, records);
     const failover = Math.round(failoverMs);
+    if (probe.codes.size) console.log(`  refusals: ${[...probe.codes].map(([c, k]) => `${c} x${k}`).join(', ')}`);
     return [
       {
         scenario: `chain-pg: ${n} boxes catching up at once (${sales} offline sales each, ${records} records) through HAProxy, 2 fronts (one SIGKILLed), 2 cores (the leader SIGKILLed half-way)`,
@@ -204,7 +212,8 @@ export async function run(): Promise<BenchResult[]> {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await pool.end();
     await cluster.stop();
-    rmSync(tmp, { recursive: true, force: true });
+    if (process.env.POSD_BENCH_KEEP) console.log(`kept ${tmp}`);
+    else rmSync(tmp, { recursive: true, force: true });
   }
 }
 

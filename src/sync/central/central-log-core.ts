@@ -4,6 +4,7 @@ import { setCommitGate, tx } from '../../db/database.js';
 import { ensureLogState, logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../../db/change-capture.js';
 import { ApiError } from '../../errors.js';
 import type { Readiness } from '../../api/readiness.js';
+import { metrics } from '../../system/metrics.js';
 import { appendEntry, entriesAfter, entriesAfterSync, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
 import { SyncPgClient, SyncQueryError } from '../pg/sync-client.js';
 
@@ -40,12 +41,21 @@ export class CentralLog {
   private stopFollowing = new AbortController();
   private lastReport = 0;
 
+  /** How long the leader's thread waits for each append (it holds the SQLite write lock meanwhile). */
+  private readonly appendSeconds;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly pool: pg.Pool,
     private readonly url: string,
     readonly name: string,
-  ) {}
+  ) {
+    this.appendSeconds = metrics(ctx).histogram({
+      name: 'posd_central_log_append_seconds',
+      help: "Time the leading core waits for each append to the central's log, inside its SQLite transaction",
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    });
+  }
 
   private get db() {
     return this.ctx.db;
@@ -200,8 +210,10 @@ export class CentralLog {
     const client = this.client!;
     const next = this.state.position + 1;
     let appended: boolean;
+    const started = performance.now();
     try {
       appended = appendEntry(client, next, this.epoch, changes.json, changes.count, APPEND_TIMEOUT_MS);
+      this.appendSeconds.observe((performance.now() - started) / 1000);
     } catch (err) {
       // Not known whether it committed (a lost answer, a taken position): read the log again first.
       this.unsure = true;

@@ -175,6 +175,8 @@ export class CentralLog {
       const snapshot = snapshotChanges(this.db);
       if (snapshot.length) {
         if (!appendEntry(this.client, 1, this.epoch, JSON.stringify(snapshot), snapshot.length, 60_000)) throw new Error('fenced while writing the log snapshot');
+        // Not a write of its own: the snapshot is in the log already (the standby gate is still on).
+        setCommitGate(this.db, undefined);
         tx(this.db, () => setLogPosition(this.db, 1));
         this.state.position = 1;
       }

@@ -128,8 +128,8 @@ export class PgCore implements Worker {
     const { host, port, public_url } = ctx.config.http;
     this.leaderWorkers = new LeaderWorkers(ctx);
     this.log_ = new CentralLog(ctx, this.pool, url, public_url || `http://${host}:${port}`);
-    // Ready once the log is replayed and the loops run; refused writes name the leader meanwhile.
-    setReadiness(ctx.db, () => (this.state.role === 'leader' && this.log_.state.role === 'leader' ? this.log_.readiness() : { ready: false, status: 'standby', refusal: () => this.log_.refusal() }));
+    // Ready once the log is replayed and this core's writes go to it (its loops start just after).
+    setReadiness(ctx.db, () => this.log_.readiness());
   }
 
   start(): void {

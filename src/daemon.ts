@@ -14,6 +14,7 @@ import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
+import { setLeaderWorkers } from './sync/central/pg-core-slot.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
 
 export interface DaemonOptions {
@@ -114,7 +115,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     await app.listen({ host: config.http.host, port: config.http.port });
     // Made only once the port is ours: a start that cannot listen must not create keys it never shows.
     let installation: Installation | undefined;
-    if (!accounts.isInitialised()) {
+    // A chain's core takes its installation from the central's log: one made here would be a second
+    // organization no other core has. The first core is made with `posd init` (README).
+    const chainCore = config.role === 'central' && config.sync.postgres.url !== '';
+    if (!accounts.isInitialised() && !chainCore) {
       installation = initInstallation(accounts, {
         name: 'My store',
         role,
@@ -127,7 +131,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     url = publicBaseUrl(config, port);
     if (installation) opts.onInstalled?.(installation, `${url}/api`);
 
-    for (const w of [checkpointWorker(ctx, config), ...modules.flatMap((m) => m.workers?.(ctx) ?? [])]) {
+    let workers = modules.flatMap((m) => m.workers?.(ctx) ?? []);
+    if (chainCore) {
+      // A chain's core starts only its place in the log; the rest run while it leads (src/sync/pg-core.ts).
+      // Workers are not restartable: a later leadership of this process makes fresh ones.
+      let first: Worker[] | undefined = workers.filter((w) => w.name !== 'sync-pg-core');
+      setLeaderWorkers(ctx, () => {
+        const made = first ?? modules.flatMap((m) => m.workers?.(ctx) ?? []).filter((w) => w.name !== 'sync-pg-core');
+        first = undefined;
+        return made;
+      });
+      workers = workers.filter((w) => w.name === 'sync-pg-core');
+    }
+    for (const w of [checkpointWorker(ctx, config), ...workers]) {
       started.push(w);
       try {
         await w.start();

@@ -89,6 +89,8 @@ export const ERRORS = {
   sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
   sync_push_at_core: { status: 503, message: "This central is a chain's core: pushes go to its central-front processes; nothing was received." },
   // A chain's central past one machine (docs/central.md): the central-front processes
+  central_standby: { status: 503, message: 'This core is a standby: writes go to the leading core; nothing was written.' },
+  central_log_unavailable: { status: 503, message: "The central could not write the change to its log (PostgreSQL); nothing was written. Retry shortly." },
   sync_database_unavailable: { status: 503, message: "The central's sync database (PostgreSQL) does not answer; nothing was received or read. Retry shortly." },
   central_front_only: { status: 421, message: "This is a posd central-front: it serves only /sync/* (the store boxes' protocol). Send /api and the pages to the core central." },
   // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)

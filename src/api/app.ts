@@ -1,3 +1,4 @@
+import { readinessOf } from './readiness.js';
 import sjson from 'secure-json-parse';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { writeOrigin } from '../db/database.js';
@@ -211,7 +212,7 @@ export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRe
   const blocked = new Set(config.blocking.ips);
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (req, reply, done) => {
-    if (req.url === '/healthz') return done();
+    if (req.url === '/healthz' || req.url === '/readyz') return done();
     const key = headerValue(req, 'x-secret-key') ?? '';
     const agent = headerValue(req, 'user-agent') ?? '';
     if (
@@ -258,6 +259,16 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
   const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
   app.addHook('onRequest', (req, reply, done) => {
+    // A chain's standby core answers no write (docs/central.md, "One log"): refused here, before a
+    // route could reach out (a processor, a webhook URL) for a change it could never commit.
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.url.startsWith('/api/')) {
+      const r = readinessOf(ctx.db);
+      if (!r.ready && r.refusal) {
+        const err = r.refusal();
+        reply.code(err.status).send(err.body());
+        return;
+      }
+    }
     // The /users windows count every call, found or not, before any other work (spec section 8).
     if (USERS_PATH.test(req.url)) {
       const key = headerValue(req, 'x-secret-key') ?? '';
@@ -271,6 +282,10 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[]):
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const r = readinessOf(ctx.db);
+    return reply.code(r.ready ? 200 : 503).send({ status: r.status });
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => openApiDocument());
 
   const accounts = accountsOf(ctx);

@@ -30,10 +30,10 @@ export const DeletedEndpointSchema = Type.Composite([EndpointSchema, Type.Object
 
 const FilterTypes = Described(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }), "Catalogue event types (docs/events.md) the endpoint receives; null or absent: every type (Svix's filterTypes).");
 
-const RateLimit = Described(Type.Integer({ minimum: 1, maximum: 100_000 }), 'Messages per second at most (a token bucket holding one second); null or absent: no limit.');
+const RateLimit = Described(Type.Integer({ minimum: 1, maximum: 100_000 }), 'Messages per second at most, over every 1-second window; null or absent: no limit.');
 const MaxInFlight = Described(
   Type.Integer({ minimum: 1, maximum: 1000 }),
-  "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: no cap.",
+  "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: webhooks.endpoint_max_in_flight (8 by default).",
 );
 
 /** Hosted section 13: a string map (≤50 keys, as checkouts' metadata). */

@@ -70,7 +70,7 @@ export class Dispatcher {
    */
   private ready: SendableRow[] = [];
 
-  /** By endpoint id: an endpoint's URL never changes; its secret only by a rotation (`forgetTarget`). */
+  /** By endpoint id: its URL changes only by a PATCH, its secret by a rotation (both `forgetTarget`). */
   private readonly targets = new Map<string, Target>();
 
   private readonly gates: EndpointGates;

@@ -55,6 +55,13 @@ export const CreateEndpointBody = Type.Object({
 });
 
 export const UpdateEndpointBody = Type.Object({
+  url: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'Moves the endpoint (through the same URL checks as creation); its id, secret, filters and deliveries stay; the change is kept in its history.',
+    }),
+  ),
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   metadata: Type.Optional(EndpointMetadata),
   disabled: Type.Optional(Type.Boolean()),
@@ -150,4 +157,12 @@ export const DeliverySchema = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   attempts: Type.Array(AttemptSchema),
+});
+
+export const HistorySchema = Type.Object({
+  field: Type.String({ description: 'What changed (url).' }),
+  old_value: Nullable(Type.String()),
+  new_value: Nullable(Type.String()),
+  actor: Described(Type.String(), 'The id of the API key that made the change.'),
+  changed_at: Type.String({ format: 'date-time' }),
 });

@@ -2,6 +2,34 @@
  * The layers of docs/architecture.md, enforced in `npm test` (npm run lint:deps).
  * Run-time cycles are refused too; type-only imports are not edges (they vanish at run time).
  */
+
+/**
+ * The plumbing under the modules, lowest first (docs/architecture.md's table): each layer imports
+ * only the layers before it, so `src/db` imports nothing but the root files, and so on up.
+ */
+const PLUMBING = [
+  ['root', '^src/[^/]+\\.ts$'],
+  ['db', '^src/db/'],
+  ['outbox', '^src/outbox/'],
+  ['events', '^src/events/'],
+  ['accounts', '^src/accounts/'],
+  ['system', '^src/system/'],
+  ['api', '^src/api/'],
+  ['sync', '^src/sync/'],
+];
+/** The composition roots: they put the layers and the modules together, so nothing below imports them (posd.ts, the command, runs main). */
+const COMPOSITION = '^src/(posd|main|daemon|front)\\.ts$';
+const plumbingOrder = PLUMBING.map(([name, path], i) => ({
+  name: `plumbing-order-${name}`,
+  severity: 'error',
+  comment: `src/${name === 'root' ? '*.ts' : name} sits below ${PLUMBING.slice(i + 1).map(([n]) => n).join(', ') || 'the modules'}: it imports none of them (docs/architecture.md). Move the shared piece down, or take it as an argument.`,
+  from: { path, pathNot: COMPOSITION },
+  to: {
+    path: [...PLUMBING.slice(i + 1).map(([, p]) => p), '^src/(cli|modules)/', COMPOSITION],
+    dependencyTypesNot: ['type-only'],
+  },
+}));
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -23,7 +51,7 @@ module.exports = {
       name: 'lower-layers-below-modules',
       severity: 'error',
       comment: 'The plumbing under the modules (db, outbox, events, accounts, api, sync, system and the root files) never imports a module: modules declare what they add (see src/api/module.ts). The composition roots (main, daemon, and front for a central-front) put them together.',
-      from: { path: '^src/(db|outbox|events|accounts|api|sync|system)/|^src/[^/]+\\.ts$', pathNot: '^src/(main|daemon|front)\\.ts$' },
+      from: { path: '^src/(db|outbox|events|accounts|api|sync|system)/|^src/[^/]+\\.ts$', pathNot: '^src/(posd|main|daemon|front)\\.ts$' },
       to: { path: '^src/modules/', dependencyTypesNot: ['type-only'] },
     },
     {
@@ -37,6 +65,7 @@ module.exports = {
         pathNot: ['^src/modules/$1/', '^src/modules/[^/]+/(index|service|schema)\\.ts$', '^src/modules/[^/]+/[^/]+/(index|service|schema)\\.ts$'],
       },
     },
+    ...plumbingOrder,
     {
       name: 'sync-store-apart-from-central',
       severity: 'error',

@@ -12,6 +12,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   transfers: () => import('./transfers.js'),
   webhooks: () => import('./webhooks.js'),
   terminals: () => import('./terminals.js'),
+  // GET /api/account while one paired terminal floods its link (issue 32's frame budget).
+  'terminal-flood': () => import('./terminal-flood.js'),
   bookings: () => import('./bookings.js'),
   'shipping-quote': () => import('./shipping-quote.js'),
   backup: () => import('./backup.js'),

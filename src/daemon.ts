@@ -3,9 +3,9 @@ import { statSync } from 'node:fs';
 import type { Config } from './config.js';
 import { maskedConfig, publicBaseUrl } from './config.js';
 import { openDatabase, type Db } from './db/database.js';
-import { prepareOnFirstUse, settleStatements } from './db/lazy-statements.js';
 import { databaseFile } from './db/paths.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
+import { watchDiskFull } from './db/disk-full.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { Outbox } from './outbox/events.js';
@@ -45,9 +45,6 @@ export class WorkerStartError extends Error {
   }
 }
 
-/** How long after a start the statements its first requests did not use are compiled. */
-const STATEMENTS_SETTLE_AFTER_MS = 250;
-
 /** A context on the configured database; `modules` (default: every module) make its registry. */
 export function createContext(
   config: Config,
@@ -83,7 +80,6 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     throw err;
   }
   const { config, log } = ctx;
-  prepareOnFirstUse(ctx.db);
   let app: ApiApp | undefined;
   // A worker is listed before its start runs, so one that throws half-way is stopped too.
   const started: Worker[] = [];
@@ -149,9 +145,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // At debug: at info its 150 lines pushed the first start's keys off the screen.
   log.debug({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir }, 'posd listening');
-  // The statements no first request used are compiled once the start has answered (src/db/lazy-statements.ts).
-  void settleStatements(ctx.db, STATEMENTS_SETTLE_AFTER_MS).then(({ failed }) => {
-    for (const f of failed) log.error({ sql: f.sql, reason: f.error }, 'a statement does not fit the database; the code that uses it will fail');
+  watchDiskFull(ctx.db, (state, previous) => {
+    if (state) log.error({ data_dir: config.data_dir }, 'disk full: writes are refused (507 disk_full), reads go on; free space on that disk and writes resume by themselves');
+    else log.warn({ data_dir: config.data_dir, refused: previous?.refused }, 'disk has room again: writes resume');
   });
 
   const stop = stopOnce(log, halt);

@@ -65,6 +65,8 @@ export const ERRORS = {
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
+  // The hosted service refunds only in full (hosted-api.md section 8; docs/compatibility.md).
+  partial_refund_unsupported: { status: 422, message: 'Refunds are always of the whole payment; amount_in_cents, when sent, must be the payment amount.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
   // Disputes (docs/events.md, src/modules/disputes/)
   payment_not_disputable: { status: 422, message: 'Only a succeeded card payment can be disputed.' },
@@ -121,6 +123,10 @@ export const ERRORS = {
   contract_unsigned: { status: 422, message: 'This checkout belongs to a contract that is not signed yet; it accepts no payment until then.' },
   pdf_not_available: { status: 409, message: 'The signed PDF is not available (the contract is not signed, or the PDF is still being rendered).' },
   // Server
+  disk_full: {
+    status: 507,
+    message: "The disk holding posd's data is full: nothing was written. Reads go on; writes resume by themselves once space is freed.",
+  },
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },
 } as const satisfies Record<string, { status: number; message: string }>;

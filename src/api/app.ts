@@ -1,6 +1,7 @@
 import sjson from 'secure-json-parse';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { writeOrigin } from '../db/database.js';
+import { isDiskFull } from '../db/disk-full.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
@@ -61,9 +62,16 @@ const CLIENT_FAULTS: Record<number, keyof typeof ERRORS> = {
 };
 
 /** Maps anything thrown to the spec's error body; nothing escapes as a bare 500 page. */
-function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply, malformed: MalformedLog): FastifyReply {
-  const answer = errorAnswer(err);
-  if (answer.status >= 500) req.log.error({ err }, 'request failed');
+function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply, malformed: MalformedLog, dataDir: string): FastifyReply {
+  const answer = isDiskFull(err)
+    ? {
+        status: ERRORS.disk_full.status,
+        body: errorBody('disk_full', { message: `The disk holding posd's data (${dataDir}) is full: nothing was written. Reads go on; writes resume by themselves once space is freed.` }),
+        headers: {},
+      }
+    : errorAnswer(err);
+  // A full disk is logged once when it starts and once when it ends (the daemon watches it), not per refused request.
+  if (answer.status >= 500 && answer.body.code !== 'disk_full') req.log.error({ err }, 'request failed');
   else malformed.note(answer.body.code ?? '', { method: req.method, route: req.routeOptions.url });
   for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
   return reply.code(answer.status).send(answer.body);
@@ -169,7 +177,7 @@ export function createHttpApp(base: HttpBase, opts: { notFound?: (req: FastifyRe
   // Before any route, so every route (under /api and outside it) is counted.
   registerHttpMetrics(app as never, base);
   app.setValidatorCompiler(createValidatorCompiler());
-  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply, malformed));
+  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply, malformed, config.data_dir));
   const methods = new MethodIndex();
   app.addHook('onRoute', (route) => methods.add(route.url, route.method));
   app.setNotFoundHandler((req, reply) => {

@@ -142,7 +142,7 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     req.idempotency = undefined;
     // Stored with the change; unless that transaction rolled back, then store as usual below.
     if (idem.committed && store.isDone(idem.scope, idem.key)) return payload;
-    // Only successes are stored (docs/decisions.md). A refusal, whether the schema or the handler
+    // Only successes are stored (docs/api-behaviour.md). A refusal, whether the schema or the handler
     // made it (an amount under the minimum, a currency the account lacks, a refund still owed), is
     // released so a corrected retry under the same key goes through; a server error changed
     // nothing that can be trusted either.

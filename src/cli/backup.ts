@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import { ownerOnlyDir, ownerOnlyFiles } from '../system/file-modes.js';
+import { ownerOnlyDir, ownerOnlyFiles } from '../file-modes.js';
 import { dirname, join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import Database from 'better-sqlite3';

@@ -265,9 +265,31 @@ CREATE TABLE payment_intents (
   balance_transaction_id TEXT,
   tax_invoice_url TEXT,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- The method's hosted id (pay_m_): what the checkout's payment_method.id and the legacy payload
+  -- name. A card paid at the checkout page is a saved card (payment_methods, same id); a saved card
+  -- charged again keeps its id; other methods get an id of their own.
+  payment_method_id TEXT NOT NULL
 ) STRICT;
 CREATE INDEX payment_intents_checkout ON payment_intents(checkout_id);
+
+-- Cards saved by a paid checkout (hosted "payment methods", pay_m_): what POST /one_time_payments
+-- charges without the buyer (docs/compatibility.md, "One id per saved card"). posd keeps the card's
+-- network and last digits only, never card data: a sandbox charge of it is simulated, a live one is
+-- refused (no acquirer for cards that are not present). A subscription's card on file keeps the same
+-- id in subscriptions.payment_method_id.
+CREATE TABLE payment_methods (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  customer_id TEXT,
+  type TEXT NOT NULL CHECK (type IN ('card')),
+  card_network TEXT NOT NULL,
+  card_last4 TEXT NOT NULL,
+  -- The payment that saved it.
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL
+) STRICT;
 
 -- A checkout paid from another account's balance (docs/events.md "Balance payments"): the payer's
 -- side of a `balance` payment intent (the merchant's side is the payment_intents row): its intent

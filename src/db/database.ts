@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { ownerOnlyDir, ownerOnlyFiles } from '../system/file-modes.js';
+import { ownerOnlyDir, ownerOnlyFiles } from '../file-modes.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { dirname } from 'node:path';
 import { migrate } from './migrate.js';

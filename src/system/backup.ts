@@ -3,7 +3,7 @@ import { closeSync, fsync, fsyncSync, mkdirSync, openSync, readSync, readdirSync
 import { copyFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Config } from '../config.js';
-import { DIR_MODE, ownerOnlyFiles } from './file-modes.js';
+import { DIR_MODE, ownerOnlyFiles } from '../file-modes.js';
 import { latestVersion, madeByDevelopmentBuild } from '../db/migrate.js';
 import { writeBundle } from './backup-bundle.js';
 import { integrityCheckOffLoop } from '../db/threads.js';

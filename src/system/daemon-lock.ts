@@ -1,7 +1,7 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
-import { ownerOnlyDir } from './file-modes.js';
+import { ownerOnlyDir } from '../file-modes.js';
 
 export class DaemonRunningError extends Error {
   constructor(

@@ -24,7 +24,12 @@ describe('stopping (the SIGTERM path)', () => {
     await stopped;
     expect(s.daemon.ctx.db.open).toBe(false);
     const db = openDatabase(join(dir, 'posd.db'));
-    expect(db.prepare("SELECT count(*) AS n FROM fixture_notes WHERE text = 'in flight'").get()).toEqual({ n: 1 });
-    db.close();
+    try {
+      expect(db.prepare("SELECT count(*) AS n FROM fixture_notes WHERE text = 'in flight'").get()).toEqual({ n: 1 });
+    } finally {
+      db.close();
+      // The daemon is stopped already (its stop runs once); this removes its data folder.
+      await s.stop();
+    }
   });
 });

@@ -31,6 +31,12 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/**
+ * The test servers started and not yet stopped in this worker: test/helpers/leftovers.ts stops and
+ * removes what a file left running, and fails that file.
+ */
+export const runningServers = new Set<TestServer>();
+
 /** A real daemon on port 0 with a real SQLite file in a fresh temp folder. */
 export async function startTestServer(
   opts: { config?: Record<string, unknown>; clock?: Clock; modules?: readonly PosdModule[]; dataDir?: string; log?: pino.Logger } = {},
@@ -57,7 +63,7 @@ export async function startTestServer(
   if (!installation) throw new Error('test server expected a fresh installation');
   const inst = installation;
   const url = daemon.url;
-  return {
+  const server: TestServer = {
     daemon,
     url,
     dataDir,
@@ -83,8 +89,11 @@ export async function startTestServer(
       return { status: res.statusCode, body: parsed as any, headers: res.headers as any, text };
     },
     async stop() {
+      runningServers.delete(server);
       await daemon.stop();
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  runningServers.add(server);
+  return server;
 }

@@ -45,7 +45,8 @@ describe('status page', () => {
     const page = new PageClient(server.url);
     const first = await page.get('/');
     expect(first.status).toBe(200);
-    expect(first.text).toContain('posd manager set-password');
+    // With the box's own data folder (issue 37: without it the command set another folder's password).
+    expect(first.text).toContain(`posd manager set-password --data ${server.daemon.ctx.config.data_dir}`);
     const login = await page.post('/login', { password: 'anything at all', _csrf: 'x' });
     expect(login.status).toBe(403);
     expect(page.cookies.has('posd_session')).toBe(false);

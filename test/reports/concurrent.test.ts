@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -109,7 +109,8 @@ describe('restart', () => {
       expect(await res.body.text()).toBe(expected);
     } finally {
       await daemon.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      // The first daemon is stopped already (its stop runs once); this removes the data folder.
+      await first.stop();
     }
   });
 });

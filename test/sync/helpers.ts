@@ -15,10 +15,11 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
 import { projected } from '../../src/sync/central/projector.js';
 import { syncStatus } from '../../src/sync/status.js';
+import { until } from '../helpers/until.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */
-export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[] } = {}): Promise<TestServer> {
-  const central = await startTestServer({ config: { role: 'central' }, clock: opts.clock, modules: opts.modules });
+export async function startCentral(opts: { clock?: Clock; modules?: readonly PosdModule[]; config?: Record<string, unknown> } = {}): Promise<TestServer> {
+  const central = await startTestServer({ config: { ...opts.config, role: 'central' }, clock: opts.clock, modules: opts.modules });
   centrals.add(central);
   const stop = central.stop.bind(central);
   central.stop = async () => {
@@ -27,6 +28,13 @@ export async function startCentral(opts: { clock?: Clock; modules?: readonly Pos
   };
   return central;
 }
+
+/**
+ * A central that takes records dated long before its accounts were made (`sync.record_time_skew_ms`
+ * of two years): for tests whose store box sells on a fixed business clock in the past. A real box
+ * joins after its account exists, so its records never are.
+ */
+export const BACKDATED = { sync: { record_time_skew_ms: 2 * 365 * 86_400_000 } };
 
 /** The in-process centrals running now: `appliedAtCentral` waits for their projectors. */
 const centrals = new Set<TestServer>();
@@ -137,16 +145,8 @@ export async function pushAndProject(central: TestServer, key: string, body: { s
   };
 }
 
-/** Waits for a condition the daemons reach on their own (no fixed sleeps: polls, with a deadline). */
-export async function until<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** The one `until` (test/helpers/until.ts), here too because every sync test imports its helpers from here. */
+export { until };
 
 /** A central, a store account there and a store box joined with its live key; stopped by `cleanup`. */
 export async function pairStoreAndCentral(

@@ -7,7 +7,7 @@ import { storeSide, type OutageLink, type OutageWindowRow } from '../../sync/sto
 import { salesByMethod } from '../intents/service.js';
 import { listCheckouts, getCheckoutIn } from '../checkouts/service.js';
 import { customerById } from '../customers/service.js';
-import { commandRow } from '../terminals/commands/service.js';
+import { commandRow, tillReferenceOf } from '../terminals/commands/service.js';
 import {
   activeOverrideOf,
   capsOf,
@@ -82,7 +82,8 @@ export interface OutageReport {
   /** Checkouts made during the window that are still not paid. */
   open_checkouts: {
     total: number;
-    items: Array<{ id: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }>;
+    /** `reference`: the till's own (its external_id and description), empty when no till sent the checkout. */
+    items: Array<{ id: string; reference: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }>;
   };
   reconciliation: {
     /**
@@ -227,6 +228,7 @@ export function outageReport(ctx: AppContext, window: { started_at: string; ende
         if (open.length < LIST_MAX)
           open.push({
             id: c.id,
+            reference: tillReferenceOf(ctx, c.id),
             account_id: c.account_id,
             live_mode: scope.liveMode,
             status: c.status,

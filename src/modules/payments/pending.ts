@@ -75,6 +75,7 @@ export function startPendingPayment(ctx: AppContext, account: Account, checkout:
     tax_invoice_url: null,
     created_at: at,
     updated_at: at,
+    payment_method_id: newId('pay_m'),
   };
   paymentsStore(ctx.db).insert(pa);
   createIntent(ctx, paymentIntentInput(pa, checkout, start.rawStatus));
@@ -140,7 +141,7 @@ export function finishPendingPayment(ctx: AppContext, account: Account, pa: Paym
   if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
   const doc = emitPaymentEvents(ctx, account, next, settled);
   const card = next.card_last4 ? { network: next.card_network ?? 'unknown', last4: next.card_last4 } : null;
-  if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: next.id, card: pa.method === 'bank_transfer' ? null : card });
+  if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: next.id, card: pa.method === 'bank_transfer' ? null : card, paymentMethodId: pa.payment_method_id });
   appendSyncRecord(ctx.db, {
     kind: pa.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
     accountId: account.id,

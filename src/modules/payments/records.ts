@@ -61,7 +61,8 @@ export function paymentIntentInput(
           tax_invoicing_fee: 0,
           vat_withheld: pa.vat_withheld_in_cents,
           vat_withheld_currency: pa.currency,
-          used_presaved_payment_method: false,
+          // A saved card charged without the buyer: a one-time payment or a subscription's renewal.
+          used_presaved_payment_method: pa.channel === 'one_time_payment' || pa.channel === 'subscription',
           installments: pa.installments ?? 1,
           channel: pa.channel ?? pa.method,
           products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),

@@ -267,6 +267,12 @@ export function applyTerminalEvent(ctx: AppContext, commandId: string, event: Co
   });
 }
 
+/** What the till calls a checkout it sent to a terminal: its reference and description ("" when none sent one). */
+export function tillReferenceOf(ctx: AppContext, checkoutId: string): string {
+  const c = commandsStore(ctx.db).ofCheckout(checkoutId);
+  return c ? [c.external_id, c.description].filter(Boolean).join(' · ') : '';
+}
+
 export function commandRow(ctx: AppContext, id: string): CommandRowWithTerminal | undefined {
   return commandsStore(ctx.db).byId(id);
 }

@@ -329,7 +329,7 @@ async function fairness(): Promise<BenchResult> {
         }
       });
     });
-    const slow = createServer((req, res) => {
+    const slow = createServer((req, _res) => {
       req.resume();
       // Never answers: the attempt ends only at webhooks.timeout_ms (or when the daemon stops).
       req.on('end', () => undefined);

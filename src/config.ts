@@ -342,10 +342,17 @@ export const ConfigSchema = Type.Object({
       /** An endpoint failing this many days is disabled (its reason kept); 0: never. */
       auto_disable_after_days: Type.Integer({ minimum: 0, maximum: 365, default: 5 }),
       /**
-       * Circuit breaker per endpoint (gates.ts): this many automatic attempts failed or timed out in
-       * a row stop its sending; 0 (the default): off.
+       * Circuit breaker per endpoint (gates.ts): this many failure signals in a row (automatic
+       * attempts failed or timed out, or in flight past slow_ms) stop its sending; 0: off.
        */
-      breaker_failures: Type.Integer({ minimum: 0, maximum: 1000, default: 0 }),
+      breaker_failures: Type.Integer({ minimum: 0, maximum: 1000, default: 3 }),
+      /** An attempt in flight this long counts toward the breaker before its timeout; 0: only outcomes. */
+      slow_ms: Type.Integer({ minimum: 0, maximum: 120_000, default: 2_000 }),
+      /**
+       * Attempts in flight at most for an endpoint that names no max_in_flight (half the default
+       * concurrency): a hung receiver holds no more of the slots; 0: no cap.
+       */
+      endpoint_max_in_flight: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
       /** How long an open breaker waits before one probe (doubling after a failed probe, up to 10 min). */
       breaker_probe_ms: Type.Integer({ minimum: 100, default: 30_000 }),
       /**

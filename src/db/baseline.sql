@@ -751,6 +751,20 @@ CREATE TABLE webhook_replays (
 ) STRICT;
 CREATE INDEX webhook_replays_endpoint ON webhook_replays(endpoint_id);
 
+-- Changes to an endpoint that its own row does not keep (a URL moved): the audit of who changed
+-- what, kept after the endpoint is deleted (no foreign key) for the account's records.
+CREATE TABLE webhook_endpoint_history (
+  seq INTEGER PRIMARY KEY,
+  endpoint_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  field TEXT NOT NULL,
+  old_value TEXT,
+  new_value TEXT,
+  actor TEXT,
+  changed_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX webhook_endpoint_history_endpoint ON webhook_endpoint_history(endpoint_id, seq);
+
 -- How far the delivery worker has fanned events out (events.seq).
 CREATE TABLE webhook_cursor (
   id INTEGER PRIMARY KEY CHECK (id = 1),

@@ -355,6 +355,11 @@ export class DeliveryWorker implements Worker {
     return this.sender.breakerOpen(endpointId);
   }
 
+  /** Attempts of an endpoint in flight through its gates (its cap counts these). */
+  inFlightOf(endpointId: string): number {
+    return this.sender.inFlightOf(endpointId);
+  }
+
   /** The failing-endpoint lifecycle and retention (housekeeping.ts), at most once a minute of the clock. */
   housekeeping(): void {
     this.chores.run();

@@ -14,7 +14,7 @@ export interface BenchResult {
   target: string;
 }
 
-/** The bundled daemon (scripts/bundle.mjs), as `posd` runs it. */
+/** The built `posd` command (src/posd.ts bundled by scripts/bundle.mjs), as package.json's `bin` and bin/posd run it. */
 export const MAIN = fileURLToPath(new URL('../posd/posd.js', import.meta.url));
 
 export interface BenchDaemon {
@@ -135,11 +135,7 @@ export async function startBenchDaemon(
 }
 
 /** Starts a baseline server script (compiled, in bench/baselines) in its own process; it prints its port. */
-export async function startBaseline(
-  script: string,
-  env: Record<string, string> = {},
-  flushDelayMs = 0,
-): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startBaseline(script: string, env: Record<string, string> = {}, flushDelayMs = 0): Promise<{ url: string; stop(): Promise<void> }> {
   const path = fileURLToPath(new URL(`./baselines/${script}.js`, import.meta.url));
   const child = spawnDelayed(flushDelayMs, [path], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   const [, port] = await waitForOutput(child, /port (\d+)/);

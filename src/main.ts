@@ -4,7 +4,7 @@ import { CliError } from './cli/common.js';
 import { initCommand } from './cli/init.js';
 import { serveCommand } from './cli/serve.js';
 import { accountsCommand, keysCommand } from './cli/keys.js';
-import { managerCommand } from './cli/manager.js';
+import { managerCommand, managersCommand } from './cli/manager.js';
 import { backupCommand, restoreCommand } from './cli/backup.js';
 import { doctorCommand } from './cli/doctor.js';
 import { reconcileCommand, syncCommand } from './cli/sync.js';
@@ -27,6 +27,7 @@ export function buildProgram(): Command {
     keysCommand(),
     accountsCommand(),
     managerCommand(),
+    managersCommand(),
     backupCommand(),
     restoreCommand(),
     doctorCommand(),

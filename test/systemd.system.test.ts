@@ -22,7 +22,15 @@ describe('systemd/posd.service', () => {
   });
 
   it('runs as a dedicated user with a state directory, restarts on failure and is hardened', () => {
-    for (const line of ['User=posd', 'StateDirectory=posd', 'Restart=on-failure', 'ProtectSystem=strict', 'NoNewPrivileges=yes', 'PrivateTmp=yes']) {
+    for (const line of [
+      'User=posd',
+      'StateDirectory=posd',
+      'CacheDirectory=posd',
+      'Restart=on-failure',
+      'ProtectSystem=strict',
+      'NoNewPrivileges=yes',
+      'PrivateTmp=yes',
+    ]) {
       expect(unit).toContain(`\n${line}\n`);
     }
     const out = execFileSync('systemd-analyze', ['security', '--offline=true', join(dir, 'posd.service')], { encoding: 'utf8' });
@@ -55,7 +63,8 @@ describe('systemd/posd.service', () => {
     expect(r.stderr.trim()).toBe('');
     expect(r.status).toBe(0);
     expect(front).toContain('--role central-front --config /etc/posd/front.json --port %i');
-    for (const line of ['Type=notify', 'User=posd', 'Restart=always', 'ProtectSystem=strict', 'PrivateDevices=yes']) expect(front).toContain(`\n${line}\n`);
+    for (const line of ['Type=notify', 'User=posd', 'Restart=always', 'ProtectSystem=strict', 'PrivateDevices=yes', 'CacheDirectory=posd'])
+      expect(front).toContain(`\n${line}\n`);
     expect(front).not.toContain('StateDirectory=');
     const out = execFileSync('systemd-analyze', ['security', '--offline=true', path], { encoding: 'utf8' });
     expect(Number(/Overall exposure level for .*?: ([\d.]+)/.exec(out)?.[1])).toBeLessThan(3);

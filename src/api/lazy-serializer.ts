@@ -1,5 +1,4 @@
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
-import { serializerSchema } from './serializer-schema.js';
 
 type RouteSerializer = (data: unknown) => string;
 type SerializerCompiler = (route: { schema: unknown; method: string; url: string; httpStatus: string; contentType?: string }) => RouteSerializer;
@@ -13,8 +12,7 @@ type BuildSerializer = (externalSchemas: unknown, options: unknown) => Serialize
 /**
  * fastify's response serializers (fast-json-stringify), each compiled by the first response that
  * needs it instead of at start: compiling every route's response schemas took a third of a start
- * (issue 16). Output is the same: the same compiler, only later, given the schema with the unions
- * it can tell apart by type folded (serializer-schema.ts: no ajv validator per union branch).
+ * (issue 16). Output is the same: the same compiler with the route's own schema, only later.
  */
 export function lazySerializerFactory(): BuildSerializer {
   const select = (SerializerSelector as unknown as () => BuildSerializer)();
@@ -22,7 +20,7 @@ export function lazySerializerFactory(): BuildSerializer {
     const compile = select(externalSchemas, options);
     return (route) => {
       let compiled: RouteSerializer | undefined;
-      return (data) => (compiled ??= compile({ ...route, schema: serializerSchema(route.schema) }))(data);
+      return (data) => (compiled ??= compile(route))(data);
     };
   };
 }

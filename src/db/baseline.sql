@@ -336,10 +336,36 @@ CREATE TABLE payment_intents (
   channel TEXT,
   balance_transaction_id TEXT,
   tax_invoice_url TEXT,
+  -- A card a terminal approved offline (docs/stored-payments.md): when it stored it and when it
+  -- handed it to its processor. Kept after the outcome, so the payment stays recognisable.
+  offline_stored_at TEXT,
+  offline_forwarded_at TEXT,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- The method's hosted id (pay_m_): what the checkout's payment_method.id and the legacy payload
+  -- name. A card paid at the checkout page is a saved card (payment_methods, same id); a saved card
+  -- charged again keeps its id; other methods get an id of their own.
+  payment_method_id TEXT NOT NULL
 ) STRICT;
 CREATE INDEX payment_intents_checkout ON payment_intents(checkout_id);
+
+-- Cards saved by a paid checkout (hosted "payment methods", pay_m_): what POST /one_time_payments
+-- charges without the buyer (docs/compatibility.md, "One id per saved card"). posd keeps the card's
+-- network and last digits only, never card data: a sandbox charge of it is simulated, a live one is
+-- refused (no acquirer for cards that are not present). A subscription's card on file keeps the same
+-- id in subscriptions.payment_method_id.
+CREATE TABLE payment_methods (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  customer_id TEXT,
+  type TEXT NOT NULL CHECK (type IN ('card')),
+  card_network TEXT NOT NULL,
+  card_last4 TEXT NOT NULL,
+  -- The payment that saved it.
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL
+) STRICT;
 
 -- A checkout paid from another account's balance (docs/events.md "Balance payments"): the payer's
 -- side of a `balance` payment intent (the merchant's side is the payment_intents row): its intent
@@ -587,7 +613,9 @@ CREATE TABLE terminal_commands (
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
   terminal_id TEXT NOT NULL REFERENCES terminals(id),
   external_id TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'consumed', 'failed')),
+  -- stored: the terminal approved it offline; the command waits for the stored payment's outcome
+  -- (consumed when approved, failed when declined or expired) but the terminal is done with it.
+  status TEXT NOT NULL CHECK (status IN ('pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'stored', 'consumed', 'failed')),
   final INTEGER NOT NULL CHECK (final IN (0, 1)),
   offered INTEGER NOT NULL CHECK (offered IN (0, 1)),
   amount_in_cents INTEGER NOT NULL,
@@ -647,6 +675,7 @@ CREATE TABLE stored_payments (
   UNIQUE (terminal_id, offline_reference)
 ) STRICT;
 CREATE INDEX stored_payments_open ON stored_payments(account_id, live_mode, final, forward_by);
+CREATE INDEX stored_payments_terminal_open ON stored_payments(terminal_id, final);
 
 -- At a central: the final state of each stored payment a store pushed (`stored_payment` records),
 -- written once per id, never moved after (the store runs the lifecycle).
@@ -673,6 +702,25 @@ CREATE TABLE central_stored_payments (
   settled_at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
+
+-- At a central: every change of a store's offline policy the store reported (`offline_policy_change`
+-- records), once per id: who, why, the caps before and after (JSON objects), and whether it was an
+-- account's caps, a terminal's, or an override. The latest per account (and per terminal) is the
+-- policy the central shows for that store.
+CREATE TABLE central_offline_audit (
+  id TEXT PRIMARY KEY,
+  origin_store_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT,
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'terminal_caps_set', 'override_allow', 'override_revoke')),
+  actor TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  at TEXT NOT NULL
+) STRICT;
+CREATE INDEX central_offline_audit_account ON central_offline_audit(account_id, live_mode, at);
 
 -- An account's own caps of stored payments (else the box's, terminals.offline in the config).
 CREATE TABLE offline_caps (
@@ -702,12 +750,29 @@ CREATE TABLE offline_overrides (
 ) STRICT;
 CREATE INDEX offline_overrides_account ON offline_overrides(account_id, live_mode, until_at);
 
--- Every change of an account's offline policy: who, when, why, and the caps before and after.
-CREATE TABLE offline_audit (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+-- A terminal's own caps, beside its account's (the tighter of the two applies); NULL: the account's
+-- cap alone. Its totals count that terminal's stored payments only.
+CREATE TABLE terminal_offline_caps (
+  terminal_id TEXT PRIMARY KEY REFERENCES terminals(id),
   account_id TEXT NOT NULL,
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
-  action TEXT NOT NULL CHECK (action IN ('caps_set', 'override_allow', 'override_revoke')),
+  allowed INTEGER CHECK (allowed IN (0, 1)),
+  max_payment_in_cents INTEGER,
+  max_total_in_cents INTEGER,
+  max_count INTEGER,
+  max_age_hours INTEGER CHECK (max_age_hours BETWEEN 1 AND 168),
+  updated_at TEXT NOT NULL
+) STRICT;
+
+-- Every change of an account's offline policy: who (a named manager, or the shell's --by), when,
+-- why, and the caps before and after (JSON objects). terminal_id: the change was a terminal's caps.
+CREATE TABLE offline_audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT,
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'terminal_caps_set', 'override_allow', 'override_revoke')),
   actor TEXT NOT NULL,
   reason TEXT NOT NULL,
   before TEXT NOT NULL,
@@ -1557,8 +1622,22 @@ CREATE INDEX contracts_customer ON contracts(customer_id, template_id, status);
 -- Status page sessions of the store manager. Installation-wide, not an account's object, so no
 -- account_id: the manager looks after the box, whatever accounts it serves. Only the SHA-256 of
 -- the session cookie is stored; csrf is the token the page's POST forms must echo.
+-- The box's managers, each with a name and a password of their own (scrypt, src/modules/ops/password.ts)
+-- and optionally a manager token for the API's policy changes (only its SHA-256 is kept). A box
+-- set up with the single status-page password of earlier builds gets that password as the manager
+-- named `manager` at first open (src/modules/ops/managers.ts).
+CREATE TABLE managers (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+  password_hash TEXT NOT NULL,
+  token_hash TEXT UNIQUE,
+  created_at TEXT NOT NULL
+) STRICT;
+
 CREATE TABLE manager_sessions (
   token_hash TEXT PRIMARY KEY,
+  -- The person the session belongs to: every change made from it names them.
+  manager_id TEXT REFERENCES managers(id),
   csrf TEXT NOT NULL,
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL

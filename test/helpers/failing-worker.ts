@@ -1,6 +1,6 @@
 /**
  * Preloaded into a real `posd serve` (`node --import dist/test/helpers/failing-worker.js
- * dist/src/main.js serve ...`): adds a module with a worker that throws at start (after the port
+ * dist/src/posd.js serve ...`): adds a module with a worker that throws at start (after the port
  * listens; its error names the port, so a test can check it is free), or at stop when
  * FAILING_WORKER=stop.
  */

@@ -3,19 +3,18 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 
-/** The bundled daemon `npm run build` makes (scripts/bundle.mjs), the file `posd` and `npm start` run. */
+/** The built `posd` command (src/posd.ts bundled by scripts/bundle.mjs): the file package.json's `bin`, `npm start`, bin/posd and systemd run. */
 export const MAIN = fileURLToPath(new URL('../../dist/posd/posd.js', import.meta.url));
 /**
- * tsc's output, one file per module: still a working `posd`, for the tests that preload a module into
- * it (test/helpers/failing-worker.ts adds to dist/src/modules/index.js's list, which the bundle does
- * not share).
+ * The same command as tsc's output, one file per module, for the tests that preload a module into it
+ * (test/helpers/failing-worker.ts adds to dist/src/modules/index.js's list, which the bundle does not share).
  */
-export const UNBUNDLED_MAIN = fileURLToPath(new URL('../../dist/src/main.js', import.meta.url));
+export const UNBUNDLED_MAIN = fileURLToPath(new URL('../../dist/src/posd.js', import.meta.url));
 
 let built = false;
 /**
- * The built posd makes new databases from dist/src/db/baseline.sql (and the bundle from
- * dist/posd/baseline.sql), which `npm run build` copies and `tsc` alone does not: a missing or older
+ * The built posd makes new databases from dist/posd/baseline.sql (tsc's output from
+ * dist/src/db/baseline.sql), which `npm run build` copies and `tsc` alone does not: a missing or older
  * copy would fail every spawned daemon far from the cause, so say it here.
  */
 export function assertBuilt(): void {

@@ -122,7 +122,8 @@ export class DeliveryWorker implements Worker {
     this.accounts = accountsOf(ctx);
     const bookkeeping = bookkeepingTx(ctx);
     this.writer =
-      ctx.db.memory || !ctx.config.webhooks.writer_thread
+      // A chain's core writes only on its own connection, where every commit goes to the central's log.
+      ctx.db.memory || !ctx.config.webhooks.writer_thread || ctx.config.sync.postgres.url !== ''
         ? new InlineWriter(ctx.db, bookkeeping)
         : new ThreadWriter(ctx.db.name, ctx.config.database.busy_timeout_ms, ctx.log);
     this.failing = new Set(this.store.failingIds());

@@ -1,12 +1,9 @@
-/** posd as a separate process (`node dist/posd/posd.js serve`, the bundle), for crash and restart tests. */
+/** posd as a separate process (`node dist/posd/posd.js serve`, the built command), for crash and restart tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { request } from 'undici';
-import { assertBuilt } from '../../helpers/process.js';
-
-const MAIN = join(import.meta.dirname, '../../../dist/posd/posd.js');
+import { assertBuilt, MAIN } from '../../helpers/process.js';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

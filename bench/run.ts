@@ -17,6 +17,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   bookings: () => import('./bookings.js'),
   'shipping-quote': () => import('./shipping-quote.js'),
   backup: () => import('./backup.js'),
+  // Each list's first page at 1,000,000 rows beside an empty box (the seed takes a minute or two).
+  lists: () => import('./lists.js'),
   // Every write path under 0, 2 and 5 ms of injected flush latency (strace), a few minutes.
   flush: () => import('./flush.js'),
   // A store's small push at a central holding 200,000 records of its history, beside an empty central.

@@ -83,6 +83,20 @@ CREATE INDEX idempotency_created ON idempotency_keys(created_at);
 -- ================================================================================================
 
 -- The transactional outbox: an event is written in the same transaction as the change it reports.
+-- Row counts of the lists per account, environment and key ('' = every row; else the status the
+-- list filters on), kept by each table's triggers in the transaction that writes the row: a list's
+-- Total-Count reads one row here instead of counting the table (issue 38: a count over 1,000,000
+-- rows held the event loop for tens of milliseconds on every poll). A filter these keys do not
+-- cover counts its range through an index instead.
+CREATE TABLE list_counts (
+  list TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  n INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY (list, account_id, live_mode, key)
+) STRICT, WITHOUT ROWID;
+
 CREATE TABLE events (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -98,6 +112,15 @@ CREATE TABLE events (
 CREATE INDEX events_type ON events(account_id, type, created_at);
 -- GET /activities reads the outbox newest first by time, per account and environment.
 CREATE INDEX events_account_time ON events(account_id, live_mode, created_at);
+-- Its Total-Count without a filter (list_counts above).
+CREATE TRIGGER events_count_insert AFTER INSERT ON events
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('events', NEW.account_id, NEW.live_mode, '') ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER events_count_delete AFTER DELETE ON events
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'events' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
 
 -- Facts central must learn, appended in the same transaction as the change (see src/sync/outbox.ts).
 CREATE TABLE sync_outbox (
@@ -179,7 +202,36 @@ CREATE TABLE customers (
   became_live_at TEXT
 ) STRICT;
 CREATE UNIQUE INDEX customers_email ON customers(merchant_id, live_mode, email) WHERE email IS NOT NULL;
-CREATE INDEX customers_merchant ON customers(merchant_id, created_at);
+-- GET /customers, newest first per merchant: the index holds the whole order (created_at, then id).
+CREATE INDEX customers_merchant ON customers(merchant_id, created_at, id);
+-- Its Total-Count (list_counts above), per merchant and per environment's view (spec 5 rule 7, the
+-- SCOPE of src/modules/customers/store.ts): the live view (live_mode 1 here) holds live customers and
+-- the live account's own; the test view (0) those not yet live. A customer can be in both.
+CREATE TRIGGER customers_count_insert AFTER INSERT ON customers
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 1, '' WHERE NEW.live_mode = 1 OR NEW.account_id = NEW.merchant_id
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 0, '' WHERE NEW.live_mode = 0
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER customers_count_update AFTER UPDATE OF account_id, live_mode, merchant_id ON customers
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'customers' AND account_id = OLD.merchant_id AND key = ''
+    AND ((live_mode = 1 AND (OLD.live_mode = 1 OR OLD.account_id = OLD.merchant_id)) OR (live_mode = 0 AND OLD.live_mode = 0));
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 1, '' WHERE NEW.live_mode = 1 OR NEW.account_id = NEW.merchant_id
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 0, '' WHERE NEW.live_mode = 0
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER customers_count_delete AFTER DELETE ON customers
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'customers' AND account_id = OLD.merchant_id AND key = ''
+    AND ((live_mode = 1 AND (OLD.live_mode = 1 OR OLD.account_id = OLD.merchant_id)) OR (live_mode = 0 AND OLD.live_mode = 0));
+END;
 
 CREATE TABLE users (
   id TEXT PRIMARY KEY,
@@ -214,7 +266,27 @@ CREATE TABLE checkouts (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX checkouts_account ON checkouts(account_id, live_mode, created_at);
+-- GET /checkouts, newest first: each index holds the list's whole order (created_at, then id), so
+-- a page reads its rows in order and stops; with ?status= the status column comes before the order.
+CREATE INDEX checkouts_account ON checkouts(account_id, live_mode, created_at, id);
+CREATE INDEX checkouts_status ON checkouts(account_id, live_mode, status, created_at, id);
+-- Total-Count of GET /checkouts without a filter, or with ?status= only (list_counts below).
+CREATE TRIGGER checkouts_count_insert AFTER INSERT ON checkouts
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('checkouts', NEW.account_id, NEW.live_mode, ''), ('checkouts', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER checkouts_count_update AFTER UPDATE OF account_id, live_mode, status ON checkouts
+WHEN NEW.status IS NOT OLD.status OR NEW.account_id IS NOT OLD.account_id OR NEW.live_mode IS NOT OLD.live_mode
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'checkouts' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('checkouts', NEW.account_id, NEW.live_mode, ''), ('checkouts', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER checkouts_count_delete AFTER DELETE ON checkouts
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'checkouts' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
 
 -- The unified intent (in_): one per payment attempt of any method.
 CREATE TABLE intents (
@@ -416,6 +488,17 @@ CREATE TABLE balance_transactions (
 CREATE INDEX balance_transactions_chain ON balance_transactions(account_id, currency, seq);
 CREATE INDEX balance_transactions_time ON balance_transactions(account_id, live_mode, created_at);
 CREATE INDEX balance_transactions_origin ON balance_transactions(origin, created_at);
+-- GET /balance_transactions, newest first (seq descending) per account and environment.
+CREATE INDEX balance_transactions_list ON balance_transactions(account_id, live_mode, seq);
+-- Its Total-Count without a filter (list_counts below); rows are never updated out of their account.
+CREATE TRIGGER balance_transactions_count_insert AFTER INSERT ON balance_transactions
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('balance_transactions', NEW.account_id, NEW.live_mode, '') ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER balance_transactions_count_delete AFTER DELETE ON balance_transactions
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'balance_transactions' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
 
 -- A DTE requested for an intent; pending ones are retried by the worker until the provider answers.
 CREATE TABLE tax_invoices (

@@ -20,6 +20,7 @@ async function bookLoad(url: string, headers: Record<string, string>, fields: Re
   });
   return {
     rps: result.requests.average,
+    total: result.requests.total,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors,

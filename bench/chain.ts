@@ -195,7 +195,7 @@ function collectPushes(s: Store): void {
   });
 }
 
-async function inBatches(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
+export async function inBatches(n: number, width: number, fn: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(width, n) }, async () => {
@@ -204,7 +204,7 @@ async function inBatches(n: number, width: number, fn: (i: number) => Promise<vo
   );
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -215,7 +215,7 @@ function freePort(): Promise<number> {
   });
 }
 
-function lineMatching(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
+export function lineMatching(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {
   return new Promise((resolve, reject) => {
     let text = '';
     child.stdout!.on('data', function onData(d: Buffer) {
@@ -231,7 +231,7 @@ function lineMatching(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray
   });
 }
 
-async function stop(child: ChildProcess): Promise<void> {
+export async function stop(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');

@@ -11,8 +11,8 @@ import { initBenchData, startBaseline, startBenchDaemon, type BenchDaemon, type 
  * Every write path that answers a request, under the flush-latency harness (`underFlushDelay` in
  * lib.ts: each fsync/fdatasync of the daemon returns 0, 2 or 5 ms late, as a store box's disk), at
  * 20 writing connections. Each path's throughput at 2 and 5 ms is printed as a ratio of its own
- * 0 ms throughput measured in the same run (issue 18's goal: >= 0.8 at 2 ms, >= 0.6 at 5 ms); cash
- * sales and transfers also beside their raw baselines under the same delay. Then the p99 of a
+ * 0 ms throughput measured in the same run (goal: >= 0.8 at 2 ms; at 5 ms >= 0.6, or 0.8 of the
+ * 4,000/s ceiling if that is lower: issue 38); cash sales and transfers also beside their raw baselines under the same delay. Then the p99 of a
  * GET /account made alongside 20 connections creating checkouts at 5 ms (goal: < 20 ms).
  *
  * `npm run bench -- flush`; POSD_BENCH_FLUSH_MS=0,5 picks the delays, POSD_BENCH_FLUSH_PATHS=transfers,refunds the paths.
@@ -142,6 +142,22 @@ const PATHS: Path[] = [
   },
 ];
 
+/** Issue 38's goals beside the raw baseline on the fast disk. */
+const RAW_TARGET: Record<string, string> = { transfers: '>= 0.7', 'cash sales': '>= 0.75, p99 < 25 ms' };
+
+/**
+ * Issue 38: at a flush of `ms`, a write path reaches 0.6 of its own fast-disk rate or 0.8 of the
+ * ceiling the 20 connections allow (20 / ms commits a second: 4,000/s at 5 ms), whichever is lower;
+ * issue 18's 0.8 at 2 ms stays. Printed as a ratio of the 0 ms rate, so the lower goal shows as such.
+ */
+function flushTarget(ms: number, zeroRps: number): string {
+  const share = ms <= 2 ? 0.8 : 0.6;
+  const ceiling = 0.8 * (CONNECTIONS / ms) * 1000;
+  const needed = Math.min(share * zeroRps, ceiling);
+  const why = `${share} of own 0 ms rate or 0.8 of the ${Math.round((CONNECTIONS / ms) * 1000)}/s ceiling, whichever lower`;
+  return `>= ${(needed / zeroRps).toFixed(2)} (${Math.round(needed)} req/s: ${why})`;
+}
+
 interface Measured {
   rps: number;
   p99: number;
@@ -243,7 +259,7 @@ export async function run(): Promise<BenchResult[]> {
           metrics: { 'req/s': m.rps, 'p99 ms': m.p99 },
           baseline: { [`req/s at ${delays[0]} ms`]: zero.rps, [`p99 ms at ${delays[0]} ms`]: zero.p99 },
           ratio: m.rps / zero.rps,
-          target: ms <= 2 ? '>= 0.8' : '>= 0.6',
+          target: flushTarget(ms, zero.rps),
         });
       }
       if (r) {
@@ -252,7 +268,7 @@ export async function run(): Promise<BenchResult[]> {
           metrics: { 'req/s': m.rps, 'p99 ms': m.p99 },
           baseline: { 'req/s': r.rps, 'p99 ms': r.p99 },
           ratio: m.rps / r.rps,
-          target: ms === 0 && p.name === 'transfers' ? '>= 0.7' : 'report',
+          target: ms === 0 && RAW_TARGET[p.name] ? RAW_TARGET[p.name] : 'report',
         });
       }
     }

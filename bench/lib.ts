@@ -151,6 +151,8 @@ export async function startBaseline(script: string, env: Record<string, string> 
 
 export interface LoadResult {
   rps: number;
+  /** Requests answered in the run: 0 when the first one outlasted it (its latency then reads 0). */
+  total: number;
   p50: number;
   p99: number;
   errors: number;
@@ -179,6 +181,7 @@ export async function load(opts: {
   });
   return {
     rps: result.requests.average,
+    total: result.requests.total,
     p50: result.latency.p50,
     p99: result.latency.p99,
     errors: result.errors,

@@ -13,9 +13,13 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   transfers: () => import('./transfers.js'),
   webhooks: () => import('./webhooks.js'),
   terminals: () => import('./terminals.js'),
+  // GET /api/account while one paired terminal floods its link (issue 32's frame budget).
+  'terminal-flood': () => import('./terminal-flood.js'),
   bookings: () => import('./bookings.js'),
   'shipping-quote': () => import('./shipping-quote.js'),
   backup: () => import('./backup.js'),
+  // Each list's first page at 1,000,000 rows beside an empty box (the seed takes a minute or two).
+  lists: () => import('./lists.js'),
   // Every write path under 0, 2 and 5 ms of injected flush latency (strace), a few minutes.
   flush: () => import('./flush.js'),
   // A store's small push at a central holding 200,000 records of its history, beside an empty central.
@@ -26,6 +30,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   'central-pg-core': () => import('./central-pg-core.js'),
   // One central and N = 1, 10, 50 store processes catching up at once (a few minutes).
   chain: () => import('./chain.js'),
+  // The chain on PostgreSQL: two cores on one log, two fronts, HAProxy; a front and the leader killed (issue 33).
+  'chain-pg': () => import('./chain-pg.js'),
   // Last: 100,000 offline sales drained to a central takes about a minute.
   sync: () => import('./sync.js'),
 };

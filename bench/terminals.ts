@@ -197,15 +197,16 @@ export async function run(): Promise<BenchResult[]> {
         scenario: `POST /api/terminal_session_commands returning -> charge received, ${WS_TERMINALS} WebSocket terminals`,
         metrics: { 'p50 ms': ws.p50, 'p99 ms': ws.p99, 'from request p50 ms': wsReq.p50, 'from request p99 ms': wsReq.p99 },
         baseline: { 'ws round trip p50 ms': rawWs.p50, 'ws round trip p99 ms': rawWs.p99 },
-        ratio: rawWs.p99 / Math.max(wsReq.p99, 1e-3),
-        target: 'p99 < 10 ms',
+        // Issue 38: from the request to the frame, p99 < 3 ms; the ratio is 3 ms over that p99.
+        ratio: 3 / Math.max(wsReq.p99, 1e-3),
+        target: '>= 1 (from request p99 < 3 ms, issue 38)',
       },
       {
         scenario: `POST /api/terminal_session_commands returning -> charge received, ${SERIAL_TERMINALS} serial terminals (pty)`,
         metrics: { 'p50 ms': se.p50, 'p99 ms': se.p99, 'from request p50 ms': seReq.p50, 'from request p99 ms': seReq.p99 },
         baseline: { 'pty round trip p50 ms': rawPty.p50, 'pty round trip p99 ms': rawPty.p99 },
-        ratio: rawPty.p99 / Math.max(seReq.p99, 1e-3),
-        target: 'p99 < 30 ms',
+        ratio: 3 / Math.max(seReq.p99, 1e-3),
+        target: '>= 1 (from request p99 < 3 ms, issue 38)',
       },
       {
         scenario: `full charge cycles, ${WS_TERMINALS} WebSocket + ${SERIAL_TERMINALS} serial terminals at once`,

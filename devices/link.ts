@@ -19,6 +19,8 @@ export interface LinkDown {
   missedPings?: true;
   /** This side closed the link on purpose. */
   closedLocally?: true;
+  /** Closed by this side because the peer stayed over its frame budget (`FrameBudget`). */
+  flooded?: true;
   detail: string;
   error?: Error;
 }
@@ -75,8 +77,27 @@ export type ServerLink = TerminalLink<TerminalMessage, ServerMessage>;
 /** A terminal's view (the simulator). */
 export type TerminalSideLink = TerminalLink<ServerMessage, TerminalMessage>;
 
+/**
+ * What a peer may send (docs/terminal-protocol.md, "Frame budget"): frames and bytes per second. A
+ * frame over it is dropped unread and the link stops reading until the second ends (slowed: a
+ * WebSocket's TCP window closes, a serial peer's unacknowledged frame is resent later); a peer over
+ * it in `closeAfterSeconds` seconds in a row is closed (WebSocket close code `LINK_CLOSE_FLOOD`).
+ * A flooding terminal used to take the box's event loop: 330,000 frames in 15 s pushed
+ * `GET /api/account` to a p50 of 220-425 ms.
+ */
+export interface FrameBudget {
+  framesPerSecond: number;
+  bytesPerSecond: number;
+  closeAfterSeconds: number;
+}
+
+/** The WebSocket close code of a link closed for staying over its frame budget. */
+export const LINK_CLOSE_FLOOD = 4008;
+
 export interface LinkOptions<In> {
   parse: MessageParser<In>;
+  /** Absent: no budget (the terminal side, tests of the framing). */
+  budget?: FrameBudget;
   clock?: Clock;
   /** Interval between pings; 10 s per the protocol. 0 disables keepalive. */
   pingIntervalMs?: number;
@@ -103,6 +124,11 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
   private resolveDown!: (d: LinkDown) => void;
   private readonly buffered: In[] = [];
   private received = 0;
+  private readonly budget: FrameBudget | undefined;
+  /** The budget's current one-second window, what it counted, and the last windows found over it. */
+  private window = { index: -1, frames: 0, bytes: 0 };
+  private over = { index: -2, seconds: 0 };
+  private resumeTimer: TimerHandle | undefined;
 
   constructor(opts: LinkOptions<In>) {
     super();
@@ -110,6 +136,7 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
     this.clock = opts.clock ?? realClock();
     this.pingIntervalMs = opts.pingIntervalMs ?? 10_000;
     this.maxMissedPings = opts.maxMissedPings ?? 3;
+    this.budget = opts.budget;
     this.whenDown = new Promise((r) => (this.resolveDown = r));
     // Messages that arrive before anyone listens (say, right after a handshake resolves) are held
     // and replayed to the first listener instead of being lost.
@@ -139,7 +166,48 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
 
   abstract writeRaw(data: Buffer | string): Promise<void>;
   protected abstract writeMessage(msg: Out): Promise<void>;
-  protected abstract closeTransport(): Promise<void>;
+  /** `code`: the WebSocket close code (1000 unless the link is closed for a reason with its own). */
+  protected abstract closeTransport(code?: number): Promise<void>;
+  /** Stops reading from the peer for `ms` (the rest of a budget's second). */
+  protected abstract pauseReading(ms: number): void;
+
+  /**
+   * Counts one frame received (`bytes` long) against the budget; false: drop it unread. Over the
+   * budget the link pauses reading until the second ends; over it in `closeAfterSeconds` seconds in
+   * a row, the link goes down (`flooded`) and is closed with LINK_CLOSE_FLOOD.
+   */
+  protected admitFrame(bytes: number): boolean {
+    if (this.downReason) return false;
+    const b = this.budget;
+    if (!b) return true;
+    const now = this.clock.now();
+    const index = Math.floor(now / 1000);
+    if (index !== this.window.index) this.window = { index, frames: 0, bytes: 0 };
+    this.window.frames++;
+    this.window.bytes += bytes;
+    if (this.window.frames <= b.framesPerSecond && this.window.bytes <= b.bytesPerSecond) return true;
+    if (this.over.index === index) return false;
+    this.over = { index, seconds: this.over.index === index - 1 ? this.over.seconds + 1 : 1 };
+    if (this.over.seconds >= b.closeAfterSeconds) {
+      this.goDown({
+        flooded: true,
+        closedLocally: true,
+        detail: `over its frame budget (${b.framesPerSecond} frames, ${b.bytesPerSecond} bytes a second) for ${this.over.seconds} seconds in a row`,
+      });
+      void this.closeTransport(LINK_CLOSE_FLOOD);
+      return false;
+    }
+    this.pauseReading(1000 - (now % 1000));
+    return false;
+  }
+
+  /** Transports call this from `pauseReading`: `resume` runs when the second is over, unless the link went down. */
+  protected resumeAfter(ms: number, resume: () => void): void {
+    this.clock.clearTimeout(this.resumeTimer);
+    this.resumeTimer = this.clock.setTimeout(() => {
+      if (!this.downReason) resume();
+    }, ms);
+  }
 
   /** Subclasses call this once the transport is usable. */
   protected startKeepalive(): void {
@@ -196,6 +264,7 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
     if (this.downReason) return;
     this.downReason = reason;
     this.clock.clearTimeout(this.pingTimer);
+    this.clock.clearTimeout(this.resumeTimer);
     this.onDown(reason);
     this.resolveDown(reason);
     this.emit('down', reason);

@@ -150,6 +150,24 @@ export const ConfigSchema = Type.Object({
        */
       projector_paused: Type.Boolean({ default: false }),
       /**
+       * Central: how far a pushed record's time may be after the push, or before the store's
+       * account was made, before the record is refused (`record_in_future`, `record_before_join`):
+       * a box's clock may run off by this much (its status warns past `clock_warn_ms`).
+       */
+      record_time_skew_ms: Type.Integer({ minimum: 0, default: 3_600_000 }),
+      /**
+       * Central: money a store reports that the central cannot see move is held for an operator's
+       * review (`posd sync held`) past these, before it reaches a balance the central pays out:
+       * one record's amount, and one store's applied money of one UTC day and currency. 0: off.
+       */
+      review: Type.Object(
+        {
+          per_record_cents: Type.Integer({ minimum: 0, default: 20_000_000 }),
+          per_day_cents: Type.Integer({ minimum: 0, default: 200_000_000 }),
+        },
+        { default: {} },
+      ),
+      /**
        * A chain's central past one machine (docs/central.md): the sync tables on PostgreSQL. Empty
        * url: the central keeps them in its SQLite file. Set on the core (`role: central`) and on
        * every `central-front`.
@@ -184,6 +202,14 @@ export const ConfigSchema = Type.Object({
       /** Protocol keepalive: a ping every 10 s, three missed make the terminal unavailable. 0 disables. */
       ping_interval_ms: Type.Integer({ minimum: 0, default: 10_000 }),
       max_missed_pings: Type.Integer({ minimum: 1, default: 3 }),
+      /**
+       * Each terminal link's frame budget (docs/terminal-protocol.md, "Frame budget"): past these
+       * per second its frames are dropped unread and the link is slowed (reading paused until the
+       * second ends); past them `link_close_after_s` seconds in a row, it is closed (code 4008).
+       */
+      link_frames_per_second: Type.Integer({ minimum: 1, default: 500 }),
+      link_bytes_per_second: Type.Integer({ minimum: 1024, default: 4 * 1024 * 1024 }),
+      link_close_after_s: Type.Integer({ minimum: 1, maximum: 3600, default: 5 }),
       /** Serial framing: wait for ACK/NAK this long before resending, at most `serial_max_resends` times. */
       serial_ack_timeout_ms: Type.Integer({ minimum: 1, default: 2_000 }),
       serial_max_resends: Type.Integer({ minimum: 0, default: 3 }),
@@ -202,6 +228,21 @@ export const ConfigSchema = Type.Object({
           max_count: Type.Integer({ minimum: 0, default: 100 }),
           /** How long a stored payment may wait to be forwarded; card networks refuse much older ones. */
           max_age_hours: Type.Integer({ minimum: 1, maximum: 168, default: 48 }),
+        },
+        { default: {} },
+      ),
+      /**
+       * Every terminal's own caps beside its account's (the tighter of the two applies), unless the
+       * terminal has its own (`posd payments offline caps --terminal`); null: the account's alone.
+       * The totals and counts are that terminal's stored payments.
+       */
+      offline_per_terminal: Type.Object(
+        {
+          allowed: Type.Union([Type.Boolean(), Type.Null()], { default: null }),
+          max_payment_in_cents: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null }),
+          max_total_in_cents: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null }),
+          max_count: Type.Union([Type.Integer({ minimum: 0 }), Type.Null()], { default: null }),
+          max_age_hours: Type.Union([Type.Integer({ minimum: 1, maximum: 168 }), Type.Null()], { default: null }),
         },
         { default: {} },
       ),
@@ -325,10 +366,17 @@ export const ConfigSchema = Type.Object({
       /** An endpoint failing this many days is disabled (its reason kept); 0: never. */
       auto_disable_after_days: Type.Integer({ minimum: 0, maximum: 365, default: 5 }),
       /**
-       * Circuit breaker per endpoint (gates.ts): this many automatic attempts failed or timed out in
-       * a row stop its sending; 0 (the default): off.
+       * Circuit breaker per endpoint (gates.ts): this many failure signals in a row (automatic
+       * attempts failed or timed out, or in flight past slow_ms) stop its sending; 0: off.
        */
-      breaker_failures: Type.Integer({ minimum: 0, maximum: 1000, default: 0 }),
+      breaker_failures: Type.Integer({ minimum: 0, maximum: 1000, default: 3 }),
+      /** An attempt in flight this long counts toward the breaker before its timeout; 0: only outcomes. */
+      slow_ms: Type.Integer({ minimum: 0, maximum: 120_000, default: 2_000 }),
+      /**
+       * Attempts in flight at most for an endpoint that names no max_in_flight (half the default
+       * concurrency): a hung receiver holds no more of the slots; 0: no cap.
+       */
+      endpoint_max_in_flight: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
       /** How long an open breaker waits before one probe (doubling after a failed probe, up to 10 min). */
       breaker_probe_ms: Type.Integer({ minimum: 100, default: 30_000 }),
       /**
@@ -399,6 +447,12 @@ export const ConfigSchema = Type.Object({
       session_hours: Type.Integer({ minimum: 1, maximum: 24 * 30, default: 12 }),
       /** When set, GET /metrics asks for `Authorization: Bearer <token>`; empty: open (counts only). */
       metrics_token: Type.String({ default: '' }),
+      /** Failed status-page logins one address (or one known device) may make per 5 minutes before 429. */
+      login_failures_per_address: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+      /** Password checks (scrypt, ~50-100 ms each) run at once; the rest wait in a short line. */
+      login_concurrency: Type.Integer({ minimum: 1, maximum: 64, default: 2 }),
+      /** Logins waiting for a check past this many are answered 429 at once (never left to time out). */
+      login_queue: Type.Integer({ minimum: 0, maximum: 10_000, default: 16 }),
     },
     { default: {} },
   ),
@@ -442,6 +496,29 @@ function leaves(schema: TSchema, path: string[] = []): Array<{ path: string[]; s
 
 function envName(path: string[]): string {
   return `POSD_${path.join('_').toUpperCase()}`;
+}
+
+/** `POSD_*` names read outside the schema's leaves (the loader reads POSD_WRITE_CODE_CACHE). */
+const OTHER_ENV = new Set(['POSD_CONFIG', 'POSD_DATA', 'POSD_WRITE_CODE_CACHE']);
+
+/**
+ * `POSD_*` variables that name no setting: a misspelt one (POSD_HTP_PORT) would otherwise be
+ * ignored in silence, leaving the default the manager meant to change. Each with the known name
+ * closest to it (sharing the longest prefix), when one is close.
+ */
+export function unknownEnvNames(env: Env): Array<{ name: string; nearest: string | null }> {
+  const known = [...leaves(ConfigSchema).map((l) => envName(l.path)), ...OTHER_ENV];
+  const shared = (a: string, b: string) => {
+    let i = 0;
+    while (i < a.length && a[i] === b[i]) i++;
+    return i;
+  };
+  return Object.keys(env)
+    .filter((k) => k.startsWith('POSD_') && env[k] !== undefined && !known.includes(k))
+    .map((name) => {
+      const best = known.reduce((a, b) => (shared(name, b) > shared(name, a) ? b : a));
+      return { name, nearest: shared(name, best) > 'POSD_'.length ? best : null };
+    });
 }
 
 function fromEnvText(text: string, schema: TSchema): unknown {

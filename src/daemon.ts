@@ -5,6 +5,7 @@ import { maskedConfig, publicBaseUrl } from './config.js';
 import { openDatabase, type Db } from './db/database.js';
 import { databaseFile } from './db/paths.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
+import { watchDiskFull } from './db/disk-full.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { Outbox } from './outbox/events.js';
@@ -13,6 +14,7 @@ import type { ApiApp, PosdModule, Worker } from './api/module.js';
 import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
+import { setLeaderWorkers } from './sync/central/pg-core-slot.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
 import { tlsEnabled } from './config.js';
 import { ServerTls } from './system/tls/server-tls.js';
@@ -122,7 +124,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     tls?.attach(app.server as never);
     // Made only once the port is ours: a start that cannot listen must not create keys it never shows.
     let installation: Installation | undefined;
-    if (!accounts.isInitialised()) {
+    // A chain's core takes its installation from the central's log: one made here would be a second
+    // organization no other core has. The first core is made with `posd init` (README).
+    const chainCore = config.role === 'central' && config.sync.postgres.url !== '';
+    if (!accounts.isInitialised() && !chainCore) {
       installation = initInstallation(accounts, {
         name: 'My store',
         role,
@@ -135,7 +140,19 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
     url = publicBaseUrl(config, port);
     if (installation) opts.onInstalled?.(installation, `${url}/api`);
 
-    for (const w of [checkpointWorker(ctx, config), ...modules.flatMap((m) => m.workers?.(ctx) ?? [])]) {
+    let workers = modules.flatMap((m) => m.workers?.(ctx) ?? []);
+    if (chainCore) {
+      // A chain's core starts only its place in the log; the rest run while it leads (src/sync/pg-core.ts).
+      // Workers are not restartable: a later leadership of this process makes fresh ones.
+      let first: Worker[] | undefined = workers.filter((w) => w.name !== 'sync-pg-core');
+      setLeaderWorkers(ctx, () => {
+        const made = first ?? modules.flatMap((m) => m.workers?.(ctx) ?? []).filter((w) => w.name !== 'sync-pg-core');
+        first = undefined;
+        return made;
+      });
+      workers = workers.filter((w) => w.name === 'sync-pg-core');
+    }
+    for (const w of [checkpointWorker(ctx, config), ...workers]) {
       started.push(w);
       try {
         await w.start();
@@ -153,6 +170,10 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // At debug: at info its 150 lines pushed the first start's keys off the screen.
   log.debug({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir, tls: tls ? tls.status : 'off' }, 'posd listening');
+  watchDiskFull(ctx.db, (state, previous) => {
+    if (state) log.error({ data_dir: config.data_dir }, 'disk full: writes are refused (507 disk_full), reads go on; free space on that disk and writes resume by themselves');
+    else log.warn({ data_dir: config.data_dir, refused: previous?.refused }, 'disk has room again: writes resume');
+  });
 
   const stop = stopOnce(log, halt);
 

@@ -65,6 +65,8 @@ export const ERRORS = {
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
+  // The hosted service refunds only in full (hosted-api.md section 8; docs/compatibility.md).
+  partial_refund_unsupported: { status: 422, message: 'Refunds are always of the whole payment; amount_in_cents, when sent, must be the payment amount.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },
   // Disputes (docs/events.md, src/modules/disputes/)
   payment_not_disputable: { status: 422, message: 'Only a succeeded card payment can be disputed.' },
@@ -87,6 +89,8 @@ export const ERRORS = {
   sync_apply_failed: { status: 503, message: 'The central could not apply the batch; nothing was applied, push it again later.' },
   sync_push_at_core: { status: 503, message: "This central is a chain's core: pushes go to its central-front processes; nothing was received." },
   // A chain's central past one machine (docs/central.md): the central-front processes
+  central_standby: { status: 503, message: 'This core is a standby: writes go to the leading core; nothing was written.' },
+  central_log_unavailable: { status: 503, message: "The central could not write the change to its log (PostgreSQL); nothing was written. Retry shortly." },
   sync_database_unavailable: { status: 503, message: "The central's sync database (PostgreSQL) does not answer; nothing was received or read. Retry shortly." },
   central_front_only: { status: 421, message: "This is a posd central-front: it serves only /sync/* (the store boxes' protocol). Send /api and the pages to the core central." },
   // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
@@ -96,6 +100,11 @@ export const ERRORS = {
   },
   terminal_command_final: { status: 409, message: 'The command already has a definitive result and can no longer be canceled.' },
   terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
+  manager_credential_required: {
+    status: 403,
+    message: "Changing the offline policy takes a named manager's credential: X-Manager-Token (posd managers token), or the status page's session with its X-CSRF-Token. A secret key alone is not enough.",
+  },
+  offline_policy_at_store: { status: 409, message: "A store's offline policy is changed at that store; the central only keeps what the stores report." },
   offline_cap_reached: {
     status: 422,
     message: 'The store is offline and this charge could not be stored within the offline caps; take another payment method.',
@@ -121,6 +130,10 @@ export const ERRORS = {
   contract_unsigned: { status: 422, message: 'This checkout belongs to a contract that is not signed yet; it accepts no payment until then.' },
   pdf_not_available: { status: 409, message: 'The signed PDF is not available (the contract is not signed, or the PDF is still being rendered).' },
   // Server
+  disk_full: {
+    status: 507,
+    message: "The disk holding posd's data is full: nothing was written. Reads go on; writes resume by themselves once space is freed.",
+  },
   service_unavailable: { status: 503, message: 'The service is shutting down or not ready; retry shortly.' },
   internal_error: { status: 500, message: 'Something went wrong on our side; nothing was changed.' },
 } as const satisfies Record<string, { status: number; message: string }>;

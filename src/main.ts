@@ -5,7 +5,7 @@ import { initCommand } from './cli/init.js';
 import { tlsCommand } from './cli/tls.js';
 import { serveCommand } from './cli/serve.js';
 import { accountsCommand, keysCommand } from './cli/keys.js';
-import { managerCommand } from './cli/manager.js';
+import { managerCommand, managersCommand } from './cli/manager.js';
 import { backupCommand, restoreCommand } from './cli/backup.js';
 import { doctorCommand } from './cli/doctor.js';
 import { reconcileCommand, syncCommand } from './cli/sync.js';
@@ -28,6 +28,7 @@ export function buildProgram(): Command {
     keysCommand(),
     accountsCommand(),
     managerCommand(),
+    managersCommand(),
     backupCommand(),
     restoreCommand(),
     doctorCommand(),

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Kind, type TSchema } from '@sinclair/typebox';
-import { ConfigError, ConfigSchema, loadConfig, maskedConfig } from '../src/config.js';
+import { ConfigError, ConfigSchema, loadConfig, maskedConfig, unknownEnvNames } from '../src/config.js';
 
 function leafPaths(schema: TSchema, path: string[] = []): string[] {
   if (schema[Kind] === 'Object' && schema.properties) {
@@ -40,6 +40,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { POSD_HTTP_PORT: '99999' } })).toThrow(/^config: http\.port: /);
     expect(() => loadConfig({ env: { POSD_ROLE: 'hub' } })).toThrow(/^config: role: /);
     expect(() => loadConfig({ env: { POSD_LIMITS_PER_KEY_PER_SECOND: 'lots' } })).toThrow(/limits\.per_key_per_second/);
+  });
+
+  it('names a misspelt POSD_ variable with the setting it was probably meant for (issue 37)', () => {
+    expect(unknownEnvNames({ POSD_HTP_PORT: '80', POSD_HTTP_PORT: '81', POSD_DATA: '/x', HOME: '/root', POSD_ZZZ: '1' })).toEqual([
+      { name: 'POSD_HTP_PORT', nearest: expect.stringMatching(/^POSD_HTTP_/) },
+      { name: 'POSD_ZZZ', nearest: null },
+    ]);
+    expect(unknownEnvNames({ POSD_SYNC_CENTRAL_URL: 'http://c', POSD_WRITE_CODE_CACHE: '1' })).toEqual([]);
   });
 
   it('refuses a misspelt setting with its path, and lists the allowed values of a choice (issue 16)', () => {

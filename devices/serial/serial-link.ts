@@ -7,7 +7,7 @@
  * receivers must treat messages idempotently (they are keyed by command_id).
  */
 import type { Duplex } from 'node:stream';
-import { BaseLink, LinkError, type LinkDown, type LinkOptions, type ServerLink, type TerminalSideLink } from '../link.js';
+import { BaseLink, LinkError, type FrameBudget, type LinkDown, type LinkOptions, type ServerLink, type TerminalSideLink } from '../link.js';
 import { ACK_BYTE, encodeFrame, FrameTooLargeError, NAK_BYTE } from '../protocol/frame.js';
 import { FrameParser, type FrameToken } from '../protocol/frame-parser.js';
 import { parseServerMessage, parseTerminalMessage } from '../protocol/parse.js';
@@ -24,6 +24,7 @@ export interface SerialTimingOptions {
   clock?: Clock;
   pingIntervalMs?: number;
   maxMissedPings?: number;
+  budget?: FrameBudget;
 }
 
 interface Outgoing {
@@ -120,10 +121,13 @@ export class SerialLink<In extends { type: string }, Out extends { type: string 
         if (this.inFlight) this.retry(this.inFlight, 'NAK');
         return;
       case 'frame':
+        // Over the budget a frame is neither read nor acknowledged: the terminal resends it later.
+        if (!this.admitFrame(t.payload.length + 3)) return;
         this.port.write(ACK_BYTE);
         this.receiveText(t.payload.toString('utf8'));
         return;
       case 'fault': {
+        if (!this.admitFrame(t.fault.bytes)) return;
         // A damaged frame is NAKed so the sender resends now rather than after its timeout; noise
         // between frames has no sender to answer.
         if (!('garbage' in t.fault)) this.port.write(NAK_BYTE);
@@ -146,6 +150,11 @@ export class SerialLink<In extends { type: string }, Out extends { type: string 
       this.clock.clearTimeout(out.timer);
       out.reject(err);
     }
+  }
+
+  protected pauseReading(ms: number): void {
+    this.port.pause();
+    this.resumeAfter(ms, () => this.port.resume());
   }
 
   protected closeTransport(): Promise<void> {

@@ -5,7 +5,7 @@
  * WebSocket control frames) so both transports share one keepalive rule.
  */
 import WebSocket from 'ws';
-import { BaseLink, LinkError, type LinkOptions, type ServerLink, type TerminalSideLink } from '../link.js';
+import { BaseLink, LINK_CLOSE_FLOOD, LinkError, type FrameBudget, type LinkOptions, type ServerLink, type TerminalSideLink } from '../link.js';
 import { MAX_MESSAGE_BYTES, parseServerMessage, parseTerminalMessage } from '../protocol/parse.js';
 import type { Clock } from '../clock.js';
 
@@ -18,6 +18,9 @@ export class WebSocketLink<In extends { type: string }, Out extends { type: stri
   ) {
     super(opts);
     ws.on('message', (data, isBinary) => {
+      const size = Array.isArray(data) ? data.reduce((n, d) => n + d.length, 0) : (data as Buffer | ArrayBuffer).byteLength;
+      // Counted before anything else is done with it: a frame over the budget costs no decoding.
+      if (!this.admitFrame(size)) return;
       const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       if (buf.length > MAX_MESSAGE_BYTES) {
         this.emit('invalid', { reason: 'oversized', detail: `${buf.length} bytes over ${MAX_MESSAGE_BYTES}` });
@@ -52,11 +55,16 @@ export class WebSocketLink<In extends { type: string }, Out extends { type: stri
     });
   }
 
-  protected closeTransport(): Promise<void> {
+  protected pauseReading(ms: number): void {
+    this.ws.pause();
+    this.resumeAfter(ms, () => this.ws.resume());
+  }
+
+  protected closeTransport(code = 1000): Promise<void> {
     if (this.ws.readyState === WebSocket.CLOSED) return Promise.resolve();
     return new Promise((resolve) => {
       this.ws.once('close', () => resolve());
-      this.ws.close(1000, 'closed');
+      this.ws.close(code, code === LINK_CLOSE_FLOOD ? 'frame budget exceeded' : 'closed');
       // A peer that never completes the closing handshake must not hold the link open.
       const t = this.clock.setTimeout(() => this.ws.terminate(), 2_000);
       this.ws.once('close', () => this.clock.clearTimeout(t));
@@ -66,6 +74,7 @@ export class WebSocketLink<In extends { type: string }, Out extends { type: stri
 
 export interface WebSocketLinkOptions {
   clock?: Clock;
+  budget?: FrameBudget;
   pingIntervalMs?: number;
   maxMissedPings?: number;
 }

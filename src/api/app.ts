@@ -1,6 +1,8 @@
+import { readinessOf } from './readiness.js';
 import sjson from 'secure-json-parse';
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import { writeOrigin } from '../db/database.js';
+import { isDiskFull } from '../db/disk-full.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { ApiError, ERRORS, type ErrorBody } from '../errors.js';
@@ -61,9 +63,16 @@ const CLIENT_FAULTS: Record<number, keyof typeof ERRORS> = {
 };
 
 /** Maps anything thrown to the spec's error body; nothing escapes as a bare 500 page. */
-function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply, malformed: MalformedLog): FastifyReply {
-  const answer = errorAnswer(err);
-  if (answer.status >= 500) req.log.error({ err }, 'request failed');
+function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, reply: FastifyReply, malformed: MalformedLog, dataDir: string): FastifyReply {
+  const answer = isDiskFull(err)
+    ? {
+        status: ERRORS.disk_full.status,
+        body: errorBody('disk_full', { message: `The disk holding posd's data (${dataDir}) is full: nothing was written. Reads go on; writes resume by themselves once space is freed.` }),
+        headers: {},
+      }
+    : errorAnswer(err);
+  // A full disk is logged once when it starts and once when it ends (the daemon watches it), not per refused request.
+  if (answer.status >= 500 && answer.body.code !== 'disk_full') req.log.error({ err }, 'request failed');
   else malformed.note(answer.body.code ?? '', { method: req.method, route: req.routeOptions.url });
   for (const [k, v] of Object.entries(answer.headers)) reply.header(k, v);
   return reply.code(answer.status).send(answer.body);
@@ -172,7 +181,7 @@ export function createHttpApp(
   // Before any route, so every route (under /api and outside it) is counted.
   registerHttpMetrics(app as never, base);
   app.setValidatorCompiler(createValidatorCompiler());
-  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply, malformed));
+  app.setErrorHandler((err, req, reply) => sendError(err as Error, req, reply, malformed, config.data_dir));
   const methods = new MethodIndex();
   app.addHook('onRoute', (route) => methods.add(route.url, route.method));
   app.setNotFoundHandler((req, reply) => {
@@ -206,7 +215,7 @@ export function createHttpApp(
   const blocked = new Set(config.blocking.ips);
   // Hooks on every request are written callback-style: an async hook costs a promise per request.
   app.addHook('onRequest', (req, reply, done) => {
-    if (req.url === '/healthz') return done();
+    if (req.url === '/healthz' || req.url === '/readyz') return done();
     const key = headerValue(req, 'x-secret-key') ?? '';
     const agent = headerValue(req, 'user-agent') ?? '';
     if (
@@ -256,6 +265,16 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[], 
   const usersPerIp = new WindowLimiter(config.limits.users_per_ip_per_window, usersWindowMs, ctx.clock);
   const usersPerTestKey = new WindowLimiter(config.limits.users_per_test_key_per_window, usersWindowMs, ctx.clock);
   app.addHook('onRequest', (req, reply, done) => {
+    // A chain's standby core answers no write (docs/central.md, "One log"): refused here, before a
+    // route could reach out (a processor, a webhook URL) for a change it could never commit.
+    if (req.method !== 'GET' && req.method !== 'HEAD' && req.url.startsWith('/api/')) {
+      const r = readinessOf(ctx.db);
+      if (!r.ready && r.refusal) {
+        const err = r.refusal();
+        reply.code(err.status).send(err.body());
+        return;
+      }
+    }
     // The /users windows count every call, found or not, before any other work (spec section 8).
     if (USERS_PATH.test(req.url)) {
       const key = headerValue(req, 'x-secret-key') ?? '';
@@ -269,6 +288,10 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[], 
   });
 
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    const r = readinessOf(ctx.db);
+    return reply.code(r.ready ? 200 : 503).send({ status: r.status });
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => openApiDocument());
 
   const accounts = accountsOf(ctx);

@@ -17,23 +17,30 @@ export function esc(value: unknown): string {
  * Headers for every page: never cached, never framed, nothing loaded from elsewhere. `formTargets`
  * are the other origins a form may end on: CSP's form-action also governs the redirect a form's
  * answer makes, so a page whose forms end on a shop's success_url must name the shop.
+ * `frameAncestors` is only for the embedded checkout (docs/compatibility.md, "The embedded
+ * checkout"): the origins that may frame the page (`*`: any), and with it the page's own scripts
+ * (`script-src 'self'`, never inline) that tell the framing shop the outcome. Without it the page is
+ * never framed (X-Frame-Options DENY for browsers that predate frame-ancestors).
  */
 export function sendHtml(
   reply: FastifyReply,
   status: number,
   body: string,
-  opts: { formTargets?: string[]; referrer?: 'same-origin' | 'no-referrer' } = {},
+  opts: { formTargets?: string[]; referrer?: 'same-origin' | 'no-referrer'; frameAncestors?: string[] } = {},
 ): FastifyReply {
   const formAction = ["'self'", ...new Set(opts.formTargets ?? [])].join(' ');
-  return reply
+  const framed = opts.frameAncestors && opts.frameAncestors.length > 0;
+  const ancestors = framed ? [...new Set(opts.frameAncestors)].join(' ') : "'none'";
+  const scripts = framed ? " script-src 'self';" : '';
+  reply
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
     .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', opts.referrer ?? 'same-origin')
-    .header('content-security-policy', `default-src 'none'; style-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`)
-    .send(body);
+    .header('content-security-policy', `default-src 'none'; style-src 'self';${scripts} form-action ${formAction}; frame-ancestors ${ancestors}; base-uri 'none'`);
+  if (!framed) reply.header('x-frame-options', 'DENY');
+  return reply.send(body);
 }
 
 export function seeOther(reply: FastifyReply, to: string): FastifyReply {
@@ -67,7 +74,11 @@ export function parseCookies(header: string | undefined): Record<string, string>
  * (`http.public_url` starting with https://, i.e. behind a TLS proxy): a browser never sends a Secure
  * cookie over plain http, so setting it on a plain-http box would make the page's forms unusable.
  */
-export function cookie(ctx: Pick<AppContext, 'config'>, name: string, value: string, maxAgeSeconds: number, path = '/'): string {
+export function cookie(ctx: Pick<AppContext, 'config'>, name: string, value: string, maxAgeSeconds: number, path = '/', opts: { framed?: boolean } = {}): string {
+  // A page framed by another site (the embedded checkout) gets its cookie only as a third party:
+  // SameSite=None, which browsers take only with Secure (they accept that on https and on loopback
+  // http), partitioned by the framing site (CHIPS) so it is no cross-site tracker.
+  if (opts.framed) return `${name}=${encodeURIComponent(value)}; Path=${path}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=None; Secure; Partitioned`;
   const secure = tlsEnabled(ctx.config) || ctx.config.http.public_url.startsWith('https://') ? '; Secure' : '';
   return `${name}=${encodeURIComponent(value)}; Path=${path}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure}`;
 }

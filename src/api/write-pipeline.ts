@@ -31,7 +31,17 @@ export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
         result = (handler as (this: unknown, req: FastifyRequest, reply: FastifyReply) => unknown).call(this, req, reply);
       });
       req.committed = committed;
-      return committed.then(() => result);
+      return committed.then(
+        () => result,
+        (error) => {
+          // The batch failed (a full disk): its error is the answer, so the answer must not wait
+          // on the failed commit again (that second failure would get fastify's own error shape),
+          // and the handler's promise, failing with it, must not end the process as unhandled.
+          req.committed = undefined;
+          if (result instanceof Promise) result.catch(() => {});
+          throw error;
+        },
+      );
     } as RouteOptions['handler'];
   };
 }

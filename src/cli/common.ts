@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { existsSync } from 'node:fs';
-import { loadConfigLayers, ConfigError, type Config } from '../config.js';
+import { loadConfigLayers, unknownEnvNames, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
 import { DatabaseRefusedError } from '../db/migrate.js';
@@ -47,6 +47,9 @@ export function cliConfigLayers(
   how: { noFile?: boolean } = {},
 ): { config: Config; given: Record<string, unknown> } {
   const env = how.noFile ? { ...process.env, POSD_CONFIG: undefined } : process.env;
+  for (const u of unknownEnvNames(env)) {
+    process.stderr.write(`posd: warning: ${u.name} is not a setting posd knows; it is ignored${u.nearest ? ` (did you mean ${u.nearest}?)` : ''}\n`);
+  }
   try {
     return loadConfigLayers({ file: how.noFile ? undefined : opts.config, env, overrides: { ...(opts.data ? { data_dir: opts.data } : {}), ...overrides } });
   } catch (err) {

@@ -52,19 +52,28 @@ export function initCommand(): Command {
           defaultCurrency: config.accounts.default_currency,
           eventFormat: opts.eventFormats,
         });
+        const live = accounts.account(inst.account_id)!.event_format;
+        const sandbox = accounts.account(inst.sandbox_id)!.event_format;
         // The CA is made now so its fingerprint can be handed to the tills before the first serve.
         const ca = await boxCa(config);
-        if (opts.json) return printJson({ ...inst, tls_ca: { file: ca.file, fingerprint: ca.fingerprint } });
+        if (opts.json) return printJson({ ...inst, event_formats: { [inst.account_id]: live, [inst.sandbox_id]: sandbox }, tls_ca: { file: ca.file, fingerprint: ca.fingerprint } });
         process.stdout.write(
           [
             `posd: created a ${opts.role} installation in ${config.data_dir}`,
             `  organization  ${inst.organization_id}`,
             `  account       ${inst.account_id} (live), sandbox ${inst.sandbox_id}`,
-            ...(opts.eventFormats ? [`  events        ${opts.eventFormats}`] : []),
+            `  events        live ${describeFormat(live)}; sandbox ${describeFormat(sandbox)}`,
             `  live key      ${inst.keys.live}`,
             `  test key      ${inst.keys.test}`,
             '  Keys are shown only now: store them somewhere safe.',
             ...caLines(ca),
+            ...(live === 'both'
+              ? []
+              : [
+                  '  Choose both event formats (posd accounts set ' + inst.account_id + ' --event-formats both) when this account',
+                  '  continues an existing hosted account, or a shop plugin marks orders paid on payment_intent.succeeded',
+                  '  (docs/compatibility.md, "Guides per client").',
+                ]),
             '',
           ].join('\n'),
         );
@@ -129,4 +138,9 @@ async function joinAction(opts: InitOptions): Promise<void> {
   } finally {
     db.close();
   }
+}
+
+/** An event format in a merchant's words (spec 6.3). */
+function describeFormat(format: 'unified' | 'both'): string {
+  return format === 'both' ? 'both (intent.* and legacy payment_intent.*)' : 'unified (intent.* only)';
 }

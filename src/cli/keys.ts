@@ -3,6 +3,7 @@ import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOp
 import { AccountsService } from '../accounts/service.js';
 import { systemClock } from '../clock.js';
 import type { Db } from '../db/database.js';
+import { EMBED_ORIGINS_SETTING, embedOriginsOf, parseEmbedOrigins } from '../accounts/embed-origins.js';
 
 function withAccounts<T>(opts: DataOptions, fn: (accounts: AccountsService, db: Db) => T): T {
   const config = cliConfig(opts);
@@ -99,27 +100,43 @@ export function accountsCommand(): Command {
     .description(`show or change an account's settings (${Object.keys(ACCOUNT_SETTINGS).join(', ')}); a running posd sees the change at once`)
     .argument('<account>', 'account id (live or sandbox)')
     .option('--set <key=value>', 'set a setting (repeatable): true or false', (v: string, all: string[] = []) => [...all, v])
-    .option('--unset <key>', 'back to the default (repeatable)', (v: string, all: string[] = []) => [...all, v])
+    .option('--unset <key>', `back to the default (repeatable; also ${EMBED_ORIGINS_SETTING})`, (v: string, all: string[] = []) => [...all, v])
+    .option(
+      '--embed-origins <origins>',
+      'comma-separated shop origins (https://shop.example) that may frame this live account\'s checkout pages with embed=true; a sandbox\'s may be framed by any',
+    )
     .option('--json', 'print JSON')
-    .action((accountId: string, opts: DataOptions & { set?: string[]; unset?: string[]; json?: boolean }) =>
+    .action((accountId: string, opts: DataOptions & { set?: string[]; unset?: string[]; embedOrigins?: string; json?: boolean }) =>
       withAccounts(opts, (accounts) => {
         const account = accounts.account(accountId);
         if (!account) throw new CliError(`no account ${accountId}`);
         const patch: Record<string, unknown> = {};
+        if (opts.embedOrigins !== undefined) {
+          if (!account.live_mode) throw new CliError(`${account.id} is a sandbox: any origin may frame its checkout pages; set the origins on its live account`);
+          const parsed = parseEmbedOrigins(opts.embedOrigins);
+          if ('error' in parsed) throw new CliError(`--embed-origins: ${parsed.error}`);
+          patch[EMBED_ORIGINS_SETTING] = parsed.origins;
+        }
         for (const pair of opts.set ?? []) {
           const m = /^([a-z_]+)=(true|false)$/.exec(pair);
           if (!m || !(m[1]! in ACCOUNT_SETTINGS)) throw new CliError(`--set takes key=true|false with key one of ${Object.keys(ACCOUNT_SETTINGS).join(', ')}`);
           patch[m[1]!] = m[2] === 'true';
         }
         for (const key of opts.unset ?? []) {
-          if (!(key in ACCOUNT_SETTINGS)) throw new CliError(`--unset takes one of ${Object.keys(ACCOUNT_SETTINGS).join(', ')}`);
+          if (!(key in ACCOUNT_SETTINGS) && key !== EMBED_ORIGINS_SETTING) {
+            throw new CliError(`--unset takes one of ${[...Object.keys(ACCOUNT_SETTINGS), EMBED_ORIGINS_SETTING].join(', ')}`);
+          }
           patch[key] = undefined;
         }
         const settings = Object.keys(patch).length ? accounts.updateSettings(account.id, patch).settings : account.settings;
         const out = Object.fromEntries(Object.entries(ACCOUNT_SETTINGS).map(([k, def]) => [k, typeof settings[k] === 'boolean' ? settings[k] : def]));
-        if (opts.json) printJson({ account_id: account.id, event_format: account.event_format, settings: out });
+        const embed = embedOriginsOf({ live_mode: account.live_mode, settings });
+        const embedOrigins = embed.any ? '*' : embed.origins;
+        if (opts.json) printJson({ account_id: account.id, event_format: account.event_format, settings: { ...out, [EMBED_ORIGINS_SETTING]: embedOrigins } });
         else {
           for (const [k, v] of Object.entries(out)) process.stdout.write(`${k}: ${v === null ? '(configuration default)' : v}\n`);
+          const shown = embed.any ? '* (a sandbox: any origin)' : embed.origins.length ? embed.origins.join(', ') : '(none: the checkout page is never framed)';
+          process.stdout.write(`${EMBED_ORIGINS_SETTING}: ${shown}\n`);
           process.stdout.write(`event_format: ${account.event_format} (change with posd accounts set ${account.id} --event-formats unified|both)\n`);
         }
       }),

@@ -37,11 +37,19 @@ export function outageCommand(): Command {
           out.push('', `Outage ${o.started_at} to ${o.ended_at ?? 'now'} (${o.links.map((l) => l.link).join(', ')})`);
           for (const s of o.sales) out.push(`  sales ${s.method}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
           for (const s of o.stored_payments) out.push(`  stored payments ${s.status}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
+          // Every field the JSON has for a sale to collect: the manager works from this text alone.
           for (const c of o.to_collect) {
             const who = [c.customer?.full_name, c.customer?.phone, c.customer?.email, c.customer?.tax_id ?? c.tax_id].filter(Boolean).join(', ');
-            out.push(`  to collect: ${c.external_id ?? c.command_id} ${money(c.amount_in_cents, c.currency)} ${c.status}, checkout ${c.checkout_id} ${c.checkout_status}${who ? `, ${who}` : ''}`);
+            const card = c.card.last4 ? `${c.card.network ?? 'card'} ••${c.card.last4}` : 'card unknown';
+            out.push(
+              `  to collect: ${c.external_id ?? c.command_id}${c.description ? ` "${c.description}"` : ''} ${money(c.amount_in_cents, c.currency)}`,
+              `    ${c.status}${c.reason ? ` (${c.reason})` : ''}${c.settled_at ? ` at ${c.settled_at}` : ''}; ${card}; terminal ${c.terminal_id}`,
+              `    checkout ${c.checkout_id} ${c.checkout_status ?? 'gone'}${c.payment_intent_id ? `, payment intent ${c.payment_intent_id}` : ''}${who ? `; ${who}` : ''}`,
+            );
           }
-          out.push(`  checkouts left open: ${o.open_checkouts.total}`, `  reconciliation: ${o.reconciliation.state}`);
+          out.push(`  checkouts left open (besides those to collect): ${o.open_checkouts.total}`);
+          for (const c of o.open_checkouts.items) out.push(`    ${c.id} ${c.status} ${money(c.amount_in_cents, c.currency)} since ${c.created_at}`);
+          out.push(`  reconciliation: ${o.reconciliation.state}`);
         }
         process.stdout.write(`${out.join('\n')}\n`);
       });

@@ -32,7 +32,11 @@ function capsFrom(o: CapOpts) {
 const actor = (by: string | undefined) => by ?? `shell:${userInfo().username}`;
 
 async function stored() {
-  return { ...(await import('../modules/terminals/stored/policy.js')), ...(await import('../modules/terminals/stored/service.js')) };
+  return {
+    ...(await import('../modules/terminals/stored/policy.js')),
+    ...(await import('../modules/terminals/stored/changes.js')),
+    ...(await import('../modules/terminals/stored/service.js')),
+  };
 }
 
 /**
@@ -45,30 +49,45 @@ export function paymentsCommand(): Command {
   const offline = cmd.command('offline').description('stored (store-and-forward) card payments; see docs/stored-payments.md');
 
   withDataOptions(offline.command('show'))
-    .description("an account's caps in force, its override if any, and what it holds stored")
+    .description("an account's caps in force, its override if any, and what it holds stored (--terminal: that terminal's too)")
     .requiredOption('--account <id>', 'account')
+    .option('--terminal <id>', "also this terminal's own caps, and what it may store now")
     .option('--json', 'print JSON')
-    .action(async (opts: DataOptions & { account: string; json?: boolean }) => {
+    .action(async (opts: DataOptions & { account: string; terminal?: string; json?: boolean }) => {
       const s = await stored();
       await withContext(opts, (ctx, accounts) => {
         const account = accountOf(accounts, opts.account);
-        const view = { caps: s.capsOf(ctx, account), override: s.activeOverrideOf(ctx, account) ?? null, policy: s.policyOf(ctx, account) };
+        const terminal = opts.terminal ?? null;
+        const view = {
+          caps: s.capsOf(ctx, account),
+          terminal_caps: terminal ? s.terminalCapsOf(ctx, terminal) : null,
+          override: s.activeOverrideOf(ctx, account) ?? null,
+          policy: s.policyOf(ctx, account, terminal),
+        };
         if (opts.json) return printJson(view);
         process.stdout.write(`${JSON.stringify(view, null, 2)}\n`);
       });
     });
 
   withDataOptions(withCapOptions(offline.command('caps')))
-    .description("set an account's standing caps (audited)")
+    .description("set an account's standing caps, or with --terminal that terminal's own beside them (audited)")
     .requiredOption('--account <id>', 'account')
     .requiredOption('--reason <text>', 'why (kept in the audit)')
+    .option('--terminal <id>', "set this terminal's own caps (the tighter of its and its account's apply)")
     .option('--allowed <yes|no>', 'stored payments allowed at all', yesNo)
     .option('--by <name>', 'who makes the change (default: the login name)')
-    .action(async (opts: DataOptions & CapOpts & { account: string; reason: string; allowed?: boolean; by?: string }) => {
+    .action(async (opts: DataOptions & CapOpts & { account: string; reason: string; terminal?: string; allowed?: boolean; by?: string }) => {
       const s = await stored();
+      const { findTerminal } = await import('../modules/terminals/service.js');
       await withContext(opts, (ctx, accounts) => {
         const account = accountOf(accounts, opts.account);
-        const after = tx(ctx.db, () => s.setAccountCaps(ctx, account, { ...capsFrom(opts), allowed: opts.allowed }, { actor: actor(opts.by), reason: opts.reason }));
+        const change = { actor: actor(opts.by), reason: opts.reason };
+        if (opts.terminal) {
+          const terminal = opts.terminal;
+          if (!findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, terminal)) throw new CliError(`no terminal ${terminal} of account ${account.id}`);
+          return printJson(tx(ctx.db, () => s.setTerminalCaps(ctx, account, terminal, { ...capsFrom(opts), allowed: opts.allowed }, change)));
+        }
+        const after = tx(ctx.db, () => s.setAccountCaps(ctx, account, { ...capsFrom(opts), allowed: opts.allowed }, change));
         printJson(after);
       });
     });
@@ -111,7 +130,7 @@ export function paymentsCommand(): Command {
       await withContext(opts, (ctx, accounts) => {
         const rows = s.offlineAudit(ctx, accountOf(accounts, opts.account));
         if (opts.json) return printJson(rows);
-        printTable(rows as never, ['at', 'action', 'actor', 'reason', 'after']);
+        printTable(rows.map((r) => ({ ...r, terminal_id: r.terminal_id ?? '-', after: JSON.stringify(r.after) })) as never, ['at', 'action', 'terminal_id', 'actor', 'reason', 'after']);
       });
     });
 

@@ -12,6 +12,7 @@ import { tailEvents, waitingCount } from '../sync/store/push.js';
 import { reconcileDay } from '../sync/store/reconcile.js';
 import { CentralClient } from '../sync/store/transport.js';
 import { holdingsAtCursor, planRejoin } from '../sync/store/rejoin.js';
+import { heldCommands } from './sync-held.js';
 
 /** Past this many waiting records `posd sync now` shows a progress bar (on a terminal). */
 const BAR_FROM = 1000;
@@ -114,6 +115,7 @@ function centralOnly(config: Config): void {
  * back to be applied again once the cause is fixed, or skip it with a reason that is kept.
  */
 function operatorCommands(sync: Command): void {
+  heldCommands(sync);
   withDataOptions(sync.command('records'))
     .description('central: records parked because they could not be applied (or --skipped, --held), with their reason')
     .option('--skipped', 'list the records an operator skipped, with the reason given')

@@ -83,6 +83,20 @@ CREATE INDEX idempotency_created ON idempotency_keys(created_at);
 -- ================================================================================================
 
 -- The transactional outbox: an event is written in the same transaction as the change it reports.
+-- Row counts of the lists per account, environment and key ('' = every row; else the status the
+-- list filters on), kept by each table's triggers in the transaction that writes the row: a list's
+-- Total-Count reads one row here instead of counting the table (issue 38: a count over 1,000,000
+-- rows held the event loop for tens of milliseconds on every poll). A filter these keys do not
+-- cover counts its range through an index instead.
+CREATE TABLE list_counts (
+  list TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL,
+  key TEXT NOT NULL,
+  n INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY (list, account_id, live_mode, key)
+) STRICT, WITHOUT ROWID;
+
 CREATE TABLE events (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -98,6 +112,15 @@ CREATE TABLE events (
 CREATE INDEX events_type ON events(account_id, type, created_at);
 -- GET /activities reads the outbox newest first by time, per account and environment.
 CREATE INDEX events_account_time ON events(account_id, live_mode, created_at);
+-- Its Total-Count without a filter (list_counts above).
+CREATE TRIGGER events_count_insert AFTER INSERT ON events
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('events', NEW.account_id, NEW.live_mode, '') ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER events_count_delete AFTER DELETE ON events
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'events' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
 
 -- Facts central must learn, appended in the same transaction as the change (see src/sync/outbox.ts).
 CREATE TABLE sync_outbox (
@@ -179,7 +202,36 @@ CREATE TABLE customers (
   became_live_at TEXT
 ) STRICT;
 CREATE UNIQUE INDEX customers_email ON customers(merchant_id, live_mode, email) WHERE email IS NOT NULL;
-CREATE INDEX customers_merchant ON customers(merchant_id, created_at);
+-- GET /customers, newest first per merchant: the index holds the whole order (created_at, then id).
+CREATE INDEX customers_merchant ON customers(merchant_id, created_at, id);
+-- Its Total-Count (list_counts above), per merchant and per environment's view (spec 5 rule 7, the
+-- SCOPE of src/modules/customers/store.ts): the live view (live_mode 1 here) holds live customers and
+-- the live account's own; the test view (0) those not yet live. A customer can be in both.
+CREATE TRIGGER customers_count_insert AFTER INSERT ON customers
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 1, '' WHERE NEW.live_mode = 1 OR NEW.account_id = NEW.merchant_id
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 0, '' WHERE NEW.live_mode = 0
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER customers_count_update AFTER UPDATE OF account_id, live_mode, merchant_id ON customers
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'customers' AND account_id = OLD.merchant_id AND key = ''
+    AND ((live_mode = 1 AND (OLD.live_mode = 1 OR OLD.account_id = OLD.merchant_id)) OR (live_mode = 0 AND OLD.live_mode = 0));
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 1, '' WHERE NEW.live_mode = 1 OR NEW.account_id = NEW.merchant_id
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'customers', NEW.merchant_id, 0, '' WHERE NEW.live_mode = 0
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER customers_count_delete AFTER DELETE ON customers
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'customers' AND account_id = OLD.merchant_id AND key = ''
+    AND ((live_mode = 1 AND (OLD.live_mode = 1 OR OLD.account_id = OLD.merchant_id)) OR (live_mode = 0 AND OLD.live_mode = 0));
+END;
 
 CREATE TABLE users (
   id TEXT PRIMARY KEY,
@@ -214,7 +266,27 @@ CREATE TABLE checkouts (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX checkouts_account ON checkouts(account_id, live_mode, created_at);
+-- GET /checkouts, newest first: each index holds the list's whole order (created_at, then id), so
+-- a page reads its rows in order and stops; with ?status= the status column comes before the order.
+CREATE INDEX checkouts_account ON checkouts(account_id, live_mode, created_at, id);
+CREATE INDEX checkouts_status ON checkouts(account_id, live_mode, status, created_at, id);
+-- Total-Count of GET /checkouts without a filter, or with ?status= only (list_counts below).
+CREATE TRIGGER checkouts_count_insert AFTER INSERT ON checkouts
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('checkouts', NEW.account_id, NEW.live_mode, ''), ('checkouts', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER checkouts_count_update AFTER UPDATE OF account_id, live_mode, status ON checkouts
+WHEN NEW.status IS NOT OLD.status OR NEW.account_id IS NOT OLD.account_id OR NEW.live_mode IS NOT OLD.live_mode
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'checkouts' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('checkouts', NEW.account_id, NEW.live_mode, ''), ('checkouts', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER checkouts_count_delete AFTER DELETE ON checkouts
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'checkouts' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
 
 -- The unified intent (in_): one per payment attempt of any method.
 CREATE TABLE intents (
@@ -264,10 +336,36 @@ CREATE TABLE payment_intents (
   channel TEXT,
   balance_transaction_id TEXT,
   tax_invoice_url TEXT,
+  -- A card a terminal approved offline (docs/stored-payments.md): when it stored it and when it
+  -- handed it to its processor. Kept after the outcome, so the payment stays recognisable.
+  offline_stored_at TEXT,
+  offline_forwarded_at TEXT,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  -- The method's hosted id (pay_m_): what the checkout's payment_method.id and the legacy payload
+  -- name. A card paid at the checkout page is a saved card (payment_methods, same id); a saved card
+  -- charged again keeps its id; other methods get an id of their own.
+  payment_method_id TEXT NOT NULL
 ) STRICT;
 CREATE INDEX payment_intents_checkout ON payment_intents(checkout_id);
+
+-- Cards saved by a paid checkout (hosted "payment methods", pay_m_): what POST /one_time_payments
+-- charges without the buyer (docs/compatibility.md, "One id per saved card"). posd keeps the card's
+-- network and last digits only, never card data: a sandbox charge of it is simulated, a live one is
+-- refused (no acquirer for cards that are not present). A subscription's card on file keeps the same
+-- id in subscriptions.payment_method_id.
+CREATE TABLE payment_methods (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  customer_id TEXT,
+  type TEXT NOT NULL CHECK (type IN ('card')),
+  card_network TEXT NOT NULL,
+  card_last4 TEXT NOT NULL,
+  -- The payment that saved it.
+  payment_intent_id TEXT NOT NULL UNIQUE,
+  created_at TEXT NOT NULL
+) STRICT;
 
 -- A checkout paid from another account's balance (docs/events.md "Balance payments"): the payer's
 -- side of a `balance` payment intent (the merchant's side is the payment_intents row): its intent
@@ -390,6 +488,17 @@ CREATE TABLE balance_transactions (
 CREATE INDEX balance_transactions_chain ON balance_transactions(account_id, currency, seq);
 CREATE INDEX balance_transactions_time ON balance_transactions(account_id, live_mode, created_at);
 CREATE INDEX balance_transactions_origin ON balance_transactions(origin, created_at);
+-- GET /balance_transactions, newest first (seq descending) per account and environment.
+CREATE INDEX balance_transactions_list ON balance_transactions(account_id, live_mode, seq);
+-- Its Total-Count without a filter (list_counts below); rows are never updated out of their account.
+CREATE TRIGGER balance_transactions_count_insert AFTER INSERT ON balance_transactions
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('balance_transactions', NEW.account_id, NEW.live_mode, '') ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER balance_transactions_count_delete AFTER DELETE ON balance_transactions
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'balance_transactions' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
 
 -- A DTE requested for an intent; pending ones are retried by the worker until the provider answers.
 CREATE TABLE tax_invoices (
@@ -504,7 +613,9 @@ CREATE TABLE terminal_commands (
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
   terminal_id TEXT NOT NULL REFERENCES terminals(id),
   external_id TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'consumed', 'failed')),
+  -- stored: the terminal approved it offline; the command waits for the stored payment's outcome
+  -- (consumed when approved, failed when declined or expired) but the terminal is done with it.
+  status TEXT NOT NULL CHECK (status IN ('pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'stored', 'consumed', 'failed')),
   final INTEGER NOT NULL CHECK (final IN (0, 1)),
   offered INTEGER NOT NULL CHECK (offered IN (0, 1)),
   amount_in_cents INTEGER NOT NULL,
@@ -564,6 +675,7 @@ CREATE TABLE stored_payments (
   UNIQUE (terminal_id, offline_reference)
 ) STRICT;
 CREATE INDEX stored_payments_open ON stored_payments(account_id, live_mode, final, forward_by);
+CREATE INDEX stored_payments_terminal_open ON stored_payments(terminal_id, final);
 
 -- At a central: the final state of each stored payment a store pushed (`stored_payment` records),
 -- written once per id, never moved after (the store runs the lifecycle).
@@ -590,6 +702,25 @@ CREATE TABLE central_stored_payments (
   settled_at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
+
+-- At a central: every change of a store's offline policy the store reported (`offline_policy_change`
+-- records), once per id: who, why, the caps before and after (JSON objects), and whether it was an
+-- account's caps, a terminal's, or an override. The latest per account (and per terminal) is the
+-- policy the central shows for that store.
+CREATE TABLE central_offline_audit (
+  id TEXT PRIMARY KEY,
+  origin_store_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT,
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'terminal_caps_set', 'override_allow', 'override_revoke')),
+  actor TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  at TEXT NOT NULL
+) STRICT;
+CREATE INDEX central_offline_audit_account ON central_offline_audit(account_id, live_mode, at);
 
 -- An account's own caps of stored payments (else the box's, terminals.offline in the config).
 CREATE TABLE offline_caps (
@@ -619,12 +750,29 @@ CREATE TABLE offline_overrides (
 ) STRICT;
 CREATE INDEX offline_overrides_account ON offline_overrides(account_id, live_mode, until_at);
 
--- Every change of an account's offline policy: who, when, why, and the caps before and after.
-CREATE TABLE offline_audit (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+-- A terminal's own caps, beside its account's (the tighter of the two applies); NULL: the account's
+-- cap alone. Its totals count that terminal's stored payments only.
+CREATE TABLE terminal_offline_caps (
+  terminal_id TEXT PRIMARY KEY REFERENCES terminals(id),
   account_id TEXT NOT NULL,
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
-  action TEXT NOT NULL CHECK (action IN ('caps_set', 'override_allow', 'override_revoke')),
+  allowed INTEGER CHECK (allowed IN (0, 1)),
+  max_payment_in_cents INTEGER,
+  max_total_in_cents INTEGER,
+  max_count INTEGER,
+  max_age_hours INTEGER CHECK (max_age_hours BETWEEN 1 AND 168),
+  updated_at TEXT NOT NULL
+) STRICT;
+
+-- Every change of an account's offline policy: who (a named manager, or the shell's --by), when,
+-- why, and the caps before and after (JSON objects). terminal_id: the change was a terminal's caps.
+CREATE TABLE offline_audit (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  terminal_id TEXT,
+  action TEXT NOT NULL CHECK (action IN ('caps_set', 'terminal_caps_set', 'override_allow', 'override_revoke')),
   actor TEXT NOT NULL,
   reason TEXT NOT NULL,
   before TEXT NOT NULL,
@@ -685,6 +833,20 @@ CREATE TABLE webhook_replays (
   created_at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX webhook_replays_endpoint ON webhook_replays(endpoint_id);
+
+-- Changes to an endpoint that its own row does not keep (a URL moved): the audit of who changed
+-- what, kept after the endpoint is deleted (no foreign key) for the account's records.
+CREATE TABLE webhook_endpoint_history (
+  seq INTEGER PRIMARY KEY,
+  endpoint_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  field TEXT NOT NULL,
+  old_value TEXT,
+  new_value TEXT,
+  actor TEXT,
+  changed_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX webhook_endpoint_history_endpoint ON webhook_endpoint_history(endpoint_id, seq);
 
 -- How far the delivery worker has fanned events out (events.seq).
 CREATE TABLE webhook_cursor (
@@ -1474,8 +1636,22 @@ CREATE INDEX contracts_customer ON contracts(customer_id, template_id, status);
 -- Status page sessions of the store manager. Installation-wide, not an account's object, so no
 -- account_id: the manager looks after the box, whatever accounts it serves. Only the SHA-256 of
 -- the session cookie is stored; csrf is the token the page's POST forms must echo.
+-- The box's managers, each with a name and a password of their own (scrypt, src/modules/ops/password.ts)
+-- and optionally a manager token for the API's policy changes (only its SHA-256 is kept). A box
+-- set up with the single status-page password of earlier builds gets that password as the manager
+-- named `manager` at first open (src/modules/ops/managers.ts).
+CREATE TABLE managers (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE COLLATE NOCASE,
+  password_hash TEXT NOT NULL,
+  token_hash TEXT UNIQUE,
+  created_at TEXT NOT NULL
+) STRICT;
+
 CREATE TABLE manager_sessions (
   token_hash TEXT PRIMARY KEY,
+  -- The person the session belongs to: every change made from it names them.
+  manager_id TEXT REFERENCES managers(id),
   csrf TEXT NOT NULL,
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL

@@ -43,7 +43,26 @@ export function tx<T>(db: Db, fn: () => T): T {
     const origin = writeOrigin.getStore();
     if (origin) commitAudit.outsidePipeline.add(origin);
   }
-  return runnerOf(db).immediate(fn) as T;
+  const gate = !db.inTransaction ? gates.get(db) : undefined;
+  if (!gate) return runnerOf(db).immediate(fn) as T;
+  return runnerOf(db).immediate(() => {
+    const value = fn();
+    gate();
+    return value;
+  }) as T;
+}
+
+/**
+ * What runs at the end of every outermost transaction of a connection, before its commit: a
+ * chain's leading core appends the transaction's captured changes to the central's log there
+ * (src/sync/pg/central-log.ts), so nothing commits here that the log does not hold. A gate that
+ * throws rolls the whole transaction back.
+ */
+const gates = new WeakMap<Db, () => void>();
+
+export function setCommitGate(db: Db, gate: (() => void) | undefined): void {
+  if (gate) gates.set(db, gate);
+  else gates.delete(db);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { commitAudit, tx, type Db } from './database.js';
+import { isDiskFull, noteWrite } from './disk-full.js';
 import { perDb } from './per-db.js';
 
 interface Job {
@@ -77,6 +78,8 @@ export class GroupCommitter {
         }
       });
     } catch (error) {
+      // A full disk fails the commit (nothing of the batch is written); the next batch retries it.
+      noteWrite(this.db, error);
       for (const job of batch) {
         for (const j of job.joined) j.reject(error);
         job.reject(error);
@@ -85,6 +88,8 @@ export class GroupCommitter {
     } finally {
       commitAudit.inPipeline = false;
     }
+    const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
+    noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
     batch.forEach((job, i) => {
       const o = outcomes[i];
       if (o.ok) {

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 
 /** The thread programs in `src/db/threads/` (CommonJS; tsc copies them into the build beside this module). */
-export type ThreadProgram = 'checkpoint' | 'bookkeeping' | 'integrity';
+export type ThreadProgram = 'checkpoint' | 'bookkeeping' | 'integrity' | 'pg-call';
 
 /** What every thread program's connection is opened with (`threads/open.cjs`). */
 export interface ThreadDatabase {
@@ -14,6 +14,11 @@ export interface ThreadDatabase {
 /** Starts a thread program with its own connection to the daemon's database. */
 export function startThread(program: ThreadProgram, workerData: ThreadDatabase & Record<string, unknown>): Worker {
   return new Worker(new URL(`./threads/${program}.cjs`, import.meta.url), { workerData });
+}
+
+/** Starts a thread program that opens no database (`pg-call`: src/sync/pg/sync-client.ts), handing it `transfer` (its ports). */
+export function startPlainThread(program: ThreadProgram, workerData: Record<string, unknown>, transfer: Transferable[]): Worker {
+  return new Worker(new URL(`./threads/${program}.cjs`, import.meta.url), { workerData, transferList: transfer as never });
 }
 
 /**

@@ -138,7 +138,7 @@ function exampleLegacyIntent(type: string, createdAt: string): Record<string, un
       id: newId('ch'),
       status: succeeded ? 'paid' : 'unpaid',
       payment: { id: newId('on'), paymentable: examplePaymentable() },
-      payment_method: { id: newId('pm'), type: kind === 'payment' ? 'card' : kind, card: kind === 'payment' ? { last4: '4242', network: 'visa' } : null },
+      payment_method: { id: newId('pay_m'), type: kind === 'payment' ? 'card' : kind, card: kind === 'payment' ? { last4: '4242', network: 'visa' } : null },
       transfer_setups: [],
       metadata: {},
     },

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { toStoredEvent, type StoredEvent } from '../outbox/events.js';
 import { perDb } from '../db/per-db.js';
+import { listCount } from '../db/list-counts.js';
 
 export interface EventFeedQuery {
   accountIds: string[];
@@ -28,12 +29,14 @@ class EventFeed {
 
   constructor(private readonly db: Db) {}
 
-  private statements(filter: Filter, dated: boolean) {
-    const key = `${filter}:${dated}`;
+  private statements(filter: Filter, dated: boolean, one: boolean) {
+    const key = `${filter}:${dated}:${one}`;
     let s = this.cache.get(key);
     if (!s) {
       const where = [
-        'account_id IN (SELECT value FROM json_each(@accounts))',
+        // One account named with `=`: events_account_time (its rowid, seq, after created_at) then
+        // yields the page in its order; a list of accounts needs a sort.
+        one ? 'account_id = @account' : 'account_id IN (SELECT value FROM json_each(@accounts))',
         'live_mode = @live_mode',
         // A group is a prefix range ('transfer.' <= type < 'transfer/'): LIKE would read `_` in
         // `payment_intent` as a wildcard.
@@ -54,15 +57,19 @@ class EventFeed {
   list(q: EventFeedQuery): { rows: StoredEvent[]; total: number } {
     const filter: Filter = q.type !== undefined ? 'type' : q.group !== undefined ? 'group' : 'none';
     const dated = q.from !== undefined && q.until !== undefined;
-    const s = this.statements(filter, dated);
-    const params: Record<string, unknown> = { accounts: JSON.stringify(q.accountIds), live_mode: q.liveMode ? 1 : 0 };
+    const one = q.accountIds.length === 1;
+    const s = this.statements(filter, dated, one);
+    const params: Record<string, unknown> = { live_mode: q.liveMode ? 1 : 0 };
+    if (one) params.account = q.accountIds[0];
+    else params.accounts = JSON.stringify(q.accountIds);
     if (filter === 'type') params.type = q.type;
     if (filter === 'group') params.group = q.group;
     if (dated) {
       params.from = q.from;
       params.until = q.until;
     }
-    const total = (s.count.get(params) as { n: number }).n;
+    // Without a filter the count is kept in list_counts by the table's triggers: no count of the outbox.
+    const total = filter === 'none' && !dated ? listCount(this.db, 'events', q.accountIds, q.liveMode) : (s.count.get(params) as { n: number }).n;
     const rows = s.rows.all({ ...params, limit: q.limit, offset: q.offset }) as Parameters<typeof toStoredEvent>[0][];
     return { rows: rows.map(toStoredEvent), total };
   }

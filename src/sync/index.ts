@@ -1,4 +1,5 @@
 import { provideStatus, type CentralStore } from '../system/status-sources.js';
+import { registerStoreOutcomeMetrics } from './central/checks/refusal.js';
 import { isoTime } from '../clock.js';
 import { centralSide } from './central/sync-store.js';
 import { Type } from '@sinclair/typebox';
@@ -145,6 +146,7 @@ function centralStores(ctx: AppContext): CentralStore[] {
 /** Sync in /metrics, read at scrape time from the same status as doctor and the page. */
 function registerSyncMetrics(ctx: AppContext): void {
   const m = metrics(ctx);
+  registerStoreOutcomeMetrics(ctx);
   // One read per scrape for the four series.
   let memo: { at: number; status: SyncStatus } | undefined;
   const status = (): SyncStatus => {

@@ -105,7 +105,11 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
       held_records: counts.held,
       parked_records: counts.parked,
       skipped_records: counts.skipped,
-      alerts: syncAlerts(config, { configured: target !== null, connected, downSince, oldest: waiting.oldest, waiting: waiting.n, lastError, parked: counts.parked }, nowMs),
+      alerts: syncAlerts(
+        config,
+        { configured: target !== null, connected, downSince, oldest: waiting.oldest, waiting: waiting.n, lastError, parked: counts.parked, url: target?.url ?? null },
+        nowMs,
+      ),
       reconciliation: {
         state: checkedAt === null ? 'never' : diffs.length ? 'different' : 'equal',
         checked_at: checkedAt,
@@ -130,6 +134,27 @@ function ago(ms: number): string {
   return m < 1 ? `${Math.round(ms / 1000)} s` : m < 120 ? `${m} min` : `${Math.round(m / 60)} h`;
 }
 
+/** Where this box's central address comes from: the setting, or what `posd init --central-url` stored. */
+export function whereCentralIsSet(config: Config): string {
+  return config.sync.central_url
+    ? 'the address is the setting sync.central_url (POSD_SYNC_CENTRAL_URL)'
+    : 'the address is the one this box joined with (posd init --central-url, kept in its database); to point it elsewhere set sync.central_url';
+}
+
+/** A link error in plain words, the technical text kept in brackets for whoever looks further. */
+export function plainLinkError(error: string): string {
+  const words: Array<[RegExp, string]> = [
+    [/ECONNREFUSED/, 'the central refused the connection (is it running?)'],
+    [/ENOTFOUND|EAI_AGAIN/, "the central's name could not be looked up (internet or DNS down?)"],
+    [/ETIMEDOUT|timeout|Timeout/, 'the central did not answer in time'],
+    [/ENETUNREACH|EHOSTUNREACH/, 'no route to the central (is the internet link up?)'],
+    [/ECONNRESET|socket hang up|other side closed/, 'the connection to the central was cut'],
+    [/certificate|CERT_|SSL|TLS/, "the central's certificate was not accepted"],
+  ];
+  const plain = words.find(([re]) => re.test(error))?.[1];
+  return plain ? `${plain} [${error}]` : error;
+}
+
 /**
  * The sync problems a manager must hear about. A store: the oldest waiting record older than
  * `sync.alert_waiting_ms` while the central answers (it takes nothing: see the last error), or no
@@ -137,7 +162,16 @@ function ago(ms: number): string {
  */
 export function syncAlerts(
   config: Config,
-  s: { configured: boolean; connected: boolean; downSince: string | null; oldest: string | null; waiting: number; lastError: string | null; parked: number },
+  s: {
+    configured: boolean;
+    connected: boolean;
+    downSince: string | null;
+    oldest: string | null;
+    waiting: number;
+    lastError: string | null;
+    parked: number;
+    url?: string | null;
+  },
   nowMs: number,
 ): SyncAlert[] {
   const out: SyncAlert[] = [];
@@ -164,8 +198,8 @@ export function syncAlerts(
   if (!s.connected && downFor > config.sync.alert_link_down_ms) {
     out.push({
       code: 'sync_link_down',
-      message: `no contact with the central for ${ago(downFor)} (since ${s.downSince})${s.waiting ? `; ${s.waiting} record(s) waiting` : ''}${s.lastError ? `: ${s.lastError}` : ''}`,
-      fix: 'check the internet link and sync.central_url; sales go on and are pushed once it is back',
+      message: `no contact with the central for ${ago(downFor)} (since ${s.downSince})${s.waiting ? `; ${s.waiting} record(s) waiting` : ''}${s.lastError ? `: ${plainLinkError(s.lastError)}` : ''}`,
+      fix: `check this box's internet link and that the central at ${s.url ?? '?'} is up; ${whereCentralIsSet(config)}. Sales go on and are pushed once it is back`,
     });
   }
   return out;

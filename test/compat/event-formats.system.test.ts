@@ -80,6 +80,9 @@ describe('event formats (spec 6.3)', () => {
     const unified = await waitForEvent((e) => e.event_type === 'intent.succeeded' && e.id === second.intent_id);
     expect(legacy.checkout).toMatchObject({ id: second.checkout_id, status: 'paid', metadata: { wc_order_id: '1002', source: 'woocommerce' } });
     expect(legacy.amount_in_cents).toBe(5000);
+    // The card is named by its own id, the one the checkout answers; pa_ is the payment intent's (issue 34).
+    expect(legacy.checkout.payment_method.id).toMatch(/^pay_m_/);
+    expect(legacy.checkout.payment_method.id).toBe((await s.api('GET', `/checkouts/${second.checkout_id}`)).body.payment_method.id);
     expect(unified.checkout).toEqual({ id: second.checkout_id, status: 'paid', metadata: { wc_order_id: '1002', source: 'woocommerce' } });
     expect(unified.legacy_id).toBe(second.payment_intent_id);
 
@@ -103,6 +106,33 @@ describe('event formats (spec 6.3)', () => {
     const fourth = await paidOrder('1004');
     await waitForEvent((e) => e.event_type === 'payment_intent.succeeded' && e.id === fourth.payment_intent_id);
     expect((await delivered()).filter((e) => e.event_type === 'payment_intent.succeeded').map((e) => e.id)).toEqual([second.payment_intent_id, fourth.payment_intent_id]);
+  });
+
+  it('posd init says the formats and when to choose both; accounts settings takes validated embed origins', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'posd-init-'));
+    try {
+      const init = await runPosd(['init', '--data', dir]);
+      expect(init.code, init.stderr).toBe(0);
+      expect(init.stdout).toMatch(/events\s+live unified \(intent\.\* only\); sandbox unified/);
+      expect(init.stdout).toContain('--event-formats both) when this account');
+      expect(init.stdout).toContain('payment_intent.succeeded');
+      const live = /account\s+(ac_\w+) \(live\), sandbox (sbx_\w+)/.exec(init.stdout)!;
+      const refused = await runPosd(['accounts', 'settings', live[1]!, '--embed-origins', 'http://shop.example', '--data', dir]);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('plain http only for localhost');
+      const withPath = await runPosd(['accounts', 'settings', live[1]!, '--embed-origins', 'https://shop.example/checkout', '--data', dir]);
+      expect(withPath.code).not.toBe(0);
+      const onSandbox = await runPosd(['accounts', 'settings', live[2]!, '--embed-origins', 'https://shop.example', '--data', dir]);
+      expect(onSandbox.code).not.toBe(0);
+      const set = await runPosd(['accounts', 'settings', live[1]!, '--embed-origins', 'https://Shop.example, http://localhost:3000', '--data', dir, '--json']);
+      expect(set.code, set.stderr).toBe(0);
+      expect(JSON.parse(set.stdout).settings.embed_origins).toEqual(['https://shop.example', 'http://localhost:3000']);
+      const both = await runPosd(['init', '--data', join(dir, 'second'), '--event-formats', 'both']);
+      expect(both.stdout).toMatch(/events\s+live both \(intent\.\* and legacy payment_intent\.\*\); sandbox both/);
+      expect(both.stdout).not.toContain('Choose both');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('posd init --event-formats both makes the first account and its sandbox send both', async () => {

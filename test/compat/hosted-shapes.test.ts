@@ -79,7 +79,9 @@ describe('checkouts and refunds answer the hosted objects (hosted sections 3.2 a
       id: expect.stringMatching(/^on_/),
       paymentable: { type: 'OneTimePayment', id: got.payment.id, tax_name: 'Marta Ruiz', tax_id: '123456-7', address: 'Zona 4', phone_number: '+502 5555 0000' },
     });
-    expect(got.payment_method).toEqual({ id: paid.body.payment_intent_id, type: 'card', card: { last4: expect.stringMatching(/^\d{4}$/), network: expect.any(String) } });
+    // The card's own id (pay_m_), not the payment intent's (issue 34).
+    expect(got.payment_method).toEqual({ id: expect.stringMatching(/^pay_m_/), type: 'card', card: { last4: expect.stringMatching(/^\d{4}$/), network: expect.any(String) } });
+    expect(got.payment_intent_id).toBe(paid.body.payment_intent_id);
     const intent = (await s.api('GET', `/intents/${paid.body.intent_id}`)).body;
     // The same payment id the unified payload names.
     expect(intent.payment.id).toBe(got.payment.id);

@@ -76,7 +76,7 @@ function processesNaming(path: string): number[] {
 }
 
 describe("README's chain walk-through past one machine (PostgreSQL, the core, two fronts, HAProxy)", () => {
-  it('runs as written: the store joins through HAProxy, its sale is applied at the core, the day reconciles equal, nothing is left running', async () => {
+  it('runs as written: the store joins through HAProxy, its sale is applied at the core, the day reconciles equal, the standby takes over, nothing is left running', async () => {
     // The block's `mktemp -d` lands in a folder of this test's, so what it started can be found.
     // Traversable by others: as root the block lends its folder to the postgres user.
     const tmp = mkdtempSync(join(tmpdir(), 'posd-walk-'));
@@ -90,12 +90,20 @@ describe("README's chain walk-through past one machine (PostgreSQL, the core, tw
       expect(out).toMatch(/: equal \(\d+ totals compared\)/);
       expect(out).not.toMatch(/difference/i);
       // The sale at the core, read through HAProxy (the core's /api, not a front's 421).
-      const atCore = JSON.parse(out.split('\n').find((l) => l.startsWith('[{'))!);
+      const lists = out.split('\n').filter((l) => l.startsWith('[{'));
+      const atCore = JSON.parse(lists[0]);
       expect(atCore[0]).toMatchObject({ id: sale.checkout.id, status: 'paid', amount_in_cents: 2500 });
+      // The second core said standby, then led after the first was killed: a sale through HAProxy
+      // landed there, and it holds the first core's sale too (replayed from the log).
+      expect(out).toContain('{"status":"standby"}');
+      const sales = out.split('\n').filter((l) => l.startsWith('{"id":"in_')).map((l) => JSON.parse(l));
+      expect(sales.map((x) => x.amount_in_cents)).toEqual([2500, 1500]);
+      const afterFailover = JSON.parse(lists[1]) as Array<{ id: string; amount_in_cents: number }>;
+      expect(afterFailover.map((c) => c.id)).toEqual([sales[1].checkout.id, sale.checkout.id]);
 
       // Nothing left: no port open, no process naming the folder (the PostgreSQL server leaves
       // the shell's process group, so only the block's own pg_ctl stop ends it), no socket.
-      for (const port of [8080, 4300, 4301, 4302, 4242]) expect(await listening(port), `port ${port}`).toBe(false);
+      for (const port of [8080, 4300, 4301, 4302, 4303, 4242]) expect(await listening(port), `port ${port}`).toBe(false);
       expect(processesNaming(tmp)).toEqual([]);
       const [folder] = readdirSync(tmp);
       expect(existsSync(join(tmp, folder, '.s.PGSQL.5432'))).toBe(false);

@@ -49,8 +49,19 @@ describe('a new database gets the baseline', () => {
       expect(tables).toEqual(
         expect.arrayContaining(['accounts', 'events', 'balance_transactions', 'terminal_commands', 'webhook_deliveries', 'sync_feed', 'sched_bookings']),
       );
-      // Keys published to the feed, and the per-store outcome counters of sync_stores (issue 19).
+      // The lists' row counters (issue 38), keys published to the feed, and the per-store outcome
+      // counters of sync_stores (issue 19).
       expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").pluck().all()).toEqual([
+        'balance_transactions_count_delete',
+        'balance_transactions_count_insert',
+        'checkouts_count_delete',
+        'checkouts_count_insert',
+        'checkouts_count_update',
+        'customers_count_delete',
+        'customers_count_insert',
+        'customers_count_update',
+        'events_count_delete',
+        'events_count_insert',
         'sync_feed_key_insert',
         'sync_feed_key_revoke',
         'sync_received_count_delete',

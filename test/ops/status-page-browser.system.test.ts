@@ -59,7 +59,7 @@ describe('status page in a real browser', () => {
     await page.goto(`${server.url}/`);
     await page.fill('#password', 'not it at all');
     await page.click('button[type=submit]');
-    await expect.poll(() => page.textContent('[role=alert]')).toBe('Wrong password.');
+    await expect.poll(() => page.textContent('[role=alert]')).toBe('Wrong name or password.');
 
     await page.fill('#password', PASSWORD);
     await Promise.all([page.waitForURL(`${server.url}/`), page.click('button[type=submit]')]);

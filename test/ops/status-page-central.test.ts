@@ -93,7 +93,7 @@ describe("a central's status page", () => {
     expect(text(z10)[0]).toBe('store_z10 · Zona 10');
     expect(text(z10)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 1 min ago$/);
     expect(z10).toContain(`datetime="${iso(T0 - 60_000)}"`);
-    expect(text(z10).slice(2)).toEqual(['none', '0', 'none', '3 s', 'no difference reported']);
+    expect(text(z10).slice(2)).toEqual(['none', '0', 'none', 'none', '3 s', 'no difference reported']);
     expect(z10).not.toContain('class="bad"');
 
     const ant = byStore.store_ant;
@@ -105,8 +105,9 @@ describe("a central's status page", () => {
     expect(ant).toContain('class="bad" data-box-waiting="12"');
     expect(text(ant)[3]).toBe('2 (1 parked: posd sync records)');
     expect(text(ant)[4]).toBe('none');
-    expect(text(ant)[5]).toBe('40 min');
-    expect(text(ant)[6]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
+    expect(text(ant)[5]).toBe('none');
+    expect(text(ant)[6]).toBe('40 min');
+    expect(text(ant)[7]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
     expect(ant).toContain('data-reconciliation="different"');
     // A central with no link of its own has no "sync with central" panel.
     expect(html).not.toContain('id="sync"');

@@ -1,7 +1,7 @@
 /**
  * The outage view of the status page in headless Chromium: the banner while the box is offline
  * (how long, what waits, the countdown to the oldest stored payment's deadline), the manager's
- * override button (audited as the status page manager, sent to the terminal at once), and the report
+ * override button (audited under the logged-in manager's name, sent to the terminal at once), and the report
  * after the outage with the declined-later sale to collect.
  */
 import { existsSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { setManagerPassword } from '../../src/modules/ops/store.js';
 import { storeSide } from '../../src/sync/store/sync-store.js';
 import { syncStatus } from '../../src/sync/status.js';
 import { STATE } from '../../src/sync/shared/state.js';
-import { offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/policy.js';
+import { offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/changes.js';
 import { bridgeOf } from '../../src/modules/terminals/link/index.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { localText } from '../../src/modules/ops/time.js';
@@ -118,11 +118,11 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   );
   expect(await page.getAttribute(`section#offline-payments td[data-override="${accountId}"] time`, 'datetime')).toBe(until.toISOString());
   expect(await page.textContent(`section#offline-payments td[data-override="${accountId}"]`)).toContain(
-    `until ${localText(until.toISOString(), clock.now())} by status page manager: queue at the door, processor down`,
+    `until ${localText(until.toISOString(), clock.now())} by manager: queue at the door, processor down`,
   );
   const audit = offlineAudit(ctx, account);
-  expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'status page manager', reason: 'queue at the door, processor down' });
-  expect(JSON.parse(audit[0].after)).toMatchObject({ allowed: true, until: until.toISOString() });
+  expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'manager', reason: 'queue at the door, processor down' });
+  expect(audit[0].after).toMatchObject({ allowed: true, until: until.toISOString() });
   // Sent to the terminal at once, not at the next periodic refresh (the clock does not move).
   expect(h.terminal.count('offline_policy')).toBe(policies + 1);
   expect(lastPolicy()).toMatchObject({ allowed: true, remaining_count: 98 });
@@ -136,7 +136,7 @@ it('offline: banner with duration, waiting payments and countdown; the override 
 
   await Promise.all([page.waitForURL(/\/\?notice=/), page.click(`td[data-override="${accountId}"] button:text("End override")`)]);
   expect(await page.textContent('[role=status]')).toBe(`Override ended for ${account.name}.`);
-  expect(offlineAudit(ctx, account)[0]).toMatchObject({ action: 'override_revoke', actor: 'status page manager' });
+  expect(offlineAudit(ctx, account)[0]).toMatchObject({ action: 'override_revoke', actor: 'manager' });
   expect(await page.textContent(`section#offline-payments td[data-account="${accountId}"]`)).toBe('refused');
   await expect.poll(() => lastPolicy()?.allowed).toBe(false);
 
@@ -173,9 +173,9 @@ it('offline: banner with duration, waiting payments and countdown; the override 
   expect(text).toContain('till-77 · Mesa 9, Ana Pérez 5555-0101');
   expect(text).toContain('GTQ 25.00 (visa 4242)'); // the card as the processor's answer named it
   expect(text).toContain('unpaid: to collect');
-  // The declined sale's checkout is open again; the approved one is paid.
-  expect(text).toContain('Checkouts left open (1)');
-  expect(text).toContain(declined.checkout_id);
+  // The declined sale's checkout is owed again: listed once, to collect, not again as left open; the approved one is paid.
+  expect(text).toContain('Checkouts left open (0)');
+  expect(await report.locator(`td[data-id="${declined.checkout_id}"]`).count()).toBe(0);
   expect(text).not.toContain(kept.checkout_id);
   expect(await report.getAttribute('data-reconciliation')).not.toBe('ongoing');
   expect(failures).toEqual([]);

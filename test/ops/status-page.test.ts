@@ -7,9 +7,11 @@ import { fixtureWebhooksModule } from '../helpers/ops-fixtures.js';
 import { MODULES } from '../../src/modules/index.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { tx } from '../../src/db/database.js';
-import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
+import { hashPassword, needsRehash, verifyPassword } from '../../src/modules/ops/password.js';
+import { randomBytes, scryptSync } from 'node:crypto';
 import { latestVersion } from '../../src/db/migrate.js';
-import { getManagerPassword, setManagerPassword } from '../../src/modules/ops/store.js';
+import { setManagerPassword } from '../../src/modules/ops/store.js';
+import { managerByName } from '../../src/modules/ops/managers.js';
 import { provideStatus } from '../../src/system/status-sources.js';
 
 const PASSWORD = 'open sesame 2026';
@@ -28,9 +30,15 @@ async function withPassword(s: TestServer, password = PASSWORD): Promise<void> {
 }
 
 describe('manager password', () => {
-  it('is stored as scrypt, verifies only the right password', async () => {
+  it('is stored as argon2id, verifies only the right password; a password of the scrypt days still verifies', async () => {
     const hash = await hashPassword(PASSWORD);
-    expect(hash).toMatch(/^scrypt\$32768\$8\$1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+    expect(hash).toMatch(/^argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
+    expect(needsRehash(hash)).toBe(false);
+    const salt = randomBytes(16);
+    const legacy = ['scrypt', 32768, 8, 1, salt.toString('base64'), scryptSync(PASSWORD, salt, 32, { N: 32768, r: 8, p: 1, maxmem: 64 << 20 }).toString('base64')].join('$');
+    expect(await verifyPassword(PASSWORD, legacy)).toBe(true);
+    expect(await verifyPassword('not it at all', legacy)).toBe(false);
+    expect(needsRehash(legacy)).toBe(true);
     expect(hash).not.toContain(PASSWORD);
     expect(await verifyPassword(PASSWORD, hash)).toBe(true);
     expect(await verifyPassword(`${PASSWORD} `, hash)).toBe(false);
@@ -45,7 +53,8 @@ describe('status page', () => {
     const page = new PageClient(server.url);
     const first = await page.get('/');
     expect(first.status).toBe(200);
-    expect(first.text).toContain('posd manager set-password');
+    // With the box's own data folder (issue 37: without it the command set another folder's password).
+    expect(first.text).toContain(`posd managers add &lt;your name&gt; --data ${server.daemon.ctx.config.data_dir}`);
     const login = await page.post('/login', { password: 'anything at all', _csrf: 'x' });
     expect(login.status).toBe(403);
     expect(page.cookies.has('posd_session')).toBe(false);
@@ -67,7 +76,7 @@ describe('status page', () => {
 
     const wrong = await page.login('not the password');
     expect(wrong.status).toBe(401);
-    expect(wrong.text).toContain('Wrong password');
+    expect(wrong.text).toContain('Wrong name or password');
     expect(page.cookies.has('posd_session')).toBe(false);
 
     const ok = await page.login(PASSWORD);
@@ -122,7 +131,7 @@ describe('status page', () => {
     expect((await page.get('/')).text).toContain('Log out');
     await withPassword(server, 'another password');
     expect((await page.get('/')).text).toContain('name="password"');
-    expect(await verifyPassword('another password', getManagerPassword(server.daemon.ctx.db)!)).toBe(true);
+    expect(await verifyPassword('another password', managerByName(server.daemon.ctx.db, 'manager')!.password_hash)).toBe(true);
   });
 
   it('limits password guesses per address', async () => {

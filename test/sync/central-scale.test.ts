@@ -95,7 +95,7 @@ function records(kind: string, fromSeq: number, count: number, accountId: string
     account_id: accountId,
     live_mode: true,
     payload: { amount_in_cents: 100 + i, currency: 'GTQ' },
-    created_at: '2026-03-02T10:00:00.000Z',
+    created_at: new Date().toISOString(),
   }));
 }
 

@@ -5,7 +5,7 @@ import { reconcileDay } from '../../src/sync/store/reconcile.js';
 import { CentralClient } from '../../src/sync/store/transport.js';
 import { ChaosProxy } from './e2e/chaos-proxy.js';
 import { projected } from '../../src/sync/central/projector.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
+import { BACKDATED, addStoreAccount, http, removeDir, startCentral, startStore, until } from './helpers.js';
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
@@ -14,7 +14,7 @@ afterAll(async () => {
 
 describe('a store offline for a whole day', () => {
   it('sells all day with the link down, then pushes every sale and event in order when it returns; the day reconciles equal', async () => {
-    const central = await startCentral();
+    const central = await startCentral({ config: BACKDATED });
     cleanup.push(() => central.stop());
     const acct = addStoreAccount(central);
     const link = new ChaosProxy({ host: '127.0.0.1', port: Number(new URL(central.url).port) });

@@ -45,6 +45,7 @@ describe('the sync registry built from the modules', () => {
       'coupon_redemption',
       'dispute',
       'event',
+      'offline_policy_change',
       'reconciliation_report',
       'refund',
       'stored_payment',

@@ -10,7 +10,7 @@ import { CentralClient } from '../../src/sync/store/transport.js';
 import { backoffDelay } from '../../src/sync/store/client.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import type { TestServer } from '../helpers/server.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
+import { BACKDATED, addStoreAccount, http, removeDir, startCentral, startStore, until, type TestStore } from './helpers.js';
 
 // A kind only this file knows, declared at the central by a module of its own.
 const testSales: PosdModule = {
@@ -33,7 +33,7 @@ afterEach(async () => {
 });
 
 async function pair(sync: Record<string, unknown> = {}): Promise<{ central: TestServer; store: TestStore; acct: ReturnType<typeof addStoreAccount> }> {
-  const central = await startCentral({ modules: [...MODULES, testSales] });
+  const central = await startCentral({ modules: [...MODULES, testSales], config: BACKDATED });
   cleanup.push(() => central.stop());
   const acct = addStoreAccount(central);
   const store = await startStore(central.url, acct.key, { sync });
@@ -92,7 +92,7 @@ describe('the store sync worker', () => {
   });
 
   it('keeps selling with the central down, reports it, and pushes everything in order once it is back (resuming after a restart)', async () => {
-    const central = await startCentral({ modules: [...MODULES, testSales] });
+    const central = await startCentral({ modules: [...MODULES, testSales], config: BACKDATED });
     cleanup.push(() => central.stop());
     const acct = addStoreAccount(central);
     // Join through a port that is closed: the central is "down" for the whole offline day.

@@ -7,7 +7,8 @@ import { afterEach, expect, it } from 'vitest';
 import { startHarness, type Harness } from './helpers/harness.js';
 import { bridgeOf } from '../../src/modules/terminals/link/index.js';
 import { boxOffline, flaggedStoredPayments } from '../../src/modules/terminals/stored/service.js';
-import { allowOfflineUntil, offlineAudit, policyOf, setAccountCaps } from '../../src/modules/terminals/stored/policy.js';
+import { policyOf } from '../../src/modules/terminals/stored/policy.js';
+import { allowOfflineUntil, offlineAudit, setAccountCaps } from '../../src/modules/terminals/stored/changes.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { tx } from '../../src/db/database.js';
 import { ManualClock } from '../../devices/index.js';
@@ -74,7 +75,8 @@ it('offline, a charge over a cap is refused with the cap named; a manager overri
     ['override_allow', 'maria', 'card queue at the door'],
     ['caps_set', 'maria', 'small float today'],
   ]);
-  expect(JSON.parse(audit[0].after)).toMatchObject({ max_count: 5, allowed: true, until });
+  // before and after are objects, not strings holding JSON.
+  expect(audit[0].after).toMatchObject({ max_count: 5, allowed: true, until });
   expect(() => tx(ctx.db, () => setAccountCaps(ctx, account, { max_age_hours: 200 }, { actor: 'maria', reason: 'x' }))).toThrow();
   expect(() => tx(ctx.db, () => setAccountCaps(ctx, account, { max_count: 3 }, { actor: 'maria', reason: ' ' }))).toThrow();
 });

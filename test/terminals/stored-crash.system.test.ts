@@ -57,7 +57,7 @@ it('SIGKILL while payments are stored and while forward results arrive: nothing 
   posd = await startPosd(env);
   t = await connect();
   expect(await t.next('offline_policy')).toMatchObject({ remaining_count: 97, remaining_amount_in_cents: 500_000 - 5160 });
-  for (const id of ids) expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${id}`)).body).toMatchObject({ status: 'consumed', checkout_status: 'payment_in_progress' });
+  for (const id of ids) expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${id}`)).body).toMatchObject({ status: 'stored', final: false, checkout_status: 'payment_in_progress' });
   const waiting = new Database(join(dataDir, 'posd.db'), { readonly: true });
   try {
     // Each waits as one pending payment intent, named by its stored payment and its checkout.

@@ -74,10 +74,15 @@ it('stored: the intent is pending (intent.pending); approved later: that same in
   expect(checkout).toMatchObject({ status: 'payment_in_progress', payment_intent_id: expect.stringMatching(/^pa_/) });
   const pa = (await api('GET', `/payment_intents/${checkout.payment_intent_id}`)).body;
   expect(pa).toMatchObject({ status: 'pending', method: 'terminal', amount_in_cents: 2_500, balance_transaction_id: null, card: { network: 'visa', last4: '4111' } });
-  expect((await api('GET', `/intents/${pa.intent_id}`)).body).toMatchObject({ status: 'pending', raw_status: 'stored_offline', type: 'payment' });
+  const storedAt = pa.offline.stored_at as string;
+  expect(pa.offline).toEqual({ stored_at: expect.any(String), forwarded_at: null });
+  expect((await api('GET', `/intents/${pa.intent_id}`)).body).toMatchObject({
+    status: 'pending', raw_status: 'stored_offline', type: 'payment', details: { offline: { stored_at: storedAt, forwarded_at: null } },
+  });
   const pending = await intentEvents(from);
   expect(pending.map((e) => e.event_type)).toEqual(['intent.pending']);
-  expect(pending[0]).toMatchObject({ id: pa.intent_id, status: 'pending', checkout: { id: checkout.id, status: 'payment_in_progress' } });
+  expect(pending[0]).toMatchObject({ id: pa.intent_id, status: 'pending', checkout: { id: checkout.id, status: 'payment_in_progress' }, details: { offline: { stored_at: storedAt } } });
+  expect(await h!.get(id)).toMatchObject({ status: 'stored', final: false });
 
   // While it waits, the checkout takes no other payment (the card will be charged when forwarded).
   const other = await api('POST', `/test_helpers/checkouts/${checkout.id}/pay`, { method: 'card', outcome: 'succeeded' });
@@ -93,13 +98,18 @@ it('stored: the intent is pending (intent.pending); approved later: that same in
   await h!.terminal.next('forward_ack', (a) => a.offline_reference === 'ref-ok');
   const after = await api('GET', `/checkouts/${checkout.id}`);
   expect(after.body).toMatchObject({ status: 'paid', payment_intent_id: pa.id });
-  expect((await api('GET', `/payment_intents/${pa.id}`)).body).toMatchObject({
+  // Approved, it stays recognisable as a card taken offline: on the payment intent, its intent and its event.
+  const settled = (await api('GET', `/payment_intents/${pa.id}`)).body;
+  expect(settled).toMatchObject({
     status: 'succeeded', authorization_code: 'OFF123', processor_reference: 'proc-ref-ok', balance_transaction_id: expect.stringMatching(/^txn_/),
+    offline: { stored_at: storedAt, forwarded_at: expect.any(String) },
   });
+  expect((await api('GET', `/intents/${pa.intent_id}`)).body).toMatchObject({ status: 'succeeded', raw_status: 'succeeded', details: { offline: settled.offline } });
+  expect(await h!.get(id)).toMatchObject({ status: 'consumed', final: true });
   expect(chargeRows()).toBe(charges + 1);
   const done = await intentEvents(from + 1);
   expect(done.map((e) => e.event_type)).toEqual(['intent.succeeded']);
-  expect(done[0]).toMatchObject({ id: pa.intent_id, status: 'succeeded' });
+  expect(done[0]).toMatchObject({ id: pa.intent_id, status: 'succeeded', details: { offline: settled.offline } });
   // The same answer again moves nothing and emits nothing.
   await h!.terminal.forward(id, 'ref-ok', 'approved');
   await h!.terminal.next('forward_ack', (a) => a.offline_reference === 'ref-ok');

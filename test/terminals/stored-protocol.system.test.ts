@@ -44,7 +44,8 @@ describe.each(['websocket', 'serial'] as const)('protocol 2 over %s', (transport
     expect(sp1).toMatchObject({ status: 'stored', offline_reference: 'ref-1', amount_in_cents: 2500, card_last4: '1111', over_cap: null });
     expect(afterStore.forward_by).toBe(sp1.forward_by);
     expect(Date.parse(sp1.forward_by) - Date.parse(sp1.stored_at)).toBe(48 * 3600_000);
-    expect(await h.get(c1.id)).toMatchObject({ status: 'consumed', final: true, checkout_status: 'payment_in_progress' });
+    // The till reads `stored`, not final: the card may still be declined when forwarded.
+    expect(await h.get(c1.id)).toMatchObject({ status: 'stored', final: false, checkout_status: 'payment_in_progress' });
 
     await t.forward(c1.id, 'ref-1', 'forwarded');
     expect(await t.next('forward_ack')).toEqual({ type: 'forward_ack', offline_reference: 'ref-1', outcome: 'forwarded' });
@@ -54,7 +55,7 @@ describe.each(['websocket', 'serial'] as const)('protocol 2 over %s', (transport
     await t.forward(c1.id, 'ref-1', 'approved');
     expect(await t.next('forward_ack')).toMatchObject({ offline_reference: 'ref-1', outcome: 'approved' });
     expect(row(h, `SELECT status, authorization_code FROM stored_payments WHERE id = ?`, sp1.id)).toEqual({ status: 'approved', authorization_code: 'OFF123' });
-    expect((await h.get(c1.id)).checkout_status).toBe('paid');
+    expect(await h.get(c1.id)).toMatchObject({ status: 'consumed', final: true, checkout_status: 'paid' });
     expect(count(h, `SELECT COUNT(*) AS n FROM payment_intents WHERE checkout_id = ?`, sp1.checkout_id)).toBe(1);
     expect((await t.next('offline_policy')).remaining_amount_in_cents).toBe(500_000);
 
@@ -66,7 +67,7 @@ describe.each(['websocket', 'serial'] as const)('protocol 2 over %s', (transport
     await t.forward(c2.id, 'ref-2', 'declined');
     await t.next('forward_ack', (m) => m.offline_reference === 'ref-2');
     expect(row(h, `SELECT status, reason FROM stored_payments WHERE command_id = ?`, c2.id)).toEqual({ status: 'declined', reason: 'insufficient_funds' });
-    expect((await h.get(c2.id)).checkout_status).toBe('unpaid');
+    expect(await h.get(c2.id)).toMatchObject({ status: 'failed', final: true, checkout_status: 'unpaid' });
 
     // A reference posd never heard of is not acknowledged (the terminal must send its stored result first).
     const handled = h.handled((m) => m.type === 'forward_result');
@@ -123,7 +124,8 @@ describe.each(['websocket', 'serial'] as const)('the simulator speaks protocol 2
     for (const amount of [1000, 2000, 9000]) {
       const id = (await charge(amount)).id as string;
       ids.push(id);
-      await expect.poll(async () => (await h!.get(id)).final, { timeout: 10_000 }).toBe(true);
+      // Stored (the terminal is done, the outcome is to come) or failed (declined by the policy).
+      await expect.poll(async () => ['stored', 'failed'].includes((await h!.get(id)).status), { timeout: 10_000 }).toBe(true);
     }
     expect(await Promise.all(ids.map(async (id) => (await h!.get(id)).checkout_status))).toEqual(['payment_in_progress', 'payment_in_progress', 'failed']);
     expect(sim.storedPayments.size).toBe(2);
@@ -132,6 +134,7 @@ describe.each(['websocket', 'serial'] as const)('the simulator speaks protocol 2
     let turn = 0;
     await sim.forward(() => (turn++ === 0 ? 'approved' : 'declined'), { announce: true });
     expect(await Promise.all(ids.slice(0, 2).map(async (id) => (await h!.get(id)).checkout_status))).toEqual(['paid', 'unpaid']);
+    expect(await Promise.all(ids.map(async (id) => (await h!.get(id)).status))).toEqual(['consumed', 'failed', 'failed']);
     expect(h.server.daemon.ctx.db.prepare(`SELECT status FROM stored_payments WHERE terminal_id = ? ORDER BY seq`).all(trm.id)).toEqual([
       { status: 'approved' },
       { status: 'declined' },

@@ -69,7 +69,8 @@ beforeAll(async () => {
   s = await startTestServer({
     clock,
     // Three automatic attempts (now, now, 1 s later), then given up.
-    config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], concurrency: 8, retry_delays_ms: [0, 1000] } },
+    // The breaker (on by default) would hold the failing receiver's retries: these tests count them.
+    config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], concurrency: 8, retry_delays_ms: [0, 1000], breaker_failures: 0 } },
     modules: [accountsModule, createWebhooksModule()],
   });
   worker = deliveryWorkerOf(s.daemon.ctx)!;

@@ -41,7 +41,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   s = await startTestServer({
-    config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], timeout_ms: TIMEOUT_MS } },
+    // Only the time limit is under test: no breaker, no slow-attempt signal.
+    config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], timeout_ms: TIMEOUT_MS, breaker_failures: 0, slow_ms: 0 } },
     modules: [accountsModule, createWebhooksModule()],
   });
   worker = deliveryWorkerOf(s.daemon.ctx)!;

@@ -70,6 +70,7 @@ export const cashSalePush: PushKind<CashSaleRecord> = {
   payload: CashSalePayload,
   consistent: (p) => p.cash_intent.intent_id === p.sale.id,
   malformed: 'cash_sale record without sale or cash_intent',
+  money: (p) => [{ field: 'sale.amount_in_cents', amount: p.sale.amount_in_cents, currency: p.sale.currency }],
   apply(ctx, record) {
     const account = accountsOf(ctx).account(record.account_id)!;
     applyStoreCashSale(ctx, account, record.payload);

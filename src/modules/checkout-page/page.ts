@@ -2,7 +2,10 @@ import { esc } from '../../api/html.js';
 import type { Checkout } from '../checkouts/schema.js';
 import type { Product } from '../products/schema.js';
 
-/** Plain server-rendered HTML: no scripts, no CDN, one small stylesheet, readable on a phone. */
+/**
+ * Plain server-rendered HTML: no CDN, one small stylesheet, readable on a phone; no scripts, but for
+ * the embedded checkout's one file that tells the framing shop the outcome (embed.ts).
+ */
 export const CSS = `
 *{box-sizing:border-box}body{margin:0;font:16px/1.45 system-ui,sans-serif;color:#1d2327;background:#f4f5f7}
 main{max-width:460px;margin:0 auto;padding:1rem}.card{background:#fff;border-radius:10px;padding:1rem 1.2rem;box-shadow:0 1px 3px #0002;margin-bottom:1rem}
@@ -32,6 +35,8 @@ export interface CheckoutPageView {
   csrf: string;
   failureReason: string | null;
   notice?: string;
+  /** Embedded in a shop's page (embed=true): the message element and script (embed.ts); no way back to the shop. */
+  embed?: string;
 }
 
 const money = (cents: number, currency: string) => `${esc(currency)} ${(cents / 100).toFixed(2)}`;
@@ -73,14 +78,15 @@ export function checkoutPage(v: CheckoutPageView): string {
   const state = stateLine(v);
   const forms = v.actions
     .map(
-      (a) => `<form method="post" action="/checkout-session/${esc(checkout.id)}/${esc(a.action)}"><input type="hidden" name="_csrf" value="${esc(v.csrf)}">` +
+      (a) => `<form method="post" action="/checkout-session/${esc(checkout.id)}/${esc(a.action)}${v.embed !== undefined ? '?embed=true' : ''}"><input type="hidden" name="_csrf" value="${esc(v.csrf)}">` +
         `<button type="submit" id="${esc(a.action)}"${a.primary ? ' class="primary"' : ''}>${esc(a.label)}</button></form>`,
     )
     .join('');
   const settled = checkout.status === 'paid' || checkout.status === 'failed' || v.expired;
   // Back to the shop: where a settled checkout would have sent the buyer, or where they came from.
   const back = checkout.status === 'paid' ? checkout.success_url : checkout.cancel_url;
-  const backLink = back && /^https?:\/\//i.test(back) && (settled || !v.sandbox) ? `<a class="back" id="back" href="${esc(back)}">Back to the shop</a>` : '';
+  // Embedded, the shop's own page is around the frame: its callbacks move the buyer on.
+  const backLink = v.embed === undefined && back && /^https?:\/\//i.test(back) && (settled || !v.sandbox) ? `<a class="back" id="back" href="${esc(back)}">Back to the shop</a>` : '';
   const live = v.sandbox
     ? ''
     : settled
@@ -93,7 +99,7 @@ export function checkoutPage(v: CheckoutPageView): string {
 <section class="card"><h2>Status</h2>
 ${v.notice ? `<p class="notice" role="alert">${esc(v.notice)}</p>` : ''}
 <p class="state ${state.cls}" id="state" data-status="${esc(v.expired && checkout.status === 'unpaid' ? 'expired' : checkout.status)}">${esc(state.text)}</p>
-${live}${forms}${backLink}</section>`,
+${live}${forms}${backLink}</section>${v.embed ?? ''}`,
   );
 }
 

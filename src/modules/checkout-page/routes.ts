@@ -12,6 +12,7 @@ import { checkoutForPage, createCheckout, isExpired, type Checkout } from '../ch
 import { productForPage } from '../products/service.js';
 import { abandonInSandbox, holdInSandbox, payInSandbox, paymentIntentRow } from '../payments/service.js';
 import { CSS, checkoutPage, missingPage, stalePage, storefrontPage, type PageAction } from './page.js';
+import { EMBED_SCRIPT, embedElement, embedMessageFor, embedPolicy } from './embed.js';
 
 /** Double-submit token of the page's forms (docs/compatibility.md, "The checkout page"). */
 const FORM_COOKIE = 'posd_checkout';
@@ -116,6 +117,9 @@ function offered(checkout: Checkout): Array<(typeof ACTIONS)[string]> {
 const Params = Type.Object({ id: Type.String({ pattern: '^[a-z]+_[0-9A-Za-z]{1,64}$' }) });
 const ActionParams = Type.Object({ id: Params.properties.id, action: Type.String({ maxLength: 40 }) });
 const FormBody = Type.Object({ _csrf: Type.Optional(Type.String({ maxLength: 200 })) }, { additionalProperties: true });
+/** `embed=true`, as the hosted library appends it; any other query parameter is ignored, as before. */
+const PageQuery = Type.Object({ embed: Type.Optional(Type.String({ maxLength: 10 })) }, { additionalProperties: true });
+const embedded = (query: { embed?: string }) => query.embed === 'true';
 
 const isWebUrl = (u: string | null): u is string => !!u && /^https?:\/\//i.test(u);
 const originOf = (u: string | null) => {
@@ -142,17 +146,21 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       return checkout && account ? { checkout, account } : undefined;
     };
 
-    const render = (req: FastifyRequest, reply: FastifyReply, found: { checkout: Checkout; account: Account }, status: number, notice?: string) => {
+    const render = (req: FastifyRequest, reply: FastifyReply, found: { checkout: Checkout; account: Account }, status: number, opts: { notice?: string; embed?: boolean } = {}) => {
       const { checkout, account } = found;
       const sandbox = !account.live_mode;
       const expired = isExpired(ctx, checkout);
       const actions = sandbox && !expired ? offered(checkout) : [];
+      // Framed only with embed=true and by the origins the account allows (none: as without it).
+      const policy = opts.embed ? embedPolicy(account) : undefined;
+      const framed = !!policy && policy.frameAncestors.length > 0;
       let csrf = parseCookies(req.headers.cookie)[FORM_COOKIE] ?? '';
       if (actions.length && !/^[\w-]{43}$/.test(csrf)) {
         csrf = randomBytes(32).toString('base64url');
-        reply.header('set-cookie', cookie(ctx, FORM_COOKIE, csrf, 24 * 3600, `/checkout-session/${checkout.id}`));
+        reply.header('set-cookie', cookie(ctx, FORM_COOKIE, csrf, 24 * 3600, `/checkout-session/${checkout.id}`, { framed }));
       }
       const pa = checkout.payment_intent_id ? paymentIntentRow(ctx, [account.id], account.live_mode, checkout.payment_intent_id) : undefined;
+      const failureReason = pa?.failure_reason ?? null;
       const html = checkoutPage({
         checkout,
         merchant: account.name,
@@ -160,22 +168,27 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
         expired,
         actions,
         csrf,
-        failureReason: pa?.failure_reason ?? null,
-        notice,
+        failureReason,
+        notice: opts.notice,
+        embed: framed ? embedElement(embedMessageFor(checkout, failureReason), policy.targets) : undefined,
       });
       // The page's id is its capability: it is never sent on to the shop or anyone else.
       const formTargets = [originOf(checkout.success_url), originOf(checkout.cancel_url)].filter((o): o is string => !!o);
-      return sendHtml(reply, status, html, { formTargets, referrer: 'no-referrer' });
+      return sendHtml(reply, status, html, { formTargets, referrer: 'no-referrer', frameAncestors: framed ? policy.frameAncestors : undefined });
     };
 
     scope.get('/checkout-session.css', { schema: { hide: true } }, async (_req, reply) =>
       reply.header('content-type', 'text/css; charset=utf-8').header('cache-control', 'max-age=300').send(CSS),
     );
 
-    scope.get('/checkout-session/:id', { schema: { hide: true, params: Params } }, async (req, reply) => {
+    scope.get('/checkout-session/embed.js', { schema: { hide: true } }, async (_req, reply) =>
+      reply.header('content-type', 'text/javascript; charset=utf-8').header('cache-control', 'max-age=300').header('x-content-type-options', 'nosniff').send(EMBED_SCRIPT),
+    );
+
+    scope.get('/checkout-session/:id', { schema: { hide: true, params: Params, querystring: PageQuery } }, async (req, reply) => {
       const found = load(req.params.id);
       if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
-      return render(req, reply, found, 200);
+      return render(req, reply, found, 200, { embed: embedded(req.query) });
     });
 
     // The public product page of `storefront_link` (hosted section 4): GET shows the product, the
@@ -220,7 +233,7 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       reply.code(308).header('location', `/checkout-session/${req.params.id}`).send(''),
     );
 
-    scope.post('/checkout-session/:id/:action', { schema: { hide: true, params: ActionParams, body: FormBody } }, async (req, reply) => {
+    scope.post('/checkout-session/:id/:action', { schema: { hide: true, params: ActionParams, body: FormBody, querystring: PageQuery } }, async (req, reply) => {
       const found = load(req.params.id);
       if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
       const { checkout, account } = found;
@@ -230,17 +243,20 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[FORM_COOKIE])) {
         return sendHtml(reply, 403, stalePage(checkout.id), { referrer: 'no-referrer' });
       }
-      const page = `/checkout-session/${checkout.id}`;
+      const embed = embedded(req.query);
+      const page = `/checkout-session/${checkout.id}${embed ? '?embed=true' : ''}`;
       // A button from an older view of the page (a second click, another tab): show where it is now.
       if (!offered(checkout).includes(action)) return seeOther(reply, page);
       try {
         await groupCommit(ctx.db, () => action.run(ctx, account, checkout.id));
       } catch (err) {
         if (!(err instanceof ApiError)) throw err;
-        return render(req, reply, load(checkout.id)!, err.status, err.message);
+        return render(req, reply, load(checkout.id)!, err.status, { notice: err.message, embed });
       }
-      ctx.log.info({ checkout_id: checkout.id, action: action.action }, 'sandbox checkout page action');
-      const target = action.next === 'success' ? checkout.success_url : action.next === 'cancel' ? checkout.cancel_url : null;
+      ctx.log.info({ checkout_id: checkout.id, action: action.action, embed }, 'sandbox checkout page action');
+      // Embedded, the frame stays on the page, which tells the shop the outcome (its callbacks then
+      // decide where the buyer goes); otherwise the buyer goes to the shop's URL for the outcome.
+      const target = embed ? null : action.next === 'success' ? checkout.success_url : action.next === 'cancel' ? checkout.cancel_url : null;
       return seeOther(reply, isWebUrl(target) ? target : page);
     });
   });

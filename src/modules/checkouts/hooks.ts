@@ -24,6 +24,8 @@ export interface CheckoutPrice {
 export interface CheckoutPaid {
   paymentIntentId: string;
   card: { network: string; last4: string } | null;
+  /** The payment method's hosted id (`pay_m_`): a subscription started by the payment keeps its card under it. */
+  paymentMethodId?: string | null;
 }
 
 /** What other modules add to a checkout's answer (hosted section 3.2); each key null when it has none. */

@@ -497,6 +497,11 @@ export function getCheckout(ctx: AppContext, account: Pick<Account, 'id' | 'live
  * A checkout by id alone, for the buyer's checkout page, which has no key: like the hosted
  * service's `/checkout-session/{id}`, knowing the id (16 random characters) is what lets one see it.
  */
+/** Whether the checkout machine allows `event` from `status` (a pushed payment is checked so at the central). */
+export function checkoutAllows(status: string, event: CheckoutEvent['type']): boolean {
+  return nextState(checkoutMachine, status as CheckoutStatus, { type: event } as CheckoutEvent) !== null;
+}
+
 export function checkoutForPage(ctx: AppContext, id: string): Checkout | undefined {
   const row = checkoutsStore(ctx.db).byId(id);
   return row ? toCheckout(ctx, row) : undefined;

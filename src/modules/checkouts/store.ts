@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { listCount, statementCache } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface CheckoutRow {
@@ -34,8 +35,10 @@ export interface CheckoutFilter {
 /** All SQL of checkouts. */
 export class CheckoutsStore {
   private readonly stmts;
+  private readonly cached;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
+    this.cached = statementCache(db);
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO checkouts (id, account_id, live_mode, status, amount_in_cents, currency, items, metadata, customer_id,
@@ -50,18 +53,6 @@ export class CheckoutsStore {
            payment_intent_id = @payment_intent_id, success_url = @success_url, cancel_url = @cancel_url, updated_at = @updated_at WHERE id = @id`,
       ),
       byId: db.prepare('SELECT * FROM checkouts WHERE id = ?'),
-      // Optional filters are NULL when absent, so one statement serves every combination.
-      list: db.prepare(
-        `SELECT * FROM checkouts WHERE account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @mode
-           AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)
-           AND (@customers IS NULL OR customer_id IN (SELECT value FROM json_each(@customers)))
-         ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
-      ),
-      count: db.prepare(
-        `SELECT count(*) AS n FROM checkouts WHERE account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @mode
-           AND (@status IS NULL OR status = @status) AND (@from IS NULL OR created_at >= @from) AND (@until IS NULL OR created_at <= @until)
-           AND (@customers IS NULL OR customer_id IN (SELECT value FROM json_each(@customers)))`,
-      ),
     };
   }
 
@@ -77,10 +68,28 @@ export class CheckoutsStore {
   byId(id: string): CheckoutRow | undefined {
     return this.stmts.byId.get(id) as CheckoutRow | undefined;
   }
+  /**
+   * Newest first. Only the filters given become clauses, and one account is named with `=`, so an
+   * index (checkouts_account, or checkouts_status with ?status=) yields the page in its order and the
+   * read stops at its last row. Total-Count comes from list_counts unless a time range or customers
+   * are asked, which count their range through the same index.
+   */
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number, filter: CheckoutFilter = {}): { rows: CheckoutRow[]; total: number } {
-    const where = { ids: JSON.stringify(accountIds), mode: liveMode ? 1 : 0, status: filter.status ?? null, from: filter.from ?? null, until: filter.until ?? null,
-      customers: filter.customerIds ? JSON.stringify(filter.customerIds) : null };
-    return { rows: this.stmts.list.all({ ...where, limit, offset }) as CheckoutRow[], total: (this.stmts.count.get(where) as { n: number }).n };
+    const args: Record<string, unknown> = { mode: liveMode ? 1 : 0 };
+    const parts = [accountIds.length === 1 ? 'account_id = @id' : 'account_id IN (SELECT value FROM json_each(@ids))', 'live_mode = @mode'];
+    if (accountIds.length === 1) args.id = accountIds[0];
+    else args.ids = JSON.stringify(accountIds);
+    if (filter.status !== undefined) (parts.push('status = @status'), (args.status = filter.status));
+    if (filter.from !== undefined) (parts.push('created_at >= @from'), (args.from = filter.from));
+    if (filter.until !== undefined) (parts.push('created_at <= @until'), (args.until = filter.until));
+    if (filter.customerIds) (parts.push('customer_id IN (SELECT value FROM json_each(@customers))'), (args.customers = JSON.stringify(filter.customerIds)));
+    const where = parts.join(' AND ');
+    const rows = this.cached(`SELECT * FROM checkouts WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all({ ...args, limit, offset }) as CheckoutRow[];
+    const counted = filter.from === undefined && filter.until === undefined && !filter.customerIds;
+    const total = counted
+      ? listCount(this.db, 'checkouts', accountIds, liveMode, filter.status ?? '')
+      : (this.cached(`SELECT count(*) AS n FROM checkouts WHERE ${where}`).get(args) as { n: number }).n;
+    return { rows, total };
   }
 }
 

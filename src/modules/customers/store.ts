@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { listCount } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface CustomerRow {
@@ -33,7 +34,7 @@ const OF_USER = `AND (@of_account IS NULL OR account_id = @of_account) AND (@of_
 export class CustomersStore {
   private readonly stmts;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO customers (id, account_id, live_mode, merchant_id, email, full_name, phone, tax_id, address, metadata, created_at)
@@ -57,7 +58,9 @@ export class CustomersStore {
            AND NOT EXISTS (SELECT 1 FROM customers c WHERE c.merchant_id = customers.merchant_id AND c.live_mode = 1 AND c.email = customers.email)`,
       ),
       claim: db.prepare('UPDATE customers SET account_id = ? WHERE id = ? AND live_mode = 0'),
-      list: db.prepare(
+      // One merchant named with `=` (the usual key), so customers_merchant yields the page in its order.
+      list: db.prepare(`SELECT * FROM customers WHERE merchant_id = @merchant AND ${SCOPE} ${OF_USER} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
+      listMany: db.prepare(
         `SELECT * FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE} ${OF_USER}
          ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
       ),
@@ -96,9 +99,12 @@ export class CustomersStore {
     ofUser?: { accountId: string; email: string },
   ): { rows: CustomerRow[]; total: number } {
     const p = { merchants: JSON.stringify(merchantIds), live: liveMode ? 1 : 0, of_account: ofUser?.accountId ?? null, of_email: ofUser?.email ?? null };
+    const rows = (merchantIds.length === 1 ? this.stmts.list.all({ ...p, merchant: merchantIds[0], limit, offset }) : this.stmts.listMany.all({ ...p, limit, offset })) as CustomerRow[];
     return {
-      rows: this.stmts.list.all({ ...p, limit, offset }) as CustomerRow[],
-      total: (this.stmts.count.get(p) as { n: number }).n,
+      rows,
+      // Each environment's view per merchant is counted by the table's triggers (list_counts, the
+      // merchant as account, the view as live_mode); a user's customers are counted in their range.
+      total: ofUser ? (this.stmts.count.get(p) as { n: number }).n : listCount(this.db, 'customers', merchantIds, liveMode),
     };
   }
 }

@@ -105,8 +105,8 @@ export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: s
 }
 
 /** Gross live sales (refunds not subtracted) in [fromIso, untilIso), by method and currency. */
-export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string, liveMode = true): SalesTotalRow[] {
-  return salesTotals(ctx.db, fromIso, untilIso, liveMode);
+export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string, liveMode = true, accountIds: string[] | null = null): SalesTotalRow[] {
+  return salesTotals(ctx.db, fromIso, untilIso, liveMode, accountIds);
 }
 
 /**

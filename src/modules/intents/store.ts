@@ -31,6 +31,16 @@ export interface IntentTotalRow {
   amount_in_cents: number;
 }
 
+/** What `GET /intents` narrows by (spec 6.1 envelope fields; times as the API's bounds). */
+export interface IntentListFilter {
+  from?: string;
+  until?: string;
+  status?: string;
+  type?: string;
+}
+
+const LIST_FILTER = 'AND created_at >= @from AND created_at <= @until AND (@status IS NULL OR status = @status) AND (@type IS NULL OR type = @type)';
+
 /** All SQL of unified intents. */
 export class IntentsStore {
   private readonly stmts;
@@ -45,6 +55,11 @@ export class IntentsStore {
       ),
       byId: db.prepare('SELECT * FROM intents WHERE id = ?'),
       byLegacyId: db.prepare('SELECT * FROM intents WHERE legacy_id = ?'),
+      list: db.prepare(
+        `SELECT id FROM intents WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live ${LIST_FILTER}
+         ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
+      ),
+      count: db.prepare(`SELECT count(*) AS n FROM intents WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live ${LIST_FILTER}`),
       nextReceipt: db.prepare('SELECT coalesce(max(receipt_number), 0) + 1 AS n FROM intents WHERE account_id = ?'),
       setInvoiceUrl: db.prepare('UPDATE intents SET tax_invoice_url = ? WHERE id = ?'),
       totals: db.prepare(
@@ -69,6 +84,16 @@ export class IntentsStore {
   }
   byLegacyId(id: string): IntentRow | undefined {
     return this.stmts.byLegacyId.get(id) as IntentRow | undefined;
+  }
+  /**
+   * `GET /intents`: the ids of the accounts' intents in one environment, newest first, within
+   * [from, until] and of a status/type when given. Each account's rows are reached through its
+   * (account_id, receipt_number) index; only those are sorted by time.
+   */
+  list(accountIds: string[], liveMode: boolean, f: IntentListFilter, limit: number, offset: number): { ids: string[]; total: number } {
+    const params = { accounts: JSON.stringify(accountIds), live: liveMode ? 1 : 0, from: f.from ?? '', until: f.until ?? '\uffff', status: f.status ?? null, type: f.type ?? null };
+    const ids = (this.stmts.list.all({ ...params, limit, offset }) as Array<{ id: string }>).map((r) => r.id);
+    return { ids, total: (this.stmts.count.get(params) as { n: number }).n };
   }
   nextReceiptNumber(accountId: string): number {
     return (this.stmts.nextReceipt.get(accountId) as { n: number }).n;
@@ -95,13 +120,14 @@ export interface SalesTotalRow {
  * Succeeded intents of one mode (live by default) in [from, until), by payment method and currency (the status page's
  * "today's sales"). A `payment` intent is named by its payment's method (card, terminal, ...).
  */
-export function salesTotals(db: Db, fromIso: string, untilIso: string, liveMode = true): SalesTotalRow[] {
+export function salesTotals(db: Db, fromIso: string, untilIso: string, liveMode = true, accountIds: string[] | null = null): SalesTotalRow[] {
   return db
     .prepare(
       `SELECT coalesce(p.method, i.type) AS method, i.currency, count(*) AS count, sum(i.amount_in_cents) AS amount_in_cents
        FROM intents i LEFT JOIN payment_intents p ON p.intent_id = i.id
        WHERE i.live_mode = ? AND i.status = 'succeeded' AND i.created_at >= ? AND i.created_at < ?
+         AND (? IS NULL OR i.account_id IN (SELECT value FROM json_each(?)))
        GROUP BY 1, 2 ORDER BY 1, 2`,
     )
-    .all(liveMode ? 1 : 0, fromIso, untilIso) as SalesTotalRow[];
+    .all(liveMode ? 1 : 0, fromIso, untilIso, accountIds && JSON.stringify(accountIds), accountIds && JSON.stringify(accountIds)) as SalesTotalRow[];
 }

@@ -34,3 +34,13 @@ export const BalanceTransactionQuery = Type.Object({
  * appliers rely on, checked before they post it (src/sync/shared/registry.ts).
  */
 export const SyncedLedgerRow = Type.Object({ id: Type.String(), amount_in_cents: Type.Number(), fee_in_cents: Type.Number() });
+
+/**
+ * A pushed ledger row's amounts, as the central checks them at receipt (`MoneyField` in
+ * src/sync/registry.ts): a movement either way, its fee, and its net when carried (net = amount + fee).
+ */
+export function syncedLedgerMoney(field: string, row: unknown): Array<{ field: string; amount: unknown; currency?: unknown; fee?: unknown; net?: unknown; signed: true }> {
+  if (!row || typeof row !== 'object') return [];
+  const r = row as Record<string, unknown>;
+  return [{ field: `${field}.amount_in_cents`, amount: r.amount_in_cents, currency: r.currency, fee: r.fee_in_cents, net: r.net_amount_in_cents, signed: true }];
+}

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { listCount, statementCache } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface BalanceTransactionRow {
@@ -43,8 +44,10 @@ export interface LedgerFilter {
 /** All SQL of the ledger. */
 export class LedgerStore {
   private readonly stmts;
+  private readonly cached;
 
   constructor(private readonly db: Db) {
+    this.cached = statementCache(db);
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO balance_transactions (id, account_id, live_mode, type, amount_in_cents, fee_in_cents, net_amount_in_cents,
@@ -88,8 +91,10 @@ export class LedgerStore {
   }
 
   private where(f: LedgerFilter): { sql: string; args: unknown[] } {
-    const parts = ['account_id IN (SELECT value FROM json_each(?))', 'live_mode = ?'];
-    const args: unknown[] = [JSON.stringify(f.accountIds), f.liveMode ? 1 : 0];
+    // One account is named with `=`, so balance_transactions_list yields its rows newest first.
+    const one = f.accountIds.length === 1;
+    const parts = [one ? 'account_id = ?' : 'account_id IN (SELECT value FROM json_each(?))', 'live_mode = ?'];
+    const args: unknown[] = [one ? f.accountIds[0] : JSON.stringify(f.accountIds), f.liveMode ? 1 : 0];
     if (f.currency) {
       parts.push('currency = ?');
       args.push(f.currency);
@@ -105,22 +110,21 @@ export class LedgerStore {
     return { sql: parts.join(' AND '), args };
   }
 
+  /** Newest first; Total-Count from list_counts when no filter is given, else its range counted. */
   list(f: LedgerFilter, limit: number, offset: number): { rows: BalanceTransactionRow[]; total: number } {
     const w = this.where(f);
-    // Filters vary per request; SQLite caches prepared statements per text, so this stays cheap.
-    const rows = this.db
-      .prepare(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`)
-      .all(...w.args, limit, offset) as BalanceTransactionRow[];
-    const total = (this.db.prepare(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n;
+    const rows = this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`).all(...w.args, limit, offset) as BalanceTransactionRow[];
+    const filtered = f.currency || f.type || (f.from && f.until);
+    const total = filtered
+      ? (this.cached(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n
+      : listCount(this.db, 'balance_transactions', f.accountIds, f.liveMode);
     return { rows, total };
   }
 
   /** Oldest first after a cursor, never past `maxSeq`: a stable walk for statements (reports). */
   after(f: LedgerFilter, afterSeq: number, maxSeq: number, limit: number): BalanceTransactionRow[] {
     const w = this.where(f);
-    return this.db
-      .prepare(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`)
-      .all(...w.args, afterSeq, maxSeq, limit) as BalanceTransactionRow[];
+    return this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`).all(...w.args, afterSeq, maxSeq, limit) as BalanceTransactionRow[];
   }
 
   totals(origin: string | null, from: string, until: string): LedgerTotalRow[] {

@@ -1,5 +1,7 @@
 import Database from 'better-sqlite3';
-import { accessSync, constants, existsSync, statSync, statfsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import type { DiskFullState } from '../../db/disk-full.js';
+import { diskSpace } from './disk-check.js';
 import type { Config } from '../../config.js';
 import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
@@ -8,7 +10,7 @@ import { runningDaemon } from '../../system/daemon-lock.js';
 import { checkSecretsKey } from '../../system/secret-box.js';
 import { undici } from '../../system/undici.js';
 import { sealedSecretSample, webhookHealth } from '../webhooks/service.js';
-import { syncStatus } from '../../sync/status.js';
+import { centralTarget, plainLinkError, syncStatus } from '../../sync/status.js';
 
 export interface Check {
   name: string;
@@ -18,9 +20,8 @@ export interface Check {
   fix?: string;
 }
 
-const GiB = 1 << 30;
-
-export function dataFolder(config: Config): Check[] {
+/** `refused`: the daemon's record of writes refused for space (the page passes it; doctor cannot know it). */
+export function dataFolder(config: Config, refused: DiskFullState | null = null): Check[] {
   const dir = config.data_dir;
   if (!existsSync(dir))
     return [
@@ -50,18 +51,7 @@ export function dataFolder(config: Config): Check[] {
   } else {
     out.push({ name: 'data folder permissions', ok: true, detail: `mode ${(st.mode & 0o777).toString(8)}` });
   }
-  const fs = statfsSync(dir);
-  const free = fs.bavail * fs.bsize;
-  const total = fs.blocks * fs.bsize;
-  const low = free < GiB || free / Math.max(1, total) < 0.1;
-  out.push({
-    name: 'free disk',
-    ok: !low,
-    detail: `${(free / GiB).toFixed(1)} GiB free of ${(total / GiB).toFixed(1)} GiB`,
-    fix: low
-      ? 'free space (old backups in the backup folder, logs) or move the data to a larger disk; below 10% or 1 GiB sales may stop being recorded'
-      : undefined,
-  });
+  out.push(diskSpace(config, refused));
   return out;
 }
 
@@ -69,9 +59,11 @@ function database(config: Config): Check[] {
   const file = databaseFile(config);
   if (!existsSync(file))
     return [{ name: 'database', ok: false, detail: `${file} does not exist`, fix: 'run posd init (or posd serve once), or posd restore a backup' }];
+  const access = databaseAccess(config, file);
+  if (!access.ok) return [access];
   const inspection = inspectDatabase(file);
   const version = inspection.schemaVersion;
-  const out: Check[] = [];
+  const out: Check[] = [access];
   if (!inspection.ok && version === undefined) {
     out.push({ name: 'database integrity', ok: false, detail: inspection.problem ?? 'unreadable', fix: 'stop posd and posd restore the last good backup' });
     return out;
@@ -107,6 +99,36 @@ function database(config: Config): Check[] {
           },
   );
   return out;
+}
+
+/**
+ * The database file itself: readable and writable by whoever runs this, and owned by the data
+ * folder's owner (the service user). A posd.db made by `sudo posd ...` belongs to root, and the
+ * service then fails at its first write; doctor says so instead of "unexpected error".
+ */
+function databaseAccess(config: Config, file: string): Check {
+  const st = statSync(file);
+  const folderOwner = statSync(config.data_dir).uid;
+  const who = `uid ${process.getuid?.()}`;
+  try {
+    accessSync(file, constants.R_OK | constants.W_OK);
+  } catch (err) {
+    return {
+      name: 'database file',
+      ok: false,
+      detail: `${file} cannot be ${(err as NodeJS.ErrnoException).code === 'EACCES' ? 'read or written' : 'opened'} by ${who} (owner uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)})`,
+      fix: `chown posd:posd ${file}* && chmod 0600 ${file} (and run doctor as the service user: sudo -u posd posd doctor)`,
+    };
+  }
+  if (st.uid !== folderOwner) {
+    return {
+      name: 'database file',
+      ok: false,
+      detail: `${file} is owned by uid ${st.uid}${st.uid === 0 ? ' (root)' : ''}, not by the data folder's owner (uid ${folderOwner}): the service cannot write it`,
+      fix: `chown ${folderOwner}:${statSync(config.data_dir).gid} ${file}*`,
+    };
+  }
+  return { name: 'database file', ok: true, detail: `readable and writable, owned by uid ${st.uid}` };
 }
 
 /** Reads what the database knows about backups and terminals without changing anything. */
@@ -253,7 +275,7 @@ async function clock(url: string, nowMs: () => number): Promise<Check> {
     await res.body.dump();
     const after = nowMs();
     const date = Date.parse(String(res.headers.date ?? ''));
-    if (Number.isNaN(date)) return { name: 'clock', ok: false, detail: `${url} sent no Date header`, fix: 'check sync.central_url points at a posd central' };
+    if (Number.isNaN(date)) return { name: 'clock', ok: false, detail: `${url} sent no Date header`, fix: 'check that this address is a posd central' };
     const skew = (before + after) / 2 - date;
     const ok = Math.abs(skew) <= 60_000;
     return {
@@ -263,17 +285,41 @@ async function clock(url: string, nowMs: () => number): Promise<Check> {
       fix: ok ? undefined : 'turn on time sync: timedatectl set-ntp true (sales and receipts carry this clock)',
     };
   } catch (err) {
-    return { name: 'clock', ok: false, detail: `cannot reach the central at ${url}: ${(err as Error).message}`, fix: 'check the network and sync.central_url' };
+    return {
+      name: 'clock',
+      ok: false,
+      detail: `cannot reach the central at ${url} to compare clocks: ${plainLinkError((err as Error).message)}`,
+      fix: 'check the network and that the central is up',
+    };
   }
 }
 
 export async function runDoctor(config: Config, nowMs: () => number = Date.now): Promise<Check[]> {
   const checks: Check[] = [...dataFolder(config)];
-  if (checks[0]?.ok) checks.push(...database(config), ...recorded(config, nowMs()));
+  let central: string | undefined = config.sync.central_url || undefined;
+  if (checks[0]?.ok) {
+    const db = database(config);
+    checks.push(...db);
+    // Only a file that opened whole is read further (an unreadable one has said why above).
+    if (db.every((c) => c.ok || c.name === 'schema version')) {
+      checks.push(...recorded(config, nowMs()));
+      central = joinedCentral(config) ?? central;
+    }
+  }
   const pid = runningDaemon(config);
   checks.push({ name: 'daemon', ok: true, detail: pid ? `running (pid ${pid})` : 'not running' });
-  // The sync area owns `sync.central_url`; read it defensively until that section lands in the schema.
-  const central = (config as unknown as { sync?: { central_url?: string } }).sync?.central_url;
   if (central) checks.push(await clock(central, nowMs));
   return checks;
+}
+
+/** The central this store pushes to, however it joined: the setting, or `posd init --central-url`. */
+function joinedCentral(config: Config): string | undefined {
+  if (config.role !== 'store') return undefined;
+  const db = new Database(databaseFile(config), { readonly: true, fileMustExist: true });
+  try {
+    const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'").get();
+    return has ? centralTarget(config, db)?.url : undefined;
+  } finally {
+    db.close();
+  }
 }

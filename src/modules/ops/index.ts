@@ -3,6 +3,7 @@ import { opsRoutes } from './routes.js';
 import { NightlyBackup } from './nightly-backup.js';
 import { provideBuiltInSources } from './sources.js';
 import { registerAreaMetrics } from './area-metrics.js';
+import { offlineApiRoutes } from './offline-api.js';
 
 export { metrics, type Metrics } from '../../system/metrics.js';
 export { provideStatus, statusSources, type StatusSources } from '../../system/status-sources.js';
@@ -12,6 +13,8 @@ export { runningDaemon } from '../../system/daemon-lock.js';
 /** Operations: the manager's status page, /metrics and the nightly backup. */
 export const opsModule: PosdModule = {
   name: 'ops',
+  // Stored (offline) card payments through /api: what the page shows, and the policy's changes by a named manager.
+  api: offlineApiRoutes,
   root: (app, ctx) => {
     // Money and terminals are part of every build: their read functions feed their panels. Other
     // areas register their own with provideStatus when they are installed.

@@ -1,5 +1,5 @@
 import { esc } from '../../api/html.js';
-import { money, table, td } from './page.js';
+import { money, named, table, td } from './page.js';
 import { localText, tdWhen, when } from './time.js';
 import type { AccountOfflineView, OutageNow, OutageReport } from './outage.js';
 
@@ -32,7 +32,7 @@ export function outageBanner(now: OutageNow, nowMs: number): string {
         ? `<li id="outage-deadline" class="bad">The oldest stored payment must be forwarded within <strong>${esc(span(now.deadline_in_ms))}</strong> (by ${when(now.next_deadline, nowMs)}); posd expires it then and the sale is owed again.</li>`
         : `<li id="outage-deadline" class="bad">The oldest stored payment's deadline has passed (${when(now.next_deadline, nowMs)}).</li>`;
   }
-  return `<section id="outage-banner" class="verdict problems" role="alert" data-state="offline"><h2 class="bad">Offline for ${esc(span(now.down_for_ms))}</h2><ul>
+  return `<section id="outage-banner" class="verdict offline" role="alert" data-state="offline"><h2 class="amber">Offline for ${esc(span(now.down_for_ms))}</h2><ul>
 <li>No contact with ${esc(links)} since ${when(now.since, nowMs)}. Cash, the tills and the terminals go on; cards are stored within the offline caps.</li>
 <li id="outage-stored">Stored card payments waiting: ${stored}.</li>
 <li id="outage-records">Records waiting for the central: ${esc(now.records_waiting)}.</li>
@@ -71,6 +71,9 @@ export function offlinePaymentsPanel(accounts: AccountOfflineView[], csrf: strin
 <p class="muted">Every change is kept with who, when and why: <code>posd payments offline audit --account …</code>.</p></section>`;
 }
 
+/** A checkout's state as a manager says it (the API's names stay in the JSON report). */
+const STATUS_WORDS: Record<string, string> = { unpaid: 'not paid', payment_in_progress: 'payment under way', processing: 'payment under way' };
+
 function reportHtml(r: OutageReport, i: number, nowMs: number): string {
   const title = `Outage ${when(r.started_at, nowMs)} to ${r.ended_at ? when(r.ended_at, nowMs) : 'now'}`;
   const links = r.links.map((l) => LINK_NAMES[l.link] ?? l.link).join(', ');
@@ -100,8 +103,10 @@ function reportHtml(r: OutageReport, i: number, nowMs: number): string {
     'Nothing to collect.',
   );
   const open = table(
-    ['Open checkout', 'State', 'Amount', 'Made'],
-    r.open_checkouts.items.slice(0, 20).map((c) => [td(c.id), td(c.status), td(money(c.amount_in_cents, c.currency)), tdWhen(c.created_at, nowMs)]),
+    ['Sale', 'State', 'Amount', 'Made'],
+    r.open_checkouts.items
+      .slice(0, 20)
+      .map((c) => [named(c.reference || 'no till reference', c.id), td(STATUS_WORDS[c.status] ?? c.status), td(money(c.amount_in_cents, c.currency)), tdWhen(c.created_at, nowMs)]),
     'None left open.',
   );
   const rec = r.reconciliation;

@@ -11,9 +11,6 @@ import { allowOfflineUntil, revokeOfflineOverrides } from '../terminals/stored/s
 import { offlineAccounts, outageNow, outageReports } from './outage.js';
 import { localText } from './time.js';
 
-/** Who the audit names for a change made on the status page (one manager password, no user names). */
-export const STATUS_PAGE_ACTOR = 'status page manager';
-
 /** The outage banner (above the panels) and the outage panels (among them), for GET /. Markup loaded on first view. */
 export async function outageSections(ctx: AppContext, csrf: string): Promise<{ top: string; panels: string }> {
   const html = await import('./outage-panel.js');
@@ -32,7 +29,8 @@ const AllowBody = Type.Object({ ...Form, until: Type.String({ maxLength: 40 }) }
 const RevokeBody = Type.Object(Form, { additionalProperties: true });
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 403: Type.String() };
 
-type Guard = (req: FastifyRequest, reply: FastifyReply) => { denied: FastifyReply; session?: undefined } | { denied?: undefined; session: unknown };
+/** The page's POST guard: a manager's session (whose name the audit takes) and its CSRF token, or a refusal. */
+type Guard = (req: FastifyRequest, reply: FastifyReply) => { denied: FastifyReply; session?: undefined } | { denied?: undefined; session: { manager_name: string } };
 
 /**
  * `2026-05-01T20:00` from the form's datetime-local field is the box's local time (the store's
@@ -77,9 +75,9 @@ export function outageRoutes(app: FastifyInstance, ctx: AppContext, guard: Guard
     if (!until) return back(reply, 'Not changed: the end of the override is not a date and time.');
     let notice: string;
     try {
-      const r = tx(ctx.db, () => allowOfflineUntil(ctx, account, until, {}, { actor: STATUS_PAGE_ACTOR, reason: req.body.reason }));
+      const r = tx(ctx.db, () => allowOfflineUntil(ctx, account, until, {}, { actor: g.session.manager_name, reason: req.body.reason }));
       notice = `Offline card payments allowed for ${account.name} until ${localText(r.until, ctx.clock.now())}.`;
-      ctx.log.info({ account_id: account.id, until: r.until, reason: req.body.reason }, 'manager allowed offline card payments from the status page');
+      ctx.log.info({ account_id: account.id, until: r.until, reason: req.body.reason, manager: g.session.manager_name }, 'manager allowed offline card payments from the status page');
       await tellTerminals(account.id);
     } catch (err) {
       notice = failure(err);
@@ -94,9 +92,9 @@ export function outageRoutes(app: FastifyInstance, ctx: AppContext, guard: Guard
     if (!account) return back(reply, `Not changed: no account ${req.body.account}.`);
     let notice: string;
     try {
-      const n = tx(ctx.db, () => revokeOfflineOverrides(ctx, account, { actor: STATUS_PAGE_ACTOR, reason: req.body.reason }));
+      const n = tx(ctx.db, () => revokeOfflineOverrides(ctx, account, { actor: g.session.manager_name, reason: req.body.reason }));
       notice = n ? `Override ended for ${account.name}.` : `No override was in force for ${account.name}.`;
-      ctx.log.info({ account_id: account.id, ended: n }, 'manager ended the offline override from the status page');
+      ctx.log.info({ account_id: account.id, ended: n, manager: g.session.manager_name }, 'manager ended the offline override from the status page');
       if (n) await tellTerminals(account.id);
     } catch (err) {
       notice = failure(err);

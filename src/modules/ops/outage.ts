@@ -7,7 +7,7 @@ import { storeSide, type OutageLink, type OutageWindowRow } from '../../sync/sto
 import { salesByMethod } from '../intents/service.js';
 import { listCheckouts, getCheckoutIn } from '../checkouts/service.js';
 import { customerById } from '../customers/service.js';
-import { commandRow } from '../terminals/commands/service.js';
+import { commandRow, tillReferenceOf } from '../terminals/commands/service.js';
 import {
   activeOverrideOf,
   capsOf,
@@ -79,10 +79,11 @@ export interface OutageReport {
   stored_payments: Array<MoneyCount & { status: string }>;
   /** Stored during the window, then declined or expired: the sale is owed (checkout_status says whether still). */
   to_collect: SaleToCollect[];
-  /** Checkouts made during the window that are still not paid. */
+  /** Checkouts made during the window that are still not paid, but for the sales to collect (listed above). */
   open_checkouts: {
     total: number;
-    items: Array<{ id: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }>;
+    /** `reference`: the till's own (its external_id and description), empty when no till sent the checkout. */
+    items: Array<{ id: string; reference: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }>;
   };
   reconciliation: {
     /**
@@ -100,7 +101,14 @@ export interface OutageReport {
 const OPEN_CHECKOUT_STATUSES = ['unpaid', 'payment_in_progress', 'needs_verification', 'needs_payer_authentication'];
 const LIST_MAX = 200;
 
-function scopes(ctx: AppContext): Array<{ accountIds: string[]; liveMode: boolean }> {
+/** Whose outage report: the accounts an API key reads, in its environment; absent, the whole box (the page, the shell). */
+export interface ReportScope {
+  accountIds: string[];
+  liveMode: boolean;
+}
+
+function scopes(ctx: AppContext, only?: ReportScope): Array<{ accountIds: string[]; liveMode: boolean }> {
+  if (only) return [only];
   const all = accountsOf(ctx).accounts();
   return [true, false]
     .map((liveMode) => ({ liveMode, accountIds: all.filter((a) => a.live_mode === liveMode).map((a) => a.id) }))
@@ -212,21 +220,31 @@ function reconciliationOf(ctx: AppContext, startedAt: string, endedAt: string | 
   return { state, records_waiting: waiting, checked_at: checked, differences: diffs.length };
 }
 
-export function outageReport(ctx: AppContext, window: { started_at: string; ended_at: string | null; links: OutageWindowRow[] }): OutageReport {
+export function outageReport(ctx: AppContext, window: { started_at: string; ended_at: string | null; links: OutageWindowRow[] }, only?: ReportScope): OutageReport {
   const nowMs = ctx.clock.now();
   const from = window.started_at;
   const until = window.ended_at ?? isoTime(nowMs + 1);
-  const stored = storedPaymentsBetween(ctx, from, until);
+  const stored = storedPaymentsBetween(ctx, from, until).filter(
+    (r) => !only || (only.accountIds.includes(r.account_id) && (r.live_mode === 1) === only.liveMode),
+  );
+  const toCollectRows = stored.filter((r) => r.status === 'declined' || r.status === 'expired').map((r) => toCollect(ctx, r));
+  // A sale to collect is listed once, there: its checkout is not "left open" too.
+  const collected = new Set(toCollectRows.map((c) => c.checkout_id));
   const open: OutageReport['open_checkouts']['items'] = [];
   let total = 0;
-  for (const scope of scopes(ctx)) {
+  for (const scope of scopes(ctx, only)) {
     for (const status of OPEN_CHECKOUT_STATUSES) {
       const page = listCheckouts(ctx, scope.accountIds, scope.liveMode, LIST_MAX, 0, { status, from, until });
       total += page.total;
       for (const c of page.rows) {
+        if (collected.has(c.id)) {
+          total--;
+          continue;
+        }
         if (open.length < LIST_MAX)
           open.push({
             id: c.id,
+            reference: tillReferenceOf(ctx, c.id),
             account_id: c.account_id,
             live_mode: scope.liveMode,
             status: c.status,
@@ -242,9 +260,9 @@ export function outageReport(ctx: AppContext, window: { started_at: string; ende
     started_at: window.started_at,
     ended_at: window.ended_at,
     links: window.links.map((w) => ({ link: w.link, started_at: w.started_at, ended_at: w.ended_at })),
-    sales: salesByMethod(ctx, from, until),
+    sales: salesByMethod(ctx, from, until, only?.liveMode ?? true, only?.accountIds ?? null),
     stored_payments: byState(stored),
-    to_collect: stored.filter((r) => r.status === 'declined' || r.status === 'expired').map((r) => toCollect(ctx, r)),
+    to_collect: toCollectRows,
     open_checkouts: { total, items: open },
     reconciliation: reconciliationOf(ctx, window.started_at, window.ended_at, nowMs),
   };
@@ -260,8 +278,8 @@ export function salesToCollect(ctx: AppContext, account: { id: string; live_mode
 }
 
 /** The reports of the latest outages, newest first. */
-export function outageReports(ctx: AppContext, opts: { from?: string; limit?: number } = {}): OutageReport[] {
-  return outageWindows(ctx, opts).map((w) => outageReport(ctx, w));
+export function outageReports(ctx: AppContext, opts: { from?: string; limit?: number; only?: ReportScope } = {}): OutageReport[] {
+  return outageWindows(ctx, opts).map((w) => outageReport(ctx, w, opts.only));
 }
 
 export interface AccountOfflineView {

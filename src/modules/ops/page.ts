@@ -1,8 +1,10 @@
 import type { Panel, StatusView } from './panels.js';
 import type { SalesTotal } from '../../system/status-sources.js';
-import { age, localDate, tdWhen, when } from './time.js';
+import { age, localDate, money, tdWhen, when } from './time.js';
 
 import { esc } from '../../api/html.js';
+import { sizeText as bytes } from './disk-check.js';
+import { offlineLines } from './offline-verdict.js';
 
 /** Plain server-rendered HTML: no scripts, no CDN, one small stylesheet, readable on a phone. */
 export const CSS = `
@@ -15,12 +17,12 @@ h2{font-size:1rem;margin:0 0 .5rem}table{border-collapse:collapse;width:100%}td,
 form.inline{display:inline}.login{max-width:340px;margin:12vh auto;background:#fff;padding:1.5rem;border-radius:8px;box-shadow:0 1px 3px #0003}
 .login input{width:100%;padding:.5rem;margin:.3rem 0 1rem;font:inherit}.error{color:#c62828}
 .verdict{margin:1rem 1rem 0;padding:.7rem 1rem;border-radius:8px;background:#fff;box-shadow:0 1px 2px #0002}
-.verdict.good{border-left:6px solid #18794e}.verdict.problems{border-left:6px solid #c62828}.verdict h2{margin:0}.verdict ul{margin:.4rem 0 0;padding-left:1.2rem}
+.verdict.good{border-left:6px solid #18794e}.verdict.problems{border-left:6px solid #c62828}.verdict.offline{border-left:6px solid #b26a00}.amber{color:#8a5300}.verdict h2{margin:0}.verdict ul{margin:.4rem 0 0;padding-left:1.2rem}
 .verdict li{margin:.25rem 0;overflow-wrap:anywhere}.verdict .fix{display:block;color:#445}
 .replay{margin:.3rem 0}.replay input{font:inherit;width:15.5em;max-width:100%}
 .notice{margin:1rem 1rem 0;padding:.5rem 1rem;background:#fff8c5;border-radius:6px}.foot{padding:0 1rem}h3{font-size:.9rem;margin:.6rem 0 .2rem}
 td,th{overflow-wrap:break-word;vertical-align:top}table.pairs td:last-child,.url{overflow-wrap:anywhere}table.pairs td:first-child{white-space:nowrap}main>section{min-width:0}
-section#stores{grid-column:1/-1}
+section#stores,section#outages{grid-column:1/-1}select,input{max-width:100%}
 .stale{color:#8a9096}.stale time{color:inherit}.counts{margin:0 0 .4rem}.endpoint{margin:0 0 .8rem}.endpoint p{margin:.2rem 0}
 time{white-space:nowrap}
 @media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}section{padding:.6rem .7rem}
@@ -36,28 +38,28 @@ ${opts.refresh ? `<meta http-equiv="refresh" content="${opts.refresh}">` : ''}
 <title>${esc(title)}</title><link rel="stylesheet" href="/ops.css"></head><body>${body}</body></html>`;
 }
 
-export function loginPage(opts: { loginToken: string; error?: string; configured: boolean }): string {
+export function loginPage(opts: { loginToken: string; error?: string; configured: boolean; dataDir: string }): string {
   if (!opts.configured) {
     return layout(
       'posd: status',
-      `<div class="login"><h1>posd</h1><p>No manager password is set yet. On the box, run:</p>
-<pre>posd manager set-password</pre><p class="muted">then reload this page.</p></div>`,
+      `<div class="login"><h1>posd</h1><p>No manager is set up yet. On the box, run:</p>
+<pre>sudo -u posd posd managers add &lt;your name&gt; --data ${esc(opts.dataDir)}</pre><p class="muted">(as the user posd runs as, naming this box's data folder), then reload this page.</p></div>`,
     );
   }
   return layout(
     'posd: log in',
     `<form class="login" method="post" action="/login"><h1>posd status</h1>
 ${opts.error ? `<p class="error" role="alert">${esc(opts.error)}</p>` : ''}
-<label for="password">Manager password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<label for="name">Your name</label>
+<input id="name" name="name" autocomplete="username" maxlength="64">
+<label for="password">Your password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required>
 <input type="hidden" name="_csrf" value="${esc(opts.loginToken)}">
 <button type="submit">Log in</button></form>`,
   );
 }
 
-export const money = (cents: number, currency: string) => `${currency} ${(cents / 100).toFixed(2)}`;
-const bytes = (n: number) =>
-  n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
+export { money } from './time.js';
 
 function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => string): string {
   let body: string;
@@ -84,13 +86,25 @@ export const td = (v: unknown, cls = '') => `<td${cls ? ` class="${cls}"` : ''}>
 /** A name, with the id it stands for in its title (a person hovering, a test reading). */
 export const named = (name: string, id: string, cls = '') => `<td${cls ? ` class="${cls}"` : ''} title="${esc(id)}" data-id="${esc(id)}">${esc(name)}</td>`;
 
-/** First on the page: "All good", or each problem in one line with what to do. */
+/**
+ * First on the page, at the level the page's colours agree with: green "All good"; amber "Working
+ * offline" with what waits and until when; red "N things need attention", each problem in one line
+ * with what to do (and, while offline, what waits under them).
+ */
 function verdict(view: StatusView): string {
-  if (view.verdict.length === 0) return '<section id="verdict" class="verdict good" data-state="good"><h2 class="ok">All good</h2></section>';
+  const waiting = view.offline ? offlineLines(view.offline, view.now_ms) : [];
+  const waitingList = waiting.length ? `<ul class="waiting">${waiting.map((w) => `<li>${esc(w)}</li>`).join('')}</ul>` : '';
+  if (view.level === 'good') return '<section id="verdict" class="verdict good" data-state="good"><h2 class="ok">All good</h2></section>';
+  if (view.level === 'offline') {
+    return `<section id="verdict" class="verdict offline" data-state="offline"><h2 class="amber">Working offline</h2>${waitingList}</section>`;
+  }
   return `<section id="verdict" class="verdict problems" data-state="problems"><h2 class="bad">${view.verdict.length === 1 ? '1 thing needs' : `${view.verdict.length} things need`} attention</h2><ul>${view.verdict
     .map((p) => `<li><span class="problem">${esc(p.problem)}</span>${p.fix ? `<span class="fix">What to do: ${esc(p.fix)}</span>` : ''}</li>`)
-    .join('')}</ul></section>`;
+    .join('')}</ul>${waiting.length ? `<h3 class="amber">Working offline</h3>${waitingList}` : ''}</section>`;
 }
+
+/** Whether the verdict has a problem from the check `name`: a panel's cell is red only then. */
+const flagged = (view: StatusView, name: string) => view.verdict.some((p) => p.problem.startsWith(`${name}:`));
 
 const csrfField = (csrf: string) => `<input type="hidden" name="_csrf" value="${esc(csrf)}">`;
 
@@ -146,7 +160,7 @@ function storesPanel(view: StatusView, now: number): string {
   if (!view.stores) return '';
   return panel('stores', 'Stores', view.stores, (list) =>
     table(
-      ['Store', 'Last push', 'Waiting at the box', 'Held here', 'Received, not applied', 'Lag', 'Reconciliation'],
+      ['Store', 'Last push', 'Waiting at the box', 'Held here', 'Refused', 'Received, not applied', 'Lag', 'Reconciliation'],
       list.map((s) => {
         const account = view.account_names[s.account_id] ?? s.account_id;
         const stale = s.last_push_at !== null && now - Date.parse(s.last_push_at) > view.store_quiet_ms;
@@ -159,7 +173,9 @@ function storesPanel(view: StatusView, now: number): string {
             : `<td class="${s.box_waiting > 0 && stale ? 'bad' : s.box_waiting > 0 ? '' : 'ok'}" data-box-waiting="${s.box_waiting}">${
                 s.box_waiting === 0 ? 'none' : `${s.box_waiting}${s.box_waiting_since ? `, oldest ${when(s.box_waiting_since, now)}` : ''}`
               }</td>`,
-          td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held)` : ''}`, s.parked ? 'bad' : ''),
+          td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held: posd sync held list)` : ''}`, s.parked ? 'bad' : ''),
+          // Records the central refused (checks, appliers, an operator's review): kept, never applied.
+          `<td class="${s.rejected ? 'bad' : 'ok'}" data-rejected="${s.rejected}">${s.rejected ? `${s.rejected} refused` : 'none'}</td>`,
           // The projector's lag behind receipt, in the store's seqs (0 once it caught up).
           td(s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none', s.received_seq > s.applied_seq ? 'muted' : ''),
           td(s.lag_ms === null ? '-' : age(s.lag_ms), s.lag_ms !== null && s.lag_ms > view.store_quiet_ms ? 'bad' : ''),
@@ -174,7 +190,7 @@ function storesPanel(view: StatusView, now: number): string {
 }
 
 /** `extra`: sections of other files (the outage view): `top` after the verdict, `panels` after the page's own. */
-export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string } = {}): string {
+export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string; manager?: string } = {}): string {
   const now = view.now_ms;
   const terminals = panel('terminals', 'Terminals', view.terminals, (list) =>
     table(
@@ -219,7 +235,8 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
     return table(
       ['', ''],
       [
-        [td('Connected'), td(s.connected ? 'yes' : 'no', s.connected ? 'ok' : 'bad')],
+        // Red only when the verdict is (a link down past sync.alert_link_down_ms); amber while offline.
+        [td('Connected'), td(s.connected ? 'yes' : 'no', s.connected ? 'ok' : flagged(view, 'sync') ? 'bad' : 'amber')],
         [td('Last success'), tdWhen(s.last_success_at, now, '')],
         [td('Records waiting'), td(s.records_waiting)],
         [td('Oldest waiting'), tdWhen(s.oldest_waiting_at, now, '', '-')],
@@ -243,7 +260,9 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
         [td('Database'), td(`${bytes(d.database_bytes)} (+ ${bytes(d.wal_bytes)} log), schema ${d.schema_version}`)],
         [
           td('Last backup'),
-          d.last_backup ? `<td class="ok">${when(d.last_backup.finished_at, now)} (${esc(bytes(d.last_backup.bytes ?? 0))})</td>` : td('never', 'bad'),
+          d.last_backup
+            ? `<td class="ok">${when(d.last_backup.finished_at, now)} (${esc(bytes(d.last_backup.bytes ?? 0))})</td>`
+            : td('never', flagged(view, 'last backup') ? 'bad' : 'muted'),
         ],
         ...(lastFailure ? [[td('Last backup failed'), pastError(lastFailure.error ?? 'failed', lastFailure.finished_at, recovered, now)]] : []),
         [td('Backup folder'), td(d.backup_dir, 'muted')],
@@ -257,8 +276,9 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
     table(
       ['', ''],
       [
-        [td('Live certifier'), td(t.live_certifier, t.live_certifier === 'none' ? 'bad' : 'ok')],
-        ...(t.reason ? [[td('Live sales'), td(`no tax_invoice_url: ${t.reason}`, 'bad')]] : []),
+        // Red only with a live invoice waiting: what doctor and the verdict count as a problem.
+        [td('Live certifier'), td(t.live_certifier, t.live_certifier !== 'none' ? 'ok' : t.live_waiting ? 'bad' : 'muted')],
+        ...(t.reason ? [[td('Live sales'), td(`no tax_invoice_url: ${t.reason}`, t.live_waiting ? 'bad' : 'muted')]] : []),
         [td('Live invoices waiting'), td(t.live_waiting, t.live_waiting ? 'bad' : '')],
       ],
       '',
@@ -266,7 +286,7 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
   );
   return layout(
     'posd: status',
-    `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}<button type="submit">Log out</button></form></header>
+    `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}${extra.manager ? `<span class="muted">${esc(extra.manager)}</span> ` : ''}<button type="submit">Log out</button></form></header>
 ${verdict(view)}${extra.top ?? ''}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
 <main>${storesPanel(view, now)}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${view.stores && view.sync.state === 'not_configured' ? '' : sync}${disk}${invoicing}${extra.panels ?? ''}</main>

@@ -17,10 +17,12 @@ import {
   type TerminalStatus,
 } from '../../system/status-sources.js';
 import { accountsOf } from '../../accounts/service.js';
-import { localText, localizeTimes, zoneName } from './time.js';
+import { age, localText, localizeTimes, zoneName } from './time.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
 import { dataFolder, recordedChecks } from './doctor.js';
+import { diskFullState } from '../../db/disk-full.js';
+import { outageNow, type OutageNow } from './outage.js';
 
 /** One thing that needs the manager: what is wrong, and what to do about it. */
 export interface Problem {
@@ -60,6 +62,10 @@ export interface StatusView {
   zone: string;
   /** Empty: all good. Built from doctor's checks (data folder, disk, backups, webhook key, webhooks, sync) and the terminals. */
   verdict: Problem[];
+  /** What a link down leaves waiting (null: could not be read). */
+  offline: OutageNow | null;
+  /** The verdict's level: red (`attention`) when any problem stands, amber (`offline`) while a link is down, else green. */
+  level: 'good' | 'offline' | 'attention';
   day: { from: string; until: string };
   terminals: Panel<TerminalStatus[]>;
   commands: Panel<CommandInFlight[]>;
@@ -140,11 +146,27 @@ function tlsState(ctx: AppContext): StatusView['tls'] {
   return { on: tlsEnabled(ctx.config), mode: ctx.config.tls.mode, ca_file: fingerprint ? file : null, ca_fingerprint: fingerprint };
 }
 
+/** A stored payment this close to its deadline turns the verdict red (it may yet expire). */
+const STORED_DEADLINE_RED_MS = 3_600_000;
+
 export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): StatusView {
   const src = statusSources(ctx);
   const now = ctx.clock.now();
   const day = localDay(now);
   const sandbox = !!opts.sandbox;
+  const verdict = verdictOf(ctx, src, now);
+  let offline: OutageNow | null = null;
+  try {
+    offline = outageNow(ctx);
+  } catch {
+    // the outage banner shows nothing either; the panels say what they could not read
+  }
+  if (offline?.deadline_in_ms != null && offline.deadline_in_ms < STORED_DEADLINE_RED_MS) {
+    verdict.push({
+      problem: `a card payment stored offline ${offline.deadline_in_ms > 0 ? `expires in ${age(offline.deadline_in_ms)}` : 'has passed its deadline'} unless it reaches the processor (${localText(offline.next_deadline!, now)})`,
+      fix: 'bring the internet link (or the card processor) back; an expired payment is owed again: collect it from the customer (the outage report lists them)',
+    });
+  }
   return {
     generated_at: isoTime(now),
     now_ms: now,
@@ -154,7 +176,9 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
     account_names: accountNames(ctx),
     stores: ctx.config.role === 'central' ? read(src.centralStores) : null,
     store_quiet_ms: ctx.config.sync.alert_link_down_ms,
-    verdict: verdictOf(ctx, src, now),
+    verdict,
+    offline,
+    level: verdict.length > 0 ? 'attention' : offline?.offline ? 'offline' : 'good',
     day,
     terminals: read(src.terminals),
     commands: read(src.commandsInFlight),
@@ -177,11 +201,26 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
 export function verdictOf(ctx: AppContext, src: ReturnType<typeof statusSources>, nowMs: number): Problem[] {
   const out: Problem[] = [];
   try {
-    for (const c of [...dataFolder(ctx.config), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
+    for (const c of [...dataFolder(ctx.config, diskFullState(ctx.db)), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
       if (!c.ok) out.push({ problem: localizeTimes(`${c.name}: ${c.detail}`, nowMs), fix: c.fix ?? '' });
     }
   } catch (err) {
     out.push({ problem: `could not run the checks: ${(err as Error).message}`, fix: 'run posd doctor on the box' });
+  }
+  try {
+    // Red on the page is red in the verdict: an endpoint failing now, before doctor's hour-long notice.
+    if (!out.some((p) => p.problem.startsWith('webhooks:'))) {
+      for (const e of src.failingWebhooks?.() ?? []) {
+        const n = e.failed + e.retrying;
+        if (e.recovered || (n === 0 && !e.disabled_reason)) continue;
+        out.push({
+          problem: `webhook endpoint ${e.url}: ${e.disabled_reason ?? `${n} deliver${n === 1 ? 'y' : 'ies'} failed${e.retrying ? ` (${e.retrying} retried by themselves)` : ''}`}`,
+          fix: 'check the receiver (the Webhooks panel shows its last answer); resend from the page once it answers',
+        });
+      }
+    }
+  } catch {
+    // the webhooks panel shows its own read error
   }
   try {
     for (const t of src.terminals?.() ?? []) {

@@ -4,21 +4,27 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { cookie, parseCookies, parseForms, sameToken, seeOther, sendHtml } from '../../api/html.js';
-import { WindowLimiter } from '../../api/rate-limit.js';
 import { OwnNetwork } from '../../system/own-network.js';
-import { LoginBackoff } from './login-limit.js';
+import { DEVICE_COOKIE, DEVICE_COOKIE_DAYS, FailureLimit, LoginBackoff, PasswordChecks, knownDevice, newDeviceToken } from './login-limit.js';
 import { metrics } from '../../system/metrics.js';
-import { verifyPassword } from './password.js';
-import { getManagerPassword } from './store.js';
+import { hashPassword, needsRehash, verifyPassword } from './password.js';
+import { adoptSinglePassword, listManagers, managerByName, managerCount, setManagerPasswordOf, type ManagerRow } from './managers.js';
+import { tx } from '../../db/database.js';
+import { isoTime } from '../../clock.js';
 import { statusView } from './panels.js';
 import { statusSources } from '../../system/status-sources.js';
 import { outageRoutes, outageSections } from './outage-routes.js';
+import { accountFormatsPanel } from './formats-panel.js';
 // The page's markup is loaded by the first page view, not at start.
 const page = () => import('./page.js');
 import { LOGIN_COOKIE, currentSession, endSession, newLoginToken, startSession } from './session.js';
 
 const FormBody = Type.Object(
-  { _csrf: Type.Optional(Type.String({ maxLength: 200 })), password: Type.Optional(Type.String({ maxLength: 1024 })) },
+  {
+    _csrf: Type.Optional(Type.String({ maxLength: 200 })),
+    name: Type.Optional(Type.String({ maxLength: 64 })),
+    password: Type.Optional(Type.String({ maxLength: 1024 })),
+  },
   { additionalProperties: true },
 );
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: Type.String(), 403: Type.String(), 429: Type.String() };
@@ -28,9 +34,31 @@ const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 401: 
  * `/api`, in their own plugin scope so HTML forms (urlencoded bodies) are parsed here only.
  */
 export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
-  const logins = new WindowLimiter(10, 5 * 60_000, ctx.clock);
+  const failures = new FailureLimit(ctx.clock, ctx.config.ops.login_failures_per_address);
+  const checks = new PasswordChecks(ctx.config.ops.login_concurrency, ctx.config.ops.login_queue);
   const everyone = new LoginBackoff(ctx.clock);
   const ownNetwork = new OwnNetwork(ctx.clock, ctx.config.http.own_networks);
+  // A box set up with the single status-page password: its holder becomes the manager `manager`.
+  if (tx(ctx.db, () => adoptSinglePassword(ctx.db, isoTime(ctx.clock.now())))) ctx.log.info('the status page password is now the manager named manager');
+
+  /**
+   * Who is logging in: the name given, or, when the form leaves it empty and the box has a single
+   * manager, that manager (a box with one manager keeps its one-field login).
+   */
+  const loginManager = (name: string | undefined): ManagerRow | undefined => {
+    if (name?.trim()) return managerByName(ctx.db, name);
+    const all = listManagers(ctx.db);
+    return all.length === 1 ? managerByName(ctx.db, all[0].name) : undefined;
+  };
+
+  /**
+   * What a known-device cookie is signed with: every manager's password hash, so a device stays known
+   * until a manager is added, removed or changes password (null while the box has no manager).
+   */
+  const deviceSecret = (): string | null => {
+    const all = listManagers(ctx.db);
+    return all.length ? all.map((m) => managerByName(ctx.db, m.name)?.password_hash ?? '').join('|') : null;
+  };
 
   await app.register(async (plain) => {
     const scope = plain.withTypeProvider<TypeBoxTypeProvider>();
@@ -40,7 +68,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const { loginPage } = await page();
       const token = newLoginToken();
       reply.header('set-cookie', cookie(ctx, LOGIN_COOKIE, token, 3600));
-      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: getManagerPassword(ctx.db) !== null }));
+      return sendHtml(reply, status, loginPage({ loginToken: token, error, configured: managerCount(ctx.db) > 0, dataDir: ctx.config.data_dir }));
     };
 
     scope.get('/ops.css', { schema: { hide: true } }, async (_req, reply) =>
@@ -58,28 +86,50 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
       const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
-      return sendHtml(reply, 200, (await page()).statusPage(view, session.csrf, req.query.notice, await outageSections(ctx, session.csrf)));
+      const extra = await outageSections(ctx, session.csrf);
+      return sendHtml(
+        reply,
+        200,
+        (await page()).statusPage(view, session.csrf, req.query.notice, { ...extra, panels: extra.panels + accountFormatsPanel(ctx), manager: session.manager_name }),
+      );
     });
 
     scope.get('/login', { schema: { hide: true, response: Html } }, async (_req, reply) => seeOther(reply, '/'));
 
+    // Every login is answered (issue 32): a known device (a browser that logged in before, its
+    // cookie signed with the password) or the box's own network passes the global lock and the
+    // line; everyone else gets 401, then 429 with Retry-After per address, per device and overall.
     scope.post('/login', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
-      const wait = logins.hit(req.ip);
-      if (wait) return showLogin(req, reply.header('retry-after', String(wait)), 429, `Too many attempts; wait ${wait} seconds.`);
-      const mine = ownNetwork.has(req.ip);
-      const locked = mine ? 0 : everyone.wait();
-      if (locked) return showLogin(req, reply.header('retry-after', String(locked)), 429, `Too many failed logins; wait ${locked} seconds.`);
+      const device = knownDevice(deviceSecret(), parseCookies(req.headers.cookie)[DEVICE_COOKIE]);
+      const key = device ? `device:${device}` : `ip:${req.ip}`;
+      const refuse = (seconds: number, why: string) => showLogin(req, reply.header('retry-after', String(seconds)), 429, `${why}; wait ${seconds} seconds.`);
+      const wait = failures.wait(key);
+      if (wait) return refuse(wait, 'Too many attempts');
+      const trusted = device !== null || ownNetwork.has(req.ip);
+      const locked = trusted ? 0 : everyone.wait();
+      if (locked) return refuse(locked, 'Too many failed logins');
       if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[LOGIN_COOKIE])) {
         return showLogin(req, reply, 403, 'The form expired; please try again.');
       }
-      const stored = getManagerPassword(ctx.db);
-      if (!stored || !req.body.password || !(await verifyPassword(req.body.password, stored))) {
-        ctx.log.warn({ ip: req.ip }, 'manager login failed');
-        if (!mine) everyone.failed();
-        return showLogin(req, reply, 401, 'Wrong password.');
+      const manager = loginManager(req.body.name);
+      const password = req.body.password;
+      const ok = manager && password ? await checks.run(() => verifyPassword(password, manager.password_hash), trusted) : false;
+      if (ok === null) return refuse(1, 'Too many logins at once');
+      if (!ok || !manager || !password) {
+        ctx.log.warn({ ip: req.ip, known_device: device !== null }, 'manager login failed');
+        failures.failed(key);
+        if (!trusted) everyone.failed();
+        // The same answer for an unknown name and a wrong password: the form says nothing of who exists.
+        return showLogin(req, reply, 401, 'Wrong name or password.');
       }
-      ctx.log.info({ ip: req.ip }, 'manager logged in');
-      startSession(ctx, reply);
+      if (needsRehash(manager.password_hash)) {
+        const hash = await hashPassword(password);
+        tx(ctx.db, () => setManagerPasswordOf(ctx.db, manager.id, hash));
+      }
+      ctx.log.info({ ip: req.ip, manager: manager.name, known_device: device !== null }, 'manager logged in');
+      startSession(ctx, reply, manager.id);
+      const secret = deviceSecret();
+      if (secret) reply.header('set-cookie', cookie(ctx, DEVICE_COOKIE, device ? parseCookies(req.headers.cookie)[DEVICE_COOKIE] : newDeviceToken(secret), DEVICE_COOKIE_DAYS * 86_400));
       return seeOther(reply, '/');
     });
 

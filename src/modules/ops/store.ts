@@ -1,8 +1,11 @@
 import type { Db } from '../../db/database.js';
+import { addManager, adoptSinglePassword, FIRST_MANAGER, managerByName, setManagerPasswordOf } from './managers.js';
 
-/** All SQL of the operations area: the manager's password and sessions, and the backup log. */
+/** All SQL of the operations area: the managers' sessions and the backup log (managers.ts: the managers). */
 export interface SessionRow {
   token_hash: string;
+  /** Whose session it is: every change made from it names them. */
+  manager_id: string;
   csrf: string;
   created_at: string;
   expires_at: string;
@@ -21,30 +24,36 @@ export interface BackupRunRow {
   left_out?: string | null;
 }
 
-const PASSWORD_KEY = 'manager_password';
-
-export function getManagerPassword(db: Db): string | null {
-  const row = db.prepare('SELECT value FROM meta WHERE key = ?').get(PASSWORD_KEY) as { value: string } | undefined;
-  return row?.value ?? null;
-}
-
-/** Sets the password hash; every open session ends with it (a changed password logs everyone out). */
-export function setManagerPassword(db: Db, hash: string): void {
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(PASSWORD_KEY, hash);
-  db.prepare('DELETE FROM manager_sessions').run();
+/**
+ * Sets the password of the first manager (`manager`), adding them if the box has no such manager:
+ * what `posd manager set-password` did for the single password, kept for scripts written for it.
+ * Every open session of that manager ends. In the caller's transaction.
+ */
+export function setManagerPassword(db: Db, hash: string, nowIso = new Date().toISOString()): void {
+  adoptSinglePassword(db, nowIso);
+  const first = managerByName(db, FIRST_MANAGER);
+  if (first) setManagerPasswordOf(db, first.id, hash);
+  else addManager(db, FIRST_MANAGER, hash, nowIso);
 }
 
 export function insertSession(db: Db, row: SessionRow): void {
-  db.prepare('INSERT INTO manager_sessions (token_hash, csrf, created_at, expires_at) VALUES (?, ?, ?, ?)').run(
+  db.prepare('INSERT INTO manager_sessions (token_hash, manager_id, csrf, created_at, expires_at) VALUES (?, ?, ?, ?, ?)').run(
     row.token_hash,
+    row.manager_id,
     row.csrf,
     row.created_at,
     row.expires_at,
   );
 }
 
-export function findSession(db: Db, tokenHash: string, nowIso: string): SessionRow | undefined {
-  return db.prepare('SELECT * FROM manager_sessions WHERE token_hash = ? AND expires_at > ?').get(tokenHash, nowIso) as SessionRow | undefined;
+/** A live session and the name of the manager it belongs to (a removed manager's sessions are gone). */
+export function findSession(db: Db, tokenHash: string, nowIso: string): (SessionRow & { manager_name: string }) | undefined {
+  return db
+    .prepare(
+      `SELECT s.*, m.name AS manager_name FROM manager_sessions s JOIN managers m ON m.id = s.manager_id
+        WHERE s.token_hash = ? AND s.expires_at > ?`,
+    )
+    .get(tokenHash, nowIso) as (SessionRow & { manager_name: string }) | undefined;
 }
 
 export function deleteSession(db: Db, tokenHash: string): void {

@@ -76,3 +76,6 @@ export function when(iso: string | null | undefined, nowMs: number, empty = 'nev
 export function tdWhen(iso: string | null | undefined, nowMs: number, cls = 'muted', empty = 'never'): string {
   return `<td${cls ? ` class="${cls}"` : ''}>${when(iso, nowMs, empty)}</td>`;
 }
+
+/** "GTQ 12.50": an amount as the page and its verdict show it. */
+export const money = (cents: number, currency: string) => `${currency} ${(cents / 100).toFixed(2)}`;

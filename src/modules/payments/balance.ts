@@ -107,6 +107,7 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
       tax_invoice_url: null,
       created_at: at,
       updated_at: at,
+      payment_method_id: newId('pay_m'),
     };
     store.insert(pa);
     createIntent(ctx, paymentIntentInput(pa, checkout, short ? INSUFFICIENT_FUNDS : 'succeeded', {}, { payerAccountId: payer.id }));
@@ -153,7 +154,7 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     };
     balancePaymentsStore(ctx.db).insert(link);
     ctx.outbox.emit({ accountId: payer.id, liveMode: payer.live_mode, type: 'intent.paid', payload: intentDocument(ctx, payerIntent.id)!, objectId: payerIntent.id });
-    ctx.registry.checkout.afterPay(ctx, merchant, settled, { paymentIntentId: paId, card: null });
+    ctx.registry.checkout.afterPay(ctx, merchant, settled, { paymentIntentId: paId, card: null, paymentMethodId: pa.payment_method_id });
     push({
       balance_payment: link,
       intent: { id: payerIntent.id, payment_id: payerIntent.payment_id, created_at: payerIntent.created_at },

@@ -28,7 +28,8 @@ export const paymentCheckoutHooks: CheckoutHooks = {
           typeof subscriptionId === 'string' ? { type: 'Subscription', id: subscriptionId, ...payer } : { type: 'OneTimePayment', id: paymentId, ...payer },
       },
       payment_method: {
-        id: pa.id,
+        // The method's own id (pay_m_), one per saved card; the pa_ id stays the payment intent's.
+        id: pa.payment_method_id,
         type: METHOD_TYPE[pa.method] ?? pa.method,
         card: pa.card_last4 ? { last4: pa.card_last4, network: pa.card_network ?? '' } : null,
       },

@@ -34,7 +34,7 @@ export function legacyPaymentPayload(
       id: checkout.id,
       status: checkout.status,
       payment: { id: paymentId, paymentable: oneTimePaymentable(paymentId, customer) },
-      payment_method: { id: pa.id, type: pa.method, card: pa.card_last4 ? { last4: pa.card_last4, network: pa.card_network ?? '' } : null },
+      payment_method: { id: pa.payment_method_id, type: pa.method, card: pa.card_last4 ? { last4: pa.card_last4, network: pa.card_network ?? '' } : null },
       transfer_setups: checkout.transfer_setups,
       metadata: checkout.metadata,
     },

@@ -35,6 +35,8 @@ export interface PendingStart {
   rawStatus: string;
   card?: { network: string; last4: string } | null;
   processorReference?: string | null;
+  /** A card a terminal stored offline: when (the payment intent and its intent keep it for good). */
+  offlineStoredAt?: string | null;
   /**
    * The checkout is `payment_in_progress` already and this payment is the one it was waiting for
    * (a terminal took the charge, then stored it): linked without a move. Otherwise the checkout
@@ -73,8 +75,11 @@ export function startPendingPayment(ctx: AppContext, account: Account, checkout:
     channel: start.channel,
     balance_transaction_id: null,
     tax_invoice_url: null,
+    offline_stored_at: start.offlineStoredAt ?? null,
+    offline_forwarded_at: null,
     created_at: at,
     updated_at: at,
+    payment_method_id: newId('pay_m'),
   };
   paymentsStore(ctx.db).insert(pa);
   createIntent(ctx, paymentIntentInput(pa, checkout, start.rawStatus));
@@ -107,7 +112,9 @@ export interface PendingOutcome {
  * failed, or unpaid again when canceled or owed again), the events and the sync record of the
  * outcome (`terminal_payment` for a terminal's card, else `checkout_payment`).
  */
-export function finishPendingPayment(ctx: AppContext, account: Account, pa: PaymentIntentRow, event: PaymentEvent, outcome: PendingOutcome = {}): PaymentIntentRow {
+export function finishPendingPayment(ctx: AppContext, account: Account, given: PaymentIntentRow, event: PaymentEvent, outcome: PendingOutcome = {}): PaymentIntentRow {
+  // Read again: a stored card's forward time may have been written since the caller read it.
+  const pa = paymentsStore(ctx.db).byId(given.id) ?? given;
   const to = nextState(paymentMachine, pa.status, event);
   if (!to) throw new ApiError('checkout_not_modifiable', { message: `A ${pa.status} payment cannot take ${event.type.toLowerCase()}.` });
   const checkout = getCheckout(ctx, account, pa.checkout_id)!;
@@ -140,7 +147,7 @@ export function finishPendingPayment(ctx: AppContext, account: Account, pa: Paym
   if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
   const doc = emitPaymentEvents(ctx, account, next, settled);
   const card = next.card_last4 ? { network: next.card_network ?? 'unknown', last4: next.card_last4 } : null;
-  if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: next.id, card: pa.method === 'bank_transfer' ? null : card });
+  if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: next.id, card: pa.method === 'bank_transfer' ? null : card, paymentMethodId: pa.payment_method_id });
   appendSyncRecord(ctx.db, {
     kind: pa.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
     accountId: account.id,

@@ -7,6 +7,7 @@ import { balanceDetails, bankTransferDetails, cryptoDetails, paymentDetails } fr
 import { legacyEventType, legacyPaymentPayload } from './legacy.js';
 import type { PaymentStatus } from './machine.js';
 import type { PaymentIntentRow } from './store.js';
+import { offlineMark } from './offline-mark.js';
 import { postBalanceTransaction, type BalanceTransaction, type Fee } from '../ledger/service.js';
 
 /** What every way of settling a payment answers, and what each writes and emits (service.ts, bank-transfers.ts). */
@@ -61,11 +62,15 @@ export function paymentIntentInput(
           tax_invoicing_fee: 0,
           vat_withheld: pa.vat_withheld_in_cents,
           vat_withheld_currency: pa.currency,
-          used_presaved_payment_method: false,
+          // A saved card charged without the buyer: a one-time payment or a subscription's renewal.
+          used_presaved_payment_method: pa.channel === 'one_time_payment' || pa.channel === 'subscription',
           installments: pa.installments ?? 1,
           channel: pa.channel ?? pa.method,
           products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
         });
+  // A card taken offline says so in its intent for good (accounting, disputes): like Stripe's card_present.offline.
+  const mark = offlineMark(pa);
+  if (mark) details.offline = mark;
   return {
     id: pa.intent_id,
     accountId: pa.account_id,

@@ -23,6 +23,8 @@ export const PaymentIntentSchema = Type.Object({
   channel: NS,
   balance_transaction_id: NS,
   tax_invoice_url: NS,
+  /** Set when a terminal approved the card offline (a stored payment): when it stored it, when it forwarded it. Stays after the outcome. */
+  offline: Type.Union([Type.Object({ stored_at: Type.String(), forwarded_at: NS }), Type.Null()]),
   created_at: Type.String(),
   updated_at: Type.String(),
 });

@@ -10,7 +10,7 @@ import { markCustomerLive } from '../customers/service.js';
 import { feeFor } from '../ledger/service.js';
 import { createIntent, setIntentTaxInvoiceUrl } from '../intents/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { paymentsStore, type PaymentIntentRow } from './store.js';
+import { paymentsStore, type PaymentIntentRow, type SavedCardRow } from './store.js';
 import { publishTaxInvoiceUrl } from '../tax-invoices/service.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import { paymentMachine } from './machine.js';
@@ -18,11 +18,12 @@ import { chargeDescription, emitPaymentEvents, paymentIntentInput, postPaymentCh
 import { recordBankTransferArrival, startBankTransfer } from './bank-transfers.js';
 import { finishPendingPayment, pendingPaymentOf } from './pending.js';
 import { startCryptoPayment } from './crypto.js';
+import { offlineMark } from './offline-mark.js';
 
 export { paymentIntentInput, type SettleResult } from './records.js';
 export { recordBankTransferArrival, type BankTransferArrival } from './bank-transfers.js';
 export { finishPendingPayment, startPendingPayment } from './pending.js';
-export type { PaymentIntentRow } from './store.js';
+export type { PaymentIntentRow, SavedCardRow } from './store.js';
 export { balancePaymentOf, payCheckoutFromBalance } from './balance.js';
 export type { BalancePaymentRow } from './balance-store.js';
 export { recordCryptoConfirmation, startCryptoPayment } from './crypto.js';
@@ -39,6 +40,12 @@ export interface SettleInput {
   processorReference?: string | null;
   installments?: number | null;
   channel?: string;
+  /**
+   * A card already saved (`pay_m_`) being charged again (a one-time payment, a subscription's
+   * renewal): the payment names it and saves nothing new. Without it a card paid at a checkout is
+   * saved under a new id (docs/compatibility.md, "One id per saved card").
+   */
+  paymentMethodId?: string | null;
 }
 
 /**
@@ -84,6 +91,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const succeeded = input.outcome === 'succeeded';
     const paId = newId('pa');
     const intentId = newId('in');
+    const paymentMethodId = input.paymentMethodId ?? newId('pay_m');
     // A checkout of free-trial lines only is paid with 0: the card is kept, no money moves, no ledger row.
     const fee = succeeded && input.method !== 'cash' && checkout.amount_in_cents > 0 ? feeFor(account, checkout.amount_in_cents, ctx.config.money) : undefined;
 
@@ -117,8 +125,24 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       tax_invoice_url: null,
       created_at: at,
       updated_at: at,
+      payment_method_id: paymentMethodId,
     };
     store.insert(pa);
+    // A card paid at a checkout is kept for later charges of the same customer, under the id the
+    // checkout answers; a card at a terminal is not (the terminal hands posd no way to charge it again).
+    if (succeeded && input.method === 'card' && input.card && !input.paymentMethodId) {
+      store.saveCard({
+        id: paymentMethodId,
+        account_id: account.id,
+        live_mode: pa.live_mode,
+        customer_id: checkout.customer_id,
+        type: 'card',
+        card_network: input.card.network,
+        card_last4: input.card.last4,
+        payment_intent_id: paId,
+        created_at: at,
+      });
+    }
 
     createIntent(ctx, paymentIntentInput(pa, checkout, succeeded ? 'succeeded' : (input.failureReason ?? 'failed')));
 
@@ -132,7 +156,7 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const scope = { accountId: account.id, liveMode: account.live_mode };
     // After the payment's own events: coupons count their redemptions, a paid recurring line starts
     // its subscription (spec 3.5).
-    if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null });
+    if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: paId, card: input.card ?? null, paymentMethodId });
     appendSyncRecord(ctx.db, {
       kind: input.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
       ...scope,
@@ -234,6 +258,7 @@ export interface PaymentIntentView {
   channel: string | null;
   balance_transaction_id: string | null;
   tax_invoice_url: string | null;
+  offline: { stored_at: string; forwarded_at: string | null } | null;
   created_at: string;
   updated_at: string;
 }
@@ -260,9 +285,20 @@ function toView(r: PaymentIntentRow): PaymentIntentView {
     channel: r.channel,
     balance_transaction_id: r.balance_transaction_id,
     tax_invoice_url: r.tax_invoice_url,
+    offline: offlineMark(r),
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
+}
+
+/** A stored card handed to its processor (a terminal's forward result), in the caller's transaction. */
+export function markPaymentForwarded(ctx: AppContext, paymentIntentId: string, at: string): void {
+  paymentsStore(ctx.db).markForwarded(paymentIntentId, at);
+}
+
+/** A card saved by a paid checkout of this account and environment (`pay_m_`), or undefined. */
+export function savedCard(ctx: AppContext, account: Account, id: string): SavedCardRow | undefined {
+  return paymentsStore(ctx.db).savedCard(id, account.id, account.live_mode);
 }
 
 /** The payment intent row when it belongs to one of the accounts in that environment. */

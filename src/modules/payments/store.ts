@@ -25,8 +25,26 @@ export interface PaymentIntentRow {
   channel: string | null;
   balance_transaction_id: string | null;
   tax_invoice_url: string | null;
+  /** A card a terminal approved offline: when it stored it, and when it forwarded it (docs/stored-payments.md). */
+  offline_stored_at?: string | null;
+  offline_forwarded_at?: string | null;
   created_at: string;
   updated_at: string;
+  /** The method's hosted id (`pay_m_`). */
+  payment_method_id: string;
+}
+
+/** A card saved by a paid checkout (`payment_methods`): what `POST /one_time_payments` charges. */
+export interface SavedCardRow {
+  id: string;
+  account_id: string;
+  live_mode: number;
+  customer_id: string | null;
+  type: 'card';
+  card_network: string;
+  card_last4: string;
+  payment_intent_id: string;
+  created_at: string;
 }
 
 /** All SQL of payment intents. */
@@ -38,13 +56,21 @@ export class PaymentsStore {
       insert: db.prepare(
         `INSERT INTO payment_intents (id, account_id, live_mode, intent_id, checkout_id, method, status, amount_in_cents, currency,
            fee_in_cents, commission_in_cents, vat_withheld_in_cents, customer_id, failure_reason, card_network, card_last4,
-           authorization_code, processor_reference, installments, channel, balance_transaction_id, tax_invoice_url, created_at, updated_at)
+           authorization_code, processor_reference, installments, channel, balance_transaction_id, tax_invoice_url, offline_stored_at,
+           offline_forwarded_at, created_at, updated_at, payment_method_id)
          VALUES (@id, @account_id, @live_mode, @intent_id, @checkout_id, @method, @status, @amount_in_cents, @currency,
            @fee_in_cents, @commission_in_cents, @vat_withheld_in_cents, @customer_id, @failure_reason, @card_network, @card_last4,
-           @authorization_code, @processor_reference, @installments, @channel, @balance_transaction_id, @tax_invoice_url, @created_at, @updated_at)`,
+           @authorization_code, @processor_reference, @installments, @channel, @balance_transaction_id, @tax_invoice_url, @offline_stored_at,
+           @offline_forwarded_at, @created_at, @updated_at, @payment_method_id)`,
       ),
+      saveCard: db.prepare(
+        `INSERT OR IGNORE INTO payment_methods (id, account_id, live_mode, customer_id, type, card_network, card_last4, payment_intent_id, created_at)
+         VALUES (@id, @account_id, @live_mode, @customer_id, @type, @card_network, @card_last4, @payment_intent_id, @created_at)`,
+      ),
+      savedCard: db.prepare('SELECT * FROM payment_methods WHERE id = ? AND account_id = ? AND live_mode = ?'),
       byId: db.prepare('SELECT * FROM payment_intents WHERE id = ?'),
       byCheckout: db.prepare('SELECT * FROM payment_intents WHERE checkout_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1'),
+      markForwarded: db.prepare('UPDATE payment_intents SET offline_forwarded_at = COALESCE(offline_forwarded_at, ?), updated_at = ? WHERE id = ?'),
       setInvoiceUrl: db.prepare('UPDATE payment_intents SET tax_invoice_url = ?, updated_at = ? WHERE id = ?'),
       settle: db.prepare(
         `UPDATE payment_intents SET status = @status, fee_in_cents = @fee_in_cents, commission_in_cents = @commission_in_cents,
@@ -57,7 +83,18 @@ export class PaymentsStore {
   }
 
   insert(row: PaymentIntentRow): void {
-    this.stmts.insert.run(row);
+    // A row a store pushed before the offline mark existed has no such fields.
+    this.stmts.insert.run({ offline_stored_at: null, offline_forwarded_at: null, ...row });
+  }
+  /** A stored card handed to its processor: the time stays on the payment intent, whatever its outcome. */
+  markForwarded(id: string, at: string): void {
+    this.stmts.markForwarded.run(at, at, id);
+  }
+  saveCard(row: SavedCardRow): void {
+    this.stmts.saveCard.run(row);
+  }
+  savedCard(id: string, accountId: string, liveMode: boolean): SavedCardRow | undefined {
+    return this.stmts.savedCard.get(id, accountId, liveMode ? 1 : 0) as SavedCardRow | undefined;
   }
   byId(id: string): PaymentIntentRow | undefined {
     return this.stmts.byId.get(id) as PaymentIntentRow | undefined;

@@ -1,11 +1,12 @@
 import { Type } from '@sinclair/typebox';
+import { newId } from '../../ids.js';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
-import { SyncedLedgerRow } from '../ledger/schema.js';
+import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import type { Checkout } from '../checkouts/schema.js';
-import { insertStoreCheckout } from '../checkouts/service.js';
+import { checkoutAllows, checkoutForPage, insertStoreCheckout } from '../checkouts/service.js';
 import { intentRow, createIntent } from '../intents/service.js';
 import { balanceDetails } from '../../events/payloads.js';
 import { balancePaymentsStore, type BalancePaymentRow } from './balance-store.js';
@@ -67,7 +68,8 @@ export function applyStorePayment(ctx: AppContext, account: Account, record: Pay
     });
     centralFee(ctx, account, pa.id, txn);
   }
-  const row: PaymentIntentRow = { ...pa, account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
+  // A record from a box that predates payment_method_id carries none: the central names the method.
+  const row: PaymentIntentRow = { ...pa, payment_method_id: pa.payment_method_id ?? newId('pay_m'), account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
   if (!intentRow(ctx, pa.intent_id)) {
     createIntent(
       ctx,
@@ -113,6 +115,40 @@ function centralFee(ctx: AppContext, account: Account, paymentId: string, txn: B
 }
 
 /**
+ * What the central's state must allow for a pushed payment (issue 32, at projection): a checkout the
+ * central already holds is one of the record's account, in the same environment, and its machine
+ * allows this outcome from where it is (unpaid, in progress...), unless this very payment settled it
+ * already; its amount is the checkout's. A payment the central holds already passes (applied once).
+ */
+export function checkStorePayment(ctx: AppContext, record: { account_id: string; live_mode: boolean; payload: PaymentRecord }): { code: string; field: string; reason: string } | null {
+  const { payment_intent: pa, checkout } = record.payload;
+  if (paymentsStore(ctx.db).byId(pa.id)) return null;
+  const held = checkoutForPage(ctx, checkout.id);
+  if (!held) return null;
+  const field = 'payload.checkout.id';
+  if (held.account_id !== record.account_id || held.live_mode !== record.live_mode) {
+    return { code: 'foreign_reference', field, reason: `checkout ${checkout.id} is not a checkout of account ${record.account_id} at the central` };
+  }
+  if (held.payment_intent_id === pa.id) return null;
+  const event = pa.status === 'succeeded' ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED';
+  if (!checkoutAllows(held.status, event)) {
+    return { code: 'transition_not_allowed', field, reason: `checkout ${checkout.id} is ${held.status} at the central; a payment may settle only an unpaid checkout or its own` };
+  }
+  if (pa.status === 'succeeded' && held.amount_in_cents !== pa.amount_in_cents) {
+    return { code: 'amount_mismatch', field: 'payload.payment_intent.amount_in_cents', reason: `payment ${pa.id} is ${pa.amount_in_cents} cents; checkout ${checkout.id} is ${held.amount_in_cents} cents at the central` };
+  }
+  return null;
+}
+
+/** A payment record's amounts: the payment's, and its ledger row's (checked at receipt). */
+function paymentMoney(p: PaymentRecord) {
+  return [
+    { field: 'payment_intent.amount_in_cents', amount: p.payment_intent.amount_in_cents, currency: p.payment_intent.currency },
+    ...syncedLedgerMoney('balance_transaction', p.balance_transaction),
+  ];
+}
+
+/**
  * A checkout paid at the store (`terminal_payment`, `checkout_payment`): applied with the store's
  * ids, its ledger `charge` row and fee included. Only a success weighs in the totals.
  */
@@ -121,6 +157,8 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
     payload: PaymentPayload,
     consistent: (p) => p.checkout.id === p.payment_intent.checkout_id,
     malformed: `${kind} record without payment_intent, intent or checkout`,
+    money: paymentMoney,
+    check: (ctx, record) => checkStorePayment(ctx, record),
     apply(ctx, record) {
       const account = accountsOf(ctx).account(record.account_id)!;
       applyStorePayment(ctx, account, record.payload);
@@ -268,6 +306,8 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
     );
   },
   malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
+  money: (p) => [...paymentMoney(p), ...syncedLedgerMoney('payer.balance_transaction', p.payer?.balance_transaction)],
+  check: (ctx, record) => checkStorePayment(ctx, record),
   apply(ctx, record, origin) {
     const merchant = accountsOf(ctx).account(record.account_id)!;
     // A box taking its own record back after a restore (sync/store/rejoin.ts) holds only its own accounts.

@@ -5,7 +5,7 @@ import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { notFound } from '../../errors.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
-import { getRefund, refundPaymentIntent } from './service.js';
+import { getRefund, refundPaymentIntent, refundTarget } from './service.js';
 
 const NS = Type.Union([Type.String(), Type.Null()]);
 
@@ -29,8 +29,15 @@ const RefundSchema = Type.Object({
   customer_refunded_amount_in_cents: Type.Integer({ description: 'What the buyer gets back: the whole charge.' }),
 });
 
+/**
+ * The hosted body is `{payment_intent_id}`. Clients also send `intent_id` (the unified `in_` id, or a
+ * `pa_`) and `amount_in_cents`: both are taken as docs/compatibility.md decides (a refund is still
+ * always of the whole payment).
+ */
 const RefundBody = Type.Object({
-  payment_intent_id: Type.String({ minLength: 1, maxLength: 64 }),
+  payment_intent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  intent_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  amount_in_cents: Type.Optional(Type.Integer({ minimum: 1 })),
   reason: Type.Optional(Type.String({ maxLength: 500 })),
 });
 
@@ -39,7 +46,11 @@ export function refundRoutes(app: ApiApp, ctx: AppContext): void {
     '/refunds',
     { schema: { tags: ['refunds'], body: RefundBody, response: { 201: RefundSchema, ...ErrorResponses } } },
     async (req, reply) =>
-      sendCommitted(ctx.db, req, reply, 201, () => refundPaymentIntent(ctx, requireAccount(req), req.body.payment_intent_id, { reason: req.body.reason })),
+      sendCommitted(ctx.db, req, reply, 201, () => {
+        const account = requireAccount(req);
+        const { payment_intent_id: paId, intent_id: intentId, amount_in_cents: amount, reason } = req.body;
+        return refundPaymentIntent(ctx, account, refundTarget(ctx, paId, intentId), { reason, amountInCents: amount });
+      }),
   );
 
   app.get(

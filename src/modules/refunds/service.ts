@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { newId } from '../../ids.js';
-import { ApiError, notFound } from '../../errors.js';
+import { ApiError, invalid, notFound } from '../../errors.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import type { Account } from '../../accounts/service.js';
 import { postBalanceTransaction } from '../ledger/service.js';
@@ -11,6 +11,7 @@ import { disputeOfPayment } from '../disputes/service.js';
 import { refundsStore, type RefundRow } from './store.js';
 import { refundEventPayload, refundViewOf, toRefund, type RefundView } from './views.js';
 import { customerById, customerView } from '../customers/service.js';
+import { intentRow } from '../intents/service.js';
 
 export type { Refund, RefundView } from './views.js';
 
@@ -26,6 +27,19 @@ function refundView(ctx: AppContext, row: RefundRow, customerId: string | null):
 
 
 /**
+ * The payment intent a refund names: `payment_intent_id` (hosted), or `intent_id` holding the
+ * unified `in_` id of the payment (its `legacy_id` is the payment intent) or a `pa_` id. Both sent
+ * must name the same payment. Unknown ids are left to the refund's own 404.
+ */
+export function refundTarget(ctx: AppContext, paymentIntentId: string | undefined, intentId: string | undefined): string {
+  const fromIntent = intentId?.startsWith('in_') ? (intentRow(ctx, intentId)?.legacy_id ?? intentId) : intentId;
+  if (!paymentIntentId && !fromIntent) throw invalid({ payment_intent_id: 'name the payment: payment_intent_id (pa_) or intent_id (in_)' });
+  if (paymentIntentId && fromIntent && paymentIntentId !== fromIntent) throw invalid({ intent_id: 'names another payment than payment_intent_id' });
+  // An id of another account is answered like an unknown one, by the refund's own lookup.
+  return (paymentIntentId ?? fromIntent)!;
+}
+
+/**
  * Refunds a succeeded payment intent, always in full (gaps.md). The ledger `refund` row debits the
  * gross and, when `money.refund_returns_fee` (default), gives the fee back, so a refunded charge nets
  * to zero. The balance may go below zero: the money already left with the customer and the ledger
@@ -33,10 +47,14 @@ function refundView(ctx: AppContext, row: RefundRow, customerId: string | null):
  * on payment_intent_id is the last guard against two concurrent ones. A balance payment's amount
  * goes back to the payer's balance (a positive ledger `refund` row of the payer's, no fee).
  */
-export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string } = {}): RefundView {
+export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string; amountInCents?: number } = {}): RefundView {
   return tx(ctx.db, () => {
     const pa = paymentIntentRow(ctx, [account.id], account.live_mode, paymentIntentId);
     if (!pa) throw notFound('payment intent', paymentIntentId);
+    // Never less than asked silently, never more: an amount other than the whole payment is refused.
+    if (opts.amountInCents !== undefined && opts.amountInCents !== pa.amount_in_cents) {
+      throw new ApiError('partial_refund_unsupported', { errors: { amount_in_cents: [`must be ${pa.amount_in_cents}, the whole payment`] } });
+    }
     const store = refundsStore(ctx.db);
     const existing = store.byPaymentIntent(pa.id);
     if (existing) throw new ApiError('already_refunded', { extra: { refund_id: existing.id } });

@@ -2,12 +2,13 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
-import { SyncedLedgerRow } from '../ledger/schema.js';
+import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import type { Refund } from './service.js';
-import { balancePaymentOf } from '../payments/service.js';
+import { balancePaymentOf, paymentIntentRow } from '../payments/service.js';
 import { refundsStore } from './store.js';
+
 
 /** The `refund` record `refundPaymentIntent` appends. */
 export interface RefundRecord {
@@ -102,12 +103,44 @@ export function applyStoreRefund(ctx: AppContext, account: Account, record: Refu
 }
 
 /**
+ * What the central's state must allow for a pushed refund (issue 32, at projection): its payment
+ * exists at the central under the record's account and environment, succeeded, in the refund's
+ * currency, and the refund is no larger than what is left of it (a payment is refunded once, so
+ * what is left is the payment's amount, or nothing once the central holds another refund of it). A
+ * refund the central holds already passes (applied once).
+ */
+function checkStoreRefund(ctx: AppContext, record: { account_id: string; live_mode: boolean; payload: RefundRecord }): { code: string; field: string; reason: string } | null {
+  const { refund } = record.payload;
+  const refunds = refundsStore(ctx.db);
+  if (refunds.byId(refund.id)) return null;
+  const field = 'payload.refund.payment_intent_id';
+  const pa = paymentIntentRow(ctx, [record.account_id], record.live_mode, refund.payment_intent_id);
+  if (!pa) {
+    return { code: 'unknown_reference', field, reason: `payment ${refund.payment_intent_id} is not a payment of account ${record.account_id} at the central` };
+  }
+  if (pa.status !== 'succeeded') return { code: 'transition_not_allowed', field, reason: `payment ${pa.id} is ${pa.status} at the central; only a succeeded payment is refunded` };
+  if (pa.currency !== refund.currency) return { code: 'invalid_currency', field: 'payload.refund.currency', reason: `refund in ${refund.currency} of payment ${pa.id} in ${pa.currency}` };
+  const other = refunds.byPaymentIntent(pa.id);
+  const left = other ? 0 : pa.amount_in_cents;
+  if (refund.amount_in_cents > left) {
+    return { code: 'refund_exceeds_payment', field: 'payload.refund.amount_in_cents', reason: `refund of ${refund.amount_in_cents} cents; ${left} cents of payment ${pa.id} are left to refund at the central` };
+  }
+  return null;
+}
+
+/**
  * A refund made at the store (`refund`): applied with the store's ids and its ledger `refund` row. A
  * payment the central refunded itself meanwhile is refused (refunded once).
  */
 export const refundPush: PushKind<RefundRecord> = {
   payload: RefundPayload,
   malformed: 'refund record without refund',
+  check: (ctx, record) => checkStoreRefund(ctx, record),
+  money: (p) => [
+    { field: 'refund.amount_in_cents', amount: p.refund.amount_in_cents, currency: p.refund.currency },
+    ...syncedLedgerMoney('balance_transaction', p.balance_transaction),
+    ...syncedLedgerMoney('payer_balance_transaction', p.payer_balance_transaction),
+  ],
   apply(ctx, record) {
     const account = accountsOf(ctx).account(record.account_id)!;
     const conflict = applyStoreRefund(ctx, account, record.payload);

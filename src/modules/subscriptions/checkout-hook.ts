@@ -23,7 +23,7 @@ export function createSubscriptionsForCheckout(
   ctx: AppContext,
   account: Account,
   checkout: Checkout,
-  payment: { paymentIntentId: string; card: { network: string; last4: string } | null },
+  payment: { paymentIntentId: string; card: { network: string; last4: string } | null; paymentMethodId?: string | null },
 ): SubscriptionRow[] {
   if (!ctx.db.inTransaction) throw new Error('createSubscriptionsForCheckout() outside the payment transaction');
   if (checkout.metadata.subscription_id) return [];
@@ -74,7 +74,8 @@ export function createSubscriptionsForCheckout(
       periods_paid: trialEnd ? 0 : 1,
       cancel_after_periods: price.periods_before_automatic_cancellation ?? null,
       minimum_periods: price.periods_before_allowed_to_cancel ?? null,
-      payment_method_id: payment.card ? newId('pay_m') : null,
+      // The card the checkout saved, under the id the checkout answers (one id per saved card).
+      payment_method_id: payment.card ? (payment.paymentMethodId ?? newId('pay_m')) : null,
       version: 0,
       created_at: at,
       updated_at: at,

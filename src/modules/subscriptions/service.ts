@@ -243,6 +243,7 @@ export class SubscriptionsService {
         failureReason: outcome === 'failed' ? failureReason : null,
         card: fresh.card_last4 ? { network: fresh.card_network ?? 'card', last4: fresh.card_last4 } : null,
         channel: 'subscription',
+        paymentMethodId: fresh.payment_method_id,
       });
       const linked = { ...fresh, latest_checkout_id: checkout.id };
       if (outcome === 'succeeded') {

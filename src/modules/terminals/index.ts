@@ -2,7 +2,7 @@ import type { PosdModule } from '../../api/module.js';
 import { registerTerminalLink, terminalWorkers } from './link/index.js';
 import { terminalRoutes } from './routes.js';
 import { commandRoutes } from './commands/routes.js';
-import { storedPaymentPush } from './stored/sync.js';
+import { offlinePolicyChangePush, storedPaymentPush } from './stored/sync.js';
 
 /**
  * The terminal registry and its commands (charges sent to a terminal), plus the daemon plumbing of
@@ -17,5 +17,6 @@ export const terminalsModule: PosdModule = {
   root: registerTerminalLink,
   workers: terminalWorkers,
   // A stored (offline) card's final state reaches the central (docs/stored-payments.md).
-  sync: { push: { stored_payment: storedPaymentPush } },
+  // ...and every audited change of the offline policy, checked at receipt (stored/sync.ts).
+  sync: { push: { stored_payment: storedPaymentPush, offline_policy_change: offlinePolicyChangePush } },
 };

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/shared/registry.js';
 import { accountsOf } from '../../accounts/service.js';
+import { syncedLedgerMoney } from '../ledger/schema.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { pathTo, reviewStep, type PeerTransferStatus, type WithdrawalStatus } from './machine.js';
 import { transfersStore, type TransferRow } from './store.js';
@@ -107,6 +108,10 @@ function transferPush(kind: string): PushKind<TransferRecord> {
   return {
     payload: TransferPayload,
     malformed: `${kind} record without transfer or balance_transactions`,
+    money: (p) => [
+      { field: 'transfer.amount_in_cents', amount: p.transfer.amount_in_cents, currency: p.transfer.currency },
+      ...p.balance_transactions.flatMap((t, i) => syncedLedgerMoney(`balance_transactions.${i}`, t)),
+    ],
     apply: (ctx, record) => applyStoreTransfer(ctx, record.account_id, record.payload),
     totals: (p) => {
       const t = p.transfer as { currency?: unknown; amount_in_cents?: unknown } | undefined;

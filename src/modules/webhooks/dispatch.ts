@@ -52,8 +52,15 @@ export class Dispatcher {
   /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
   readonly inflight = new Map<number, Promise<void>>();
 
-  /** Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives). */
+  /**
+   * Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives,
+   * or when the request has been in flight `webhooks.slow_ms`: a hung receiver's requests stay
+   * counted in its endpoint's cap, not in the slots every endpoint shares).
+   */
   sending = 0;
+
+  /** When each attempt on the wire started (the clock's ms), and whether its slot was freed as slow. */
+  private readonly flights = new Map<number, { at: number; released: boolean }>();
 
   /**
    * Due deliveries read ahead (at most 4 x concurrency, in due order), sent as slots free up. Only
@@ -63,12 +70,12 @@ export class Dispatcher {
    */
   private ready: SendableRow[] = [];
 
-  /** By endpoint id: an endpoint's URL never changes; its secret only by a rotation (`forgetTarget`). */
+  /** By endpoint id: its URL changes only by a PATCH, its secret by a rotation (both `forgetTarget`). */
   private readonly targets = new Map<string, Target>();
 
   private readonly gates: EndpointGates;
 
-  /** Whether any endpoint has a gate or the breaker is on: otherwise dispatch never looks at them. */
+  /** Whether any endpoint has a gate (or the default cap) or the breaker is on: otherwise dispatch never looks at them. */
   private gating: boolean;
 
   /** The whole-attempt limit, one timer shared by the attempts started close together. */
@@ -82,8 +89,9 @@ export class Dispatcher {
     private readonly hooks: DispatchHooks,
   ) {
     this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
-    this.gates = new EndpointGates(ctx.config.webhooks.breaker_failures, ctx.config.webhooks.breaker_probe_ms);
-    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+    const w = ctx.config.webhooks;
+    this.gates = new EndpointGates({ breakerFailures: w.breaker_failures, breakerProbeMs: w.breaker_probe_ms, slowMs: w.slow_ms });
+    this.gating = this.gatingOn();
   }
 
   /** Stopping: cuts the attempts on the wire short, waits for them, closes the agent. */
@@ -117,6 +125,7 @@ export class Dispatcher {
     let refilled = false;
     let held: Array<[number, number]> | undefined;
     if (this.gating) this.gates.newPass();
+    this.releaseSlow(now);
     while (this.sending < max) {
       if (this.ready.length === 0) {
         // Rows a gate held back leave the due window before it is read again.
@@ -145,13 +154,23 @@ export class Dispatcher {
             (held ??= []).push([row.seq, at]);
             continue;
           }
-          void this.launch(row, false, true);
+          void this.launch(row, false, now);
           continue;
         }
       }
       void this.launch(row, false);
     }
     if (held) this.reschedule(held);
+  }
+
+  private releaseSlow(now: number): void {
+    const slowMs = this.ctx.config.webhooks.slow_ms;
+    if (slowMs <= 0 || this.sending === 0) return;
+    for (const f of this.flights.values()) {
+      if (f.released || now - f.at < slowMs) continue;
+      f.released = true;
+      this.sending--;
+    }
   }
 
   private reschedule(rows: Array<[number, number]>): void {
@@ -167,18 +186,25 @@ export class Dispatcher {
     this.ready = [];
   }
 
-  launch(row: SendableRow, manual: boolean, gated = false): Promise<void> {
+  /** `gatedAt`: the `now` the gates admitted it at (its flight there ends with it); null: not gated. */
+  launch(row: SendableRow, manual: boolean, gatedAt: number | null = null): Promise<void> {
     this.sending++;
+    const flight = { at: this.ctx.clock.now(), released: false };
+    this.flights.set(row.seq, flight);
+    const done = () => {
+      if (!flight.released) this.sending--;
+      this.flights.delete(row.seq);
+    };
     const p = this.attempt(row, manual)
       .then((outcome) => {
-        this.sending--;
-        if (gated) this.gates.finished(row.endpoint_id, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
+        done();
+        if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
         // The slot is free now; the outcome commits with the next group.
         this.hooks.kick();
         return outcome ? this.hooks.record(outcome) : undefined;
       }, (err) => {
-        this.sending--;
-        if (gated) this.gates.finished(row.endpoint_id, false, true, 0, this.ctx.clock.now());
+        done();
+        if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, false, true, 0, this.ctx.clock.now());
         throw err;
       })
       .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
@@ -193,7 +219,16 @@ export class Dispatcher {
   /** A rotation changed the endpoint's secret, or a PATCH its gates or FIFO: it is read again. */
   forgetTarget(endpointId: string): void {
     this.targets.delete(endpointId);
-    this.gating = this.gates.breakerOn || this.store.gatedCount() > 0;
+    this.gating = this.gatingOn();
+  }
+
+  private gatingOn(): boolean {
+    return this.gates.breakerOn || this.ctx.config.webhooks.endpoint_max_in_flight > 0 || this.store.gatedCount() > 0;
+  }
+
+  /** Attempts of an endpoint in flight through its gates (status, tests). */
+  inFlightOf(endpointId: string): number {
+    return this.gates.inFlight(endpointId);
   }
 
   /** Whether an endpoint's circuit breaker is open or half-open. */
@@ -218,12 +253,18 @@ export class Dispatcher {
       key: secretKey(this.box.open(ep.secret)),
       previous: ep.previous_secret === null ? null : secretKey(this.box.open(ep.previous_secret)),
       previousUntil: ep.previous_secret_expires_ms ?? 0,
-      gate: ep.rate_limit === null && ep.max_in_flight === null ? null : { rateLimit: ep.rate_limit, maxInFlight: ep.max_in_flight },
+      gate: this.gateOf(ep.rate_limit, ep.max_in_flight),
       fifo: ep.fifo === 1,
     };
     if (this.targets.size >= 1000) this.targets.clear();
     this.targets.set(endpointId, t);
     return t;
+  }
+
+  /** The endpoint's own settings, or the default cap where it names none; null: no gate. */
+  private gateOf(rateLimit: number | null, maxInFlight: number | null): GateSettings | null {
+    const cap = maxInFlight ?? (this.ctx.config.webhooks.endpoint_max_in_flight || null);
+    return rateLimit === null && cap === null ? null : { rateLimit, maxInFlight: cap };
   }
 
   /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */

@@ -41,7 +41,7 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
   return {
     name: 'webhooks',
     api: (app, ctx) => {
-      webhookRoutes(app, parts(ctx).service, parts(ctx).box);
+      webhookRoutes(app, parts(ctx).service, parts(ctx).box, ctx);
       provideWebhookStatus(ctx, parts(ctx).worker, parts(ctx).service);
       const m = metrics(ctx);
       m.gauge({

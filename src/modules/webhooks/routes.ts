@@ -13,6 +13,7 @@ import {
   DeliverySchema,
   EndpointParams,
   EndpointSchema,
+  HistorySchema,
   ReplayBody,
   ReplayParams,
   ReplaySchema,
@@ -22,6 +23,8 @@ import {
   UpdatedEndpointSchema,
 } from './schema.js';
 import { errorBodies } from '../../api/schemas.js';
+import type { AppContext } from '../../context.js';
+import { eventTypeCatalogue, EventTypeSchema } from './event-types.js';
 
 const errors = errorBodies(400, 401, 403, 404, 422, 429);
 const tags = ['webhooks'];
@@ -30,7 +33,22 @@ function scopeOf(req: FastifyRequest): Scope {
   return { accountId: requireAccount(req).id, liveMode: req.auth.liveMode };
 }
 
-export function webhookRoutes(app: ApiApp, service: WebhooksService, box: SecretBox): void {
+export function webhookRoutes(app: ApiApp, service: WebhooksService, box: SecretBox, ctx: AppContext): void {
+  app.get(
+    '/event_types',
+    {
+      schema: {
+        tags,
+        description: 'The event catalogue (docs/events.md): each type with its description and an example body per format. Svix: event types.',
+        response: { 200: Type.Array(EventTypeSchema), ...errors },
+      },
+    },
+    async (req) => {
+      const scope = readScope(req);
+      return eventTypeCatalogue(ctx, scope.accountIds[0] ?? '', scope.liveMode);
+    },
+  );
+
   app.post(
     '/webhook_endpoints',
     {
@@ -66,7 +84,7 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
       method,
       url: '/webhook_endpoints/:id',
       schema: { tags, params: EndpointParams, body: UpdateEndpointBody, response: { 200: UpdatedEndpointSchema, ...errors } },
-      handler: async (req) => service.update(scopeOf(req), req.params.id, req.body),
+      handler: async (req) => service.update(scopeOf(req), req.params.id, req.body, req.auth.keyId),
     });
   }
 
@@ -86,6 +104,19 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
       const { rows, total } = service.deliveries(endpoint, page.limit, page.offset);
       setPageHeaders(req, reply, page, total);
       return rows;
+    },
+  );
+
+  app.get(
+    '/webhook_endpoints/:id/history',
+    { schema: { tags, description: "The endpoint's audited changes (a URL moved), newest first.", params: EndpointParams, querystring: Type.Object(PageQuery), response: { 200: Type.Array(HistorySchema), ...errors } } },
+    async (req, reply) => {
+      const scope = readScope(req);
+      const endpoint = service.find(scope.accountIds, scope.liveMode, req.params.id);
+      const page = pageOf(req.query);
+      const { rows, total } = service.historyOf(endpoint, page.limit, page.offset);
+      setPageHeaders(req, reply, page, total);
+      return rows.map((h) => ({ field: h.field, old_value: h.old_value, new_value: h.new_value, actor: h.actor, changed_at: h.changed_at }));
     },
   );
 

@@ -30,10 +30,10 @@ export const DeletedEndpointSchema = Type.Composite([EndpointSchema, Type.Object
 
 const FilterTypes = Described(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }), "Catalogue event types (docs/events.md) the endpoint receives; null or absent: every type (Svix's filterTypes).");
 
-const RateLimit = Described(Type.Integer({ minimum: 1, maximum: 100_000 }), 'Messages per second at most (a token bucket holding one second); null or absent: no limit.');
+const RateLimit = Described(Type.Integer({ minimum: 1, maximum: 100_000 }), 'Messages per second at most, over every 1-second window; null or absent: no limit.');
 const MaxInFlight = Described(
   Type.Integer({ minimum: 1, maximum: 1000 }),
-  "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: no cap.",
+  "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: webhooks.endpoint_max_in_flight (8 by default).",
 );
 
 /** Hosted section 13: a string map (≤50 keys, as checkouts' metadata). */
@@ -55,6 +55,13 @@ export const CreateEndpointBody = Type.Object({
 });
 
 export const UpdateEndpointBody = Type.Object({
+  url: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'Moves the endpoint (through the same URL checks as creation); its id, secret, filters and deliveries stay; the change is kept in its history.',
+    }),
+  ),
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
   metadata: Type.Optional(EndpointMetadata),
   disabled: Type.Optional(Type.Boolean()),
@@ -150,4 +157,12 @@ export const DeliverySchema = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   attempts: Type.Array(AttemptSchema),
+});
+
+export const HistorySchema = Type.Object({
+  field: Type.String({ description: 'What changed (url).' }),
+  old_value: Nullable(Type.String()),
+  new_value: Nullable(Type.String()),
+  actor: Described(Type.String(), 'The id of the API key that made the change.'),
+  changed_at: Type.String({ format: 'date-time' }),
 });

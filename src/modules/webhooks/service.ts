@@ -10,6 +10,8 @@ import type { UrlGuard } from '../../system/url-guard.js';
 import type { DeliveryWorker } from './worker.js';
 import { webhooksStore, type AttemptRow, type DeliveryRow, type EndpointRow, type ReplayFilter, type WebhooksStore } from './store.js';
 import { replayDeliveries, replayMissed, replayView, type ReplayView } from './replay.js';
+import { endpointHistoryStore, type HistoryRow } from './history.js';
+import { checkedTypes } from './known-types.js';
 
 /** How long a rotated-out secret keeps signing when the request names no overlap (Svix's default). */
 export const DEFAULT_ROTATION_OVERLAP_S = 24 * 3600;
@@ -132,6 +134,7 @@ export interface Scope {
 /** Endpoint rules. Endpoints belong to one account and environment; anything else answers 404. */
 export class WebhooksService {
   private readonly store: WebhooksStore;
+  private readonly history: ReturnType<typeof endpointHistoryStore>;
 
   constructor(
     private readonly ctx: AppContext,
@@ -140,6 +143,14 @@ export class WebhooksService {
     private readonly worker: DeliveryWorker,
   ) {
     this.store = webhooksStore(ctx.db);
+    this.history = endpointHistoryStore(ctx.db);
+  }
+
+  /** A user-given URL through the one outbound guard (creation and a PATCH that moves the endpoint). */
+  private async checkedUrl(url: string): Promise<string> {
+    const refused = await this.guard.check(url);
+    if (refused.length > 0) throw new ApiError('webhook_url_refused', { errors: { url: refused } });
+    return url;
   }
 
   private now(): string {
@@ -158,8 +169,7 @@ export class WebhooksService {
       metadata?: Record<string, string>;
     },
   ): Promise<EndpointView & { signingSecret: string }> {
-    const refused = await this.guard.check(input.url);
-    if (refused.length > 0) throw new ApiError('webhook_url_refused', { errors: { url: refused } });
+    await this.checkedUrl(input.url);
     const filterTypes = checkedTypes('filter_types', input.filter_types);
     const secret = newSigningSecret();
     const now = this.now();
@@ -198,10 +208,11 @@ export class WebhooksService {
     return { rows: page.rows.map(endpointView), total: page.total };
   }
 
-  update(
+  async update(
     scope: Scope,
     id: string,
     patch: {
+      url?: string;
       description?: string | null;
       disabled?: boolean;
       filter_types?: string[] | null;
@@ -211,8 +222,11 @@ export class WebhooksService {
       metadata?: Record<string, string>;
       replay_missed?: boolean;
     },
-  ): EndpointView & { replay?: ReplayView } {
+    /** Who asked (the API key's id), kept in the endpoint's history with a URL change. */
+    actor: string | null = null,
+  ): Promise<EndpointView & { replay?: ReplayView }> {
     const filterTypes = patch.filter_types === undefined ? undefined : checkedTypes('filter_types', patch.filter_types);
+    const url = patch.url === undefined ? undefined : await this.checkedUrl(patch.url);
     return tx(this.ctx.db, () => {
       const row = this.find([scope.accountId], scope.liveMode, id);
       const now = this.now();
@@ -227,6 +241,11 @@ export class WebhooksService {
         disabled_reason: disabled ? (row.disabled === 1 ? row.disabled_reason : 'Disabled through the API.') : null,
         updated_at: now,
       });
+      // A moved receiver keeps the endpoint's id, secret, filters and deliveries; the move is audited.
+      if (url !== undefined && url !== row.url) {
+        this.history.moveUrl(row, url, actor, now);
+        this.worker.forgetTarget(id);
+      }
       if (filterTypes !== undefined) this.store.setFilterTypes(id, filterTypes, now);
       // The map as given replaces the one kept, as checkouts' and customers' metadata do.
       if (patch.metadata !== undefined) this.store.setMetadata(id, JSON.stringify(patch.metadata), now);
@@ -298,7 +317,7 @@ export class WebhooksService {
     const filter: ReplayFilter = {
       since: input.since === undefined ? isoTime(0) : isoTime(Date.parse(input.since)),
       until: input.until === undefined ? isoTime(this.ctx.clock.now() + 1) : isoTime(Date.parse(input.until)),
-      event_types: input.event_types ?? null,
+      event_types: checkedTypes('event_types', input.event_types),
       statuses: input.statuses ?? null,
     };
     if (filter.since >= filter.until) throw invalid({ until: 'must be after since' });
@@ -322,6 +341,11 @@ export class WebhooksService {
       this.worker.forgetReadAhead();
       return endpointView(row);
     });
+  }
+
+  /** The endpoint's audited changes, newest first. */
+  historyOf(endpoint: EndpointRow, limit: number, offset: number): { rows: HistoryRow[]; total: number } {
+    return this.history.page(endpoint.id, limit, offset);
   }
 
   deliveries(endpoint: EndpointRow, limit: number, offset: number): { rows: DeliveryView[]; total: number } {
@@ -367,14 +391,6 @@ export class WebhooksService {
     const after = await this.worker.sendNow(id);
     return deliveryView(after!, this.store.attemptsOf(after!.seq));
   }
-}
-
-/** Event types named by a request: each must be in the catalogue (docs/events.md); null or absent: all. */
-function checkedTypes(field: string, types: string[] | null | undefined): string[] | null {
-  if (types === undefined || types === null) return null;
-  const unknown = types.filter((t) => !catalogueEntry(t));
-  if (unknown.length > 0) throw invalid({ [field]: `not in the event catalogue (docs/events.md): ${unknown.join(', ')}` });
-  return [...new Set(types)];
 }
 
 // Read without the module running, by doctor, the status page's verdict and backups.

@@ -122,7 +122,8 @@ export class DeliveryWorker implements Worker {
     this.accounts = accountsOf(ctx);
     const bookkeeping = bookkeepingTx(ctx);
     this.writer =
-      ctx.db.memory || !ctx.config.webhooks.writer_thread
+      // A chain's core writes only on its own connection, where every commit goes to the central's log.
+      ctx.db.memory || !ctx.config.webhooks.writer_thread || ctx.config.sync.postgres.url !== ''
         ? new InlineWriter(ctx.db, bookkeeping)
         : new ThreadWriter(ctx.db.name, ctx.config.database.busy_timeout_ms, ctx.log);
     this.failing = new Set(this.store.failingIds());
@@ -352,6 +353,11 @@ export class DeliveryWorker implements Worker {
   /** Whether an endpoint's circuit breaker is open or half-open. */
   breakerOpen(endpointId: string): boolean {
     return this.sender.breakerOpen(endpointId);
+  }
+
+  /** Attempts of an endpoint in flight through its gates (its cap counts these). */
+  inFlightOf(endpointId: string): number {
+    return this.sender.inFlightOf(endpointId);
   }
 
   /** The failing-endpoint lifecycle and retention (housekeeping.ts), at most once a minute of the clock. */

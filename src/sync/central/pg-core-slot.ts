@@ -11,7 +11,21 @@ export interface RunningCore {
   readonly state: { readonly pgReceived: ReadonlyMap<string, number> };
 }
 
-const cores = perDb(() => ({ current: undefined as RunningCore | undefined }));
+const cores = perDb(() => ({ current: undefined as RunningCore | undefined, leaderWorkers: (() => []) as () => Worker[] }));
+
+/**
+ * The workers of a chain's core that write or reach out (the projector, webhooks, billing...): the
+ * daemon hands them here instead of starting them, and the core starts them when it takes the lease
+ * and stops them when it loses it. A standby runs none: it only replays the log.
+ */
+export function setLeaderWorkers(ctx: Pick<AppContext, 'db'>, make: () => Worker[]): void {
+  cores(ctx.db).leaderWorkers = make;
+}
+
+/** Fresh leader workers for a leadership starting now. */
+export function leaderWorkersOf(ctx: Pick<AppContext, 'db'>): Worker[] {
+  return cores(ctx.db).leaderWorkers();
+}
 
 /** The PostgreSQL core of this central, if it runs one (the status page and metrics read it). */
 export function pgCoreOf(ctx: Pick<AppContext, 'db'>): RunningCore | undefined {
@@ -35,4 +49,28 @@ export function lazyPgCoreWorker(ctx: AppContext, load: () => Promise<(ctx: AppC
       await (await core)?.stop();
     },
   };
+}
+
+/** The leader workers of one leadership: started when it begins, stopped (in reverse) when it ends. */
+export class LeaderWorkers {
+  private running: Worker[] = [];
+
+  constructor(private readonly ctx: AppContext) {}
+
+  async start(): Promise<void> {
+    for (const w of leaderWorkersOf(this.ctx)) {
+      await w.start();
+      this.running.push(w);
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const w of this.running.splice(0).reverse()) {
+      try {
+        await w.stop();
+      } catch (err) {
+        this.ctx.log.warn({ err, worker: w.name }, 'sync: a worker of the leading core failed to stop');
+      }
+    }
+  }
 }

@@ -2,10 +2,12 @@ import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { tx } from '../../db/database.js';
-import { setPgCore } from './pg-core-slot.js';
+import { LeaderWorkers, setPgCore } from './pg-core-slot.js';
+import { CentralLog } from './central-log-core.js';
+import { setReadiness } from '../../api/readiness.js';
 import { isoTime } from '../../clock.js';
 import { feedBell } from '../../outbox/feed-changes.js';
-import { metrics } from '../../system/metrics.js';
+import { registerCoreMetrics } from './pg-core-metrics.js';
 import { projectorBell } from './projector-bell.js';
 import { centralSide, type StoreRow } from './sync-store.js';
 import { coreStore, type DecidedRow } from './core-store.js';
@@ -79,20 +81,27 @@ const sleep = (ms: number, signal: AbortSignal) =>
  * - **relays** the SQLite feed to PostgreSQL (FeedRelay, rung by the feed's bell) and publishes the
  *   read models (organizations, accounts, key hashes) at start and when the feed carries an
  *   `account` or `api_key` row.
- * A core that finds the lease taken waits as a standby (its API still serves) and takes over when
- * the leader's session ends.
+ * Every SQLite write of the leader goes to the central's one log before its commit, and a core
+ * that finds the lease taken is a standby replaying that log, refusing writes, running none of the
+ * leader's workers (src/sync/central/central-log-core.ts); it takes over when the leader's session
+ * ends, after replaying the log's tail.
  */
 export class PgCore implements Worker {
   readonly name = 'sync-pg-core';
   readonly state = {
     role: 'starting' as 'starting' | 'standby' | 'leader' | 'stopped',
-    lag: { records: 0, stores: 0 },
+    lag: { records: 0, stores: 0, perStore: new Map<string, number>() },
     /** Records copied from PostgreSQL into the core's SQLite, and outcomes reported back. */
     ingested: 0,
     reported: 0,
     /** PostgreSQL's received_seq per store, as last read (the status page's received column). */
     pgReceived: new Map<string, number>(),
+    /** How long the last takeover took, from the lease won to writes answered (replaying the log's tail). */
+    takeoverMs: 0,
   };
+  /** This core's place in the central's one log (src/sync/central/central-log-core.ts). */
+  readonly log_: CentralLog;
+  private readonly leaderWorkers: LeaderWorkers;
   private readonly pool: pg.Pool;
   private readonly client: pg.ClientConfig;
   private readonly stopping = new AbortController();
@@ -116,6 +125,11 @@ export class PgCore implements Worker {
     this.pool = createPool({ connectionString: url, max, application_name: 'posd-core' });
     // An idle pooled connection that dies (a server restart) must not crash the daemon.
     this.pool.on('error', (err) => ctx.log.warn({ err }, 'sync: a PostgreSQL connection of the core failed'));
+    const { host, port, public_url } = ctx.config.http;
+    this.leaderWorkers = new LeaderWorkers(ctx);
+    this.log_ = new CentralLog(ctx, this.pool, url, public_url || `http://${host}:${port}`);
+    // Ready once the log is replayed and this core's writes go to it (its loops start just after).
+    setReadiness(ctx.db, () => this.log_.readiness());
   }
 
   start(): void {
@@ -131,6 +145,7 @@ export class PgCore implements Worker {
     this.active = false;
     await this.main;
     await this.cycling?.catch(() => undefined);
+    await this.log_.close();
     await this.pool.end().catch(() => undefined);
     this.state.role = 'stopped';
   }
@@ -142,23 +157,38 @@ export class PgCore implements Worker {
   /** Takes the lease (or waits for it as a standby), leads until the lease's session ends, then again. */
   private async run(): Promise<void> {
     let backoff = 500;
+    this.log_.prepare();
     while (!this.stopping.signal.aborted) {
       const lease = new ProjectorLease(this.client);
       this.lease = lease;
+      let leading = false;
       try {
         await migrate(this.pool);
         if (!(await lease.tryAcquire())) {
           this.state.role = 'standby';
-          this.log.warn({ event: 'sync.core_standby' }, 'sync: another core holds the projector lease; this one waits as a standby');
-          await lease.acquire();
+          this.log.warn({ event: 'sync.core_standby' }, 'sync: another core holds the projector lease; this one replays the central log as a standby');
+          this.log_.follow();
+          await Promise.race([lease.acquire(), lease.ended.then((err) => Promise.reject(err))]);
+          await this.log_.stopFollow();
         }
         if (this.stopping.signal.aborted) break;
         backoff = 500;
+        const started = performance.now();
+        const replayed = await this.log_.takeOver();
+        leading = true;
+        this.state.takeoverMs = Math.round(performance.now() - started);
+        this.log.info({ event: 'sync.core_took_over', replayed, position: this.log_.state.position, ms: this.state.takeoverMs }, 'sync: this core took the lease and replayed the central log to its end; it now answers writes');
+        await this.leaderWorkers.start();
         await this.lead(lease);
       } catch (err) {
         if (!this.stopping.signal.aborted) this.log.error({ err }, 'sync: the core lost PostgreSQL; it tries again');
       } finally {
         this.active = false;
+        await this.log_.stopFollow();
+        if (leading) {
+          await this.leaderWorkers.stop();
+          await this.log_.stepDown();
+        }
         await lease.release();
       }
       if (this.stopping.signal.aborted) break;
@@ -374,27 +404,6 @@ export class PgCore implements Worker {
 export function pgCoreWorker(ctx: AppContext): PgCore {
   const core = new PgCore(ctx);
   setPgCore(ctx, core);
-  const m = metrics(ctx);
-  m.gauge({
-    name: 'posd_sync_projector_lag_records',
-    help: 'Records received in PostgreSQL (by the fronts) and not yet applied by the core, over every store (0 on a standby)',
-    collect() {
-      this.set(core.state.role === 'leader' ? core.state.lag.records : 0);
-    },
-  });
-  m.gauge({
-    name: 'posd_sync_projector_lag_stores',
-    help: 'Stores with records received in PostgreSQL and not yet applied by the core',
-    collect() {
-      this.set(core.state.role === 'leader' ? core.state.lag.stores : 0);
-    },
-  });
-  m.gauge({
-    name: 'posd_sync_projector_leader',
-    help: '1 while this core holds the projector lease (it projects and publishes to PostgreSQL), 0 on a standby',
-    collect() {
-      this.set(core.state.role === 'leader' ? 1 : 0);
-    },
-  });
+  registerCoreMetrics(ctx, core);
   return core;
 }

@@ -10,6 +10,9 @@ import { syncScope } from './service.js';
 import { projectorBell } from './projector-bell.js';
 import { centralSide, type ReceivedRow } from './sync-store.js';
 import type { PushRecord } from '../shared/wire.js';
+import { checkAtProjection } from './checks/projection.js';
+import { publishRefusal, refusalText } from './checks/refusal.js';
+import { REVIEW_PREFIX, countTowardsDay, reviewHold } from './checks/review.js';
 
 /** The projector applies a store's records in slices of at most this many records ... */
 export const SLICE_RECORDS = 100;
@@ -251,28 +254,34 @@ function applyOne(
   origin: SyncOrigin,
   organizationId: string,
   now: string,
+  /** An operator released it from review: the thresholds are not asked again. */
+  released = false,
 ): { outcome: 'applied' | 'rejected' | 'held' | 'parked'; reason: string | null } {
   const apply = ctx.registry.sync.applier(r.kind);
   if (!apply) return { outcome: 'held', reason: `no applier for kind ${r.kind}` };
+  const at = { storeId: origin.storeId, organizationId, now, stage: 'projection' as const };
+  // What the central's state must allow, decided from the log alone (issue 32; checks/projection.ts).
+  const refusal = checkAtProjection(ctx, r, origin);
+  if (refusal) {
+    publishRefusal(ctx, r, at, refusal);
+    return { outcome: 'rejected', reason: refusalText(refusal) };
+  }
+  const hold = released ? null : reviewHold(ctx, r, origin.storeId);
+  if (hold) {
+    ctx.log.warn({ event: 'sync.record_held_for_review', store_id: origin.storeId, record_id: r.id, seq: r.seq, kind: r.kind, reason: hold.reason }, 'sync: a record is held for review (posd sync held list)');
+    return { outcome: 'held', reason: `${REVIEW_PREFIX}${refusalText(hold)}` };
+  }
   try {
     // What the applier publishes to the feed is tagged with this box, so it is not sent back to it.
     withFeedOrigin(ctx.db, origin.storeId, () => tx(ctx.db, () => apply(ctx, r as PushRecord, origin)));
+    countTowardsDay(ctx, r, origin.storeId);
     return { outcome: 'applied', reason: null };
   } catch (err) {
     if (!(err instanceof SyncRejection)) {
       if (transient(err)) throw Object.assign(err as Error, { syncRecordId: r.id });
       return { outcome: 'parked', reason: `applier failed: ${(err as Error).message ?? String(err)}`.slice(0, 500) };
     }
-    centralSide(ctx.db).insertFeed({
-      organization_id: organizationId,
-      account_id: r.account_id,
-      live_mode: r.live_mode ? 1 : 0,
-      kind: 'record_rejected',
-      object_id: r.id,
-      payload: JSON.stringify({ record_id: r.id, kind: r.kind, reason: err.reason, code: err.code, store_id: origin.storeId }),
-      created_at: now,
-      to_store_id: origin.storeId,
-    });
+    publishRefusal(ctx, r, at, { reason: err.reason, code: err.code });
     return { outcome: 'rejected', reason: err.reason };
   }
 }
@@ -313,7 +322,8 @@ function applyHeldOf(ctx: AppContext, rows: ReceivedRow[], isolate: boolean): nu
       tx(ctx.db, () => {
         const record = { ...row, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload) as Record<string, unknown>, prev_seq: 0 };
         const now = isoTime(ctx.clock.now());
-        const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, now);
+        const released = row.reason?.startsWith('released:') ?? false;
+        const r = applyOne(ctx, record, { storeId: row.store_id, keyAccountId: storeRow.account_id }, account.organization_id, now, released);
         if (r.outcome === 'held') return;
         store.setOutcome(row.id, r.outcome, r.reason, r.outcome === 'parked' ? now : null);
         if (r.outcome === 'parked') logParked(ctx, row, r.reason);

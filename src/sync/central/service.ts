@@ -7,6 +7,8 @@ import { accountsOf, type AccountsService, type Account } from '../../accounts/s
 import { centralSide, type FeedRow } from './sync-store.js';
 import { dayRange, factTotals, toSummary } from '../shared/summary.js';
 import { originTotals } from '../shared/row-totals.js';
+import { checkAtReceipt, type ReceiptBounds } from './checks/receipt.js';
+import { publishRefusal, refusalText } from './checks/refusal.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from '../shared/wire.js';
 
 /**
@@ -72,11 +74,14 @@ function receive(
   let last = before;
   const ids = new Set<string>();
   const fresh: typeof records = [];
-  for (const rec of records) {
+  // A seq past the received one plus the batch cannot be an honest box's next record (its outbox
+  // numbers records one by one); taken, it would stop the store's stream for good (issue 32).
+  const bound = before + records.length;
+  for (const [i, rec] of records.entries()) {
     const { r, hash } = rec;
     if (r.seq <= before) {
       const seen = store.receivedAt(storeId, r.seq);
-      if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
+      if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before, seen);
       duplicates++;
       continue;
     }
@@ -89,7 +94,10 @@ function receive(
         extra: { applied_seq: before, record_id: r.id },
       });
     }
-    if (ids.has(r.id) || store.received(r.id)) throw conflict(r.id, r.seq, before);
+    if (r.seq > bound) throw invalid({ [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records)` });
+    if (ids.has(r.id)) throw conflict(r.id, r.seq, before);
+    const taken = store.received(r.id);
+    if (taken) throw conflict(r.id, r.seq, before, taken);
     ids.add(r.id);
     fresh.push(rec);
     last = r.seq;
@@ -117,10 +125,20 @@ function receive(
     });
   }
 
-  const now = isoTime(ctx.clock.now());
+  const nowMs = ctx.clock.now();
+  const now = isoTime(nowMs);
   const row = store.ensureStore(storeId, keyAccount.id, keyAccount.live_mode, now);
   if (row.account_id !== keyAccount.id) throw mismatch();
+  const bounds = receiptBounds(ctx, keyAccount, byId, nowMs);
+  const rejected: PushResponse['rejected'] = [];
   for (const { r, payloadJson, hash } of fresh) {
+    // Checked as the API checks a request (issue 32): a refused record is kept as rejected, never
+    // applied, and the stream goes on past it; the box hears it in the answer and in its feed.
+    const refusal = checkAtReceipt(ctx.registry.sync, r, bounds);
+    if (refusal) {
+      rejected.push({ id: r.id, reason: refusal.reason, code: refusal.code, field: refusal.field });
+      publishRefusal(ctx, r, { storeId, organizationId: keyAccount.organization_id, now, stage: 'receipt' }, refusal);
+    }
     store.insertReceived({
       id: r.id,
       store_id: storeId,
@@ -132,19 +150,29 @@ function receive(
       payload: payloadJson,
       created_at: r.created_at,
       received_at: now,
-      outcome: 'received',
-      reason: null,
-      decided_at: null,
+      outcome: refusal ? 'rejected' : 'received',
+      reason: refusal ? refusalText(refusal) : null,
+      decided_at: refusal ? now : null,
     });
   }
   store.setReceived(storeId, last, now, box);
   if (fresh.length) afterCommit(ctx.db, () => projectorBell(ctx.db).ring());
-  return { applied_seq: last, applied: fresh.length, duplicates, held: 0, parked: 0, rejected: [], server_time: now };
+  return { applied_seq: last, applied: fresh.length, duplicates, held: 0, parked: 0, rejected, server_time: now };
 }
 
-function conflict(id: string, seq: number, receivedSeq: number): ApiError {
+/** A 409 saying what the central actually holds: at that seq, or under that id (issue 32). */
+function conflict(id: string, seq: number, receivedSeq: number, held?: { id: string; seq: number; kind: string } | undefined): ApiError {
+  const holds = !held
+    ? seq <= receivedSeq
+      ? `the central holds no record at seq ${seq}`
+      : `the batch names record ${id} twice`
+    : held.id === id && held.seq !== seq
+      ? `the central holds record ${id} at seq ${held.seq}`
+      : held.id === id
+        ? `the central holds record ${id} (${held.kind}) at seq ${seq} with other content`
+        : `the central holds record ${held.id} (${held.kind}) at seq ${held.seq}`;
   return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was received.`,
+    message: `Record ${id} (seq ${seq}) conflicts with what the central received: ${holds} (received up to seq ${receivedSeq}); nothing was received.`,
     extra: { record_id: id, applied_seq: receivedSeq },
   });
 }
@@ -225,4 +253,14 @@ export function centralSummary(ctx: AppContext, storeId: string, day: string): {
     ],
     appliedSeq: store.storeRow(storeId)?.applied_seq ?? 0,
   }))();
+}
+
+/** What receipt checks know of the pushing store: the time, when its key's account was made, its accounts' currencies. */
+function receiptBounds(ctx: AppContext, keyAccount: Account, scope: Map<string, Account>, now: number): ReceiptBounds {
+  return {
+    now,
+    joinedAt: Date.parse(keyAccount.created_at),
+    skewMs: ctx.config.sync.record_time_skew_ms,
+    currencies: (id) => scope.get(id)?.currencies,
+  };
 }

@@ -109,10 +109,18 @@ export class CentralSideStore extends SyncState {
         `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at, to_store_id)
          VALUES (@organization_id, @account_id, @live_mode, @kind, @object_id, @payload, @created_at, @to_store_id)`,
       ),
-      held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' ORDER BY received_at, store_id, seq"),
+      // Records held for review (reason 'review: ...') wait for an operator, not for the held sweep.
+      held: db.prepare("SELECT * FROM sync_received WHERE outcome = 'held' AND coalesce(reason, '') NOT LIKE 'review:%' ORDER BY received_at, store_id, seq"),
       // INDEXED BY: the (store_id, seq) key fits the WHERE and the ORDER BY as well, and reads the
       // store's whole history; the partial index reads its held rows only (a plan test pins it).
-      heldOf: db.prepare("SELECT * FROM sync_received INDEXED BY sync_received_held WHERE store_id = ? AND outcome = 'held' ORDER BY seq"),
+      heldOf: db.prepare(
+        "SELECT * FROM sync_received INDEXED BY sync_received_held WHERE store_id = ? AND outcome = 'held' AND coalesce(reason, '') NOT LIKE 'review:%' ORDER BY seq",
+      ),
+      inReview: db.prepare(
+        "SELECT id, store_id, seq, kind, account_id, received_at, reason FROM sync_received WHERE outcome = 'held' AND reason LIKE 'review:%' AND (? IS NULL OR store_id = ?) ORDER BY store_id, seq LIMIT ?",
+      ),
+      release: db.prepare("UPDATE sync_received SET reason = ?, note = ?, decided_at = ? WHERE id = ? AND outcome = 'held' AND reason LIKE 'review:%'"),
+      rejectReview: db.prepare("UPDATE sync_received SET outcome = 'rejected', reason = ?, note = ?, decided_at = ? WHERE id = ? AND outcome = 'held' AND reason LIKE 'review:%'"),
       receivedAfter: db.prepare('SELECT * FROM sync_received WHERE store_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
       setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ?, decided_at = ? WHERE id = ?'),
@@ -224,6 +232,18 @@ export class CentralSideStore extends SyncState {
   }
   outcomeOf(id: string): { outcome: ReceivedRow['outcome']; reason: string | null } | undefined {
     return this.s.outcomeOf.get(id) as { outcome: ReceivedRow['outcome']; reason: string | null } | undefined;
+  }
+  /** Records held for an operator's review (issue 32's thresholds), in each store's order. */
+  inReview(storeId: string | null, limit: number): Array<Pick<ReceivedRow, 'id' | 'store_id' | 'seq' | 'kind' | 'account_id' | 'received_at' | 'reason'>> {
+    return this.s.inReview.all(storeId, storeId, limit) as never;
+  }
+  /** An operator releases a record held for review: the held sweep applies it, past the thresholds. False if it was not in review. */
+  releaseReview(id: string, note: string, at: string): boolean {
+    return this.s.release.run(`released: ${note}`, note, at, id).changes === 1;
+  }
+  /** An operator refuses a record held for review: rejected for good (the box hears it). False if it was not in review. */
+  rejectReview(id: string, reason: string, note: string, at: string): boolean {
+    return this.s.rejectReview.run(reason, note, at, id).changes === 1;
   }
   /** A parked record back to held: the central's held sweep applies it again. False if it was not parked. */
   retry(id: string): boolean {

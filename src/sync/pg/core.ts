@@ -51,12 +51,13 @@ export async function undecidedSeqs(pool: pg.Pool, storeId: string): Promise<num
   return res.rows.map((r) => r.seq);
 }
 
-/** How far the projector is behind the fronts, over every store: records received and not applied. */
-export async function projectorLag(pool: pg.Pool): Promise<{ records: number; stores: number }> {
-  const res = await pool.query<{ records: number; stores: number }>(
-    'SELECT coalesce(sum(received_seq - applied_seq), 0)::bigint AS records, count(*) AS stores FROM sync_stores WHERE received_seq > applied_seq',
+/** How far the projector is behind the fronts, over every store and per store behind: records received and not applied. */
+export async function projectorLag(pool: pg.Pool): Promise<{ records: number; stores: number; perStore: Map<string, number> }> {
+  const res = await pool.query<{ store_id: string; lag: string }>(
+    'SELECT store_id, received_seq - applied_seq AS lag FROM sync_stores WHERE received_seq > applied_seq',
   );
-  return res.rows[0];
+  const perStore = new Map(res.rows.map((r) => [r.store_id, Number(r.lag)]));
+  return { records: [...perStore.values()].reduce((a, b) => a + b, 0), stores: perStore.size, perStore };
 }
 
 /** The transaction advisory lock a relay batch holds shared, and a new leader exclusively while it reads the feed's end. */

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { CENTRAL_LOG_SCHEMA } from './central-log.js';
 
 /**
  * The sync tables on PostgreSQL (docs/central.md, "Sync tables on PostgreSQL"; design section 4.3):
@@ -126,7 +127,7 @@ CREATE INDEX IF NOT EXISTS sync_keys_org ON sync_keys (organization_id);
 `;
 
 /** The tables this adapter reads and writes, for a test's or an operator's inspection. */
-export const SYNC_TABLES = ['sync_stores', 'sync_received', 'sync_feed', 'sync_day_totals', 'sync_organizations', 'sync_accounts', 'sync_keys'] as const;
+export const SYNC_TABLES = ['sync_stores', 'sync_received', 'sync_feed', 'sync_day_totals', 'sync_organizations', 'sync_accounts', 'sync_keys', 'central_lease', 'central_log', 'central_cores'] as const;
 
 /**
  * Creates the sync tables if missing. Serialised by a transaction-scoped advisory lock, so fronts
@@ -139,6 +140,7 @@ export async function migrate(pool: pg.Pool): Promise<void> {
     await client.query('BEGIN');
     await client.query("SELECT pg_advisory_xact_lock(hashtext('posd-sync-migrate'))");
     await client.query(SCHEMA);
+    await client.query(CENTRAL_LOG_SCHEMA);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -46,6 +46,23 @@ export type SyncApplier = (ctx: AppContext, record: PushRecord, origin: SyncOrig
 /** What a fact of a kind weighs in reconciliation: its currency and amount (null: counted only). */
 export type SyncTotals = (payload: Record<string, unknown>) => { currency: string; amount_in_cents: number } | null;
 
+/**
+ * One amount a record carries, as the kind declares it (`PushKind.money`): checked at receipt as the
+ * API checks an amount (an integer from 1 to 100,000,000 cents, or, `signed`, a ledger row's
+ * movement of at most that much either way; `zero` allows 0), its currency among the account's, and
+ * `net = amount + fee` (fees are signed in the ledger) where the record carries a net.
+ */
+export interface MoneyField {
+  /** The field's path in the payload, named in the refusal (`sale.amount_in_cents`). */
+  field: string;
+  amount: unknown;
+  currency?: unknown;
+  fee?: unknown;
+  net?: unknown;
+  signed?: boolean;
+  zero?: boolean;
+}
+
 /** An applier's answer: nothing (applied), or the central's refusal (a reason, or a reason and its code). */
 export type Refusal = string | { reason: string; code: string | null } | null | undefined | void;
 
@@ -63,6 +80,14 @@ export interface PushKind<P = any> {
   apply(ctx: AppContext, record: Omit<PushRecord, 'payload'> & { payload: P }, origin: SyncOrigin): Refusal;
   /** Default: a top-level `currency` and `amount_in_cents`, as most facts carry. */
   totals?: SyncTotals;
+  /** The amounts the record carries, checked at receipt (docs/sync.md, "A central that trusts no box"). */
+  money?(payload: P): MoneyField[];
+  /**
+   * What the central's state must allow, decided at projection before `apply` (the referenced
+   * objects exist in the pushing key's scope, the object's machine allows the step): a refusal with
+   * the field it concerns, or nothing. Must read only the central's state, so every core decides alike.
+   */
+  check?(ctx: AppContext, record: Omit<PushRecord, 'payload'> & { payload: P }, origin: SyncOrigin): { code: string; field: string; reason: string } | null;
 }
 
 /** The store's context: appliers and rejection handlers write through their module's own service functions, which take it. */
@@ -136,6 +161,7 @@ function applierOf(kind: PushKind): SyncApplier {
  */
 export class SyncRegistry {
   private readonly appliers = new Map<string, SyncApplier>();
+  private readonly kinds_ = new Map<string, PushKind>();
   private readonly totals = new Map<string, SyncTotals>();
   private readonly feed = new Map<string, FeedApplier>();
   private readonly rejections = new Map<string, RejectionHandler>();
@@ -151,6 +177,7 @@ export class SyncRegistry {
       if (!s) continue;
       for (const [kind, k] of Object.entries(s.push ?? {})) {
         claim(this.appliers, 'sync applier', kind, applierOf(k), m.name);
+        this.kinds_.set(kind, k);
         if (k.totals) this.totals.set(kind, k.totals);
       }
       for (const [kind, fn] of Object.entries(s.feed ?? {})) claim(this.feed, 'feed applier', kind, fn, m.name);
@@ -161,6 +188,11 @@ export class SyncRegistry {
 
   applier(kind: string): SyncApplier | undefined {
     return this.appliers.get(kind);
+  }
+
+  /** A kind's declaration, for the central's checks (sync/central/checks). */
+  pushKind(kind: string): PushKind | undefined {
+    return this.kinds_.get(kind);
   }
 
   kinds(): string[] {

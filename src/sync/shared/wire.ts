@@ -5,10 +5,10 @@ import { Type, type Static } from '@sinclair/typebox';
 export const SYNC_PROTOCOL = 1;
 
 const Id = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' });
-const Seq = Type.Integer({ minimum: 0 });
+const Seq = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 
 export const PushRecord = Type.Object({
-  seq: Type.Integer({ minimum: 1 }),
+  seq: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
   /** The seq of the record before this one in the store's outbox (0 for the first): gaps are detected, not guessed. */
   prev_seq: Seq,
   id: Id,
@@ -51,7 +51,10 @@ export const PushResponse = Type.Object({
    */
   held: Type.Integer(),
   parked: Type.Optional(Type.Integer()),
-  rejected: Type.Array(Type.Object({ id: Type.String(), reason: Type.String() })),
+  /** Records refused at receipt (issue 32): kept as rejected, never applied; the stream goes on past them. */
+  rejected: Type.Array(
+    Type.Object({ id: Type.String(), reason: Type.String(), code: Type.Optional(Type.String()), field: Type.Optional(Type.String()) }),
+  ),
   server_time: Type.String(),
 });
 export type PushResponse = Static<typeof PushResponse>;
@@ -167,7 +170,7 @@ export const ReceivedQuery = Type.Object({
 });
 
 export const ReceivedRecord = Type.Object({
-  seq: Type.Integer({ minimum: 1 }),
+  seq: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
   id: Type.String(),
   kind: Type.String(),
   account_id: Type.String(),

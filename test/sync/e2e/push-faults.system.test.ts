@@ -277,11 +277,15 @@ describe('forged and malformed pushes to a central process', () => {
       ...applied,
       payload: { ...p, sale: { ...p.sale, amount_in_cents: amount }, cash_intent: { ...p.cash_intent, amount_in_cents: amount }, intent: { ...p.intent, amount_in_cents: amount } },
     };
+    // The message says what the central holds (issue 32): that record with other content at its seq,
+    // or that record at another seq.
     const conflict = (seq: number) => ({
       code: 'sync_record_conflict',
       record_id: applied.id,
       applied_seq: appliedSeq,
-      message: `Record ${applied.id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was received.`,
+      message: `Record ${applied.id} (seq ${seq}) conflicts with what the central received: ${
+        seq === applied.seq ? `the central holds record ${applied.id} (cash_sale) at seq ${seq} with other content` : `the central holds record ${applied.id} at seq ${applied.seq}`
+      } (received up to seq ${appliedSeq}); nothing was received.`,
     });
     // Repeated at its own seq, in a batch that also carries the store's next, valid record (which
     // follows the central's applied seq, as after any duplicate).

@@ -52,7 +52,7 @@ let haproxyLog = '';
 let requestLog = '';
 let lbUrl: string;
 let receiver: http.Server;
-let ports: { lb: number; core: number; fronts: number[] };
+let ports: { lb: number; core: number; spare: number; fronts: number[] };
 /** Two accounts of the chain, five stores each; each with its live key and its webhook secret. */
 const accounts: Array<{ id: string; key: string; secret?: string }> = [];
 const stores: Array<{ dir: string; id: string; account: number; daemon: DaemonProcess; terminal?: string }> = [];
@@ -99,6 +99,8 @@ async function call(method: 'GET' | 'POST', url: string, key: string, body?: unk
     body: body ? JSON.stringify(body) : undefined,
     headersTimeout: 10_000,
     bodyTimeout: 10_000,
+  }).catch((err: Error) => {
+    throw new Error(`${method} ${url}: ${err.message}`);
   });
   const text = await res.body.text();
   return { status: res.statusCode, body: text ? JSON.parse(text) : undefined };
@@ -118,10 +120,14 @@ function haproxyConfig(): string {
     .replace(/^(\s*)log \/dev\/log local0$/m, '$1log stdout format raw local0')
     .replace(/bind 127\.0\.0\.1:8080/, `bind 127.0.0.1:${ports.lb}`)
     .replace(/(?:^\s*server front\d+ 127\.0\.0\.1:\d+\n?)+/m, `${frontLines}\n`)
-    .replace(/server core 127\.0\.0\.1:4300/, `server core 127.0.0.1:${ports.core}`);
+    .replace(/server core1 127\.0\.0\.1:4300/, `server core1 127.0.0.1:${ports.core}`)
+    // One core here (killed and restarted on its port): the second core's line points at a port
+    // nothing listens on, a server HAProxy's checks keep down.
+    .replace(/server core2 127\.0\.0\.1:4303/, `server core2 127.0.0.1:${ports.spare}`);
   // The substitutions must all have happened (a changed deploy file fails here, not silently).
   expect(out).toContain(`bind 127.0.0.1:${ports.lb}`);
-  expect(out).toContain(`server core 127.0.0.1:${ports.core} check`);
+  expect(out).toContain(`server core1 127.0.0.1:${ports.core}`);
+  expect(out).toContain(`server core2 127.0.0.1:${ports.spare}`);
   expect(out.match(/server front\d/g)).toHaveLength(3);
   expect(out).toMatch(/option redispatch/);
   expect(out).toContain('log stdout');
@@ -131,7 +137,7 @@ function haproxyConfig(): string {
 beforeAll(async () => {
   requireBuild();
   console.log(`chain chaos seed ${SEED} (replay with POSD_CHAOS_SEED=${SEED})`);
-  ports = { lb: await freePort(), core: await freePort(), fronts: [await freePort(), await freePort(), await freePort()] };
+  ports = { lb: await freePort(), core: await freePort(), spare: await freePort(), fronts: [await freePort(), await freePort(), await freePort()] };
   const [c] = await Promise.all([
     startPgCluster(),
     (async () => {
@@ -189,6 +195,11 @@ beforeAll(async () => {
     throw new Error(`${err.message}; haproxy: ${haproxyLog}`);
   });
 
+  // The core leads (its /readyz) and HAProxy has taken the spare core's line out (it starts with every server up).
+  await until('HAProxy takes the spare core out', () => /posd_core\/core2 is DOWN/.test(haproxyLog + requestLog), 20_000).catch((err: Error) => {
+    throw new Error(`${err.message}; haproxy: ${haproxyLog}`);
+  });
+  await until('the core leads', async () => (await request(`${core.url}/readyz`).then((r) => r.body.text().then(() => r.statusCode))) === 200, 20_000);
   // Central operations: an endpoint per account at the core (through the load balancer), pointing at the receiver.
   const hookUrl = `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/hook`;
   for (const a of accounts) {

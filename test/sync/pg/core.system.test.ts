@@ -287,6 +287,8 @@ describe('the chain core on PostgreSQL', () => {
       if (pids.length !== 1 || pids[0] === before) return false;
       return (await pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1", [pids[0]])).rows.length === 1;
     }, 20_000);
+    // It answers writes again once it replayed the log to its end and says so at /readyz.
+    await until('the core is ready again', async () => (await request(`${standby!.url}/readyz`)).statusCode === 200, 20_000);
     const made = await call('POST', standby!.url, '/api/products', { product: { name: 'Peinado', prices_attributes: [{ amount_in_cents: 5000, currency: 'GTQ' }] } });
     expect(made.status).toBe(201);
     await until('the feed is relayed again', async () => (await pool.query("SELECT 1 FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id])).rows.length === 1, 10_000);

@@ -14,7 +14,7 @@ import { assign, initialTransition, setup, transition, type SnapshotFrom } from 
  * really happened) settles it.
  */
 
-export type CommandStatus = 'pending' | 'dispatched' | 'cancel_requested' | 'canceled' | 'superseded' | 'consumed' | 'failed';
+export type CommandStatus = 'pending' | 'dispatched' | 'cancel_requested' | 'canceled' | 'superseded' | 'stored' | 'consumed' | 'failed';
 export const FINAL_STATUSES: readonly CommandStatus[] = ['canceled', 'superseded', 'consumed', 'failed'];
 
 export interface TerminalOutcome {
@@ -50,7 +50,9 @@ export type CommandEvent =
   | { type: 'TAKEN'; at: string; stage?: string }
   | { type: 'CANCEL'; at: string }
   | { type: 'SUPERSEDE'; at: string }
-  | ({ type: 'RESULT'; at: string } & TerminalOutcome);
+  | ({ type: 'RESULT'; at: string } & TerminalOutcome)
+  /** The stored payment of a `stored` command reached its final state (stored/service.ts). */
+  | { type: 'STORED_OUTCOME'; at: string; approved: boolean };
 
 export type SettleParams = TerminalOutcome & { at: string };
 
@@ -75,9 +77,10 @@ const resultTransitions = [
     actions: ['recordResult', { type: 'settle', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
   },
   {
-    // The command is done (the terminal holds the card's payment); the money follows the stored payment.
+    // The terminal is done (it holds the card's payment); the command says `stored` until the
+    // stored payment's outcome: a till must not print "paid" for a card that may be declined later.
     guard: ({ event }: { event: CommandEvent }) => event.type === 'RESULT' && event.outcome === 'stored',
-    target: 'consumed',
+    target: 'stored',
     actions: ['recordResult', { type: 'storePayment', params: ({ event }: { event: CommandEvent }) => event as SettleParams }],
   },
   {
@@ -162,6 +165,16 @@ export const commandMachine = setup({
         RESULT: [...resultTransitions],
       },
     },
+    // Not final for the till, but the terminal is done with it (see terminalDone): no cancel, no
+    // other result; only the stored payment's outcome moves it.
+    stored: {
+      on: {
+        STORED_OUTCOME: [
+          { guard: ({ event }) => event.approved, target: 'consumed' },
+          { target: 'failed' },
+        ],
+      },
+    },
     canceled: { type: 'final' },
     superseded: { type: 'final' },
     consumed: { type: 'final' },
@@ -194,6 +207,14 @@ function describe(snap: CommandSnapshot, effects: Transitioned['effects']): Tran
     snapshot: JSON.stringify(commandMachine.getPersistedSnapshot(snap)),
     effects,
   };
+}
+
+/**
+ * What the `final` column holds: the terminal is done with the command (nothing more to send it, no
+ * cancel possible). A `stored` command is done for the terminal though its outcome is still to come.
+ */
+export function terminalDone(t: Pick<Transitioned, 'final' | 'status'>): boolean {
+  return t.final || t.status === 'stored';
 }
 
 export function initialCommand(): Transitioned {

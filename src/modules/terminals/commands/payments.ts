@@ -1,7 +1,7 @@
 import type { AppContext } from '../../../context.js';
 import type { Account } from '../../../accounts/service.js';
 import { createCheckout, getCheckout, getCheckoutIn, setCheckoutStatus } from '../../checkouts/service.js';
-import { finishPendingPayment, paymentIntentRow, settleCheckoutPayment, startPendingPayment } from '../../payments/service.js';
+import { finishPendingPayment, markPaymentForwarded, paymentIntentRow, settleCheckoutPayment, startPendingPayment } from '../../payments/service.js';
 import type { TerminalOutcome } from './machine.js';
 
 /**
@@ -73,10 +73,28 @@ export function markCheckoutInProgress(ctx: AppContext, account: Account, checko
  * settled or changed by another path: the outcome then settles it as before, or leaves it alone).
  * Inside the caller's transaction.
  */
-export function startStoredTerminalPayment(ctx: AppContext, account: Account, checkoutId: string, card: { network: string; last4: string } | null): string | null {
+export function startStoredTerminalPayment(
+  ctx: AppContext,
+  account: Account,
+  checkoutId: string,
+  card: { network: string; last4: string } | null,
+  storedAt: string,
+): string | null {
   const checkout = getCheckout(ctx, account, checkoutId);
   if (!checkout || (checkout.status !== 'unpaid' && checkout.status !== 'payment_in_progress')) return null;
-  return startPendingPayment(ctx, account, checkout, { method: 'terminal', channel: 'terminal', rawStatus: 'stored_offline', card, joinsPaymentInProgress: true }).payment.id;
+  return startPendingPayment(ctx, account, checkout, {
+    method: 'terminal',
+    channel: 'terminal',
+    rawStatus: 'stored_offline',
+    card,
+    joinsPaymentInProgress: true,
+    offlineStoredAt: storedAt,
+  }).payment.id;
+}
+
+/** A stored card the terminal handed to its processor: the payment intent keeps the time. In the caller's transaction. */
+export function forwardStoredTerminalPayment(ctx: AppContext, paymentIntentId: string | null, at: string): void {
+  if (paymentIntentId) markPaymentForwarded(ctx, paymentIntentId, at);
 }
 
 /**

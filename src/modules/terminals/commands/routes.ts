@@ -7,6 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { CommandIdParams, CommandSchema, CreateCommandBody, FinalCommandErrorSchema, ListCommandsQuery } from './schema.js';
 import { cancelCommand, createCommand, getCommand, listCommands } from './service.js';
 import { ErrorSchema, errorBodies } from '../../../api/schemas.js';
+import { OfflineCapReachedSchema } from '../stored/schema.js';
 
 const errors = errorBodies(400, 401, 403, 404, 422, 429);
 
@@ -17,7 +18,7 @@ export function commandRoutes(app: ApiApp, ctx: AppContext): void {
       schema: {
         tags: ['terminal session commands'],
         body: CreateCommandBody,
-        response: { 200: CommandSchema, 201: CommandSchema, 409: ErrorSchema, ...errors },
+        response: { 200: CommandSchema, 201: CommandSchema, 409: ErrorSchema, ...errors, 422: OfflineCapReachedSchema },
       },
     },
     async (req, reply) =>

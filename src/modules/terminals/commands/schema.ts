@@ -6,7 +6,7 @@ const NullableString = (opts: Parameters<typeof Type.String>[0] = {}) => Type.Un
 
 export const Currency = Type.Union([Type.Literal('GTQ'), Type.Literal('USD')]);
 export const Status = Type.Union(
-  ['pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'consumed', 'failed'].map((s) => Type.Literal(s)),
+  ['pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'stored', 'consumed', 'failed'].map((s) => Type.Literal(s)),
 );
 
 

@@ -7,7 +7,7 @@ import { newId } from '../../../ids.js';
 import { ApiError, invalid, notFound } from '../../../errors.js';
 import { findTerminal } from '../service.js';
 import { terminalSignals } from '../signals.js';
-import { applyCommandEvent, initialCommand, type CommandContext, type CommandEvent, type SettleParams, type Transitioned } from './machine.js';
+import { applyCommandEvent, initialCommand, terminalDone, type CommandContext, type CommandEvent, type SettleParams, type Transitioned } from './machine.js';
 import { commandsStore, type CommandFilters, type CommandRow, type CommandRowWithTerminal } from './store.js';
 import { checkoutForCommand, checkoutStatusOf, markCheckoutInProgress, settleTerminalPayment } from './payments.js';
 import type { CommandView, CreateCommandBody } from './schema.js';
@@ -26,6 +26,7 @@ function checkoutStatus(ctx: AppContext, row: CommandRow): string {
       return 'failed';
     case 'dispatched':
     case 'cancel_requested':
+    case 'stored':
       return 'payment_in_progress';
     default:
       return 'unpaid';
@@ -37,7 +38,9 @@ export function commandView(ctx: AppContext, row: CommandRowWithTerminal): Comma
     id: row.id,
     external_id: row.external_id,
     status: row.status,
-    final: row.final === 1,
+    // A stored card is not final for the till until its processor decides (the `final` column
+    // says the terminal is done with it).
+    final: row.final === 1 && row.status !== 'stored',
     terminal_id: row.terminal_id,
     amount_in_cents: row.amount_in_cents,
     currency: row.currency,
@@ -109,7 +112,7 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
   if (!terminal) throw invalid({ terminal_id: `no terminal with id ${body.terminal_id}` });
   const store = commandsStore(ctx.db);
   // A repeat of a known external_id is answered below as before; only a new charge is checked.
-  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, amount, currency);
+  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, terminal.id, amount, currency);
   const result = tx(ctx.db, () => {
     const existing = store.byExternalId(account.id, body.external_id);
     if (existing) {
@@ -189,6 +192,7 @@ export function cancelCommand(ctx: AppContext, account: Account, id: string): { 
     const row = ownCommand(ctx, scope, id);
     if (row.status === 'canceled') return { row, next: null };
     if (row.status === 'cancel_requested') return { row, next: null };
+    // A stored card is the terminal's to forward: nothing to cancel (409 with the command, `stored`).
     if (row.final === 1) throw new ApiError('terminal_command_final', { extra: commandView(ctx, row) });
     const next = applyInTx(ctx, row, { type: 'CANCEL', at: isoTime(ctx.clock.now()) });
     return { row, next };
@@ -208,7 +212,7 @@ function applyInTx(ctx: AppContext, row: CommandRow, event: CommandEvent): Trans
   commandsStore(ctx.db).update({
     id: row.id,
     status: next.status,
-    final: next.final ? 1 : 0,
+    final: terminalDone(next) ? 1 : 0,
     offered: next.context.offered ? 1 : 0,
     snapshot: next.snapshot,
     cancellation_requested_at: next.context.cancellationRequestedAt,
@@ -265,6 +269,12 @@ export function applyTerminalEvent(ctx: AppContext, commandId: string, event: Co
     const changed = applyInTx(ctx, row, event);
     return { row: changed ? store.byId(commandId)! : row, changed };
   });
+}
+
+/** What the till calls a checkout it sent to a terminal: its reference and description ("" when none sent one). */
+export function tillReferenceOf(ctx: AppContext, checkoutId: string): string {
+  const c = commandsStore(ctx.db).ofCheckout(checkoutId);
+  return c ? [c.external_id, c.description].filter(Boolean).join(' · ') : '';
 }
 
 export function commandRow(ctx: AppContext, id: string): CommandRowWithTerminal | undefined {

@@ -71,6 +71,7 @@ function makeStore(db: Db) {
   );
   const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 LIMIT 1`);
   const open = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.final = 0 ORDER BY c.seq`);
+  const ofCheckout = db.prepare(`SELECT c.external_id, c.description FROM terminal_commands c WHERE c.checkout_id = ? ORDER BY c.seq DESC LIMIT 1`);
   const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
 
   function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
@@ -97,6 +98,8 @@ function makeStore(db: Db) {
     newestUntaken: (terminalId: string) => newestUntaken.get(terminalId) as CommandRow | undefined,
     hasOfferedOpen: (terminalId: string) => takenOpen.get(terminalId) !== undefined,
     open: () => open.all() as CommandRow[],
+    /** The till's reference and description for a checkout it sent to a terminal (the latest command). */
+    ofCheckout: (checkoutId: string) => ofCheckout.get(checkoutId) as Pick<CommandRow, 'external_id' | 'description'> | undefined,
     openOfTerminal: (terminalId: string) => openOfTerminal.all(terminalId) as CommandRow[],
     list(accountIds: string[], liveMode: boolean, f: CommandFilters, limit: number, offset: number) {
       const w = where(accountIds, liveMode, f);

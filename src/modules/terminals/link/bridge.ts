@@ -22,7 +22,8 @@ import {
   terminalRow,
 } from '../service.js';
 import { StoredPaymentLink } from '../stored/link.js';
-import { awaitTerminalHello, logInvalid, verifyHello } from './handshake.js';
+import { awaitTerminalHello, verifyHello } from './handshake.js';
+import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { terminalSignals } from '../signals.js';
 import {
@@ -138,6 +139,7 @@ export class TerminalBridge {
       clock: this.scheduler,
       pingIntervalMs: this.cfg.ping_interval_ms,
       maxMissedPings: this.cfg.max_missed_pings,
+      budget: linkBudget(this.cfg),
     });
     this.acceptLink(link);
   }
@@ -171,7 +173,7 @@ export class TerminalBridge {
         this.ctx.log.error({ err, terminal_id: id, type: msg.type }, 'handling a terminal message failed'),
       );
     });
-    link.on('invalid', (i) => logInvalid(this.ctx, id, i));
+    link.on('invalid', (i) => logMalformed(this.ctx, link, id, i));
     link.once('down', (d) => {
       this.scheduler.clearTimeout(session.heartbeat);
       if (this.sessions.get(id) !== session) return;

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../../context.js';
 import { awaitHello, type Clock as Scheduler, type HandshakeError, type Hello, type LinkInvalid, type ServerLink } from '../../../../devices/index.js';
 import { authenticateTerminal } from '../service.js';
+import { logMalformed, watchFlood } from './budget.js';
 
 /**
  * The hello handshake on a fresh link (bridge.ts attaches what it accepts): the terminal must name
@@ -14,8 +15,9 @@ export function awaitTerminalHello(
   expectedTerminalId: string | undefined,
   accepted: (hello: Hello) => void,
 ): void {
-  const onInvalid = (i: LinkInvalid) => logInvalid(ctx, undefined, i);
+  const onInvalid = (i: LinkInvalid) => logMalformed(ctx, link, undefined, i);
   link.on('invalid', onInvalid);
+  watchFlood(ctx, link, expectedTerminalId);
   awaitHello(link, {
     clock: scheduler,
     timeoutMs: ctx.config.terminals.hello_timeout_ms,
@@ -37,8 +39,4 @@ export function verifyHello(ctx: AppContext, link: ServerLink, hello: Hello, exp
   if (expectedTerminalId && hello.terminal_id !== expectedTerminalId) return false;
   const row = authenticateTerminal(ctx, hello.terminal_id, hello.token);
   return !!row && row.transport === link.transport;
-}
-
-export function logInvalid(ctx: AppContext, terminalId: string | undefined, i: LinkInvalid): void {
-  ctx.log.warn({ terminal_id: terminalId, reason: i.reason, detail: i.detail, sample: i.sample }, 'malformed terminal message ignored');
 }

@@ -3,6 +3,7 @@ import { keepServerSerialLink, type Clock as Scheduler, type PortOpener, type Se
 import { serialTerminals, terminalRow } from '../service.js';
 import { terminalSignals } from '../signals.js';
 import type { TerminalBridge } from './bridge.js';
+import { linkBudget } from './budget.js';
 
 /**
  * Opens and keeps open the serial port of every serial terminal: those of the config
@@ -64,6 +65,7 @@ export class SerialPorts {
       maxResends: cfg.serial_max_resends,
       pingIntervalMs: cfg.ping_interval_ms,
       maxMissedPings: cfg.max_missed_pings,
+      budget: linkBudget(cfg),
       backoff: { maxMs: cfg.serial_reopen_max_ms },
     });
     keeper.on('link', (link) => this.bridge.acceptLink(link, terminalId));

@@ -2,7 +2,7 @@ import { groupCommit } from '../../../db/group-commit.js';
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
 import type { ForwardResult, Clock as Scheduler, ServerMessage, TimerHandle } from '../../../../devices/index.js';
-import { applyForwardResult, expireDuePayments, nextForwardDeadline, offlinePolicyFor } from './service.js';
+import { applyForwardResult, expireDuePayments, nextForwardDeadline, nextPolicyTimeChange, offlinePolicyFor } from './service.js';
 
 const POLICY_REFRESH_MS = 5_000;
 
@@ -34,6 +34,9 @@ export interface BridgeSide {
 export class StoredPaymentLink {
   private deadlineTimer: TimerHandle | undefined;
   private policyTimer: TimerHandle | undefined;
+  /** What the last re-read saw: the database's data_version (another process's commit moves it) and the next change by the clock. */
+  private seenVersion = -1;
+  private quietUntil = 0;
 
   constructor(
     private readonly ctx: AppContext,
@@ -61,9 +64,24 @@ export class StoredPaymentLink {
   private schedulePolicyRefresh(): void {
     this.policyTimer = this.scheduler.setTimeout(() => {
       if (!this.bridge.started()) return;
-      this.refreshPolicies();
+      this.bridge.guard('re-reading the offline policies', () => this.reread());
       this.schedulePolicyRefresh();
     }, POLICY_REFRESH_MS);
+  }
+
+  /**
+   * Recomputes the policies only when they may have changed: another process committed (the
+   * shell's `posd payments offline`), or the clock reached an override's end or a deadline. This
+   * process's own changes send the new policy when they commit (refreshPolicies), so a quiet box
+   * costs one pragma every few seconds instead of a policy per terminal.
+   */
+  private reread(): void {
+    const version = this.ctx.db.pragma('data_version', { simple: true }) as number;
+    if (version === this.seenVersion && this.ctx.clock.now() < this.quietUntil) return;
+    this.seenVersion = version;
+    const next = nextPolicyTimeChange(this.ctx);
+    this.quietUntil = next === null ? Number.POSITIVE_INFINITY : Date.parse(next);
+    this.refreshPolicies();
   }
 
   /**
@@ -98,14 +116,15 @@ export class StoredPaymentLink {
 
   sendPolicy(session: LinkSession): void {
     if (session.protocol < 2 || session.link.isDown) return;
-    const policy = offlinePolicyFor(this.ctx, session.accountId);
+    // The terminal's own: its account's caps, and its own beside them (a terminal may have tighter ones).
+    const policy = offlinePolicyFor(this.ctx, session.accountId, session.terminalId);
     const json = JSON.stringify(policy);
     if (json === session.lastPolicy) return;
     session.lastPolicy = json;
     this.bridge.send(session, { type: 'offline_policy', ...policy });
   }
 
-  /** The caps are the account's, shared by its terminals: one terminal's stored payment changes every policy. */
+  /** The account's caps are shared by its terminals: one terminal's stored payment changes every policy. */
   refreshPolicies(accountId?: string): void {
     for (const s of this.bridge.sessions()) {
       if (accountId === undefined || s.accountId === accountId) this.bridge.guard('sending an offline policy', () => this.sendPolicy(s), { terminal_id: s.terminalId });

@@ -1,8 +1,6 @@
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
-import { newId } from '../../../ids.js';
-import { invalid } from '../../../errors.js';
-import { storedPaymentsStore, type OfflineAuditRow } from './store.js';
+import { storedPaymentsStore, type OpenTotals } from './store.js';
 
 /** The four caps of stored payments, per account and environment (docs/stored-payments.md). */
 export interface OfflineCaps {
@@ -12,6 +10,9 @@ export interface OfflineCaps {
   max_count: number;
   max_age_hours: number;
 }
+
+/** A terminal's own caps, beside its account's: null leaves that cap to the account alone. */
+export type TerminalCaps = { [K in keyof OfflineCaps]: OfflineCaps[K] | null };
 
 /** Why a stored payment is over its caps, or why posd refuses a charge it could not store. */
 export type CapName = 'not_allowed' | 'currency' | 'max_payment' | 'max_total' | 'max_count' | 'max_age';
@@ -27,14 +28,30 @@ export interface PolicyView {
   forward_by: string | null;
 }
 
+/**
+ * One cap as the 422 `offline_cap_reached` and the API show it: whose it is, its value, what is left
+ * under it now, and whether the charge asked about passes it.
+ */
+export interface CapLimit {
+  cap: CapName;
+  scope: 'account' | 'terminal';
+  /** The cap's value: a boolean (not_allowed: whether allowed), the currency, cents, a count or hours. */
+  value: boolean | string | number;
+  /** What is left under it now (cents or a count); null where nothing is used up (allowed, currency, max_payment, max_age). */
+  left: number | null;
+  passed: boolean;
+}
+
 export interface AccountRef {
   id: string;
   live_mode: boolean;
   default_currency: string;
 }
 
+type Ref = Pick<AccountRef, 'id' | 'live_mode'>;
+
 /** The account's standing caps: its own when set, else the box's (terminals.offline). */
-export function standingCapsOf(ctx: AppContext, account: Pick<AccountRef, 'id' | 'live_mode'>): OfflineCaps {
+export function standingCapsOf(ctx: AppContext, account: Ref): OfflineCaps {
   const own = storedPaymentsStore(ctx.db).caps(account.id, account.live_mode);
   if (!own) return { ...ctx.config.terminals.offline };
   return {
@@ -47,137 +64,103 @@ export function standingCapsOf(ctx: AppContext, account: Pick<AccountRef, 'id' |
 }
 
 /** The caps in force now: the standing ones, under a manager's override while it lasts. */
-export function capsOf(ctx: AppContext, account: Pick<AccountRef, 'id' | 'live_mode'>): OfflineCaps {
+export function capsOf(ctx: AppContext, account: Ref, override = activeOverrideOf(ctx, account)): OfflineCaps {
   const caps = standingCapsOf(ctx, account);
-  const override = storedPaymentsStore(ctx.db).activeOverride(account.id, account.live_mode, isoTime(ctx.clock.now()));
   if (!override) return caps;
   return { ...caps, ...(JSON.parse(override.caps) as Partial<OfflineCaps>), allowed: true };
 }
 
 /** The override in force now, if any: shown beside the policy. */
-export function activeOverrideOf(ctx: AppContext, account: Pick<AccountRef, 'id' | 'live_mode'>) {
+export function activeOverrideOf(ctx: AppContext, account: Ref) {
   return storedPaymentsStore(ctx.db).activeOverride(account.id, account.live_mode, isoTime(ctx.clock.now()));
 }
 
-const MAX_AGE_HOURS = 168;
-
-function checkCaps(caps: Partial<OfflineCaps>): void {
-  const errors: Record<string, string> = {};
-  for (const k of ['max_payment_in_cents', 'max_total_in_cents', 'max_count'] as const) {
-    const v = caps[k];
-    if (v !== undefined && (!Number.isInteger(v) || v < 0)) errors[k] = 'must be a whole number ≥ 0';
-  }
-  const age = caps.max_age_hours;
-  if (age !== undefined && (!Number.isInteger(age) || age < 1 || age > MAX_AGE_HOURS)) {
-    errors.max_age_hours = `must be a whole number of hours from 1 to ${MAX_AGE_HOURS} (card networks refuse older stored payments)`;
-  }
-  if (Object.keys(errors).length) throw invalid(errors);
+/** A terminal's own caps: set for it, else the box's defaults for every terminal (terminals.offline_per_terminal). */
+export function terminalCapsOf(ctx: AppContext, terminalId: string): TerminalCaps {
+  const own = storedPaymentsStore(ctx.db).terminalCaps(terminalId);
+  if (!own) return { ...ctx.config.terminals.offline_per_terminal };
+  return {
+    allowed: own.allowed === null ? null : own.allowed === 1,
+    max_payment_in_cents: own.max_payment_in_cents,
+    max_total_in_cents: own.max_total_in_cents,
+    max_count: own.max_count,
+    max_age_hours: own.max_age_hours,
+  };
 }
 
-export interface PolicyChange {
-  actor: string;
-  reason: string;
+const left = (cap: number, used: number) => Math.max(0, cap - used);
+const overdue = (ctx: AppContext, open: OpenTotals) => open.forward_by !== null && Date.parse(open.forward_by) <= ctx.clock.now();
+
+/**
+ * Every cap that bears on one terminal's next stored payment (its account's, and its own where
+ * set), each with its value, what is left, and whether a payment of `amount` in `currency` passes
+ * it. A manager's override forces stored payments on for the account's terminals too; a terminal's
+ * own amounts and counts still hold under it.
+ */
+export function capLimits(ctx: AppContext, account: AccountRef, terminalId: string | null, amount: number, currency: string): CapLimit[] {
+  return limitsWithTotals(ctx, account, terminalId, amount, currency).limits;
 }
 
-function requireWhy(change: PolicyChange): void {
-  if (!change.actor.trim() || !change.reason.trim()) throw invalid({ reason: 'who and why are required for every change of the offline policy' });
-}
-
-/** Sets an account's standing caps (the fields given; the rest keep their value), audited. Inside a transaction. */
-export function setAccountCaps(ctx: AppContext, account: Pick<AccountRef, 'id' | 'live_mode'>, patch: Partial<OfflineCaps>, change: PolicyChange): OfflineCaps {
-  requireWhy(change);
-  checkCaps(patch);
+// Each query once: the bridge recomputes every terminal's policy every few seconds.
+function limitsWithTotals(ctx: AppContext, account: AccountRef, terminalId: string | null, amount: number, currency: string) {
   const store = storedPaymentsStore(ctx.db);
-  const before = standingCapsOf(ctx, account);
-  const after: OfflineCaps = { ...before, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) };
-  const at = isoTime(ctx.clock.now());
-  store.setCaps({ account_id: account.id, live_mode: account.live_mode ? 1 : 0, ...after, allowed: after.allowed ? 1 : 0, updated_at: at });
-  store.audit({ account_id: account.id, live_mode: account.live_mode ? 1 : 0, action: 'caps_set', actor: change.actor, reason: change.reason, before: JSON.stringify(before), after: JSON.stringify(after), at });
-  return after;
-}
-
-/** A manager forces stored payments on (and raises the caps given) until `untilIso`, audited. Inside a transaction. */
-export function allowOfflineUntil(
-  ctx: AppContext,
-  account: Pick<AccountRef, 'id' | 'live_mode'>,
-  untilIso: string,
-  raised: Partial<Omit<OfflineCaps, 'allowed'>>,
-  change: PolicyChange,
-): { id: string; until: string } {
-  requireWhy(change);
-  checkCaps(raised);
-  const until = Date.parse(untilIso);
-  if (!Number.isFinite(until) || until <= ctx.clock.now()) throw invalid({ until: 'must be a date-time in the future' });
-  if (until - ctx.clock.now() > MAX_AGE_HOURS * 3_600_000) throw invalid({ until: `must be at most ${MAX_AGE_HOURS} hours from now` });
-  const store = storedPaymentsStore(ctx.db);
-  const before = capsOf(ctx, account);
-  const at = isoTime(ctx.clock.now());
-  const id = newId('ofo');
-  const caps = Object.fromEntries(Object.entries(raised).filter(([, v]) => v !== undefined));
-  store.insertOverride({ id, account_id: account.id, live_mode: account.live_mode ? 1 : 0, until_at: isoTime(until), caps: JSON.stringify(caps), reason: change.reason, actor: change.actor, created_at: at });
-  const after = capsOf(ctx, account);
-  store.audit({
-    account_id: account.id, live_mode: account.live_mode ? 1 : 0, action: 'override_allow', actor: change.actor, reason: change.reason,
-    before: JSON.stringify(before), after: JSON.stringify({ ...after, until: isoTime(until) }), at,
-  });
-  return { id, until: isoTime(until) };
-}
-
-/** Ends every override in force now, audited. Returns how many it ended. Inside a transaction. */
-export function revokeOfflineOverrides(ctx: AppContext, account: Pick<AccountRef, 'id' | 'live_mode'>, change: PolicyChange): number {
-  requireWhy(change);
-  const store = storedPaymentsStore(ctx.db);
-  const before = capsOf(ctx, account);
-  const at = isoTime(ctx.clock.now());
-  const n = store.revokeOverrides(account.id, account.live_mode, at);
-  if (n > 0) {
-    store.audit({
-      account_id: account.id, live_mode: account.live_mode ? 1 : 0, action: 'override_revoke', actor: change.actor, reason: change.reason,
-      before: JSON.stringify(before), after: JSON.stringify(capsOf(ctx, account)), at,
-    });
+  const override = activeOverrideOf(ctx, account);
+  const caps = capsOf(ctx, account, override);
+  const open = store.openTotals(account.id, account.live_mode);
+  const limits: CapLimit[] = [
+    { cap: 'not_allowed', scope: 'account', value: caps.allowed, left: null, passed: !caps.allowed },
+    { cap: 'currency', scope: 'account', value: account.default_currency, left: null, passed: currency !== account.default_currency },
+    { cap: 'max_payment', scope: 'account', value: caps.max_payment_in_cents, left: null, passed: amount > caps.max_payment_in_cents },
+    { cap: 'max_total', scope: 'account', value: caps.max_total_in_cents, left: left(caps.max_total_in_cents, open.amount), passed: open.amount + amount > caps.max_total_in_cents },
+    { cap: 'max_count', scope: 'account', value: caps.max_count, left: left(caps.max_count, open.count), passed: open.count + 1 > caps.max_count },
+    // The oldest payment past its deadline blocks new ones: the terminal must forward first.
+    { cap: 'max_age', scope: 'account', value: caps.max_age_hours, left: null, passed: overdue(ctx, open) },
+  ];
+  if (terminalId === null) return { limits, open };
+  const own = terminalCapsOf(ctx, terminalId);
+  const forced = override !== undefined;
+  // A terminal's own totals are read only when it has a cap that counts them.
+  const mine = own.max_total_in_cents !== null || own.max_count !== null || own.max_age_hours !== null ? store.terminalOpenTotals(terminalId) : open;
+  if (own.allowed !== null && !forced) limits.push({ cap: 'not_allowed', scope: 'terminal', value: own.allowed, left: null, passed: !own.allowed });
+  if (own.max_payment_in_cents !== null) {
+    limits.push({ cap: 'max_payment', scope: 'terminal', value: own.max_payment_in_cents, left: null, passed: amount > own.max_payment_in_cents });
   }
-  return n;
+  if (own.max_total_in_cents !== null) {
+    const v = own.max_total_in_cents;
+    limits.push({ cap: 'max_total', scope: 'terminal', value: v, left: left(v, mine.amount), passed: mine.amount + amount > v });
+  }
+  if (own.max_count !== null) {
+    limits.push({ cap: 'max_count', scope: 'terminal', value: own.max_count, left: left(own.max_count, mine.count), passed: mine.count + 1 > own.max_count });
+  }
+  if (own.max_age_hours !== null) limits.push({ cap: 'max_age', scope: 'terminal', value: own.max_age_hours, left: null, passed: overdue(ctx, mine) });
+  return { limits, open };
 }
 
-export function offlineAudit(ctx: AppContext, account: Pick<AccountRef, 'id' | 'live_mode'>, limit = 100): OfflineAuditRow[] {
-  return storedPaymentsStore(ctx.db).auditOf(account.id, account.live_mode, limit);
+/** The caps a payment of this amount would pass (empty: it fits), each named once, in the order of the list above. */
+export function capsPassed(ctx: AppContext, account: AccountRef, amount: number, currency: string, terminalId: string | null = null): CapName[] {
+  return [...new Set(capLimits(ctx, account, terminalId, amount, currency).filter((l) => l.passed).map((l) => l.cap))];
 }
 
-/** The policy of an account now, from its caps and what it holds stored. */
-export function policyOf(ctx: AppContext, account: AccountRef): PolicyView {
-  const caps = capsOf(ctx, account);
-  const open = storedPaymentsStore(ctx.db).openTotals(account.id, account.live_mode);
-  const remainingAmount = Math.max(0, caps.max_total_in_cents - open.amount);
-  const remainingCount = Math.max(0, caps.max_count - open.count);
-  // The oldest payment past its deadline blocks new ones: the terminal must forward first.
-  const overdue = open.forward_by !== null && Date.parse(open.forward_by) <= ctx.clock.now();
-  const allowed = caps.allowed && remainingAmount > 0 && remainingCount > 0 && !overdue;
+/** The policy of an account now (its terminals', or one terminal's), from the caps and what is stored. */
+export function policyOf(ctx: AppContext, account: AccountRef, terminalId: string | null = null): PolicyView {
+  const { limits, open } = limitsWithTotals(ctx, account, terminalId, 0, account.default_currency);
+  const min = (cap: CapName, of: (l: CapLimit) => number) =>
+    Math.min(...limits.filter((l) => l.cap === cap).map(of));
+  const remainingAmount = min('max_total', (l) => l.left!);
+  const remainingCount = min('max_count', (l) => l.left!);
+  const allowed = limits.every((l) => l.cap !== 'not_allowed' || l.value === true) && remainingAmount > 0 && remainingCount > 0 && !limits.some((l) => l.cap === 'max_age' && l.passed);
   return {
     allowed,
     currency: account.default_currency,
-    max_payment_in_cents: allowed ? Math.min(caps.max_payment_in_cents, remainingAmount) : 0,
+    max_payment_in_cents: allowed ? Math.min(min('max_payment', (l) => l.value as number), remainingAmount) : 0,
     remaining_amount_in_cents: remainingAmount,
     remaining_count: remainingCount,
-    max_age_seconds: caps.max_age_hours * 3600,
+    max_age_seconds: min('max_age', (l) => l.value as number) * 3600,
     forward_by: open.forward_by,
   };
 }
 
-/** The caps a payment of this amount would pass under `policy` (empty: it fits). */
-export function capsPassed(ctx: AppContext, account: AccountRef, amount: number, currency: string): CapName[] {
-  const caps = capsOf(ctx, account);
-  const open = storedPaymentsStore(ctx.db).openTotals(account.id, account.live_mode);
-  const passed: CapName[] = [];
-  if (!caps.allowed) passed.push('not_allowed');
-  if (currency !== account.default_currency) passed.push('currency');
-  if (amount > caps.max_payment_in_cents) passed.push('max_payment');
-  if (open.amount + amount > caps.max_total_in_cents) passed.push('max_total');
-  if (open.count + 1 > caps.max_count) passed.push('max_count');
-  if (open.forward_by !== null && Date.parse(open.forward_by) <= ctx.clock.now()) passed.push('max_age');
-  return passed;
-}
-
-/** When a payment stored now must be forwarded by. */
-export function forwardByFrom(ctx: AppContext, account: AccountRef, storedAtMs: number): string {
-  return isoTime(storedAtMs + capsOf(ctx, account).max_age_hours * 3_600_000);
+/** When a payment stored now on this terminal must be forwarded by (the shorter of the two ages). */
+export function forwardByFrom(ctx: AppContext, account: AccountRef, storedAtMs: number, terminalId: string | null = null): string {
+  return isoTime(storedAtMs + policyOf(ctx, account, terminalId).max_age_seconds * 1000);
 }

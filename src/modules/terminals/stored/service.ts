@@ -3,10 +3,11 @@ import { AccountsService, type Account } from '../../../accounts/service.js';
 import { tx } from '../../../db/database.js';
 import { isoTime } from '../../../clock.js';
 import { newId } from '../../../ids.js';
-import { finishStoredTerminalPayment, startStoredTerminalPayment } from '../commands/payments.js';
+import { finishStoredTerminalPayment, forwardStoredTerminalPayment, startStoredTerminalPayment } from '../commands/payments.js';
+import { settleStoredCommand } from '../commands/stored-outcome.js';
 import { appendSyncRecord } from '../../../outbox/sync-records.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
-import { capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
+import { capLimits, capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
 import { ApiError } from '../../../errors.js';
 import { centralTarget } from '../../../sync/status.js';
 import { STATE } from '../../../sync/shared/state.js';
@@ -42,11 +43,11 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
   const existing = store.byCommand(input.commandId);
   if (existing) return existing;
   const account = accountOf(ctx, input.accountId);
-  const over = capsPassed(ctx, account, input.amountInCents, input.currency);
+  const over = capsPassed(ctx, account, input.amountInCents, input.currency, input.terminalId);
   const status = storedPaymentInitial();
   const id = newId('sp');
   // The sale waits for the card's outcome as a pending payment (intent.pending), like a bank transfer.
-  const paymentIntentId = startStoredTerminalPayment(ctx, account, input.checkoutId, input.card);
+  const paymentIntentId = startStoredTerminalPayment(ctx, account, input.checkoutId, input.card, input.at);
   if (paymentIntentId === null) {
     ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, checkout_id: input.checkoutId }, 'stored payment of a checkout that waits for no payment');
   }
@@ -66,7 +67,7 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
     card_last4: input.card?.last4 ?? null,
     over_cap: over.length ? JSON.stringify(over) : null,
     stored_at: input.at,
-    forward_by: forwardByFrom(ctx, account, Date.parse(input.at)),
+    forward_by: forwardByFrom(ctx, account, Date.parse(input.at), input.terminalId),
     payment_intent_id: paymentIntentId,
   });
   // A terminal stores only when it cannot reach its processor: that link is down from now (closed
@@ -97,12 +98,14 @@ export type ForwardApplied =
 /** Moves one stored payment and performs what its new state means, inside the caller's transaction. */
 function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatus, detail: Omit<ForwardInput, 'terminalId' | 'commandId' | 'offlineReference' | 'outcome'>): boolean {
   const final = storedPaymentFinal(to);
+  // The processor has it: `forwarded`, or its answer reported at once (`expired` is the terminal's or posd's own giving up).
+  const reachedProcessor = to === 'forwarded' || to === 'approved' || to === 'declined';
   const moved = storedPaymentsStore(ctx.db).move({
     id: row.id,
     from: row.status,
     status: to,
     final: final ? 1 : 0,
-    forwarded_at: to === 'forwarded' ? detail.at : null,
+    forwarded_at: reachedProcessor ? detail.at : null,
     settled_at: final ? detail.at : null,
     authorization_code: detail.authorizationCode,
     processor_reference: detail.processorReference,
@@ -112,6 +115,7 @@ function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatu
     updated_at: detail.at,
   });
   if (!moved) return false;
+  if (reachedProcessor) forwardStoredTerminalPayment(ctx, row.payment_intent_id, detail.at);
   if (!final) return true;
   const account = accountOf(ctx, row.account_id);
   // Approved: the pending payment succeeds (ledger, intent.succeeded, terminal_payment record).
@@ -128,6 +132,8 @@ function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatu
       reason: detail.reason,
     },
   });
+  // The till's command says `stored` until now: consumed (approved) or failed (declined, expired).
+  settleStoredCommand(ctx, row.command_id, to === 'approved', detail.at);
   // The central learns the card's final state (after the payment's own record, in the same transaction).
   const settled = storedPaymentsStore(ctx.db).byId(row.id)!;
   appendSyncRecord(ctx.db, {
@@ -219,11 +225,18 @@ export function boxOffline(ctx: AppContext): boolean {
  * store, and that would pass a cap, is refused with the cap's name. Online, nothing is checked:
  * the processor decides.
  */
-export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, amountInCents: number, currency: string): void {
+export function refuseOverCapWhileOffline(ctx: AppContext, account: Account, terminalId: string, amountInCents: number, currency: string): void {
   if (!boxOffline(ctx)) return;
-  const passed = capsPassed(ctx, account, amountInCents, currency);
+  const limits = capLimits(ctx, account, terminalId, amountInCents, currency);
+  const passed = [...new Set(limits.filter((l) => l.passed).map((l) => l.cap))];
   if (passed.length === 0) return;
-  throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed } });
+  // `limits`: every cap in force for this terminal, its value and what is left, so the till can say why.
+  throw new ApiError('offline_cap_reached', { extra: { reason: passed[0], caps: passed, limits } });
+}
+
+/** When the policies next change by the clock alone (an override's end, a deadline), or null. */
+export function nextPolicyTimeChange(ctx: AppContext): string | null {
+  return storedPaymentsStore(ctx.db).nextTimeChange(isoTime(ctx.clock.now()));
 }
 
 export function nextForwardDeadline(ctx: AppContext): string | null {
@@ -238,8 +251,9 @@ export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'i
   return storedPaymentsStore(ctx.db).flagged(account.id, account.live_mode);
 }
 
-export function offlinePolicyFor(ctx: AppContext, accountId: string): PolicyView {
-  return policyOf(ctx, accountOf(ctx, accountId));
+/** What one terminal may store now (its account's caps and its own); without a terminal, the account's. */
+export function offlinePolicyFor(ctx: AppContext, accountId: string, terminalId: string | null = null): PolicyView {
+  return policyOf(ctx, accountOf(ctx, accountId), terminalId);
 }
 
 /**
@@ -267,4 +281,8 @@ export function openStoredPayments(ctx: AppContext) {
 }
 
 export type { StoredPaymentRow } from './store.js';
-export { activeOverrideOf, allowOfflineUntil, capsOf, revokeOfflineOverrides } from './policy.js';
+export { activeOverrideOf, capsOf } from './policy.js';
+export { allowOfflineUntil, revokeOfflineOverrides } from './changes.js';
+export { setAccountCaps, setTerminalCaps, offlineAudit, type PolicyChange } from './changes.js';
+export { getStoredPayment, listOfflineAudit, listStoredPayments, offlinePolicies } from './views.js';
+export { centralStoredStore } from './central-store.js';

@@ -78,11 +78,25 @@ export interface OfflineOverrideRow {
   revoked_at: string | null;
 }
 
-export interface OfflineAuditRow {
-  seq: number;
+export interface TerminalCapsRow {
+  terminal_id: string;
   account_id: string;
   live_mode: number;
-  action: 'caps_set' | 'override_allow' | 'override_revoke';
+  allowed: number | null;
+  max_payment_in_cents: number | null;
+  max_total_in_cents: number | null;
+  max_count: number | null;
+  max_age_hours: number | null;
+  updated_at: string;
+}
+
+export interface OfflineAuditRow {
+  seq: number;
+  id: string | null;
+  account_id: string;
+  live_mode: number;
+  terminal_id: string | null;
+  action: 'caps_set' | 'terminal_caps_set' | 'override_allow' | 'override_revoke';
   actor: string;
   reason: string;
   before: string;
@@ -161,8 +175,39 @@ function makeStore(db: Db) {
     `UPDATE offline_overrides SET revoked_at = ? WHERE account_id = ? AND live_mode = ? AND revoked_at IS NULL AND until_at > ?`,
   );
   const audit = db.prepare(
-    `INSERT INTO offline_audit (account_id, live_mode, action, actor, reason, before, after, at)
-     VALUES (@account_id, @live_mode, @action, @actor, @reason, @before, @after, @at)`,
+    `INSERT INTO offline_audit (id, account_id, live_mode, terminal_id, action, actor, reason, before, after, at)
+     VALUES (@id, @account_id, @live_mode, @terminal_id, @action, @actor, @reason, @before, @after, @at)`,
+  );
+  const terminalCaps = db.prepare(`SELECT * FROM terminal_offline_caps WHERE terminal_id = ?`);
+  const nextTimeChange = db.prepare(
+    `SELECT MIN(at) AS at FROM (SELECT MIN(until_at) AS at FROM offline_overrides WHERE revoked_at IS NULL AND until_at > @now
+       UNION ALL SELECT MIN(forward_by) FROM stored_payments WHERE final = 0 AND forward_by > @now)`,
+  );
+  const upsertTerminalCaps = db.prepare(
+    `INSERT INTO terminal_offline_caps (terminal_id, account_id, live_mode, allowed, max_payment_in_cents, max_total_in_cents, max_count, max_age_hours, updated_at)
+     VALUES (@terminal_id, @account_id, @live_mode, @allowed, @max_payment_in_cents, @max_total_in_cents, @max_count, @max_age_hours, @updated_at)
+     ON CONFLICT (terminal_id) DO UPDATE SET allowed = excluded.allowed, max_payment_in_cents = excluded.max_payment_in_cents,
+       max_total_in_cents = excluded.max_total_in_cents, max_count = excluded.max_count, max_age_hours = excluded.max_age_hours,
+       updated_at = excluded.updated_at`,
+  );
+  const terminalTotals = db.prepare(
+    `SELECT COUNT(*) AS count, COALESCE(SUM(amount_in_cents), 0) AS amount, MIN(forward_by) AS forward_by
+       FROM stored_payments WHERE terminal_id = ? AND final = 0`,
+  );
+  const page = db.prepare(
+    `SELECT * FROM stored_payments WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode
+       AND (@status IS NULL OR status = @status) AND (@terminal_id IS NULL OR terminal_id = @terminal_id) ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
+  );
+  const pageCount = db.prepare(
+    `SELECT COUNT(*) AS n FROM stored_payments WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode
+       AND (@status IS NULL OR status = @status) AND (@terminal_id IS NULL OR terminal_id = @terminal_id)`,
+  );
+  const auditPage = db.prepare(
+    `SELECT * FROM offline_audit WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode
+       ORDER BY seq DESC LIMIT @limit OFFSET @offset`,
+  );
+  const auditCount = db.prepare(
+    `SELECT COUNT(*) AS n FROM offline_audit WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode`,
   );
   const auditOf = db.prepare(`SELECT * FROM offline_audit WHERE account_id = ? AND live_mode = ? ORDER BY seq DESC LIMIT ?`);
   const insertCentral = db.prepare(
@@ -222,6 +267,24 @@ function makeStore(db: Db) {
     insertOverride: (row: Omit<OfflineOverrideRow, 'revoked_at'>) => insertOverride.run(row),
     revokeOverrides: (accountId: string, liveMode: boolean, nowIso: string) => revokeOverrides.run(nowIso, accountId, liveMode ? 1 : 0, nowIso).changes,
     audit: (row: Omit<OfflineAuditRow, 'seq'>) => audit.run(row),
+    /** The next time a policy changes by the clock alone: an override ends, or a stored payment's deadline passes. */
+    nextTimeChange: (nowIso: string) => (nextTimeChange.get({ now: nowIso }) as { at: string | null }).at,
+    terminalCaps: (terminalId: string) => terminalCaps.get(terminalId) as TerminalCapsRow | undefined,
+    setTerminalCaps: (row: TerminalCapsRow) => upsertTerminalCaps.run(row),
+    /** One terminal's stored payments not final yet (its own caps count these). */
+    terminalOpenTotals: (terminalId: string) => terminalTotals.get(terminalId) as OpenTotals,
+    /** A page of stored payments, newest first, and how many match (the API's list). */
+    page(accountIds: string[], liveMode: boolean, f: { status?: string; terminal_id?: string }, limit: number, offset: number) {
+      const params = { accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0, status: f.status ?? null, terminal_id: f.terminal_id ?? null };
+      return {
+        rows: page.all({ ...params, limit, offset }) as StoredPaymentRow[],
+        total: (pageCount.get(params) as { n: number }).n,
+      };
+    },
+    auditPage(accountIds: string[], liveMode: boolean, limit: number, offset: number) {
+      const params = { accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 };
+      return { rows: auditPage.all({ ...params, limit, offset }) as OfflineAuditRow[], total: (auditCount.get(params) as { n: number }).n };
+    },
     auditOf: (accountId: string, liveMode: boolean, limit: number) => auditOf.all(accountId, liveMode ? 1 : 0, limit) as OfflineAuditRow[],
     /** Stored payments the manager must look at: over a cap when they arrived, or a late contradicting outcome. */
     flagged: (accountId: string, liveMode: boolean) => flagged.all(accountId, liveMode ? 1 : 0) as StoredPaymentRow[],

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { PushKind } from '../../../sync/shared/registry.js';
 import { storedPaymentsStore } from './store.js';
+import { centralStoredStore } from './central-store.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -75,6 +76,67 @@ export const storedPaymentPush: PushKind<Payload> = {
       forward_by: p.forward_by,
       forwarded_at: p.forwarded_at,
       settled_at: p.settled_at,
+    });
+  },
+};
+
+// Value.Check knows no `format` here (no format registry): the shape of posd's own times instead.
+const ISO_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?Z$';
+
+const CapsObject = Type.Object(
+  {
+    allowed: Type.Optional(Nullable(Type.Boolean())),
+    max_payment_in_cents: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+    max_total_in_cents: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+    max_count: Type.Optional(Nullable(Type.Integer({ minimum: 0 }))),
+    max_age_hours: Type.Optional(Nullable(Type.Integer({ minimum: 1, maximum: 168 }))),
+    until: Type.Optional(Type.String({ pattern: ISO_TIME })),
+  },
+  { additionalProperties: false },
+);
+
+/** The fields of an `offline_policy_change` record (stored/changes.ts): one audited change, as the audit shows it. */
+export const OfflinePolicyChangePayload = Type.Object({
+  id: Type.String({ pattern: '^oa_', maxLength: 64 }),
+  terminal_id: Nullable(Type.String({ minLength: 1, maxLength: 64 })),
+  action: Type.Union([Type.Literal('caps_set'), Type.Literal('terminal_caps_set'), Type.Literal('override_allow'), Type.Literal('override_revoke')]),
+  // Every change names a person and a reason: a change without them is no fact the central keeps.
+  actor: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
+  reason: Type.String({ minLength: 1, maxLength: 500, pattern: '\\S' }),
+  before: CapsObject,
+  after: CapsObject,
+  at: Type.String({ pattern: ISO_TIME }),
+});
+
+type ChangePayload = (typeof OfflinePolicyChangePayload)['static'];
+
+/**
+ * A store's change of its offline policy (a cap, a terminal's cap, a manager's override or its end),
+ * checked at receipt like every pushed fact (the schema above, and a terminal's change names its
+ * terminal), and kept at the central once per id (`central_offline_audit`), with the store it came
+ * from: the central's `/offline_audit` and `/offline_policy` read these. Moves no money.
+ */
+export const offlinePolicyChangePush: PushKind<ChangePayload> = {
+  payload: OfflinePolicyChangePayload,
+  consistent: (p) => (p.action === 'terminal_caps_set') === (p.terminal_id !== null),
+  malformed: 'offline_policy_change record without its id, a person, a reason, a known action, valid caps, or with a terminal only where a terminal changed',
+  totals: () => null,
+  apply(ctx, record, origin) {
+    // A box taking back its own past after a restore has the audit row already, or lost it with the backup: nothing to redo.
+    if (origin.restoring) return;
+    const p = record.payload;
+    centralStoredStore(ctx.db).insertAudit({
+      id: p.id,
+      origin_store_id: origin.storeId,
+      account_id: record.account_id,
+      live_mode: record.live_mode ? 1 : 0,
+      terminal_id: p.terminal_id,
+      action: p.action,
+      actor: p.actor,
+      reason: p.reason,
+      before: JSON.stringify(p.before),
+      after: JSON.stringify(p.after),
+      at: p.at,
     });
   },
 };

@@ -1,0 +1,182 @@
+import type { Db } from './database.js';
+import { perDb } from './per-db.js';
+
+/**
+ * Row-level change capture and replay for a chain's cores (docs/central.md, "One log"): the leader
+ * captures every row its writes change, a commit gate (`setCommitGate`) appends them to the
+ * central's log before the commit, and every other core replays the log into its own file. The
+ * log carries row images, not requests: a replay runs no applier, no id generator and no clock,
+ * so every core ends with the leader's very rows, and sends nothing (no webhook, no feed).
+ *
+ * Capture is TEMP triggers on the leader's own connection: no other connection (a tool in another
+ * process, a standby) captures, and nothing persistent changes in the schema.
+ */
+
+/** One row change: table, key (the rowid, or a WITHOUT ROWID table's primary key values), the row after (null: deleted). */
+export type RowChange = [table: string, key: number | unknown[], row: Record<string, unknown> | null];
+
+/** This table (the core's place in the log) and SQLite's own are never captured. */
+export const LOG_STATE_TABLE = 'central_log_state';
+
+interface TableShape {
+  name: string;
+  columns: string[];
+  /** Columns whose values are blobs: carried as hex text. */
+  blobs: Set<string>;
+  /** The primary key of a WITHOUT ROWID table; empty for a rowid table. */
+  pk: string[];
+}
+
+const q = (id: string) => `"${id.replace(/"/g, '""')}"`;
+
+function tableShapes(db: Db): TableShape[] {
+  const tables = db
+    .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> ? ORDER BY name")
+    .all(LOG_STATE_TABLE) as Array<{ name: string; sql: string }>;
+  return tables.map((t) => {
+    const cols = db.prepare(`SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`).all(t.name) as Array<{ name: string; type: string; pk: number; hidden: number }>;
+    const stored = cols.filter((c) => c.hidden === 0);
+    const withoutRowid = /WITHOUT\s+ROWID/i.test(t.sql);
+    return {
+      name: t.name,
+      columns: stored.map((c) => c.name),
+      blobs: new Set(stored.filter((c) => /BLOB/i.test(c.type)).map((c) => c.name)),
+      pk: withoutRowid ? stored.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name) : [],
+    };
+  });
+}
+
+const shapes = perDb((db: Db) => new Map(tableShapes(db).map((s) => [s.name, s])));
+
+/** The core's place in the log, in its own file: moved in the same transaction as what it replays or appends. */
+export function ensureLogState(db: Db): void {
+  db.exec(`CREATE TABLE IF NOT EXISTS ${LOG_STATE_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL) STRICT;
+    INSERT OR IGNORE INTO ${LOG_STATE_TABLE} (id, position) VALUES (1, 0);`);
+}
+
+export function logPosition(db: Db): number {
+  return db.prepare(`SELECT position FROM ${LOG_STATE_TABLE} WHERE id = 1`).pluck().get() as number;
+}
+
+export function setLogPosition(db: Db, position: number): void {
+  db.prepare(`UPDATE ${LOG_STATE_TABLE} SET position = ? WHERE id = 1`).run(position);
+}
+
+function keyOf(s: TableShape, row: 'NEW' | 'OLD'): string {
+  return s.pk.length ? `json_array(${s.pk.map((c) => `${row}.${q(c)}`).join(', ')})` : `${row}.rowid`;
+}
+
+function imageOf(s: TableShape): string {
+  return `json_object(${s.columns.map((c) => `'${c}', ${s.blobs.has(c) ? `hex(NEW.${q(c)})` : `NEW.${q(c)}`}`).join(', ')})`;
+}
+
+/**
+ * Installs the capture triggers on this connection (TEMP: this connection only, gone with it).
+ * Every insert, update and delete of a table is written to `temp.posd_changes` in the statement's
+ * own transaction, so a rollback (of a savepoint too) takes its captured rows with it.
+ */
+export function startCapture(db: Db): void {
+  ensureLogState(db);
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS posd_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, k TEXT NOT NULL, img TEXT)');
+  for (const s of shapes(db).values()) {
+    if (s.columns.length > 60) throw new Error(`table ${s.name} has ${s.columns.length} columns: too many for one json_object image`);
+    const t = `'${s.name.replace(/'/g, "''")}'`;
+    const ins = (key: string, img: string) => `INSERT INTO temp.posd_changes (tbl, k, img) VALUES (${t}, ${key}, ${img});`;
+    db.exec(`
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_i_${s.name}`)} AFTER INSERT ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'NEW'), imageOf(s))} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_u_${s.name}`)} AFTER UPDATE ON main.${q(s.name)} BEGIN
+        INSERT INTO temp.posd_changes (tbl, k, img) SELECT ${t}, ${keyOf(s, 'OLD')}, NULL WHERE ${keyOf(s, 'OLD')} IS NOT ${keyOf(s, 'NEW')};
+        ${ins(keyOf(s, 'NEW'), imageOf(s))} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_d_${s.name}`)} AFTER DELETE ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'OLD'), 'NULL')} END;`);
+  }
+}
+
+/** Removes this connection's capture triggers (a leader that lost its lease). */
+export function stopCapture(db: Db): void {
+  const triggers = db.prepare("SELECT name FROM sqlite_temp_master WHERE type = 'trigger' AND name LIKE 'posd_capture_%'").pluck().all() as string[];
+  for (const name of triggers) db.exec(`DROP TRIGGER IF EXISTS temp.${q(name)}`);
+  db.exec('DROP TABLE IF EXISTS temp.posd_changes');
+}
+
+/**
+ * The changes captured since the last take, as the log's JSON text (an array of RowChange), and
+ * forgets them: null when nothing changed. Built by concatenation: the images are JSON already.
+ */
+export function takeChanges(db: Db): { json: string; count: number } | null {
+  const rows = db.prepare('SELECT tbl, k, img FROM temp.posd_changes ORDER BY id').raw().all() as Array<[string, string, string | null]>;
+  if (!rows.length) return null;
+  db.prepare('DELETE FROM temp.posd_changes').run();
+  let json = '[';
+  for (let i = 0; i < rows.length; i++) {
+    const [tbl, k, img] = rows[i];
+    json += `${i ? ',' : ''}[${JSON.stringify(tbl)},${k},${img ?? 'null'}]`;
+  }
+  return { json: `${json}]`, count: rows.length };
+}
+
+interface Replayer {
+  update: (values: unknown[]) => number;
+  insert: (values: unknown[]) => void;
+  remove: (key: unknown[]) => void;
+}
+
+const replayers = perDb((db: Db) => {
+  const cache = new Map<string, Replayer>();
+  return (table: string): Replayer => {
+    let r = cache.get(table);
+    if (r) return r;
+    const s = shapes(db).get(table);
+    if (!s) throw new Error(`the log names table ${table}, which this core's database does not have (run the leader's version)`);
+    const keyCols = s.pk.length ? s.pk : ['rowid'];
+    const where = keyCols.map((c) => `${c === 'rowid' ? c : q(c)} = ?`).join(' AND ');
+    const val = (c: string) => (s.blobs.has(c) ? 'unhex(?)' : '?');
+    const upd = db.prepare(`UPDATE main.${q(s.name)} SET ${s.columns.map((c) => `${q(c)} = ${val(c)}`).join(', ')} WHERE ${where}`);
+    const insCols = s.pk.length ? s.columns : ['rowid', ...s.columns];
+    const ins = db.prepare(`INSERT INTO main.${q(s.name)} (${insCols.map((c) => (c === 'rowid' ? c : q(c))).join(', ')}) VALUES (${insCols.map((c) => (c === 'rowid' ? '?' : val(c))).join(', ')})`);
+    const del = db.prepare(`DELETE FROM main.${q(s.name)} WHERE ${where}`);
+    r = {
+      update: (values) => upd.run(...values).changes,
+      insert: (values) => void ins.run(...values),
+      remove: (key) => void del.run(...key),
+    };
+    cache.set(table, r);
+    return r;
+  };
+});
+
+/**
+ * Replays a log entry's changes into this database, in the caller's transaction: an image
+ * replaces the row with its key (or is inserted), a null deletes it. Idempotent: replaying an
+ * entry twice leaves the same rows. The schema's own triggers fire as they did at the leader and
+ * their rows are then overwritten by the leader's images (same keys: the same rowids come next).
+ */
+export function replayChanges(db: Db, changes: readonly RowChange[]): void {
+  const of = replayers(db);
+  const s = shapes(db);
+  for (const [table, key, row] of changes) {
+    const r = of(table);
+    const k = Array.isArray(key) ? key : [key];
+    if (row === null) {
+      r.remove(k);
+      continue;
+    }
+    const cols = s.get(table)!.columns;
+    const values = cols.map((c) => row[c] ?? null);
+    if (r.update([...values, ...k]) === 0) r.insert(Array.isArray(key) ? values : [key, ...values]);
+  }
+}
+
+/** Every row of every captured table as inserts: the log's first entry when a leader starts an empty log. */
+export function snapshotChanges(db: Db): RowChange[] {
+  const out: RowChange[] = [];
+  for (const s of shapes(db).values()) {
+    const cols = s.columns.map((c) => `${q(c)}`);
+    const sel = s.pk.length ? cols.join(', ') : `rowid AS "posd_rowid", ${cols.join(', ')}`;
+    for (const row of db.prepare(`SELECT ${sel} FROM main.${q(s.name)}`).iterate() as Iterable<Record<string, unknown>>) {
+      const img: Record<string, unknown> = {};
+      for (const c of s.columns) img[c] = s.blobs.has(c) && Buffer.isBuffer(row[c]) ? (row[c] as Buffer).toString('hex').toUpperCase() : row[c];
+      out.push([s.name, s.pk.length ? s.pk.map((c) => row[c]) : (row.posd_rowid as number), img]);
+    }
+  }
+  return out;
+}

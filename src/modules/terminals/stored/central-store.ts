@@ -1,0 +1,66 @@
+import type { Db } from '../../../db/database.js';
+import { perDb } from '../../../db/per-db.js';
+import type { CentralStoredPaymentRow } from './store.js';
+
+/** At a central: a store's reported change of its offline policy (central_offline_audit). */
+export interface CentralAuditRow {
+  id: string;
+  origin_store_id: string;
+  account_id: string;
+  live_mode: number;
+  terminal_id: string | null;
+  action: 'caps_set' | 'terminal_caps_set' | 'override_allow' | 'override_revoke';
+  actor: string;
+  reason: string;
+  before: string;
+  after: string;
+  at: string;
+}
+
+const IN_ACCOUNTS = `account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode`;
+
+/** The central's reads of what its stores reported of their stored payments and offline policies. */
+export const centralStoredStore = perDb((db: Db) => {
+  const insertAudit = db.prepare(
+    `INSERT INTO central_offline_audit (id, origin_store_id, account_id, live_mode, terminal_id, action, actor, reason, before, after, at)
+     VALUES (@id, @origin_store_id, @account_id, @live_mode, @terminal_id, @action, @actor, @reason, @before, @after, @at)
+     ON CONFLICT (id) DO NOTHING`,
+  );
+  const auditPage = db.prepare(`SELECT * FROM central_offline_audit WHERE ${IN_ACCOUNTS} ORDER BY at DESC, id DESC LIMIT @limit OFFSET @offset`);
+  const auditCount = db.prepare(`SELECT COUNT(*) AS n FROM central_offline_audit WHERE ${IN_ACCOUNTS}`);
+  // The latest reported change per account (and per terminal): the policy each store last said it runs.
+  const latest = db.prepare(
+    `SELECT * FROM central_offline_audit a WHERE ${IN_ACCOUNTS} AND action <> 'terminal_caps_set'
+       AND at = (SELECT MAX(at) FROM central_offline_audit b WHERE b.account_id = a.account_id AND b.live_mode = a.live_mode
+                  AND b.origin_store_id = a.origin_store_id AND b.action <> 'terminal_caps_set')
+     UNION ALL
+     SELECT * FROM central_offline_audit a WHERE ${IN_ACCOUNTS} AND action = 'terminal_caps_set' AND (@terminal_id IS NULL OR terminal_id = @terminal_id)
+       AND at = (SELECT MAX(at) FROM central_offline_audit b WHERE b.terminal_id = a.terminal_id AND b.action = 'terminal_caps_set')
+     ORDER BY at DESC`,
+  );
+  const paymentsPage = db.prepare(
+    `SELECT * FROM central_stored_payments WHERE ${IN_ACCOUNTS} AND (@status IS NULL OR status = @status)
+       AND (@terminal_id IS NULL OR terminal_id = @terminal_id) ORDER BY settled_at DESC, id DESC LIMIT @limit OFFSET @offset`,
+  );
+  const paymentsCount = db.prepare(
+    `SELECT COUNT(*) AS n FROM central_stored_payments WHERE ${IN_ACCOUNTS} AND (@status IS NULL OR status = @status)
+       AND (@terminal_id IS NULL OR terminal_id = @terminal_id)`,
+  );
+  const paymentById = db.prepare(`SELECT * FROM central_stored_payments WHERE id = ?`);
+  const scope = (accountIds: string[], liveMode: boolean) => ({ accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 });
+  return {
+    /** Returns whether it was new (a repeated push changes nothing). */
+    insertAudit: (row: CentralAuditRow) => insertAudit.run(row).changes === 1,
+    auditPage: (accountIds: string[], liveMode: boolean, limit: number, offset: number) => ({
+      rows: auditPage.all({ ...scope(accountIds, liveMode), limit, offset }) as CentralAuditRow[],
+      total: (auditCount.get(scope(accountIds, liveMode)) as { n: number }).n,
+    }),
+    latest: (accountIds: string[], liveMode: boolean, terminalId: string | null) =>
+      latest.all({ ...scope(accountIds, liveMode), terminal_id: terminalId }) as CentralAuditRow[],
+    paymentsPage(accountIds: string[], liveMode: boolean, f: { status?: string; terminal_id?: string }, limit: number, offset: number) {
+      const params = { ...scope(accountIds, liveMode), status: f.status ?? null, terminal_id: f.terminal_id ?? null };
+      return { rows: paymentsPage.all({ ...params, limit, offset }) as CentralStoredPaymentRow[], total: (paymentsCount.get(params) as { n: number }).n };
+    },
+    paymentById: (id: string) => paymentById.get(id) as CentralStoredPaymentRow | undefined,
+  };
+});

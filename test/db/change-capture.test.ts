@@ -1,0 +1,120 @@
+import { describe, expect, test } from 'vitest';
+import { openDatabase, setCommitGate, tx, type Db } from '../../src/db/database.js';
+import { logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../../src/db/change-capture.js';
+
+// The central's one log at the SQLite end (docs/central.md, "One log"): what a leader's connection
+// captures is what a standby's replay needs to hold the same rows, for rowid tables, WITHOUT ROWID
+// tables, blobs, deletes and key changes; a commit gate that throws rolls the transaction back.
+
+const dump = (db: Db, table: string) => db.prepare(`SELECT rowid AS r, * FROM "${table}" ORDER BY 1`).all();
+const dumpNoRowid = (db: Db, table: string) => db.prepare(`SELECT * FROM "${table}" ORDER BY 1, 2`).all();
+
+function pair(): { leader: Db; standby: Db } {
+  return { leader: openDatabase(':memory:'), standby: openDatabase(':memory:') };
+}
+
+function ship(leader: Db, standby: Db): number {
+  let shipped = 0;
+  const taken = takeChanges(leader);
+  if (taken) {
+    tx(standby, () => {
+      standby.pragma('defer_foreign_keys = ON');
+      replayChanges(standby, JSON.parse(taken.json) as RowChange[]);
+    });
+    shipped = taken.count;
+  }
+  return shipped;
+}
+
+describe('change capture and replay', () => {
+  test('a standby replaying what the leader captured holds the same rows, table for table', () => {
+    const { leader, standby } = pair();
+    // The standby starts from the leader's snapshot (its own baseline rows differ: a random blob key).
+    startCapture(leader);
+    takeChanges(leader);
+    tx(standby, () => {
+      standby.pragma('defer_foreign_keys = ON');
+      replayChanges(standby, snapshotChanges(leader));
+    });
+    expect(dump(standby, 'webhook_delivery_ids_key')).toEqual(dump(leader, 'webhook_delivery_ids_key'));
+
+    tx(leader, () => {
+      leader.prepare("INSERT INTO meta (key, value) VALUES ('a', '1'), ('b', '2')").run();
+      leader.prepare("UPDATE meta SET value = 'changed' WHERE key = 'a'").run();
+      leader.prepare("DELETE FROM meta WHERE key = 'b'").run();
+      // A primary key changed in place: the old key is deleted at the standby.
+      leader.prepare("UPDATE meta SET key = 'c' WHERE key = 'a'").run();
+    });
+    expect(ship(leader, standby)).toBeGreaterThanOrEqual(5);
+    expect(dump(standby, 'meta')).toEqual(dump(leader, 'meta'));
+    expect(standby.prepare("SELECT value FROM meta WHERE key = 'c'").pluck().get()).toBe('changed');
+    expect(standby.prepare("SELECT count(*) FROM meta WHERE key IN ('a', 'b')").pluck().get()).toBe(0);
+  });
+
+  test('a rolled-back savepoint takes its captured rows with it; nothing is captured after stopCapture', () => {
+    const { leader, standby } = pair();
+    startCapture(leader);
+    takeChanges(leader);
+    tx(leader, () => {
+      leader.prepare("INSERT INTO meta (key, value) VALUES ('kept', '1')").run();
+      expect(() =>
+        tx(leader, () => {
+          leader.prepare("INSERT INTO meta (key, value) VALUES ('gone', '1')").run();
+          throw new Error('rolled back');
+        }),
+      ).toThrow('rolled back');
+    });
+    const taken = JSON.parse(takeChanges(leader)!.json) as RowChange[];
+    expect(taken.map(([t, , row]) => [t, row?.key])).toEqual([['meta', 'kept']]);
+    replayChanges(standby, taken);
+    stopCapture(leader);
+    leader.prepare("INSERT INTO meta (key, value) VALUES ('after', '1')").run();
+    expect(leader.prepare("SELECT count(*) FROM sqlite_temp_master WHERE type = 'trigger'").pluck().get()).toBe(0);
+    startCapture(leader);
+    expect(takeChanges(leader)).toBeNull();
+  });
+
+  test('replaying an entry twice leaves the same rows (WITHOUT ROWID and rowid tables)', () => {
+    const { leader, standby } = pair();
+    // Attempts without their delivery (a foreign key): switched off on both sides alike.
+    leader.pragma('foreign_keys = OFF');
+    standby.pragma('foreign_keys = OFF');
+    startCapture(leader);
+    tx(leader, () => {
+      leader
+        .prepare(
+          `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms)
+           VALUES (1, 1, 'acc', 1, 0, 0, 'now', 3), (1, 2, 'acc', 1, 0, 0, 'now', 4)`,
+        )
+        .run();
+    });
+    const taken = JSON.parse(takeChanges(leader)!.json) as RowChange[];
+    expect(taken[0][1]).toEqual([1, 1]);
+    replayChanges(standby, taken);
+    replayChanges(standby, taken);
+    expect(dumpNoRowid(standby, 'webhook_attempts')).toEqual(dumpNoRowid(leader, 'webhook_attempts'));
+  });
+
+  test('a commit gate runs once per outermost transaction, before the commit; one that throws rolls it back', () => {
+    const db = openDatabase(':memory:');
+    startCapture(db);
+    takeChanges(db);
+    const seen: number[] = [];
+    setCommitGate(db, () => {
+      const taken = takeChanges(db);
+      if (taken) seen.push(taken.count);
+      if (db.prepare("SELECT count(*) FROM meta WHERE key = 'refused'").pluck().get()) throw new Error('the log said no');
+      setLogPosition(db, seen.length);
+    });
+    tx(db, () => {
+      db.prepare("INSERT INTO meta (key, value) VALUES ('x', '1')").run();
+      tx(db, () => db.prepare("INSERT INTO meta (key, value) VALUES ('y', '1')").run());
+    });
+    expect(seen).toEqual([2]);
+    expect(() => tx(db, () => db.prepare("INSERT INTO meta (key, value) VALUES ('refused', '1')").run())).toThrow('the log said no');
+    expect(db.prepare("SELECT count(*) FROM meta WHERE key = 'refused'").pluck().get()).toBe(0);
+    // The position moved with the first commit only (the refused one rolled back its own move).
+    expect(logPosition(db)).toBe(1);
+    setCommitGate(db, undefined);
+  });
+});

@@ -154,7 +154,13 @@ async function measure(name: string, fill: (db: Database.Database) => void, walR
         ...Object.fromEntries(Object.keys(ours.phases[0]).map((p) => [`${p}_ms`, median(ours.phases.map((x) => x[p]))])),
       },
       // flushed_copy_s: a plain copy and its fsync, no check; ceiling: the ratio that alone allows.
-      baseline: { mib_per_s: rawMiBs, seconds: median(raw.wall), cpu_s: median(raw.cpu), flushed_copy_s: median(flushed), ceiling: median(raw.wall) / median(flushed) },
+      baseline: {
+        mib_per_s: rawMiBs,
+        seconds: median(raw.wall),
+        cpu_s: median(raw.cpu),
+        flushed_copy_s: median(flushed),
+        ceiling: median(raw.wall) / median(flushed),
+      },
       ratio: oursMiBs / rawMiBs,
       target: '>= 0.25 of a plain file copy',
     };

@@ -51,11 +51,15 @@ export async function run(): Promise<BenchResult[]> {
   };
   const svc = await post('/services', { kind: 'appointment', name: 'Haircut', duration_minutes: 60, price_in_cents: 15_000 });
   const staff = await post('/staff_members', { name: 'Ana' });
-  const posd = await bookLoad(`${daemon.url}/api/bookings`, { 'x-secret-key': daemon.keys.test }, {
-    service_id: svc.id,
-    staff_member_id: staff.id,
-    customer: { email: 'bench@example.com', name: 'Bench' },
-  });
+  const posd = await bookLoad(
+    `${daemon.url}/api/bookings`,
+    { 'x-secret-key': daemon.keys.test },
+    {
+      service_id: svc.id,
+      staff_member_id: staff.id,
+      customer: { email: 'bench@example.com', name: 'Bench' },
+    },
+  );
   await daemon.stop();
   if (posd.non2xx || posd.errors) throw new Error(`POST /api/bookings answered ${posd.non2xx} non-2xx and ${posd.errors} errors`);
 

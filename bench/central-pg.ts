@@ -102,4 +102,3 @@ export async function run(): Promise<BenchResult[]> {
   }
   return out;
 }
-

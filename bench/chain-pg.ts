@@ -49,7 +49,12 @@ export async function run(): Promise<BenchResult[]> {
   const started = (c: ChildProcess) => (children.push(c), c);
   let served = 0;
   const serve = (args: string[], env: Record<string, string> = {}) => {
-    const c = started(spawn(process.execPath, [MAIN, 'serve', ...args], { env: { ...process.env, POSD_LOG_FORMAT: 'json', POSD_SYNC_POSTGRES_URL: pgUrl, ...env }, stdio: ['ignore', 'pipe', 'ignore'] }));
+    const c = started(
+      spawn(process.execPath, [MAIN, 'serve', ...args], {
+        env: { ...process.env, POSD_LOG_FORMAT: 'json', POSD_SYNC_POSTGRES_URL: pgUrl, ...env },
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }),
+    );
     // POSD_BENCH_KEEP: each process's log kept in the run's folder (and the folder kept).
     if (process.env.POSD_BENCH_KEEP) c.stdout!.pipe(createWriteStream(join(tmp, `log-${served++}-${args.join('_').replace(/[^\w-]/g, '')}.log`)));
     return c;
@@ -123,7 +128,8 @@ export async function run(): Promise<BenchResult[]> {
 
     // The catch-up: every box at once; the central's own sales through HAProxy meanwhile.
     const t0 = performance.now();
-    for (const s of stores) s.child = serve(['--data', s.dir, '--port', '0'], { POSD_SYNC_POSTGRES_URL: '', POSD_SYNC_BACKOFF_MIN_MS: '250', POSD_SYNC_BACKOFF_MAX_MS: '500' });
+    for (const s of stores)
+      s.child = serve(['--data', s.dir, '--port', '0'], { POSD_SYNC_POSTGRES_URL: '', POSD_SYNC_BACKOFF_MIN_MS: '250', POSD_SYNC_BACKOFF_MAX_MS: '500' });
     const applied = async () => Number((await pool.query('SELECT coalesce(sum(applied_seq), 0)::bigint AS a FROM sync_stores')).rows[0].a);
     let draining = true;
     const probe = { ms: [] as number[], refused: 0, acked: new Map<string, string>(), codes: new Map<string, number>() };

@@ -149,7 +149,13 @@ async function chain(n: number, salesPerStore: number): Promise<{ results: Bench
       results: [
         {
           scenario: `chain: ${n} store process(es) catching up at once (${salesPerStore} offline sales each, ${records} records), central on SQLite, synchronous=FULL`,
-          metrics: { 'records/s applied': rate, 'drain s': seconds, 'pushes': pushes.length, 'push p50 ms': percentile(pushes, 0.5), 'push p99 ms': percentile(pushes, 0.99) },
+          metrics: {
+            'records/s applied': rate,
+            'drain s': seconds,
+            pushes: pushes.length,
+            'push p50 ms': percentile(pushes, 0.5),
+            'push p99 ms': percentile(pushes, 0.99),
+          },
           baseline: { 'rows/s raw batch insert': rawRate },
           ratio: rate / rawRate,
           target: '>= 8,000 records/s applied (issue 19)',

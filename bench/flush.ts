@@ -122,7 +122,13 @@ const PATHS: Path[] = [
     name: 'withdrawals',
     prepare: async (data, d) => {
       fund(data);
-      const bank = await post(d, '/bank_accounts', { holder_name: 'Tienda', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' });
+      const bank = await post(d, '/bank_accounts', {
+        holder_name: 'Tienda',
+        number: '0123456789',
+        bank_name: 'Banrural',
+        currency: 'GTQ',
+        account_type: 'monetaria',
+      });
       return bank.id as string;
     },
     next: (bank: string) => ({ path: '/api/withdrawals', body: JSON.stringify({ amount_in_cents: 1, currency: 'GTQ', bank_account_id: bank }) }),
@@ -138,7 +144,10 @@ const PATHS: Path[] = [
   { name: 'customers', next: (_p, i) => ({ path: '/api/customers', body: JSON.stringify({ email: `c${runId}-${i}@example.com` }) }) },
   {
     name: 'products',
-    next: (_p, i) => ({ path: '/api/products', body: JSON.stringify({ product: { name: `Item ${i}`, prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ' }] } }) }),
+    next: (_p, i) => ({
+      path: '/api/products',
+      body: JSON.stringify({ product: { name: `Item ${i}`, prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ' }] } }),
+    }),
   },
 ];
 

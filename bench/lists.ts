@@ -54,7 +54,12 @@ async function firstPages(data: Data): Promise<Map<string, { p50: number; p99: n
   try {
     const out = new Map<string, { p50: number; p99: number }>();
     for (const path of LISTS) {
-      const r = await load({ url: `${d.url}${path}`, headers: { 'x-secret-key': d.keys.test }, connections: 1, durationSeconds: Number(process.env.POSD_BENCH_SECONDS ?? 5) });
+      const r = await load({
+        url: `${d.url}${path}`,
+        headers: { 'x-secret-key': d.keys.test },
+        connections: 1,
+        durationSeconds: Number(process.env.POSD_BENCH_SECONDS ?? 5),
+      });
       if (!r.total) throw new Error(`GET ${path}: no answer within the run`);
       if (r.non2xx || r.errors) throw new Error(`GET ${path} answered ${r.non2xx} non-2xx and ${r.errors} errors`);
       out.set(path, { p50: r.p50, p99: r.p99 });

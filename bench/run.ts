@@ -56,7 +56,9 @@ async function main(): Promise<void> {
       const mod = await loadScenario();
       for (const r of await mod.run()) {
         results.push(r);
-        process.stdout.write(`  ${r.scenario}\n    posd:     ${describe(r.metrics)}\n    baseline: ${describe(r.baseline)}\n    ratio ${r.ratio.toFixed(2)} (target ${r.target})\n`);
+        process.stdout.write(
+          `  ${r.scenario}\n    posd:     ${describe(r.metrics)}\n    baseline: ${describe(r.baseline)}\n    ratio ${r.ratio.toFixed(2)} (target ${r.target})\n`,
+        );
       }
     } catch (err) {
       process.stdout.write(`  ${name} failed: ${(err as Error).message}\n`);

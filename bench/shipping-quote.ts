@@ -6,7 +6,16 @@ const CATALOGUE = [
     code: 'GT',
     requires_region: true,
     options: [
-      { id: 'standard', name: 'Envío', kind: 'delivery', currency: 'GTQ', amount_in_cents: 4500, free_from_amount_in_cents: 50000, maximum_business_days: 3, region_amounts: [{ regions: ['GT-01', 'GT-03'], amount_in_cents: 2500 }] },
+      {
+        id: 'standard',
+        name: 'Envío',
+        kind: 'delivery',
+        currency: 'GTQ',
+        amount_in_cents: 4500,
+        free_from_amount_in_cents: 50000,
+        maximum_business_days: 3,
+        region_amounts: [{ regions: ['GT-01', 'GT-03'], amount_in_cents: 2500 }],
+      },
       { id: 'pickup', name: 'Recoger', kind: 'pickup', currency: 'GTQ', amount_in_cents: 0, free_from_amount_in_cents: null },
     ],
   },

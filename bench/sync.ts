@@ -38,10 +38,21 @@ export async function run(): Promise<BenchResult[]> {
   const inst = await posd(['init', '--role', 'central', '--data', centralDir]);
   const acct = await posd(['accounts', 'create', '--name', 'Store', '--organization', inst.organization_id, '--data', centralDir]);
   const key = (await posd(['keys', 'create', '--account', acct.account_id, '--env', 'live', '--data', centralDir])).key;
-  const central = spawn(process.execPath, [...(process.env.POSD_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.POSD_BENCH_PROF] : []), MAIN, 'serve', '--data', centralDir, '--port', '0'], {
-    env: { ...process.env, POSD_ROLE: 'central', POSD_LOG_LEVEL: 'info', POSD_LOG_FORMAT: 'json', POSD_DATABASE_SYNCHRONOUS: synchronous, POSD_HTTP_BODY_LIMIT_BYTES: String(16 * 1024 * 1024) },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const central = spawn(
+    process.execPath,
+    [...(process.env.POSD_BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.POSD_BENCH_PROF] : []), MAIN, 'serve', '--data', centralDir, '--port', '0'],
+    {
+      env: {
+        ...process.env,
+        POSD_ROLE: 'central',
+        POSD_LOG_LEVEL: 'info',
+        POSD_LOG_FORMAT: 'json',
+        POSD_DATABASE_SYNCHRONOUS: synchronous,
+        POSD_HTTP_BODY_LIMIT_BYTES: String(16 * 1024 * 1024),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const centralUrl = await new Promise<string>((resolve, reject) => {
     let text = '';
     central.stdout!.on('data', (d) => {
@@ -54,7 +65,12 @@ export async function run(): Promise<BenchResult[]> {
   try {
     await posd(['init', '--central-url', centralUrl, '--central-key', key, '--data', storeDir]);
     // Recording the backlog is not what is measured: the store side commits with NORMAL to build it quickly.
-    const config = validateConfig({ data_dir: storeDir, role: 'store', database: { synchronous: 'NORMAL' }, sync: { batch_size: 1000, batch_max_bytes: 8 * 1024 * 1024 } });
+    const config = validateConfig({
+      data_dir: storeDir,
+      role: 'store',
+      database: { synchronous: 'NORMAL' },
+      sync: { batch_size: 1000, batch_max_bytes: 8 * 1024 * 1024 },
+    });
     const ctx = createContext(config, { log: pino({ level: 'silent' }) });
     try {
       // Offline: nothing is pushed while the sales are made.
@@ -94,7 +110,13 @@ export async function run(): Promise<BenchResult[]> {
       return [
         {
           scenario: `sync: ${SALES} sales recorded offline (${records} records) pushed when the link returns, batches of 1000, synchronous=${synchronous}`,
-          metrics: { 'records/s applied': rate, 'sales/s': SALES / seconds, 'drain s': seconds, 'records/s received': records / receivedSeconds, 'received s': receivedSeconds },
+          metrics: {
+            'records/s applied': rate,
+            'sales/s': SALES / seconds,
+            'drain s': seconds,
+            'records/s received': records / receivedSeconds,
+            'received s': receivedSeconds,
+          },
           baseline: { 'rows/s raw batch insert': rawRate },
           ratio: rate / rawRate,
           target: `${SALES} sales drained in < 60 s`,
@@ -127,7 +149,10 @@ export function rawBaseline(n: number, batch: number, synchronous: string): numb
   db.pragma(`synchronous = ${synchronous}`);
   db.exec('CREATE TABLE r (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, payload TEXT NOT NULL) STRICT');
   const insert = db.prepare('INSERT INTO r (id, seq, payload) VALUES (?, ?, ?)');
-  const payload = JSON.stringify({ sale: { id: 'in_0000000000000000', amount_in_cents: 2500, currency: 'GTQ', checkout: { id: 'ch_0000000000000000' } }, pad: 'x'.repeat(900) });
+  const payload = JSON.stringify({
+    sale: { id: 'in_0000000000000000', amount_in_cents: 2500, currency: 'GTQ', checkout: { id: 'ch_0000000000000000' } },
+    pad: 'x'.repeat(900),
+  });
   const t0 = performance.now();
   for (let i = 0; i < n; i += batch) {
     db.transaction(() => {
@@ -145,7 +170,7 @@ export async function probeSales(url: string, key: string, going: () => boolean,
   const out: number[] = [];
   const until = performance.now() + forMs;
   let i = 0;
-  while ((forMs === Number.POSITIVE_INFINITY ? going() : performance.now() < until)) {
+  while (forMs === Number.POSITIVE_INFINITY ? going() : performance.now() < until) {
     const t0 = performance.now();
     const res = await request(`${url}/api/cash_sales`, {
       method: 'POST',
@@ -184,7 +209,12 @@ export function cpuSeconds(pid: number): number {
  * waiting for it, `samples` times one after another, beside a plain round trip each time. Answers
  * the feed's cursor after the last product.
  */
-export async function feedDelays(url: string, key: string, samples: number, probeStore: string): Promise<{ delays: number[]; trips: number[]; cursor: number }> {
+export async function feedDelays(
+  url: string,
+  key: string,
+  samples: number,
+  probeStore: string,
+): Promise<{ delays: number[]; trips: number[]; cursor: number }> {
   const delays: number[] = [];
   const trips: number[] = [];
   let cursor = (await getJson(`${url}/sync/feed?after=0&wait_ms=0&limit=5000`, key)).cursor as number;

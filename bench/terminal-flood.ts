@@ -10,7 +10,10 @@ import { load, startBenchDaemon, type BenchResult } from './lib.js';
  */
 export async function run(): Promise<BenchResult[]> {
   // Without a budget to speak of first (as before issue 32), then with the defaults.
-  return [...(await measure('no frame budget', { POSD_TERMINALS_LINK_FRAMES_PER_SECOND: '1000000000', POSD_TERMINALS_LINK_BYTES_PER_SECOND: '1000000000000' })), ...(await measure('default frame budget', {}))];
+  return [
+    ...(await measure('no frame budget', { POSD_TERMINALS_LINK_FRAMES_PER_SECOND: '1000000000', POSD_TERMINALS_LINK_BYTES_PER_SECOND: '1000000000000' })),
+    ...(await measure('default frame budget', {})),
+  ];
 }
 
 async function measure(label: string, env: Record<string, string>): Promise<BenchResult[]> {
@@ -25,14 +28,23 @@ async function measure(label: string, env: Record<string, string>): Promise<Benc
     });
     const trm = (await res.body.json()) as { id: string; pairing_token: string };
     const script = fileURLToPath(new URL('./terminal-flooder.js', import.meta.url));
-    const flooder = spawn(process.execPath, [script, `${daemon.url.replace('http', 'ws')}/terminals/link`, trm.id, trm.pairing_token], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const flooder = spawn(process.execPath, [script, `${daemon.url.replace('http', 'ws')}/terminals/link`, trm.id, trm.pairing_token], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let closes = 0;
-    flooder.stdout!.on('data', (d: Buffer) => (closes += String(d).split('\n').filter((l) => l.startsWith('frames')).length));
+    flooder.stdout!.on(
+      'data',
+      (d: Buffer) =>
+        (closes += String(d)
+          .split('\n')
+          .filter((l) => l.startsWith('frames')).length),
+    );
     try {
       // Let the flood start before measuring.
       await new Promise((r) => setTimeout(r, 1000));
       const flooded = await load({ url: `${daemon.url}/api/account`, headers, connections: 4 });
-      if (flooded.non2xx || flooded.errors) throw new Error(`GET /api/account answered ${flooded.non2xx} non-2xx and ${flooded.errors} errors during the flood`);
+      if (flooded.non2xx || flooded.errors)
+        throw new Error(`GET /api/account answered ${flooded.non2xx} non-2xx and ${flooded.errors} errors during the flood`);
       return [
         {
           scenario: `GET /api/account, 4 connections, one terminal flooding, ${label} (link closed ${closes} times)`,

@@ -14,7 +14,18 @@ function floodOnce(): Promise<void> {
     let open = false;
     let frames = 0;
     ws.on('open', () => {
-      ws.send(JSON.stringify({ type: 'hello', terminal_id: terminalId, token, model: 'flooder', firmware: '0', protocol: 1, current_command_id: null, unacknowledged_results: [] }));
+      ws.send(
+        JSON.stringify({
+          type: 'hello',
+          terminal_id: terminalId,
+          token,
+          model: 'flooder',
+          firmware: '0',
+          protocol: 1,
+          current_command_id: null,
+          unacknowledged_results: [],
+        }),
+      );
     });
     ws.on('message', (d) => {
       if (open || JSON.parse(String(d)).type !== 'welcome') return;

@@ -63,10 +63,10 @@ async function scenario(synchronous: 'FULL' | 'NORMAL'): Promise<BenchResult> {
   if (posd.non2xx || posd.errors) throw new Error(`POST /api/transfers answered ${posd.non2xx} non-2xx and ${posd.errors} errors`);
 
   return {
-      scenario: `POST /api/transfers (peer), 10 connections, synchronous=${synchronous}`,
-      metrics: { 'req/s': posd.rps, 'p50 ms': posd.p50, 'p99 ms': posd.p99 },
-      baseline: { 'req/s': raw.rps, 'p50 ms': raw.p50, 'p99 ms': raw.p99 },
-      ratio: posd.rps / raw.rps,
-      target: '>= 0.7 (issue 38)',
+    scenario: `POST /api/transfers (peer), 10 connections, synchronous=${synchronous}`,
+    metrics: { 'req/s': posd.rps, 'p50 ms': posd.p50, 'p99 ms': posd.p99 },
+    baseline: { 'req/s': raw.rps, 'p50 ms': raw.p50, 'p99 ms': raw.p99 },
+    ratio: posd.rps / raw.rps,
+    target: '>= 0.7 (issue 38)',
   };
 }

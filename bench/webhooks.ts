@@ -40,7 +40,12 @@ async function rawLoop(url: string, body: string, seconds: number): Promise<Rate
   const end = performance.now() + seconds * 1000;
   const cpu0 = process.cpuUsage();
   let done = 0;
-  const headers = { 'content-type': 'application/json', 'webhook-id': 'msg_0000000000000000', 'webhook-timestamp': '1700000000', 'webhook-signature': `v1,${'A'.repeat(44)}` };
+  const headers = {
+    'content-type': 'application/json',
+    'webhook-id': 'msg_0000000000000000',
+    'webhook-timestamp': '1700000000',
+    'webhook-signature': `v1,${'A'.repeat(44)}`,
+  };
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -252,15 +257,17 @@ async function replay(): Promise<BenchResult> {
       const cursorAtEnd = db.prepare('SELECT (SELECT seq FROM webhook_cursor) >= (SELECT MAX(seq) FROM events) AS done');
       while (!(cursorAtEnd.get() as { done: number }).done) await new Promise((r) => setTimeout(r, 50));
       const ep = await p.endpoint(`${receiver.url}/hooks`);
-      const seeded = tx(db, () =>
-        db
-          .prepare(
-            `INSERT INTO webhook_deliveries (account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, status,
+      const seeded = tx(
+        db,
+        () =>
+          db
+            .prepare(
+              `INSERT INTO webhook_deliveries (account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, status,
                attempts, auto_attempts, next_attempt_ms, last_response_code, last_error, created_at, updated_at)
              SELECT e.account_id, e.live_mode, ?, e.id, e.seq, e.type, e.account_id, 'failed', 7, 7, NULL, 503, 'http_503', e.created_at, e.created_at
              FROM events e ORDER BY e.seq`,
-          )
-          .run(ep.id).changes,
+            )
+            .run(ep.id).changes,
       );
       if (seeded !== REPLAY_EVENTS) throw new Error(`seeded ${seeded} deliveries, expected ${REPLAY_EVENTS}`);
       const pending = db.prepare(`SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE status = 'pending') AS any`);
@@ -287,7 +294,12 @@ async function replay(): Promise<BenchResult> {
       const raw = (rawBefore.perSecond + rawAfter.perSecond) / 2;
       return {
         scenario: `webhook bulk replay of ${REPLAY_EVENTS} events (one POST …/replays, until every one is recorded) vs raw undici POST loop`,
-        metrics: { deliveries_per_s: rate, replay_call_ms: replayCall, loop_held_max_ms: loop.max / 1e6, cpu_us_per_delivery: (cpu.user + cpu.system) / REPLAY_EVENTS },
+        metrics: {
+          deliveries_per_s: rate,
+          replay_call_ms: replayCall,
+          loop_held_max_ms: loop.max / 1e6,
+          cpu_us_per_delivery: (cpu.user + cpu.system) / REPLAY_EVENTS,
+        },
         baseline: { raw_posts_per_s: raw, raw_before: rawBefore.perSecond, raw_after: rawAfter.perSecond },
         ratio: rate / raw,
         target: '>= 0.5',

@@ -53,8 +53,7 @@ export type LinkEventMap<In> = {
   down: [LinkDown];
 };
 
-export interface TerminalLink<In extends { type: string }, Out extends { type: string }>
-  extends EventEmitter<LinkEventMap<In>> {
+export interface TerminalLink<In extends { type: string }, Out extends { type: string }> extends EventEmitter<LinkEventMap<In>> {
   readonly transport: 'websocket' | 'serial';
   readonly isDown: boolean;
   /** Valid messages received so far, pings and pongs included: proof the peer is really there. */

@@ -297,7 +297,10 @@ export const ConfigSchema = Type.Object({
         { default: {} },
       ),
       /** A messaging gateway: POST {to, text} as JSON with a bearer key (empty url: messaging off). */
-      messaging: Type.Object({ url: Type.String({ default: '' }), api_key: Type.String({ default: '' }), timeout_ms: Type.Integer({ minimum: 1, default: 5000 }) }, { default: {} }),
+      messaging: Type.Object(
+        { url: Type.String({ default: '' }), api_key: Type.String({ default: '' }), timeout_ms: Type.Integer({ minimum: 1, default: 5000 }) },
+        { default: {} },
+      ),
       /** Spec 8: a reminder this long after sending, if unsigned. */
       reminder_after_hours: Type.Integer({ minimum: 1, default: 48 }),
       /** An unsigned contract expires this long after sending. */
@@ -322,7 +325,10 @@ export const ConfigSchema = Type.Object({
        * The unified change-over: live accounts created at or after this instant get only `intent.*`
        * where a replacement exists (`event_format: unified`); older ones get both formats.
        */
-      unified_since: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$', default: '2025-01-01T00:00:00.000Z' }),
+      unified_since: Type.String({
+        pattern: '^\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:\\d{2}))?$',
+        default: '2025-01-01T00:00:00.000Z',
+      }),
     },
     { default: {} },
   ),
@@ -531,7 +537,10 @@ function fromEnvText(text: string, schema: TSchema): unknown {
     }
   }
   if (schema[Kind] === 'Array') {
-    const parts = text.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+    const parts = text
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
     const item = schema.items as TSchema | undefined;
     return item && (item[Kind] === 'Integer' || item[Kind] === 'Number') ? parts.map(Number) : parts;
   }

@@ -171,7 +171,11 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   log.debug({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir, tls: tls ? tls.status : 'off' }, 'posd listening');
   watchDiskFull(ctx.db, (state, previous) => {
-    if (state) log.error({ data_dir: config.data_dir }, 'disk full: writes are refused (507 disk_full), reads go on; free space on that disk and writes resume by themselves');
+    if (state)
+      log.error(
+        { data_dir: config.data_dir },
+        'disk full: writes are refused (507 disk_full), reads go on; free space on that disk and writes resume by themselves',
+      );
     else log.warn({ data_dir: config.data_dir, refused: previous?.refused }, 'disk has room again: writes resume');
   });
 

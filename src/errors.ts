@@ -80,7 +80,10 @@ export const ERRORS = {
   withdrawal_final: { status: 422, message: 'The withdrawal already reached a final status.' },
   transfer_not_in_review: { status: 422, message: 'The transfer is not held for review.' },
   swap_final: { status: 422, message: 'The swap already reached a final status.' },
-  exchange_not_configured: { status: 422, message: 'No exchange provider is configured on this posd: live swaps cannot be completed. Swaps work in a sandbox.' },
+  exchange_not_configured: {
+    status: 422,
+    message: 'No exchange provider is configured on this posd: live swaps cannot be completed. Swaps work in a sandbox.',
+  },
   // Sync between a store and its central (docs/sync-protocol.md)
   sync_account_forbidden: { status: 403, message: 'A record names an account this key does not act for; nothing was received.' },
   sync_store_mismatch: { status: 403, message: 'This store id is bound to another account at the central; nothing was received.' },
@@ -90,9 +93,12 @@ export const ERRORS = {
   sync_push_at_core: { status: 503, message: "This central is a chain's core: pushes go to its central-front processes; nothing was received." },
   // A chain's central past one machine (docs/central.md): the central-front processes
   central_standby: { status: 503, message: 'This core is a standby: writes go to the leading core; nothing was written.' },
-  central_log_unavailable: { status: 503, message: "The central could not write the change to its log (PostgreSQL); nothing was written. Retry shortly." },
+  central_log_unavailable: { status: 503, message: 'The central could not write the change to its log (PostgreSQL); nothing was written. Retry shortly.' },
   sync_database_unavailable: { status: 503, message: "The central's sync database (PostgreSQL) does not answer; nothing was received or read. Retry shortly." },
-  central_front_only: { status: 421, message: "This is a posd central-front: it serves only /sync/* (the store boxes' protocol). Send /api and the pages to the core central." },
+  central_front_only: {
+    status: 421,
+    message: "This is a posd central-front: it serves only /sync/* (the store boxes' protocol). Send /api and the pages to the core central.",
+  },
   // Terminals and terminal session commands (gaps.md, spec 3.3 and 4.9)
   external_id_reused: {
     status: 422,
@@ -102,7 +108,8 @@ export const ERRORS = {
   terminal_busy: { status: 409, message: 'The terminal holds a command in progress; retire it once that command is final.' },
   manager_credential_required: {
     status: 403,
-    message: "Changing the offline policy takes a named manager's credential: X-Manager-Token (posd managers token), or the status page's session with its X-CSRF-Token. A secret key alone is not enough.",
+    message:
+      "Changing the offline policy takes a named manager's credential: X-Manager-Token (posd managers token), or the status page's session with its X-CSRF-Token. A secret key alone is not enough.",
   },
   offline_policy_at_store: { status: 409, message: "A store's offline policy is changed at that store; the central only keeps what the stores report." },
   offline_cap_reached: {
@@ -119,10 +126,14 @@ export const ERRORS = {
   subscription_transition_invalid: { status: 422, message: 'The subscription cannot make that change in its current status.' },
   price_has_no_trial: { status: 422, message: 'That price has no free trial; buy it through a checkout.' },
   reactivation_period_over: { status: 422, message: 'The subscription was canceled too long ago to be reactivated.' },
-  subscription_minimum_term: { status: 422, message: 'The subscription cannot be canceled before its price\'s minimum term (periods_before_allowed_to_cancel) is paid.' },
+  subscription_minimum_term: {
+    status: 422,
+    message: "The subscription cannot be canceled before its price's minimum term (periods_before_allowed_to_cancel) is paid.",
+  },
   card_not_present_unavailable: {
     status: 422,
-    message: 'Charging a saved card needs a card processor, which this box does not have: live card payments are taken at a terminal (the hosted service charges saved cards).',
+    message:
+      'Charging a saved card needs a card processor, which this box does not have: live card payments are taken at a terminal (the hosted service charges saved cards).',
   },
   card_declined: { status: 402, message: 'The saved card was declined; nothing was charged.' },
   // Contracts

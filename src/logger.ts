@@ -33,8 +33,7 @@ export const REDACT_PATHS = [
 ];
 
 export function createLogger(config: Pick<Config, 'log'>, destination?: pino.DestinationStream): Logger {
-  const pretty =
-    config.log.format === 'pretty' || (config.log.format === 'auto' && process.stdout.isTTY === true && !destination);
+  const pretty = config.log.format === 'pretty' || (config.log.format === 'auto' && process.stdout.isTTY === true && !destination);
   const options: pino.LoggerOptions = {
     level: config.log.level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },

@@ -17,11 +17,7 @@ import { transfersCommand } from './cli/transfers.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
-  const program = new Command('posd')
-    .description('point-of-sale terminal agent and sync daemon')
-    .version('0.1.0')
-    .showSuggestionAfterError()
-    .exitOverride();
+  const program = new Command('posd').description('point-of-sale terminal agent and sync daemon').version('0.1.0').showSuggestionAfterError().exitOverride();
   for (const cmd of [
     initCommand(),
     serveCommand(),
@@ -40,7 +36,8 @@ export function buildProgram(): Command {
     webhooksCommand(),
     transfersCommand(),
     tlsCommand(),
-  ]) program.addCommand(cmd);
+  ])
+    program.addCommand(cmd);
   for (const cmd of program.commands) {
     cmd.exitOverride();
     for (const sub of cmd.commands) sub.exitOverride();

@@ -56,7 +56,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: {}, overrides: { terminals: { serial: [{ terminal_id: 't', path: '/dev/ttyS0', baud: 9600 }] } } })).toThrow(
       /^config: terminals\.serial\.0\.baud: unknown setting/,
     );
-    expect(() => loadConfig({ env: { POSD_DATABASE_SYNCHRONOUS: 'SOMETIMES' } })).toThrow('config: database.synchronous: must be one of FULL, NORMAL, EXTRA (got "SOMETIMES")');
+    expect(() => loadConfig({ env: { POSD_DATABASE_SYNCHRONOUS: 'SOMETIMES' } })).toThrow(
+      'config: database.synchronous: must be one of FULL, NORMAL, EXTRA (got "SOMETIMES")',
+    );
     expect(() => loadConfig({ env: { POSD_ROLE: 'hub' } })).toThrow('config: role: must be one of store, central, central-front (got "hub")');
   });
 

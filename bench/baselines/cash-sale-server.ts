@@ -25,7 +25,9 @@ const server = createServer((req, res) => {
     const id = `in_${randomBytes(10).toString('hex')}`;
     const at = new Date().toISOString();
     record(id, body.amount_in_cents, body.currency ?? 'GTQ', at);
-    res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id, amount_in_cents: body.amount_in_cents, currency: body.currency ?? 'GTQ', created_at: at }));
+    res
+      .writeHead(201, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ id, amount_in_cents: body.amount_in_cents, currency: body.currency ?? 'GTQ', created_at: at }));
   });
 });
 server.listen(0, '127.0.0.1', () => {

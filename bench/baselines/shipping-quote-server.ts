@@ -19,7 +19,11 @@ db.prepare('INSERT INTO keys VALUES (?, ?)').run(createHash('sha256').update(key
 db.prepare('INSERT INTO shipping VALUES (?, ?)').run('sbx_baseline', process.env.BASELINE_CATALOGUE ?? '[]');
 const byHash = db.prepare('SELECT account_id FROM keys WHERE hash = ?');
 const catalogue = db.prepare('SELECT catalogue FROM shipping WHERE account_id = ?');
-const regions = new Map([['sacatepequez', 'GT-03'], ['gt03', 'GT-03'], ['guatemala', 'GT-01']]);
+const regions = new Map([
+  ['sacatepequez', 'GT-03'],
+  ['gt03', 'GT-03'],
+  ['guatemala', 'GT-01'],
+]);
 
 const server = createServer((req, res) => {
   const k = req.headers['x-secret-key'];
@@ -32,13 +36,20 @@ const server = createServer((req, res) => {
   req.on('data', (c) => (text += c));
   req.on('end', () => {
     const q = JSON.parse(text);
-    const region = regions.get(String(q.region).normalize('NFD').replace(/\p{M}/gu, '').toLowerCase().replace(/[^a-z0-9]/g, ''));
+    const region = regions.get(
+      String(q.region)
+        .normalize('NFD')
+        .replace(/\p{M}/gu, '')
+        .toLowerCase()
+        .replace(/[^a-z0-9]/g, ''),
+    );
     const dest = (JSON.parse((catalogue.get(row.account_id) as { catalogue: string }).catalogue) as any[]).find((d) => d.code === q.country);
     const options = (dest?.options ?? [])
       .filter((o: any) => o.currency === q.currency)
       .map((o: any) => {
         const regional = o.region_amounts?.find((r: any) => r.regions.includes(region));
-        const amount = o.free_from_amount_in_cents !== null && q.subtotal_in_cents >= o.free_from_amount_in_cents ? 0 : (regional?.amount_in_cents ?? o.amount_in_cents);
+        const amount =
+          o.free_from_amount_in_cents !== null && q.subtotal_in_cents >= o.free_from_amount_in_cents ? 0 : (regional?.amount_in_cents ?? o.amount_in_cents);
         return { id: o.id, name: o.name, kind: o.kind, amount_in_cents: amount, currency: o.currency };
       });
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ options }));

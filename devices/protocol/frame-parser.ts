@@ -17,11 +17,7 @@ export type FrameFault =
   /** A new STX arrived before the ETX of the current frame. */
   | { truncated: true; bytes: number };
 
-export type FrameToken =
-  | { kind: 'frame'; payload: Buffer }
-  | { kind: 'ack' }
-  | { kind: 'nak' }
-  | { kind: 'fault'; fault: FrameFault };
+export type FrameToken = { kind: 'frame'; payload: Buffer } | { kind: 'ack' } | { kind: 'nak' } | { kind: 'fault'; fault: FrameFault };
 
 type State = 'idle' | 'frame' | 'lrc' | 'skip' | 'skip_lrc';
 

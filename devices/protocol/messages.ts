@@ -85,12 +85,7 @@ export const Result = Type.Object({ type: Type.Literal('result'), ...resultField
 export type Result = Static<typeof Result>;
 
 /** Version 2: what became of a stored payment once the terminal reached its processor. */
-export const ForwardOutcome = Type.Union([
-  Type.Literal('forwarded'),
-  Type.Literal('approved'),
-  Type.Literal('declined'),
-  Type.Literal('expired'),
-]);
+export const ForwardOutcome = Type.Union([Type.Literal('forwarded'), Type.Literal('approved'), Type.Literal('declined'), Type.Literal('expired')]);
 export type ForwardOutcome = Static<typeof ForwardOutcome>;
 
 export const ForwardResult = Type.Object({

@@ -5,12 +5,7 @@
  */
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import type { TSchema } from '@sinclair/typebox';
-import {
-  serverMessageSchemas,
-  terminalMessageSchemas,
-  type ServerMessage,
-  type TerminalMessage,
-} from './messages.js';
+import { serverMessageSchemas, terminalMessageSchemas, type ServerMessage, type TerminalMessage } from './messages.js';
 
 export type InvalidReason = 'malformed_json' | 'not_an_object' | 'unknown_type' | 'invalid_fields' | 'oversized';
 

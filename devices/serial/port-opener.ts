@@ -26,9 +26,7 @@ export type PortOpener = (opts: PortOpenOptions) => Promise<PortStream>;
 
 /** Rejections carry `{disconnected: true}` when the device is absent, per node-serialport. */
 function openWith(port: SerialPort | SerialPortMock): Promise<PortStream> {
-  return new Promise((resolve, reject) =>
-    port.open((err) => (err ? reject(Object.assign(err, { disconnected: true as const })) : resolve(port))),
-  );
+  return new Promise((resolve, reject) => port.open((err) => (err ? reject(Object.assign(err, { disconnected: true as const })) : resolve(port))));
 }
 
 export const openSerialPort: PortOpener = ({ path, baudRate = 115_200 }) =>

@@ -76,9 +76,7 @@ export class SerialLink<In extends { type: string }, Out extends { type: string 
   }
 
   writeRaw(data: Buffer | string): Promise<void> {
-    return new Promise((resolve, reject) =>
-      this.port.write(data, (err) => (err ? reject(new LinkError(err.message, { linkDown: true })) : resolve())),
-    );
+    return new Promise((resolve, reject) => this.port.write(data, (err) => (err ? reject(new LinkError(err.message, { linkDown: true })) : resolve())));
   }
 
   private pump(): void {

@@ -1,15 +1,7 @@
 /** What a simulated terminal does with a charge, and the results it makes. */
 import type { Charge, Result, Stage } from '../protocol/messages.js';
 
-export const BEHAVIOURS = [
-  'approve',
-  'decline',
-  'slow',
-  'disconnect_while_authorizing',
-  'ignore_cancel',
-  'never_answer',
-  'garbage',
-] as const;
+export const BEHAVIOURS = ['approve', 'decline', 'slow', 'disconnect_while_authorizing', 'ignore_cancel', 'never_answer', 'garbage'] as const;
 export type BehaviourName = (typeof BEHAVIOURS)[number];
 
 export type StageDelays = Record<Stage, number>;
@@ -25,14 +17,30 @@ export function finalResult(behaviour: BehaviourName, charge: Charge, terminalId
   const ref = `sim-${terminalId}-${serial}`;
   const card = { network: 'visa', last4: '4242' };
   if (behaviour === 'decline') {
-    return { type: 'result', command_id: charge.command_id, outcome: 'declined', authorization_code: null, card, processor_reference: ref, reason: 'insufficient_funds' };
+    return {
+      type: 'result',
+      command_id: charge.command_id,
+      outcome: 'declined',
+      authorization_code: null,
+      card,
+      processor_reference: ref,
+      reason: 'insufficient_funds',
+    };
   }
   const code = String(100_000 + (serial % 900_000));
   return { type: 'result', command_id: charge.command_id, outcome: 'approved', authorization_code: code, card, processor_reference: ref, reason: null };
 }
 
 export function canceledResult(commandId: string): Result {
-  return { type: 'result', command_id: commandId, outcome: 'canceled', authorization_code: null, card: null, processor_reference: null, reason: 'canceled_on_request' };
+  return {
+    type: 'result',
+    command_id: commandId,
+    outcome: 'canceled',
+    authorization_code: null,
+    card: null,
+    processor_reference: null,
+    reason: 'canceled_on_request',
+  };
 }
 
 export function errorResult(commandId: string, reason: string): Result {

@@ -18,7 +18,10 @@ import { TerminalSimulator, type ForwardDecision } from './simulator.js';
 
 const DECISIONS: readonly ForwardDecision[] = ['approved', 'declined', 'expired'];
 const decisions = (v: string): ForwardDecision[] => {
-  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const d of list) if (!DECISIONS.includes(d as ForwardDecision)) throw new InvalidArgumentError(`expected ${DECISIONS.join(', ')}`);
   return list as ForwardDecision[];
 };
@@ -55,9 +58,22 @@ export async function main(argv: string[]): Promise<void> {
     .option('--forward-twice', 'send each forward result twice (posd must apply it once)', false)
     .parse(argv);
   const o = program.opts<{
-    url?: string; serial?: string; ca?: string; baudRate: number; terminalId: string; token: string; behaviour: BehaviourName;
-    delayWaitingCard?: number; delayReading?: number; delayAuthorizing?: number; reconnectDelay: number;
-    protocol: number; offline: boolean; forwardAfter?: number; forwardOutcomes: ForwardDecision[]; forwardTwice: boolean;
+    url?: string;
+    serial?: string;
+    ca?: string;
+    baudRate: number;
+    terminalId: string;
+    token: string;
+    behaviour: BehaviourName;
+    delayWaitingCard?: number;
+    delayReading?: number;
+    delayAuthorizing?: number;
+    reconnectDelay: number;
+    protocol: number;
+    offline: boolean;
+    forwardAfter?: number;
+    forwardOutcomes: ForwardDecision[];
+    forwardTwice: boolean;
   }>();
   const connect: Connector = o.url
     ? webSocketConnector(o.url, o.ca ? { ca: readFileSync(o.ca) } : {})
@@ -66,20 +82,27 @@ export async function main(argv: string[]): Promise<void> {
       : program.error('one of --url or --serial is required');
 
   const delays = Object.fromEntries(
-    Object.entries({ waiting_card: o.delayWaitingCard, reading: o.delayReading, authorizing: o.delayAuthorizing })
-      .filter(([, v]) => v !== undefined),
+    Object.entries({ waiting_card: o.delayWaitingCard, reading: o.delayReading, authorizing: o.delayAuthorizing }).filter(([, v]) => v !== undefined),
   );
   const sim = new TerminalSimulator({
-    terminalId: o.terminalId, token: o.token, behaviour: o.behaviour, delays, connect, reconnectDelayMs: o.reconnectDelay,
-    protocol: o.protocol, offline: o.offline,
+    terminalId: o.terminalId,
+    token: o.token,
+    behaviour: o.behaviour,
+    delays,
+    connect,
+    reconnectDelayMs: o.reconnectDelay,
+    protocol: o.protocol,
+    offline: o.offline,
   });
   let turn = 0;
   const regainProcessor = () => {
     sim.setOffline(false);
-    void sim.forward(() => o.forwardOutcomes[turn++ % o.forwardOutcomes.length], { twice: o.forwardTwice }).then(
-      () => process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), terminal_id: o.terminalId, event: 'forwarded_all', data: null })}\n`),
-      () => {},
-    );
+    void sim
+      .forward(() => o.forwardOutcomes[turn++ % o.forwardOutcomes.length], { twice: o.forwardTwice })
+      .then(
+        () => process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), terminal_id: o.terminalId, event: 'forwarded_all', data: null })}\n`),
+        () => {},
+      );
   };
   if (o.offline && o.forwardAfter !== undefined) setTimeout(regainProcessor, o.forwardAfter);
   // With --offline: SIGUSR2 gives the processor back now (scripts and tests decide when the outage ends).

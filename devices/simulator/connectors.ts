@@ -10,10 +10,7 @@ export function webSocketConnector(url: string, opts: ConnectLinkOptions = {}): 
   return () => connectWebSocketLink(url, opts);
 }
 
-export function serialConnector(
-  path: string,
-  opts: SerialTimingOptions & { baudRate?: number; open?: PortOpener } = {},
-): Connector {
+export function serialConnector(path: string, opts: SerialTimingOptions & { baudRate?: number; open?: PortOpener } = {}): Connector {
   return async () => {
     const port = await (opts.open ?? openSerialPort)({ path, baudRate: opts.baudRate });
     return terminalLinkFromPort(port, opts);

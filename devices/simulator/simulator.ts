@@ -11,12 +11,21 @@ import type { LinkDown, LinkInvalid, TerminalSideLink } from '../link.js';
 import { framePayload } from '../protocol/frame.js';
 import { PROTOCOL_VERSION } from '../protocol/messages.js';
 import type {
-  Cancel, Charge, ErrorMessage, ForwardAck, ForwardResult, OfflinePolicy, Result, ResultAck, ServerMessage, Stage, StatusRequest,
-  TerminalMessage, Welcome,
+  Cancel,
+  Charge,
+  ErrorMessage,
+  ForwardAck,
+  ForwardResult,
+  OfflinePolicy,
+  Result,
+  ResultAck,
+  ServerMessage,
+  Stage,
+  StatusRequest,
+  TerminalMessage,
+  Welcome,
 } from '../protocol/messages.js';
-import {
-  canceledResult, DEFAULT_DELAYS, errorResult, finalResult, SLOW_DELAYS, STAGES, type BehaviourName, type StageDelays,
-} from './behaviours.js';
+import { canceledResult, DEFAULT_DELAYS, errorResult, finalResult, SLOW_DELAYS, STAGES, type BehaviourName, type StageDelays } from './behaviours.js';
 import type { Connector } from './connectors.js';
 
 export interface SimulatorOptions {
@@ -345,15 +354,29 @@ export class TerminalSimulator extends EventEmitter<SimulatorEvents> {
     const p = this.policy;
     const fits = !!p && p.allowed && p.currency === charge.currency && charge.amount_in_cents <= p.max_payment_in_cents && p.remaining_count > 0;
     if (!fits && !this.opts.ignoreOfflinePolicy) {
-      return { type: 'result', command_id: charge.command_id, outcome: 'declined', authorization_code: null, card: null, processor_reference: null, reason: 'offline_not_allowed' };
+      return {
+        type: 'result',
+        command_id: charge.command_id,
+        outcome: 'declined',
+        authorization_code: null,
+        card: null,
+        processor_reference: null,
+        reason: 'offline_not_allowed',
+      };
     }
     const reference = `off-${this.opts.terminalId}-${serial}`;
     const stored: StoredPayment = { reference, charge, storedAt: this.clock.now() };
     this.storedPayments.set(reference, stored);
     this.note('stored', stored);
     return {
-      type: 'result', command_id: charge.command_id, outcome: 'stored', authorization_code: null,
-      card: { network: 'visa', last4: '4242' }, processor_reference: null, reason: null, offline_reference: reference,
+      type: 'result',
+      command_id: charge.command_id,
+      outcome: 'stored',
+      authorization_code: null,
+      card: { network: 'visa', last4: '4242' },
+      processor_reference: null,
+      reason: null,
+      offline_reference: reference,
     };
   }
 

@@ -30,9 +30,7 @@ export class WebSocketLink<In extends { type: string }, Out extends { type: stri
       void isBinary;
       this.receiveText(buf.toString('utf8'));
     });
-    ws.on('close', (code, reason) =>
-      this.goDown({ disconnected: true, detail: `socket closed (${code}${reason.length ? ` ${reason}` : ''})` }),
-    );
+    ws.on('close', (code, reason) => this.goDown({ disconnected: true, detail: `socket closed (${code}${reason.length ? ` ${reason}` : ''})` }));
     // 'close' always follows 'error' in ws; the listener only keeps the error from being thrown.
     ws.on('error', () => {});
     if (ws.readyState === WebSocket.OPEN) this.startKeepalive();
@@ -49,9 +47,7 @@ export class WebSocketLink<In extends { type: string }, Out extends { type: stri
         reject(new LinkError('socket is not open', { linkDown: true }));
         return;
       }
-      this.ws.send(data, { binary: false }, (err) =>
-        err ? reject(new LinkError(`write failed: ${err.message}`, { linkDown: true })) : resolve(),
-      );
+      this.ws.send(data, { binary: false }, (err) => (err ? reject(new LinkError(`write failed: ${err.message}`, { linkDown: true })) : resolve()));
     });
   }
 

@@ -37,7 +37,10 @@ export function parseEmbedOrigin(value: string): { origin: string } | { error: s
 /** A comma-separated list (the CLI's form): every origin checked, duplicates dropped. */
 export function parseEmbedOrigins(list: string): { origins: string[] } | { error: string } {
   const origins: string[] = [];
-  for (const part of list.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of list
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const parsed = parseEmbedOrigin(part);
     if ('error' in parsed) return parsed;
     if (!origins.includes(parsed.origin)) origins.push(parsed.origin);

@@ -136,7 +136,7 @@ export class AccountsService {
   createAccount(input: CreateAccountInput): { account: Account; sandbox: Account } {
     return tx(this.db, () => {
       const parent = input.parentId ? this.store.account(input.parentId) : undefined;
-      if (input.parentId && (parent?.live_mode !== 1)) throw new Error(`no live account ${input.parentId}`);
+      if (input.parentId && parent?.live_mode !== 1) throw new Error(`no live account ${input.parentId}`);
       const organizationId = parent?.organization_id ?? input.organizationId;
       if (!organizationId || !this.store.organization(organizationId)) throw new Error(`no organization ${organizationId ?? '(none)'}`);
       const createdAt = input.createdAt ?? this.now();

@@ -53,36 +53,37 @@ export class AccountsStore {
       insertOrg: () => db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (@id, @name, @created_at)'),
       getOrg: () => db.prepare('SELECT * FROM organizations WHERE id = ?'),
       listOrgs: () => db.prepare('SELECT * FROM organizations ORDER BY created_at, id'),
-      insertAccount: () => db.prepare(
-        `INSERT INTO accounts (id, account_id, live_mode, organization_id, name, sandbox_of, parent_account_id,
+      insertAccount: () =>
+        db.prepare(
+          `INSERT INTO accounts (id, account_id, live_mode, organization_id, name, sandbox_of, parent_account_id,
            tax_id, tax_name, country, default_currency, currencies, event_format, settings, created_at)
          VALUES (@id, @id, @live_mode, @organization_id, @name, @sandbox_of, @parent_account_id,
            @tax_id, @tax_name, @country, @default_currency, @currencies, @event_format, @settings, @created_at)`,
-      ),
+        ),
       getAccount: () => db.prepare('SELECT * FROM accounts WHERE id = ?'),
       listAccounts: () => db.prepare('SELECT * FROM accounts ORDER BY created_at, id'),
       listOrgAccounts: () => db.prepare('SELECT * FROM accounts WHERE organization_id = ? AND live_mode = ? ORDER BY created_at, id'),
-      listChildren: () => db.prepare(
-        'SELECT * FROM accounts WHERE parent_account_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?',
-      ),
+      listChildren: () => db.prepare('SELECT * FROM accounts WHERE parent_account_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?'),
       countChildren: () => db.prepare('SELECT count(*) AS n FROM accounts WHERE parent_account_id = ?'),
       sandboxOf: () => db.prepare('SELECT * FROM accounts WHERE sandbox_of = ? ORDER BY created_at LIMIT 1'),
       updateSettings: () => db.prepare('UPDATE accounts SET settings = ? WHERE id = ?'),
       updateTax: () => db.prepare('UPDATE accounts SET tax_id = ?, tax_name = ? WHERE id = ?'),
       updateEventFormat: () => db.prepare('UPDATE accounts SET event_format = ? WHERE id = ?'),
-      insertKey: () => db.prepare(
-        `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at)
+      insertKey: () =>
+        db.prepare(
+          `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at)
          VALUES (@id, @prefix, @hash, @kind, @environment, @account_id, @organization_id, @live_mode, @created_at)`,
-      ),
+        ),
       keyByHash: () => db.prepare('SELECT * FROM api_keys WHERE hash = ?'),
       keyByPrefix: () => db.prepare('SELECT * FROM api_keys WHERE prefix = ?'),
       listKeys: () => db.prepare('SELECT * FROM api_keys ORDER BY created_at, id'),
       keysOfOrganization: () => db.prepare('SELECT * FROM api_keys WHERE organization_id = ? ORDER BY created_at, id'),
-      upsertKey: () => db.prepare(
-        `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at)
+      upsertKey: () =>
+        db.prepare(
+          `INSERT INTO api_keys (id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at)
          VALUES (@id, @prefix, @hash, @kind, @environment, @account_id, @organization_id, @live_mode, @created_at, @revoked_at)
          ON CONFLICT(id) DO UPDATE SET revoked_at = coalesce(api_keys.revoked_at, excluded.revoked_at)`,
-      ),
+        ),
       revokeKey: () => db.prepare('UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL'),
       countOrgs: () => db.prepare('SELECT count(*) AS n FROM organizations'),
       getMeta: () => db.prepare('SELECT value FROM meta WHERE key = ?'),

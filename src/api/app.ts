@@ -35,7 +35,8 @@ function nestsDeeper(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
+      if (c === 92)
+        i++; // backslash: skip the escaped character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 91 || c === 123) {
@@ -67,7 +68,9 @@ function sendError(err: FastifyError | ApiError | Error, req: FastifyRequest, re
   const answer = isDiskFull(err)
     ? {
         status: ERRORS.disk_full.status,
-        body: errorBody('disk_full', { message: `The disk holding posd's data (${dataDir}) is full: nothing was written. Reads go on; writes resume by themselves once space is freed.` }),
+        body: errorBody('disk_full', {
+          message: `The disk holding posd's data (${dataDir}) is full: nothing was written. Reads go on; writes resume by themselves once space is freed.`,
+        }),
         headers: {},
       }
     : errorAnswer(err);
@@ -187,7 +190,10 @@ export function createHttpApp(
   app.setNotFoundHandler((req, reply) => {
     const allowed = methods.allowed(req.url);
     if (allowed.length > 0) {
-      return reply.code(405).header('allow', allowed.join(', ')).send(errorBody('method_not_allowed', { message: `${req.method} is not taken here; use ${allowed.join(', ')}.` }));
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send(errorBody('method_not_allowed', { message: `${req.method} is not taken here; use ${allowed.join(', ')}.` }));
     }
     const elsewhere = opts.notFound?.(req);
     if (elsewhere) return reply.code(elsewhere.status).send(elsewhere.body());
@@ -201,7 +207,8 @@ export function createHttpApp(
     const text = String(body);
     if (text.trim() === '') return done(null, {});
     // Hostile shapes are the caller's fault (400), not ours (a stack overflow, a polluted prototype).
-    if (nestsDeeper(text, MAX_JSON_DEPTH)) return done(new ApiError('invalid_json', { message: `The body nests deeper than ${MAX_JSON_DEPTH} levels.` }), undefined);
+    if (nestsDeeper(text, MAX_JSON_DEPTH))
+      return done(new ApiError('invalid_json', { message: `The body nests deeper than ${MAX_JSON_DEPTH} levels.` }), undefined);
     let parsed: unknown;
     try {
       parsed = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });

@@ -25,7 +25,10 @@ type Schema = Record<string, unknown>;
 
 /** `/products/:id/prices` → `product`; `/payment_intents/:id` → `payment_intent`. */
 export function wrapperOf(url: string): string | undefined {
-  const segment = url.replace(/^\/api/, '').split('/').filter(Boolean)[0];
+  const segment = url
+    .replace(/^\/api/, '')
+    .split('/')
+    .filter(Boolean)[0];
   if (!segment || segment.startsWith(':')) return undefined;
   if (segment.endsWith('ies')) return `${segment.slice(0, -3)}y`;
   if (segment.endsWith('sses')) return segment.slice(0, -2);
@@ -60,7 +63,7 @@ export function coerceIntegers(schema: Schema | undefined, value: unknown): unkn
   if (typeof value === 'string' && isIntegerSchema(schema) && INTEGER_TEXT.test(value)) return Number(value);
   if (Array.isArray(value)) {
     const items = schema.items as Schema | undefined;
-    const itemSchema = items ?? ((schema.anyOf as Schema[] | undefined) ?? []).find((b) => b.type === 'array')?.items as Schema | undefined;
+    const itemSchema = items ?? (((schema.anyOf as Schema[] | undefined) ?? []).find((b) => b.type === 'array')?.items as Schema | undefined);
     if (itemSchema) for (let i = 0; i < value.length; i++) value[i] = coerceIntegers(itemSchema, value[i]);
     return value;
   }

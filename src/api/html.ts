@@ -38,7 +38,10 @@ export function sendHtml(
     .header('cache-control', 'no-store')
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', opts.referrer ?? 'same-origin')
-    .header('content-security-policy', `default-src 'none'; style-src 'self';${scripts} form-action ${formAction}; frame-ancestors ${ancestors}; base-uri 'none'`);
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src 'self';${scripts} form-action ${formAction}; frame-ancestors ${ancestors}; base-uri 'none'`,
+    );
   if (!framed) reply.header('x-frame-options', 'DENY');
   return reply.send(body);
 }
@@ -74,7 +77,14 @@ export function parseCookies(header: string | undefined): Record<string, string>
  * (`http.public_url` starting with https://, i.e. behind a TLS proxy): a browser never sends a Secure
  * cookie over plain http, so setting it on a plain-http box would make the page's forms unusable.
  */
-export function cookie(ctx: Pick<AppContext, 'config'>, name: string, value: string, maxAgeSeconds: number, path = '/', opts: { framed?: boolean } = {}): string {
+export function cookie(
+  ctx: Pick<AppContext, 'config'>,
+  name: string,
+  value: string,
+  maxAgeSeconds: number,
+  path = '/',
+  opts: { framed?: boolean } = {},
+): string {
   // A page framed by another site (the embedded checkout) gets its cookie only as a third party:
   // SameSite=None, which browsers take only with Secure (they accept that on https and on loopback
   // http), partitioned by the framing site (CHIPS) so it is no cross-site tracker.

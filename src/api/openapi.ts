@@ -36,7 +36,9 @@ export function lazyOpenApi(app: FastifyInstance, options: SwaggerOptions): () =
       getSchemas: () => app.getSchemas(),
     };
     await new Promise<void>((resolve, reject) =>
-      (fastifySwagger as unknown as (f: unknown, o: unknown, done: (err?: Error) => void) => void)(standIn, { ...options }, (err) => (err ? reject(err) : resolve())),
+      (fastifySwagger as unknown as (f: unknown, o: unknown, done: (err?: Error) => void) => void)(standIn, { ...options }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
     );
     for (const context of contexts) for (const hook of hooks.get('onRegister') ?? []) await (hook as (i: FastifyInstance) => unknown)(context);
     for (const route of routes) for (const hook of hooks.get('onRoute') ?? []) (hook as (r: RouteOptions) => void)(route);

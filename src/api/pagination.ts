@@ -48,13 +48,7 @@ const MAX_LINK_LENGTH = 4096;
  * Sets the list headers of gaps.md: `Link` (RFC 8288, absolute URLs keeping the other query
  * parameters), `Current-Page`, `Page-Items`, `Total-Pages`, `Total-Count`.
  */
-export function setPageHeaders(
-  req: FastifyRequest,
-  reply: FastifyReply,
-  page: Page,
-  total: number,
-  sizeParam: 'items' | 'per_page' = 'items',
-): void {
+export function setPageHeaders(req: FastifyRequest, reply: FastifyReply, page: Page, total: number, sizeParam: 'items' | 'per_page' = 'items'): void {
   const totalPages = Math.max(1, Math.ceil(total / page.size));
   const asked = new URL(req.url, `${req.protocol}://${req.headers.host ?? 'localhost'}`);
   // The links keep the caller's other parameters, but bounded: the route's declared ones are bounded

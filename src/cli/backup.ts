@@ -51,7 +51,10 @@ export function backupCommand(): Command {
       const db = openCliDatabase(config); // refuses a database newer than this posd
       const started = new Date().toISOString();
       const bar = process.stderr.isTTY
-        ? new cliProgress.SingleBar({ format: 'backup [{bar}] {percentage}% | {value}/{total} pages', stream: process.stderr }, cliProgress.Presets.shades_classic)
+        ? new cliProgress.SingleBar(
+            { format: 'backup [{bar}] {percentage}% | {value}/{total} pages', stream: process.stderr },
+            cliProgress.Presets.shades_classic,
+          )
         : undefined;
       try {
         const packed = packBackup(config, db, passphrase ?? '');
@@ -67,7 +70,18 @@ export function backupCommand(): Command {
         bar?.update(bar.getTotal());
         bar?.stop();
         const leftOut = packed.leftOut.length ? JSON.stringify(packed.leftOut) : null;
-        tx(db, () => insertBackupRun(db, { file: dest, trigger: 'manual', started_at: started, finished_at: new Date().toISOString(), bytes: result.bytes, ok: 1, error: null, left_out: leftOut }));
+        tx(db, () =>
+          insertBackupRun(db, {
+            file: dest,
+            trigger: 'manual',
+            started_at: started,
+            finished_at: new Date().toISOString(),
+            bytes: result.bytes,
+            ok: 1,
+            error: null,
+            left_out: leftOut,
+          }),
+        );
         process.stdout.write(`posd: backup written to ${dest} (${result.bytes} bytes, integrity checked)\n  holds: ${packed.holds}\n`);
         if (packed.leftOut.length) {
           process.stdout.write(
@@ -77,7 +91,17 @@ export function backupCommand(): Command {
         }
       } catch (err) {
         bar?.stop();
-        tx(db, () => insertBackupRun(db, { file: dest, trigger: 'manual', started_at: started, finished_at: new Date().toISOString(), bytes: null, ok: 0, error: (err as Error).message }));
+        tx(db, () =>
+          insertBackupRun(db, {
+            file: dest,
+            trigger: 'manual',
+            started_at: started,
+            finished_at: new Date().toISOString(),
+            bytes: null,
+            ok: 0,
+            error: (err as Error).message,
+          }),
+        );
         throw new CliError(`backup failed: ${(err as Error).message}`);
       } finally {
         db.close();
@@ -130,7 +154,9 @@ export function restoreCommand(): Command {
         const repaired = rebuildIndexes(staging, rebuild);
         if (!repaired.ok) {
           for (const suffix of ['', '-journal']) rmSync(staging + suffix, { force: true });
-          throw new CliError(`${backup} cannot be restored: ${inspection.problem}; after rebuilding ${rebuild.join(', ')}: ${repaired.problem}; nothing was changed`);
+          throw new CliError(
+            `${backup} cannot be restored: ${inspection.problem}; after rebuilding ${rebuild.join(', ')}: ${repaired.problem}; nothing was changed`,
+          );
         }
         inspection = repaired;
       }

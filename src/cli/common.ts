@@ -88,7 +88,11 @@ export function printJson(value: unknown): void {
 export function printTable(rows: Array<Record<string, unknown>>, columns: string[]): void {
   const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '' : String(r[c]))));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
-  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i])).join('  ').trimEnd();
+  const line = (vals: string[]) =>
+    vals
+      .map((v, i) => v.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${line(columns)}\n${cells.map(line).join('\n')}${cells.length ? '\n' : ''}`);
 }
 

@@ -26,10 +26,10 @@ export function initCommand(): Command {
     .addOption(new Option('--role <role>', 'store or central').choices(['store', 'central']).default('store'))
     .option('--name <name>', 'name of the organization and its first account', 'My store')
     .addOption(
-      new Option('--event-formats <format>', 'events of the first account and its sandbox: unified, or both (unified plus legacy payment_intent.*); default as spec 6.3').choices([
-        'unified',
-        'both',
-      ]),
+      new Option(
+        '--event-formats <format>',
+        'events of the first account and its sandbox: unified, or both (unified plus legacy payment_intent.*); default as spec 6.3',
+      ).choices(['unified', 'both']),
     )
     .option('--central-url <url>', "the central's base URL (a store that syncs)")
     .option('--central-key <key>', "the store account's live key, made at the central (posd keys create there)")
@@ -56,7 +56,12 @@ export function initCommand(): Command {
         const sandbox = accounts.account(inst.sandbox_id)!.event_format;
         // The CA is made now so its fingerprint can be handed to the tills before the first serve.
         const ca = await boxCa(config);
-        if (opts.json) return printJson({ ...inst, event_formats: { [inst.account_id]: live, [inst.sandbox_id]: sandbox }, tls_ca: { file: ca.file, fingerprint: ca.fingerprint } });
+        if (opts.json)
+          return printJson({
+            ...inst,
+            event_formats: { [inst.account_id]: live, [inst.sandbox_id]: sandbox },
+            tls_ca: { file: ca.file, fingerprint: ca.fingerprint },
+          });
         process.stdout.write(
           [
             `posd: created a ${opts.role} installation in ${config.data_dir}`,
@@ -133,7 +138,8 @@ async function joinAction(opts: InitOptions): Promise<void> {
       ].join('\n'),
     );
   } catch (err) {
-    if (err instanceof Error && /already holds an installation/.test(err.message)) throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
+    if (err instanceof Error && /already holds an installation/.test(err.message))
+      throw new CliError(`${config.data_dir} already holds an installation; nothing was changed`);
     throw err;
   } finally {
     db.close();

@@ -81,7 +81,12 @@ export function accountsCommand(): Command {
         } catch (err) {
           throw new CliError((err as Error).message);
         }
-        const out = { account_id: made.account.id, sandbox_id: made.sandbox.id, organization_id: made.account.organization_id, parent_account_id: made.account.parent_account_id };
+        const out = {
+          account_id: made.account.id,
+          sandbox_id: made.sandbox.id,
+          organization_id: made.account.organization_id,
+          parent_account_id: made.account.parent_account_id,
+        };
         if (opts.json) printJson(out);
         else process.stdout.write(`created ${made.account.id} (sandbox ${made.sandbox.id})\n`);
       }),
@@ -103,7 +108,7 @@ export function accountsCommand(): Command {
     .option('--unset <key>', `back to the default (repeatable; also ${EMBED_ORIGINS_SETTING})`, (v: string, all: string[] = []) => [...all, v])
     .option(
       '--embed-origins <origins>',
-      'comma-separated shop origins (https://shop.example) that may frame this live account\'s checkout pages with embed=true; a sandbox\'s may be framed by any',
+      "comma-separated shop origins (https://shop.example) that may frame this live account's checkout pages with embed=true; a sandbox's may be framed by any",
     )
     .option('--json', 'print JSON')
     .action((accountId: string, opts: DataOptions & { set?: string[]; unset?: string[]; embedOrigins?: string; json?: boolean }) =>
@@ -112,7 +117,8 @@ export function accountsCommand(): Command {
         if (!account) throw new CliError(`no account ${accountId}`);
         const patch: Record<string, unknown> = {};
         if (opts.embedOrigins !== undefined) {
-          if (!account.live_mode) throw new CliError(`${account.id} is a sandbox: any origin may frame its checkout pages; set the origins on its live account`);
+          if (!account.live_mode)
+            throw new CliError(`${account.id} is a sandbox: any origin may frame its checkout pages; set the origins on its live account`);
           const parsed = parseEmbedOrigins(opts.embedOrigins);
           if ('error' in parsed) throw new CliError(`--embed-origins: ${parsed.error}`);
           patch[EMBED_ORIGINS_SETTING] = parsed.origins;
@@ -143,7 +149,7 @@ export function accountsCommand(): Command {
     );
   withDataOptions(cmd.command('set'))
     .description(
-      "change an account: --event-formats both sends the legacy payment events (payment_intent.succeeded, ...) beside the unified intent.* ones (spec 6.3); " +
+      'change an account: --event-formats both sends the legacy payment events (payment_intent.succeeded, ...) beside the unified intent.* ones (spec 6.3); ' +
         'named by its live id, its sandbox changes too; a running posd sees the change at once',
     )
     .argument('<account>', 'account id (live, or a sandbox alone)')

@@ -87,7 +87,8 @@ export function managersCommand(): Command {
     .option('--json', 'print JSON')
     .action(async (name: string, opts: DataOptions & { passwordStdin?: boolean; json?: boolean }) => {
       requireInstallation(cliConfig(opts));
-      if (!NAME_SHAPE.test(name)) throw new CliError('a manager name is 1 to 64 letters, digits, spaces, dots, dashes or apostrophes, starting with a letter or digit');
+      if (!NAME_SHAPE.test(name))
+        throw new CliError('a manager name is 1 to 64 letters, digits, spaces, dots, dashes or apostrophes, starting with a letter or digit');
       const hash = await hashPassword(await newPassword(opts.passwordStdin, name));
       const added = await withManagers(opts, (db, now) => {
         if (managerByName(db, name)) throw new CliError(`a manager named ${name} exists already`);
@@ -106,7 +107,7 @@ export function managersCommand(): Command {
       printTable(rows as never, ['name', 'has_token', 'created_at']);
     });
   withDataOptions(cmd.command('remove <name>'))
-    .description("remove a manager: their sessions end and their token stops working (the audit keeps their name)")
+    .description('remove a manager: their sessions end and their token stops working (the audit keeps their name)')
     .action(async (name: string, opts: DataOptions) => {
       await withManagers(opts, (db) => removeManager(db, existing(db, name).id));
       process.stdout.write(`posd: manager ${name} removed\n`);

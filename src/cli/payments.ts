@@ -84,7 +84,8 @@ export function paymentsCommand(): Command {
         const change = { actor: actor(opts.by), reason: opts.reason };
         if (opts.terminal) {
           const terminal = opts.terminal;
-          if (!findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, terminal)) throw new CliError(`no terminal ${terminal} of account ${account.id}`);
+          if (!findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, terminal))
+            throw new CliError(`no terminal ${terminal} of account ${account.id}`);
           return printJson(tx(ctx.db, () => s.setTerminalCaps(ctx, account, terminal, { ...capsFrom(opts), allowed: opts.allowed }, change)));
         }
         const after = tx(ctx.db, () => s.setAccountCaps(ctx, account, { ...capsFrom(opts), allowed: opts.allowed }, change));
@@ -130,7 +131,14 @@ export function paymentsCommand(): Command {
       await withContext(opts, (ctx, accounts) => {
         const rows = s.offlineAudit(ctx, accountOf(accounts, opts.account));
         if (opts.json) return printJson(rows);
-        printTable(rows.map((r) => ({ ...r, terminal_id: r.terminal_id ?? '-', after: JSON.stringify(r.after) })) as never, ['at', 'action', 'terminal_id', 'actor', 'reason', 'after']);
+        printTable(rows.map((r) => ({ ...r, terminal_id: r.terminal_id ?? '-', after: JSON.stringify(r.after) })) as never, [
+          'at',
+          'action',
+          'terminal_id',
+          'actor',
+          'reason',
+          'after',
+        ]);
       });
     });
 

@@ -53,7 +53,7 @@ export async function rejoinNote(config: Config, file: string): Promise<string[]
     } catch (err) {
       return [
         `  this store syncs with ${target.url} (store ${storeId}); the central could not be asked now (${(err as Error).message}): ` +
-          'at next start, before it pushes, the store fetches the records the backup lacks and continues after the central\'s sequence; it sells meanwhile',
+          "at next start, before it pushes, the store fetches the records the backup lacks and continues after the central's sequence; it sells meanwhile",
       ];
     } finally {
       await client.close();

@@ -15,7 +15,11 @@ export function serveCommand(): Command {
     .option('--host <host>', 'address to listen on (default 127.0.0.1)')
     .option('--port <port>', 'port to listen on (default 4242)')
     .addOption(
-      new Option('--role <role>', 'store, central or central-front (default: the role stored in the data folder, else store)').choices(['store', 'central', 'central-front']),
+      new Option('--role <role>', 'store, central or central-front (default: the role stored in the data folder, else store)').choices([
+        'store',
+        'central',
+        'central-front',
+      ]),
     )
     .action(async (opts: ServeOptions) => {
       const http: Record<string, unknown> = {};
@@ -31,7 +35,9 @@ export function serveCommand(): Command {
       const stored = storedRole(config);
       if (stored && stored !== config.role) {
         if (given.role !== undefined) {
-          throw new CliError(`${config.data_dir} holds a ${stored} installation, not a ${config.role}; drop the ${opts.role ? '--role flag' : 'role setting'} or use another --data`);
+          throw new CliError(
+            `${config.data_dir} holds a ${stored} installation, not a ${config.role}; drop the ${opts.role ? '--role flag' : 'role setting'} or use another --data`,
+          );
         }
         config = { ...config, role: stored };
       }
@@ -49,9 +55,12 @@ export function serveCommand(): Command {
         if (e.code === 'EADDRINUSE') throw new CliError(`port ${config.http.port} on ${config.http.host} is already in use (another posd running?)`);
         if (e.code === 'EACCES' && e.syscall === 'listen') throw new CliError(`not allowed to listen on ${config.http.host}:${config.http.port}`);
         if (e.code === 'EACCES' || e.code === 'EPERM' || e.code === 'EROFS') {
-          throw new CliError(`cannot write in the data folder ${config.data_dir} (${e.code}${e.path ? ` on ${e.path}` : ''}): give the user running posd write access to it, or choose another --data`);
+          throw new CliError(
+            `cannot write in the data folder ${config.data_dir} (${e.code}${e.path ? ` on ${e.path}` : ''}): give the user running posd write access to it, or choose another --data`,
+          );
         }
-        if (e.code === 'SQLITE_CANTOPEN' || e.code === 'SQLITE_READONLY') throw new CliError(`cannot open the database in ${config.data_dir} (${e.code}): give the user running posd write access to the folder and its files`);
+        if (e.code === 'SQLITE_CANTOPEN' || e.code === 'SQLITE_READONLY')
+          throw new CliError(`cannot open the database in ${config.data_dir} (${e.code}): give the user running posd write access to the folder and its files`);
         throw err;
       }
       const d = daemon;

@@ -67,10 +67,13 @@ export function syncCommand(): Command {
         const { client, storeId } = clientFor(config, db);
         // A box restored from an older backup must first take back what the central holds of it,
         // which only the daemon can apply (its modules' appliers): pushing now would reuse seqs.
-        const plan = planRejoin(db, await holdingsAtCursor(db, client, storeId).catch((err) => {
-          void client.close();
-          throw new CliError(`push failed: ${(err as Error).message}`, 1);
-        }));
+        const plan = planRejoin(
+          db,
+          await holdingsAtCursor(db, client, storeId).catch((err) => {
+            void client.close();
+            throw new CliError(`push failed: ${(err as Error).message}`, 1);
+          }),
+        );
         if (plan.rebuild) {
           await client.close();
           throw new CliError(
@@ -107,7 +110,7 @@ export function syncCommand(): Command {
 }
 
 function centralOnly(config: Config): void {
-  if (config.role !== 'central') throw new CliError('records are parked at the central: run this on the central (posd sync status shows this store\'s side)');
+  if (config.role !== 'central') throw new CliError("records are parked at the central: run this on the central (posd sync status shows this store's side)");
 }
 
 /**
@@ -130,7 +133,10 @@ function operatorCommands(sync: Command): void {
         const rows = centralSide(db).recordsIn(outcome, opts.store ?? null, Math.max(1, Number(opts.limit) || 100));
         if (opts.json) return printJson(rows);
         if (rows.length === 0) return void process.stdout.write(`no ${outcome} records\n`);
-        printTable(rows as never, outcome === 'skipped' ? ['id', 'store_id', 'seq', 'kind', 'decided_at', 'note', 'reason'] : ['id', 'store_id', 'seq', 'kind', 'decided_at', 'reason']);
+        printTable(
+          rows as never,
+          outcome === 'skipped' ? ['id', 'store_id', 'seq', 'kind', 'decided_at', 'note', 'reason'] : ['id', 'store_id', 'seq', 'kind', 'decided_at', 'reason'],
+        );
       }),
     );
   withDataOptions(sync.command('retry'))
@@ -163,7 +169,9 @@ function operatorCommands(sync: Command): void {
           rows = read();
         }
         for (const r of rows) {
-          process.stdout.write(`${r.id}  ${r.outcome === 'held' ? 'waiting (the central has not applied it yet)' : r.outcome}${r.outcome === 'parked' || r.outcome === 'rejected' ? `: ${r.reason}` : ''}\n`);
+          process.stdout.write(
+            `${r.id}  ${r.outcome === 'held' ? 'waiting (the central has not applied it yet)' : r.outcome}${r.outcome === 'parked' || r.outcome === 'rejected' ? `: ${r.reason}` : ''}\n`,
+          );
         }
         if (rows.some((r) => r.outcome === 'parked')) throw new CliError('', 1);
       }),

@@ -14,7 +14,11 @@ export async function boxCa(config: Config): Promise<CaInfo> {
 
 /** The lines `posd init` and `posd tls ca` print: what a till or terminal pins or installs. */
 export function caLines(ca: CaInfo): string[] {
-  return [`  TLS CA        ${ca.file}`, `  fingerprint   SHA-256 ${ca.fingerprint}`, '  Tills and terminals trust this file (or pin this fingerprint) to reach the box over HTTPS.'];
+  return [
+    `  TLS CA        ${ca.file}`,
+    `  fingerprint   SHA-256 ${ca.fingerprint}`,
+    '  Tills and terminals trust this file (or pin this fingerprint) to reach the box over HTTPS.',
+  ];
 }
 
 export function tlsCommand(): Command {

@@ -52,10 +52,18 @@ export function webhooksCommand(): Command {
         const since = time('--since', opts.since) ?? isoTime(0);
         const until = time('--until', opts.until) ?? isoTime(systemClock.now() + 1);
         if (since >= until) throw new CliError('--until must be after --since');
-        let view: ReplayView = await replayDeliveries(db, store, systemClock, endpoint, { since, until, event_types: opts.type ?? null, statuses: opts.status ?? null });
+        let view: ReplayView = await replayDeliveries(db, store, systemClock, endpoint, {
+          since,
+          until,
+          event_types: opts.type ?? null,
+          statuses: opts.status ?? null,
+        });
         const bar =
           opts.wait && !opts.json && process.stderr.isTTY && view.total > 0
-            ? new cliProgress.SingleBar({ format: 'replay |{bar}| {value}/{total} delivered, {failed} failed', stream: process.stderr }, cliProgress.Presets.shades_classic)
+            ? new cliProgress.SingleBar(
+                { format: 'replay |{bar}| {value}/{total} delivered, {failed} failed', stream: process.stderr },
+                cliProgress.Presets.shades_classic,
+              )
             : undefined;
         bar?.start(view.total, 0, { failed: 0 });
         const row = store.replayById(view.id)!;

@@ -34,14 +34,24 @@ function tableShapes(db: Db): TableShape[] {
     .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> ? ORDER BY name")
     .all(LOG_STATE_TABLE) as Array<{ name: string; sql: string }>;
   return tables.map((t) => {
-    const cols = db.prepare(`SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`).all(t.name) as Array<{ name: string; type: string; pk: number; hidden: number }>;
+    const cols = db.prepare(`SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`).all(t.name) as Array<{
+      name: string;
+      type: string;
+      pk: number;
+      hidden: number;
+    }>;
     const stored = cols.filter((c) => c.hidden === 0);
     const withoutRowid = /WITHOUT\s+ROWID/i.test(t.sql);
     return {
       name: t.name,
       columns: stored.map((c) => c.name),
       blobs: new Set(stored.filter((c) => /BLOB/i.test(c.type)).map((c) => c.name)),
-      pk: withoutRowid ? stored.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name) : [],
+      pk: withoutRowid
+        ? stored
+            .filter((c) => c.pk > 0)
+            .sort((a, b) => a.pk - b.pk)
+            .map((c) => c.name)
+        : [],
     };
   });
 }
@@ -132,7 +142,9 @@ const replayers = perDb((db: Db) => {
     const val = (c: string) => (s.blobs.has(c) ? 'unhex(?)' : '?');
     const upd = db.prepare(`UPDATE main.${q(s.name)} SET ${s.columns.map((c) => `${q(c)} = ${val(c)}`).join(', ')} WHERE ${where}`);
     const insCols = s.pk.length ? s.columns : ['rowid', ...s.columns];
-    const ins = db.prepare(`INSERT INTO main.${q(s.name)} (${insCols.map((c) => (c === 'rowid' ? c : q(c))).join(', ')}) VALUES (${insCols.map((c) => (c === 'rowid' ? '?' : val(c))).join(', ')})`);
+    const ins = db.prepare(
+      `INSERT INTO main.${q(s.name)} (${insCols.map((c) => (c === 'rowid' ? c : q(c))).join(', ')}) VALUES (${insCols.map((c) => (c === 'rowid' ? '?' : val(c))).join(', ')})`,
+    );
     const del = db.prepare(`DELETE FROM main.${q(s.name)} WHERE ${where}`);
     r = {
       update: (values) => upd.run(...values).changes,

@@ -38,10 +38,7 @@ export interface Checkpointer {
  * any checkpoint, and the checkpoint syncs with the same setting. A thread that fails hands the
  * work back to the daemon's connection, so the WAL never grows without bound.
  */
-export function startCheckpointer(
-  db: Db,
-  opts: ThreadDatabase & { intervalMs: number; log: Logger },
-): Checkpointer {
+export function startCheckpointer(db: Db, opts: ThreadDatabase & { intervalMs: number; log: Logger }): Checkpointer {
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   const inline = () => db.open && db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
   // threads/checkpoint.cjs: its connection syncs as the daemon's does (`synchronous`).

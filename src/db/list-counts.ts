@@ -13,9 +13,7 @@ export function listCount(db: Db, list: string, accountIds: readonly string[], l
 }
 
 const statements = perDb((db) => ({
-  sum: db.prepare(
-    'SELECT sum(n) AS n FROM list_counts WHERE list = ? AND account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND key = ?',
-  ),
+  sum: db.prepare('SELECT sum(n) AS n FROM list_counts WHERE list = ? AND account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND key = ?'),
 }));
 
 /**

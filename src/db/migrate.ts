@@ -91,7 +91,8 @@ export function baselineSchema(): string {
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
   const sorted = [...migrations].sort((a, b) => a.version - b.version);
   for (let i = 0; i < sorted.length; i++) {
-    if (sorted[i].version <= BASELINE_VERSION) throw new Error(`migration ${sorted[i].name} has version ${sorted[i].version}, not above the baseline's ${BASELINE_VERSION}`);
+    if (sorted[i].version <= BASELINE_VERSION)
+      throw new Error(`migration ${sorted[i].name} has version ${sorted[i].version}, not above the baseline's ${BASELINE_VERSION}`);
     if (i > 0 && sorted[i].version === sorted[i - 1].version) throw new Error(`two migrations share version ${sorted[i].version}`);
   }
   const current = schemaVersion(db);

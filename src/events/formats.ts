@@ -22,11 +22,7 @@ export type AccountEventFormat = 'unified' | 'both';
  * the events it already parses. Otherwise the creation instant decides. (Sandboxes are always
  * `unified`: `AccountsService.createAccount` writes that directly.)
  */
-export function newAccountEventFormat(input: {
-  createdAt: string;
-  unifiedSince: string;
-  parentFormat: AccountEventFormat | null;
-}): AccountEventFormat {
+export function newAccountEventFormat(input: { createdAt: string; unifiedSince: string; parentFormat: AccountEventFormat | null }): AccountEventFormat {
   if (input.parentFormat === 'both') return 'both';
   const since = Date.parse(input.unifiedSince);
   if (Number.isNaN(since)) throw new Error(`events.unified_since is not a date: ${input.unifiedSince}`);

@@ -100,7 +100,11 @@ export function unifiedIntentPayload(i: UnifiedIntentInput): UnifiedIntentPayloa
 }
 
 /** `details` of a `bank_transfer` intent: the bank's reference and the sender's comment (spec 6.1). */
-export function bankTransferDetails(d: { failure_reason: string | null; bank_reference: string | null; sender_comment: string | null }): Record<string, unknown> {
+export function bankTransferDetails(d: {
+  failure_reason: string | null;
+  bank_reference: string | null;
+  sender_comment: string | null;
+}): Record<string, unknown> {
   return { failure_reason: d.failure_reason, bank_reference: d.bank_reference, sender_comment: d.sender_comment };
 }
 
@@ -109,7 +113,14 @@ export function bankTransferDetails(d: { failure_reason: string | null; bank_ref
  * the merchant's side (0 on the payer's `intent.paid`), and the two accounts. The spec lists no
  * fields for it; posd's choice, docs/events.md.
  */
-export function balanceDetails(d: { failure_reason: string | null; fee: number; vat_withheld: number; vat_withheld_currency: string; payer_account_id: string; merchant_account_id: string }): Record<string, unknown> {
+export function balanceDetails(d: {
+  failure_reason: string | null;
+  fee: number;
+  vat_withheld: number;
+  vat_withheld_currency: string;
+  payer_account_id: string;
+  merchant_account_id: string;
+}): Record<string, unknown> {
   return {
     failure_reason: d.failure_reason,
     fee: d.fee,
@@ -124,7 +135,14 @@ export function balanceDetails(d: { failure_reason: string | null; fee: number; 
  * `details` of a `crypto` intent: the network and the on-chain transaction (null while it waits),
  * the fee once it succeeded. The spec lists no fields for it; posd's choice, docs/events.md.
  */
-export function cryptoDetails(d: { failure_reason: string | null; network: string; transaction_hash: string | null; fee: number; vat_withheld: number; vat_withheld_currency: string }): Record<string, unknown> {
+export function cryptoDetails(d: {
+  failure_reason: string | null;
+  network: string;
+  transaction_hash: string | null;
+  fee: number;
+  vat_withheld: number;
+  vat_withheld_currency: string;
+}): Record<string, unknown> {
   return {
     failure_reason: d.failure_reason,
     network: d.network,

@@ -66,7 +66,6 @@ export const MODULES: readonly PosdModule[] = [
   swapsModule,
 ];
 
-
 /**
  * The daemon's registry, built once from its modules' declarations: the sync kinds (push, feed,
  * rejections, row totals), the checkout hooks and the events' test-send examples. Sync and the API reach the modules only through it.

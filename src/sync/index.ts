@@ -110,7 +110,9 @@ export const syncModule: PosdModule = {
     // with `posd sync retry` from another process.
     // With the sync tables on PostgreSQL this central is the chain's core: it also ingests what the
     // fronts received, reports outcomes and totals, and relays its feed (src/sync/central/pg-core.ts).
-    return ctx.config.sync.postgres.url ? [projectorWorker(ctx), lazyPgCoreWorker(ctx, async () => (await import('./central/pg-core.js')).pgCoreWorker)] : [projectorWorker(ctx)];
+    return ctx.config.sync.postgres.url
+      ? [projectorWorker(ctx), lazyPgCoreWorker(ctx, async () => (await import('./central/pg-core.js')).pgCoreWorker)]
+      : [projectorWorker(ctx)];
   },
 };
 

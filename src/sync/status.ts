@@ -107,7 +107,16 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
       skipped_records: counts.skipped,
       alerts: syncAlerts(
         config,
-        { configured: target !== null, connected, downSince, oldest: waiting.oldest, waiting: waiting.n, lastError, parked: counts.parked, url: target?.url ?? null },
+        {
+          configured: target !== null,
+          connected,
+          downSince,
+          oldest: waiting.oldest,
+          waiting: waiting.n,
+          lastError,
+          parked: counts.parked,
+          url: target?.url ?? null,
+        },
         nowMs,
       ),
       reconciliation: {

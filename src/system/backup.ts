@@ -14,7 +14,10 @@ export function backupDir(config: Pick<Config, 'backup' | 'data_dir'>): string {
 
 /** `20260101T030000Z`: sorts by time, safe in any file system. */
 export function stamp(ms: number): string {
-  return new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  return new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 }
 
 export interface BackupProgress {
@@ -272,7 +275,12 @@ function inspectWith(file: string, integrity: (db: Database.Database) => string[
     }
     const version = db.pragma('user_version', { simple: true }) as number;
     if (madeByDevelopmentBuild(db)) {
-      return { ok: false, problem: `${basename(file)} was made by a development build of posd before 0.1, which this posd does not run`, schemaVersion: version, development: true };
+      return {
+        ok: false,
+        problem: `${basename(file)} was made by a development build of posd before 0.1, which this posd does not run`,
+        schemaVersion: version,
+        development: true,
+      };
     }
     const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'accounts'").get();
     if (!hasMeta) return { ok: false, problem: `${basename(file)} is not a posd database (no accounts table)`, schemaVersion: version };

@@ -1,5 +1,14 @@
 import { statSync } from 'node:fs';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type CounterConfiguration,
+  type GaugeConfiguration,
+  type HistogramConfiguration,
+} from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
 import { databaseFile } from '../db/paths.js';
@@ -41,10 +50,11 @@ function create(ctx: Pick<AppContext, 'config'>): Metrics {
   // Process defaults (CPU, memory, event loop lag, handles, GC) under their usual names, and one
   // build-info series so a dashboard can tell which posd answers.
   collectDefaultMetrics({ register: registry });
-  m.gauge({ name: 'posd_build_info', help: 'The running posd: version, Node.js version, schema version and role (always 1)', labelNames: ['version', 'node', 'schema', 'role'] }).set(
-    { version: posdVersion(), node: process.versions.node, schema: String(latestVersion()), role: ctx.config.role },
-    1,
-  );
+  m.gauge({
+    name: 'posd_build_info',
+    help: 'The running posd: version, Node.js version, schema version and role (always 1)',
+    labelNames: ['version', 'node', 'schema', 'role'],
+  }).set({ version: posdVersion(), node: process.versions.node, schema: String(latestVersion()), role: ctx.config.role }, 1);
   const db = databaseFile(ctx.config);
   m.gauge({
     name: 'posd_database_bytes',

@@ -178,18 +178,26 @@ describe('organization keys', () => {
     expect(new Set(test.body.map((a: { account_id: string }) => a.account_id))).toEqual(every);
     expect(test.body.every((a: { environment: string }) => a.environment === 'live')).toBe(true);
     const sandboxes = await s.api('GET', '/test', { key: keys.orgTest });
-    expect(sandboxes.body.every((a: { account_id: string; sandbox_id: string }) => a.account_id.startsWith('sbx_') && a.sandbox_id === a.account_id)).toBe(true);
+    expect(sandboxes.body.every((a: { account_id: string; sandbox_id: string }) => a.account_id.startsWith('sbx_') && a.sandbox_id === a.account_id)).toBe(
+      true,
+    );
     // Naming one keeps the single object.
     expect((await s.api('GET', '/test', { key: keys.orgLive, headers: { 'x-account-id': ids.child } })).body.account_id).toBe(ids.child);
   });
 
   it('aggregated coupons carry their account_id (issue 15)', async () => {
-    for (const [key, name] of [[keys.live, 'PLATFORM10'], [accounts.createKey({ accountId: ids.sibling, environment: 'live' }).key, 'SIBLING10']]) {
+    for (const [key, name] of [
+      [keys.live, 'PLATFORM10'],
+      [accounts.createKey({ accountId: ids.sibling, environment: 'live' }).key, 'SIBLING10'],
+    ]) {
       expect((await s.api('POST', '/coupons', { key, body: { name, percent_off: 10 } })).status).toBe(201);
     }
     const r = await s.api('GET', '/coupons', { key: keys.orgLive });
     expect(r.status).toBe(200);
-    expect(Object.fromEntries(r.body.map((c: { name: string; account_id: string }) => [c.name, c.account_id]))).toEqual({ PLATFORM10: ids.platform, SIBLING10: ids.sibling });
+    expect(Object.fromEntries(r.body.map((c: { name: string; account_id: string }) => [c.name, c.account_id]))).toEqual({
+      PLATFORM10: ids.platform,
+      SIBLING10: ids.sibling,
+    });
   });
 
   it('every write answers 403 organization_key_unsupported, even with X-ACCOUNT-ID', async () => {

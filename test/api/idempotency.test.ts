@@ -54,9 +54,7 @@ describe('Idempotency-Key (gaps.md)', () => {
 
   it('many identical requests sent at once write exactly one row', async () => {
     const before = await count();
-    const results = await Promise.all(
-      Array.from({ length: 20 }, () => note('k-burst', { text: 'burst', amount_in_cents: 7, delay_ms: 50 })),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, () => note('k-burst', { text: 'burst', amount_in_cents: 7, delay_ms: 50 })));
     const statuses = results.map((r) => r.status);
     expect(statuses.every((st) => st === 201 || st === 409)).toBe(true);
     expect(await count()).toBe(before + 1);

@@ -56,7 +56,11 @@ describe('list pagination headers (gaps.md)', () => {
       expect(again.status).toBe(200);
     }
     // `items` is the other lists' size parameter: here it is unknown, and said so rather than ignored.
-    for (const q of ['items=5000', 'per_page=100&items=5000', `per_page=100&junk=${'x'.repeat(5000)}&${Array.from({ length: 50 }, (_, i) => `k${i}=v`).join('&')}`]) {
+    for (const q of [
+      'items=5000',
+      'per_page=100&items=5000',
+      `per_page=100&junk=${'x'.repeat(5000)}&${Array.from({ length: 50 }, (_, i) => `k${i}=v`).join('&')}`,
+    ]) {
       const refused = await s.api('GET', `/bookings?${q}`);
       expect(refused.status).toBe(400);
       expect(refused.body.code).toBe('unknown_parameter');

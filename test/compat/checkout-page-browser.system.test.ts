@@ -79,9 +79,7 @@ async function newCheckout(order: string, key?: string) {
 async function eventsOf(checkoutId: string): Promise<Array<Record<string, any>>> {
   await deliveryWorkerOf(s.daemon.ctx)!.runDue();
   const wh = new SvixWebhook(signingSecret);
-  return hooks.received
-    .map((r) => wh.verify(r.body, r.headers as Record<string, string>) as Record<string, any>)
-    .filter((e) => e.checkout?.id === checkoutId);
+  return hooks.received.map((r) => wh.verify(r.body, r.headers as Record<string, string>) as Record<string, any>).filter((e) => e.checkout?.id === checkoutId);
 }
 
 async function openPage(url: string): Promise<{ page: Page; failures: string[]; close: () => Promise<void> }> {
@@ -122,7 +120,13 @@ describe('sandbox checkout page in a real browser', () => {
     expect(pa).toMatchObject({ status: 'succeeded', method: 'card', amount_in_cents: 5000, card: { last4: '4242' }, channel: 'sandbox' });
     await expect.poll(async () => (await eventsOf(ch.id)).map((e) => e.event_type)).toEqual(['intent.succeeded']);
     const [ev] = await eventsOf(ch.id);
-    expect(ev).toMatchObject({ id: paid.latest_intent.id, type: 'payment', status: 'succeeded', amount_in_cents: 5000, checkout: { id: ch.id, status: 'paid' } });
+    expect(ev).toMatchObject({
+      id: paid.latest_intent.id,
+      type: 'payment',
+      status: 'succeeded',
+      amount_in_cents: 5000,
+      checkout: { id: ch.id, status: 'paid' },
+    });
 
     // Back on the page later: paid, no buttons, a link back to the shop.
     await page.goto(ch.checkout_url);
@@ -190,10 +194,12 @@ describe('sandbox checkout page in a real browser', () => {
     const paid = await checkoutOf(ch.id);
     expect(paid.status).toBe('paid');
     expect((await s.api('GET', `/payment_intents/${paid.payment_intent_id}`)).body).toMatchObject({ method: 'bank_transfer', status: 'succeeded' });
-    await expect.poll(async () => (await eventsOf(ch.id)).map((e) => [e.event_type, e.type])).toEqual([
-      ['intent.pending', 'bank_transfer'],
-      ['intent.succeeded', 'bank_transfer'],
-    ]);
+    await expect
+      .poll(async () => (await eventsOf(ch.id)).map((e) => [e.event_type, e.type]))
+      .toEqual([
+        ['intent.pending', 'bank_transfer'],
+        ['intent.succeeded', 'bank_transfer'],
+      ]);
 
     // The same wait started by the test helper, settled by the other one: one code for page and API.
     const viaApi = await newCheckout('1007');
@@ -250,7 +256,11 @@ describe('checkout page safety', () => {
     expect(await page.textContent('#live-note')).toContain('terminal');
     expect(await page.locator('#sandbox').count()).toBe(0);
     expect(await page.locator('form, input, button').count()).toBe(0);
-    const posted = await request(`${ch.checkout_url}/pay`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '_csrf=x' });
+    const posted = await request(`${ch.checkout_url}/pay`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: '_csrf=x',
+    });
     expect(posted.statusCode).toBe(404);
     await posted.body.text();
     expect((await checkoutOf(ch.id, s.installation.keys.live)).status).toBe('unpaid');
@@ -259,7 +269,12 @@ describe('checkout page safety', () => {
 
   it('offers only the methods every line allows (items[].payment_method_types) and refuses the others', async () => {
     const res = await s.api('POST', '/checkouts', {
-      body: { items: [{ name: 'Solo transferencia', amount_in_cents: 2500, payment_method_types: ['bank_transfer'] }, { name: 'Libre', amount_in_cents: 2500 }] },
+      body: {
+        items: [
+          { name: 'Solo transferencia', amount_in_cents: 2500, payment_method_types: ['bank_transfer'] },
+          { name: 'Libre', amount_in_cents: 2500 },
+        ],
+      },
     });
     const { page, close } = await openPage(res.body.checkout_url);
     expect(await page.locator('button#bank_transfer').count()).toBe(1);

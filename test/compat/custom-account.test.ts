@@ -21,7 +21,7 @@ const ledger = (sourceId: string) =>
   }>;
 
 describe('custom_account_id', () => {
-  it("puts the checkout, its payment and the ledger charge on the connected child, by its sandbox or live id", async () => {
+  it('puts the checkout, its payment and the ledger charge on the connected child, by its sandbox or live id', async () => {
     const platform = s.installation.sandbox_id;
     const made = await s.api('POST', '/connected_accounts', { body: { email: 'tienda@example.com', name: 'Tienda hija' } });
     expect(made.status).toBe(201);
@@ -60,7 +60,10 @@ describe('custom_account_id', () => {
     // Through X-ACCOUNT-ID the request already acts inside a child; naming another hop is refused.
     const child = (await s.api('POST', '/connected_accounts', { body: { email: 'otra@example.com' } })).body.id;
     const sibling = (await s.api('POST', '/connected_accounts', { body: { email: 'tercera@example.com' } })).body.id;
-    const hop = await s.api('POST', '/checkouts', { headers: { 'x-account-id': child }, body: { custom_account_id: sibling, items: [{ amount_in_cents: 10000 }] } });
+    const hop = await s.api('POST', '/checkouts', {
+      headers: { 'x-account-id': child },
+      body: { custom_account_id: sibling, items: [{ amount_in_cents: 10000 }] },
+    });
     expect(hop.status).toBe(400);
     // Naming the acting account itself is the same as not naming one.
     const self = await s.api('POST', '/checkouts', { body: { custom_account_id: s.installation.sandbox_id, items: [{ amount_in_cents: 10000 }] } });

@@ -91,7 +91,10 @@ async function newCheckout(key?: string) {
 
 type Call = { callback: string; origin: string; arg: { type: string; message: string }; keys: string[] };
 
-async function openShop(shop: string, checkoutUrl: string): Promise<{ page: Page; frame: () => Promise<Frame>; calls: () => Promise<Call[]>; close: () => Promise<void> }> {
+async function openShop(
+  shop: string,
+  checkoutUrl: string,
+): Promise<{ page: Page; frame: () => Promise<Frame>; calls: () => Promise<Call[]>; close: () => Promise<void> }> {
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${shop}/?checkout=${encodeURIComponent(checkoutUrl)}`);

@@ -42,7 +42,12 @@ async function delivered(): Promise<Event[]> {
 
 async function paidOrder(orderId: string): Promise<{ checkout_id: string; payment_intent_id: string; intent_id: string }> {
   const ch = await s.api('POST', '/checkouts', {
-    body: { checkout: { items: [{ name: 'Pedido', amount_in_cents: 5000, currency: 'GTQ', quantity: 1, charge_type: 'one_time' }], metadata: { wc_order_id: orderId, source: 'woocommerce' } } },
+    body: {
+      checkout: {
+        items: [{ name: 'Pedido', amount_in_cents: 5000, currency: 'GTQ', quantity: 1, charge_type: 'one_time' }],
+        metadata: { wc_order_id: orderId, source: 'woocommerce' },
+      },
+    },
   });
   expect(ch.status).toBe(201);
   const paid = await s.api('POST', `/test_helpers/checkouts/${ch.body.id}/pay`, { body: { method: 'card', outcome: 'succeeded' } });
@@ -87,7 +92,10 @@ describe('event formats (spec 6.3)', () => {
     expect(unified.legacy_id).toBe(second.payment_intent_id);
 
     const all = await delivered();
-    expect(all.find((e) => e.event_type === 'intent.succeeded' && e.id === first.intent_id)?.checkout.metadata).toEqual({ wc_order_id: '1001', source: 'woocommerce' });
+    expect(all.find((e) => e.event_type === 'intent.succeeded' && e.id === first.intent_id)?.checkout.metadata).toEqual({
+      wc_order_id: '1001',
+      source: 'woocommerce',
+    });
     expect(all.filter((e) => e.event_type === 'payment_intent.succeeded').map((e) => e.id)).toEqual([second.payment_intent_id]);
     // GET /intents/{id} is the same document.
     const doc = await s.api('GET', `/intents/${second.intent_id}`);
@@ -105,7 +113,10 @@ describe('event formats (spec 6.3)', () => {
     await runPosd(['accounts', 'set', s.installation.sandbox_id, '--event-formats', 'both', '--data', s.dataDir]);
     const fourth = await paidOrder('1004');
     await waitForEvent((e) => e.event_type === 'payment_intent.succeeded' && e.id === fourth.payment_intent_id);
-    expect((await delivered()).filter((e) => e.event_type === 'payment_intent.succeeded').map((e) => e.id)).toEqual([second.payment_intent_id, fourth.payment_intent_id]);
+    expect((await delivered()).filter((e) => e.event_type === 'payment_intent.succeeded').map((e) => e.id)).toEqual([
+      second.payment_intent_id,
+      fourth.payment_intent_id,
+    ]);
   });
 
   it('posd init says the formats and when to choose both; accounts settings takes validated embed origins', async () => {

@@ -79,7 +79,9 @@ describe.each(FORMS)('hosted calls, %s bodies', (form, shape) => {
     expect(c.url).toBeTypeOf('string');
 
     // Update of an unpaid checkout: success_url, cancel_url, metadata, expires_at (section 3.2).
-    const updated = await s.api('PATCH', `/checkouts/${c.id}`, { body: shape('checkout', { success_url: 'https://shop.example/ok', metadata: { order_id: '1002' } }) });
+    const updated = await s.api('PATCH', `/checkouts/${c.id}`, {
+      body: shape('checkout', { success_url: 'https://shop.example/ok', metadata: { order_id: '1002' } }),
+    });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ success_url: 'https://shop.example/ok', cancel_url: checkout.cancel_url, metadata: { order_id: '1002' } });
 
@@ -94,7 +96,9 @@ describe.each(FORMS)('hosted calls, %s bodies', (form, shape) => {
     const nested = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ amount_in_cents: 1000, colour: 'red' }] }) });
     expect(nested.status).toBe(400);
     expect(nested.body.errors).toEqual({ 'items.0.colour': ['is not a known parameter'] });
-    const free = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ amount_in_cents: 1000 }], metadata: { colour: 'red', any: { nested: 1 } } }) });
+    const free = await s.api('POST', '/checkouts', {
+      body: shape('checkout', { items: [{ amount_in_cents: 1000 }], metadata: { colour: 'red', any: { nested: 1 } } }),
+    });
     expect(free.status).toBe(201);
   });
 
@@ -110,11 +114,19 @@ describe.each(FORMS)('hosted calls, %s bodies', (form, shape) => {
       payment_method_types: ['card', 'bank_transfer'],
       available_installments: [3, '6', 12],
     });
-    const order = { items: [line('Camisa', 12500, 2), line('Envío: Forza', 3500, 1)], metadata: { wc_order_id: '77', wc_order_key: 'wc_order_k', source: 'woocommerce' } };
+    const order = {
+      items: [line('Camisa', 12500, 2), line('Envío: Forza', 3500, 1)],
+      metadata: { wc_order_id: '77', wc_order_key: 'wc_order_k', source: 'woocommerce' },
+    };
     const created = await s.api('POST', '/checkouts', { body: shape('checkout', order) });
     expect(created.status).toBe(201);
     expect(created.body.total_in_cents).toBe(28500);
-    expect(created.body.items[0]).toMatchObject({ name: 'Camisa', quantity: 2, payment_method_types: ['card', 'bank_transfer'], available_installments: [3, 6, 12] });
+    expect(created.body.items[0]).toMatchObject({
+      name: 'Camisa',
+      quantity: 2,
+      payment_method_types: ['card', 'bank_transfer'],
+      available_installments: [3, 6, 12],
+    });
     // Lines that name neither answer null: whatever the account allows.
     const plain = await s.api('POST', '/checkouts', { body: shape('checkout', { items: [{ amount_in_cents: 1000 }] }) });
     expect(plain.body.items[0]).toMatchObject({ payment_method_types: null, available_installments: null });

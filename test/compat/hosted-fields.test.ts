@@ -39,7 +39,14 @@ describe.each(FORMS)('%s bodies', (form, shape) => {
     const body = { email: `nit.${form}@example.com`, name: 'Comercial S.A.', phone: null, address: null, nit: '1234567-8', metadata: { erp_id: 'C-9' } };
     const created = await s.api('POST', '/customers', { body: shape('customer', body) });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: 'Comercial S.A.', full_name: 'Comercial S.A.', nit: '1234567-8', tax_id: '1234567-8', metadata: { erp_id: 'C-9' }, address: null });
+    expect(created.body).toMatchObject({
+      name: 'Comercial S.A.',
+      full_name: 'Comercial S.A.',
+      nit: '1234567-8',
+      tax_id: '1234567-8',
+      metadata: { erp_id: 'C-9' },
+      address: null,
+    });
 
     const put = await s.api('PUT', `/customers/${created.body.id}`, { body: shape('customer', { address: 'Zona 10', nit: 'CF' }) });
     expect(put.status).toBe(200);

@@ -18,7 +18,9 @@ const pay = (id: string) => s.api('POST', `/test_helpers/checkouts/${id}/pay`, {
 
 describe('webhook endpoints (hosted section 13)', () => {
   it('keep metadata on create, list, get and update, and answer createdAt/updatedAt', async () => {
-    const made = await s.api('POST', '/webhook_endpoints', { body: { url: 'https://shop.example/hooks', description: 'tienda', metadata: { store: 'zona10' } } });
+    const made = await s.api('POST', '/webhook_endpoints', {
+      body: { url: 'https://shop.example/hooks', description: 'tienda', metadata: { store: 'zona10' } },
+    });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body).toMatchObject({ metadata: { store: 'zona10' }, createdAt: made.body.created_at, updatedAt: made.body.updated_at, disabled: false });
     expect(made.body.signingSecret).toBeTruthy();
@@ -34,7 +36,7 @@ describe('webhook endpoints (hosted section 13)', () => {
 });
 
 describe('user_id filters (hosted sections 3 and 5)', () => {
-  it('GET /customers?user_id= and GET /checkouts?user_id= answer that user\'s customer and its checkouts', async () => {
+  it("GET /customers?user_id= and GET /checkouts?user_id= answer that user's customer and its checkouts", async () => {
     const user = await s.api('POST', '/users', { body: { email: 'lucia@example.com', full_name: 'Lucía' } });
     const other = await s.api('POST', '/customers', { body: { email: 'otro@example.com' } });
     const mine = await s.api('POST', '/checkouts', { body: { items: [line], user_id: user.body.id } });
@@ -67,20 +69,38 @@ describe('DELETE /coupons/{id}', () => {
 
 describe('checkouts and refunds answer the hosted objects (hosted sections 3.2 and 8)', () => {
   it('payment and payment_method are null until paid, then name the payment, the payer and the card; discount names its coupon', async () => {
-    const customer = await s.api('POST', '/customers', { body: { email: 'marta@example.com', full_name: 'Marta Ruiz', nit: '123456-7', phone: '+502 5555 0000', address: 'Zona 4' } });
+    const customer = await s.api('POST', '/customers', {
+      body: { email: 'marta@example.com', full_name: 'Marta Ruiz', nit: '123456-7', phone: '+502 5555 0000', address: 'Zona 4' },
+    });
     const coupon = await s.api('POST', '/coupons', { body: { name: 'MENOS5', amount_off_in_cents: 500 } });
     const ch = await s.api('POST', '/checkouts', { body: { items: [line], customer_id: customer.body.id, coupon_codes: ['MENOS5'] } });
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
-    expect(ch.body).toMatchObject({ payment: null, payment_method: null, custom_fields: [], discount: { amount_in_cents: 500, coupon: { id: coupon.body.id, name: 'MENOS5' } } });
+    expect(ch.body).toMatchObject({
+      payment: null,
+      payment_method: null,
+      custom_fields: [],
+      discount: { amount_in_cents: 500, coupon: { id: coupon.body.id, name: 'MENOS5' } },
+    });
 
     const paid = await pay(ch.body.id);
     const got = (await s.api('GET', `/checkouts/${ch.body.id}`)).body;
     expect(got.payment).toEqual({
       id: expect.stringMatching(/^on_/),
-      paymentable: { type: 'OneTimePayment', id: got.payment.id, tax_name: 'Marta Ruiz', tax_id: '123456-7', address: 'Zona 4', phone_number: '+502 5555 0000' },
+      paymentable: {
+        type: 'OneTimePayment',
+        id: got.payment.id,
+        tax_name: 'Marta Ruiz',
+        tax_id: '123456-7',
+        address: 'Zona 4',
+        phone_number: '+502 5555 0000',
+      },
     });
     // The card's own id (pay_m_), not the payment intent's (issue 34).
-    expect(got.payment_method).toEqual({ id: expect.stringMatching(/^pay_m_/), type: 'card', card: { last4: expect.stringMatching(/^\d{4}$/), network: expect.any(String) } });
+    expect(got.payment_method).toEqual({
+      id: expect.stringMatching(/^pay_m_/),
+      type: 'card',
+      card: { last4: expect.stringMatching(/^\d{4}$/), network: expect.any(String) },
+    });
     expect(got.payment_intent_id).toBe(paid.body.payment_intent_id);
     const intent = (await s.api('GET', `/intents/${paid.body.intent_id}`)).body;
     // The same payment id the unified payload names.

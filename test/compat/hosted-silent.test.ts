@@ -43,7 +43,12 @@ describe('POST /refunds {intent_id, amount_in_cents}', () => {
 
     const full = await s.api('POST', '/refunds', { body: { intent_id: p.intent_id, amount_in_cents: 12000 } });
     expect(full.status, JSON.stringify(full.body)).toBe(201);
-    expect(full.body).toMatchObject({ payment_intent_id: p.payment_intent_id, intent_id: p.intent_id, amount_in_cents: 12000, customer_refunded_amount_in_cents: 12000 });
+    expect(full.body).toMatchObject({
+      payment_intent_id: p.payment_intent_id,
+      intent_id: p.intent_id,
+      amount_in_cents: 12000,
+      customer_refunded_amount_in_cents: 12000,
+    });
     expect(refundCount()).toBe(before + 1);
   });
 

@@ -44,7 +44,9 @@ describe('products (hosted section 4)', () => {
       available_installments: [],
       inventory_quantity: null,
     });
-    const put = await s.api('PUT', `/products/${flat.body.id}`, { body: { product: { card_payments_enabled: false, custom_payment_method_settings: true, inventory_quantity: 2 } } });
+    const put = await s.api('PUT', `/products/${flat.body.id}`, {
+      body: { product: { card_payments_enabled: false, custom_payment_method_settings: true, inventory_quantity: 2 } },
+    });
     expect(put.body).toMatchObject({ card_payments_enabled: false, custom_payment_method_settings: true, inventory_quantity: 2, name: 'Plato' });
     const none = await s.api('PATCH', `/products/${flat.body.id}`, { body: { bank_transfer_payments_enabled: false } });
     expect(none.status).toBe(400);
@@ -53,7 +55,13 @@ describe('products (hosted section 4)', () => {
 
   it('the checkout page offers only the methods the product allows, and its lines carry the settings', async () => {
     const p = await s.api('POST', '/products', {
-      body: { name: 'Solo transferencia', custom_payment_method_settings: true, card_payments_enabled: false, available_installments: [3], prices_attributes: [price] },
+      body: {
+        name: 'Solo transferencia',
+        custom_payment_method_settings: true,
+        card_payments_enabled: false,
+        available_installments: [3],
+        prices_attributes: [price],
+      },
     });
     const ch = await s.api('POST', '/checkouts', { body: { items: [{ product_id: p.body.id }] } });
     expect(ch.status).toBe(201);
@@ -102,12 +110,22 @@ describe('products (hosted section 4)', () => {
     expect(changed.body.prices).toHaveLength(1);
     expect(changed.body.prices[0]).toMatchObject({ id: priceId, amount_in_cents: 15000 });
     // The checkout made before the change charges what it was made with, through its payment.
-    expect((await s.api('GET', `/checkouts/${before.body.id}`)).body).toMatchObject({ total_in_cents: 12312, items: [{ price_id: priceId, amount_in_cents: 12312 }] });
+    expect((await s.api('GET', `/checkouts/${before.body.id}`)).body).toMatchObject({
+      total_in_cents: 12312,
+      items: [{ price_id: priceId, amount_in_cents: 12312 }],
+    });
     const paid = await pay(before.body.id);
     expect((await s.api('GET', `/payment_intents/${paid.body.payment_intent_id}`)).body.amount_in_cents).toBe(12312);
     expect((await s.api('POST', '/checkouts', { body: { items: [{ price_id: priceId }] } })).body.total_in_cents).toBe(15000);
 
-    const decimal = await s.api('PATCH', `/products/${p.body.id}`, { body: { prices_attributes: [{ id: priceId, amount_as_decimal: '99.5' }, { amount_as_decimal: '10', currency: 'GTQ' }] } });
+    const decimal = await s.api('PATCH', `/products/${p.body.id}`, {
+      body: {
+        prices_attributes: [
+          { id: priceId, amount_as_decimal: '99.5' },
+          { amount_as_decimal: '10', currency: 'GTQ' },
+        ],
+      },
+    });
     expect(decimal.body.prices.map((x: { amount_in_cents: number }) => x.amount_in_cents)).toEqual([9950, 1000]);
 
     const open = await s.api('POST', '/checkouts', { body: { items: [{ price_id: priceId }] } });
@@ -133,7 +151,13 @@ describe('products (hosted section 4)', () => {
 describe('the product page of storefront_link', () => {
   it('sandbox: shows the product, opens a checkout of it with its URLs and sends the buyer to its checkout page', async () => {
     const p = await s.api('POST', '/products', {
-      body: { name: 'Clase de yoga', description: 'Una hora', success_url: 'https://shop.example/ok', cancel_url: 'https://shop.example/back', prices_attributes: [price] },
+      body: {
+        name: 'Clase de yoga',
+        description: 'Una hora',
+        success_url: 'https://shop.example/ok',
+        cancel_url: 'https://shop.example/back',
+        prices_attributes: [price],
+      },
     });
     const path = new URL(p.body.storefront_link).pathname;
     const browser = new PageClient(s.url);

@@ -18,19 +18,29 @@ afterAll(() => s.stop());
 
 const runDue = () => subscriptionBiller(s.daemon.ctx).runDue();
 const charges = (accountId: string) =>
-  (s.daemon.ctx.db.prepare("SELECT amount_in_cents FROM balance_transactions WHERE account_id = ? AND type = 'charge' ORDER BY seq").all(accountId) as Array<{ amount_in_cents: number }>).map(
-    (r) => r.amount_in_cents,
-  );
+  (
+    s.daemon.ctx.db.prepare("SELECT amount_in_cents FROM balance_transactions WHERE account_id = ? AND type = 'charge' ORDER BY seq").all(accountId) as Array<{
+      amount_in_cents: number;
+    }>
+  ).map((r) => r.amount_in_cents);
 
 describe('inline recurring lines', () => {
-  it('paying starts a subscription on the line\'s schedule, which bills again on its next period', async () => {
+  it("paying starts a subscription on the line's schedule, which bills again on its next period", async () => {
     const customer = await s.api('POST', '/customers', { body: { email: 'sub@example.com', full_name: 'Sofía', address: 'Zona 4' } });
     const order = {
       checkout: {
         customer_id: customer.body.id,
         metadata: { wc_order_id: '501' },
         items: [
-          { name: 'Caja mensual', amount_in_cents: 15000, currency: 'GTQ', quantity: 1, charge_type: 'recurring', billing_interval: 'week', billing_interval_count: '2' },
+          {
+            name: 'Caja mensual',
+            amount_in_cents: 15000,
+            currency: 'GTQ',
+            quantity: 1,
+            charge_type: 'recurring',
+            billing_interval: 'week',
+            billing_interval_count: '2',
+          },
           { name: 'Cuota de inscripción', amount_in_cents: 5000, currency: 'GTQ', quantity: 1, charge_type: 'one_time' },
         ],
       },
@@ -38,7 +48,12 @@ describe('inline recurring lines', () => {
     const ch = await s.api('POST', '/checkouts', { body: order });
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
     expect(ch.body.total_in_cents).toBe(20000);
-    expect(ch.body.items[0]).toMatchObject({ name: 'Caja mensual', amount_in_cents: 15000, product_id: expect.stringMatching(/^prod_/), price_id: expect.stringMatching(/^price_/) });
+    expect(ch.body.items[0]).toMatchObject({
+      name: 'Caja mensual',
+      amount_in_cents: 15000,
+      product_id: expect.stringMatching(/^prod_/),
+      price_id: expect.stringMatching(/^price_/),
+    });
     expect(ch.body.items[1]).toMatchObject({ product_id: null, price_id: null });
     const price = await s.api('GET', `/products/${ch.body.items[0].product_id}`);
     expect(price.body.prices[0]).toMatchObject({ charge_type: 'recurring', billing_interval: 'week', billing_interval_count: 2, amount_in_cents: 15000 });

@@ -28,11 +28,17 @@ const at = (days: number) => new Date(T0 + days * DAY).toISOString();
 const runDue = () => subscriptionBiller(s.daemon.ctx).runDue();
 const sbx = () => s.installation.sandbox_id;
 const charges = () =>
-  (s.daemon.ctx.db.prepare("SELECT amount_in_cents FROM balance_transactions WHERE account_id = ? AND type = 'charge' ORDER BY seq").all(sbx()) as Array<{ amount_in_cents: number }>).map(
-    (r) => r.amount_in_cents,
-  );
+  (
+    s.daemon.ctx.db.prepare("SELECT amount_in_cents FROM balance_transactions WHERE account_id = ? AND type = 'charge' ORDER BY seq").all(sbx()) as Array<{
+      amount_in_cents: number;
+    }>
+  ).map((r) => r.amount_in_cents);
 const eventsOf = (objectIds: string[]) =>
-  (s.daemon.ctx.db.prepare("SELECT type, object_id, payload FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[])
+  (
+    s.daemon.ctx.db
+      .prepare("SELECT type, object_id, payload FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq")
+      .all() as any[]
+  )
     .filter((e) => objectIds.includes(e.object_id))
     .map((e) => ({ type: e.type as string, payload: JSON.parse(e.payload) }));
 const subscriptionOf = async (checkoutId: string) => {
@@ -135,7 +141,19 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
   it('a checkout of a trial line only is paid with 0: no money moves, the subscription starts its trial', async () => {
     clock.set(T0);
     const ch = await s.api('POST', '/checkouts', {
-      body: { customer_id: customerId, items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week', free_trial_interval_count: 1 }] },
+      body: {
+        customer_id: customerId,
+        items: [
+          {
+            name: 'Plan',
+            amount_in_cents: 9900,
+            charge_type: 'recurring',
+            billing_interval: 'month',
+            free_trial_interval: 'week',
+            free_trial_interval_count: 1,
+          },
+        ],
+      },
     });
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
     expect(ch.body.total_in_cents).toBe(0);
@@ -147,28 +165,70 @@ describe('inline recurring lines with a free trial and an automatic end', () => 
     expect(sub).toMatchObject({ status: 'active', amount_in_cents: 9900, trial_end: at(7), current_period_end: at(7), periods_paid: 0 });
     // A zero trial count is "no trial" (the plugin's plain subscriptions): charged now, as before.
     const plain = await s.api('POST', '/checkouts', {
-      body: { items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'day', free_trial_interval_count: 0 }] },
+      body: {
+        items: [
+          {
+            name: 'Plan',
+            amount_in_cents: 9900,
+            charge_type: 'recurring',
+            billing_interval: 'month',
+            free_trial_interval: 'day',
+            free_trial_interval_count: 0,
+          },
+        ],
+      },
     });
     expect(plain.body.total_in_cents).toBe(9900);
     // The hosted service's own "no trial" (`""`, 0) sent back, on a line and on a price.
     const empty = await s.api('POST', '/checkouts', {
-      body: { items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: '', free_trial_interval_count: 0 }] },
+      body: {
+        items: [
+          { name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: '', free_trial_interval_count: 0 },
+        ],
+      },
     });
     expect(empty.status, JSON.stringify(empty.body)).toBe(201);
     expect(empty.body.total_in_cents).toBe(9900);
     const price = await s.api('POST', '/products', {
-      body: { product: { name: 'Sin prueba', prices_attributes: [{ amount_in_cents: 9900, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval: '', free_trial_interval_count: 0 }] } },
+      body: {
+        product: {
+          name: 'Sin prueba',
+          prices_attributes: [
+            {
+              amount_in_cents: 9900,
+              currency: 'GTQ',
+              charge_type: 'recurring',
+              billing_interval: 'month',
+              free_trial_interval: '',
+              free_trial_interval_count: 0,
+            },
+          ],
+        },
+      },
     });
     expect(price.status, JSON.stringify(price.body)).toBe(201);
     expect(price.body.prices[0]).toMatchObject({ free_trial_interval: null, free_trial_interval_count: null });
     // A trial keeps a card for its first charge: a trial line payable only by bank transfer is refused.
     const noCard = await s.api('POST', '/checkouts', {
-      body: { items: [{ name: 'Plan', amount_in_cents: 9900, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week', payment_method_types: ['bank_transfer'] }] },
+      body: {
+        items: [
+          {
+            name: 'Plan',
+            amount_in_cents: 9900,
+            charge_type: 'recurring',
+            billing_interval: 'month',
+            free_trial_interval: 'week',
+            payment_method_types: ['bank_transfer'],
+          },
+        ],
+      },
     });
     expect(noCard.status).toBe(400);
     expect(noCard.body.errors).toHaveProperty(['items.0.payment_method_types']);
     // A trial on a one-time line is not dropped: it is refused.
-    const oneTime = await s.api('POST', '/checkouts', { body: { items: [{ name: 'Taza', amount_in_cents: 9900, charge_type: 'one_time', free_trial_interval: 'day' }] } });
+    const oneTime = await s.api('POST', '/checkouts', {
+      body: { items: [{ name: 'Taza', amount_in_cents: 9900, charge_type: 'one_time', free_trial_interval: 'day' }] },
+    });
     expect(oneTime.status).toBe(400);
     expect(oneTime.body.errors).toHaveProperty(['items.0.charge_type']);
   });
@@ -186,7 +246,14 @@ describe('price period limits', () => {
         product: {
           name: 'x',
           prices_attributes: [
-            { amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', periods_before_automatic_cancellation: 2, periods_before_allowed_to_cancel: 3 },
+            {
+              amount_in_cents: 1000,
+              currency: 'GTQ',
+              charge_type: 'recurring',
+              billing_interval: 'month',
+              periods_before_automatic_cancellation: 2,
+              periods_before_allowed_to_cancel: 3,
+            },
           ],
         },
       },
@@ -203,7 +270,12 @@ describe('price period limits', () => {
       ['defer_to_billing_day', true],
     ] as const) {
       const r = await s.api('POST', '/products', {
-        body: { product: { name: 'x', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', [field]: value }] } },
+        body: {
+          product: {
+            name: 'x',
+            prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', [field]: value }],
+          },
+        },
       });
       expect(r.status, field).toBe(400);
       expect(r.body.code, field).toBe('unknown_parameter');
@@ -212,7 +284,9 @@ describe('price period limits', () => {
     expect((await s.api('GET', '/products?items=100')).headers['total-count']).toBe(before);
     // Answered as what posd does, as the hosted price object carries them.
     const made = await s.api('POST', '/products', {
-      body: { product: { name: 'Mensual', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month' }] } },
+      body: {
+        product: { name: 'Mensual', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month' }] },
+      },
     });
     expect(made.status).toBe(201);
     expect(made.body.prices[0]).toMatchObject({ proration_behavior: null, billing_cycle_anchor_day: null, defer_to_billing_day: false });
@@ -225,7 +299,14 @@ describe('price period limits', () => {
         product: {
           name: 'Gimnasio 3 meses mínimo',
           prices_attributes: [
-            { amount_in_cents: 20000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', periods_before_allowed_to_cancel: '2', periods_before_automatic_cancellation: 12 },
+            {
+              amount_in_cents: 20000,
+              currency: 'GTQ',
+              charge_type: 'recurring',
+              billing_interval: 'month',
+              periods_before_allowed_to_cancel: '2',
+              periods_before_automatic_cancellation: 12,
+            },
           ],
         },
       },
@@ -313,7 +394,14 @@ describe('the hosted subscription object', () => {
       next_payment_attempt_at: got.current_period_end,
       payment_retries: 0,
       default_payment_method: { id: expect.stringMatching(/^pay_m_/), type: 'card', card: { last4: '4242', network: 'visa' } },
-      subscriber: { id: customerId, first_name: 'Sofía', last_name: 'Pérez Luna', full_name: 'Sofía Pérez Luna', email: 'sofia@example.com', phone_number: '+50255550123' },
+      subscriber: {
+        id: customerId,
+        first_name: 'Sofía',
+        last_name: 'Pérez Luna',
+        full_name: 'Sofía Pérez Luna',
+        email: 'sofia@example.com',
+        phone_number: '+50255550123',
+      },
       checkout: { id: ch.body.id },
       product: { id: ch.body.items[0].product_id },
     });
@@ -337,9 +425,18 @@ describe('POST /one_time_payments', () => {
     const intentEvents = () => (s.daemon.ctx.db.prepare("SELECT count(*) AS n FROM events WHERE type = 'intent.succeeded'").get() as { n: number }).n;
     const intentsBefore = intentEvents();
 
-    const r = await s.api('POST', '/one_time_payments', { body: { one_time_payment: { payment_method_id: pm, items: [{ name: 'Toalla', amount_in_cents: 2500, currency: 'GTQ', quantity: 2 }] } } });
+    const r = await s.api('POST', '/one_time_payments', {
+      body: { one_time_payment: { payment_method_id: pm, items: [{ name: 'Toalla', amount_in_cents: 2500, currency: 'GTQ', quantity: 2 }] } },
+    });
     expect(r.status, JSON.stringify(r.body)).toBe(201);
-    expect(r.body).toMatchObject({ id: expect.stringMatching(/^on_/), status: 'paid', amount_in_cents: 5000, currency: 'GTQ', customer_id: customerId, payment_method_id: pm });
+    expect(r.body).toMatchObject({
+      id: expect.stringMatching(/^on_/),
+      status: 'paid',
+      amount_in_cents: 5000,
+      currency: 'GTQ',
+      customer_id: customerId,
+      payment_method_id: pm,
+    });
     expect(charges()).toEqual([...before, 5000]);
     expect(intentEvents()).toBe(intentsBefore + 1);
     const pi = await s.api('GET', `/payment_intents/${r.body.payment_intent_id}`);
@@ -365,7 +462,9 @@ describe('POST /one_time_payments', () => {
     const unknownPm = await s.api('POST', '/one_time_payments', { body: { payment_method_id: 'pay_m_nope', items: [line] } });
     expect(unknownPm.status).toBe(400);
     expect(unknownPm.body.errors).toHaveProperty('payment_method_id');
-    const recurring = await s.api('POST', '/one_time_payments', { body: { payment_method_id: pm, items: [{ ...line, charge_type: 'recurring', billing_interval: 'month' }] } });
+    const recurring = await s.api('POST', '/one_time_payments', {
+      body: { payment_method_id: pm, items: [{ ...line, charge_type: 'recurring', billing_interval: 'month' }] },
+    });
     expect(recurring.status).toBe(400);
     expect(recurring.body.errors).toHaveProperty(['items.0.charge_type']);
     const extra = await s.api('POST', '/one_time_payments', { body: { payment_method_id: pm, items: [line], cvv: '123' } });
@@ -387,7 +486,10 @@ describe('POST /one_time_payments', () => {
     const live = s.installation.keys.live;
     const product = await s.api('POST', '/products', {
       key: live,
-      body: { name: 'Plan live', prices_attributes: [{ amount_in_cents: 15000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week' }] },
+      body: {
+        name: 'Plan live',
+        prices_attributes: [{ amount_in_cents: 15000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week' }],
+      },
     });
     expect(product.status, JSON.stringify(product.body)).toBe(201);
     const sub = await s.api('POST', '/subscriptions', { key: live, body: { price_id: product.body.prices[0].id, card: { network: 'visa', last4: '1111' } } });

@@ -16,7 +16,9 @@ afterAll(() => s.stop());
 
 type Row = { account_id: string; type: string; amount_in_cents: number; source_id: string };
 const ledgerOf = (accountId: string) =>
-  s.daemon.ctx.db.prepare('SELECT account_id, type, amount_in_cents, source_id FROM balance_transactions WHERE account_id = ? ORDER BY seq').all(accountId) as Row[];
+  s.daemon.ctx.db
+    .prepare('SELECT account_id, type, amount_in_cents, source_id FROM balance_transactions WHERE account_id = ? ORDER BY seq')
+    .all(accountId) as Row[];
 const eventsOf = (objectId: string) =>
   s.daemon.ctx.db.prepare('SELECT type, account_id FROM events WHERE object_id = ? ORDER BY type').all(objectId) as Array<{ type: string; account_id: string }>;
 
@@ -42,13 +44,32 @@ describe('transfer_setups', () => {
     });
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
     expect(ch.body.transfer_setups).toEqual([
-      { id: expect.stringMatching(/^ts_/), status: 'pending', amount_in_cents: 2000, currency: 'GTQ', recipient_id: platform, transfer_id: null, failure_reason: null },
-      { id: expect.stringMatching(/^ts_/), status: 'pending', amount_in_cents: 1000, currency: 'GTQ', recipient_id: partner, transfer_id: null, failure_reason: null },
+      {
+        id: expect.stringMatching(/^ts_/),
+        status: 'pending',
+        amount_in_cents: 2000,
+        currency: 'GTQ',
+        recipient_id: platform,
+        transfer_id: null,
+        failure_reason: null,
+      },
+      {
+        id: expect.stringMatching(/^ts_/),
+        status: 'pending',
+        amount_in_cents: 1000,
+        currency: 'GTQ',
+        recipient_id: partner,
+        transfer_id: null,
+        failure_reason: null,
+      },
     ]);
     // Nothing moves before the payment.
     expect(ledgerOf(platform)).toEqual([]);
 
-    const paid = await s.api('POST', `/test_helpers/checkouts/${ch.body.id}/pay`, { headers: { 'x-account-id': seller }, body: { method: 'card', outcome: 'succeeded' } });
+    const paid = await s.api('POST', `/test_helpers/checkouts/${ch.body.id}/pay`, {
+      headers: { 'x-account-id': seller },
+      body: { method: 'card', outcome: 'succeeded' },
+    });
     expect(paid.status, JSON.stringify(paid.body)).toBe(200);
     const after = await s.api('GET', `/checkouts/${ch.body.id}`, { headers: { 'x-account-id': seller } });
     const [toPlatform, toPartner] = after.body.transfer_setups;
@@ -76,7 +97,10 @@ describe('transfer_setups', () => {
       body: { custom_account_id: seller, items: [{ amount_in_cents: 10000 }], transfer_setups: [{ amount_in_cents: 10000 }] },
     });
     expect(ch.status).toBe(201);
-    const paid = await s.api('POST', `/test_helpers/checkouts/${ch.body.id}/pay`, { headers: { 'x-account-id': seller }, body: { method: 'card', outcome: 'succeeded' } });
+    const paid = await s.api('POST', `/test_helpers/checkouts/${ch.body.id}/pay`, {
+      headers: { 'x-account-id': seller },
+      body: { method: 'card', outcome: 'succeeded' },
+    });
     expect(paid.status).toBe(200);
     const after = await s.api('GET', `/checkouts/${ch.body.id}`, { headers: { 'x-account-id': seller } });
     expect(after.body.status).toBe('paid');
@@ -84,10 +108,20 @@ describe('transfer_setups', () => {
     expect(after.body.transfer_setups[0]).toMatchObject({ status: 'failed', transfer_id: null, failure_reason: expect.stringContaining('insufficient_funds') });
     expect(ledgerOf(seller).map((r) => r.type)).toEqual(['charge']);
 
-    const over = await s.api('POST', '/checkouts', { body: { items: [{ amount_in_cents: 1000 }], transfer_setups: [{ amount_in_cents: 600, recipient_id: seller }, { amount_in_cents: 600, recipient_id: seller }] } });
+    const over = await s.api('POST', '/checkouts', {
+      body: {
+        items: [{ amount_in_cents: 1000 }],
+        transfer_setups: [
+          { amount_in_cents: 600, recipient_id: seller },
+          { amount_in_cents: 600, recipient_id: seller },
+        ],
+      },
+    });
     expect(over.status).toBe(400);
     expect(over.body.errors).toHaveProperty('transfer_setups');
-    const nobody = await s.api('POST', '/checkouts', { body: { items: [{ amount_in_cents: 1000 }], transfer_setups: [{ amount_in_cents: 100, recipient_id: 'ac_nothere1' }] } });
+    const nobody = await s.api('POST', '/checkouts', {
+      body: { items: [{ amount_in_cents: 1000 }], transfer_setups: [{ amount_in_cents: 100, recipient_id: 'ac_nothere1' }] },
+    });
     expect(nobody.status).toBe(400);
     expect(nobody.body.errors).toHaveProperty(['transfer_setups.0.recipient_id']);
     // The platform's own checkout has no platform above it to default to.

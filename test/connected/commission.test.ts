@@ -53,7 +53,9 @@ beforeAll(async () => {
       }
       const r = JSON.parse(body);
       certified.push(r);
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ document_id: `DTE-${r.invoice_id}`, url: `https://fel.example/${r.invoice_id}` }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ document_id: `DTE-${r.invoice_id}`, url: `https://fel.example/${r.invoice_id}` }));
     });
   });
   await new Promise<void>((r) => certifier.listen(0, '127.0.0.1', r));
@@ -108,7 +110,13 @@ describe('commission invoicing (spec 2.8) and the daily commission invoice', () 
     expect(issued.every((e) => e.to === s.installation.sandbox_id && e.connected === true && e.account_id === a)).toBe(true);
     const gtq = issued.find((e) => e.invoice.currency === 'GTQ');
     expect(gtq).toMatchObject({ to: s.installation.sandbox_id, account_id: a, connected: true });
-    expect(gtq.invoice).toMatchObject({ account_id: a, day: '2026-06-01', total_in_cents: 1350, status: 'issued', url: expect.stringMatching(/^https:\/\/fel\.example\//) });
+    expect(gtq.invoice).toMatchObject({
+      account_id: a,
+      day: '2026-06-01',
+      total_in_cents: 1350,
+      status: 'issued',
+      url: expect.stringMatching(/^https:\/\/fel\.example\//),
+    });
     expect(gtq.invoice.commission_in_cents + gtq.invoice.vat_in_cents).toBe(1350);
     expect(certified.map((c) => c.buyer_tax_id)).toEqual(['CF', 'CF']);
     const list = await s.api('GET', `/connected_accounts/${a}/commission_invoices`);

@@ -60,7 +60,9 @@ describe('POST /connected_accounts (spec 4.11)', () => {
   });
 
   it('a rejected resubmission emits verification.rejected with document_errors, once', async () => {
-    const r = await s.api('POST', '/connected_accounts', { body: { email: 'bella@example.com', documents: { tax_registration: badTax, proof_of_address: proof } } });
+    const r = await s.api('POST', '/connected_accounts', {
+      body: { email: 'bella@example.com', documents: { tax_registration: badTax, proof_of_address: proof } },
+    });
     expect(r.body.verification).toMatchObject({
       status: 'rejected',
       document_errors: { tax_registration: ['nit has a wrong check digit'] },

@@ -12,7 +12,11 @@ let mail: Mailbox;
 let templateId: string;
 
 const form = async (url: string, fields: Record<string, string>) => {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
   return { status: res.statusCode, text: await res.body.text(), headers: res.headers };
 };
 const sandboxCode = (html: string) => /id="sandbox-code">[^<]*<strong>(\d{6})</.exec(html)?.[1];
@@ -46,7 +50,10 @@ describe('contract templates and contracts (spec 2.3, 2.4, 4.8)', () => {
     expect(got.body).toMatchObject({ id: templateId, signature_required_before: 'confirmation', signature_valid_for_months: 12, service_ids: [] });
     expect(got.body.fields).toHaveLength(3);
     expect((await s.api('GET', '/contract_templates')).body).toHaveLength(1);
-    expect((await s.api('POST', '/contract_templates', { body: { name: 'x', body: 'y', fields: [{ key: 'Bad Key', label: 'l', kind: 'text', required: true }] } })).status).toBe(400);
+    expect(
+      (await s.api('POST', '/contract_templates', { body: { name: 'x', body: 'y', fields: [{ key: 'Bad Key', label: 'l', kind: 'text', required: true }] } }))
+        .status,
+    ).toBe(400);
   });
 
   it('422 service_name_required and invalid customer; nothing is created', async () => {
@@ -63,10 +70,21 @@ describe('contract templates and contracts (spec 2.3, 2.4, 4.8)', () => {
 
   it('sends: contract.send, the link by e-mail; a charge that takes no payment before the signature', async () => {
     const r = await s.api('POST', '/contracts', {
-      body: { template_id: templateId, service_name: 'Botox <3 zonas>', customer: { name: 'Ana Pérez', phone: '+50255550000', email: 'ana@example.com' }, charge_amount_in_cents: 150000 },
+      body: {
+        template_id: templateId,
+        service_name: 'Botox <3 zonas>',
+        customer: { name: 'Ana Pérez', phone: '+50255550000', email: 'ana@example.com' },
+        charge_amount_in_cents: 150000,
+      },
     });
     expect(r.status).toBe(201);
-    expect(r.body).toMatchObject({ status: 'sent', title: 'Consentimiento de tratamiento', pdf_available: false, body_sha256: null, customer: { name: 'Ana Pérez', email: 'ana@example.com' } });
+    expect(r.body).toMatchObject({
+      status: 'sent',
+      title: 'Consentimiento de tratamiento',
+      pdf_available: false,
+      body_sha256: null,
+      customer: { name: 'Ana Pérez', email: 'ana@example.com' },
+    });
     expect(r.body.signing_url).toMatch(new RegExp(`^${s.url}/sign/[0-9A-Za-z]{32}$`));
     const ev = s.daemon.ctx.db.prepare("SELECT count(*) AS n FROM events WHERE type = 'contract.send'").get() as any;
     expect(ev.n).toBe(1);
@@ -93,7 +111,11 @@ describe('contract templates and contracts (spec 2.3, 2.4, 4.8)', () => {
     const fields = { field_dpi: '1234567890101', field_acepto: 'on' };
     const superseded = await form(`${contract.signing_url}/complete`, { code: first, action: 'sign', ...fields });
     expect(first === second ? 200 : superseded.status).toBe(first === second ? 200 : 400);
-    const forged = await form(`${contract.signing_url}/complete`, { code: String((Number(second) + 1) % 1_000_000).padStart(6, '0'), action: 'sign', ...fields });
+    const forged = await form(`${contract.signing_url}/complete`, {
+      code: String((Number(second) + 1) % 1_000_000).padStart(6, '0'),
+      action: 'sign',
+      ...fields,
+    });
     expect(forged.status).toBe(400);
     expect(forged.text).toContain('id="error"');
     const missing = await form(`${contract.signing_url}/complete`, { code: second, action: 'sign', field_dpi: '1234567890101' });
@@ -128,7 +150,9 @@ describe('contract templates and contracts (spec 2.3, 2.4, 4.8)', () => {
   });
 
   it('a reminder 48 hours after sending if unsigned, once; expiry later', async () => {
-    const r = await s.api('POST', '/contracts', { body: { template_id: templateId, service_name: 'Limpieza', customer: { name: 'Luis', phone: '+50255551111', email: 'luis@example.com' } } });
+    const r = await s.api('POST', '/contracts', {
+      body: { template_id: templateId, service_name: 'Limpieza', customer: { name: 'Luis', phone: '+50255551111', email: 'luis@example.com' } },
+    });
     await mail.next(); // the link
     clock.advance(47 * 3600_000);
     await contractsWorker(s.daemon.ctx).runDue();

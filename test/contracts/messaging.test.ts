@@ -15,7 +15,11 @@ const nextMessage = async (n: number) => {
 };
 
 const form = async (url: string, fields: Record<string, string>) => {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
   return { status: res.statusCode, text: await res.body.text() };
 };
 
@@ -62,7 +66,9 @@ describe('contracts over the messaging gateway', () => {
 
   it('a gateway that fails: the page says so; e-mail is not offered without SMTP', async () => {
     const t = await s.api('POST', '/contract_templates', { body: { name: 'Otro', body: '<p>{nombre}</p>' } });
-    const c = await s.api('POST', '/contracts', { body: { template_id: t.body.id, customer: { name: 'Juan', phone: '+50255554444', email: 'juan@example.com' } } });
+    const c = await s.api('POST', '/contracts', {
+      body: { template_id: t.body.id, customer: { name: 'Juan', phone: '+50255554444', email: 'juan@example.com' } },
+    });
     await nextMessage(3);
     const page = await (await request(c.body.signing_url)).body.text();
     expect(page).toContain('id="send-messaging"');

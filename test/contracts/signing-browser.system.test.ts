@@ -38,7 +38,9 @@ async function newContract(email: string) {
       ],
     },
   });
-  const c = await s.api('POST', '/contracts', { body: { template_id: t.body.id, service_name: 'Corte y tinte', customer: { name: 'María José', phone: '+50255552222', email } } });
+  const c = await s.api('POST', '/contracts', {
+    body: { template_id: t.body.id, service_name: 'Corte y tinte', customer: { name: 'María José', phone: '+50255552222', email } },
+  });
   expect(c.status).toBe(201);
   await mail.next(); // the signing link
   return c.body;

@@ -17,8 +17,7 @@ async function coupon(body: Record<string, unknown>): Promise<string> {
   return r.body.id;
 }
 
-const apply = (draft: Partial<CheckoutDraft>) =>
-  applyCoupons(s.daemon.ctx, account, { items: [], currency: 'GTQ', ...draft } as CheckoutDraft);
+const apply = (draft: Partial<CheckoutDraft>) => applyCoupons(s.daemon.ctx, account, { items: [], currency: 'GTQ', ...draft } as CheckoutDraft);
 
 function reason(draft: Partial<CheckoutDraft>): string[] {
   try {
@@ -128,7 +127,10 @@ describe('applying coupons to a checkout (spec 2.7)', () => {
     expect(r.applied).toEqual([{ coupon_id: auto, name: 'AUTO10', display_name: null, amount_off_in_cents: 3000, automatic: true }]);
     // A typed code and the automatic coupon stack; together they never pass the subtotal.
     const both = apply({ items: [shoes], coupon_codes: ['ZAP20'] });
-    expect(both.applied.map((a) => [a.name, a.amount_off_in_cents])).toEqual([['ZAP20', 6000], ['AUTO10', 3000]]);
+    expect(both.applied.map((a) => [a.name, a.amount_off_in_cents])).toEqual([
+      ['ZAP20', 6000],
+      ['AUTO10', 3000],
+    ]);
     expect(both.total_in_cents).toBe(21000);
     await s.api('PATCH', `/coupons/${auto}`, { body: { automatically_applies: false } });
     expect(apply({ items: [shoes] }).applied).toEqual([]);

@@ -1,6 +1,15 @@
 import { describe, expect, test } from 'vitest';
 import { openDatabase, setCommitGate, tx, type Db } from '../../src/db/database.js';
-import { logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../../src/db/change-capture.js';
+import {
+  logPosition,
+  replayChanges,
+  setLogPosition,
+  snapshotChanges,
+  startCapture,
+  stopCapture,
+  takeChanges,
+  type RowChange,
+} from '../../src/db/change-capture.js';
 
 // The central's one log at the SQLite end (docs/central.md, "One log"): what a leader's connection
 // captures is what a standby's replay needs to hold the same rows, for rowid tables, WITHOUT ROWID

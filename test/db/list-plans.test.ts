@@ -59,8 +59,14 @@ function expectIndexed(db: Db, selects: string[], table: string): void {
   for (const sql of lists) {
     const plan = planOf(db, sql);
     // A SCAN of json_each is the list of accounts a statement is given, not a table.
-    expect(plan.filter((d) => /^SCAN (?!json_each)/.test(d) || /TEMP B-TREE/.test(d)), `${sql}\n${plan.join('\n')}`).toEqual([]);
-    expect(plan.some((d) => /^SEARCH \w+ USING (COVERING )?(INDEX|PRIMARY KEY)/.test(d)), `${sql}\n${plan.join('\n')}`).toBe(true);
+    expect(
+      plan.filter((d) => /^SCAN (?!json_each)/.test(d) || /TEMP B-TREE/.test(d)),
+      `${sql}\n${plan.join('\n')}`,
+    ).toEqual([]);
+    expect(
+      plan.some((d) => /^SEARCH \w+ USING (COVERING )?(INDEX|PRIMARY KEY)/.test(d)),
+      `${sql}\n${plan.join('\n')}`,
+    ).toBe(true);
   }
 }
 

@@ -36,7 +36,9 @@ describe('deploy/haproxy.cfg', () => {
     expect(cfg).toMatch(/acl sync_path path_beg \/sync\/\n\s+use_backend posd_fronts if sync_path\n\s+default_backend posd_core\n/);
     expect(cfg).toMatch(/backend posd_fronts\n[\s\S]*option httpchk GET \/healthz[\s\S]*server front1 127\.0\.0\.1:4301\n\s+server front2 127\.0\.0\.1:4302\n/);
     // Two cores, each asked whether it leads: a standby's 503 at /readyz takes it out.
-    expect(cfg).toMatch(/backend posd_core\n[\s\S]*option httpchk GET \/readyz\n\s+http-check expect status 200\n[\s\S]*server core1 127\.0\.0\.1:4300\n\s+server core2 127\.0\.0\.1:4303/);
+    expect(cfg).toMatch(
+      /backend posd_core\n[\s\S]*option httpchk GET \/readyz\n\s+http-check expect status 200\n[\s\S]*server core1 127\.0\.0\.1:4300\n\s+server core2 127\.0\.0\.1:4303/,
+    );
     // No fixed maxconn (it refuses to start under a file limit below about twice its value): derived
     // from the limit, capped by fd-hard-limit.
     expect(cfg).not.toMatch(/^\s*maxconn\b/m);

@@ -1,15 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ACK,
-  encodeFrame,
-  ETX,
-  FrameParser,
-  framePayload,
-  lrc,
-  NAK,
-  STX,
-  type FrameToken,
-} from '../../devices/protocol/index.js';
+import { ACK, encodeFrame, ETX, FrameParser, framePayload, lrc, NAK, STX, type FrameToken } from '../../devices/protocol/index.js';
 
 /** Feeds `input` split into the given chunk lengths and collects every token. */
 async function parse(input: Buffer, cuts: number[] = [], maxPayloadBytes?: number): Promise<FrameToken[]> {
@@ -119,10 +109,7 @@ describe('FrameParser', () => {
 
   it('reports a frame cut short by a new STX and keeps the new frame', async () => {
     const input = Buffer.concat([a.subarray(0, 6), b]);
-    expect(show(await parse(input, [3]))).toEqual([
-      'fault:{"truncated":true,"bytes":5}',
-      `frame:${b.subarray(1, -2)}`,
-    ]);
+    expect(show(await parse(input, [3]))).toEqual(['fault:{"truncated":true,"bytes":5}', `frame:${b.subarray(1, -2)}`]);
   });
 
   it('drops an oversized frame and resynchronises, even when its LRC looks like ACK', async () => {
@@ -131,11 +118,7 @@ describe('FrameParser', () => {
     const input = Buffer.concat([big, a, Buffer.from([NAK])]);
     for (const cut of [0, 1, 50, big.length - 1, big.length]) {
       const tokens = await parse(input, [cut], 64);
-      expect(show(tokens), `split at ${cut}`).toEqual([
-        'fault:{"oversized":true,"bytes":65}',
-        `frame:${a.subarray(1, -2)}`,
-        'nak',
-      ]);
+      expect(show(tokens), `split at ${cut}`).toEqual(['fault:{"oversized":true,"bytes":65}', `frame:${a.subarray(1, -2)}`, 'nak']);
     }
   });
 

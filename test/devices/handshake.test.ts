@@ -23,9 +23,7 @@ beforeEach(async () => {
   wss = new WebSocketServer({ port: 0 });
   await new Promise((r) => wss.once('listening', r));
   url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/terminals/link`;
-  accepted = new Promise((resolve) =>
-    wss.once('connection', (ws) => resolve(serverLinkFromWebSocket(ws, { clock, pingIntervalMs: 0 }))),
-  );
+  accepted = new Promise((resolve) => wss.once('connection', (ws) => resolve(serverLinkFromWebSocket(ws, { clock, pingIntervalMs: 0 }))));
 });
 
 afterEach(async () => {

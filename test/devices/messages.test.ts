@@ -20,7 +20,9 @@ const hello = {
   firmware: 'f',
   protocol: 1,
   current_command_id: null,
-  unacknowledged_results: [{ command_id: 'c-0', outcome: 'approved', authorization_code: '123456', card: { network: 'visa', last4: '4242' }, processor_reference: 'p', reason: null }],
+  unacknowledged_results: [
+    { command_id: 'c-0', outcome: 'approved', authorization_code: '123456', card: { network: 'visa', last4: '4242' }, processor_reference: 'p', reason: null },
+  ],
 };
 
 describe('parseServerMessage', () => {

@@ -1,12 +1,6 @@
 /** Reopening with back-off, on @serialport/binding-mock so a port can vanish and come back. */
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  keepServerSerialLink,
-  ManualClock,
-  mockSerialBinding as MockBinding,
-  openMockSerialPort,
-  type ServerLink,
-} from '../../devices/index.js';
+import { keepServerSerialLink, ManualClock, mockSerialBinding as MockBinding, openMockSerialPort, type ServerLink } from '../../devices/index.js';
 import { collect, next } from './helpers/events.js';
 
 afterEach(() => MockBinding.reset());

@@ -3,16 +3,7 @@
  * real thing; this one needs no socat and pins exact bytes written).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ACK,
-  encodeFrame,
-  ManualClock,
-  mockSerialBinding,
-  NAK,
-  openMockSerialPort,
-  serverLinkFromPort,
-  type LinkDown,
-} from '../../devices/index.js';
+import { ACK, encodeFrame, ManualClock, mockSerialBinding, NAK, openMockSerialPort, serverLinkFromPort, type LinkDown } from '../../devices/index.js';
 import { next } from './helpers/events.js';
 
 afterEach(() => mockSerialBinding.reset());

@@ -147,11 +147,7 @@ describe('serial link over a pty pair', () => {
     await peer.write(encodeFrame({ type: 'weather', sunny: true }));
     await peer.write(encodeFrame(ack));
     await next(server, 'message');
-    expect(invalid.map((i) => i.reason ?? Object.keys(i.framing ?? {})[0])).toEqual([
-      'malformed_json',
-      'garbage',
-      'unknown_type',
-    ]);
+    expect(invalid.map((i) => i.reason ?? Object.keys(i.framing ?? {})[0])).toEqual(['malformed_json', 'garbage', 'unknown_type']);
     await expect.poll(() => peer.tokens.map((t) => t.kind)).toEqual(['ack', 'ack', 'ack']);
   });
 });

@@ -6,12 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import type { AddressInfo } from 'node:net';
 import { keepServerSerialLink, serverLinkFromWebSocket } from '../../devices/index.js';
-import {
-  serialConnector,
-  TerminalSimulator,
-  webSocketConnector,
-  type SimulatorOptions,
-} from '../../devices/simulator/index.js';
+import { serialConnector, TerminalSimulator, webSocketConnector, type SimulatorOptions } from '../../devices/simulator/index.js';
 import { charge, MiniPosd } from './helpers/mini-posd.js';
 import { openPtyPair } from './helpers/pty-pair.js';
 
@@ -38,8 +33,12 @@ async function viaWebSocket(simOpts: Partial<SimulatorOptions>, token = 'good'):
   wss.on('connection', (ws) => posd.attach(serverLinkFromWebSocket(ws, { pingIntervalMs: 0 })));
   const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/terminals/link`;
   const sim = new TerminalSimulator({
-    terminalId: 'T-1', token, delays: FAST, reconnectDelayMs: 100,
-    connect: webSocketConnector(url, { pingIntervalMs: 0 }), ...simOpts,
+    terminalId: 'T-1',
+    token,
+    delays: FAST,
+    reconnectDelayMs: 100,
+    connect: webSocketConnector(url, { pingIntervalMs: 0 }),
+    ...simOpts,
   });
   cleanups.push(async () => {
     for (const c of wss.clients) c.terminate();
@@ -58,8 +57,12 @@ async function viaSerial(simOpts: Partial<SimulatorOptions>, token = 'good'): Pr
   keeper.start();
   cleanups.push(() => keeper.stop());
   const sim = new TerminalSimulator({
-    terminalId: 'T-1', token, delays: FAST, reconnectDelayMs: 100,
-    connect: serialConnector(pty.b, { pingIntervalMs: 0 }), ...simOpts,
+    terminalId: 'T-1',
+    token,
+    delays: FAST,
+    reconnectDelayMs: 100,
+    connect: serialConnector(pty.b, { pingIntervalMs: 0 }),
+    ...simOpts,
   });
   cleanups.push(() => sim.stop());
   // posd's end must be open before the terminal speaks, or its hello falls into the void.
@@ -194,10 +197,6 @@ describe.each([
     expect(await replayed).toMatchObject({ command_id: 'c-9', outcome: 'approved' });
     await acked;
     expect(sim.unacknowledgedResults).toEqual([]);
-    expect(posd.log.filter((m) => m.type === 'progress').map((m) => (m as { stage: string }).stage)).toEqual([
-      'waiting_card',
-      'reading',
-      'authorizing',
-    ]);
+    expect(posd.log.filter((m) => m.type === 'progress').map((m) => (m as { stage: string }).stage)).toEqual(['waiting_card', 'reading', 'authorizing']);
   });
 });

@@ -55,9 +55,24 @@ async function delivered(from: number, disputeId: string): Promise<Array<Record<
 }
 
 const DISPUTE_KEYS = [
-  'event_type', 'api_version', 'id', 'object', 'account_id', 'live_mode', 'payment_intent_id', 'intent_id', 'status', 'reason',
-  'amount_in_cents', 'currency', 'balance_transaction_id', 'reversal_balance_transaction_id', 'created_at', 'updated_at',
-  'closed_at', 'previous_status',
+  'event_type',
+  'api_version',
+  'id',
+  'object',
+  'account_id',
+  'live_mode',
+  'payment_intent_id',
+  'intent_id',
+  'status',
+  'reason',
+  'amount_in_cents',
+  'currency',
+  'balance_transaction_id',
+  'reversal_balance_transaction_id',
+  'created_at',
+  'updated_at',
+  'closed_at',
+  'previous_status',
 ].sort();
 
 describe('disputes on card payments', () => {
@@ -67,15 +82,40 @@ describe('disputes on card payments', () => {
     const from = receiver.received.length;
     const res = await s.api('POST', `/test_helpers/payment_intents/${pa}/dispute`, { body: { reason: 'fraudulent' } });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(res.body).toMatchObject({ object: 'dispute', status: 'needs_response', reason: 'fraudulent', payment_intent_id: pa, amount_in_cents: 30_000, currency: 'GTQ', live_mode: false, reversal_balance_transaction_id: null, closed_at: null });
+    expect(res.body).toMatchObject({
+      object: 'dispute',
+      status: 'needs_response',
+      reason: 'fraudulent',
+      payment_intent_id: pa,
+      amount_in_cents: 30_000,
+      currency: 'GTQ',
+      live_mode: false,
+      reversal_balance_transaction_id: null,
+      closed_at: null,
+    });
     expect(res.body.id).toMatch(/^dp_/);
     expect(await available()).toBe(before - 30_000);
-    expect(await ledgerRow(res.body.balance_transaction_id)).toMatchObject({ type: 'dispute', amount_in_cents: -30_000, fee_in_cents: 0, net_amount_in_cents: -30_000, source_id: res.body.id, source_type: 'dispute' });
+    expect(await ledgerRow(res.body.balance_transaction_id)).toMatchObject({
+      type: 'dispute',
+      amount_in_cents: -30_000,
+      fee_in_cents: 0,
+      net_amount_in_cents: -30_000,
+      source_id: res.body.id,
+      source_type: 'dispute',
+    });
 
     const [event, ...more] = await delivered(from, res.body.id);
     expect(more).toEqual([]);
     expect(Object.keys(event).sort()).toEqual(DISPUTE_KEYS);
-    expect(event).toMatchObject({ event_type: 'dispute.create', api_version: '2023-04-01', status: 'needs_response', previous_status: null, account_id: s.installation.sandbox_id, amount_in_cents: 30_000, balance_transaction_id: res.body.balance_transaction_id });
+    expect(event).toMatchObject({
+      event_type: 'dispute.create',
+      api_version: '2023-04-01',
+      status: 'needs_response',
+      previous_status: null,
+      account_id: s.installation.sandbox_id,
+      amount_in_cents: 30_000,
+      balance_transaction_id: res.body.balance_transaction_id,
+    });
 
     // A payment is disputed once, and a disputed payment is not refunded too.
     const again = await s.api('POST', `/test_helpers/payment_intents/${pa}/dispute`, { body: {} });
@@ -89,7 +129,8 @@ describe('disputes on card payments', () => {
     const pa = await cardPayment(12_000);
     const before = await available();
     const from = receiver.received.length;
-    const opened = (await s.api('POST', `/test_helpers/payment_intents/${pa}/dispute`, { body: { reason: 'product_not_received', amount_in_cents: 5_000 } })).body;
+    const opened = (await s.api('POST', `/test_helpers/payment_intents/${pa}/dispute`, { body: { reason: 'product_not_received', amount_in_cents: 5_000 } }))
+      .body;
     expect(await available()).toBe(before - 5_000);
     const review = await s.api('POST', `/test_helpers/disputes/${opened.id}/advance`, { body: { outcome: 'under_review' } });
     expect(review.status).toBe(200);
@@ -127,7 +168,10 @@ describe('disputes on card payments', () => {
     const rows = await s.api('GET', '/balance_transactions?type=dispute');
     expect(rows.body.filter((r: { source_id: string }) => r.source_id === opened.id)).toHaveLength(1);
     const events = await delivered(from, opened.id);
-    expect(events.map((e) => [e.event_type, e.status])).toEqual([['dispute.create', 'needs_response'], ['dispute.update', 'lost']]);
+    expect(events.map((e) => [e.event_type, e.status])).toEqual([
+      ['dispute.create', 'needs_response'],
+      ['dispute.update', 'lost'],
+    ]);
   });
 
   it('refuses what a card network cannot dispute, unknown fields, and live keys', async () => {

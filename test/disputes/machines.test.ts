@@ -16,7 +16,11 @@ describe('dispute machine', () => {
       expect(nextState(disputeMachine, 'won', { type: e })).toBeNull();
       expect(nextState(disputeMachine, 'lost', { type: e })).toBeNull();
     }
-    expect([isFinalState(disputeMachine, 'won'), isFinalState(disputeMachine, 'lost'), isFinalState(disputeMachine, 'under_review')]).toEqual([true, true, false]);
+    expect([isFinalState(disputeMachine, 'won'), isFinalState(disputeMachine, 'lost'), isFinalState(disputeMachine, 'under_review')]).toEqual([
+      true,
+      true,
+      false,
+    ]);
     expect(disputeStep('under_review', 'under_review')).toBeNull();
     expect(disputeStep('needs_response', 'won')).toEqual({ type: 'win' });
   });

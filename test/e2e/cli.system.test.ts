@@ -87,9 +87,24 @@ describe('posd accounts settings (issue 15)', () => {
     const s = await startTestServer();
     try {
       const sbx = s.installation.sandbox_id;
-      const off = await runPosd(['accounts', 'settings', sbx, '--data', s.dataDir, '--set', 'bookings_enabled=false', '--set', 'money_movement_enabled=false', '--json']);
+      const off = await runPosd([
+        'accounts',
+        'settings',
+        sbx,
+        '--data',
+        s.dataDir,
+        '--set',
+        'bookings_enabled=false',
+        '--set',
+        'money_movement_enabled=false',
+        '--json',
+      ]);
       expect(off.code, off.stderr).toBe(0);
-      expect(JSON.parse(off.stdout)).toEqual({ account_id: sbx, event_format: 'unified', settings: { bookings_enabled: false, money_movement_enabled: false, tax_invoicing_enabled: null, embed_origins: '*' } });
+      expect(JSON.parse(off.stdout)).toEqual({
+        account_id: sbx,
+        event_format: 'unified',
+        settings: { bookings_enabled: false, money_movement_enabled: false, tax_invoicing_enabled: null, embed_origins: '*' },
+      });
       const refused = await s.api('GET', '/bookings');
       expect(refused.status).toBe(403);
       expect(refused.body.code).toBe('bookings_not_enabled');

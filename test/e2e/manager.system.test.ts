@@ -46,26 +46,29 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-
 describe('the role is remembered', () => {
-  it('a central made with init --role central serves as a central without --role, and refuses a mismatched --role in one line', { timeout: 180_000 }, async () => {
-    const d = dir();
-    expect((await runPosd(['init', '--role', 'central', '--data', d, '--json'])).code).toBe(0);
-    const central = serve(['--data', d, '--port', '0']);
-    const m = await central.waitFor(/"role":"(store|central)"/);
-    expect(m[1]).toBe('central');
-    await stop(central);
+  it(
+    'a central made with init --role central serves as a central without --role, and refuses a mismatched --role in one line',
+    { timeout: 180_000 },
+    async () => {
+      const d = dir();
+      expect((await runPosd(['init', '--role', 'central', '--data', d, '--json'])).code).toBe(0);
+      const central = serve(['--data', d, '--port', '0']);
+      const m = await central.waitFor(/"role":"(store|central)"/);
+      expect(m[1]).toBe('central');
+      await stop(central);
 
-    const wrong = serve(['--data', d, '--port', '0', '--role', 'store']);
-    expect((await wrong.exited).code).toBe(2);
-    const lines = wrong.stderr().trim().split('\n');
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^posd: .* holds a central installation, not a store/);
+      const wrong = serve(['--data', d, '--port', '0', '--role', 'store']);
+      expect((await wrong.exited).code).toBe(2);
+      const lines = wrong.stderr().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^posd: .* holds a central installation, not a store/);
 
-    const same = serve(['--data', d, '--port', '0', '--role', 'central']);
-    expect((await same.waitFor(/"role":"(store|central)"/))[1]).toBe('central');
-    await stop(same);
-  });
+      const same = serve(['--data', d, '--port', '0', '--role', 'central']);
+      expect((await same.waitFor(/"role":"(store|central)"/))[1]).toBe('central');
+      await stop(same);
+    },
+  );
 
   it('serve --role central on an empty folder makes a central; a store joining a store is told it is not a central', { timeout: 180_000 }, async () => {
     const c = dir();
@@ -118,14 +121,7 @@ describe('keys are never lost', () => {
 
   it('no command but init and serve creates a data folder', { timeout: 180_000 }, async () => {
     const base = dir();
-    const commands = [
-      ['keys', 'list'],
-      ['accounts', 'list'],
-      ['sync', 'status'],
-      ['terminals', 'list', '--account', 'ac_x'],
-      ['backup'],
-      ['doctor'],
-    ];
+    const commands = [['keys', 'list'], ['accounts', 'list'], ['sync', 'status'], ['terminals', 'list', '--account', 'ac_x'], ['backup'], ['doctor']];
     for (const args of commands) {
       const d = join(base, args.join('-'));
       const r = await runPosd([...args, '--data', d]);
@@ -185,10 +181,14 @@ describe('errors that name what to fix', () => {
     // One file for both streams, as a terminal or the journal shows them: the order is the order written.
     const out = join(d, 'out.log');
     const fd = openSync(out, 'w');
-    const child = spawn(process.execPath, [MAIN, 'serve', '--data', join(d, 'data'), '--port', '0'], { env: { ...process.env, POSD_LOG_FORMAT: 'json' }, stdio: ['ignore', fd, fd] });
+    const child = spawn(process.execPath, [MAIN, 'serve', '--data', join(d, 'data'), '--port', '0'], {
+      env: { ...process.env, POSD_LOG_FORMAT: 'json' },
+      stdio: ['ignore', fd, fd],
+    });
     closeSync(fd);
     const deadline = Date.now() + 120_000;
-    while (!/Set its password/.test(readFileSync(out, 'utf8')) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+    while (!/Set its password/.test(readFileSync(out, 'utf8')) && Date.now() < deadline && child.exitCode === null)
+      await new Promise((r) => setTimeout(r, 100));
     child.kill('SIGTERM');
     await once(child, 'exit');
     const lines = readFileSync(out, 'utf8').split('\n');

@@ -96,7 +96,10 @@ describe("README's chain walk-through past one machine (PostgreSQL, the core, tw
       // The second core said standby, then led after the first was killed: a sale through HAProxy
       // landed there, and it holds the first core's sale too (replayed from the log).
       expect(out).toContain('{"status":"standby"}');
-      const sales = out.split('\n').filter((l) => l.startsWith('{"id":"in_')).map((l) => JSON.parse(l));
+      const sales = out
+        .split('\n')
+        .filter((l) => l.startsWith('{"id":"in_'))
+        .map((l) => JSON.parse(l));
       expect(sales.map((x) => x.amount_in_cents)).toEqual([2500, 1500]);
       const afterFailover = JSON.parse(lists[1]) as Array<{ id: string; amount_in_cents: number }>;
       expect(afterFailover.map((c) => c.id)).toEqual([sales[1].checkout.id, sale.checkout.id]);

@@ -96,7 +96,6 @@ async function api(url: string, key: string, method: string, path: string, body?
   return { status: res.statusCode, body: text.startsWith('{') || text.startsWith('[') ? JSON.parse(text) : text };
 }
 
-
 async function logIn(url: string, width: number): Promise<Page> {
   const context = await browser.newContext({ viewport: { width, height: 900 }, isMobile: width < 500 });
   const page = await context.newPage();
@@ -174,12 +173,16 @@ describe('the status page in a browser, desktop and phone', () => {
       await central.d.exited;
       expect((await api(store.url, live, 'POST', '/api/cash_sales', { amount_in_cents: 700, currency: 'GTQ' })).status).toBe(201);
       await until('a sync error', async () => (await api(store.url, live, 'GET', '/sync/status')).body.last_error, 60_000);
-      const failed: number = await until('the deliveries to be given up', async () => {
-        const list = await deliveries();
-        // Three live sales, three events: wait for all three deliveries (the last sale's is fanned
-        // out a moment after its answer), each given up.
-        return list.length >= 3 && list.every((d) => d.status === 'failed') ? list.length : undefined;
-      }, 60_000);
+      const failed: number = await until(
+        'the deliveries to be given up',
+        async () => {
+          const list = await deliveries();
+          // Three live sales, three events: wait for all three deliveries (the last sale's is fanned
+          // out a moment after its answer), each given up.
+          return list.length >= 3 && list.every((d) => d.status === 'failed') ? list.length : undefined;
+        },
+        60_000,
+      );
       expect(failed).toBeGreaterThanOrEqual(3);
 
       for (const width of WIDTHS) {
@@ -224,10 +227,14 @@ describe('the status page in a browser, desktop and phone', () => {
 
       // The central is back on its address: the store pushes again, its old error is greyed, not red.
       central = await serve(['--data', c, '--port', String(centralPort)], {});
-      await until('the store to reconnect', async () => {
-        const st = (await api(store.url, live, 'GET', '/sync/status')).body;
-        return st.connected && st.records_waiting === 0;
-      }, 60_000);
+      await until(
+        'the store to reconnect',
+        async () => {
+          const st = (await api(store.url, live, 'GET', '/sync/status')).body;
+          return st.connected && st.records_waiting === 0;
+        },
+        60_000,
+      );
       // The receiver answers again: a new delivery succeeds, the old failures are shown greyed.
       answer = 204;
       expect((await api(store.url, live, 'POST', '/api/cash_sales', { amount_in_cents: 100, currency: 'GTQ' })).status).toBe(201);
@@ -247,10 +254,14 @@ describe('the status page in a browser, desktop and phone', () => {
           // The endpoint's one button resends its failures; then nothing is left failing.
           await Promise.all([page.waitForURL(/notice=/), page.click('section#webhooks button')]);
           expect(await page.textContent('[role=status]')).toContain(`Replaying ${failed} failed deliveries to ${hook}`);
-          await until('the replay to go through', async () => {
-            await page.goto(`${store.url}/`);
-            return (await page.textContent('section#webhooks'))!.includes('Every delivery is going through.');
-          }, 60_000);
+          await until(
+            'the replay to go through',
+            async () => {
+              await page.goto(`${store.url}/`);
+              return (await page.textContent('section#webhooks'))!.includes('Every delivery is going through.');
+            },
+            60_000,
+          );
         }
         await page.context().close();
       }
@@ -263,7 +274,15 @@ describe('the status page in a browser, desktop and phone', () => {
         const row = page.locator(`section#stores tr:has(td[data-id="${storeId}"])`);
         expect(await row.count()).toBe(1);
         const cells = await row.locator('td').evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-label'), td.textContent]));
-        expect(cells.map(([label]) => label)).toEqual(['Store', 'Last push', 'Waiting at the box', 'Held here', 'Received, not applied', 'Lag', 'Reconciliation']);
+        expect(cells.map(([label]) => label)).toEqual([
+          'Store',
+          'Last push',
+          'Waiting at the box',
+          'Held here',
+          'Received, not applied',
+          'Lag',
+          'Reconciliation',
+        ]);
         expect(cells[1][1]).toMatch(/^\d\d:\d\d, (just now|\d+ (s|min) ago)$/);
         // The box said at its last push that nothing was left behind it.
         expect(cells[2][1]).toBe('none');

@@ -32,8 +32,16 @@ async function setPassword(data: string, password: string): Promise<void> {
 /** The verdict's lines, as a manager reads them. */
 function verdictOf(html: string): { headline: string; lines: string[] } {
   const section = /<section id="verdict"[^>]*>([\s\S]*?)<\/section>/.exec(html)![1];
-  const text = (s: string) => s.replace(/<[^>]+>/g, '').replace(/&#39;/g, "'").replace(/&amp;/g, '&').trim();
-  return { headline: text(/<h2[^>]*>([\s\S]*?)<\/h2>/.exec(section)![1]), lines: [...section.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) => text(m[1].replace('</span><span class="fix">', ' | '))) };
+  const text = (s: string) =>
+    s
+      .replace(/<[^>]+>/g, '')
+      .replace(/&#39;/g, "'")
+      .replace(/&amp;/g, '&')
+      .trim();
+  return {
+    headline: text(/<h2[^>]*>([\s\S]*?)<\/h2>/.exec(section)![1]),
+    lines: [...section.matchAll(/<li>([\s\S]*?)<\/li>/g)].map((m) => text(m[1].replace('</span><span class="fix">', ' | '))),
+  };
 }
 
 describe('the status page gives a verdict first', () => {
@@ -45,7 +53,9 @@ describe('the status page gives a verdict first', () => {
     const box = spawnDaemon(['--data', data, '--port', '0']);
     daemons.push(box);
     const [, url] = await box.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)\/api"/, 90_000);
-    const till = JSON.parse((await runPosd(['terminals', 'add', '--account', inst.account_id, '--name', 'Till 2', '--data', data, '--json'])).stdout) as { id: string };
+    const till = JSON.parse((await runPosd(['terminals', 'add', '--account', inst.account_id, '--name', 'Till 2', '--data', data, '--json'])).stdout) as {
+      id: string;
+    };
 
     const page = new PageClient(url);
     const form = await page.get('/');

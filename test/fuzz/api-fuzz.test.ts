@@ -22,7 +22,9 @@ describe('the API under fuzz', () => {
   it(`answers ${REQUESTS} hostile requests (seed ${SEED}) without a 5xx, outside the catalogue, a hang or a stack`, { timeout: 300_000 }, async () => {
     commitAudit.outsidePipeline.clear();
     const report = await fuzz(target, { seed: SEED, requests: REQUESTS });
-    console.log(`fuzz: seed ${report.seed}, ${report.sent} requests over ${report.operations} operations in ${report.elapsedMs} ms, slowest ${report.slowestMs} ms, by status ${JSON.stringify(report.byStatus)}`);
+    console.log(
+      `fuzz: seed ${report.seed}, ${report.sent} requests over ${report.operations} operations in ${report.elapsedMs} ms, slowest ${report.slowestMs} ms, by status ${JSON.stringify(report.byStatus)}`,
+    );
     expect(report.failures, describeFailures(report)).toEqual([]);
     expect(report.sent).toBe(REQUESTS);
     expect(report.operations).toBeGreaterThan(100);

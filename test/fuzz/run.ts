@@ -1,18 +1,7 @@
 import { Agent, request } from 'undici';
 import { ERRORS } from '../../src/errors.js';
 import { rawRequest } from '../helpers/raw-http.js';
-import {
-  hostileBody,
-  hostileHeaders,
-  hostileQuery,
-  hostileSegment,
-  operationsOf,
-  rawHostile,
-  sample,
-  seeded,
-  type Operation,
-  type Rng,
-} from './generate.js';
+import { hostileBody, hostileHeaders, hostileQuery, hostileSegment, operationsOf, rawHostile, sample, seeded, type Operation, type Rng } from './generate.js';
 
 export interface FuzzTarget {
   /** `http://host:port` of a running daemon. */
@@ -149,7 +138,8 @@ export async function fuzz(target: FuzzTarget, opts: FuzzOptions): Promise<FuzzR
 
   for (const line of target.logLines()) {
     const text = JSON.stringify(line);
-    if (/"stack"|\\n\s+at /.test(text) || Number(line.level) >= 50) fail({ what: 'logged a stack trace or an error', request: '(log)', body: text.slice(0, 800) });
+    if (/"stack"|\\n\s+at /.test(text) || Number(line.level) >= 50)
+      fail({ what: 'logged a stack trace or an error', request: '(log)', body: text.slice(0, 800) });
   }
   return report;
 }

@@ -110,7 +110,15 @@ export async function startPgCluster(): Promise<PgCluster> {
   const [stopFile, stopArgs] = command(tool('pg_ctl'), ['stop', '-D', data, '-m', 'immediate', '-w']);
   const watchdog = spawn(
     'sh',
-    ['-c', 'p=$1; d=$2; shift 2; while kill -0 "$p" 2>/dev/null; do sleep 1; done; "$@" >/dev/null 2>&1; rm -rf "$d"', 'sh', String(process.pid), dir, stopFile, ...stopArgs],
+    [
+      '-c',
+      'p=$1; d=$2; shift 2; while kill -0 "$p" 2>/dev/null; do sleep 1; done; "$@" >/dev/null 2>&1; rm -rf "$d"',
+      'sh',
+      String(process.pid),
+      dir,
+      stopFile,
+      ...stopArgs,
+    ],
     { detached: true, stdio: 'ignore', cwd: dir },
   );
   watchdog.unref();

@@ -68,7 +68,11 @@ describe('balance payments', () => {
     const ch = await checkout(merchant.key, 30000);
     const paid = await s.api('POST', `/test_helpers/checkouts/${ch}/pay_with_balance`, { key: merchant.key, body: { payer_account_id: payer.id } });
     expect(paid.status, JSON.stringify(paid.body)).toBe(200);
-    expect(paid.body).toMatchObject({ status: 'succeeded', payment_intent_id: expect.stringMatching(/^pa_/), balance_transaction_id: expect.stringMatching(/^txn_/) });
+    expect(paid.body).toMatchObject({
+      status: 'succeeded',
+      payment_intent_id: expect.stringMatching(/^pa_/),
+      balance_transaction_id: expect.stringMatching(/^txn_/),
+    });
 
     const pa = (await s.api('GET', `/payment_intents/${paid.body.payment_intent_id}`, { key: merchant.key })).body;
     expect(pa).toMatchObject({ method: 'balance', status: 'succeeded', amount_in_cents: 30000 });
@@ -77,7 +81,13 @@ describe('balance payments', () => {
 
     // Ledger: the merchant's charge (gross, fee, net) and the payer's debit of the whole amount.
     const mRows = (await s.api('GET', '/balance_transactions', { key: merchant.key })).body;
-    expect(mRows[0]).toMatchObject({ id: paid.body.balance_transaction_id, type: 'charge', amount_in_cents: 30000, fee_in_cents: pa.fee_in_cents, source_id: pa.id });
+    expect(mRows[0]).toMatchObject({
+      id: paid.body.balance_transaction_id,
+      type: 'charge',
+      amount_in_cents: 30000,
+      fee_in_cents: pa.fee_in_cents,
+      source_id: pa.id,
+    });
     const pRows = (await s.api('GET', '/balance_transactions', { key: payer.key })).body;
     expect(pRows[0]).toMatchObject({ type: 'payment', amount_in_cents: -30000, fee_in_cents: 0, net_amount_in_cents: -30000, source_id: pa.id });
     expect((await s.api('GET', '/balance_transactions?type=payment', { key: payer.key })).body).toHaveLength(1);
@@ -86,7 +96,14 @@ describe('balance payments', () => {
 
     const m = await deliveredSince(merchantR, secrets.merchant, fromM);
     expect(m.map((e) => e.event_type)).toEqual(['intent.succeeded', 'balance_intent.succeeded']);
-    expect(m[0]).toMatchObject({ id: pa.intent_id, type: 'balance', status: 'succeeded', legacy_id: pa.id, account_id: merchant.id, checkout: { id: ch, status: 'paid' } });
+    expect(m[0]).toMatchObject({
+      id: pa.intent_id,
+      type: 'balance',
+      status: 'succeeded',
+      legacy_id: pa.id,
+      account_id: merchant.id,
+      checkout: { id: ch, status: 'paid' },
+    });
     // The events carry the fee as the card payments' do (the payment intent's fee_in_cents, negated).
     expect(m[0].details).toMatchObject({ fee: -pa.fee_in_cents, payer_account_id: payer.id, merchant_account_id: merchant.id, failure_reason: null });
     expect(m[1]).toMatchObject({ id: pa.id, fee: -pa.fee_in_cents, checkout: { id: ch, payment_method: { type: 'balance', card: null } } });
@@ -132,7 +149,12 @@ describe('balance payments', () => {
     const r = await s.api('POST', `/test_helpers/checkouts/${ch}/pay_with_balance`, { key: merchant.key, body: { payer_account_id: payer.id } });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ status: 'failed', balance_transaction_id: null });
-    expect((await s.api('GET', `/payment_intents/${r.body.payment_intent_id}`, { key: merchant.key })).body).toMatchObject({ method: 'balance', status: 'failed', failure_reason: 'insufficient_funds', fee_in_cents: 0 });
+    expect((await s.api('GET', `/payment_intents/${r.body.payment_intent_id}`, { key: merchant.key })).body).toMatchObject({
+      method: 'balance',
+      status: 'failed',
+      failure_reason: 'insufficient_funds',
+      fee_in_cents: 0,
+    });
     expect(await balance(payer.key)).toBe(before);
     expect(await balance(merchant.key)).toBe(merchantBefore);
     expect((await s.api('GET', `/checkouts/${ch}`, { key: merchant.key })).body.status).toBe('failed');
@@ -150,7 +172,10 @@ describe('balance payments', () => {
       expect(r.status, JSON.stringify(r.body)).toBe(400);
       expect(r.body.errors.payer_account_id).toBeDefined();
     }
-    const extra = await s.api('POST', `/test_helpers/checkouts/${ch}/pay_with_balance`, { key: merchant.key, body: { payer_account_id: payer.id, amount_in_cents: 1 } });
+    const extra = await s.api('POST', `/test_helpers/checkouts/${ch}/pay_with_balance`, {
+      key: merchant.key,
+      body: { payer_account_id: payer.id, amount_in_cents: 1 },
+    });
     expect(extra.status).toBe(400);
   });
 });
@@ -171,10 +196,19 @@ describe('crypto payments', () => {
     expect(pa).toMatchObject({ method: 'crypto', status: 'pending', balance_transaction_id: null });
     const pending = await deliveredSince(merchantR, secrets.merchant, from);
     expect(pending.map((e) => e.event_type)).toEqual(['intent.pending', 'crypto_intent.pending']);
-    expect(pending[0]).toMatchObject({ id: pa.intent_id, type: 'crypto', status: 'pending', raw_status: 'awaiting_confirmation', details: { network: 'ethereum', transaction_hash: null } });
+    expect(pending[0]).toMatchObject({
+      id: pa.intent_id,
+      type: 'crypto',
+      status: 'pending',
+      raw_status: 'awaiting_confirmation',
+      details: { network: 'ethereum', transaction_hash: null },
+    });
 
     const hash = `0x${'1f'.repeat(32)}`;
-    const done = await s.api('POST', `/test_helpers/payment_intents/${pa.id}/confirm_crypto`, { key: merchant.key, body: { amount_in_cents: 20000, transaction_hash: hash } });
+    const done = await s.api('POST', `/test_helpers/payment_intents/${pa.id}/confirm_crypto`, {
+      key: merchant.key,
+      body: { amount_in_cents: 20000, transaction_hash: hash },
+    });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
     expect(done.body).toMatchObject({ status: 'succeeded', processor_reference: hash, balance_transaction_id: expect.stringMatching(/^txn_/) });
     expect(done.body.fee_in_cents).toBeLessThan(0);
@@ -184,11 +218,18 @@ describe('crypto payments', () => {
     expect((await s.api('GET', `/checkouts/${ch}`, { key: merchant.key })).body.status).toBe('paid');
     const settled = await deliveredSince(merchantR, secrets.merchant, from + 2);
     expect(settled.map((e) => e.event_type)).toEqual(['intent.succeeded', 'crypto_intent.succeeded']);
-    expect(settled[0]).toMatchObject({ type: 'crypto', status: 'succeeded', details: { transaction_hash: hash, fee: -done.body.fee_in_cents, failure_reason: null } });
+    expect(settled[0]).toMatchObject({
+      type: 'crypto',
+      status: 'succeeded',
+      details: { transaction_hash: hash, fee: -done.body.fee_in_cents, failure_reason: null },
+    });
     expect(settled[1]).toMatchObject({ id: pa.id, checkout: { payment_method: { type: 'crypto' } } });
 
     // The chain repeats its notice: nothing moves twice.
-    const again = await s.api('POST', `/test_helpers/payment_intents/${pa.id}/confirm_crypto`, { key: merchant.key, body: { amount_in_cents: 20000, transaction_hash: hash } });
+    const again = await s.api('POST', `/test_helpers/payment_intents/${pa.id}/confirm_crypto`, {
+      key: merchant.key,
+      body: { amount_in_cents: 20000, transaction_hash: hash },
+    });
     expect(again.body.status).toBe('succeeded');
     expect(await balance(merchant.key)).toBe(before + 20000 + done.body.fee_in_cents);
   });
@@ -215,7 +256,10 @@ describe('crypto payments', () => {
 
   it('is a sandbox helper: a live key gets 404', async () => {
     const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
-    const live = accounts.createKey({ accountId: accounts.createAccount({ name: 'Live', organizationId: s.installation.organization_id }).account.id, environment: 'live' }).key;
+    const live = accounts.createKey({
+      accountId: accounts.createAccount({ name: 'Live', organizationId: s.installation.organization_id }).account.id,
+      environment: 'live',
+    }).key;
     const r = await s.api('POST', '/test_helpers/payment_intents/pa_x/confirm_crypto', { key: live, body: { amount_in_cents: 1 } });
     expect(r.status).toBe(404);
   });

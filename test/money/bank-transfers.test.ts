@@ -60,10 +60,17 @@ describe('bank transfers that wait for the money', () => {
     expect(intent.body).toMatchObject({ status: 'pending', type: 'bank_transfer', raw_status: 'awaiting_funds' });
     const pending = await deliveredSince(unifiedR, secrets.unified, from);
     expect(pending.map((e) => e.event_type)).toEqual(['intent.pending']);
-    expect(pending[0]).toMatchObject({ id: pa.body.intent_id, type: 'bank_transfer', status: 'pending', checkout: { id: checkout.id, status: 'payment_in_progress' } });
+    expect(pending[0]).toMatchObject({
+      id: pa.body.intent_id,
+      type: 'bank_transfer',
+      status: 'pending',
+      checkout: { id: checkout.id, status: 'payment_in_progress' },
+    });
 
     // Asking again while it waits answers the same payment.
-    expect((await s.api('POST', `/test_helpers/checkouts/${checkout.id}/pending`, { body: { method: 'bank_transfer' } })).body.payment_intent_id).toBe(pa.body.id);
+    expect((await s.api('POST', `/test_helpers/checkouts/${checkout.id}/pending`, { body: { method: 'bank_transfer' } })).body.payment_intent_id).toBe(
+      pa.body.id,
+    );
 
     const charges = ledgerCount();
     const arrived = await s.api('POST', `/test_helpers/payment_intents/${pa.body.id}/receive_transfer`, {
@@ -76,7 +83,11 @@ describe('bank transfers that wait for the money', () => {
     expect((await s.api('GET', `/checkouts/${checkout.id}`)).body.status).toBe('paid');
     const done = await deliveredSince(unifiedR, secrets.unified, from + 1);
     expect(done.map((e) => e.event_type)).toEqual(['intent.succeeded']);
-    expect(done[0]).toMatchObject({ id: pa.body.intent_id, status: 'succeeded', details: { bank_reference: 'BI-778899', sender_comment: 'Factura 12', failure_reason: null } });
+    expect(done[0]).toMatchObject({
+      id: pa.body.intent_id,
+      status: 'succeeded',
+      details: { bank_reference: 'BI-778899', sender_comment: 'Factura 12', failure_reason: null },
+    });
 
     // A repeated notice changes nothing.
     const again = await s.api('POST', `/test_helpers/payment_intents/${pa.body.id}/receive_transfer`, { body: { amount_in_cents: 30000 } });
@@ -89,7 +100,10 @@ describe('bank transfers that wait for the money', () => {
     const from = bothR.received.length;
     const checkout = await pendingTransfer(both.key, 50000);
     const charges = ledgerCount();
-    const short = await s.api('POST', `/test_helpers/payment_intents/${checkout.payment_intent_id}/receive_transfer`, { key: both.key, body: { amount_in_cents: 49999 } });
+    const short = await s.api('POST', `/test_helpers/payment_intents/${checkout.payment_intent_id}/receive_transfer`, {
+      key: both.key,
+      body: { amount_in_cents: 49999 },
+    });
     expect(short.body).toMatchObject({ status: 'failed', failure_reason: 'amount_short', balance_transaction_id: null, fee_in_cents: 0 });
     expect(ledgerCount()).toBe(charges);
     expect((await s.api('GET', `/checkouts/${checkout.id}`, { key: both.key })).body.status).toBe('failed');
@@ -111,7 +125,10 @@ describe('bank transfers that wait for the money', () => {
     expect(got.map((e) => e.event_type)).toEqual(['intent.pending', 'bank_transfer_intent.pending', 'intent.canceled']);
     expect(got[2]).toMatchObject({ status: 'canceled', type: 'bank_transfer', checkout: { id: checkout.id, status: 'unpaid' } });
     // A notice after the cancel changes nothing.
-    expect((await s.api('POST', `/test_helpers/payment_intents/${checkout.payment_intent_id}/receive_transfer`, { key: both.key, body: { amount_in_cents: 30000 } })).body.status).toBe('canceled');
+    expect(
+      (await s.api('POST', `/test_helpers/payment_intents/${checkout.payment_intent_id}/receive_transfer`, { key: both.key, body: { amount_in_cents: 30000 } }))
+        .body.status,
+    ).toBe('canceled');
 
     // Started again and then paid by card: the waiting transfer is canceled first.
     const again = await s.api('POST', `/test_helpers/checkouts/${checkout.id}/pending`, { key: both.key, body: { method: 'bank_transfer' } });
@@ -119,7 +136,13 @@ describe('bank transfers that wait for the money', () => {
     expect(card.body.status).toBe('succeeded');
     expect((await s.api('GET', `/payment_intents/${again.body.payment_intent_id}`, { key: both.key })).body.status).toBe('canceled');
     const after = await deliveredSince(bothR, secrets.both, from + 3);
-    expect(after.map((e) => e.event_type)).toEqual(['intent.pending', 'bank_transfer_intent.pending', 'intent.canceled', 'intent.succeeded', 'payment_intent.succeeded']);
+    expect(after.map((e) => e.event_type)).toEqual([
+      'intent.pending',
+      'bank_transfer_intent.pending',
+      'intent.canceled',
+      'intent.succeeded',
+      'payment_intent.succeeded',
+    ]);
   });
 
   it('is a sandbox helper: a live key gets the unknown-route 404', async () => {

@@ -78,7 +78,12 @@ describe('cash sales with the sandbox provider', () => {
     expect((await s.api('GET', '/balances')).body).toEqual(before.body);
 
     const intent = await s.api('GET', `/intents/${res.body.id}`);
-    expect(intent.body).toMatchObject({ type: 'cash', status: 'succeeded', legacy_id: res.body.cash_intent_id, checkout: { id: res.body.checkout.id, status: 'paid' } });
+    expect(intent.body).toMatchObject({
+      type: 'cash',
+      status: 'succeeded',
+      legacy_id: res.body.cash_intent_id,
+      checkout: { id: res.body.checkout.id, status: 'paid' },
+    });
     const events = rows(s, 'SELECT type, payload FROM events WHERE object_id IN (?, ?)', res.body.id, res.body.cash_intent_id);
     expect(events.map((e) => e.type)).toEqual(['intent.succeeded']);
     expect(JSON.parse(events[0].payload)).toEqual(intent.body);
@@ -96,11 +101,22 @@ describe('cash sales with the sandbox provider', () => {
     expect(res.status).toBe(201);
     const events = rows(s, 'SELECT type, payload FROM events WHERE account_id = ? ORDER BY seq', legacyChild);
     expect(events.map((e) => e.type)).toEqual(['intent.succeeded', 'cash_intent.succeeded']);
-    expect(JSON.parse(events[1].payload)).toMatchObject({ id: res.body.cash_intent_id, event_type: 'cash_intent.succeeded', amount_in_cents: 1000, currency: 'USD' });
+    expect(JSON.parse(events[1].payload)).toMatchObject({
+      id: res.body.cash_intent_id,
+      event_type: 'cash_intent.succeeded',
+      amount_in_cents: 1000,
+      currency: 'USD',
+    });
     expect(JSON.parse(events[0].payload)).toMatchObject({ id: res.body.id, type: 'cash', live_mode: true });
     // Issue 15: the fee and payment-method fields of every legacy payment event, in the test-send's shape.
     const legacy = JSON.parse(events[1].payload);
-    expect(legacy).toMatchObject({ fee: 0, vat_withheld: 0, vat_withheld_currency: 'USD', failure_reason: null, checkout: { payment_method: { type: 'cash', card: null } } });
+    expect(legacy).toMatchObject({
+      fee: 0,
+      vat_withheld: 0,
+      vat_withheld_currency: 'USD',
+      failure_reason: null,
+      checkout: { payment_method: { type: 'cash', card: null } },
+    });
     const example = catalogueEntry('cash_intent.succeeded')!.example!({ accountId: legacyChild, liveMode: true, createdAt: legacy.created_at });
     expect(shapeDiff(legacy, example)).toEqual([]);
   });
@@ -172,7 +188,10 @@ describe('cash sales while the tax-invoice provider is unreachable', () => {
   beforeAll(async () => {
     port = await freePort();
     s = await startTestServer({
-      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 2000, retry_interval_ms: 3_600_000 } }, webhooks: { allow_cidrs: ['127.0.0.1/32'] } },
+      config: {
+        money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 2000, retry_interval_ms: 3_600_000 } },
+        webhooks: { allow_cidrs: ['127.0.0.1/32'] },
+      },
     });
   });
   afterEach(async () => {
@@ -223,7 +242,10 @@ describe('the tax-invoice worker', () => {
   it('issues a pending invoice on its own once the provider is back', async () => {
     const port = await freePort();
     const s = await startTestServer({
-      config: { money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 1000, retry_interval_ms: 20 } }, webhooks: { allow_cidrs: ['127.0.0.1/32'] } },
+      config: {
+        money: { tax_invoicing: { provider: 'http', url: `http://127.0.0.1:${port}/dte`, timeout_ms: 1000, retry_interval_ms: 20 } },
+        webhooks: { allow_cidrs: ['127.0.0.1/32'] },
+      },
     });
     try {
       const res = await s.api('POST', '/cash_sales', { body: { amount_in_cents: 800, tax_id: '77' } });

@@ -57,11 +57,7 @@ describe('checkouts', () => {
     });
     const res = await s.api('POST', '/checkouts', {
       body: {
-        items: [
-          { name: 'Oil', amount_in_cents: 1500, quantity: 2 },
-          { product_id: prod.body.id },
-          { price_id: prod.body.prices[0].id, quantity: 3 },
-        ],
+        items: [{ name: 'Oil', amount_in_cents: 1500, quantity: 2 }, { product_id: prod.body.id }, { price_id: prod.body.prices[0].id, quantity: 3 }],
         metadata: { table: 4 },
         expires_at: '2099-01-01T00:00:00-06:00',
       },
@@ -93,7 +89,15 @@ describe('checkouts', () => {
       [{ items: [{ amount_in_cents: 500.5 }] }, 'items.0.amount_in_cents'],
       [{ items: [{ amount_in_cents: '1000.0' }] }, 'items.0.amount_in_cents'],
       [{ items: [{ amount_in_cents: 1000, currency: 'EUR' }] }, 'items.0.currency'],
-      [{ items: [{ amount_in_cents: 1000, currency: 'GTQ' }, { amount_in_cents: 1000, currency: 'USD' }] }, 'items.1.currency'],
+      [
+        {
+          items: [
+            { amount_in_cents: 1000, currency: 'GTQ' },
+            { amount_in_cents: 1000, currency: 'USD' },
+          ],
+        },
+        'items.1.currency',
+      ],
       [{ items: [{ product_id: 'prod_nope' }] }, 'items.0.product_id'],
       [{ items: [] }, 'items'],
       [{ items: [{ amount_in_cents: 1000 }], customer_id: 'cus_nope' }, 'customer_id'],
@@ -182,7 +186,10 @@ describe('sandbox payments', () => {
 
   it('is sandbox only: 404 with a live key', async () => {
     const co = await s.api('POST', '/checkouts', { key: s.installation.keys.live, body: { items: [{ amount_in_cents: 5000 }] } });
-    const res = await s.api('POST', `/test_helpers/checkouts/${co.body.id}/pay`, { key: s.installation.keys.live, body: { method: 'card', outcome: 'succeeded' } });
+    const res = await s.api('POST', `/test_helpers/checkouts/${co.body.id}/pay`, {
+      key: s.installation.keys.live,
+      body: { method: 'card', outcome: 'succeeded' },
+    });
     expect(res.status).toBe(404);
     expect((await s.api('GET', `/checkouts/${co.body.id}`, { key: s.installation.keys.live })).body.status).toBe('unpaid');
   });
@@ -194,7 +201,12 @@ describe('sandbox payments', () => {
     const child = accounts.account(legacyChild)!;
     const ctx = s.daemon.ctx;
     const co = createCheckout(ctx, child, { items: [{ name: 'Tea', amount_in_cents: 2000 }] });
-    const r = settleCheckoutPayment(ctx, child, { checkoutId: co.id, method: 'terminal', outcome: 'succeeded', card: { network: 'mastercard', last4: '1111' } });
+    const r = settleCheckoutPayment(ctx, child, {
+      checkoutId: co.id,
+      method: 'terminal',
+      outcome: 'succeeded',
+      card: { network: 'mastercard', last4: '1111' },
+    });
     const types = rows(s, 'SELECT type FROM events WHERE account_id = ? ORDER BY seq', legacyChild).map((e) => e.type);
     expect(types).toEqual(['intent.succeeded', 'payment_intent.succeeded']);
     const [legacy] = rows(s, `SELECT payload FROM events WHERE type = 'payment_intent.succeeded' AND account_id = ?`, legacyChild);
@@ -259,6 +271,12 @@ describe('payment intents and refunds', () => {
     expect(statuses[0]).toBe(201);
     expect([201, 409]).toContain(statuses[1]);
     expect(rows(s, 'SELECT * FROM refunds WHERE payment_intent_id = ?', pay.payment_intent_id)).toHaveLength(1);
-    expect(rows(s, `SELECT * FROM balance_transactions WHERE type = 'refund' AND source_id IN (SELECT id FROM refunds WHERE payment_intent_id = ?)`, pay.payment_intent_id)).toHaveLength(1);
+    expect(
+      rows(
+        s,
+        `SELECT * FROM balance_transactions WHERE type = 'refund' AND source_id IN (SELECT id FROM refunds WHERE payment_intent_id = ?)`,
+        pay.payment_intent_id,
+      ),
+    ).toHaveLength(1);
   });
 });

@@ -110,13 +110,17 @@ describe('request writes go through the pipeline', () => {
     expect(dispute.status).toBe(201);
     expect((await s.api('POST', `/test_helpers/disputes/${dispute.body.id}/advance`, { body: { outcome: 'won' } })).status).toBe(200);
     // A fresh install has one account: a second one in the organization to transfer to.
-    const recipient = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock).createAccount({ name: 'Recipient', organizationId: s.installation.organization_id })
-      .sandbox.id;
+    const recipient = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock).createAccount({
+      name: 'Recipient',
+      organizationId: s.installation.organization_id,
+    }).sandbox.id;
     const transfer = await s.api('POST', '/transfers', { body: { amount_in_cents: 100, currency: 'GTQ', recipient_id: recipient } });
     expect(transfer.status).toBe(201);
     expect(transfer.body.status).toBe('completed');
     const bank = (
-      await s.api('POST', '/bank_accounts', { body: { holder_name: 'Tienda', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' } })
+      await s.api('POST', '/bank_accounts', {
+        body: { holder_name: 'Tienda', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' },
+      })
     ).body;
     const withdrawal = await s.api('POST', '/withdrawals', { body: { amount_in_cents: 100, currency: 'GTQ', bank_account_id: bank.id } });
     expect(withdrawal.status).toBe(201);

@@ -102,7 +102,10 @@ describe('cash sales and customers', () => {
     const sale = await s.api('POST', '/cash_sales', { key: s.installation.keys.live, body: { amount_in_cents: 900, customer_id: c.body.id } });
     expect(sale.status).toBe(201);
     expect(sale.body.customer_id).toBe(c.body.id);
-    expect((await s.api('GET', `/intents/${sale.body.id}`, { key: s.installation.keys.live })).body.customer).toMatchObject({ id: c.body.id, email: 'cash@example.com' });
+    expect((await s.api('GET', `/intents/${sale.body.id}`, { key: s.installation.keys.live })).body.customer).toMatchObject({
+      id: c.body.id,
+      email: 'cash@example.com',
+    });
     expect((await s.api('GET', `/customers/${c.body.id}`, { key: s.installation.keys.live })).body.live_mode).toBe(true);
     expect((await s.api('GET', `/customers/${c.body.id}`)).status).toBe(401);
   });

@@ -64,9 +64,7 @@ describe('cash sales sent together', () => {
   afterAll(() => s.stop());
 
   it('each get their own intent, receipt number, event and sync record', async () => {
-    const answers = await Promise.all(
-      Array.from({ length: 30 }, (_, i) => s.api('POST', '/cash_sales', { body: { amount_in_cents: 100 + i } })),
-    );
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => s.api('POST', '/cash_sales', { body: { amount_in_cents: 100 + i } })));
     expect(answers.every((a) => a.status === 201)).toBe(true);
     const ids = new Set(answers.map((a) => a.body.id));
     expect(ids.size).toBe(30);

@@ -10,7 +10,11 @@ export function count(s: TestServer, table: string): number {
 }
 
 /** A checkout of one line, paid through the sandbox helper; returns the checkout and the settle answer. */
-export async function paidCheckout(s: TestServer, amount = 10_000, opts: { key?: string; headers?: Record<string, string>; outcome?: 'succeeded' | 'failed'; currency?: string } = {}) {
+export async function paidCheckout(
+  s: TestServer,
+  amount = 10_000,
+  opts: { key?: string; headers?: Record<string, string>; outcome?: 'succeeded' | 'failed'; currency?: string } = {},
+) {
   const co = await s.api('POST', '/checkouts', {
     key: opts.key,
     headers: opts.headers,

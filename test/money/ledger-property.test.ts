@@ -24,7 +24,12 @@ const currency = fc.constantFrom('GTQ' as const, 'USD' as const);
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('charge' as const), account: fc.nat(1), currency, amount: fc.integer({ min: 500, max: 100_000_000 }), fail: fc.boolean() }),
   fc.record({ kind: fc.constant('refund' as const), pick: fc.nat() }),
-  fc.record({ kind: fc.constant('transfer' as const), account: fc.nat(1), currency, amount: fc.integer({ min: -5_000_000, max: 5_000_000 }).filter((n) => n !== 0) }),
+  fc.record({
+    kind: fc.constant('transfer' as const),
+    account: fc.nat(1),
+    currency,
+    amount: fc.integer({ min: -5_000_000, max: 5_000_000 }).filter((n) => n !== 0),
+  }),
   fc.record({ kind: fc.constant('payout' as const), account: fc.nat(1), currency, amount: fc.integer({ min: 1, max: 5_000_000 }) }),
 );
 
@@ -58,7 +63,11 @@ function checkInvariants(): void {
     expect(r.balance_after_in_cents).toBe(next);
     running.set(key, next);
   }
-  for (const b of balancesFor(ctx, accounts.map((a) => a.id), true)) {
+  for (const b of balancesFor(
+    ctx,
+    accounts.map((a) => a.id),
+    true,
+  )) {
     const sum = all.filter((r) => r.account_id === b.account_id && r.currency === b.currency).reduce((s, r) => s + r.net_amount_in_cents, 0);
     expect(b.available_in_cents).toBe(sum);
   }

@@ -31,7 +31,11 @@ afterAll(() => s.stop());
 describe('fees', () => {
   it('takes 4.5% by default, VAT withheld being 12% of the commission, and follows account settings', () => {
     expect(feeFor({ settings: {} }, 10_000)).toEqual({ fee_in_cents: -450, commission_in_cents: 402, vat_withheld_in_cents: 48 });
-    expect(feeFor({ settings: { fee_percent: 3, fee_fixed_in_cents: 200 } }, 10_000)).toEqual({ fee_in_cents: -500, commission_in_cents: 446, vat_withheld_in_cents: 54 });
+    expect(feeFor({ settings: { fee_percent: 3, fee_fixed_in_cents: 200 } }, 10_000)).toEqual({
+      fee_in_cents: -500,
+      commission_in_cents: 446,
+      vat_withheld_in_cents: 54,
+    });
     expect(feeFor({ settings: {} }, 0).fee_in_cents).toBe(-0);
   });
 });

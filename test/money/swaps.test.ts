@@ -65,14 +65,26 @@ describe('swaps between USD and USDC', () => {
 
     const made = await s.api('POST', '/swaps', { body: { amount_in_cents: 20000, from_currency: 'USD', to_currency: 'USDC' } });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
-    expect(made.body).toMatchObject({ id: expect.stringMatching(/^sw_/), status: 'pending', amount_in_cents: 20000, currency: 'USD', to_amount_in_cents: 20000, to_currency: 'USDC', transaction_hash: null });
+    expect(made.body).toMatchObject({
+      id: expect.stringMatching(/^sw_/),
+      status: 'pending',
+      amount_in_cents: 20000,
+      currency: 'USD',
+      to_amount_in_cents: 20000,
+      to_currency: 'USDC',
+      transaction_hash: null,
+    });
     expect((await balances()).USD).toBe(usd - 20000);
     const debit = (await s.api('GET', `/balance_transactions/${made.body.balance_transaction_id}`)).body;
     expect(debit).toMatchObject({ type: 'swap', amount_in_cents: -20000, currency: 'USD', source_id: made.body.id, source_type: 'swap' });
 
     const done = await s.api('POST', `/test_helpers/swaps/${made.body.id}/advance`, { body: { outcome: 'completed' } });
     expect(done.status, JSON.stringify(done.body)).toBe(200);
-    expect(done.body).toMatchObject({ status: 'completed', transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), to_balance_transaction_id: expect.stringMatching(/^txn_/) });
+    expect(done.body).toMatchObject({
+      status: 'completed',
+      transaction_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      to_balance_transaction_id: expect.stringMatching(/^txn_/),
+    });
     const after = await balances();
     expect(after.USDC).toBe(20000);
     expect(after.USD).toBe(usd - 20000);
@@ -83,8 +95,20 @@ describe('swaps between USD and USDC', () => {
 
     const events = await deliveredSince(from);
     expect(events.map((e) => e.event_type)).toEqual(['swap.create', 'swap.update']);
-    expect(events[0]).toMatchObject({ id: made.body.id, status: 'pending', previous_status: null, api_version: '2025-01-01', transfer: { id: made.body.id, object: 'transfer', kind: 'swap', status: 'pending', amount_in_cents: 20000, currency: 'USD' } });
-    expect(events[1]).toMatchObject({ id: made.body.id, status: 'completed', previous_status: 'pending', to_currency: 'USDC', transfer: { status: 'completed' } });
+    expect(events[0]).toMatchObject({
+      id: made.body.id,
+      status: 'pending',
+      previous_status: null,
+      api_version: '2025-01-01',
+      transfer: { id: made.body.id, object: 'transfer', kind: 'swap', status: 'pending', amount_in_cents: 20000, currency: 'USD' },
+    });
+    expect(events[1]).toMatchObject({
+      id: made.body.id,
+      status: 'completed',
+      previous_status: 'pending',
+      to_currency: 'USDC',
+      transfer: { status: 'completed' },
+    });
 
     // Told again, it answers as it is; told the other outcome, 422 swap_final.
     expect((await s.api('POST', `/test_helpers/swaps/${made.body.id}/advance`, { body: { outcome: 'completed' } })).body.status).toBe('completed');
@@ -110,10 +134,18 @@ describe('swaps between USD and USDC', () => {
     const failing = (await s.api('POST', '/swaps', { body: { amount_in_cents: 3000, from_currency: 'USDC', to_currency: 'USD' } })).body;
     expect((await balances()).USDC).toBe(before.USDC - 8000);
     const failed = await s.api('POST', `/test_helpers/swaps/${failing.id}/advance`, { body: { outcome: 'failed', failure_reason: 'network_congested' } });
-    expect(failed.body).toMatchObject({ status: 'failed', failure_reason: 'network_congested', return_balance_transaction_id: expect.stringMatching(/^txn_/), to_balance_transaction_id: null });
+    expect(failed.body).toMatchObject({
+      status: 'failed',
+      failure_reason: 'network_congested',
+      return_balance_transaction_id: expect.stringMatching(/^txn_/),
+      to_balance_transaction_id: null,
+    });
     expect(await balances()).toMatchObject({ USDC: before.USDC - 5000, USD: before.USD + 5000 });
     const events = await deliveredSince(from);
-    expect(events.map((e) => [e.event_type, e.status])).toEqual([['swap.create', 'pending'], ['swap.update', 'failed']]);
+    expect(events.map((e) => [e.event_type, e.status])).toEqual([
+      ['swap.create', 'pending'],
+      ['swap.update', 'failed'],
+    ]);
   });
 
   it('refuses a short balance (422, nothing written), GTQ, the same currency twice and unknown fields', async () => {
@@ -149,7 +181,16 @@ describe('swaps between USD and USDC', () => {
     const key = accounts.createKey({ accountId: live.id, environment: 'live' }).key;
     // A live USD balance to swap from (the refusal must not depend on the balance being short).
     tx(s.daemon.ctx.db, () =>
-      postBalanceTransaction(s.daemon.ctx, { accountId: live.id, liveMode: true, type: 'adjustment', amountInCents: 5000, feeInCents: 0, currency: 'USD', sourceId: 'test', sourceType: 'adjustment' }),
+      postBalanceTransaction(s.daemon.ctx, {
+        accountId: live.id,
+        liveMode: true,
+        type: 'adjustment',
+        amountInCents: 5000,
+        feeInCents: 0,
+        currency: 'USD',
+        sourceId: 'test',
+        sourceType: 'adjustment',
+      }),
     );
     const res = await s.api('POST', '/swaps', { key, body: { amount_in_cents: 1000, from_currency: 'USD', to_currency: 'USDC' } });
     expect(res.status, JSON.stringify(res.body)).toBe(422);

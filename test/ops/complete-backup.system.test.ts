@@ -35,7 +35,6 @@ async function stop(d: DaemonProcess): Promise<void> {
   expect(await d.exited).toEqual({ code: 0, signal: null });
 }
 
-
 /** An event written by another process, as an import would: the daemon's poll finds it. */
 function insertEvent(data: string, accountId: string, id: string): void {
   const db = new Database(join(data, 'posd.db'));
@@ -164,7 +163,11 @@ describe('a complete backup', () => {
       // The restored box signs as before: the receiver verifies with the secret shown at creation on box A.
       const c = await serve(['--data', boxC, '--config', settingsC]);
       insertEvent(boxC, inst.sandbox_id, 'msg_restored0000001');
-      const got = await until('the delivery from the restored box', () => receiver.received.find((x) => x.headers['webhook-id'] === 'msg_restored0000001'), 60_000);
+      const got = await until(
+        'the delivery from the restored box',
+        () => receiver.received.find((x) => x.headers['webhook-id'] === 'msg_restored0000001'),
+        60_000,
+      );
       expect(new Webhook(signingSecret).verify(got.body, got.headers as Record<string, string>)).toMatchObject({ event_type: 'intent.succeeded' });
       await stop(c.d);
 

@@ -47,7 +47,11 @@ function fillDisk(file: string): void {
 
 function verdictText(html: string): string {
   const section = /<section id="verdict"[^>]*>([\s\S]*?)<\/section>/.exec(html)![1];
-  return section.replace(/<[^>]+>/g, ' ').replace(/&#39;/g, "'").replace(/\s+/g, ' ').trim();
+  return section
+    .replace(/<[^>]+>/g, ' ')
+    .replace(/&#39;/g, "'")
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 describe('a full disk', () => {

@@ -9,7 +9,15 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { PageClient } from '../helpers/page-client.js';
 import { tx } from '../../src/db/database.js';
 import { hashPassword, verifyPassword } from '../../src/modules/ops/password.js';
-import { addManager, adoptSinglePassword, issueManagerToken, listManagers, managerByName, managerByToken, removeManager } from '../../src/modules/ops/managers.js';
+import {
+  addManager,
+  adoptSinglePassword,
+  issueManagerToken,
+  listManagers,
+  managerByName,
+  managerByToken,
+  removeManager,
+} from '../../src/modules/ops/managers.js';
 import { AccountsService } from '../../src/accounts/service.js';
 import { offlineAudit } from '../../src/modules/terminals/stored/changes.js';
 
@@ -30,7 +38,14 @@ it('the single password becomes the manager named manager; it still logs in, and
   // What a box set up with the single status-page password holds (its scrypt hash, in meta).
   const { scryptSync, randomBytes } = await import('node:crypto');
   const salt = randomBytes(16);
-  const legacy = ['scrypt', 32768, 8, 1, salt.toString('base64'), scryptSync('the old password', salt, 32, { N: 32768, r: 8, p: 1, maxmem: 64 << 20 }).toString('base64')].join('$');
+  const legacy = [
+    'scrypt',
+    32768,
+    8,
+    1,
+    salt.toString('base64'),
+    scryptSync('the old password', salt, 32, { N: 32768, r: 8, p: 1, maxmem: 64 << 20 }).toString('base64'),
+  ].join('$');
   db.prepare(`INSERT INTO meta (key, value) VALUES ('manager_password', ?)`).run(legacy);
   expect(tx(db, () => adoptSinglePassword(db, new Date().toISOString()))).toBe(true);
   expect(tx(db, () => adoptSinglePassword(db, new Date().toISOString()))).toBe(false);

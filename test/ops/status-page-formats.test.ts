@@ -24,7 +24,7 @@ afterAll(async () => {
 
 const row = (html: string, id: string) => new RegExp(`<tr data-account="${id}">(.*?)</tr>`).exec(html)?.[1] ?? '';
 
-describe('the status page names each account\'s event formats', () => {
+describe("the status page names each account's event formats", () => {
   it('unified by default for the sandbox, and follows a change at once', async () => {
     const page = new PageClient(s.url);
     await page.login(PASSWORD);

@@ -86,8 +86,12 @@ it('green, amber, red: the verdict agrees with the page, and the outage report f
   expect(amber.state).toBe('offline');
   expect(amber.headline).toBe('Working offline');
   expect(amber.border).toBe('rgb(178, 106, 0)');
-  expect(amber.text).toContain(`no contact with the central (internet) and the card processor since ${localText(new Date(T0).toISOString(), clock.now())} (5 min)`);
-  expect(amber.text).toContain(`1 card payment(s) stored offline (GTQ 40.00) wait to be forwarded; the oldest must reach the processor by ${localText('2026-06-07T14:02:00.000Z', clock.now())}`);
+  expect(amber.text).toContain(
+    `no contact with the central (internet) and the card processor since ${localText(new Date(T0).toISOString(), clock.now())} (5 min)`,
+  );
+  expect(amber.text).toContain(
+    `1 card payment(s) stored offline (GTQ 40.00) wait to be forwarded; the oldest must reach the processor by ${localText('2026-06-07T14:02:00.000Z', clock.now())}`,
+  );
   // The banner under it is amber too, not a red alarm under a calm headline.
   expect(await page.locator('#outage-banner h2').getAttribute('class')).toBe('amber');
 

@@ -35,7 +35,14 @@ describe('manager password', () => {
     expect(hash).toMatch(/^argon2id\$v=19\$m=19456,t=2,p=1\$[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+$/);
     expect(needsRehash(hash)).toBe(false);
     const salt = randomBytes(16);
-    const legacy = ['scrypt', 32768, 8, 1, salt.toString('base64'), scryptSync(PASSWORD, salt, 32, { N: 32768, r: 8, p: 1, maxmem: 64 << 20 }).toString('base64')].join('$');
+    const legacy = [
+      'scrypt',
+      32768,
+      8,
+      1,
+      salt.toString('base64'),
+      scryptSync(PASSWORD, salt, 32, { N: 32768, r: 8, p: 1, maxmem: 64 << 20 }).toString('base64'),
+    ].join('$');
     expect(await verifyPassword(PASSWORD, legacy)).toBe(true);
     expect(await verifyPassword('not it at all', legacy)).toBe(false);
     expect(needsRehash(legacy)).toBe(true);

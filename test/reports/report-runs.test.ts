@@ -49,7 +49,22 @@ describe('report runs (spec 4.11)', () => {
     expect(sha(dl.text)).toBe(run.body.result.sha256);
     expect(Buffer.byteLength(dl.text)).toBe(run.body.result.size_bytes);
     const [header, ...lines] = parseCsv(dl.text);
-    expect(header).toEqual(['Id', 'Created', 'Type', 'Description', 'Currency', 'Amount', 'Fee', 'Commission', 'VAT withheld', 'Net', 'Balance', 'Source id', 'Source type', 'Account id']);
+    expect(header).toEqual([
+      'Id',
+      'Created',
+      'Type',
+      'Description',
+      'Currency',
+      'Amount',
+      'Fee',
+      'Commission',
+      'VAT withheld',
+      'Net',
+      'Balance',
+      'Source id',
+      'Source type',
+      'Account id',
+    ]);
     expect(lines).toHaveLength(14);
 
     // Every line is the ledger row with that id; Balance is balance_after_in_cents.

@@ -23,13 +23,24 @@ describe('appointments', () => {
       s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-02T10:00:00-06:00', staff_member_id: cat.stylist.id, customer } }),
     );
     expect(b).toMatchObject({
-      status: 'confirmed', source: 'api', kind: 'appointment', starts_at: '2026-03-02T16:00:00.000Z', ends_at: '2026-03-02T17:00:00.000Z',
-      payment_policy: 'none', total_in_cents: 15_000, paid_in_cents: 0, balance_in_cents: 15_000, checkout_id: null, hold_expires_at: null,
+      status: 'confirmed',
+      source: 'api',
+      kind: 'appointment',
+      starts_at: '2026-03-02T16:00:00.000Z',
+      ends_at: '2026-03-02T17:00:00.000Z',
+      payment_policy: 'none',
+      total_in_cents: 15_000,
+      paid_in_cents: 0,
+      balance_in_cents: 15_000,
+      checkout_id: null,
+      hold_expires_at: null,
       customer: { name: customer.name, email: customer.email, phone: customer.phone },
     });
     expect(b.id).toMatch(/^bk_[0-9a-z]{16}$/);
     expect(b.customer.id).toMatch(/^cus_/);
-    expect(b.segments).toEqual([expect.objectContaining({ kind: 'service', service_id: cat.cut.id, staff_member_id: cat.stylist.id, starts_at: b.starts_at, ends_at: b.ends_at })]);
+    expect(b.segments).toEqual([
+      expect.objectContaining({ kind: 'service', service_id: cat.cut.id, staff_member_id: cat.stylist.id, starts_at: b.starts_at, ends_at: b.ends_at }),
+    ]);
     const sync = rows(s, "SELECT payload FROM sync_outbox WHERE kind = 'booking'").map((r) => JSON.parse(r.payload));
     expect(sync.some((p) => p.op === 'create' && p.booking.id === b.id)).toBe(true);
     expect((await ok(s.api('GET', `/bookings/${b.id}`), 200)).id).toBe(b.id);
@@ -37,7 +48,9 @@ describe('appointments', () => {
 
   it('answers slot_unavailable for an overlapping booking of the same stylist and changes nothing', async () => {
     const before = rows(s, 'SELECT count(*) AS n FROM sched_bookings')[0].n;
-    const r = await s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-02T16:30:00Z', staff_member_id: cat.stylist.id, customer } });
+    const r = await s.api('POST', '/bookings', {
+      body: { service_id: cat.cut.id, starts_at: '2026-03-02T16:30:00Z', staff_member_id: cat.stylist.id, customer },
+    });
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('slot_unavailable');
     expect(rows(s, 'SELECT count(*) AS n FROM sched_bookings')[0].n).toBe(before);
@@ -48,7 +61,14 @@ describe('appointments', () => {
   it('a service with processing time has two segments and frees the stylist while it processes', async () => {
     const b = await ok(
       s.api('POST', '/bookings', {
-        body: { service_id: cat.colour.id, starts_at: '2026-03-03T15:00:00Z', staff_member_id: cat.stylist.id, resource_id: cat.chair.id, customer, payment_policy: 'none' },
+        body: {
+          service_id: cat.colour.id,
+          starts_at: '2026-03-03T15:00:00Z',
+          staff_member_id: cat.stylist.id,
+          resource_id: cat.chair.id,
+          customer,
+          payment_policy: 'none',
+        },
       }),
     );
     expect(b.segments.map((x: any) => [x.kind, x.starts_at, x.ends_at])).toEqual([
@@ -58,10 +78,14 @@ describe('appointments', () => {
     expect(b.ends_at).toBe('2026-03-03T16:15:00.000Z');
     // The stylist can take a 30-minute gap... but not with the chair, which stays taken.
     const short = await ok(s.api('POST', '/services', { body: { kind: 'appointment', name: 'Beard', duration_minutes: 30, price_in_cents: 5_000 } }));
-    const chairTaken = await s.api('POST', '/bookings', { body: { service_id: short.id, starts_at: '2026-03-03T15:30:00Z', staff_member_id: cat.stylist.id, resource_id: cat.chair.id, customer } });
+    const chairTaken = await s.api('POST', '/bookings', {
+      body: { service_id: short.id, starts_at: '2026-03-03T15:30:00Z', staff_member_id: cat.stylist.id, resource_id: cat.chair.id, customer },
+    });
     expect(chairTaken.body.code).toBe('slot_unavailable');
     await ok(s.api('POST', '/bookings', { body: { service_id: short.id, starts_at: '2026-03-03T15:30:00Z', staff_member_id: cat.stylist.id, customer } }));
-    const overlapFinal = await s.api('POST', '/bookings', { body: { service_id: short.id, starts_at: '2026-03-03T16:00:00Z', staff_member_id: cat.stylist.id, customer } });
+    const overlapFinal = await s.api('POST', '/bookings', {
+      body: { service_id: short.id, starts_at: '2026-03-03T16:00:00Z', staff_member_id: cat.stylist.id, customer },
+    });
     expect(overlapFinal.body.code).toBe('slot_unavailable');
   });
 
@@ -82,9 +106,13 @@ describe('appointments', () => {
     const none = await s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-05T10:00:00Z', customer } });
     expect(none.status).toBe(400);
     expect(none.body.errors.staff_member_id).toBeDefined();
-    const past = await s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-01T10:00:00Z', staff_member_id: cat.stylist.id, customer } });
+    const past = await s.api('POST', '/bookings', {
+      body: { service_id: cat.cut.id, starts_at: '2026-03-01T10:00:00Z', staff_member_id: cat.stylist.id, customer },
+    });
     expect(past.status).toBe(400);
-    const ghost = await s.api('POST', '/bookings', { body: { service_id: 'svc_nope', starts_at: '2026-03-05T10:00:00Z', staff_member_id: cat.stylist.id, customer } });
+    const ghost = await s.api('POST', '/bookings', {
+      body: { service_id: 'svc_nope', starts_at: '2026-03-05T10:00:00Z', staff_member_id: cat.stylist.id, customer },
+    });
     expect(ghost.status).toBe(400);
     expect(ghost.body.errors.service_id).toBeDefined();
   });
@@ -92,7 +120,9 @@ describe('appointments', () => {
 
 describe('payment policies and holds', () => {
   it('a deposit booking is pending with a checkout; paying it confirms with paid and balance', async () => {
-    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-04T15:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const b = await ok(
+      s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-04T15:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+    );
     expect(b).toMatchObject({ status: 'pending', payment_policy: 'deposit', total_in_cents: 40_000, paid_in_cents: 0, balance_in_cents: 40_000 });
     expect(b.checkout_id).toMatch(/^ch_/);
     expect(b.checkout_url).toContain(b.checkout_id);
@@ -116,7 +146,9 @@ describe('payment policies and holds', () => {
   });
 
   it('a failed payment gets the booking a fresh checkout within the same hold', async () => {
-    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-04T19:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const b = await ok(
+      s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-04T19:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+    );
     await ok(s.api('POST', `/test_helpers/checkouts/${b.checkout_id}/pay`, { body: { method: 'card', outcome: 'failed' } }), 200);
     const renewed = await ok(s.api('GET', `/bookings/${b.id}`), 200);
     expect(renewed).toMatchObject({ status: 'pending', paid_in_cents: 0, hold_expires_at: b.hold_expires_at });
@@ -128,7 +160,9 @@ describe('payment policies and holds', () => {
   });
 
   it('a balance collected outside is marked, leaving nothing to charge', async () => {
-    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-04T18:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const b = await ok(
+      s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-04T18:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+    );
     const marked = await ok(s.api('POST', `/bookings/${b.id}/balance_paid_outside`));
     expect(marked).toMatchObject({ balance_in_cents: 0, paid_in_cents: 0, balance_paid_outside_at: '2026-03-02T08:00:00.000Z' });
     expect((await s.api('POST', `/bookings/${b.id}/balance_charge`)).body.code).toBe('no_balance');
@@ -142,7 +176,11 @@ describe('payment policies and holds', () => {
     expect(expireHolds(s.daemon.ctx)).toBe(0);
     clock.advance(60_000);
     expect(expireHolds(s.daemon.ctx)).toBe(1);
-    expect(await ok(s.api('GET', `/bookings/${b.id}`), 200)).toMatchObject({ status: 'cancelled', cancelled_by: 'system', cancellation_reason: 'hold_expired' });
+    expect(await ok(s.api('GET', `/bookings/${b.id}`), 200)).toMatchObject({
+      status: 'cancelled',
+      cancelled_by: 'system',
+      cancellation_reason: 'hold_expired',
+    });
     const retaken = await ok(s.api('POST', '/bookings', { body }));
     expect(retaken.status).toBe('pending');
   });
@@ -172,11 +210,17 @@ describe('payment policies and holds', () => {
 
 describe('a checkout paid after its booking was cancelled', () => {
   it('is noticed by the sweep and refunded once', async () => {
-    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-07T15:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const b = await ok(
+      s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-07T15:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+    );
     await ok(s.api('POST', `/bookings/${b.id}/cancellation`));
     await pay(s, b.checkout_id);
     pollPayments(s.daemon.ctx);
-    expect(rows(s, 'SELECT refund_due, refund_reason, paid_in_cents FROM sched_bookings WHERE id = ?', b.id)[0]).toEqual({ refund_due: 1, refund_reason: 'late_payment', paid_in_cents: 10_000 });
+    expect(rows(s, 'SELECT refund_due, refund_reason, paid_in_cents FROM sched_bookings WHERE id = ?', b.id)[0]).toEqual({
+      refund_due: 1,
+      refund_reason: 'late_payment',
+      paid_in_cents: 10_000,
+    });
     expect(await refundLatePayments(s.daemon.ctx)).toBe(1);
     expect(await refundLatePayments(s.daemon.ctx)).toBe(0);
     const after = await ok(s.api('GET', `/bookings/${b.id}`), 200);
@@ -186,7 +230,9 @@ describe('a checkout paid after its booking was cancelled', () => {
   });
 
   it('a rescheduled pending booking hands its checkout to the new booking; paying it confirms the new one, refunds nothing', async () => {
-    const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-08T15:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+    const b = await ok(
+      s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-08T15:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+    );
     const moved = await ok(s.api('POST', `/bookings/${b.id}/reschedule`, { body: { starts_at: '2026-03-08T17:00:00Z' } }));
     expect(moved).toMatchObject({ status: 'pending', checkout_id: b.checkout_id, rescheduled_from_id: b.id });
     await pay(s, b.checkout_id);
@@ -266,12 +312,27 @@ describe('lifecycle', () => {
 
   it('a weekly series books every occurrence or none', async () => {
     const series = await ok(
-      s.api('POST', '/booking_series', { body: { service_id: cat.cut.id, starts_at: '2026-04-01T15:00:00Z', staff_member_id: cat.stylist.id, customer, repeat: { frequency: 'weekly', count: 4 } } }),
+      s.api('POST', '/booking_series', {
+        body: {
+          service_id: cat.cut.id,
+          starts_at: '2026-04-01T15:00:00Z',
+          staff_member_id: cat.stylist.id,
+          customer,
+          repeat: { frequency: 'weekly', count: 4 },
+        },
+      }),
     );
-    expect(series.bookings.map((b: any) => b.starts_at)).toEqual(['2026-04-01T15:00:00.000Z', '2026-04-08T15:00:00.000Z', '2026-04-15T15:00:00.000Z', '2026-04-22T15:00:00.000Z']);
+    expect(series.bookings.map((b: any) => b.starts_at)).toEqual([
+      '2026-04-01T15:00:00.000Z',
+      '2026-04-08T15:00:00.000Z',
+      '2026-04-15T15:00:00.000Z',
+      '2026-04-22T15:00:00.000Z',
+    ]);
     expect(new Set(series.bookings.map((b: any) => b.booking_series_id))).toEqual(new Set([series.id]));
     const before = rows(s, 'SELECT count(*) AS n FROM sched_bookings')[0].n;
-    const clash = await s.api('POST', '/booking_series', { body: { service_id: cat.cut.id, starts_at: '2026-03-25T15:30:00Z', staff_member_id: cat.stylist.id, customer, repeat: { frequency: 'weekly', count: 3 } } });
+    const clash = await s.api('POST', '/booking_series', {
+      body: { service_id: cat.cut.id, starts_at: '2026-03-25T15:30:00Z', staff_member_id: cat.stylist.id, customer, repeat: { frequency: 'weekly', count: 3 } },
+    });
     expect(clash.status).toBe(422);
     expect(clash.body).toMatchObject({ code: 'slot_unavailable', occurrence: 2 });
     expect(rows(s, 'SELECT count(*) AS n FROM sched_bookings')[0].n).toBe(before);

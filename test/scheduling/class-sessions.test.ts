@@ -27,7 +27,9 @@ const bookings = createBookingsModule({
 
 beforeAll(async () => {
   s = await startTestServer({ clock, modules: MODULES.map((m) => (m.name === 'bookings' ? bookings : m)) });
-  yoga = await ok(s.api('POST', '/services', { body: { kind: 'class', name: 'Yoga', duration_minutes: 60, price_in_cents: 8_000, capacity: 10, payment_policy: 'full' } }));
+  yoga = await ok(
+    s.api('POST', '/services', { body: { kind: 'class', name: 'Yoga', duration_minutes: 60, price_in_cents: 8_000, capacity: 10, payment_policy: 'full' } }),
+  );
   teacher = await ok(s.api('POST', '/staff_members', { body: { name: 'Luis' } }));
   studio = await ok(s.api('POST', '/resources', { body: { name: 'Studio', kind: 'room' } }));
 });
@@ -46,17 +48,35 @@ async function paidSeat(sessionId: string, i: number) {
 describe('class sessions', () => {
   it('creates, lists and reads sessions; the session takes its teacher and room', async () => {
     const c = await session('2026-03-05T12:00:00Z');
-    expect(c).toMatchObject({ service_id: yoga.id, name: 'Yoga', capacity: 10, seats_taken: 0, seats_left: 10, seat_booking_ids: [], cancelled_at: null, ends_at: '2026-03-05T13:00:00.000Z' });
+    expect(c).toMatchObject({
+      service_id: yoga.id,
+      name: 'Yoga',
+      capacity: 10,
+      seats_taken: 0,
+      seats_left: 10,
+      seat_booking_ids: [],
+      cancelled_at: null,
+      ends_at: '2026-03-05T13:00:00.000Z',
+    });
     expect(c.id).toMatch(/^cls_/);
     const clash = await s.api('POST', '/class_sessions', { body: { service_id: yoga.id, starts_at: '2026-03-05T12:30:00Z', staff_member_id: teacher.id } });
     expect(clash.body.code).toBe('slot_unavailable');
     const cut = await ok(s.api('POST', '/services', { body: { kind: 'appointment', name: 'Massage', duration_minutes: 60, price_in_cents: 1000 } }));
-    const appt = await s.api('POST', '/bookings', { body: { service_id: cut.id, starts_at: '2026-03-05T12:15:00Z', resource_id: studio.id, customer: { email: 'x@example.com' } } });
+    const appt = await s.api('POST', '/bookings', {
+      body: { service_id: cut.id, starts_at: '2026-03-05T12:15:00Z', resource_id: studio.id, customer: { email: 'x@example.com' } },
+    });
     expect(appt.body.code).toBe('slot_unavailable');
     const list = await ok(s.api('GET', `/class_sessions?service_id=${yoga.id}`), 200);
     expect(list.map((x: any) => x.id)).toContain(c.id);
     const seat = await ok(s.api('POST', '/bookings', { body: { class_session_id: c.id, customer: { email: 'a@example.com' } } }));
-    expect(seat).toMatchObject({ kind: 'class_seat', segments: [], class_session_id: c.id, staff_member_id: teacher.id, status: 'pending', total_in_cents: 8_000 });
+    expect(seat).toMatchObject({
+      kind: 'class_seat',
+      segments: [],
+      class_session_id: c.id,
+      staff_member_id: teacher.id,
+      status: 'pending',
+      total_in_cents: 8_000,
+    });
     expect((await ok(s.api('GET', `/class_sessions/${c.id}`), 200)).seat_booking_ids).toEqual([seat.id]);
   });
 
@@ -98,7 +118,11 @@ describe('class sessions', () => {
     expect(third.body.id).toBe(c.id);
 
     // Every paid seat refunded exactly once; the unpaid seat not at all.
-    const refunds = rows(s, `SELECT payment_intent_id, count(*) AS n FROM refunds WHERE payment_intent_id IN (${[...intentOf.keys()].map(() => '?').join(',')}) GROUP BY payment_intent_id`, ...intentOf.keys());
+    const refunds = rows(
+      s,
+      `SELECT payment_intent_id, count(*) AS n FROM refunds WHERE payment_intent_id IN (${[...intentOf.keys()].map(() => '?').join(',')}) GROUP BY payment_intent_id`,
+      ...intentOf.keys(),
+    );
     expect(refunds).toHaveLength(5);
     expect(refunds.every((r) => r.n === 1)).toBe(true);
     // Refund attempts: 5 the first time (2 failed), 2 the second (1 failed), 1 the third.
@@ -136,6 +160,8 @@ describe('class sessions', () => {
     clock.set(Date.parse('2026-03-07T12:00:00Z'));
     const started = await s.api('POST', `/class_sessions/${c.id}/cancellation`);
     expect(started.body.code).toBe('not_cancellable');
-    expect((await s.api('POST', '/bookings', { body: { class_session_id: c.id, customer: { email: 'late@example.com' } } })).body.code).toBe('slot_unavailable');
+    expect((await s.api('POST', '/bookings', { body: { class_session_id: c.id, customer: { email: 'late@example.com' } } })).body.code).toBe(
+      'slot_unavailable',
+    );
   });
 });

@@ -20,14 +20,21 @@ describe('no double booking under concurrent requests', () => {
     const results = await Promise.all(
       Array.from({ length: N }, (_, i) =>
         s.api('POST', '/bookings', {
-          body: { service_id: cat.cut.id, starts_at: '2026-03-09T15:00:00Z', staff_member_id: cat.stylist.id, customer: { ...customer, email: `c${i}@example.com` } },
+          body: {
+            service_id: cat.cut.id,
+            starts_at: '2026-03-09T15:00:00Z',
+            staff_member_id: cat.stylist.id,
+            customer: { ...customer, email: `c${i}@example.com` },
+          },
         }),
       ),
     );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((x) => x === 201)).toHaveLength(1);
     expect(results.filter((r) => r.status === 422 && r.body.code === 'slot_unavailable')).toHaveLength(N - 1);
-    expect(rows(s, "SELECT count(*) AS n FROM sched_bookings WHERE staff_member_id = ? AND starts_at = '2026-03-09T15:00:00.000Z'", cat.stylist.id)[0].n).toBe(1);
+    expect(rows(s, "SELECT count(*) AS n FROM sched_bookings WHERE staff_member_id = ? AND starts_at = '2026-03-09T15:00:00.000Z'", cat.stylist.id)[0].n).toBe(
+      1,
+    );
   });
 
   it('overlapping (not identical) windows on one chair race: exactly one wins', async () => {

@@ -82,7 +82,9 @@ describe('POST /bookings through the group commit', () => {
     const booked = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value.id] : []));
     // Only the two that succeeded left rows: the refused ones' savepoints rolled back.
     const placeholders = booked.map(() => '?').join(', ');
-    expect(rows(s, `SELECT id FROM sched_bookings WHERE staff_member_id = ? AND starts_at LIKE '2026-03-0%' ORDER BY starts_at`, cat.stylist.id).map((r) => r.id)).toEqual(booked);
+    expect(
+      rows(s, `SELECT id FROM sched_bookings WHERE staff_member_id = ? AND starts_at LIKE '2026-03-0%' ORDER BY starts_at`, cat.stylist.id).map((r) => r.id),
+    ).toEqual(booked);
     expect(rows(s, `SELECT count(*) AS n FROM sched_occupancy WHERE owner_id IN (${placeholders})`, ...booked)[0].n).toBe(2);
     expect(rows(s, `SELECT count(*) AS n FROM sync_outbox WHERE kind = 'booking'`)[0].n).toBe(2);
     // Resolved only after the commit: another connection to the file sees both bookings.
@@ -99,7 +101,12 @@ describe('POST /bookings through the group commit', () => {
     const results = await Promise.all(
       [...slots, ...slots].map((t, i) =>
         s.api('POST', '/bookings', {
-          body: { service_id: cat.cut.id, starts_at: `2026-03-05T${t}:00Z`, staff_member_id: cat.stylist.id, customer: { ...customer, email: `p${i}@example.com` } },
+          body: {
+            service_id: cat.cut.id,
+            starts_at: `2026-03-05T${t}:00Z`,
+            staff_member_id: cat.stylist.id,
+            customer: { ...customer, email: `p${i}@example.com` },
+          },
         }),
       ),
     );

@@ -17,7 +17,16 @@ export async function salon(s: TestServer, opts: { key?: string } = {}) {
   const colour = await ok(
     s.api('POST', '/services', {
       key,
-      body: { kind: 'appointment', name: 'Colour', duration_minutes: 30, processing_minutes: 30, final_minutes: 15, price_in_cents: 40_000, payment_policy: 'deposit', deposit_in_cents: 10_000 },
+      body: {
+        kind: 'appointment',
+        name: 'Colour',
+        duration_minutes: 30,
+        processing_minutes: 30,
+        final_minutes: 15,
+        price_in_cents: 40_000,
+        payment_policy: 'deposit',
+        deposit_in_cents: 10_000,
+      },
     }),
   );
   const stylist = await ok(s.api('POST', '/staff_members', { key, body: { name: 'Ana' } }));

@@ -27,12 +27,29 @@ beforeAll(async () => {
   ];
   // Created out of time order: the list must come back in time order.
   for (const [i, h] of [15, 13, 17].entries()) {
-    made.push(await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: `2026-03-03T${h}:00:00Z`, staff_member_id: cat.stylist.id, customer: people[i] } })));
+    made.push(
+      await ok(
+        s.api('POST', '/bookings', {
+          body: { service_id: cat.cut.id, starts_at: `2026-03-03T${h}:00:00Z`, staff_member_id: cat.stylist.id, customer: people[i] },
+        }),
+      ),
+    );
   }
-  made.push(await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-04T15:00:00Z', resource_id: cat.chair.id, customer: people[0] } })));
+  made.push(
+    await ok(
+      s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-04T15:00:00Z', resource_id: cat.chair.id, customer: people[0] } }),
+    ),
+  );
   const svc2 = await ok(s.api('POST', '/services', { key: second.key, body: { kind: 'appointment', name: 'Nails', price_in_cents: 9_000 } }));
   const stf2 = await ok(s.api('POST', '/staff_members', { key: second.key, body: { name: 'Rosa' } }));
-  made.push(await ok(s.api('POST', '/bookings', { key: second.key, body: { service_id: svc2.id, starts_at: '2026-03-03T14:00:00Z', staff_member_id: stf2.id, customer: { email: 'zoe@example.com', name: 'Zoe' } } })));
+  made.push(
+    await ok(
+      s.api('POST', '/bookings', {
+        key: second.key,
+        body: { service_id: svc2.id, starts_at: '2026-03-03T14:00:00Z', staff_member_id: stf2.id, customer: { email: 'zoe@example.com', name: 'Zoe' } },
+      }),
+    ),
+  );
   await ok(s.api('POST', `/bookings/${made[2].id}/cancellation`));
 });
 afterAll(() => s.stop());
@@ -55,7 +72,10 @@ describe('GET /bookings', () => {
   it('filters by status, time, staff, customer, kind and text', async () => {
     const q = async (query: string) => ids(await ok(s.api('GET', `/bookings?${query}`), 200));
     expect(await q('status=cancelled')).toEqual([made[2].id]);
-    expect(await q(`from=${encodeURIComponent('2026-03-03T09:00:00-06:00')}&to=${encodeURIComponent('2026-03-03T17:00:00Z')}`)).toEqual([made[0].id, made[2].id]);
+    expect(await q(`from=${encodeURIComponent('2026-03-03T09:00:00-06:00')}&to=${encodeURIComponent('2026-03-03T17:00:00Z')}`)).toEqual([
+      made[0].id,
+      made[2].id,
+    ]);
     expect(await q(`staff_member_id=${cat.stylist.id}`)).toEqual([made[1].id, made[0].id, made[2].id]);
     expect(await q(`customer_id=${made[0].customer.id}`)).toEqual([made[0].id, made[3].id]);
     expect(await q('kind=class_seat')).toEqual([]);
@@ -104,9 +124,22 @@ describe('GET /bookings', () => {
   });
 
   it('the customer cancels from the page up to 24 hours before the start, never later', async () => {
-    const soon = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-02T20:00:00Z', staff_member_id: cat.stylist.id, customer: { email: 'soon@example.com' } } }));
-    const later = await ok(s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-06T20:00:00Z', staff_member_id: cat.stylist.id, customer: { email: 'later@example.com' } } }));
-    const post = (b: any) => request(`${s.url}${new URL(b.access_url).pathname}/cancellation`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' });
+    const soon = await ok(
+      s.api('POST', '/bookings', {
+        body: { service_id: cat.cut.id, starts_at: '2026-03-02T20:00:00Z', staff_member_id: cat.stylist.id, customer: { email: 'soon@example.com' } },
+      }),
+    );
+    const later = await ok(
+      s.api('POST', '/bookings', {
+        body: { service_id: cat.cut.id, starts_at: '2026-03-06T20:00:00Z', staff_member_id: cat.stylist.id, customer: { email: 'later@example.com' } },
+      }),
+    );
+    const post = (b: any) =>
+      request(`${s.url}${new URL(b.access_url).pathname}/cancellation`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: '',
+      });
     const refused = await post(soon);
     expect(refused.statusCode).toBe(422);
     await refused.body.dump();
@@ -134,7 +167,9 @@ describe('services, staff members and resources', () => {
     const patched = await ok(s.api('PATCH', `/services/${svc.id}`, { body: { price_in_cents: 35_000, payment_policy: 'full' } }), 200);
     expect(patched).toMatchObject({ price_in_cents: 35_000, payment_policy: 'full', name: 'Massage' });
     expect((await s.api('PATCH', `/services/${svc.id}`, { body: { payment_policy: 'deposit' } })).body.errors.deposit_in_cents).toBeDefined();
-    expect((await s.api('POST', '/services', { body: { kind: 'appointment', name: 'x', price_in_cents: 1, processing_minutes: 10 } })).body.errors.final_minutes).toBeDefined();
+    expect(
+      (await s.api('POST', '/services', { body: { kind: 'appointment', name: 'x', price_in_cents: 1, processing_minutes: 10 } })).body.errors.final_minutes,
+    ).toBeDefined();
     expect((await s.api('POST', '/services', { body: { kind: 'spa', name: 'x', price_in_cents: 1 } })).status).toBe(400);
     expect((await s.api('POST', '/services', { body: { kind: 'appointment', name: 'x', price_in_cents: '100.5' } })).status).toBe(400);
     expect((await s.api('GET', `/services/${svc.id}`, { key: second.key })).status).toBe(404);
@@ -144,10 +179,14 @@ describe('services, staff members and resources', () => {
     expect(staff.service_ids).toEqual([svc.id]);
     expect((await s.api('POST', '/staff_members', { body: { name: 'X', service_ids: ['svc_nope'] } })).status).toBe(400);
     expect((await ok(s.api('PATCH', `/staff_members/${staff.id}`, { body: { active: false } }), 200)).active).toBe(false);
-    const inactive = await s.api('POST', '/bookings', { body: { service_id: svc.id, starts_at: '2026-03-20T15:00:00Z', staff_member_id: staff.id, customer: { email: 'a@example.com' } } });
+    const inactive = await s.api('POST', '/bookings', {
+      body: { service_id: svc.id, starts_at: '2026-03-20T15:00:00Z', staff_member_id: staff.id, customer: { email: 'a@example.com' } },
+    });
     expect(inactive.status).toBe(400);
     await ok(s.api('PATCH', `/staff_members/${staff.id}`, { body: { active: true } }), 200);
-    const notOffered = await s.api('POST', '/bookings', { body: { service_id: cat.cut.id, starts_at: '2026-03-20T15:00:00Z', staff_member_id: staff.id, customer: { email: 'a@example.com' } } });
+    const notOffered = await s.api('POST', '/bookings', {
+      body: { service_id: cat.cut.id, starts_at: '2026-03-20T15:00:00Z', staff_member_id: staff.id, customer: { email: 'a@example.com' } },
+    });
     expect(notOffered.body.errors.staff_member_id).toBeDefined();
 
     const room = await ok(s.api('POST', '/resources', { body: { name: 'Room A' } }));

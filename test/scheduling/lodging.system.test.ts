@@ -33,14 +33,30 @@ afterAll(async () => {
 });
 
 const stay = (checkIn: string, checkOut: string, extra: Record<string, unknown> = {}) =>
-  s.api('POST', '/bookings', { body: { stay: { room_type_id: roomType.id, check_in_on: checkIn, check_out_on: checkOut, guests: 2, ...extra }, customer: guest } });
+  s.api('POST', '/bookings', {
+    body: { stay: { room_type_id: roomType.id, check_in_on: checkIn, check_out_on: checkOut, guests: 2, ...extra }, customer: guest },
+  });
 
 describe('lodging stays', () => {
   it('books nights in a unit of the room type; the next request for the same nights gets the other unit, then none', async () => {
     expect(unitA).toMatchObject({ kind: 'lodging_unit', room_type_id: roomType.id });
     const first = await ok(stay('2026-05-01', '2026-05-04'));
-    expect(first).toMatchObject({ kind: 'stay', status: 'confirmed', total_in_cents: 150_000, starts_at: '2026-05-01T00:00:00.000Z', ends_at: '2026-05-04T00:00:00.000Z' });
-    expect(first.stay).toMatchObject({ room_type_id: roomType.id, unit_id: unitA.id, unit_name: 'Room 1', nights: 3, guests: 2, registered_guests: [], service_tab_id: null });
+    expect(first).toMatchObject({
+      kind: 'stay',
+      status: 'confirmed',
+      total_in_cents: 150_000,
+      starts_at: '2026-05-01T00:00:00.000Z',
+      ends_at: '2026-05-04T00:00:00.000Z',
+    });
+    expect(first.stay).toMatchObject({
+      room_type_id: roomType.id,
+      unit_id: unitA.id,
+      unit_name: 'Room 1',
+      nights: 3,
+      guests: 2,
+      registered_guests: [],
+      service_tab_id: null,
+    });
     expect(first.segments).toEqual([expect.objectContaining({ kind: 'stay', resource_id: unitA.id })]);
     expect((await ok(stay('2026-05-03', '2026-05-05'))).stay.unit_id).toBe(unitB.id);
     expect((await stay('2026-05-03', '2026-05-04')).body.code).toBe('slot_unavailable');
@@ -53,10 +69,19 @@ describe('lodging stays', () => {
 
   it('guest registry and the service tab opened at check-in', async () => {
     const b = await ok(stay('2026-03-02', '2026-03-03', { unit_id: unitB.id }));
-    const reg = await ok(s.api('POST', `/bookings/${b.id}/guests`, { body: { guests: [{ name: 'Ana Pérez', document: 'DPI 1234 56789 0101', nationality: 'GT' }] } }));
+    const reg = await ok(
+      s.api('POST', `/bookings/${b.id}/guests`, { body: { guests: [{ name: 'Ana Pérez', document: 'DPI 1234 56789 0101', nationality: 'GT' }] } }),
+    );
     expect(reg.stay.registered_guests).toEqual([{ name: 'Ana Pérez', document: 'DPI 1234 56789 0101', nationality: 'GT' }]);
     expect(reg.stay.guests_registered_at).toBe('2026-03-02T08:00:00.000Z');
-    const over = await s.api('POST', `/bookings/${b.id}/guests`, { body: { guests: [{ name: 'B', document: '1', nationality: 'GT' }, { name: 'C', document: '2', nationality: 'MX' }] } });
+    const over = await s.api('POST', `/bookings/${b.id}/guests`, {
+      body: {
+        guests: [
+          { name: 'B', document: '1', nationality: 'GT' },
+          { name: 'C', document: '2', nationality: 'MX' },
+        ],
+      },
+    });
     expect(over.status).toBe(400);
     const bad = await s.api('POST', `/bookings/${b.id}/guests`, { body: { guests: [{ name: 'B' }] } });
     expect(bad.status).toBe(400);
@@ -74,7 +99,15 @@ describe('lodging stays', () => {
   });
 
   it('a stay with a full payment is confirmed once paid', async () => {
-    const b = await ok(s.api('POST', '/bookings', { body: { stay: { room_type_id: roomType.id, check_in_on: '2026-07-01', check_out_on: '2026-07-03', guests: 1 }, customer: guest, payment_policy: 'full' } }));
+    const b = await ok(
+      s.api('POST', '/bookings', {
+        body: {
+          stay: { room_type_id: roomType.id, check_in_on: '2026-07-01', check_out_on: '2026-07-03', guests: 1 },
+          customer: guest,
+          payment_policy: 'full',
+        },
+      }),
+    );
     expect(b.status).toBe('pending');
     await pay(s, b.checkout_id);
     expect(await ok(s.api('GET', `/bookings/${b.id}`), 200)).toMatchObject({ status: 'confirmed', paid_in_cents: 100_000, balance_in_cents: 0 });

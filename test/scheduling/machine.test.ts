@@ -11,10 +11,11 @@ const EVENTS: BookingEvent['type'][] = ['PAID', 'ACCEPT', 'DECLINE', 'CANCEL', '
 describe('the booking machine', () => {
   it('allows exactly the moves of docs/scheduling.md', () => {
     const table: Record<string, string> = {};
-    for (const s of STATES) for (const e of EVENTS) {
-      const to = nextState(bookingMachine, s, { type: e });
-      if (to) table[`${s} ${e}`] = to;
-    }
+    for (const s of STATES)
+      for (const e of EVENTS) {
+        const to = nextState(bookingMachine, s, { type: e });
+        if (to) table[`${s} ${e}`] = to;
+      }
     expect(table).toEqual({
       'pending PAID': 'confirmed',
       'pending ACCEPT': 'confirmed',
@@ -45,8 +46,10 @@ describe('the booking-holds worker', () => {
     const s = await startTestServer({ clock, config: { scheduling: { sweep_interval_ms: 100 } } });
     try {
       const cat = await salon(s);
-      const b = await ok(s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-05T15:00:00Z', staff_member_id: cat.stylist.id, customer } }));
-      const status = async () => (await s.daemon.ctx.db.prepare('SELECT status FROM sched_bookings WHERE id = ?').get(b.id) as { status: string }).status;
+      const b = await ok(
+        s.api('POST', '/bookings', { body: { service_id: cat.colour.id, starts_at: '2026-03-05T15:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+      );
+      const status = async () => ((await s.daemon.ctx.db.prepare('SELECT status FROM sched_bookings WHERE id = ?').get(b.id)) as { status: string }).status;
       expect(await status()).toBe('pending');
       clock.advance(31 * 60_000);
       await vi.waitFor(async () => expect(await status()).toBe('cancelled'), { timeout: 10_000, interval: 50 });

@@ -13,7 +13,9 @@ let liveBooking: string;
 
 async function bookingFor(key: string): Promise<string> {
   const cat = await salon(s, { key });
-  const b = await ok(s.api('POST', '/bookings', { key, body: { service_id: cat.cut.id, starts_at: '2026-03-02T16:00:00Z', staff_member_id: cat.stylist.id, customer } }));
+  const b = await ok(
+    s.api('POST', '/bookings', { key, body: { service_id: cat.cut.id, starts_at: '2026-03-02T16:00:00Z', staff_member_id: cat.stylist.id, customer } }),
+  );
   return b.id;
 }
 

@@ -15,7 +15,10 @@ const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
 describe('hostile input', () => {
   it('JSON nested 10,000 deep is a 400, in metadata and under an Idempotency-Key', async () => {
     const raw = `{"amount_in_cents":1000,"metadata":{"x":${deep(10_000)}}}`;
-    for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', 'idempotency-key': 'deep-1' }] as Record<string, string>[]) {
+    for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', 'idempotency-key': 'deep-1' }] as Record<
+      string,
+      string
+    >[]) {
       const r = await s.api('POST', '/cash_sales', { rawBody: raw, headers });
       expect(r.status).toBe(400);
       expect(r.body.code).toBe('invalid_json');
@@ -35,7 +38,13 @@ describe('hostile input', () => {
   it('a page number past any real list is a 400, not a 500; items=abc too', async () => {
     // A 20-digit page is refused by the schema; an `items` a list does not take is ignored.
     expect((await s.api('GET', '/terminals?page=99999999999999999999')).status).toBe(400);
-    for (const path of ['/terminals?page=99999999999999999999', '/customers?page=99999999999999999999', '/bookings?page=99999999999999999999', '/bookings?items=abc', '/terminals?items=abc']) {
+    for (const path of [
+      '/terminals?page=99999999999999999999',
+      '/customers?page=99999999999999999999',
+      '/bookings?page=99999999999999999999',
+      '/bookings?items=abc',
+      '/terminals?items=abc',
+    ]) {
       const r = await s.api('GET', path);
       expect(r.status, path).toBeLessThan(500);
       if (r.status >= 400) expect(r.body.code, path).toBeTypeOf('string');

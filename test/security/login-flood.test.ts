@@ -26,7 +26,10 @@ function from(address: string): PageClient {
 beforeAll(async () => {
   s = await startTestServer({
     clock,
-    config: { http: { port: 0, host: '127.0.0.1', own_networks: ['127.0.0.1/32'] }, ops: { login_failures_per_address: 5, login_concurrency: 2, login_queue: 4 } },
+    config: {
+      http: { port: 0, host: '127.0.0.1', own_networks: ['127.0.0.1/32'] },
+      ops: { login_failures_per_address: 5, login_concurrency: 2, login_queue: 4 },
+    },
   });
   const hash = await hashPassword(PASSWORD);
   tx(s.daemon.ctx.db, () => setManagerPassword(s.daemon.ctx.db, hash));

@@ -77,7 +77,9 @@ describe('calendar feeds behind the outbound guard', () => {
     const insert = (url: string) => {
       const id = `feed_legacy${Math.random().toString(36).slice(2, 10)}`;
       s.daemon.ctx.db
-        .prepare(`INSERT INTO sched_ical_feeds (id, account_id, live_mode, resource_id, label, url, next_sync_at, created_at) SELECT ?, account_id, live_mode, id, 'old', ?, '2000-01-01T00:00:00.000Z', '2000-01-01T00:00:00.000Z' FROM sched_resources WHERE id = ?`)
+        .prepare(
+          `INSERT INTO sched_ical_feeds (id, account_id, live_mode, resource_id, label, url, next_sync_at, created_at) SELECT ?, account_id, live_mode, id, 'old', ?, '2000-01-01T00:00:00.000Z', '2000-01-01T00:00:00.000Z' FROM sched_resources WHERE id = ?`,
+        )
         .run(id, url, unit.id);
       return rows(s, 'SELECT * FROM sched_ical_feeds WHERE id = ?', id)[0];
     };

@@ -107,7 +107,10 @@ describe('a box listening with TLS', () => {
     const { statusView } = await import('../../src/modules/ops/panels.js');
     const view = statusView(server.daemon.ctx);
     expect(view.tls).toEqual({ on: true, mode: 'on', ca_file: join(server.dataDir, 'tls', 'ca.pem'), ca_fingerprint: new X509Certificate(ca).fingerprint256 });
-    const off = statusView({ ...server.daemon.ctx, config: { ...server.config, http: { ...server.config.http, host: '0.0.0.0' }, tls: { ...server.config.tls, mode: 'off' } } });
+    const off = statusView({
+      ...server.daemon.ctx,
+      config: { ...server.config, http: { ...server.config.http, host: '0.0.0.0' }, tls: { ...server.config.tls, mode: 'off' } },
+    });
     expect(off.tls).toMatchObject({ on: false, mode: 'off' });
   });
 });

@@ -72,7 +72,17 @@ describe('store shipping (spec 2.9, 4.12)', () => {
       const r = await quote({ country, currency: 'USD', subtotal_in_cents: 100 });
       expect(r.status, country).toBe(200);
       expect(r.body.options, country).toEqual([
-        { id: 'free', name: 'Envío gratis', kind: 'delivery', amount_in_cents: 0, currency: 'USD', free_from_amount_in_cents: 0, minimum_business_days: null, maximum_business_days: null, delivery_on: null },
+        {
+          id: 'free',
+          name: 'Envío gratis',
+          kind: 'delivery',
+          amount_in_cents: 0,
+          currency: 'USD',
+          free_from_amount_in_cents: 0,
+          minimum_business_days: null,
+          maximum_business_days: null,
+          delivery_on: null,
+        },
       ]);
     }
     expect((await quote({ country: 'CR', currency: 'USD', subtotal_in_cents: 100 })).body.options).toEqual([]);

@@ -10,11 +10,12 @@ const prices: Record<string, string> = {};
 let otherCustomer: string;
 
 function events(): Array<[string, string]> {
-  return (s.daemon.ctx.db.prepare("SELECT type, object_id FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[]).map(
-    (e) => [e.type, e.object_id],
-  );
+  return (
+    s.daemon.ctx.db.prepare("SELECT type, object_id FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[]
+  ).map((e) => [e.type, e.object_id]);
 }
-const lastPayload = (type: string) => JSON.parse((s.daemon.ctx.db.prepare('SELECT payload FROM events WHERE type = ? ORDER BY seq DESC').get(type) as any).payload);
+const lastPayload = (type: string) =>
+  JSON.parse((s.daemon.ctx.db.prepare('SELECT payload FROM events WHERE type = ? ORDER BY seq DESC').get(type) as any).payload);
 const runDue = () => subscriptionBiller(s.daemon.ctx).runDue();
 const patch = (body: unknown) => s.api('PATCH', `/subscriptions/${sub.id}`, { body });
 
@@ -43,7 +44,10 @@ describe('PATCH /subscriptions/{id}: items, invoice items, general updates (spec
   it('refuses bad changes with 400 and writes nothing', async () => {
     const before = events().length;
     expect((await patch({})).status).toBe(400);
-    const r = await patch({ add_items: [{ price_id: prices.yearly }, { price_id: prices.oneTime }, { price_id: 'price_nope' }], invoice_items: [{ description: 'x', amount_in_cents: 100 }] });
+    const r = await patch({
+      add_items: [{ price_id: prices.yearly }, { price_id: prices.oneTime }, { price_id: 'price_nope' }],
+      invoice_items: [{ description: 'x', amount_in_cents: 100 }],
+    });
     expect(r.status).toBe(400);
     expect(Object.keys(r.body.errors).sort()).toEqual(['add_items.0.price_id', 'add_items.1.price_id', 'add_items.2.price_id']);
     expect((await patch({ remove_items: ['sitem_nope'] })).body.errors).toHaveProperty(['remove_items.0']);
@@ -57,14 +61,21 @@ describe('PATCH /subscriptions/{id}: items, invoice items, general updates (spec
     const before = events().length;
     const r = await patch({ add_items: [{ price_id: prices.addon, quantity: 2 }] });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    expect(r.body.items).toEqual([expect.objectContaining({ id: expect.stringMatching(/^sitem_/), price_id: prices.addon, name: 'Casillero', amount_in_cents: 2500, quantity: 2 })]);
+    expect(r.body.items).toEqual([
+      expect.objectContaining({ id: expect.stringMatching(/^sitem_/), price_id: prices.addon, name: 'Casillero', amount_in_cents: 2500, quantity: 2 }),
+    ]);
     expect(events().slice(before)).toEqual([['subscription.item_added', sub.id]]);
     expect(lastPayload('subscription.item_added')).toMatchObject({ event_type: 'subscription.item_added', item: { id: r.body.items[0].id, quantity: 2 } });
   });
 
   it('adds one-time invoice items: subscription.invoice_item_added each, once; charged with the next renewal only', async () => {
     const before = events().length;
-    const r = await patch({ invoice_items: [{ description: 'Inscripción', amount_in_cents: 5000 }, { description: 'Toalla', amount_in_cents: 500 }] });
+    const r = await patch({
+      invoice_items: [
+        { description: 'Inscripción', amount_in_cents: 5000 },
+        { description: 'Toalla', amount_in_cents: 500 },
+      ],
+    });
     expect(r.status).toBe(200);
     expect(r.body.pending_invoice_items.map((i: any) => i.description)).toEqual(['Inscripción', 'Toalla']);
     expect(events().slice(before)).toEqual([

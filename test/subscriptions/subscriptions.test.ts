@@ -11,9 +11,9 @@ let customerId: string;
 
 /** Every subscription.* and setup_intent.* event so far, oldest first, as [type, subscription id]. */
 function subEvents(): Array<[string, string]> {
-  return (s.daemon.ctx.db.prepare("SELECT type, object_id FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[]).map(
-    (e) => [e.type, e.object_id],
-  );
+  return (
+    s.daemon.ctx.db.prepare("SELECT type, object_id FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[]
+  ).map((e) => [e.type, e.object_id]);
 }
 
 async function subscribe(): Promise<any> {
@@ -30,7 +30,12 @@ const runDue = () => subscriptionBiller(s.daemon.ctx).runDue();
 beforeAll(async () => {
   s = await startTestServer({ clock });
   const product = await s.api('POST', '/products', {
-    body: { product: { name: 'Membresía gimnasio', prices_attributes: [{ amount_in_cents: 25000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', billing_interval_count: 1 }] } },
+    body: {
+      product: {
+        name: 'Membresía gimnasio',
+        prices_attributes: [{ amount_in_cents: 25000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', billing_interval_count: 1 }],
+      },
+    },
   });
   expect(product.status, JSON.stringify(product.body)).toBe(201);
   priceId = product.body.prices[0].id;
@@ -167,7 +172,9 @@ describe('subscriptions (spec 3.5) under a manual clock', () => {
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ message: 'Suscripción cancelada', status: 'cancelled' });
     expect(subEvents().slice(before)).toEqual([['subscription.cancel', sub.id]]);
-    const cancelEvent = JSON.parse((s.daemon.ctx.db.prepare("SELECT payload FROM events WHERE type = 'subscription.cancel' AND object_id = ?").get(sub.id) as any).payload);
+    const cancelEvent = JSON.parse(
+      (s.daemon.ctx.db.prepare("SELECT payload FROM events WHERE type = 'subscription.cancel' AND object_id = ?").get(sub.id) as any).payload,
+    );
     expect(cancelEvent).toMatchObject({ event_type: 'subscription.cancel', reason: 'requested', subscription: { id: sub.id, status: 'cancelled' } });
     clock.advance(31 * DAY);
     const late = await s.api('PATCH', `/subscriptions/${sub.id}`, { body: { status: 'active' } });

@@ -11,9 +11,9 @@ let plainPrice: string;
 let customerId: string;
 
 function events(): Array<[string, string]> {
-  return (s.daemon.ctx.db.prepare("SELECT type, object_id FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[]).map(
-    (e) => [e.type, e.object_id],
-  );
+  return (
+    s.daemon.ctx.db.prepare("SELECT type, object_id FROM events WHERE type LIKE 'subscription.%' OR type LIKE 'setup_intent.%' ORDER BY seq").all() as any[]
+  ).map((e) => [e.type, e.object_id]);
 }
 const payload = (type: string) => JSON.parse((s.daemon.ctx.db.prepare('SELECT payload FROM events WHERE type = ? ORDER BY seq DESC').get(type) as any).payload);
 const runDue = () => subscriptionBiller(s.daemon.ctx).runDue();
@@ -26,7 +26,14 @@ beforeAll(async () => {
       product: {
         name: 'Clases de yoga',
         prices_attributes: [
-          { amount_in_cents: 15000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week', free_trial_interval_count: 2 },
+          {
+            amount_in_cents: 15000,
+            currency: 'GTQ',
+            charge_type: 'recurring',
+            billing_interval: 'month',
+            free_trial_interval: 'week',
+            free_trial_interval_count: 2,
+          },
           { amount_in_cents: 15000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month' },
         ],
       },
@@ -49,7 +56,12 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
     expect(oneTime.status).toBe(400);
     expect(oneTime.body.errors).toHaveProperty(['prices_attributes.0.free_trial_interval']);
     const countOnly = await s.api('POST', '/products', {
-      body: { product: { name: 'x', prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval_count: 3 }] } },
+      body: {
+        product: {
+          name: 'x',
+          prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ', charge_type: 'recurring', billing_interval: 'month', free_trial_interval_count: 3 }],
+        },
+      },
     });
     expect(countOnly.status).toBe(400);
     expect((await s.api('GET', '/products')).headers['total-count']).toBe(before);
@@ -80,7 +92,13 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
       card,
     });
     expect(events()).toEqual([['setup_intent.succeeded', r.body.setup_intent_id]]);
-    expect(payload('setup_intent.succeeded')).toMatchObject({ event_type: 'setup_intent.succeeded', status: 'succeeded', subscription_id: r.body.id, customer_id: customerId, card });
+    expect(payload('setup_intent.succeeded')).toMatchObject({
+      event_type: 'setup_intent.succeeded',
+      status: 'succeeded',
+      subscription_id: r.body.id,
+      customer_id: customerId,
+      card,
+    });
     const intents = () => (s.daemon.ctx.db.prepare("SELECT count(*) AS n FROM events WHERE type LIKE 'intent.%'").get() as any).n;
     expect(intents()).toBe(0);
     clock.set(Date.parse(trialEnd) - 1);
@@ -107,7 +125,13 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
     // The sandbox card on file will decline; the helper charges now (as the biller would at trial end).
     const res = await s.api('POST', `/test_helpers/subscriptions/${r.body.id}/advance`, { body: { outcome: 'failed', failure_reason: 'insufficient_funds' } });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'unable_to_start', cancel_reason: 'trial_payment_failed', next_retry_at: null, next_payment_attempt_at: null, periods_paid: 0 });
+    expect(res.body).toMatchObject({
+      status: 'unable_to_start',
+      cancel_reason: 'trial_payment_failed',
+      next_retry_at: null,
+      next_payment_attempt_at: null,
+      periods_paid: 0,
+    });
     expect(events().slice(before)).toEqual([
       ['setup_intent.cancelled', r.body.setup_intent_id],
       ['subscription.cancel', r.body.id],
@@ -145,7 +169,9 @@ describe('free trials (spec 6.4 price fields, 6.2 setup_intent.*)', () => {
     expect((await s.api('GET', `/subscriptions/${r.body.id}`)).body.status).toBe('unable_to_start');
     // A trial not yet due stays active: only its first charge decides.
     expect(r.body.status).toBe('active');
-    const mine = events().slice(before).filter((e) => e[1] === r.body.id || e[1] === r.body.setup_intent_id);
+    const mine = events()
+      .slice(before)
+      .filter((e) => e[1] === r.body.id || e[1] === r.body.setup_intent_id);
     expect(mine).toEqual([
       ['setup_intent.cancelled', r.body.setup_intent_id],
       ['subscription.cancel', r.body.id],

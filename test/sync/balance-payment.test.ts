@@ -77,9 +77,11 @@ describe('balance payments made at a store', () => {
     const sdb = store.daemon.ctx.db;
     const cdb = central.daemon.ctx.db;
     const storeRows = ledger(sdb, null, ids);
-    expect(storeRows.map((r: any) => `${r.account_id === payer ? 'payer' : 'merchant'}:${r.type}:${r.amount_in_cents}`).sort()).toEqual(
-      ['merchant:charge:30000', 'payer:charge:50000', 'payer:payment:-30000'],
-    );
+    expect(storeRows.map((r: any) => `${r.account_id === payer ? 'payer' : 'merchant'}:${r.type}:${r.amount_in_cents}`).sort()).toEqual([
+      'merchant:charge:30000',
+      'payer:charge:50000',
+      'payer:payment:-30000',
+    ]);
     expect(ledger(cdb, store.storeId, ids)).toEqual(storeRows);
     const storeIntents = intents(sdb, null, ids);
     expect(storeIntents.map((r: any) => `${r.type}:${r.status}`).sort()).toEqual(['balance:failed', 'balance:paid', 'balance:succeeded', 'payment:succeeded']);
@@ -106,7 +108,8 @@ describe('balance payments made at a store', () => {
     expect(cdb.prepare(ev).all(merchant, payer)).toEqual(storeEvents);
 
     // The refund: the merchant debited, the payer credited back, at the store and then at the central.
-    const balance = async (url: string, key: string) => ((await http('GET', `${url}/api/balances`, key)).body as any[]).find((b) => b.currency === 'GTQ').available_in_cents;
+    const balance = async (url: string, key: string) =>
+      ((await http('GET', `${url}/api/balances`, key)).body as any[]).find((b) => b.currency === 'GTQ').available_in_cents;
     const payerBefore = await balance(store.url, payerKey);
     const refund = await http('POST', `${store.url}/api/refunds`, merchantKey, { payment_intent_id: pa });
     expect(refund.status, JSON.stringify(refund.body)).toBe(201);
@@ -123,7 +126,8 @@ describe('balance payments made at a store', () => {
     const rec = await reconcileDay(store.daemon.ctx, client, day);
     expect(rec.differences).toEqual([]);
     expect(rec.state).toBe('equal');
-    const m = (account: string, measure: string, currency = 'GTQ') => rec.rows.find((r) => r.account_id === account && r.measure === measure && r.currency === currency);
+    const m = (account: string, measure: string, currency = 'GTQ') =>
+      rec.rows.find((r) => r.account_id === account && r.measure === measure && r.currency === currency);
     // A failed payment is counted without an amount (no currency), as for other payments.
     expect(m(merchant, 'records.balance_payment')).toMatchObject({ store_count: 1, central_count: 1, store_sum: 30_000, central_sum: 30_000 });
     expect(m(merchant, 'records.balance_payment', '')).toMatchObject({ store_count: 1, central_count: 1 });
@@ -145,7 +149,11 @@ describe('balance payments made at a store', () => {
     const pushed = sdb.prepare("SELECT * FROM sync_outbox WHERE kind = 'balance_payment' ORDER BY seq LIMIT 1").get() as any;
     const storeRowsBefore = ledger(sdb, null, ids);
     tx(sdb, () =>
-      store.daemon.ctx.registry.sync.applier('balance_payment')!(store.daemon.ctx, { ...pushed, live_mode: false, prev_seq: 0, payload: JSON.parse(pushed.payload) }, { storeId: store.storeId, keyAccountId: merchant, restoring: true }),
+      store.daemon.ctx.registry.sync.applier('balance_payment')!(
+        store.daemon.ctx,
+        { ...pushed, live_mode: false, prev_seq: 0, payload: JSON.parse(pushed.payload) },
+        { storeId: store.storeId, keyAccountId: merchant, restoring: true },
+      ),
     );
     expect(ledger(sdb, null, ids)).toEqual(storeRowsBefore);
   });
@@ -157,7 +165,9 @@ describe('balance payments made at a store', () => {
     const ch = await checkout(store.url, merchantKey, 1_000);
     expect((await http('POST', `${store.url}/api/test_helpers/checkouts/${ch}/pay_with_balance`, merchantKey, { payer_account_id: payer })).status).toBe(200);
     await synced();
-    const rec = JSON.parse((store.daemon.ctx.db.prepare("SELECT payload FROM sync_outbox WHERE kind = 'balance_payment'").get() as { payload: string }).payload) as BalancePaymentRecord;
+    const rec = JSON.parse(
+      (store.daemon.ctx.db.prepare("SELECT payload FROM sync_outbox WHERE kind = 'balance_payment'").get() as { payload: string }).payload,
+    ) as BalancePaymentRecord;
     // Another store account's key pushing the same facts under new ids: its scope does not hold the payer.
     const cdb = central.daemon.ctx.db;
     const other = addStoreAccount(central, 'Store 2');

@@ -45,7 +45,10 @@ describe('bookings made at the store', () => {
       expect(comparable(atCentral.body)).toEqual(comparable(atStore.body));
     }
     expect((await http('GET', `${central.url}/api/bookings/${kept.id}`, acct.key)).body.status).toBe('checked_in');
-    expect((await http('GET', `${central.url}/api/bookings/${dropped.id}`, acct.key)).body).toMatchObject({ status: 'cancelled', cancellation_reason: 'customer called' });
+    expect((await http('GET', `${central.url}/api/bookings/${dropped.id}`, acct.key)).body).toMatchObject({
+      status: 'cancelled',
+      cancellation_reason: 'customer called',
+    });
     expect((await http('GET', `${central.url}/api/services/${cut.id}`, acct.key)).body).toMatchObject({ id: cut.id, name: 'Haircut' });
     expect((await http('GET', `${central.url}/api/staff_members/${stylist.id}`, acct.key)).body).toMatchObject({ id: stylist.id, name: 'Ana' });
     // The checked-in booking holds its time at the central as at the store; the cancelled one none.
@@ -74,9 +77,19 @@ describe('bookings made at the store', () => {
     cleanup.push(() => offline.stop());
 
     const starts = slot(3, 16);
-    const atCentral = await http('POST', `${central.url}/api/bookings`, acct.key, { service_id: cut.id, starts_at: starts, staff_member_id: stylist.id, customer: { email: 'online@example.com' } });
+    const atCentral = await http('POST', `${central.url}/api/bookings`, acct.key, {
+      service_id: cut.id,
+      starts_at: starts,
+      staff_member_id: stylist.id,
+      customer: { email: 'online@example.com' },
+    });
     expect(atCentral.status, JSON.stringify(atCentral.body)).toBe(201);
-    const atCounter = await http('POST', `${offline.url}/api/bookings`, acct.key, { service_id: cut.id, starts_at: starts, staff_member_id: stylist.id, customer });
+    const atCounter = await http('POST', `${offline.url}/api/bookings`, acct.key, {
+      service_id: cut.id,
+      starts_at: starts,
+      staff_member_id: stylist.id,
+      customer,
+    });
     expect(atCounter.status).toBe(201);
     expect(atCounter.body.status).toBe('confirmed');
     await offline.stop();
@@ -95,7 +108,10 @@ describe('bookings made at the store', () => {
     const events = tableRows(store, "SELECT id, object_id, payload FROM events WHERE type = 'booking.cancelled'");
     expect(events).toHaveLength(1);
     expect(events[0].object_id).toBe(atCounter.body.id);
-    expect(JSON.parse(events[0].payload as string)).toMatchObject({ booking: { id: atCounter.body.id, status: 'cancelled' }, reason: expect.stringContaining(atCentral.body.id) });
+    expect(JSON.parse(events[0].payload as string)).toMatchObject({
+      booking: { id: atCounter.body.id, status: 'cancelled' },
+      reason: expect.stringContaining(atCentral.body.id),
+    });
 
     const status = await http('GET', `${store.url}/sync/status`, acct.key);
     expect(status.body.rejected_records).toBe(1);

@@ -53,6 +53,12 @@ describe('cash sales made at the store', () => {
     const day = sales[0].created_at.slice(0, 10);
     const rec = await reconcileDay(store.daemon.ctx, client, day);
     expect(rec.state).toBe('equal');
-    expect(rec.rows.find((r) => r.measure === 'records.cash_sale')).toMatchObject({ currency: 'GTQ', store_count: 5, central_count: 5, store_sum: 7510, central_sum: 7510 });
+    expect(rec.rows.find((r) => r.measure === 'records.cash_sale')).toMatchObject({
+      currency: 'GTQ',
+      store_count: 5,
+      central_count: 5,
+      store_sum: 7510,
+      central_sum: 7510,
+    });
   });
 });

@@ -187,7 +187,12 @@ describe('a push to a central holding 200,000 records of its store’s history',
     // The retried record is held until the projector's next pass applies it (its kind has an applier).
     expect(row).toMatchObject({ rejected_records: 200, parked_records: 2, skipped_records: 1 });
     expect([3, 4]).toContain(row.held_records);
-    expect([row.held_records, row.rejected_records, row.parked_records, row.skipped_records]).toEqual([truth('held'), truth('rejected'), truth('parked'), truth('skipped')]);
+    expect([row.held_records, row.rejected_records, row.parked_records, row.skipped_records]).toEqual([
+      truth('held'),
+      truth('rejected'),
+      truth('parked'),
+      truth('skipped'),
+    ]);
   });
 
   it('reconciles one day of that store from that day’s records', () => {
@@ -225,18 +230,26 @@ describe('a big push at the central', () => {
     expect(first).toMatchObject({ applied_seq: 1000, applied: 1000, duplicates: 0 });
     expect(retry).toMatchObject({ applied_seq: 1000, applied: 0, duplicates: 1000 });
     await projected(empty.daemon.ctx);
-    expect(empty.daemon.ctx.db.prepare("SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = 'store_race' GROUP BY outcome").all()).toEqual([{ outcome: 'applied', n: 1000 }]);
+    expect(empty.daemon.ctx.db.prepare("SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = 'store_race' GROUP BY outcome").all()).toEqual([
+      { outcome: 'applied', n: 1000 },
+    ]);
     expect(empty.daemon.ctx.db.prepare("SELECT count(*) FROM sync_received WHERE store_id = 'store_race'").pluck().get()).toBe(1000);
   });
 });
 
 describe('the feed’s long-poll at the central', () => {
-  const feed = (after: number, waitMs: number) =>
-    http('GET', `${empty.url}/sync/feed?after=${after}&wait_ms=${waitMs}&store_id=store_poll`, emptyAcct.key);
+  const feed = (after: number, waitMs: number) => http('GET', `${empty.url}/sync/feed?after=${after}&wait_ms=${waitMs}&store_id=store_poll`, emptyAcct.key);
   const cursorNow = async () => (await http('GET', `${empty.url}/sync/feed?after=0&wait_ms=0&limit=5000`, emptyAcct.key)).body.cursor as number;
   const publish = (db: Db, objectId: string) =>
     tx(db, () =>
-      appendFeedChange(db, { kind: 'product', accountId: emptyAcct.accountId, liveMode: true, objectId, payload: { id: objectId }, createdAt: new Date().toISOString() }),
+      appendFeedChange(db, {
+        kind: 'product',
+        accountId: emptyAcct.accountId,
+        liveMode: true,
+        objectId,
+        payload: { id: objectId },
+        createdAt: new Date().toISOString(),
+      }),
     );
 
   it('answers when a feed row is written in the central’s process, after one more read', async () => {

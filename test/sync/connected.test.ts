@@ -13,7 +13,11 @@ const synced = (store: TestStore) => appliedAtCentral(store);
 const identity = { number: '1234567890101', expires_on: '2030-01-01', file_url: 'https://docs.example/dpi.pdf' };
 const goodTax = { nit: '1234567-9', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' };
 const badTax = { nit: '12345670', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' };
-const proof = () => ({ address: '6a avenida 10-20 zona 1', issued_on: new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10), file_url: 'https://docs.example/luz.pdf' });
+const proof = () => ({
+  address: '6a avenida 10-20 zona 1',
+  issued_on: new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10),
+  file_url: 'https://docs.example/luz.pdf',
+});
 
 describe('connected accounts made at the store', () => {
   it('exist at the central with both environments’ ids under the platform, with the verification decided at the store; a replay creates nothing twice', async () => {
@@ -25,7 +29,10 @@ describe('connected accounts made at the store', () => {
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     expect(made.body.verification.status).toBe('rejected');
-    const verified = await http('POST', `${store.url}/api/connected_accounts`, acct.key, { email: 'bella@example.com', documents: { tax_registration: goodTax } });
+    const verified = await http('POST', `${store.url}/api/connected_accounts`, acct.key, {
+      email: 'bella@example.com',
+      documents: { tax_registration: goodTax },
+    });
     expect(verified.body.verification.status).toBe('verified');
     await synced(store);
     expect(syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).rejected_records).toBe(0);

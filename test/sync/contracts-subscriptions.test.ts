@@ -11,7 +11,11 @@ afterEach(async () => {
 
 const synced = (store: TestStore) => appliedAtCentral(store);
 const form = async (url: string, fields: Record<string, string>) => {
-  const res = await request(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() });
+  const res = await request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+  });
   return { status: res.statusCode, text: await res.body.text() };
 };
 /** The contract as both boxes answer it, without the links (each box hands out its own host). */
@@ -69,7 +73,10 @@ describe('subscriptions made at the store', () => {
     expect(product.status, JSON.stringify(product.body)).toBe(201);
     const customer = await http('POST', `${store.url}/api/customers`, key, { email: 'ana@example.com' });
     expect(customer.status, JSON.stringify(customer.body)).toBe(201);
-    const ch = await http('POST', `${store.url}/api/checkouts`, key, { items: [{ price_id: product.body.prices[0].id, quantity: 1 }], customer_id: customer.body.id });
+    const ch = await http('POST', `${store.url}/api/checkouts`, key, {
+      items: [{ price_id: product.body.prices[0].id, quantity: 1 }],
+      customer_id: customer.body.id,
+    });
     expect(ch.status, JSON.stringify(ch.body)).toBe(201);
     expect((await http('POST', `${store.url}/api/test_helpers/checkouts/${ch.body.id}/pay`, key, { method: 'card', outcome: 'succeeded' })).status).toBe(200);
     const sub = (await http('GET', `${store.url}/api/subscriptions`, key)).body.find((s: { checkout_id: string }) => s.checkout_id === ch.body.id);
@@ -95,7 +102,9 @@ describe('subscriptions made at the store', () => {
     const paused = await http('PATCH', `${store.url}/api/subscriptions/${sub.id}`, key, { status: 'paused' });
     expect(paused.body.status).toBe('paused');
     await synced(store);
-    expect(synced_((await http('GET', `${central.url}/api/subscriptions/${sub.id}`, key)).body)).toEqual(synced_((await http('GET', `${store.url}/api/subscriptions/${sub.id}`, key)).body));
+    expect(synced_((await http('GET', `${central.url}/api/subscriptions/${sub.id}`, key)).body)).toEqual(
+      synced_((await http('GET', `${store.url}/api/subscriptions/${sub.id}`, key)).body),
+    );
 
     const tables = ['subscriptions', 'subscription_items', 'subscription_invoice_items'];
     const before = tables.map((tb) => tableRows(central, `SELECT * FROM ${tb} ORDER BY rowid`));

@@ -16,7 +16,11 @@ const synced = (store: TestStore) => appliedAtCentral(store);
 
 /** A checkout carrying the code, paid (the payment counts the redemption in its transaction). */
 async function paidWithCode(box: TestServer | TestStore, url: string, acct: { accountId: string; key: string }, code: string): Promise<string> {
-  const co = await http('POST', `${url}/api/checkouts`, acct.key, { items: [{ name: 'Corte', amount_in_cents: 10_000 }], currency: 'GTQ', coupon_codes: [code] });
+  const co = await http('POST', `${url}/api/checkouts`, acct.key, {
+    items: [{ name: 'Corte', amount_in_cents: 10_000 }],
+    currency: 'GTQ',
+    coupon_codes: [code],
+  });
   expect(co.status, JSON.stringify(co.body)).toBe(201);
   expect(co.body.amount_in_cents).toBe(8_000);
   const account = new AccountsService(box.daemon.ctx.db, box.daemon.ctx.clock).account(acct.accountId)!;
@@ -46,12 +50,20 @@ describe('coupons made and redeemed at the store', () => {
     expect(after.body).toMatchObject({ times_redeemed: 2, max_redemptions: 1, status: 'exhausted' });
     const storeRedemption = tableRows<{ id: string }>(store, 'SELECT id, checkout_id, amount_off_in_cents, created_at FROM coupon_redemptions');
     expect(storeRedemption).toHaveLength(1);
-    expect(tableRows(central, 'SELECT id, checkout_id, amount_off_in_cents, created_at FROM coupon_redemptions WHERE id = ?', storeRedemption[0].id)).toEqual(storeRedemption);
+    expect(tableRows(central, 'SELECT id, checkout_id, amount_off_in_cents, created_at FROM coupon_redemptions WHERE id = ?', storeRedemption[0].id)).toEqual(
+      storeRedemption,
+    );
 
     const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });
     cleanup.push(() => client.close());
     const rec = await reconcileDay(store.daemon.ctx, client, made.body.created_at.slice(0, 10));
-    expect(rec.rows.find((r) => r.measure === 'records.coupon_redemption')).toMatchObject({ currency: 'GTQ', store_count: 1, central_count: 1, store_sum: 2_000, central_sum: 2_000 });
+    expect(rec.rows.find((r) => r.measure === 'records.coupon_redemption')).toMatchObject({
+      currency: 'GTQ',
+      store_count: 1,
+      central_count: 1,
+      store_sum: 2_000,
+      central_sum: 2_000,
+    });
     expect(rec.rows.find((r) => r.measure === 'records.coupon')).toMatchObject({ store_count: 2, central_count: 2, store_sum: 0, central_sum: 0 });
 
     const before = [tableRows(central, 'SELECT * FROM coupons ORDER BY rowid'), tableRows(central, 'SELECT * FROM coupon_redemptions ORDER BY rowid')];

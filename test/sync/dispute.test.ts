@@ -40,7 +40,8 @@ describe('disputes made at the store', () => {
     expect(dispute(central.daemon.ctx.db, opened.id)).toEqual(dispute(ctx.db, opened.id));
     expect(ledger(ctx.db)).toHaveLength(2);
     expect(ledger(central.daemon.ctx.db)).toEqual(ledger(ctx.db));
-    const sum = (db: TestStore['daemon']['ctx']['db']) => (db.prepare("SELECT sum(net_amount_in_cents) AS n FROM balance_transactions WHERE type = 'dispute'").get() as { n: number }).n;
+    const sum = (db: TestStore['daemon']['ctx']['db']) =>
+      (db.prepare("SELECT sum(net_amount_in_cents) AS n FROM balance_transactions WHERE type = 'dispute'").get() as { n: number }).n;
     expect(sum(central.daemon.ctx.db)).toBe(0);
     expect(syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).rejected_records).toBe(0);
   });

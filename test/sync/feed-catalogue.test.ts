@@ -18,23 +18,40 @@ describe('the catalogue is managed at the central', () => {
     const sdb = store.daemon.ctx.db;
     const cdb = central.daemon.ctx.db;
     const outboxBefore = outboxMax(sdb);
-    const prod = await http('POST', `${central.url}/api/products`, acct.key, { product: { name: 'Coffee', prices_attributes: [{ amount_in_cents: 1500, currency: 'GTQ' }] } });
+    const prod = await http('POST', `${central.url}/api/products`, acct.key, {
+      product: { name: 'Coffee', prices_attributes: [{ amount_in_cents: 1500, currency: 'GTQ' }] },
+    });
     expect(prod.status).toBe(201);
     const coupon = await http('POST', `${central.url}/api/coupons`, acct.key, { name: 'SUMMER', percent_off: 10 });
     expect(coupon.status).toBe(201);
     await until('the product at the box', () => row(sdb, 'products', prod.body.id));
     // Changed: renamed, a new price, then archived; the coupon limited.
-    expect((await http('PATCH', `${central.url}/api/products/${prod.body.id}`, acct.key, { product: { name: 'Coffee (large)', prices_attributes: [{ amount_in_cents: 2000, currency: 'GTQ' }] } })).status).toBe(200);
+    expect(
+      (
+        await http('PATCH', `${central.url}/api/products/${prod.body.id}`, acct.key, {
+          product: { name: 'Coffee (large)', prices_attributes: [{ amount_in_cents: 2000, currency: 'GTQ' }] },
+        })
+      ).status,
+    ).toBe(200);
     expect((await http('PATCH', `${central.url}/api/products/${prod.body.id}`, acct.key, { product: { status: 'archived' } })).status).toBe(200);
     expect((await http('PATCH', `${central.url}/api/coupons/${coupon.body.id}`, acct.key, { max_redemptions: 5 })).status).toBe(200);
 
-    await until('the changes at the box', () => row(sdb, 'products', prod.body.id)?.status === 'archived' && row(sdb, 'coupons', coupon.body.id)?.max_redemptions === 5);
+    await until(
+      'the changes at the box',
+      () => row(sdb, 'products', prod.body.id)?.status === 'archived' && row(sdb, 'coupons', coupon.body.id)?.max_redemptions === 5,
+    );
     expect(row(sdb, 'products', prod.body.id)).toEqual(row(cdb, 'products', prod.body.id));
-    expect(all(sdb, 'SELECT * FROM prices WHERE product_id = ? ORDER BY id', prod.body.id)).toEqual(all(cdb, 'SELECT * FROM prices WHERE product_id = ? ORDER BY id', prod.body.id));
+    expect(all(sdb, 'SELECT * FROM prices WHERE product_id = ? ORDER BY id', prod.body.id)).toEqual(
+      all(cdb, 'SELECT * FROM prices WHERE product_id = ? ORDER BY id', prod.body.id),
+    );
     expect(row(sdb, 'coupons', coupon.body.id)).toEqual(row(cdb, 'coupons', coupon.body.id));
     // Through the box's own API, as the counter sees them.
-    expect((await http('GET', `${store.url}/api/products/${prod.body.id}`, acct.key)).body).toEqual((await http('GET', `${central.url}/api/products/${prod.body.id}`, acct.key)).body);
-    expect((await http('GET', `${store.url}/api/coupons/${coupon.body.id}`, acct.key)).body).toEqual((await http('GET', `${central.url}/api/coupons/${coupon.body.id}`, acct.key)).body);
+    expect((await http('GET', `${store.url}/api/products/${prod.body.id}`, acct.key)).body).toEqual(
+      (await http('GET', `${central.url}/api/products/${prod.body.id}`, acct.key)).body,
+    );
+    expect((await http('GET', `${store.url}/api/coupons/${coupon.body.id}`, acct.key)).body).toEqual(
+      (await http('GET', `${central.url}/api/coupons/${coupon.body.id}`, acct.key)).body,
+    );
     expect(outboxMax(sdb)).toBe(outboxBefore); // nothing pushed back
   });
 
@@ -42,12 +59,27 @@ describe('the catalogue is managed at the central', () => {
     const { central, store, acct } = await pairStoreAndCentral(cleanup);
     const sdb = store.daemon.ctx.db;
     const cdb = central.daemon.ctx.db;
-    const cut = await http('POST', `${central.url}/api/services`, acct.key, { kind: 'appointment', name: 'Haircut', duration_minutes: 60, price_in_cents: 15_000 });
-    const yoga = await http('POST', `${central.url}/api/services`, acct.key, { kind: 'class', name: 'Yoga', duration_minutes: 60, price_in_cents: 5_000, capacity: 10 });
+    const cut = await http('POST', `${central.url}/api/services`, acct.key, {
+      kind: 'appointment',
+      name: 'Haircut',
+      duration_minutes: 60,
+      price_in_cents: 15_000,
+    });
+    const yoga = await http('POST', `${central.url}/api/services`, acct.key, {
+      kind: 'class',
+      name: 'Yoga',
+      duration_minutes: 60,
+      price_in_cents: 5_000,
+      capacity: 10,
+    });
     const stylist = await http('POST', `${central.url}/api/staff_members`, acct.key, { name: 'Ana', service_ids: [cut.body.id] });
     const room = await http('POST', `${central.url}/api/resources`, acct.key, { name: 'Studio', kind: 'room' });
     expect([cut.status, yoga.status, stylist.status, room.status]).toEqual([201, 201, 201, 201]);
-    const session = await http('POST', `${central.url}/api/class_sessions`, acct.key, { service_id: yoga.body.id, starts_at: '2027-03-02T18:00:00-06:00', resource_id: room.body.id });
+    const session = await http('POST', `${central.url}/api/class_sessions`, acct.key, {
+      service_id: yoga.body.id,
+      starts_at: '2027-03-02T18:00:00-06:00',
+      resource_id: room.body.id,
+    });
     expect(session.status).toBe(201);
     const slot = { service_id: cut.body.id, starts_at: '2027-03-02T10:00:00-06:00', staff_member_id: stylist.body.id };
     const online = await http('POST', `${central.url}/api/bookings`, acct.key, { ...slot, customer });
@@ -56,7 +88,15 @@ describe('the catalogue is managed at the central', () => {
     expect(seat.status).toBe(201);
 
     await until('the online booking at the box', () => row(sdb, 'sched_bookings', online.body.id) && row(sdb, 'sched_bookings', seat.body.id));
-    for (const [table, id] of [['sched_services', cut.body.id], ['sched_services', yoga.body.id], ['sched_staff_members', stylist.body.id], ['sched_resources', room.body.id], ['sched_class_sessions', session.body.id], ['sched_bookings', online.body.id], ['sched_bookings', seat.body.id]]) {
+    for (const [table, id] of [
+      ['sched_services', cut.body.id],
+      ['sched_services', yoga.body.id],
+      ['sched_staff_members', stylist.body.id],
+      ['sched_resources', room.body.id],
+      ['sched_class_sessions', session.body.id],
+      ['sched_bookings', online.body.id],
+      ['sched_bookings', seat.body.id],
+    ]) {
       expect(row(sdb, table, id), `${table} ${id}`).toEqual(row(cdb, table, id));
     }
     const occupancy = (db: Db) => all(db, 'SELECT owner_id, subject, starts_at, ends_at FROM sched_occupancy ORDER BY owner_id, subject');
@@ -80,10 +120,22 @@ describe('the catalogue is managed at the central', () => {
     const central = await startCentral();
     cleanup.push(() => central.stop());
     const acct = addStoreAccount(central);
-    const prod = await http('POST', `${central.url}/api/products`, acct.key, { product: { name: 'Tea', prices_attributes: [{ amount_in_cents: 900, currency: 'GTQ' }] } });
-    const cut = await http('POST', `${central.url}/api/services`, acct.key, { kind: 'appointment', name: 'Haircut', duration_minutes: 60, price_in_cents: 15_000 });
+    const prod = await http('POST', `${central.url}/api/products`, acct.key, {
+      product: { name: 'Tea', prices_attributes: [{ amount_in_cents: 900, currency: 'GTQ' }] },
+    });
+    const cut = await http('POST', `${central.url}/api/services`, acct.key, {
+      kind: 'appointment',
+      name: 'Haircut',
+      duration_minutes: 60,
+      price_in_cents: 15_000,
+    });
     const stylist = await http('POST', `${central.url}/api/staff_members`, acct.key, { name: 'Ana' });
-    const booking = await http('POST', `${central.url}/api/bookings`, acct.key, { service_id: cut.body.id, starts_at: '2027-03-02T10:00:00-06:00', staff_member_id: stylist.body.id, customer });
+    const booking = await http('POST', `${central.url}/api/bookings`, acct.key, {
+      service_id: cut.body.id,
+      starts_at: '2027-03-02T10:00:00-06:00',
+      staff_member_id: stylist.body.id,
+      customer,
+    });
     const co = await http('POST', `${central.url}/api/checkouts`, acct.testKey, { items: [{ name: 'Online', amount_in_cents: 20_000 }], currency: 'GTQ' });
     const paid = await http('POST', `${central.url}/api/test_helpers/checkouts/${co.body.id}/pay`, acct.testKey, { method: 'card', outcome: 'succeeded' });
     expect([prod.status, booking.status, paid.status]).toEqual([201, 201, 200]);
@@ -92,7 +144,11 @@ describe('the catalogue is managed at the central', () => {
     cleanup.push(() => removeDir(store.dataDir));
     cleanup.push(() => store.stop());
     const sdb = store.daemon.ctx.db;
-    await until('the history at the box', () => row(sdb, 'products', prod.body.id) && row(sdb, 'sched_bookings', booking.body.id) && row(sdb, 'balance_transactions', paid.body.balance_transaction_id));
+    await until(
+      'the history at the box',
+      () =>
+        row(sdb, 'products', prod.body.id) && row(sdb, 'sched_bookings', booking.body.id) && row(sdb, 'balance_transactions', paid.body.balance_transaction_id),
+    );
     expect(row(sdb, 'sched_bookings', booking.body.id)).toEqual(row(central.daemon.ctx.db, 'sched_bookings', booking.body.id));
     expect((await http('GET', `${store.url}/api/balances`, acct.testKey)).body).toEqual((await http('GET', `${central.url}/api/balances`, acct.testKey)).body);
     expect(outboxMax(sdb)).toBe(0);

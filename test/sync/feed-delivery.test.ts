@@ -27,7 +27,14 @@ describe('feed delivery', () => {
     const a = boxA.daemon.ctx.db;
     const b = boxB.daemon.ctx.db;
 
-    const bank = await http('POST', `${boxA.url}/api/bank_accounts`, acct.key, { holder_name: 'Ana', number: '1234-5678', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria', is_preferred: true });
+    const bank = await http('POST', `${boxA.url}/api/bank_accounts`, acct.key, {
+      holder_name: 'Ana',
+      number: '1234-5678',
+      bank_name: 'Banrural',
+      currency: 'GTQ',
+      account_type: 'monetaria',
+      is_preferred: true,
+    });
     expect(bank.status).toBe(201);
     const co = await http('POST', `${boxA.url}/api/checkouts`, acct.key, { items: [{ name: 'Card', amount_in_cents: 10_000 }], currency: 'GTQ' });
     const account = new AccountsService(a, boxA.daemon.ctx.clock).account(acct.accountId)!;
@@ -72,8 +79,19 @@ describe('feed delivery', () => {
     const cursorBefore = feedCursor(store.daemon.ctx.db);
     const account = new AccountsService(cdb, central.daemon.ctx.clock).account(acct.accountId)!;
     const made = tx(cdb, () => {
-      const txn = postBalanceTransaction(central.daemon.ctx, { accountId: account.id, liveMode: true, type: 'adjustment', amountInCents: 2500, feeInCents: 0, currency: 'GTQ', sourceId: 'ops_1', sourceType: 'adjustment' });
-      const ids = ['Before', 'Boom', 'After'].map((name) => createProduct(central.daemon.ctx, account, { name, prices_attributes: [{ amount_in_cents: 100, currency: 'GTQ' }] }).id);
+      const txn = postBalanceTransaction(central.daemon.ctx, {
+        accountId: account.id,
+        liveMode: true,
+        type: 'adjustment',
+        amountInCents: 2500,
+        feeInCents: 0,
+        currency: 'GTQ',
+        sourceId: 'ops_1',
+        sourceType: 'adjustment',
+      });
+      const ids = ['Before', 'Boom', 'After'].map(
+        (name) => createProduct(central.daemon.ctx, account, { name, prices_attributes: [{ amount_in_cents: 100, currency: 'GTQ' }] }).id,
+      );
       return { txn: txn.id, ids };
     });
 

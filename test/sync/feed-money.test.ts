@@ -22,7 +22,9 @@ const balanceOf = async (url: string, key: string) =>
 /** The ledger rows as both sides must hold them: everything but the running balance (each side keeps its own). */
 const ledgerRows = (db: Db, accountId: string) =>
   db
-    .prepare('SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, commission_in_cents, vat_withheld_in_cents, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id')
+    .prepare(
+      'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, commission_in_cents, vat_withheld_in_cents, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id',
+    )
     .all(accountId);
 
 describe('the feed carries what the central made to the store', () => {
@@ -38,7 +40,14 @@ describe('the feed carries what the central made to the store', () => {
     expect(co.status).toBe(201);
     const paid = await http('POST', `${central.url}/api/test_helpers/checkouts/${co.body.id}/pay`, acct.testKey, { method: 'card', outcome: 'succeeded' });
     expect(paid.status).toBe(200);
-    const bank = await http('POST', `${central.url}/api/bank_accounts`, acct.testKey, { holder_name: 'Ana', number: '1234-5678', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria', is_preferred: true });
+    const bank = await http('POST', `${central.url}/api/bank_accounts`, acct.testKey, {
+      holder_name: 'Ana',
+      number: '1234-5678',
+      bank_name: 'Banrural',
+      currency: 'GTQ',
+      account_type: 'monetaria',
+      is_preferred: true,
+    });
     expect(bank.status).toBe(201);
     const wd = await http('POST', `${central.url}/api/withdrawals`, acct.testKey, { amount_in_cents: 5000, currency: 'GTQ', bank_account_id: bank.body.id });
     expect(wd.status).toBe(201);
@@ -74,7 +83,11 @@ describe('the feed carries what the central made to the store', () => {
     expect(page.changes.map((c) => c.kind)).toEqual(expect.arrayContaining(['balance_transaction', 'intent', 'bank_account', 'tax_invoice_url']));
     sdb.prepare("UPDATE sync_state SET value = '0' WHERE key = 'feed_cursor'").run();
     expect(applyFeedPage(store.daemon.ctx, page)).toBeGreaterThan(0);
-    expect({ ledger: ledgerRows(sdb, acct.sandboxId), bank: row(sdb, 'bank_accounts', bank.body.id), intent: row(sdb, 'intents', paid.body.intent_id) }).toEqual(before);
+    expect({
+      ledger: ledgerRows(sdb, acct.sandboxId),
+      bank: row(sdb, 'bank_accounts', bank.body.id),
+      intent: row(sdb, 'intents', paid.body.intent_id),
+    }).toEqual(before);
     expect(await balanceOf(store.url, acct.testKey)).toBe(20_000 - 900 - 5000);
     expect(outboxMax(sdb)).toBe(outboxBefore);
   });
@@ -93,7 +106,10 @@ describe('the feed carries what the central made to the store', () => {
     const res = settleCheckoutPayment(store.daemon.ctx, account, { checkoutId: co.body.id, method: 'terminal', outcome: 'succeeded' });
     expect(row(sdb, 'balance_transactions', res.balanceTransactionId!)).toMatchObject({ fee_in_cents: -450 });
 
-    const adj = await until('the adjustment at the box', () => sdb.prepare("SELECT * FROM balance_transactions WHERE type = 'adjustment'").get() as Record<string, unknown> | undefined);
+    const adj = await until(
+      'the adjustment at the box',
+      () => sdb.prepare("SELECT * FROM balance_transactions WHERE type = 'adjustment'").get() as Record<string, unknown> | undefined,
+    );
     expect(adj).toMatchObject({ amount_in_cents: 0, fee_in_cents: -50, net_amount_in_cents: -50, source_id: res.paymentIntentId, account_id: acct.accountId });
     expect(ledgerRows(sdb, acct.accountId)).toEqual(ledgerRows(central.daemon.ctx.db, acct.accountId));
     expect(ledgerRows(sdb, acct.accountId)).toHaveLength(2); // the box's charge is not sent back to it

@@ -56,7 +56,16 @@ async function heldAtOlderCentral() {
     s.ensureStore(store.storeId, acct.accountId, true, at);
     for (const r of batch.records) {
       const payload = JSON.stringify(r.payload);
-      s.insertReceived({ ...r, live_mode: 1, hash: recordHash(r, payload), payload, store_id: store.storeId, received_at: at, outcome: 'held', reason: `no applier for kind ${r.kind}` });
+      s.insertReceived({
+        ...r,
+        live_mode: 1,
+        hash: recordHash(r, payload),
+        payload,
+        store_id: store.storeId,
+        received_at: at,
+        outcome: 'held',
+        reason: `no applier for kind ${r.kind}`,
+      });
     }
     s.setReceived(store.storeId, batch.records[batch.records.length - 1].seq, at);
     s.setApplied(store.storeId, 0, batch.records[batch.records.length - 1].seq);
@@ -89,16 +98,29 @@ describe('records held by a central that did not know their kind', () => {
     const store = await startStore(central.url, acct.key, { dataDir: offline.dataDir });
     cleanup.push(() => store.stop());
     const later = await (async () => {
-      const r = await http('POST', `${store.url}/api/bookings`, acct.key, { service_id: cut.id, starts_at: slot(2, 17), staff_member_id: stylist.id, customer });
+      const r = await http('POST', `${store.url}/api/bookings`, acct.key, {
+        service_id: cut.id,
+        starts_at: slot(2, 17),
+        staff_member_id: stylist.id,
+        customer,
+      });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
       return r.body;
     })();
     await appliedAtCentral(store);
     // The slot freed by the held cancellation is taken by the new booking: applied in that order, no refusal.
-    expect(outcomes(central).filter((o) => o.kind === 'booking').map((o) => o.outcome)).toEqual(['applied', 'applied', 'applied', 'applied']);
+    expect(
+      outcomes(central)
+        .filter((o) => o.kind === 'booking')
+        .map((o) => o.outcome),
+    ).toEqual(['applied', 'applied', 'applied', 'applied']);
     expect(await bookingAt(central, acct.key, kept.id)).toMatchObject({ status: 'confirmed' });
     expect(await bookingAt(central, acct.key, dropped.id)).toMatchObject({ status: 'cancelled' });
     expect(await bookingAt(central, acct.key, later.id)).toMatchObject({ status: 'confirmed', starts_at: dropped.starts_at });
-    expect((await http('GET', `${central.url}/sync/stores`, acct.key)).body[0]).toMatchObject({ store_id: store.storeId, held_records: 0, rejected_records: 0 });
+    expect((await http('GET', `${central.url}/sync/stores`, acct.key)).body[0]).toMatchObject({
+      store_id: store.storeId,
+      held_records: 0,
+      rejected_records: 0,
+    });
   });
 });

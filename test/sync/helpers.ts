@@ -127,12 +127,21 @@ export async function http<T = any>(method: 'GET' | 'POST' | 'PATCH', url: strin
  * received, and fills the answer's outcome fields (which a central answering on receipt leaves
  * empty) from what the projector decided for these records: as the push answered before.
  */
-export async function pushAndProject(central: TestServer, key: string, body: { store_id: string; records: Array<{ id: string; [k: string]: unknown }> }): Promise<{ status: number; body: any }> {
+export async function pushAndProject(
+  central: TestServer,
+  key: string,
+  body: { store_id: string; records: Array<{ id: string; [k: string]: unknown }> },
+): Promise<{ status: number; body: any }> {
   const res = await http('POST', `${central.url}/sync/push`, key, { protocol: 1, ...body });
   if (res.status !== 200) return res;
   await projected(central.daemon.ctx);
   const rows = body.records.map(
-    (r) => central.daemon.ctx.db.prepare('SELECT id, outcome, reason FROM sync_received WHERE id = ?').get(r.id) as { id: string; outcome: string; reason: string | null },
+    (r) =>
+      central.daemon.ctx.db.prepare('SELECT id, outcome, reason FROM sync_received WHERE id = ?').get(r.id) as {
+        id: string;
+        outcome: string;
+        reason: string | null;
+      },
   );
   return {
     status: res.status,

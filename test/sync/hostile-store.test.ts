@@ -40,7 +40,15 @@ function cashSale(change: (p: Record<string, any>) => void = () => {}, over: Rec
   p.cash_intent.id = `ci_hostile${i}`;
   p.cash_intent.intent_id = p.sale.id;
   change(p);
-  return { id: `sync_hostile${i}`, kind: template.kind, account_id: template.account_id, live_mode: template.live_mode, payload: p, created_at: new Date().toISOString(), ...over };
+  return {
+    id: `sync_hostile${i}`,
+    kind: template.kind,
+    account_id: template.account_id,
+    live_mode: template.live_mode,
+    payload: p,
+    created_at: new Date().toISOString(),
+    ...over,
+  };
 }
 
 /** What must not move: the central's money and the rows a sale writes. */
@@ -90,7 +98,14 @@ describe('a hostile store box', () => {
       live_mode: true,
       created_at: new Date().toISOString(),
       payload: {
-        payment_intent: { id: 'pi_hostile1', intent_id: 'int_hostilepay', checkout_id: 'chk_hostilepay', amount_in_cents: 1e12, currency: 'GTQ', status: 'succeeded' },
+        payment_intent: {
+          id: 'pi_hostile1',
+          intent_id: 'int_hostilepay',
+          checkout_id: 'chk_hostilepay',
+          amount_in_cents: 1e12,
+          currency: 'GTQ',
+          status: 'succeeded',
+        },
         checkout: { id: 'chk_hostilepay', items: [] },
         intent: {},
         balance_transaction: { id: 'txn_hostile1', amount_in_cents: 1e12, fee_in_cents: -1000, currency: 'GTQ' },
@@ -98,7 +113,9 @@ describe('a hostile store box', () => {
     };
     const paid = await pushOne(storeId, payment);
     expect(paid.status).toBe(200);
-    expect(tableRows<{ reason: string }>(central, 'SELECT reason FROM sync_received WHERE id = ?', payment.id)[0].reason).toContain('amount_out_of_range (payload.payment_intent.amount_in_cents)');
+    expect(tableRows<{ reason: string }>(central, 'SELECT reason FROM sync_received WHERE id = ?', payment.id)[0].reason).toContain(
+      'amount_out_of_range (payload.payment_intent.amount_in_cents)',
+    );
     // A refund of a payment the central does not hold under this account is refused at projection.
     const refund = {
       id: 'sync_hostile_refund',
@@ -106,25 +123,53 @@ describe('a hostile store box', () => {
       account_id: acct.accountId,
       live_mode: true,
       created_at: new Date().toISOString(),
-      payload: { refund: { id: 'ref_hostile1', payment_intent_id: 'pi_nowhere', intent_id: 'int_nowhere', amount_in_cents: 500, currency: 'GTQ', created_at: new Date().toISOString() }, balance_transaction: null },
+      payload: {
+        refund: {
+          id: 'ref_hostile1',
+          payment_intent_id: 'pi_nowhere',
+          intent_id: 'int_nowhere',
+          amount_in_cents: 500,
+          currency: 'GTQ',
+          created_at: new Date().toISOString(),
+        },
+        balance_transaction: null,
+      },
     };
-    expect((await pushOne(storeId, refund)).body.rejected).toEqual([{ id: refund.id, reason: expect.stringContaining('unknown_reference (payload.refund.payment_intent_id)') }]);
+    expect((await pushOne(storeId, refund)).body.rejected).toEqual([
+      { id: refund.id, reason: expect.stringContaining('unknown_reference (payload.refund.payment_intent_id)') },
+    ]);
 
     expect(snapshot()).toEqual(before);
     const balance = await http('GET', `${central.url}/api/balances`, acct.key);
 
     // A seq past the received seq + batch length is a 400 naming the field, and nothing is taken ...
-    const huge = await http('POST', `${central.url}/sync/push`, acct.key, { protocol: 1, store_id: storeId, records: [{ seq: 9007199254741002, prev_seq: seq, ...cashSale() }] });
+    const huge = await http('POST', `${central.url}/sync/push`, acct.key, {
+      protocol: 1,
+      store_id: storeId,
+      records: [{ seq: 9007199254741002, prev_seq: seq, ...cashSale() }],
+    });
     expect(huge.status).toBe(400);
     expect(JSON.stringify(huge.body)).toContain('seq');
-    const far = await http('POST', `${central.url}/sync/push`, acct.key, { protocol: 1, store_id: storeId, records: [{ seq: seq + 50, prev_seq: seq, ...cashSale() }] });
+    const far = await http('POST', `${central.url}/sync/push`, acct.key, {
+      protocol: 1,
+      store_id: storeId,
+      records: [{ seq: seq + 50, prev_seq: seq, ...cashSale() }],
+    });
     expect(far.status).toBe(400);
     expect(far.body.errors).toHaveProperty('records.0.seq');
     // ... a record naming another store's account is refused whole, as before ...
-    const foreign = await http('POST', `${central.url}/sync/push`, acct.key, { protocol: 1, store_id: storeId, records: [{ seq: seq + 1, prev_seq: seq, ...cashSale(() => {}, { account_id: other.accountId }) }] });
+    const foreign = await http('POST', `${central.url}/sync/push`, acct.key, {
+      protocol: 1,
+      store_id: storeId,
+      records: [{ seq: seq + 1, prev_seq: seq, ...cashSale(() => {}, { account_id: other.accountId }) }],
+    });
     expect(foreign.status).toBe(403);
     // ... and a conflicting record at a seq the central holds says what it holds there.
-    const conflict = await http('POST', `${central.url}/sync/push`, acct.key, { protocol: 1, store_id: storeId, records: [{ seq: 1, prev_seq: 0, ...cashSale() }] });
+    const conflict = await http('POST', `${central.url}/sync/push`, acct.key, {
+      protocol: 1,
+      store_id: storeId,
+      records: [{ seq: 1, prev_seq: 0, ...cashSale() }],
+    });
     expect(conflict.status).toBe(409);
     expect(conflict.body.message).toContain('the central holds record sync_hostile1');
 
@@ -133,7 +178,9 @@ describe('a hostile store box', () => {
     const ok = await pushOne(storeId, honest);
     expect(ok.status).toBe(200);
     expect(ok.body.rejected).toEqual([]);
-    expect(tableRows(central, 'SELECT id, amount_in_cents FROM intents WHERE id = ?', honest.payload.sale.id)).toEqual([{ id: honest.payload.sale.id, amount_in_cents: 1500 }]);
+    expect(tableRows(central, 'SELECT id, amount_in_cents FROM intents WHERE id = ?', honest.payload.sale.id)).toEqual([
+      { id: honest.payload.sale.id, amount_in_cents: 1500 },
+    ]);
     // Cash sales post no ledger row: the balance is what it was.
     expect((await http('GET', `${central.url}/api/balances`, acct.key)).body).toEqual(balance.body);
 
@@ -156,13 +203,20 @@ describe('money past the review thresholds', () => {
       const res = await pushAndProject(c, a.key, { store_id: 'store_review1', records: [{ seq: s + 1, prev_seq: s, ...r } as unknown as { id: string }] });
       expect(res.status).toBe(200);
       s += 1;
-      return { id: r.id, intent: r.payload.sale.id as string, outcome: tableRows<{ outcome: string; reason: string }>(c, 'SELECT outcome, reason FROM sync_received WHERE id = ?', r.id)[0] };
+      return {
+        id: r.id,
+        intent: r.payload.sale.id as string,
+        outcome: tableRows<{ outcome: string; reason: string }>(c, 'SELECT outcome, reason FROM sync_received WHERE id = ?', r.id)[0],
+      };
     };
     const intentOf = (id: string) => tableRows(c, 'SELECT id FROM intents WHERE id = ?', id).length;
     const first = await push(1500);
     expect(first.outcome.outcome).toBe('applied');
     const big = await push(2500);
-    expect(big.outcome).toMatchObject({ outcome: 'held', reason: expect.stringContaining('review: held_for_review (payload): 2500 GTQ cents is over sync.review.per_record_cents') });
+    expect(big.outcome).toMatchObject({
+      outcome: 'held',
+      reason: expect.stringContaining('review: held_for_review (payload): 2500 GTQ cents is over sync.review.per_record_cents'),
+    });
     expect(intentOf(big.intent)).toBe(0);
     // The stream goes on past it; the day's sum reaches its threshold on the third sale.
     const second = await push(1500);
@@ -172,13 +226,19 @@ describe('money past the review thresholds', () => {
     expect(intentOf(third.intent)).toBe(0);
     // The held sweep passes records held for review by.
     applyHeldRecords(c.daemon.ctx);
-    expect(centralSide(c.daemon.ctx.db).inReview('store_review1', 10).map((r) => r.id)).toEqual([big.id, third.id]);
+    expect(
+      centralSide(c.daemon.ctx.db)
+        .inReview('store_review1', 10)
+        .map((r) => r.id),
+    ).toEqual([big.id, third.id]);
 
     // An operator releases one: applied past the thresholds, the reason kept.
     expect(centralSide(c.daemon.ctx.db).releaseReview(big.id, 'checked with the store manager', new Date().toISOString())).toBe(true);
     applyHeldRecords(c.daemon.ctx);
     await projected(c.daemon.ctx);
-    expect(tableRows(c, 'SELECT outcome, note FROM sync_received WHERE id = ?', big.id)).toEqual([{ outcome: 'applied', note: 'checked with the store manager' }]);
+    expect(tableRows(c, 'SELECT outcome, note FROM sync_received WHERE id = ?', big.id)).toEqual([
+      { outcome: 'applied', note: 'checked with the store manager' },
+    ]);
     expect(intentOf(big.intent)).toBe(1);
     // ... and rejects the other: refused for good, nothing applied.
     expect(centralSide(c.daemon.ctx.db).rejectReview(third.id, 'review_rejected (payload): not a sale', 'not a sale', new Date().toISOString())).toBe(true);

@@ -53,12 +53,15 @@ describe('a store offline for a whole day', () => {
     const received = central.daemon.ctx.db.prepare('SELECT seq, id FROM sync_received WHERE store_id = ? ORDER BY seq').all(store.storeId);
     expect(received).toEqual(outbox);
     expect(outbox.length).toBeGreaterThanOrEqual(SALES + storeEvents.length);
-    const sales = (d: typeof db) => d.prepare('SELECT id, amount_in_cents, created_at FROM intents ORDER BY created_at, id').all() as Array<{ amount_in_cents: number; created_at: string }>;
+    const sales = (d: typeof db) =>
+      d.prepare('SELECT id, amount_in_cents, created_at FROM intents ORDER BY created_at, id').all() as Array<{ amount_in_cents: number; created_at: string }>;
     expect(sales(central.daemon.ctx.db)).toEqual(sales(db));
     expect(sales(db).map((s) => s.amount_in_cents)).toEqual(Array.from({ length: SALES }, (_, i) => 1000 + i));
     expect(sales(db)[SALES - 1].created_at).toBe(`${day}T23:55:00.000Z`);
     // The events kept their ids and were re-emitted at the central in the order the store made them.
-    const reemitted = central.daemon.ctx.db.prepare("SELECT json_extract(payload, '$.id') AS id FROM sync_received WHERE store_id = ? AND kind = 'event' ORDER BY seq").all(store.storeId);
+    const reemitted = central.daemon.ctx.db
+      .prepare("SELECT json_extract(payload, '$.id') AS id FROM sync_received WHERE store_id = ? AND kind = 'event' ORDER BY seq")
+      .all(store.storeId);
     expect(reemitted).toEqual(storeEvents);
 
     const client = new CentralClient(central.url, acct.key, { timeoutMs: 5000 });

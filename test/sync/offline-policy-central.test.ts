@@ -23,7 +23,11 @@ const AT = '2026-03-02T10:00:00.000Z';
 
 function change(extra: Record<string, unknown> = {}) {
   return {
-    id: 'oa_1', terminal_id: null, action: 'caps_set', actor: 'Ana López', reason: 'small float today',
+    id: 'oa_1',
+    terminal_id: null,
+    action: 'caps_set',
+    actor: 'Ana López',
+    reason: 'small float today',
     before: { allowed: true, max_payment_in_cents: 50_000, max_total_in_cents: 500_000, max_count: 100, max_age_hours: 48 },
     after: { allowed: true, max_payment_in_cents: 50_000, max_total_in_cents: 20_000, max_count: 5, max_age_hours: 48 },
     at: AT,
@@ -37,7 +41,14 @@ it('checks each change at receipt, keeps it once, and serves the reads across st
   const account = server.installation.sandbox_id;
   let seq = 0;
   const record = (kind: string, payload: Record<string, unknown>): PushRecord => ({
-    seq: ++seq, prev_seq: seq - 1, id: `sync_${seq}`, kind, account_id: account, live_mode: false, payload, created_at: AT,
+    seq: ++seq,
+    prev_seq: seq - 1,
+    id: `sync_${seq}`,
+    kind,
+    account_id: account,
+    live_mode: false,
+    payload,
+    created_at: AT,
   });
   const push = (kind: string, payload: Record<string, unknown>, storeId = 'store_a') =>
     tx(ctx.db, () => registry.sync.applier(kind)!(ctx, record(kind, payload), { storeId, keyAccountId: account }));
@@ -60,18 +71,60 @@ it('checks each change at receipt, keeps it once, and serves the reads across st
 
   push('offline_policy_change', change());
   push('offline_policy_change', change()); // the same id again changes nothing
-  push('offline_policy_change', change({ id: 'oa_2', action: 'terminal_caps_set', terminal_id: 'trm_9', before: { max_count: null }, after: { max_count: 2 }, at: '2026-03-02T10:05:00.000Z' }), 'store_b');
-  push('stored_payment', {
-    id: 'sp_1', terminal_id: 'trm_9', command_id: 'tsc_1', checkout_id: 'ch_1', payment_intent_id: 'pa_1', offline_reference: 'R-1', status: 'declined',
-    amount_in_cents: 1500, currency: 'GTQ', card_network: 'visa', card_last4: '4242', over_cap: null, reason: 'insufficient_funds',
-    stored_at: AT, forward_by: '2026-03-04T10:00:00.000Z', forwarded_at: '2026-03-02T11:00:00.000Z', settled_at: '2026-03-02T11:00:00.000Z',
-  }, 'store_b');
+  push(
+    'offline_policy_change',
+    change({
+      id: 'oa_2',
+      action: 'terminal_caps_set',
+      terminal_id: 'trm_9',
+      before: { max_count: null },
+      after: { max_count: 2 },
+      at: '2026-03-02T10:05:00.000Z',
+    }),
+    'store_b',
+  );
+  push(
+    'stored_payment',
+    {
+      id: 'sp_1',
+      terminal_id: 'trm_9',
+      command_id: 'tsc_1',
+      checkout_id: 'ch_1',
+      payment_intent_id: 'pa_1',
+      offline_reference: 'R-1',
+      status: 'declined',
+      amount_in_cents: 1500,
+      currency: 'GTQ',
+      card_network: 'visa',
+      card_last4: '4242',
+      over_cap: null,
+      reason: 'insufficient_funds',
+      stored_at: AT,
+      forward_by: '2026-03-04T10:00:00.000Z',
+      forwarded_at: '2026-03-02T11:00:00.000Z',
+      settled_at: '2026-03-02T11:00:00.000Z',
+    },
+    'store_b',
+  );
 
   const audit = await server.api('GET', '/offline_audit');
   expect(audit.status).toBe(200);
   expect(audit.body).toEqual([
-    expect.objectContaining({ id: 'oa_2', store_id: 'store_b', terminal_id: 'trm_9', action: 'terminal_caps_set', actor: 'Ana López', after: { max_count: 2 } }),
-    expect.objectContaining({ id: 'oa_1', store_id: 'store_a', terminal_id: null, before: expect.objectContaining({ max_count: 100 }), after: expect.objectContaining({ max_count: 5 }) }),
+    expect.objectContaining({
+      id: 'oa_2',
+      store_id: 'store_b',
+      terminal_id: 'trm_9',
+      action: 'terminal_caps_set',
+      actor: 'Ana López',
+      after: { max_count: 2 },
+    }),
+    expect.objectContaining({
+      id: 'oa_1',
+      store_id: 'store_a',
+      terminal_id: null,
+      before: expect.objectContaining({ max_count: 100 }),
+      after: expect.objectContaining({ max_count: 5 }),
+    }),
   ]);
   const [policy] = (await server.api('GET', '/offline_policy')).body;
   expect(policy.reported).toEqual(
@@ -87,7 +140,9 @@ it('checks each change at receipt, keeps it once, and serves the reads across st
     ['store_a', null],
   ]);
   const stored = (await server.api('GET', '/stored_payments?status=declined')).body;
-  expect(stored).toEqual([expect.objectContaining({ id: 'sp_1', store_id: 'store_b', status: 'declined', final: true, card: { network: 'visa', last4: '4242' } })]);
+  expect(stored).toEqual([
+    expect.objectContaining({ id: 'sp_1', store_id: 'store_b', status: 'declined', final: true, card: { network: 'visa', last4: '4242' } }),
+  ]);
   expect((await server.api('GET', '/stored_payments/sp_1')).body).toMatchObject({ id: 'sp_1', reason: 'insufficient_funds' });
   expect((await server.api('GET', '/to_collect')).body).toEqual([expect.objectContaining({ id: 'sp_1' })]);
 

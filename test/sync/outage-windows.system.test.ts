@@ -50,16 +50,28 @@ it('records the central and processor windows, merges them into one outage and r
   // 09:00 the uplink goes.
   link.mode = { up: false, cutResponse: 0, delayMs: 0 };
   link.cutAll();
-  await until('the central window opened', () => storeSide(db).openOutages().find((w) => w.link === 'central'));
+  await until('the central window opened', () =>
+    storeSide(db)
+      .openOutages()
+      .find((w) => w.link === 'central'),
+  );
   expect(storeSide(db).openOutages()).toEqual([expect.objectContaining({ link: 'central', started_at: iso('09:00'), ended_at: null })]);
 
   // 10:00 a cash sale and two cards the terminal can only store.
   clock.set(at('10:00'));
   expect((await http('POST', `${store.url}/api/cash_sales`, acct.key, { amount_in_cents: 1200, currency: 'GTQ' })).status).toBe(201);
   const charges: Array<{ id: string; checkout_id: string }> = [];
-  for (const [n, amount] of [[1, 3000], [2, 4500]] as const) {
+  for (const [n, amount] of [
+    [1, 3000],
+    [2, 4500],
+  ] as const) {
     const c = await http('POST', `${store.url}/api/terminal_session_commands`, acct.key, {
-      terminal_id: trm.body.id, external_id: `till-${n}`, amount_in_cents: amount, currency: 'GTQ', description: `Mesa ${n}`, tax_id: `${n}234567-8`,
+      terminal_id: trm.body.id,
+      external_id: `till-${n}`,
+      amount_in_cents: amount,
+      currency: 'GTQ',
+      description: `Mesa ${n}`,
+      tax_id: `${n}234567-8`,
     });
     expect(c.status).toBe(201);
     await terminal.next('charge', (m) => m.command_id === c.body.id);
@@ -67,12 +79,25 @@ it('records the central and processor windows, merges them into one outage and r
     await terminal.next('result_ack', (m) => m.command_id === c.body.id);
     charges.push(c.body);
   }
-  expect(storeSide(db).openOutages().map((w) => [w.link, w.started_at])).toEqual([['central', iso('09:00')], ['processor', iso('10:00')]]);
+  expect(
+    storeSide(db)
+      .openOutages()
+      .map((w) => [w.link, w.started_at]),
+  ).toEqual([
+    ['central', iso('09:00')],
+    ['processor', iso('10:00')],
+  ]);
 
   // 12:00 the uplink is back; 12:10 the terminal forwards: one approved, one declined.
   clock.set(at('12:00'));
   link.mode = { up: true, cutResponse: 0, delayMs: 0 };
-  await until('the central window closed', () => !storeSide(db).openOutages().some((w) => w.link === 'central'));
+  await until(
+    'the central window closed',
+    () =>
+      !storeSide(db)
+        .openOutages()
+        .some((w) => w.link === 'central'),
+  );
   clock.set(at('12:10'));
   await terminal.forward(charges[0].id, 'R-1', 'approved');
   await terminal.next('forward_ack', (a) => a.offline_reference === 'R-1');
@@ -114,8 +139,16 @@ it('records the central and processor windows, merges them into one outage and r
   });
   expect(o.to_collect).toEqual([
     expect.objectContaining({
-      status: 'declined', reason: 'insufficient_funds', command_id: charges[1].id, external_id: 'till-2', description: 'Mesa 2', tax_id: '2234567-8',
-      amount_in_cents: 4500, checkout_id: charges[1].checkout_id, checkout_status: 'unpaid', settled_at: iso('12:10'),
+      status: 'declined',
+      reason: 'insufficient_funds',
+      command_id: charges[1].id,
+      external_id: 'till-2',
+      description: 'Mesa 2',
+      tax_id: '2234567-8',
+      amount_in_cents: 4500,
+      checkout_id: charges[1].checkout_id,
+      checkout_status: 'unpaid',
+      settled_at: iso('12:10'),
       payment_intent_id: expect.stringMatching(/^pa_/),
     }),
   ]);
@@ -127,7 +160,9 @@ it('records the central and processor windows, merges them into one outage and r
   expect(human).toContain('  stored payments declined: 1 (GTQ 45.00)');
   // Every field of the JSON's sale to collect: description, reason, card, terminal.
   expect(human).toContain(`  to collect: till-2 "Mesa 2" GTQ 45.00\n    declined (insufficient_funds) at ${iso('12:10')}; `);
-  expect(human).toMatch(new RegExp(`; terminal ${o.to_collect[0].terminal_id}\\n    checkout ${charges[1].checkout_id} unpaid, payment intent pa_\\w+; 2234567-8`));
+  expect(human).toMatch(
+    new RegExp(`; terminal ${o.to_collect[0].terminal_id}\\n    checkout ${charges[1].checkout_id} unpaid, payment intent pa_\\w+; 2234567-8`),
+  );
   expect(human).toContain('  checkouts left open (besides those to collect): 0');
   expect(human).toContain('  reconciliation: unchecked');
 
@@ -165,7 +200,8 @@ it('a processor outage without a central: opened by the first stored payment, cl
   expect(storeSide(db).openOutages()).toEqual([]);
   const [report] = outageReports(h.server.daemon.ctx);
   expect(report).toMatchObject({
-    started_at: iso('08:00'), ended_at: iso('08:30'),
+    started_at: iso('08:00'),
+    ended_at: iso('08:30'),
     stored_payments: [{ status: 'stored', count: 1, amount_in_cents: 2_000 }],
     reconciliation: { state: 'not_synced' },
   });

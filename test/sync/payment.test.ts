@@ -48,7 +48,9 @@ describe('checkout payments settled at the store', () => {
     }
     const charges = (db: typeof store.daemon.ctx.db) =>
       db
-        .prepare("SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, created_at FROM balance_transactions WHERE type = 'charge' ORDER BY id")
+        .prepare(
+          "SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, commission_in_cents, vat_withheld_in_cents, source_id, created_at FROM balance_transactions WHERE type = 'charge' ORDER BY id",
+        )
         .all();
     const storeCharges = charges(store.daemon.ctx.db);
     expect(storeCharges).toHaveLength(2);

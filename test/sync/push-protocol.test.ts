@@ -67,9 +67,10 @@ function rec(seq: number, prev: number, over: Record<string, unknown> = {}) {
 }
 const push = (storeId: string, records: unknown[], key = store.key) =>
   http('POST', `${central.url}/sync/push`, key, { protocol: 1, store_id: storeId, records });
-const notes = () => (central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'test_notes'").get() as { n: number }).n
-  ? (central.daemon.ctx.db.prepare('SELECT count(*) AS n FROM test_notes').get() as { n: number }).n
-  : 0;
+const notes = () =>
+  (central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'test_notes'").get() as { n: number }).n
+    ? (central.daemon.ctx.db.prepare('SELECT count(*) AS n FROM test_notes').get() as { n: number }).n
+    : 0;
 /** The push answered on receipt; this waits for the central's projector to apply what it received. */
 const settled = () => projected(central.daemon.ctx);
 const outcomeOf = (id: string) => (central.daemon.ctx.db.prepare('SELECT outcome FROM sync_received WHERE id = ?').get(id) as { outcome: string }).outcome;
@@ -104,7 +105,11 @@ describe('POST /sync/push at the central', () => {
     for (let seq = 1; seq <= 250; seq++) many.push(rec(seq, seq - 1));
     const res = await push('store_slices', many);
     expect(res.body).toMatchObject({ applied_seq: 250, applied: 250 });
-    const row = () => central.daemon.ctx.db.prepare("SELECT received_seq, applied_seq FROM sync_stores WHERE store_id = 'store_slices'").get() as { received_seq: number; applied_seq: number };
+    const row = () =>
+      central.daemon.ctx.db.prepare("SELECT received_seq, applied_seq FROM sync_stores WHERE store_id = 'store_slices'").get() as {
+        received_seq: number;
+        applied_seq: number;
+      };
     // The answer left before the first slice ran (it runs on a later turn of the event loop).
     expect(row().received_seq).toBe(250);
     await settled();
@@ -250,7 +255,13 @@ describe('POST /sync/push at the central', () => {
     await settled();
     const mine = await http('GET', `${central.url}/sync/stores`, store.key);
     expect(mine.status).toBe(200);
-    expect(mine.body.find((s: any) => s.store_id === 'store_list1')).toMatchObject({ account_id: store.accountId, received_seq: 2, applied_seq: 2, held_records: 1, rejected_records: 0 });
+    expect(mine.body.find((s: any) => s.store_id === 'store_list1')).toMatchObject({
+      account_id: store.accountId,
+      received_seq: 2,
+      applied_seq: 2,
+      held_records: 1,
+      rejected_records: 0,
+    });
     const theirs = await http('GET', `${central.url}/sync/stores`, other.key);
     expect(theirs.body.filter((s: any) => s.account_id === store.accountId)).toEqual([]);
     const accounts = new AccountsService(central.daemon.ctx.db, central.daemon.ctx.clock);
@@ -278,7 +289,7 @@ describe('POST /sync/push at the central', () => {
     expect(await listed()).toMatchObject({ received_seq: 2, box_waiting: 1200 });
   });
 
-  it('parks a record whose applier fails, undoing what it wrote, and applies the store\'s later records', async () => {
+  it("parks a record whose applier fails, undoing what it wrote, and applies the store's later records", async () => {
     const r0 = received();
     const n0 = notes();
     const res = await push('store_a10', [rec(1, 0), rec(2, 1, { kind: 'test_broken' }), rec(3, 2)]);
@@ -289,7 +300,9 @@ describe('POST /sync/push at the central', () => {
     expect(notes()).toBe(n0 + 2);
     // The applier's savepoint was rolled back: its table was never made.
     expect(central.daemon.ctx.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'test_broken'").get()).toEqual({ n: 0 });
-    const parked = central.daemon.ctx.db.prepare("SELECT outcome, reason, decided_at FROM sync_received WHERE store_id = 'store_a10' AND seq = 2").get() as Record<string, string>;
+    const parked = central.daemon.ctx.db
+      .prepare("SELECT outcome, reason, decided_at FROM sync_received WHERE store_id = 'store_a10' AND seq = 2")
+      .get() as Record<string, string>;
     expect(parked).toMatchObject({ outcome: 'parked', reason: 'applier failed: disk on fire' });
     expect(parked.decided_at).toMatch(/^\d{4}-/);
     expect((await http('GET', `${central.url}/sync/stores`, store.key)).body.find((s: any) => s.store_id === 'store_a10')).toMatchObject({ applied_seq: 3 });

@@ -42,7 +42,12 @@ beforeAll(async () => {
   const account = new AccountsService(store.daemon.ctx.db, store.daemon.ctx.clock).account(accountId)!;
   for (const outcome of ['succeeded', 'failed'] as const) {
     const co = await http('POST', `${store.url}/api/checkouts`, key, { items: [{ name: outcome, amount_in_cents: 10_000 }], currency: 'GTQ' });
-    const r = settleCheckoutPayment(store.daemon.ctx, account, { checkoutId: co.body.id, method: 'terminal', outcome, failureReason: outcome === 'failed' ? 'card_declined' : null });
+    const r = settleCheckoutPayment(store.daemon.ctx, account, {
+      checkoutId: co.body.id,
+      method: 'terminal',
+      outcome,
+      failureReason: outcome === 'failed' ? 'card_declined' : null,
+    });
     if (outcome === 'succeeded') charge.id = r.balanceTransactionId!;
   }
   // At the central, rows of its own: a cash sale made there, and a charge settled there.
@@ -60,12 +65,18 @@ afterAll(async () => {
 });
 
 describe('reconciliation of the ledger and intents', () => {
-  it("compares the rows the store wrote with the rows its records wrote at the central, whatever else each side holds", async () => {
+  it('compares the rows the store wrote with the rows its records wrote at the central, whatever else each side holds', async () => {
     const { code, result } = await reconcile();
     expect(code).toBe(0);
     expect(result.state).toBe('equal');
     const fee = (store.daemon.ctx.db.prepare('SELECT fee_in_cents AS f FROM balance_transactions WHERE id = ?').get(charge.id) as { f: number }).f;
-    expect(row(result.rows, 'ledger.charge')).toMatchObject({ account_id: accountId, store_count: 1, central_count: 1, store_sum: 10_000, central_sum: 10_000 });
+    expect(row(result.rows, 'ledger.charge')).toMatchObject({
+      account_id: accountId,
+      store_count: 1,
+      central_count: 1,
+      store_sum: 10_000,
+      central_sum: 10_000,
+    });
     expect(row(result.rows, 'ledger.charge.fee')).toMatchObject({ store_count: 1, store_sum: fee, central_sum: fee });
     expect(row(result.rows, 'intents.cash.succeeded')).toMatchObject({ store_count: 1, central_count: 1, store_sum: 1234, central_sum: 1234 });
     expect(row(result.rows, 'intents.payment.succeeded')).toMatchObject({ store_count: 1, central_count: 1, store_sum: 10_000 });
@@ -89,13 +100,22 @@ describe('reconciliation of the ledger and intents', () => {
 
   it('reports a ledger row tampered at the central (exit 1), at the box and to central operations, and patches nothing', async () => {
     const cdb = central.daemon.ctx.db;
-    tx(cdb, () => cdb.prepare('UPDATE balance_transactions SET amount_in_cents = amount_in_cents + 100, net_amount_in_cents = net_amount_in_cents + 100 WHERE id = ?').run(charge.id));
+    tx(cdb, () =>
+      cdb
+        .prepare('UPDATE balance_transactions SET amount_in_cents = amount_in_cents + 100, net_amount_in_cents = net_amount_in_cents + 100 WHERE id = ?')
+        .run(charge.id),
+    );
     const { code, result } = await reconcile();
     expect(code).toBe(1);
     expect(result.state).toBe('different');
-    expect(result.differences).toEqual([expect.objectContaining({ measure: 'ledger.charge', store_count: 1, central_count: 1, store_sum: 10_000, central_sum: 10_100 })]);
+    expect(result.differences).toEqual([
+      expect.objectContaining({ measure: 'ledger.charge', store_count: 1, central_count: 1, store_sum: 10_000, central_sum: 10_100 }),
+    ]);
     const status = await http('GET', `${store.url}/sync/status`, key);
-    expect(status.body.reconciliation).toMatchObject({ state: 'different', differences: [expect.objectContaining({ measure: 'ledger.charge', central_sum: 10_100 })] });
+    expect(status.body.reconciliation).toMatchObject({
+      state: 'different',
+      differences: [expect.objectContaining({ measure: 'ledger.charge', central_sum: 10_100 })],
+    });
     await until('reported to central operations', () =>
       cdb.prepare("SELECT payload FROM events WHERE type = 'sync.reconciliation_difference' AND payload LIKE '%ledger.charge%'").get(),
     );
@@ -103,7 +123,11 @@ describe('reconciliation of the ledger and intents', () => {
     const amount = (db: typeof cdb) => (db.prepare('SELECT amount_in_cents AS a FROM balance_transactions WHERE id = ?').get(charge.id) as { a: number }).a;
     expect(amount(cdb)).toBe(10_100);
     expect(amount(store.daemon.ctx.db)).toBe(10_000);
-    tx(cdb, () => cdb.prepare('UPDATE balance_transactions SET amount_in_cents = amount_in_cents - 100, net_amount_in_cents = net_amount_in_cents - 100 WHERE id = ?').run(charge.id));
+    tx(cdb, () =>
+      cdb
+        .prepare('UPDATE balance_transactions SET amount_in_cents = amount_in_cents - 100, net_amount_in_cents = net_amount_in_cents - 100 WHERE id = ?')
+        .run(charge.id),
+    );
   });
 
   it('reports an intent tampered at the store (exit 1) as a move between statuses', async () => {

@@ -18,7 +18,9 @@ async function paidAtStore(store: TestStore, acct: { accountId: string; key: str
 
 const ledger = (db: TestStore['daemon']['ctx']['db'], type: string) =>
   db
-    .prepare('SELECT id, amount_in_cents, fee_in_cents, net_amount_in_cents, commission_in_cents, source_id, created_at FROM balance_transactions WHERE type = ? ORDER BY id')
+    .prepare(
+      'SELECT id, amount_in_cents, fee_in_cents, net_amount_in_cents, commission_in_cents, source_id, created_at FROM balance_transactions WHERE type = ? ORDER BY id',
+    )
     .all(type);
 
 const synced = (store: TestStore) => appliedAtCentral(store);
@@ -39,7 +41,8 @@ describe('refunds made at the store', () => {
     expect(storeRows[0]).toMatchObject({ amount_in_cents: -8000, source_id: refund.body.id });
     expect(ledger(central.daemon.ctx.db, 'refund')).toEqual(storeRows);
     // The charge and its refund net to zero at the central as at the store.
-    const sum = (db: TestStore['daemon']['ctx']['db']) => (db.prepare('SELECT sum(net_amount_in_cents) AS n FROM balance_transactions').get() as { n: number }).n;
+    const sum = (db: TestStore['daemon']['ctx']['db']) =>
+      (db.prepare('SELECT sum(net_amount_in_cents) AS n FROM balance_transactions').get() as { n: number }).n;
     expect(sum(store.daemon.ctx.db)).toBe(0);
     expect(sum(central.daemon.ctx.db)).toBe(0);
 

@@ -54,7 +54,21 @@ describe('the sync registry built from the modules', () => {
       'transfer',
       'withdrawal',
     ]);
-    for (const kind of ['api_key', 'record_rejected', 'account', 'balance_transaction', 'intent', 'tax_invoice_url', 'bank_account', 'product', 'coupon', 'bookable', 'class_session', 'booking', 'dispute']) {
+    for (const kind of [
+      'api_key',
+      'record_rejected',
+      'account',
+      'balance_transaction',
+      'intent',
+      'tax_invoice_url',
+      'bank_account',
+      'product',
+      'coupon',
+      'bookable',
+      'class_session',
+      'booking',
+      'dispute',
+    ]) {
       expect(registry.sync.feedApplier(kind), kind).toBeTypeOf('function');
     }
     expect(registry.sync.rejectionHandler('booking')).toBeTypeOf('function');
@@ -68,20 +82,36 @@ describe('the sync registry built from the modules', () => {
     });
     expect(refusal('terminal_payment', { payment_intent: { id: 'pa_1' } }).reason).toBe('terminal_payment record without payment_intent, intent or checkout');
     // A stored payment is pushed only when final: one still waiting is malformed.
-    expect(refusal('stored_payment', { id: 'sp_1', status: 'stored' }).reason).toBe('stored_payment record without its id, references, final status, amount or times');
-    expect(refusal('withdrawal', { change: 'created', transfer: { id: 'tr_1' }, balance_transactions: [] }).reason).toBe('withdrawal record without transfer or balance_transactions');
+    expect(refusal('stored_payment', { id: 'sp_1', status: 'stored' }).reason).toBe(
+      'stored_payment record without its id, references, final status, amount or times',
+    );
+    expect(refusal('withdrawal', { change: 'created', transfer: { id: 'tr_1' }, balance_transactions: [] }).reason).toBe(
+      'withdrawal record without transfer or balance_transactions',
+    );
     expect(refusal('connected_account_verification', { account_id: 'ac_2', status: 'approved', document_errors: {} }).reason).toBe(
       'connected_account_verification record without account_id or status',
     );
-    expect(refusal('balance_payment', { payment_intent: { id: 'pa_1' } }).reason).toBe('balance_payment record without a consistent payment_intent, checkout and payer side');
-    expect(refusal('dispute', { change: 'created', dispute: { id: 'dp_1' }, balance_transactions: [] }).reason).toBe('dispute record without dispute or balance_transactions');
+    expect(refusal('balance_payment', { payment_intent: { id: 'pa_1' } }).reason).toBe(
+      'balance_payment record without a consistent payment_intent, checkout and payer side',
+    );
+    expect(refusal('dispute', { change: 'created', dispute: { id: 'dp_1' }, balance_transactions: [] }).reason).toBe(
+      'dispute record without dispute or balance_transactions',
+    );
     expect(refusal('event', { id: 'ev_1', type: 'x' }).reason).toBe('event record without id, type or payload');
   });
 
   it('refuses a payload whose fields disagree, which a schema cannot say', () => {
     const sale = { id: 'in_1', amount_in_cents: 100, currency: 'GTQ', created_at: '2026-01-01T00:00:00.000Z', checkout: { id: 'ch_1' } };
     expect(refusal('cash_sale', { sale, cash_intent: { id: 'ci_1', intent_id: 'in_other' } }).reason).toBe('cash_sale record without sale or cash_intent');
-    const coupon = { id: 'co_1', name: 'X', discount_mode: 'code', duration: 'once', status: 'active', created_at: '2026-01-01T00:00:00.000Z', product_ids: [] };
+    const coupon = {
+      id: 'co_1',
+      name: 'X',
+      discount_mode: 'code',
+      duration: 'once',
+      status: 'active',
+      created_at: '2026-01-01T00:00:00.000Z',
+      product_ids: [],
+    };
     expect(refusal('coupon', { ...coupon, amount_off_in_cents: 100, percent_off: 10 }).reason).toBe('coupon record without id, name, discount or status');
   });
 
@@ -94,7 +124,12 @@ describe('the sync registry built from the modules', () => {
 describe('the checkout hooks built from the modules', () => {
   it('prices at the lines’ sum without a pricing module, and refuses two pricing modules', () => {
     const hooks = checkoutHooksOf([]);
-    const price = hooks.price(noCtx, {} as never, { checkoutId: null, items: [{ amount_in_cents: 250, quantity: 2, product_id: null }], currency: 'GTQ', customer_id: null });
+    const price = hooks.price(noCtx, {} as never, {
+      checkoutId: null,
+      items: [{ amount_in_cents: 250, quantity: 2, product_id: null }],
+      currency: 'GTQ',
+      customer_id: null,
+    });
     expect(price).toMatchObject({ discount_in_cents: 0, total_in_cents: 500 });
     const pricing = (name: string): PosdModule => ({ name, checkout: { price: () => price } });
     expect(() => checkoutHooksOf([pricing('a'), pricing('b')])).toThrow(/a and b both declare a price/);

@@ -19,7 +19,9 @@ let seq = 0;
 let hour = 8;
 async function booked(): Promise<{ id: string; recordId: string }> {
   const starts = new Date(Math.floor(Date.now() / 86_400_000 + 2) * 86_400_000 + hour++ * 3_600_000).toISOString();
-  const b = await s.api('POST', '/bookings', { body: { service_id: cut.id, starts_at: starts, staff_member_id: stylist.id, customer: { email: 'ana@example.com' } } });
+  const b = await s.api('POST', '/bookings', {
+    body: { service_id: cut.id, starts_at: starts, staff_member_id: stylist.id, customer: { email: 'ana@example.com' } },
+  });
   expect(b.status).toBe(201);
   const rec = tableRows<{ id: string; payload: string }>(s, "SELECT id, payload FROM sync_outbox WHERE kind = 'booking' ORDER BY seq DESC LIMIT 1")[0];
   expect(JSON.parse(rec.payload).booking.id).toBe(b.body.id);
@@ -55,7 +57,11 @@ describe('the bookings module applying the central’s refusal of a booking', ()
     decide(b.recordId, 'slot_unavailable');
     expect(await status(b.id)).toBe('cancelled');
     expect(cancelledEvents(b.id)).toHaveLength(1);
-    expect(syncStatus(s.daemon.ctx.config, s.daemon.ctx.db).decisions[0]).toMatchObject({ record_id: b.recordId, kind: 'booking', reason: 'refused on purpose' });
+    expect(syncStatus(s.daemon.ctx.config, s.daemon.ctx.db).decisions[0]).toMatchObject({
+      record_id: b.recordId,
+      kind: 'booking',
+      reason: 'refused on purpose',
+    });
     // The cancellation is itself a booking record for the central.
     const last = tableRows<{ id: string; payload: string }>(s, "SELECT id, payload FROM sync_outbox WHERE kind = 'booking' ORDER BY seq DESC LIMIT 1")[0];
     expect(JSON.parse(last.payload)).toMatchObject({ op: 'cancel', row: { id: b.id, status: 'cancelled', cancellation_reason: 'refused_by_central' } });

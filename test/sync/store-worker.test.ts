@@ -20,7 +20,9 @@ const testSales: PosdModule = {
       test_sale: {
         apply(ctx, record) {
           ctx.db.exec('CREATE TABLE IF NOT EXISTS test_sales (id TEXT PRIMARY KEY, account_id TEXT, amount INTEGER, n INTEGER)');
-          ctx.db.prepare('INSERT INTO test_sales (id, account_id, amount, n) VALUES (?, ?, ?, ?)').run(record.id, record.account_id, record.payload.amount_in_cents, record.payload.n);
+          ctx.db
+            .prepare('INSERT INTO test_sales (id, account_id, amount, n) VALUES (?, ?, ?, ?)')
+            .run(record.id, record.account_id, record.payload.amount_in_cents, record.payload.n);
         },
       },
     },
@@ -61,7 +63,8 @@ const saleRows = (central: TestServer) =>
 describe('the store sync worker', () => {
   it('joins with the same account ids; the central key works at the box; a key revoked at the central stops working after the next pull', async () => {
     const { central, store, acct } = await pair();
-    const atBox = (key: string) => request(`${store.url}/api/test`, { headers: { 'x-secret-key': key } }).then(async (r) => (await r.body.text(), r.statusCode));
+    const atBox = (key: string) =>
+      request(`${store.url}/api/test`, { headers: { 'x-secret-key': key } }).then(async (r) => (await r.body.text(), r.statusCode));
     expect(await atBox(acct.key)).toBe(200);
     expect(await atBox(acct.testKey)).toBe(200);
     expect(new AccountsService(store.daemon.ctx.db, store.daemon.ctx.clock).account(acct.accountId)?.name).toBe('Store 1');
@@ -123,7 +126,13 @@ describe('the store sync worker', () => {
     cleanup.push(() => client.close());
     const ok = await reconcileDay(store.daemon.ctx, client, day);
     expect(ok.state).toBe('equal');
-    expect(ok.rows.find((r) => r.measure === 'records.test_sale')).toMatchObject({ store_count: 10, central_count: 10, store_sum: 10045, central_sum: 10045, currency: 'GTQ' });
+    expect(ok.rows.find((r) => r.measure === 'records.test_sale')).toMatchObject({
+      store_count: 10,
+      central_count: 10,
+      store_sum: 10045,
+      central_sum: 10045,
+      currency: 'GTQ',
+    });
     expect(ok.rows.find((r) => r.measure === 'events')).toMatchObject({ store_count: 10, central_count: 10 });
     // An event lost at the central (a restore, a bad hand): the totals no longer agree.
     central.daemon.ctx.db.prepare("DELETE FROM events WHERE id = (SELECT id FROM events WHERE type = 'test_sale.created' LIMIT 1)").run();

@@ -45,7 +45,12 @@ afterAll(async () => {
 });
 
 async function storeOne(amount: number, reference: string): Promise<{ id: string; checkoutId: string; paymentIntentId: string; intentId: string }> {
-  const c = await http('POST', `${store.url}/api/terminal_session_commands`, key, { terminal_id: terminal.terminalId, external_id: reference, amount_in_cents: amount, currency: 'GTQ' });
+  const c = await http('POST', `${store.url}/api/terminal_session_commands`, key, {
+    terminal_id: terminal.terminalId,
+    external_id: reference,
+    amount_in_cents: amount,
+    currency: 'GTQ',
+  });
   expect(c.status).toBe(201);
   await terminal.next('charge', (m) => m.command_id === c.body.id);
   await terminal.ack(c.body.id);
@@ -101,18 +106,58 @@ it('the central learns each stored card once it is final, never while it waits, 
   ]);
   // The stored payments' final states, with the store they came from.
   const kept = central.daemon.ctx.db
-    .prepare('SELECT offline_reference AS ref, status, amount_in_cents, checkout_id, payment_intent_id, origin_store_id, reason FROM central_stored_payments ORDER BY amount_in_cents')
+    .prepare(
+      'SELECT offline_reference AS ref, status, amount_in_cents, checkout_id, payment_intent_id, origin_store_id, reason FROM central_stored_payments ORDER BY amount_in_cents',
+    )
     .all();
   expect(kept).toEqual([
-    { ref: 'S-ok', status: 'approved', amount_in_cents: 2_000, checkout_id: sales.ok.checkoutId, payment_intent_id: sales.ok.paymentIntentId, origin_store_id: store.storeId, reason: null },
-    { ref: 'S-no', status: 'declined', amount_in_cents: 3_000, checkout_id: sales.no.checkoutId, payment_intent_id: sales.no.paymentIntentId, origin_store_id: store.storeId, reason: 'insufficient_funds' },
-    { ref: 'S-late', status: 'expired', amount_in_cents: 4_000, checkout_id: sales.late.checkoutId, payment_intent_id: sales.late.paymentIntentId, origin_store_id: store.storeId, reason: null },
+    {
+      ref: 'S-ok',
+      status: 'approved',
+      amount_in_cents: 2_000,
+      checkout_id: sales.ok.checkoutId,
+      payment_intent_id: sales.ok.paymentIntentId,
+      origin_store_id: store.storeId,
+      reason: null,
+    },
+    {
+      ref: 'S-no',
+      status: 'declined',
+      amount_in_cents: 3_000,
+      checkout_id: sales.no.checkoutId,
+      payment_intent_id: sales.no.paymentIntentId,
+      origin_store_id: store.storeId,
+      reason: 'insufficient_funds',
+    },
+    {
+      ref: 'S-late',
+      status: 'expired',
+      amount_in_cents: 4_000,
+      checkout_id: sales.late.checkoutId,
+      payment_intent_id: sales.late.paymentIntentId,
+      origin_store_id: store.storeId,
+      reason: null,
+    },
   ]);
 
   // Applied once: the same record again (a push repeated after a lost answer) changes nothing.
-  const record = store.daemon.ctx.db.prepare("SELECT * FROM sync_outbox WHERE kind = 'stored_payment' ORDER BY seq LIMIT 1").get() as { id: string; account_id: string; live_mode: number; kind: string; payload: string; created_at: string };
+  const record = store.daemon.ctx.db.prepare("SELECT * FROM sync_outbox WHERE kind = 'stored_payment' ORDER BY seq LIMIT 1").get() as {
+    id: string;
+    account_id: string;
+    live_mode: number;
+    kind: string;
+    payload: string;
+    created_at: string;
+  };
   const apply = central.daemon.ctx.registry.sync.applier('stored_payment')!;
-  const push = { id: record.id, kind: record.kind, account_id: record.account_id, live_mode: record.live_mode === 1, payload: JSON.parse(record.payload), created_at: record.created_at };
+  const push = {
+    id: record.id,
+    kind: record.kind,
+    account_id: record.account_id,
+    live_mode: record.live_mode === 1,
+    payload: JSON.parse(record.payload),
+    created_at: record.created_at,
+  };
   tx(central.daemon.ctx.db, () => apply(central.daemon.ctx, push as never, { storeId: store.storeId, keyAccountId: record.account_id }));
   expect(central.daemon.ctx.db.prepare('SELECT COUNT(*) AS n FROM central_stored_payments').get()).toEqual({ n: 3 });
 

@@ -14,7 +14,8 @@ afterEach(async () => {
 });
 
 type Db = TestStore['daemon']['ctx']['db'];
-const ledger = (db: Db) => db.prepare("SELECT id, account_id, amount_in_cents, source_id, created_at FROM balance_transactions WHERE type = 'transfer' ORDER BY id").all();
+const ledger = (db: Db) =>
+  db.prepare("SELECT id, account_id, amount_in_cents, source_id, created_at FROM balance_transactions WHERE type = 'transfer' ORDER BY id").all();
 const transfers = (db: Db) => db.prepare('SELECT * FROM transfers ORDER BY id').all();
 const synced = (store: TestStore) => appliedAtCentral(store);
 

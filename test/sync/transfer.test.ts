@@ -35,11 +35,14 @@ async function fund(store: TestStore, accountId: string, key: string, amount: nu
 
 const ledger = (db: Db) =>
   db
-    .prepare("SELECT id, account_id, type, amount_in_cents, net_amount_in_cents, source_id, source_type, created_at FROM balance_transactions WHERE type IN ('transfer', 'payout') ORDER BY id")
+    .prepare(
+      "SELECT id, account_id, type, amount_in_cents, net_amount_in_cents, source_id, source_type, created_at FROM balance_transactions WHERE type IN ('transfer', 'payout') ORDER BY id",
+    )
     .all();
 const transfers = (db: Db) => db.prepare('SELECT * FROM transfers ORDER BY id').all();
 const bankAccounts = (db: Db) => db.prepare('SELECT * FROM bank_accounts ORDER BY id').all();
-const balances = (db: Db) => db.prepare('SELECT account_id, sum(net_amount_in_cents) AS n FROM balance_transactions GROUP BY account_id ORDER BY account_id').all();
+const balances = (db: Db) =>
+  db.prepare('SELECT account_id, sum(net_amount_in_cents) AS n FROM balance_transactions GROUP BY account_id ORDER BY account_id').all();
 const synced = (store: TestStore) => appliedAtCentral(store);
 
 describe('transfers, withdrawals and bank accounts made at the store', () => {
@@ -48,9 +51,22 @@ describe('transfers, withdrawals and bank accounts made at the store', () => {
     await fund(store, acct.accountId, acct.key, 50_000);
     const tr = await http('POST', `${store.url}/api/transfers`, acct.key, { recipient_id: childId, amount_in_cents: 7000, currency: 'GTQ', note: 'float' });
     expect(tr.status).toBe(201);
-    const bank1 = await http('POST', `${store.url}/api/bank_accounts`, acct.key, { holder_name: 'Ana', number: '1234-5678', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria', is_preferred: true });
+    const bank1 = await http('POST', `${store.url}/api/bank_accounts`, acct.key, {
+      holder_name: 'Ana',
+      number: '1234-5678',
+      bank_name: 'Banrural',
+      currency: 'GTQ',
+      account_type: 'monetaria',
+      is_preferred: true,
+    });
     expect(bank1.status).toBe(201);
-    const bank2 = await http('POST', `${store.url}/api/bank_accounts`, acct.key, { holder_name: 'Ana', number: '9999 0000', bank_name: 'BAM', currency: 'GTQ', account_type: 'ahorro' });
+    const bank2 = await http('POST', `${store.url}/api/bank_accounts`, acct.key, {
+      holder_name: 'Ana',
+      number: '9999 0000',
+      bank_name: 'BAM',
+      currency: 'GTQ',
+      account_type: 'ahorro',
+    });
     expect(bank2.status).toBe(201);
     const paid = await http('POST', `${store.url}/api/withdrawals`, acct.key, { amount_in_cents: 3000, currency: 'GTQ', bank_account_id: bank1.body.id });
     const failed = await http('POST', `${store.url}/api/withdrawals`, acct.key, { amount_in_cents: 2000, currency: 'GTQ', bank_account_id: bank1.body.id });
@@ -86,7 +102,13 @@ describe('transfers, withdrawals and bank accounts made at the store', () => {
   it('refuse a withdrawal step the central no longer allows: paid at the central, failed at the store, money not returned twice', async () => {
     const { central, store, acct } = await setup();
     await fund(store, acct.accountId, acct.key, 20_000);
-    const bank = await http('POST', `${store.url}/api/bank_accounts`, acct.key, { holder_name: 'Ana', number: '12345678', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' });
+    const bank = await http('POST', `${store.url}/api/bank_accounts`, acct.key, {
+      holder_name: 'Ana',
+      number: '12345678',
+      bank_name: 'Banrural',
+      currency: 'GTQ',
+      account_type: 'monetaria',
+    });
     const wd = await http('POST', `${store.url}/api/withdrawals`, acct.key, { amount_in_cents: 4000, currency: 'GTQ', bank_account_id: bank.body.id });
     expect(wd.status).toBe(201);
     await synced(store);

@@ -27,7 +27,12 @@ describe('terminal registry', () => {
     const created = await s.api('POST', '/terminals', { body: { name: 'Front counter' } });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
-      name: 'Front counter', transport: 'websocket', availability: 'unavailable', last_seen_at: null, model: null, firmware: null,
+      name: 'Front counter',
+      transport: 'websocket',
+      availability: 'unavailable',
+      last_seen_at: null,
+      model: null,
+      firmware: null,
     });
     expect(created.body.id).toMatch(/^trm_[0-9a-z]{16}$/);
     const token = created.body.pairing_token as string;
@@ -107,9 +112,21 @@ describe('POST /terminal_session_commands', () => {
     });
     expect(r.status).toBe(201);
     expect(r.body).toMatchObject({
-      external_id: externalId, status: 'pending', final: false, terminal_id: t.id, amount_in_cents: 15050, currency: 'GTQ',
-      installments: null, description: 'Lunch', print_receipt: true, show_post_payment_screens: false, tax_id: '1234567-8',
-      terminal_availability: 'unavailable', checkout_status: 'unpaid', cancellation_requested_at: null, canceled_at: null,
+      external_id: externalId,
+      status: 'pending',
+      final: false,
+      terminal_id: t.id,
+      amount_in_cents: 15050,
+      currency: 'GTQ',
+      installments: null,
+      description: 'Lunch',
+      print_receipt: true,
+      show_post_payment_screens: false,
+      tax_id: '1234567-8',
+      terminal_availability: 'unavailable',
+      checkout_status: 'unpaid',
+      cancellation_requested_at: null,
+      canceled_at: null,
     });
     expect(r.body.id).toMatch(/^tsc_/);
     const checkout = await s.api('GET', `/checkouts/${r.body.checkout_id}`);
@@ -124,7 +141,7 @@ describe('POST /terminal_session_commands', () => {
     const body = { terminal_id: t.id, external_id: ext(), amount_in_cents: 1200 };
     const first = await s.api('POST', '/terminal_session_commands', { body });
     expect(first.status).toBe(201);
-    const again = await s.api('POST', '/terminal_session_commands', { body: { ...body, amount: 12 , amount_in_cents: undefined } });
+    const again = await s.api('POST', '/terminal_session_commands', { body: { ...body, amount: 12, amount_in_cents: undefined } });
     expect(again.status).toBe(200);
     expect(again.body.id).toBe(first.body.id);
     const n = commandCount();
@@ -138,7 +155,10 @@ describe('POST /terminal_session_commands', () => {
 
   it('takes items summing to the amount, and refuses bad amounts with 400 changing nothing', async () => {
     const t = await terminal();
-    const items = [{ name: 'Tea', amount_in_cents: 600, quantity: 2 }, { name: 'Cake', amount_in_cents: 900 }];
+    const items = [
+      { name: 'Tea', amount_in_cents: 600, quantity: 2 },
+      { name: 'Cake', amount_in_cents: 900 },
+    ];
     const ok = await s.api('POST', '/terminal_session_commands', { body: { terminal_id: t.id, external_id: ext(), items } });
     expect(ok.status).toBe(201);
     expect(ok.body.amount_in_cents).toBe(2100);

@@ -17,7 +17,23 @@ it('posd terminals add, list and retire; the pairing token is shown once and sto
   const t = JSON.parse(added.stdout);
   expect(t).toMatchObject({ name: 'Caja 1', transport: 'websocket', availability: 'unavailable', account_id: inst.sandbox_id });
   const serial = JSON.parse(
-    (await runPosd(['terminals', 'add', '--data', dir, '--account', inst.sandbox_id, '--name', 'Caja 2', '--serial-path', '/dev/ttyUSB0', '--baud-rate', '9600', '--json'])).stdout,
+    (
+      await runPosd([
+        'terminals',
+        'add',
+        '--data',
+        dir,
+        '--account',
+        inst.sandbox_id,
+        '--name',
+        'Caja 2',
+        '--serial-path',
+        '/dev/ttyUSB0',
+        '--baud-rate',
+        '9600',
+        '--json',
+      ])
+    ).stdout,
   );
   expect(serial).toMatchObject({ transport: 'serial', serial_path: '/dev/ttyUSB0', baud_rate: 9600 });
 
@@ -41,7 +57,20 @@ it('posd terminals add, list and retire; the pairing token is shown once and sto
   expect(again.stderr).toMatch(/^posd: No terminal/);
   const badAccount = await runPosd(['terminals', 'add', '--data', dir, '--account', 'ac_nope', '--name', 'x']);
   expect(badAccount.code).toBe(2);
-  const badBaud = await runPosd(['terminals', 'add', '--data', dir, '--account', inst.sandbox_id, '--name', 'x', '--serial-path', '/dev/x', '--baud-rate', 'fast']);
+  const badBaud = await runPosd([
+    'terminals',
+    'add',
+    '--data',
+    dir,
+    '--account',
+    inst.sandbox_id,
+    '--name',
+    'x',
+    '--serial-path',
+    '/dev/x',
+    '--baud-rate',
+    'fast',
+  ]);
   expect(badBaud.code).toBe(2);
   expect(badBaud.stderr).not.toMatch(/at .*\.js/); // one line, no stack trace
 });

@@ -40,7 +40,9 @@ it('a SIGKILL after dispatch loses nothing: restart, reconnect, result committed
   terminal = await connectWsTerminal(posd.url, trm.body.id, trm.body.pairing_token);
   expect((await terminal.hello()).type).toBe('welcome');
   const a = await call(posd.url, key, 'POST', '/terminal_session_commands', {
-    terminal_id: trm.body.id, external_id: 'sale-a', amount_in_cents: 12345,
+    terminal_id: trm.body.id,
+    external_id: 'sale-a',
+    amount_in_cents: 12345,
   });
   expect(a.status).toBe(201);
   await terminal.next('charge', (c) => c.command_id === a.body.id);
@@ -49,7 +51,9 @@ it('a SIGKILL after dispatch loses nothing: restart, reconnect, result committed
   await expect.poll(() => statusOf(posd!.url, key, a.body.id), { timeout: 10_000 }).toBe('dispatched');
   // A second sale waits behind the first; a cancel of the first can only be a request.
   const b = await call(posd.url, key, 'POST', '/terminal_session_commands', {
-    terminal_id: trm.body.id, external_id: 'sale-b', amount_in_cents: 700,
+    terminal_id: trm.body.id,
+    external_id: 'sale-b',
+    amount_in_cents: 700,
   });
   expect(b.body.status).toBe('pending');
   const del = await call(posd.url, key, 'DELETE', `/terminal_session_commands/${a.body.id}`);
@@ -90,7 +94,9 @@ it('a restart resumes a dispatched command and re-sends nothing the terminal alr
   terminal = await connectWsTerminal(posd.url, trm.body.id, trm.body.pairing_token);
   await terminal.hello();
   const a = await call(posd.url, key, 'POST', '/terminal_session_commands', {
-    terminal_id: trm.body.id, external_id: 'sale-c', amount: 25.5,
+    terminal_id: trm.body.id,
+    external_id: 'sale-c',
+    amount: 25.5,
   });
   expect(a.body.amount_in_cents).toBe(2550);
   await terminal.next('charge');
@@ -138,7 +144,9 @@ it('over a serial line: SIGKILL while authorizing, restart reopens the port, the
     expect((await terminal.hello({ unacknowledged_results: [result] })).type).toBe('welcome');
     await terminal.next('result_ack', (r) => r.command_id === a.body.id);
     expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${a.body.id}`)).body).toMatchObject({
-      status: 'consumed', final: true, checkout_status: 'paid',
+      status: 'consumed',
+      final: true,
+      checkout_status: 'paid',
     });
   } finally {
     await terminal?.close().catch(() => {});

@@ -29,7 +29,18 @@ it('a flooding terminal is closed with 4008 and one log line while GET /api/acco
   cleanups.push(() => ws.terminate());
   const welcomed = new Promise<void>((resolve) => ws.on('message', (d) => JSON.parse(String(d)).type === 'welcome' && resolve()));
   await new Promise((r) => ws.once('open', r));
-  ws.send(JSON.stringify({ type: 'hello', terminal_id: trm.id, token: trm.pairing_token, model: 'raw', firmware: '0.1', protocol: 1, current_command_id: null, unacknowledged_results: [] }));
+  ws.send(
+    JSON.stringify({
+      type: 'hello',
+      terminal_id: trm.id,
+      token: trm.pairing_token,
+      model: 'raw',
+      firmware: '0.1',
+      protocol: 1,
+      current_command_id: null,
+      unacknowledged_results: [],
+    }),
+  );
   await welcomed;
   await expect.poll(async () => (await s.api('GET', `/terminals/${trm.id}`)).body.availability, { timeout: 10_000 }).toBe('available');
 

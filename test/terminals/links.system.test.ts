@@ -29,7 +29,6 @@ function rawClient(url: string): Promise<{ ws: WebSocket; received: Array<Record
   });
 }
 
-
 it('availability and last_seen_at follow the heartbeat; three missed pings make the terminal unavailable', async () => {
   const t0 = Date.parse('2026-04-01T10:00:00.000Z');
   const clock = new ManualClock(t0);
@@ -38,10 +37,18 @@ it('availability and last_seen_at follow the heartbeat; three missed pings make 
   const trm = (await s.api('POST', '/terminals', { body: { name: 'Heartbeat' } })).body;
   const { ws, received } = await rawClient(s.url);
   cleanups.push(() => ws.terminate());
-  ws.send(JSON.stringify({
-    type: 'hello', terminal_id: trm.id, token: trm.pairing_token, model: 'raw', firmware: '0.1', protocol: 1,
-    current_command_id: null, unacknowledged_results: [],
-  }));
+  ws.send(
+    JSON.stringify({
+      type: 'hello',
+      terminal_id: trm.id,
+      token: trm.pairing_token,
+      model: 'raw',
+      firmware: '0.1',
+      protocol: 1,
+      current_command_id: null,
+      unacknowledged_results: [],
+    }),
+  );
   await until('the welcome', () => received.some((m) => m.type === 'welcome'));
   const get = async () => (await s.api('GET', `/terminals/${trm.id}`)).body;
   await expect.poll(async () => (await get()).availability, { timeout: 10_000 }).toBe('available');
@@ -104,10 +111,18 @@ it('the link path is the only WebSocket endpoint; a terminal of another transpor
   const { ws, received } = await rawClient(s.url);
   cleanups.push(() => ws.terminate());
   const closed = new Promise((r) => ws.once('close', r));
-  ws.send(JSON.stringify({
-    type: 'hello', terminal_id: serial.id, token: serial.pairing_token, model: 'x', firmware: 'y', protocol: 1,
-    current_command_id: null, unacknowledged_results: [],
-  }));
+  ws.send(
+    JSON.stringify({
+      type: 'hello',
+      terminal_id: serial.id,
+      token: serial.pairing_token,
+      model: 'x',
+      firmware: 'y',
+      protocol: 1,
+      current_command_id: null,
+      unacknowledged_results: [],
+    }),
+  );
   await closed;
   expect(received).toEqual([expect.objectContaining({ type: 'error', code: 'unauthorized' })]);
   expect((await s.api('GET', '/test')).status).toBe(200);

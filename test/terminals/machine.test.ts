@@ -11,7 +11,13 @@ import {
 
 const at = '2026-01-01T00:00:00.000Z';
 const result = (outcome: 'approved' | 'declined' | 'canceled' | 'error'): CommandEvent => ({
-  type: 'RESULT', at, outcome, authorization_code: null, card: null, processor_reference: null, reason: null,
+  type: 'RESULT',
+  at,
+  outcome,
+  authorization_code: null,
+  card: null,
+  processor_reference: null,
+  reason: null,
 });
 
 function run(events: CommandEvent[]): Transitioned {
@@ -23,17 +29,57 @@ function run(events: CommandEvent[]): Transitioned {
 describe('the command machine', () => {
   it.each([
     [[{ type: 'CANCEL', at }], 'canceled'],
-    [[{ type: 'OFFER', at }, { type: 'CANCEL', at }], 'cancel_requested'],
+    [
+      [
+        { type: 'OFFER', at },
+        { type: 'CANCEL', at },
+      ],
+      'cancel_requested',
+    ],
     [[{ type: 'SUPERSEDE', at }], 'superseded'],
-    [[{ type: 'OFFER', at }, { type: 'SUPERSEDE', at }], 'pending'],
-    [[{ type: 'OFFER', at }, { type: 'TAKEN', at }], 'dispatched'],
+    [
+      [
+        { type: 'OFFER', at },
+        { type: 'SUPERSEDE', at },
+      ],
+      'pending',
+    ],
+    [
+      [
+        { type: 'OFFER', at },
+        { type: 'TAKEN', at },
+      ],
+      'dispatched',
+    ],
     [[{ type: 'OFFER', at }, { type: 'TAKEN', at }, { type: 'CANCEL', at }, result('approved')], 'consumed'],
     [[{ type: 'OFFER', at }, { type: 'TAKEN', at }, { type: 'CANCEL', at }, result('canceled')], 'canceled'],
     [[{ type: 'OFFER', at }, { type: 'TAKEN', at }, result('declined')], 'failed'],
     [[{ type: 'OFFER', at }, { type: 'TAKEN', at }, result('error')], 'failed'],
-    [[{ type: 'OFFER', at }, { type: 'CANCEL', at }, { type: 'NOT_HELD', at }], 'canceled'],
-    [[{ type: 'OFFER', at }, { type: 'TAKEN', at }, { type: 'CANCEL', at }, { type: 'NOT_HELD', at }], 'cancel_requested'],
-    [[{ type: 'OFFER', at }, { type: 'NOT_HELD', at }, { type: 'CANCEL', at }], 'canceled'],
+    [
+      [
+        { type: 'OFFER', at },
+        { type: 'CANCEL', at },
+        { type: 'NOT_HELD', at },
+      ],
+      'canceled',
+    ],
+    [
+      [
+        { type: 'OFFER', at },
+        { type: 'TAKEN', at },
+        { type: 'CANCEL', at },
+        { type: 'NOT_HELD', at },
+      ],
+      'cancel_requested',
+    ],
+    [
+      [
+        { type: 'OFFER', at },
+        { type: 'NOT_HELD', at },
+        { type: 'CANCEL', at },
+      ],
+      'canceled',
+    ],
   ] as Array<[CommandEvent[], string]>)('%j ends %s', (events, status) => {
     const end = run(events);
     expect(end.status).toBe(status);
@@ -41,7 +87,10 @@ describe('the command machine', () => {
   });
 
   it('announces its effects: settle on an outcome, sendCancel on a cancel the terminal must hear', () => {
-    const taken = run([{ type: 'OFFER', at }, { type: 'TAKEN', at }]);
+    const taken = run([
+      { type: 'OFFER', at },
+      { type: 'TAKEN', at },
+    ]);
     expect(applyCommandEvent(taken.snapshot, { type: 'CANCEL', at })!.effects.map((e) => e.type)).toEqual(['sendCancel']);
     const settled = applyCommandEvent(taken.snapshot, result('approved'))!;
     expect(settled.effects).toEqual([{ type: 'settle', params: expect.objectContaining({ outcome: 'approved' }) }]);
@@ -49,7 +98,11 @@ describe('the command machine', () => {
   });
 
   it('persists as JSON and resumes from it (a restart at any moment)', () => {
-    const mid = run([{ type: 'OFFER', at }, { type: 'TAKEN', at }, { type: 'CANCEL', at: '2026-01-01T00:00:05.000Z' }]);
+    const mid = run([
+      { type: 'OFFER', at },
+      { type: 'TAKEN', at },
+      { type: 'CANCEL', at: '2026-01-01T00:00:05.000Z' },
+    ]);
     const restored = restoreCommand(JSON.parse(JSON.stringify(mid.snapshot)));
     expect(restored.value).toBe('cancel_requested');
     expect(restored.context.cancellationRequestedAt).toBe('2026-01-01T00:00:05.000Z');

@@ -11,8 +11,9 @@ afterEach(async () => {
 /** How many `terminal_payment` sync records a command's checkout has. */
 async function terminalPayments(h: Harness, commandId: string): Promise<number> {
   const checkoutId = (await h.get(commandId)).checkout_id;
-  return (h.server.daemon.ctx.db.prepare(`SELECT payload FROM sync_outbox WHERE kind = 'terminal_payment'`).all() as Array<{ payload: string }>)
-    .filter((r) => JSON.parse(r.payload).checkout.id === checkoutId).length;
+  return (h.server.daemon.ctx.db.prepare(`SELECT payload FROM sync_outbox WHERE kind = 'terminal_payment'`).all() as Array<{ payload: string }>).filter(
+    (r) => JSON.parse(r.payload).checkout.id === checkoutId,
+  ).length;
 }
 
 describe('malformed messages never crash nor change a command', () => {

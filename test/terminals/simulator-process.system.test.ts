@@ -25,11 +25,29 @@ afterAll(async () => {
 async function simulated(behaviour: string, delays: { waiting: number; reading: number; authorizing: number }) {
   const trm = (await s.api('POST', '/terminals', { body: { name: behaviour } })).body;
   const events: Array<{ event: string; data: any }> = [];
-  const proc = spawn(process.execPath, [
-    CLI, '--url', `${s.url.replace('http', 'ws')}/terminals/link`, '--terminal-id', trm.id, '--token', trm.pairing_token,
-    '--behaviour', behaviour, '--delay-waiting-card', String(delays.waiting), '--delay-reading', String(delays.reading),
-    '--delay-authorizing', String(delays.authorizing), '--reconnect-delay', '100',
-  ], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(
+    process.execPath,
+    [
+      CLI,
+      '--url',
+      `${s.url.replace('http', 'ws')}/terminals/link`,
+      '--terminal-id',
+      trm.id,
+      '--token',
+      trm.pairing_token,
+      '--behaviour',
+      behaviour,
+      '--delay-waiting-card',
+      String(delays.waiting),
+      '--delay-reading',
+      String(delays.reading),
+      '--delay-authorizing',
+      String(delays.authorizing),
+      '--reconnect-delay',
+      '100',
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   sims.push(proc);
   let buf = '';
   proc.stdout!.on('data', (d: Buffer) => {
@@ -57,8 +75,9 @@ it('a terminal that drops its link while authorizing comes back and its payment 
   // It replays the result in its hello and again after welcome: both acknowledged, one payment.
   expect(t.events.filter((e) => e.event === 'result_ack').length).toBeGreaterThanOrEqual(1);
   const done = await status(cmd.id);
-  const succeeded = (s.daemon.ctx.db.prepare(`SELECT payload FROM events WHERE type = 'intent.succeeded'`).all() as Array<{ payload: string }>)
-    .filter((e) => JSON.parse(e.payload).checkout?.id === done.checkout_id);
+  const succeeded = (s.daemon.ctx.db.prepare(`SELECT payload FROM events WHERE type = 'intent.succeeded'`).all() as Array<{ payload: string }>).filter(
+    (e) => JSON.parse(e.payload).checkout?.id === done.checkout_id,
+  );
   expect(succeeded).toHaveLength(1);
 });
 

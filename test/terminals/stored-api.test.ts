@@ -31,7 +31,11 @@ it('reads everything the page shows; changes only with a named manager, audited 
   const asManager = { 'x-manager-token': token };
 
   const [policy] = (await api('GET', '/offline_policy')).body;
-  expect(policy).toMatchObject({ caps: { allowed: true, max_payment_in_cents: 50_000, max_count: 100 }, override: null, policy: { allowed: true, remaining_count: 100 } });
+  expect(policy).toMatchObject({
+    caps: { allowed: true, max_payment_in_cents: 50_000, max_count: 100 },
+    override: null,
+    policy: { allowed: true, remaining_count: 100 },
+  });
 
   // The till's key alone changes nothing: 403, and no audit entry.
   const tillOnly = await api('PATCH', '/offline_policy', { body: { max_count: 5, reason: 'from the till' } });
@@ -44,18 +48,33 @@ it('reads everything the page shows; changes only with a named manager, audited 
   const accounts = new AccountsService(ctx.db, ctx.clock);
   const orgKey = tx(ctx.db, () => accounts.createKey({ organizationId: h!.server.installation.organization_id, environment: 'test' }).key);
   expect((await api('GET', '/offline_policy', { key: orgKey })).status).toBe(200);
-  expect((await api('PATCH', '/offline_policy', { key: orgKey, headers: asManager, body: { max_count: 5, reason: 'x' } })).body.code).toBe('organization_key_unsupported');
+  expect((await api('PATCH', '/offline_policy', { key: orgKey, headers: asManager, body: { max_count: 5, reason: 'x' } })).body.code).toBe(
+    'organization_key_unsupported',
+  );
 
   const set = await api('PATCH', '/offline_policy', { headers: asManager, body: { max_count: 5, max_total_in_cents: 20_000, reason: 'small float today' } });
   expect(set.status).toBe(200);
-  expect(set.body).toMatchObject({ standing_caps: { max_count: 5, max_total_in_cents: 20_000 }, policy: { remaining_count: 5, remaining_amount_in_cents: 20_000 } });
+  expect(set.body).toMatchObject({
+    standing_caps: { max_count: 5, max_total_in_cents: 20_000 },
+    policy: { remaining_count: 5, remaining_amount_in_cents: 20_000 },
+  });
 
   // The terminal's own cap, beside the account's: the terminal hears it, the API shows it.
-  const tcaps = await api('PATCH', `/terminals/${h.terminalId}/offline_policy`, { headers: asManager, body: { max_payment_in_cents: 2_000, reason: 'counter 2 takes small sales' } });
+  const tcaps = await api('PATCH', `/terminals/${h.terminalId}/offline_policy`, {
+    headers: asManager,
+    body: { max_payment_in_cents: 2_000, reason: 'counter 2 takes small sales' },
+  });
   expect(tcaps.status).toBe(200);
-  expect(tcaps.body).toMatchObject({ terminal_id: h.terminalId, terminal_caps: { max_payment_in_cents: 2_000, max_count: null }, policy: { max_payment_in_cents: 2_000 } });
+  expect(tcaps.body).toMatchObject({
+    terminal_id: h.terminalId,
+    terminal_caps: { max_payment_in_cents: 2_000, max_count: null },
+    policy: { max_payment_in_cents: 2_000 },
+  });
   expect(await h.terminal.next('offline_policy', (p) => p.max_payment_in_cents === 2_000)).toMatchObject({ remaining_count: 5 });
-  expect((await api('GET', `/terminals/${h.terminalId}/offline_policy`)).body.policy).toMatchObject({ max_payment_in_cents: 2_000, remaining_amount_in_cents: 20_000 });
+  expect((await api('GET', `/terminals/${h.terminalId}/offline_policy`)).body.policy).toMatchObject({
+    max_payment_in_cents: 2_000,
+    remaining_amount_in_cents: 20_000,
+  });
 
   // Offline: the 422 names each cap in force, its value and what is left.
   syncState(ctx.db).setState(STATE.lastAttemptOk, 0);
@@ -78,7 +97,14 @@ it('reads everything the page shows; changes only with a named manager, audited 
   await h.terminal.next('result_ack', (m) => m.command_id === c.body.id);
   const stored = (await api('GET', '/stored_payments?status=stored')).body;
   expect(stored).toHaveLength(1);
-  expect(stored[0]).toMatchObject({ object: 'stored_payment', command_id: c.body.id, status: 'stored', final: false, card: { network: 'visa', last4: '4242' }, store_id: null });
+  expect(stored[0]).toMatchObject({
+    object: 'stored_payment',
+    command_id: c.body.id,
+    status: 'stored',
+    final: false,
+    card: { network: 'visa', last4: '4242' },
+    store_id: null,
+  });
   expect((await api('GET', `/stored_payments/${stored[0].id}`)).body).toEqual(stored[0]);
   expect((await api('GET', '/stored_payments?status=approved')).body).toEqual([]);
   expect((await api('GET', '/stored_payments/sp_nope')).status).toBe(404);
@@ -108,7 +134,9 @@ it('reads everything the page shows; changes only with a named manager, audited 
   await h.terminal.forward(c.body.id, 'R-1', 'declined');
   await h.terminal.next('forward_ack', (m) => m.offline_reference === 'R-1');
   const toCollect = (await api('GET', '/to_collect')).body;
-  expect(toCollect).toEqual([expect.objectContaining({ command_id: c.body.id, description: 'Mesa 4', status: 'declined', checkout_status: 'unpaid', terminal_id: h.terminalId })]);
+  expect(toCollect).toEqual([
+    expect.objectContaining({ command_id: c.body.id, description: 'Mesa 4', status: 'declined', checkout_status: 'unpaid', terminal_id: h.terminalId }),
+  ]);
   const report = (await api('GET', '/outage_reports')).body;
   // The processor's outage: opened by the stored card, closed by its forward result.
   expect(report.offline_now).toMatchObject({ offline: false, links: [] });
@@ -117,5 +145,6 @@ it('reads everything the page shows; changes only with a named manager, audited 
   expect(report.outages[0].to_collect).toEqual([expect.objectContaining({ command_id: c.body.id })]);
 
   const doc = JSON.stringify((await (await fetch(`${h.server.url}/openapi.json`)).json()) as unknown);
-  for (const word of ['/offline_policy', '/stored_payments', '/outage_reports', '/to_collect', '/offline_audit', 'offline_cap_reached', 'stored']) expect(doc).toContain(word);
+  for (const word of ['/offline_policy', '/stored_payments', '/outage_reports', '/to_collect', '/offline_audit', 'offline_cap_reached', 'stored'])
+    expect(doc).toContain(word);
 });

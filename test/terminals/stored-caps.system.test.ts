@@ -57,7 +57,10 @@ it('offline, a charge over a cap is refused with the cap named; a manager overri
 
   tx(ctx.db, () => setAccountCaps(ctx, account, { max_count: 1, max_total_in_cents: 10_000 }, { actor: 'maria', reason: 'small float today' }));
   bridgeOf(ctx).refreshPolicies(account.id);
-  expect(await h.terminal.next('offline_policy', (p) => p.remaining_count === 1)).toMatchObject({ remaining_amount_in_cents: 10_000, max_payment_in_cents: 10_000 });
+  expect(await h.terminal.next('offline_policy', (p) => p.remaining_count === 1)).toMatchObject({
+    remaining_amount_in_cents: 10_000,
+    max_payment_in_cents: 10_000,
+  });
 
   await storeOne(h, 4_000, 'r-1');
   const full = await h.charge({ amount_in_cents: 1_000 });

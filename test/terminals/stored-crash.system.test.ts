@@ -57,7 +57,12 @@ it('SIGKILL while payments are stored and while forward results arrive: nothing 
   posd = await startPosd(env);
   t = await connect();
   expect(await t.next('offline_policy')).toMatchObject({ remaining_count: 97, remaining_amount_in_cents: 500_000 - 5160 });
-  for (const id of ids) expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${id}`)).body).toMatchObject({ status: 'stored', final: false, checkout_status: 'payment_in_progress' });
+  for (const id of ids)
+    expect((await call(posd.url, key, 'GET', `/terminal_session_commands/${id}`)).body).toMatchObject({
+      status: 'stored',
+      final: false,
+      checkout_status: 'payment_in_progress',
+    });
   const waiting = new Database(join(dataDir, 'posd.db'), { readonly: true });
   try {
     // Each waits as one pending payment intent, named by its stored payment and its checkout.
@@ -100,7 +105,13 @@ it('SIGKILL while payments are stored and while forward results arrive: nothing 
     const pas = checkouts.map((c) => (db.prepare(`SELECT COUNT(*) AS n FROM payment_intents WHERE checkout_id = ?`).get(c) as { n: number }).n);
     // One payment intent per sale, the one that waited: succeeded, failed (declined later), succeeded.
     expect(pas).toEqual([1, 1, 1]);
-    const outcomes = checkouts.map((c) => db.prepare(`SELECT p.status, p.failure_reason AS reason, i.status AS intent FROM payment_intents p JOIN intents i ON i.id = p.intent_id WHERE p.checkout_id = ?`).get(c));
+    const outcomes = checkouts.map((c) =>
+      db
+        .prepare(
+          `SELECT p.status, p.failure_reason AS reason, i.status AS intent FROM payment_intents p JOIN intents i ON i.id = p.intent_id WHERE p.checkout_id = ?`,
+        )
+        .get(c),
+    );
     expect(outcomes).toEqual([
       { status: 'succeeded', reason: null, intent: 'succeeded' },
       { status: 'failed', reason: 'insufficient_funds', intent: 'failed' },
@@ -114,7 +125,9 @@ it('SIGKILL while payments are stored and while forward results arrive: nothing 
     ]);
     expect((db.prepare(`SELECT COUNT(*) AS n FROM balance_transactions WHERE type = 'charge'`).get() as { n: number }).n).toBe(2);
     // The central gets each sale's outcome once, and each stored payment's final state once.
-    const records = db.prepare(`SELECT kind, COUNT(*) AS n FROM sync_outbox WHERE kind IN ('terminal_payment', 'stored_payment') GROUP BY kind ORDER BY kind`).all();
+    const records = db
+      .prepare(`SELECT kind, COUNT(*) AS n FROM sync_outbox WHERE kind IN ('terminal_payment', 'stored_payment') GROUP BY kind ORDER BY kind`)
+      .all();
     expect(records).toEqual([
       { kind: 'stored_payment', n: 3 },
       { kind: 'terminal_payment', n: 3 },
@@ -126,8 +139,17 @@ it('SIGKILL while payments are stored and while forward results arrive: nothing 
     expect(listed.code, listed.stderr).toBe(0);
     expect(JSON.parse(listed.stdout)).toEqual([
       expect.objectContaining({
-        external_id: 'off-1', amount_in_cents: 3400, currency: 'GTQ', status: 'declined', reason: 'insufficient_funds', terminal_id: trm.id,
-        command_id: ids[1], checkout_id: checkouts[1], checkout_status: 'unpaid', payment_intent_id: declinedPa, customer: null,
+        external_id: 'off-1',
+        amount_in_cents: 3400,
+        currency: 'GTQ',
+        status: 'declined',
+        reason: 'insufficient_funds',
+        terminal_id: trm.id,
+        command_id: ids[1],
+        checkout_id: checkouts[1],
+        checkout_status: 'unpaid',
+        payment_intent_id: declinedPa,
+        customer: null,
       }),
     ]);
     const table = await runPosd(['payments', 'offline', 'to-collect', '--account', accountId, '--data', dataDir!]);

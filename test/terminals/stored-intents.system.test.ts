@@ -73,15 +73,29 @@ it('stored: the intent is pending (intent.pending); approved later: that same in
   const { id, checkout } = await storeOne(2_500, 'ref-ok');
   expect(checkout).toMatchObject({ status: 'payment_in_progress', payment_intent_id: expect.stringMatching(/^pa_/) });
   const pa = (await api('GET', `/payment_intents/${checkout.payment_intent_id}`)).body;
-  expect(pa).toMatchObject({ status: 'pending', method: 'terminal', amount_in_cents: 2_500, balance_transaction_id: null, card: { network: 'visa', last4: '4111' } });
+  expect(pa).toMatchObject({
+    status: 'pending',
+    method: 'terminal',
+    amount_in_cents: 2_500,
+    balance_transaction_id: null,
+    card: { network: 'visa', last4: '4111' },
+  });
   const storedAt = pa.offline.stored_at as string;
   expect(pa.offline).toEqual({ stored_at: expect.any(String), forwarded_at: null });
   expect((await api('GET', `/intents/${pa.intent_id}`)).body).toMatchObject({
-    status: 'pending', raw_status: 'stored_offline', type: 'payment', details: { offline: { stored_at: storedAt, forwarded_at: null } },
+    status: 'pending',
+    raw_status: 'stored_offline',
+    type: 'payment',
+    details: { offline: { stored_at: storedAt, forwarded_at: null } },
   });
   const pending = await intentEvents(from);
   expect(pending.map((e) => e.event_type)).toEqual(['intent.pending']);
-  expect(pending[0]).toMatchObject({ id: pa.intent_id, status: 'pending', checkout: { id: checkout.id, status: 'payment_in_progress' }, details: { offline: { stored_at: storedAt } } });
+  expect(pending[0]).toMatchObject({
+    id: pa.intent_id,
+    status: 'pending',
+    checkout: { id: checkout.id, status: 'payment_in_progress' },
+    details: { offline: { stored_at: storedAt } },
+  });
   expect(await h!.get(id)).toMatchObject({ status: 'stored', final: false });
 
   // While it waits, the checkout takes no other payment (the card will be charged when forwarded).
@@ -101,10 +115,17 @@ it('stored: the intent is pending (intent.pending); approved later: that same in
   // Approved, it stays recognisable as a card taken offline: on the payment intent, its intent and its event.
   const settled = (await api('GET', `/payment_intents/${pa.id}`)).body;
   expect(settled).toMatchObject({
-    status: 'succeeded', authorization_code: 'OFF123', processor_reference: 'proc-ref-ok', balance_transaction_id: expect.stringMatching(/^txn_/),
+    status: 'succeeded',
+    authorization_code: 'OFF123',
+    processor_reference: 'proc-ref-ok',
+    balance_transaction_id: expect.stringMatching(/^txn_/),
     offline: { stored_at: storedAt, forwarded_at: expect.any(String) },
   });
-  expect((await api('GET', `/intents/${pa.intent_id}`)).body).toMatchObject({ status: 'succeeded', raw_status: 'succeeded', details: { offline: settled.offline } });
+  expect((await api('GET', `/intents/${pa.intent_id}`)).body).toMatchObject({
+    status: 'succeeded',
+    raw_status: 'succeeded',
+    details: { offline: settled.offline },
+  });
   expect(await h!.get(id)).toMatchObject({ status: 'consumed', final: true });
   expect(chargeRows()).toBe(charges + 1);
   const done = await intentEvents(from + 1);
@@ -126,12 +147,20 @@ it('declined later: the intent fails (intent.failed) and the checkout owes again
 
   await h!.terminal.forward(declined.id, 'ref-no', 'declined');
   await h!.terminal.next('forward_ack', (a) => a.offline_reference === 'ref-no');
-  expect((await api('GET', `/checkouts/${declined.checkout.id}`)).body).toMatchObject({ status: 'unpaid', payment_intent_id: declined.checkout.payment_intent_id });
+  expect((await api('GET', `/checkouts/${declined.checkout.id}`)).body).toMatchObject({
+    status: 'unpaid',
+    payment_intent_id: declined.checkout.payment_intent_id,
+  });
   const pa = (await api('GET', `/payment_intents/${declined.checkout.payment_intent_id}`)).body;
   expect(pa).toMatchObject({ status: 'failed', failure_reason: 'insufficient_funds', balance_transaction_id: null });
   const failed = await intentEvents(from + 2);
   expect(failed.map((e) => e.event_type)).toEqual(['intent.failed']);
-  expect(failed[0]).toMatchObject({ id: pa.intent_id, status: 'failed', details: { failure_reason: 'insufficient_funds' }, checkout: { id: declined.checkout.id, status: 'unpaid' } });
+  expect(failed[0]).toMatchObject({
+    id: pa.intent_id,
+    status: 'failed',
+    details: { failure_reason: 'insufficient_funds' },
+    checkout: { id: declined.checkout.id, status: 'unpaid' },
+  });
 
   // The other is never forwarded: at its deadline (48 h) posd expires it.
   clock.advance(48 * 3600_000 - 1);
@@ -162,15 +191,32 @@ it("restored from an older backup, the box takes back a stored card's final stat
   expect(row).toMatchObject({ status: 'stored', final: 0, payment_intent_id: checkout.payment_intent_id });
   // The record the box had pushed before the backup it was restored from was taken (sync/store/rejoin.ts).
   const payload = {
-    id: row.id, terminal_id: row.terminal_id, command_id: row.command_id, checkout_id: row.checkout_id, payment_intent_id: row.payment_intent_id,
-    offline_reference: row.offline_reference, status: 'declined', amount_in_cents: 1_200, currency: 'GTQ', card_network: 'visa', card_last4: '4111',
-    over_cap: null, reason: 'insufficient_funds', stored_at: row.stored_at, forward_by: row.forward_by, forwarded_at: null, settled_at: row.stored_at,
+    id: row.id,
+    terminal_id: row.terminal_id,
+    command_id: row.command_id,
+    checkout_id: row.checkout_id,
+    payment_intent_id: row.payment_intent_id,
+    offline_reference: row.offline_reference,
+    status: 'declined',
+    amount_in_cents: 1_200,
+    currency: 'GTQ',
+    card_network: 'visa',
+    card_last4: '4111',
+    over_cap: null,
+    reason: 'insufficient_funds',
+    stored_at: row.stored_at,
+    forward_by: row.forward_by,
+    forwarded_at: null,
+    settled_at: row.stored_at,
   };
   const apply = ctx.registry.sync.applier('stored_payment')!;
   const record = { id: 'sync_restore', kind: 'stored_payment', account_id: row.account_id, live_mode: false, payload, created_at: row.stored_at };
   ctx.db.transaction(() => apply(ctx, record as never, { storeId: 'st_self', keyAccountId: row.account_id, restoring: true }))();
   expect(ctx.db.prepare('SELECT status, final, reason, settled_at FROM stored_payments WHERE id = ?').get(row.id)).toEqual({
-    status: 'declined', final: 1, reason: 'insufficient_funds', settled_at: row.stored_at,
+    status: 'declined',
+    final: 1,
+    reason: 'insufficient_funds',
+    settled_at: row.stored_at,
   });
   // Its own row, not a central's copy.
   expect(ctx.db.prepare('SELECT COUNT(*) AS n FROM central_stored_payments').get()).toEqual({ n: 0 });

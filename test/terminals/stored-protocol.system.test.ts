@@ -28,8 +28,14 @@ describe.each(['websocket', 'serial'] as const)('protocol 2 over %s', (transport
     // The policy comes right after welcome, before any charge.
     expect(t.received[1]).toBe(first);
     expect(first).toEqual({
-      type: 'offline_policy', allowed: true, currency: 'GTQ', max_payment_in_cents: 50_000, remaining_amount_in_cents: 500_000,
-      remaining_count: 100, max_age_seconds: 48 * 3600, forward_by: null,
+      type: 'offline_policy',
+      allowed: true,
+      currency: 'GTQ',
+      max_payment_in_cents: 50_000,
+      remaining_amount_in_cents: 500_000,
+      remaining_count: 100,
+      max_age_seconds: 48 * 3600,
+      forward_by: null,
     });
 
     // Charge 1: stored, then forwarded, then approved (and approved again: acknowledged, not applied).
@@ -107,10 +113,16 @@ describe.each(['websocket', 'serial'] as const)('the simulator speaks protocol 2
       Object.assign(body, { transport: 'serial', serial_path: pty.a });
     }
     const trm = (await h.server.api('POST', '/terminals', { body })).body;
-    const connect = transport === 'serial' ? serialConnector(pty!.b, { ackTimeoutMs: 1_000 }) : webSocketConnector(`${h.server.url.replace('http', 'ws')}/terminals/link`);
+    const connect =
+      transport === 'serial' ? serialConnector(pty!.b, { ackTimeoutMs: 1_000 }) : webSocketConnector(`${h.server.url.replace('http', 'ws')}/terminals/link`);
     const sim = new TerminalSimulator({
-      terminalId: trm.id, token: trm.pairing_token, connect, protocol: 2, offline: true,
-      delays: { waiting_card: 5, reading: 5, authorizing: 5 }, reconnectDelayMs: 100,
+      terminalId: trm.id,
+      token: trm.pairing_token,
+      connect,
+      protocol: 2,
+      offline: true,
+      delays: { waiting_card: 5, reading: 5, authorizing: 5 },
+      reconnectDelayMs: 100,
     });
     cleanups.push(() => sim.stop());
     const policy = sim.waitFor('offline_policy');
@@ -118,7 +130,11 @@ describe.each(['websocket', 'serial'] as const)('the simulator speaks protocol 2
     expect(await policy).toMatchObject({ allowed: true, max_payment_in_cents: 3_000 });
 
     const charge = async (amount: number) =>
-      (await h!.server.api('POST', '/terminal_session_commands', { body: { terminal_id: trm.id, external_id: `sim-${transport}-${amount}`, amount_in_cents: amount } })).body;
+      (
+        await h!.server.api('POST', '/terminal_session_commands', {
+          body: { terminal_id: trm.id, external_id: `sim-${transport}-${amount}`, amount_in_cents: amount },
+        })
+      ).body;
     // One at a time: a new command supersedes one the terminal was not handed yet.
     const ids: string[] = [];
     for (const amount of [1000, 2000, 9000]) {

@@ -58,7 +58,9 @@ describe('a sale, a transfer and a withdrawal, through the API only', () => {
     expect(running).toBe(rest);
 
     const activities = await s.api('GET', '/activities?type=transfer');
-    expect(activities.body).toEqual([expect.objectContaining({ type: 'transfer.sent', object_id: sent.body.id, amount_in_cents: 1550, description: 'Transfer sent: Share' })]);
+    expect(activities.body).toEqual([
+      expect.objectContaining({ type: 'transfer.sent', object_id: sent.body.id, amount_in_cents: 1550, description: 'Transfer sent: Share' }),
+    ]);
     const theirs = await s.api('GET', '/activities', { key: recipient.key });
     expect(theirs.body.map((a: { type: string }) => a.type)).toEqual(['transfer.received']);
   });

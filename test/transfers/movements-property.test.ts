@@ -91,7 +91,9 @@ function apply(o: Op): void {
   } else if (o.kind === 'withdraw') {
     const a = accounts[o.account];
     let id = '';
-    const got = code(() => (id = createWithdrawal(ctx, a, { amount_in_cents: o.amount, currency: o.currency, bank_account_id: banks.get(key(a, o.currency))! }).id));
+    const got = code(
+      () => (id = createWithdrawal(ctx, a, { amount_in_cents: o.amount, currency: o.currency, bank_account_id: banks.get(key(a, o.currency))! }).id),
+    );
     if (o.amount > balanceOf(a, o.currency)) return void expect(got).toBe('insufficient_funds');
     expect(got).toBeNull();
     model.set(key(a, o.currency), balanceOf(a, o.currency) - o.amount);
@@ -111,7 +113,11 @@ function apply(o: Op): void {
 
 function checkInvariants(): void {
   const n = (sql: string) => (ctx.db.prepare(sql).get() as { n: number }).n;
-  for (const b of balancesFor(ctx, accounts.map((a) => a.id), false)) {
+  for (const b of balancesFor(
+    ctx,
+    accounts.map((a) => a.id),
+    false,
+  )) {
     const a = accounts.find((x) => x.id === b.account_id)!;
     expect(b.available_in_cents).toBe(balanceOf(a, b.currency as Currency));
     expect(b.available_in_cents).toBeGreaterThanOrEqual(0);

@@ -25,7 +25,11 @@ describe('posd transfers held / review', () => {
     const b = (await s.api('POST', '/transfers', { body: { amount_in_cents: 6000, currency: 'GTQ', recipient_id: recipientId } })).body;
     const held = await runPosd(['transfers', 'held', '--data', s.dataDir, '--account', sbx, '--json']);
     expect(held.code, held.stderr).toBe(0);
-    expect(JSON.parse(held.stdout).map((t: { id: string }) => t.id).sort()).toEqual([a.id, b.id].sort());
+    expect(
+      JSON.parse(held.stdout)
+        .map((t: { id: string }) => t.id)
+        .sort(),
+    ).toEqual([a.id, b.id].sort());
 
     const released = await runPosd(['transfers', 'review', a.id, '--data', s.dataDir, '--account', sbx, '--outcome', 'succeeded']);
     expect(released.code, released.stderr).toBe(0);
@@ -38,7 +42,10 @@ describe('posd transfers held / review', () => {
 
     expect((await s.api('GET', `/transfers/${a.id}`)).body.status).toBe('completed');
     expect((await s.api('GET', `/transfers/${b.id}`)).body.status).toBe('cancelled');
-    const types = s.daemon.ctx.db.prepare('SELECT type FROM events WHERE object_id = ? ORDER BY seq').all(b.id).map((e) => (e as { type: string }).type);
+    const types = s.daemon.ctx.db
+      .prepare('SELECT type FROM events WHERE object_id = ? ORDER BY seq')
+      .all(b.id)
+      .map((e) => (e as { type: string }).type);
     expect(types).toEqual(['transfer.pending', 'transfer.in_review', 'transfer.cancelled']);
   });
 });

@@ -53,9 +53,28 @@ async function delivered(id: string, marks: { sender: number; recipient: number 
 const mark = () => ({ sender: senderR.received.length, recipient: recipientR.received.length });
 
 const TRANSFER_KEYS = [
-  'event_type', 'api_version', 'id', 'object', 'kind', 'direction', 'status', 'amount_in_cents', 'currency', 'account_id', 'sender_id',
-  'recipient_id', 'sender', 'recipient', 'bank_account', 'note', 'balance_transaction_id', 'return_balance_transaction_id', 'failure_reason', 'live_mode',
-  'created_at', 'updated_at',
+  'event_type',
+  'api_version',
+  'id',
+  'object',
+  'kind',
+  'direction',
+  'status',
+  'amount_in_cents',
+  'currency',
+  'account_id',
+  'sender_id',
+  'recipient_id',
+  'sender',
+  'recipient',
+  'bank_account',
+  'note',
+  'balance_transaction_id',
+  'return_balance_transaction_id',
+  'failure_reason',
+  'live_mode',
+  'created_at',
+  'updated_at',
 ].sort();
 
 describe('transfers held for review', () => {
@@ -86,10 +105,18 @@ describe('transfers held for review', () => {
     expect((await s.api('GET', '/transfers', { key: recipient.key })).body.map((t: { id: string }) => t.id)).not.toContain(heldId);
 
     const got = await delivered(heldId, m);
-    expect(got.sender.map((e) => [e.event_type, e.status])).toEqual([['transfer.pending', 'pending'], ['transfer.in_review', 'in_review']]);
+    expect(got.sender.map((e) => [e.event_type, e.status])).toEqual([
+      ['transfer.pending', 'pending'],
+      ['transfer.in_review', 'in_review'],
+    ]);
     for (const e of got.sender) {
       expect(Object.keys(e).sort()).toEqual(TRANSFER_KEYS);
-      expect(e).toMatchObject({ api_version: '2025-01-01', account_id: s.installation.sandbox_id, recipient_id: recipient.id, balance_transaction_id: res.body.balance_transaction_id });
+      expect(e).toMatchObject({
+        api_version: '2025-01-01',
+        account_id: s.installation.sandbox_id,
+        recipient_id: recipient.id,
+        balance_transaction_id: res.body.balance_transaction_id,
+      });
     }
     expect(got.recipient).toEqual([]);
   });
@@ -141,7 +168,10 @@ describe('transfers held for review', () => {
   });
 
   it('refuses a held transfer the balance cannot cover, a review of an unheld transfer, unknown fields and live keys', async () => {
-    const poor = await s.api('POST', '/transfers', { key: recipient.key, body: { amount_in_cents: 10_000_000, currency: 'GTQ', recipient_id: s.installation.sandbox_id } });
+    const poor = await s.api('POST', '/transfers', {
+      key: recipient.key,
+      body: { amount_in_cents: 10_000_000, currency: 'GTQ', recipient_id: s.installation.sandbox_id },
+    });
     expect([poor.status, poor.body.code]).toEqual([422, 'insufficient_funds']);
     const plain = (await s.api('POST', '/transfers', { body: { amount_in_cents: 100, currency: 'GTQ', recipient_id: recipient.id } })).body;
     const r = await s.api('POST', `/test_helpers/transfers/${plain.id}/review`, { body: { outcome: 'succeeded' } });

@@ -76,7 +76,15 @@ describe('peer-to-peer transfers', () => {
     expect(counts()).toEqual({ transfers: before.transfers + 1, ledger: before.ledger + 2, events: before.events + 2, sync: before.sync + 1 });
 
     const mine = ledger();
-    expect(mine[0]).toMatchObject({ id: t.balance_transaction_id, type: 'transfer', amount_in_cents: -2500, fee_in_cents: 0, net_amount_in_cents: -2500, balance_after_in_cents: 97_500, source_id: t.id });
+    expect(mine[0]).toMatchObject({
+      id: t.balance_transaction_id,
+      type: 'transfer',
+      amount_in_cents: -2500,
+      fee_in_cents: 0,
+      net_amount_in_cents: -2500,
+      balance_after_in_cents: 97_500,
+      source_id: t.id,
+    });
     const theirs = ledger(recipient.id);
     expect(theirs).toHaveLength(1);
     expect(theirs[0]).toMatchObject({ type: 'transfer', amount_in_cents: 2500, net_amount_in_cents: 2500, balance_after_in_cents: 2500, source_id: t.id });
@@ -183,9 +191,13 @@ describe('peer-to-peer transfers', () => {
     const ids = all.body.map((t: { id: string }) => t.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(Number(all.headers['total-count'])).toBe(ids.length);
-    expect(all.body.every((t: { direction: string; account_id: string; sender_id: string }) => t.direction === 'outgoing' && t.account_id === t.sender_id)).toBe(true);
+    expect(
+      all.body.every((t: { direction: string; account_id: string; sender_id: string }) => t.direction === 'outgoing' && t.account_id === t.sender_id),
+    ).toBe(true);
     const mine = await s.api('GET', '/transfers?items=100');
-    expect(mine.body.map((t: { id: string }) => t.id).sort()).toEqual(ids.filter((id: string) => all.body.find((t: { id: string; sender_id: string }) => t.id === id)!.sender_id === sbx).sort());
+    expect(mine.body.map((t: { id: string }) => t.id).sort()).toEqual(
+      ids.filter((id: string) => all.body.find((t: { id: string; sender_id: string }) => t.id === id)!.sender_id === sbx).sort(),
+    );
     expect((await s.api('GET', '/transfers?kind=withdrawal')).body).toEqual([]);
     expect((await s.api('GET', '/transfers?kind=peer&items=100')).body).toEqual(mine.body);
     const received = await s.api('GET', '/transfers?items=100', { key: third.key });
@@ -196,7 +208,11 @@ describe('peer-to-peer transfers', () => {
   it('organization keys cannot send money', async () => {
     const accounts = new AccountsService(s.daemon.ctx.db, s.daemon.ctx.clock);
     const orgKey = accounts.createKey({ organizationId: s.installation.organization_id, environment: 'test' }).key;
-    const res = await s.api('POST', '/transfers', { key: orgKey, headers: { 'x-account-id': sbx }, body: { amount_in_cents: 1, currency: 'GTQ', recipient_id: third.id } });
+    const res = await s.api('POST', '/transfers', {
+      key: orgKey,
+      headers: { 'x-account-id': sbx },
+      body: { amount_in_cents: 1, currency: 'GTQ', recipient_id: third.id },
+    });
     expect(res.status).toBe(403);
   });
 });

@@ -22,9 +22,9 @@ function counts() {
 }
 
 function eventsFor(objectId: string) {
-  return (s.daemon.ctx.db.prepare('SELECT type, payload FROM events WHERE object_id = ? ORDER BY seq').all(objectId) as Array<{ type: string; payload: string }>).map(
-    (e) => ({ type: e.type, payload: JSON.parse(e.payload) }),
-  );
+  return (
+    s.daemon.ctx.db.prepare('SELECT type, payload FROM events WHERE object_id = ? ORDER BY seq').all(objectId) as Array<{ type: string; payload: string }>
+  ).map((e) => ({ type: e.type, payload: JSON.parse(e.payload) }));
 }
 
 const bankBody = { holder_name: 'Tienda La Esquina', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' };
@@ -68,17 +68,37 @@ describe('withdrawals', () => {
     expect(w.id).toMatch(/^wd_[0-9a-z]{16}$/);
     expect(counts()).toEqual({ transfers: before.transfers + 1, ledger: before.ledger + 1, events: before.events + 1, sync: before.sync + 1 });
     const rows = ledger();
-    expect(rows[0]).toMatchObject({ id: w.balance_transaction_id, type: 'payout', amount_in_cents: -30_000, net_amount_in_cents: -30_000, balance_after_in_cents: 50_000, source_id: w.id });
+    expect(rows[0]).toMatchObject({
+      id: w.balance_transaction_id,
+      type: 'payout',
+      amount_in_cents: -30_000,
+      net_amount_in_cents: -30_000,
+      balance_after_in_cents: 50_000,
+      source_id: w.id,
+    });
     // Spec 2.10: the balance has withdrawals in progress already deducted.
     expect(balance()).toBe(50_000);
 
     const unified = await s.api('GET', `/transfers/${w.id}`);
     expect(unified.status).toBe(200);
-    expect(unified.body).toMatchObject({ id: w.id, kind: 'withdrawal', direction: 'outgoing', status: 'pending', recipient_id: null, balance_transaction_id: w.balance_transaction_id });
+    expect(unified.body).toMatchObject({
+      id: w.id,
+      kind: 'withdrawal',
+      direction: 'outgoing',
+      status: 'pending',
+      recipient_id: null,
+      balance_transaction_id: w.balance_transaction_id,
+    });
     const events = eventsFor(w.id);
     expect(events).toHaveLength(1);
     expect(events[0].type).toBe('withdrawal.create');
-    expect(events[0].payload).toEqual({ event_type: 'withdrawal.create', api_version: expect.any(String), ...w, previous_status: null, transfer: unified.body });
+    expect(events[0].payload).toEqual({
+      event_type: 'withdrawal.create',
+      api_version: expect.any(String),
+      ...w,
+      previous_status: null,
+      transfer: unified.body,
+    });
     expect((await s.api('GET', `/withdrawals/${w.id}`)).body).toEqual(w);
   });
 
@@ -113,9 +133,19 @@ describe('withdrawals', () => {
     expect(failed.body).toMatchObject({ status: 'failed', failure_reason: 'account_closed', return_balance_transaction_id: expect.stringMatching(/^txn_/) });
     expect(balance()).toBe(50_000);
     const rows = ledger();
-    expect(rows[0]).toMatchObject({ id: failed.body.return_balance_transaction_id, type: 'payout', amount_in_cents: 20_000, balance_after_in_cents: 50_000, source_id: w.id });
+    expect(rows[0]).toMatchObject({
+      id: failed.body.return_balance_transaction_id,
+      type: 'payout',
+      amount_in_cents: 20_000,
+      balance_after_in_cents: 50_000,
+      source_id: w.id,
+    });
     const last = eventsFor(w.id).at(-1)!;
-    expect(last.payload).toMatchObject({ status: 'failed', previous_status: 'in_transit', transfer: { status: 'failed', return_balance_transaction_id: failed.body.return_balance_transaction_id } });
+    expect(last.payload).toMatchObject({
+      status: 'failed',
+      previous_status: 'in_transit',
+      transfer: { status: 'failed', return_balance_transaction_id: failed.body.return_balance_transaction_id },
+    });
     // A pending withdrawal may fail at once, too.
     const w2 = (await s.api('POST', '/withdrawals', { body: { amount_in_cents: 100, currency: 'GTQ', bank_account_id: gtqBank.id } })).body;
     const f2 = await s.api('POST', `/test_helpers/withdrawals/${w2.id}/advance`, { body: { outcome: 'failed' } });
@@ -186,6 +216,12 @@ describe('withdrawals', () => {
     const res = await s.api('GET', '/activities?type=withdrawal&items=100');
     expect(res.body.length).toBe(eventsFor(paidId).length + 3 + 2 + 1);
     const created = res.body.filter((a: { type: string }) => a.type === 'withdrawal.create');
-    expect(created[created.length - 1]).toMatchObject({ model: 'withdrawal', object_id: paidId, amount_in_cents: 30_000, currency: 'GTQ', description: 'Withdrawal requested' });
+    expect(created[created.length - 1]).toMatchObject({
+      model: 'withdrawal',
+      object_id: paidId,
+      amount_in_cents: 30_000,
+      currency: 'GTQ',
+      description: 'Withdrawal requested',
+    });
   });
 });

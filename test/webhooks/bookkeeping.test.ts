@@ -33,12 +33,49 @@ describe('webhook bookkeeping statements', () => {
         for (const [k, p] of ops) db.prepare(WRITE_SQL[k]).run(p);
       })();
     run([
-      ['insertDeliveries', { rows: JSON.stringify([[1, 'ep_on'], [1, 'ep_off'], [2, 'ep_on']]), next_attempt_ms: 5, created_at: t }],
+      [
+        'insertDeliveries',
+        {
+          rows: JSON.stringify([
+            [1, 'ep_on'],
+            [1, 'ep_off'],
+            [2, 'ep_on'],
+          ]),
+          next_attempt_ms: 5,
+          created_at: t,
+        },
+      ],
       ['advanceCursor', { seq: 2 }],
     ]);
-    expect(db.prepare('SELECT seq, id, account_id, endpoint_id, event_id, event_seq, event_type, event_account_id, status, next_attempt_ms FROM webhook_deliveries').all()).toEqual([
-      { seq: 1, id: null, account_id: 'ac_1', endpoint_id: 'ep_on', event_id: 'msg_a', event_seq: 1, event_type: 'intent.succeeded', event_account_id: 'ac_2', status: 'pending', next_attempt_ms: 5 },
-      { seq: 2, id: null, account_id: 'ac_1', endpoint_id: 'ep_on', event_id: 'msg_b', event_seq: 2, event_type: 'intent.failed', event_account_id: 'ac_2', status: 'pending', next_attempt_ms: 5 },
+    expect(
+      db
+        .prepare('SELECT seq, id, account_id, endpoint_id, event_id, event_seq, event_type, event_account_id, status, next_attempt_ms FROM webhook_deliveries')
+        .all(),
+    ).toEqual([
+      {
+        seq: 1,
+        id: null,
+        account_id: 'ac_1',
+        endpoint_id: 'ep_on',
+        event_id: 'msg_a',
+        event_seq: 1,
+        event_type: 'intent.succeeded',
+        event_account_id: 'ac_2',
+        status: 'pending',
+        next_attempt_ms: 5,
+      },
+      {
+        seq: 2,
+        id: null,
+        account_id: 'ac_1',
+        endpoint_id: 'ep_on',
+        event_id: 'msg_b',
+        event_seq: 2,
+        event_type: 'intent.failed',
+        event_account_id: 'ac_2',
+        status: 'pending',
+        next_attempt_ms: 5,
+      },
     ]);
     const o = (seq: number, code: number, manual: boolean, ts: number): Outcome => ({
       deliverySeq: seq,
@@ -57,11 +94,37 @@ describe('webhook bookkeeping statements', () => {
       { seq: 1, status: 'succeeded', attempts: 2, auto_attempts: 1, last_response_code: 200, next_attempt_ms: null },
       { seq: 2, status: 'succeeded', attempts: 1, auto_attempts: 1, last_response_code: 204, next_attempt_ms: null },
     ]);
-    expect(db.prepare('SELECT delivery_seq, attempt, manual, webhook_timestamp, attempted_at, duration_ms, response_code FROM webhook_attempts').all()).toEqual([
-      { delivery_seq: 1, attempt: 1, manual: 0, webhook_timestamp: 1_700_000_000, attempted_at: '2023-11-14T22:13:20.000Z', duration_ms: 3, response_code: 200 },
-      { delivery_seq: 1, attempt: 2, manual: 1, webhook_timestamp: 1_700_000_002, attempted_at: '2023-11-14T22:13:22.000Z', duration_ms: 3, response_code: 200 },
-      { delivery_seq: 2, attempt: 1, manual: 0, webhook_timestamp: 1_700_000_001, attempted_at: '2023-11-14T22:13:21.000Z', duration_ms: 3, response_code: 204 },
-    ]);
+    expect(db.prepare('SELECT delivery_seq, attempt, manual, webhook_timestamp, attempted_at, duration_ms, response_code FROM webhook_attempts').all()).toEqual(
+      [
+        {
+          delivery_seq: 1,
+          attempt: 1,
+          manual: 0,
+          webhook_timestamp: 1_700_000_000,
+          attempted_at: '2023-11-14T22:13:20.000Z',
+          duration_ms: 3,
+          response_code: 200,
+        },
+        {
+          delivery_seq: 1,
+          attempt: 2,
+          manual: 1,
+          webhook_timestamp: 1_700_000_002,
+          attempted_at: '2023-11-14T22:13:22.000Z',
+          duration_ms: 3,
+          response_code: 200,
+        },
+        {
+          delivery_seq: 2,
+          attempt: 1,
+          manual: 0,
+          webhook_timestamp: 1_700_000_001,
+          attempted_at: '2023-11-14T22:13:21.000Z',
+          duration_ms: 3,
+          response_code: 204,
+        },
+      ],
+    );
     db.close();
   });
 });

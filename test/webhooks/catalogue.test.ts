@@ -13,16 +13,51 @@ import { Receiver } from '../helpers/receiver.js';
 
 // Spec 6.1 and 6.2, event by event (the wildcards of 6.2 expanded as docs/events.md lists them).
 const SPEC_EVENTS = [
-  'intent.succeeded', 'intent.pending', 'intent.failed', 'intent.canceled', 'intent.paid',
-  'subscription.create', 'subscription.past_due', 'subscription.pause', 'subscription.unpause', 'subscription.reactivate',
-  'subscription.update', 'subscription.item_added', 'subscription.item_removed', 'subscription.invoice_item_added', 'subscription.cancel',
-  'setup_intent.succeeded', 'setup_intent.cancelled',
-  'payment_intent.succeeded', 'payment_intent.failed', 'bank_transfer_intent.pending', 'bank_transfer_intent.succeeded',
-  'bank_transfer_intent.failed', 'automated_bank_transfer_intent.succeeded', 'balance_intent.succeeded', 'crypto_intent.succeeded',
-  'cash_intent.succeeded', 'refund.create', 'dispute.create', 'dispute.update', 'account_connection.create',
-  'partner_commission_invoice.issued', 'partner_commission_invoice.failed', 'verification.completed', 'verification.rejected',
-  'tax_invoice_settings.enabled', 'transfer.sent', 'transfer.received', 'transfer.pending', 'transfer.in_review', 'transfer.cancelled',
-  'withdrawal.create', 'withdrawal.update', 'swap.create', 'swap.update', 'contract.send',
+  'intent.succeeded',
+  'intent.pending',
+  'intent.failed',
+  'intent.canceled',
+  'intent.paid',
+  'subscription.create',
+  'subscription.past_due',
+  'subscription.pause',
+  'subscription.unpause',
+  'subscription.reactivate',
+  'subscription.update',
+  'subscription.item_added',
+  'subscription.item_removed',
+  'subscription.invoice_item_added',
+  'subscription.cancel',
+  'setup_intent.succeeded',
+  'setup_intent.cancelled',
+  'payment_intent.succeeded',
+  'payment_intent.failed',
+  'bank_transfer_intent.pending',
+  'bank_transfer_intent.succeeded',
+  'bank_transfer_intent.failed',
+  'automated_bank_transfer_intent.succeeded',
+  'balance_intent.succeeded',
+  'crypto_intent.succeeded',
+  'cash_intent.succeeded',
+  'refund.create',
+  'dispute.create',
+  'dispute.update',
+  'account_connection.create',
+  'partner_commission_invoice.issued',
+  'partner_commission_invoice.failed',
+  'verification.completed',
+  'verification.rejected',
+  'tax_invoice_settings.enabled',
+  'transfer.sent',
+  'transfer.received',
+  'transfer.pending',
+  'transfer.in_review',
+  'transfer.cancelled',
+  'withdrawal.create',
+  'withdrawal.update',
+  'swap.create',
+  'swap.update',
+  'contract.send',
 ];
 
 const keys = (o: unknown) => Object.keys(o as object).sort();
@@ -30,7 +65,10 @@ const keys = (o: unknown) => Object.keys(o as object).sort();
 // what a receiver gets is the payload through `webhookBody`, as for a real event.
 const ctx = { registry: buildRegistry(MODULES), config: validateConfig({}) } as unknown as AppContext;
 const example = (type: string) =>
-  webhookBody({ type, payload: examplePayload(type, { accountId: 'ac_x', liveMode: true, createdAt: '2026-03-01T10:00:00.000Z' }, ctx)!, account_id: 'ac_x' }, { connected: false });
+  webhookBody(
+    { type, payload: examplePayload(type, { accountId: 'ac_x', liveMode: true, createdAt: '2026-03-01T10:00:00.000Z' }, ctx)!, account_id: 'ac_x' },
+    { connected: false },
+  );
 
 describe('event catalogue', () => {
   it('holds every event of spec 6.1 and 6.2, each with a group and an example carrying its type and api_version', () => {
@@ -65,8 +103,29 @@ describe('event catalogue', () => {
   it('builds the unified intent envelope of 6.1', () => {
     const body = example('intent.succeeded');
     expect(keys(body)).toEqual(
-      ['type', 'event_type', 'status', 'raw_status', 'id', 'legacy_id', 'receipt_number', 'api_version', 'account_id', 'live_mode', 'created_at', 'customer_id', 'user_id',
-        'customer', 'amount_in_cents', 'currency', 'product', 'tax_invoice_url', 'checkout', 'payment', 'details'].sort(),
+      [
+        'type',
+        'event_type',
+        'status',
+        'raw_status',
+        'id',
+        'legacy_id',
+        'receipt_number',
+        'api_version',
+        'account_id',
+        'live_mode',
+        'created_at',
+        'customer_id',
+        'user_id',
+        'customer',
+        'amount_in_cents',
+        'currency',
+        'product',
+        'tax_invoice_url',
+        'checkout',
+        'payment',
+        'details',
+      ].sort(),
     );
     expect(body).toMatchObject({ type: 'payment', status: 'succeeded', event_type: 'intent.succeeded' });
     expect(body.id).toMatch(/^in_/);
@@ -75,7 +134,17 @@ describe('event catalogue', () => {
     // Issue 14: the checkout carries its metadata (every client finds its order through it).
     expect(keys(body.checkout)).toEqual(['id', 'metadata', 'status']);
     expect(keys(body.details)).toEqual(
-      ['failure_reason', 'fee', 'tax_invoicing_fee', 'vat_withheld', 'vat_withheld_currency', 'used_presaved_payment_method', 'installments', 'channel', 'products'].sort(),
+      [
+        'failure_reason',
+        'fee',
+        'tax_invoicing_fee',
+        'vat_withheld',
+        'vat_withheld_currency',
+        'used_presaved_payment_method',
+        'installments',
+        'channel',
+        'products',
+      ].sort(),
     );
     expect(example('intent.paid')).toMatchObject({ type: 'balance', status: 'paid' });
   });
@@ -83,8 +152,22 @@ describe('event catalogue', () => {
   it('builds the legacy shapes of 6.4 exactly', () => {
     const ok = example('payment_intent.succeeded');
     expect(keys(ok)).toEqual(
-      ['id', 'event_type', 'api_version', 'checkout', 'created_at', 'failure_reason', 'amount_in_cents', 'currency', 'fee', 'vat_withheld',
-        'vat_withheld_currency', 'customer', 'product', 'invoice'].sort(),
+      [
+        'id',
+        'event_type',
+        'api_version',
+        'checkout',
+        'created_at',
+        'failure_reason',
+        'amount_in_cents',
+        'currency',
+        'fee',
+        'vat_withheld',
+        'vat_withheld_currency',
+        'customer',
+        'product',
+        'invoice',
+      ].sort(),
     );
     const checkout = ok.checkout as Record<string, any>;
     expect(keys(checkout)).toEqual(['id', 'metadata', 'payment', 'payment_method', 'status', 'transfer_setups']);
@@ -98,23 +181,66 @@ describe('event catalogue', () => {
 
     const failed = example('payment_intent.failed');
     expect(keys(failed)).toEqual(
-      ['id', 'event_type', 'api_version', 'checkout', 'created_at', 'failure_reason', 'amount_in_cents', 'currency', 'fee', 'vat_withheld',
-        'vat_withheld_currency', 'customer', 'product'].sort(),
+      [
+        'id',
+        'event_type',
+        'api_version',
+        'checkout',
+        'created_at',
+        'failure_reason',
+        'amount_in_cents',
+        'currency',
+        'fee',
+        'vat_withheld',
+        'vat_withheld_currency',
+        'customer',
+        'product',
+      ].sort(),
     );
     expect(keys(failed.checkout)).toEqual(['id']);
 
     const sub = example('subscription.create');
     // Spec 6.4's fields, plus the subscription itself (docs/events.md).
-    expect(keys(sub)).toEqual(['api_version', 'created_at', 'customer_email', 'customer_id', 'customer_name', 'event_type', 'id', 'payment', 'product', 'subscription']);
+    expect(keys(sub)).toEqual([
+      'api_version',
+      'created_at',
+      'customer_email',
+      'customer_id',
+      'customer_name',
+      'event_type',
+      'id',
+      'payment',
+      'product',
+      'subscription',
+    ]);
     expect(keys((sub.payment as any).paymentable)).toEqual(['address', 'id', 'phone_number', 'tax_id', 'tax_name', 'type']);
     const product = sub.product as Record<string, any>;
     expect(keys(product)).toEqual([
-      'address_requirement', 'billing_info_requirement', 'cancel_url', 'custom_terms_and_conditions', 'description', 'has_dynamic_pricing',
-      'id', 'metadata', 'name', 'phone_requirement', 'prices', 'status', 'storefront_link', 'success_url',
+      'address_requirement',
+      'billing_info_requirement',
+      'cancel_url',
+      'custom_terms_and_conditions',
+      'description',
+      'has_dynamic_pricing',
+      'id',
+      'metadata',
+      'name',
+      'phone_requirement',
+      'prices',
+      'status',
+      'storefront_link',
+      'success_url',
     ]);
     expect(keys(product.prices[0])).toEqual([
-      'amount_in_cents', 'billing_interval', 'billing_interval_count', 'charge_type', 'currency', 'free_trial_interval',
-      'free_trial_interval_count', 'id', 'periods_before_automatic_cancellation',
+      'amount_in_cents',
+      'billing_interval',
+      'billing_interval_count',
+      'charge_type',
+      'currency',
+      'free_trial_interval',
+      'free_trial_interval_count',
+      'id',
+      'periods_before_automatic_cancellation',
     ]);
     expect(example('cash_intent.succeeded').id).toMatch(/^ca_/);
     expect(keys(example('withdrawal.update'))).toContain('transfer');
@@ -124,7 +250,11 @@ describe('event catalogue', () => {
   it('marks bodies that reach a platform for a connected child', () => {
     const event = { type: 'verification.completed', payload: { id: 'ver_1' }, account_id: 'ac_child' };
     expect(webhookBody(event, { connected: true })).toEqual({
-      id: 'ver_1', event_type: 'verification.completed', api_version: UNIFIED_API_VERSION, connected: true, account_id: 'ac_child',
+      id: 'ver_1',
+      event_type: 'verification.completed',
+      api_version: UNIFIED_API_VERSION,
+      connected: true,
+      account_id: 'ac_child',
     });
     expect(webhookBody(event, { connected: false })).not.toHaveProperty('connected');
   });

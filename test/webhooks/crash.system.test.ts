@@ -39,7 +39,14 @@ function serve(dataDir: string, opts: { banner: boolean }): Promise<Running> {
   return new Promise((resolvePromise, reject) => {
     const check = () => {
       const m = /"url":"(http:\/\/[^"]+)\/api".*posd listening/.exec(stdout);
-      if (m && (!opts.banner || /sandbox (sbx_\S+)/.test(stderr))) resolvePromise({ child, url: m[1], get stderr() { return stderr; } } as Running);
+      if (m && (!opts.banner || /sandbox (sbx_\S+)/.test(stderr)))
+        resolvePromise({
+          child,
+          url: m[1],
+          get stderr() {
+            return stderr;
+          },
+        } as Running);
     };
     child.stderr!.on('data', (c) => {
       stderr += c;
@@ -59,7 +66,6 @@ function kill(child: ChildProcess): Promise<void> {
     child.kill('SIGKILL');
   });
 }
-
 
 let dataDir: string;
 const receiver = new Receiver([{ status: 500 }]);
@@ -128,7 +134,11 @@ describe('webhook delivery across a SIGKILL', () => {
     await new Promise((r) => running!.child.once('exit', r));
 
     const check = new Database(join(dataDir, 'posd.db'), { readonly: true });
-    const rows = check.prepare('SELECT event_id, status, attempts FROM webhook_deliveries ORDER BY event_id').all() as Array<{ event_id: string; status: string; attempts: number }>;
+    const rows = check.prepare('SELECT event_id, status, attempts FROM webhook_deliveries ORDER BY event_id').all() as Array<{
+      event_id: string;
+      status: string;
+      attempts: number;
+    }>;
     check.close();
     expect(rows.map((r) => r.event_id)).toEqual(ids);
     expect(rows.every((r) => r.status === 'succeeded')).toBe(true);

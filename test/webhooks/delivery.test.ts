@@ -36,7 +36,12 @@ async function endpoint(url: string, key = s.installation.keys.test): Promise<{ 
   return res.body;
 }
 
-function emit(type: string, accountId = s.installation.sandbox_id, liveMode = false, payload: Record<string, unknown> = { id: 'in_example', amount_in_cents: 1234 }) {
+function emit(
+  type: string,
+  accountId = s.installation.sandbox_id,
+  liveMode = false,
+  payload: Record<string, unknown> = { id: 'in_example', amount_in_cents: 1234 },
+) {
   return tx(s.daemon.ctx.db, () => s.daemon.ctx.outbox.emit({ type, accountId, liveMode, payload }));
 }
 
@@ -158,7 +163,11 @@ describe('webhook delivery', () => {
   });
 
   it('counts a redirect as a failure and honours Retry-After', async () => {
-    const r = await receiver([{ status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } }, { status: 429, headers: { 'retry-after': '600' } }, { status: 204 }]);
+    const r = await receiver([
+      { status: 302, headers: { location: 'http://127.0.0.1:1/elsewhere' } },
+      { status: 429, headers: { 'retry-after': '600' } },
+      { status: 204 },
+    ]);
     const ep = await endpoint(r.url);
     emit('intent.canceled');
     await worker.runDue();

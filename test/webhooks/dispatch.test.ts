@@ -32,7 +32,8 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
     arrived.set(path, [...(arrived.get(path) ?? []), req]);
     onArrive?.();
     if (path === '/hold') held.push(() => res.end('ok'));
-    else if (path === '/big-ok') res.end(Buffer.alloc(1024 * 1024, 97)); // 1 MB, past the 64 KB read limit
+    else if (path === '/big-ok')
+      res.end(Buffer.alloc(1024 * 1024, 97)); // 1 MB, past the 64 KB read limit
     else if (path === '/big-503') {
       res.writeHead(503, { 'Retry-After': '120' });
       res.end(Buffer.alloc(1024 * 1024, 97));
@@ -44,7 +45,8 @@ function handle(req: IncomingMessage, res: ServerResponse): void {
 
 function emit(n: number): void {
   tx(s.daemon.ctx.db, () => {
-    for (let i = 0; i < n; i++) s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_${i}` } });
+    for (let i = 0; i < n; i++)
+      s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_${i}` } });
   });
 }
 

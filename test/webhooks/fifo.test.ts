@@ -33,7 +33,13 @@ function emit(n: number): string[] {
   return tx(s.daemon.ctx.db, () =>
     Array.from(
       { length: n },
-      (_, i) => s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_${i}`, amount_in_cents: i + 1 } }).id,
+      (_, i) =>
+        s.daemon.ctx.outbox.emit({
+          type: 'intent.succeeded',
+          accountId: s.installation.sandbox_id,
+          liveMode: false,
+          payload: { id: `in_${i}`, amount_in_cents: i + 1 },
+        }).id,
     ),
   );
 }
@@ -104,7 +110,9 @@ describe('first-in-first-out delivery', () => {
     const wh = new Webhook(ep.signingSecret);
     for (const q of r.received) wh.verify(q.body, q.headers as Record<string, string>);
 
-    await expect.poll(async () => (await s.api('GET', `/webhook_endpoints/${ep.id}/deliveries`)).body.map((d: { status: string }) => d.status)).toEqual(Array(5).fill('succeeded'));
+    await expect
+      .poll(async () => (await s.api('GET', `/webhook_endpoints/${ep.id}/deliveries`)).body.map((d: { status: string }) => d.status))
+      .toEqual(Array(5).fill('succeeded'));
     const ds = (await s.api('GET', `/webhook_endpoints/${ep.id}/deliveries`)).body as Array<{ event_id: string; attempt_count: number }>;
     expect(ds.find((d) => d.event_id === events[0])!.attempt_count).toBe(2);
     await s.api('PATCH', `/webhook_endpoints/${ep.id}`, { body: { disabled: true } });
@@ -174,7 +182,7 @@ describe('first-in-first-out delivery', () => {
     const r = await receiver([{ status: 200 }]);
     const ep = await endpoint(r.url);
     expect(ep.fifo).toBe(false);
-    const doc = JSON.parse((await (await fetch(`${s.url}/openapi.json`)).text()));
+    const doc = JSON.parse(await (await fetch(`${s.url}/openapi.json`)).text());
     const text = JSON.stringify(doc);
     expect(text).toContain('First-in-first-out delivery (default false)');
     await s.api('PATCH', `/webhook_endpoints/${ep.id}`, { body: { disabled: true } });

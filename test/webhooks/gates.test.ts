@@ -28,7 +28,12 @@ async function endpoint(url: string, extra: Record<string, unknown> = {}): Promi
 function emit(n: number) {
   return tx(s.daemon.ctx.db, () =>
     Array.from({ length: n }, () =>
-      s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: 'in_x', amount_in_cents: 1 } }),
+      s.daemon.ctx.outbox.emit({
+        type: 'intent.succeeded',
+        accountId: s.installation.sandbox_id,
+        liveMode: false,
+        payload: { id: 'in_x', amount_in_cents: 1 },
+      }),
     ),
   );
 }

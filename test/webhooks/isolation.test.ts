@@ -24,7 +24,12 @@ async function endpoint(url: string): Promise<string> {
 function emit(n: number): void {
   tx(s.daemon.ctx.db, () => {
     for (let i = 0; i < n; i++) {
-      s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_${i}`, amount_in_cents: 1 } });
+      s.daemon.ctx.outbox.emit({
+        type: 'intent.succeeded',
+        accountId: s.installation.sandbox_id,
+        liveMode: false,
+        payload: { id: `in_${i}`, amount_in_cents: 1 },
+      });
     }
   });
 }
@@ -77,17 +82,17 @@ describe('a hung endpoint beside a healthy one, default settings', () => {
     const cfg = s.daemon.ctx.config.webhooks;
     expect(cfg.slow_ms).toBeLessThan(cfg.timeout_ms);
     await second.start();
-      const id = await endpoint(second.url);
-      emit(cfg.endpoint_max_in_flight);
-      await pump(() => second.holding >= cfg.endpoint_max_in_flight);
-      expect(second.holding).toBe(cfg.endpoint_max_in_flight);
-      // In flight under 1 s of the clock: not yet a failure signal.
-      expect(worker.breakerOpen(id)).toBe(false);
-      clock.advance(cfg.slow_ms);
-      emit(1);
-      await pump(() => worker.breakerOpen(id));
-      expect(worker.breakerOpen(id)).toBe(true);
-      // Nothing more was sent to it: its deliveries wait for the probe.
+    const id = await endpoint(second.url);
+    emit(cfg.endpoint_max_in_flight);
+    await pump(() => second.holding >= cfg.endpoint_max_in_flight);
+    expect(second.holding).toBe(cfg.endpoint_max_in_flight);
+    // In flight under 1 s of the clock: not yet a failure signal.
+    expect(worker.breakerOpen(id)).toBe(false);
+    clock.advance(cfg.slow_ms);
+    emit(1);
+    await pump(() => worker.breakerOpen(id));
+    expect(worker.breakerOpen(id)).toBe(true);
+    // Nothing more was sent to it: its deliveries wait for the probe.
     expect(second.received).toHaveLength(cfg.endpoint_max_in_flight);
   });
 });

@@ -213,19 +213,28 @@ describe('bulk replay', () => {
     const row = store.endpoint(ep.id)!;
     let slices = 0;
     let live: { id: string } | undefined;
-    const view = await replayDeliveries(s.daemon.ctx.db, store, clock, row, { since: isoTime(0), until: isoTime(clock.now() + 1), event_types: null, statuses: ['failed'] }, {
-      slice: 3,
-      onSlice: async () => {
-        slices++;
-        // A live event for the same endpoint is fanned out between two slices: in its own
-        // transaction (the emit hook), so the worker's pass finds nothing left to fan out.
-        if (slices === 1) {
-          live = emit('intent.failed');
-          expect(s.daemon.ctx.db.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?').pluck().get(live.id, ep.id)).toBe(1);
-          expect(await worker.fanOut()).toBe(0);
-        }
+    const view = await replayDeliveries(
+      s.daemon.ctx.db,
+      store,
+      clock,
+      row,
+      { since: isoTime(0), until: isoTime(clock.now() + 1), event_types: null, statuses: ['failed'] },
+      {
+        slice: 3,
+        onSlice: async () => {
+          slices++;
+          // A live event for the same endpoint is fanned out between two slices: in its own
+          // transaction (the emit hook), so the worker's pass finds nothing left to fan out.
+          if (slices === 1) {
+            live = emit('intent.failed');
+            expect(s.daemon.ctx.db.prepare('SELECT COUNT(*) FROM webhook_deliveries WHERE event_id = ? AND endpoint_id = ?').pluck().get(live.id, ep.id)).toBe(
+              1,
+            );
+            expect(await worker.fanOut()).toBe(0);
+          }
+        },
       },
-    });
+    );
     expect(slices).toBe(3);
     expect(view).toMatchObject({ total: 7, pending: 7, succeeded: 0, failed: 0 });
     r.replies = [{ status: 200 }];
@@ -244,7 +253,18 @@ describe('bulk replay', () => {
     await s.api('PATCH', `/webhook_endpoints/${ep.id}`, { key: s.installation.keys.test, body: { disabled: false } });
     r.replies = [{ status: 200 }];
     const before = r.received.length;
-    const run = await runPosd(['webhooks', 'replay', '--data', s.daemon.ctx.config.data_dir, '--endpoint', ep.id, '--status', 'canceled', '--no-wait', '--json']);
+    const run = await runPosd([
+      'webhooks',
+      'replay',
+      '--data',
+      s.daemon.ctx.config.data_dir,
+      '--endpoint',
+      ep.id,
+      '--status',
+      'canceled',
+      '--no-wait',
+      '--json',
+    ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ endpoint_id: ep.id, total: 1, pending: 1 });
@@ -344,7 +364,11 @@ describe('retention', () => {
     await worker.runDue();
     const db = s.daemon.ctx.db;
     const attempts = (endpointId: string) =>
-      (db.prepare('SELECT COUNT(*) AS n FROM webhook_attempts t JOIN webhook_deliveries d ON d.seq = t.delivery_seq WHERE d.endpoint_id = ?').get(endpointId) as { n: number }).n;
+      (
+        db
+          .prepare('SELECT COUNT(*) AS n FROM webhook_attempts t JOIN webhook_deliveries d ON d.seq = t.delivery_seq WHERE d.endpoint_id = ?')
+          .get(endpointId) as { n: number }
+      ).n;
     expect(await deliveries(a.id)).toHaveLength(1);
     expect(attempts(a.id)).toBe(1);
     // The old one is gone; the new one, being retried, is kept.

@@ -15,20 +15,53 @@ import { catalogueEntry } from '../../src/events/catalogue.js';
 
 /** The events a real action emits, each made below. Events only a test-send makes are in docs/events.md. */
 const REAL = [
-  'intent.succeeded', 'intent.failed', 'intent.pending', 'intent.canceled',
-  'payment_intent.succeeded', 'payment_intent.failed',
-  'bank_transfer_intent.pending', 'bank_transfer_intent.succeeded', 'bank_transfer_intent.failed', 'cash_intent.succeeded',
+  'intent.succeeded',
+  'intent.failed',
+  'intent.pending',
+  'intent.canceled',
+  'payment_intent.succeeded',
+  'payment_intent.failed',
+  'bank_transfer_intent.pending',
+  'bank_transfer_intent.succeeded',
+  'bank_transfer_intent.failed',
+  'cash_intent.succeeded',
   'automated_bank_transfer_intent.succeeded',
-  'refund.create', 'dispute.create', 'dispute.update',
-  'subscription.create', 'subscription.past_due', 'subscription.pause', 'subscription.unpause', 'subscription.reactivate',
-  'subscription.update', 'subscription.item_added', 'subscription.item_removed', 'subscription.invoice_item_added', 'subscription.cancel',
-  'setup_intent.succeeded', 'setup_intent.cancelled',
-  'account_connection.create', 'verification.rejected', 'verification.completed', 'tax_invoice_settings.enabled',
-  'transfer.sent', 'transfer.received', 'transfer.pending', 'transfer.in_review', 'transfer.cancelled',
-  'withdrawal.create', 'withdrawal.update', 'contract.send',
+  'refund.create',
+  'dispute.create',
+  'dispute.update',
+  'subscription.create',
+  'subscription.past_due',
+  'subscription.pause',
+  'subscription.unpause',
+  'subscription.reactivate',
+  'subscription.update',
+  'subscription.item_added',
+  'subscription.item_removed',
+  'subscription.invoice_item_added',
+  'subscription.cancel',
+  'setup_intent.succeeded',
+  'setup_intent.cancelled',
+  'account_connection.create',
+  'verification.rejected',
+  'verification.completed',
+  'tax_invoice_settings.enabled',
+  'transfer.sent',
+  'transfer.received',
+  'transfer.pending',
+  'transfer.in_review',
+  'transfer.cancelled',
+  'withdrawal.create',
+  'withdrawal.update',
+  'contract.send',
   // Balance, crypto and stablecoin payments (issue 15, i15-balance).
-  'intent.paid', 'balance_intent.succeeded', 'balance_intent.failed',
-  'crypto_intent.pending', 'crypto_intent.succeeded', 'crypto_intent.failed', 'swap.create', 'swap.update',
+  'intent.paid',
+  'balance_intent.succeeded',
+  'balance_intent.failed',
+  'crypto_intent.pending',
+  'crypto_intent.succeeded',
+  'crypto_intent.failed',
+  'swap.create',
+  'swap.update',
 ];
 
 let s: TestServer;
@@ -75,7 +108,9 @@ async function actAll(): Promise<void> {
   const customer = (await ok(s.api('POST', '/customers', { body: { email: 'ana@example.com', name: 'Ana López', phone: '+50255550123' } }))).id;
 
   // Payments: card (the intent.* the test-send shows), then bank transfers, cash, a refund.
-  const product = await ok(s.api('POST', '/products', { body: { product: { name: 'Limpieza', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 30000 }] } } }));
+  const product = await ok(
+    s.api('POST', '/products', { body: { product: { name: 'Limpieza', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 30000 }] } } }),
+  );
   const paid = await pay(await checkout(customer, [{ price_id: product.prices[0].id }]), 'card', 'succeeded');
   await pay(await checkout(customer), 'card', 'failed');
   const waiting = await checkout(customer);
@@ -87,7 +122,11 @@ async function actAll(): Promise<void> {
   await pay(await checkout(customer), 'bank_transfer', 'failed');
   // A transfer the bank's automated notice matched by its reference.
   const matched = await ok(s.api('POST', `/test_helpers/checkouts/${await checkout(customer)}/pending`, { body: { method: 'bank_transfer' } }));
-  await ok(s.api('POST', `/test_helpers/payment_intents/${matched.payment_intent_id}/receive_transfer`, { body: { amount_in_cents: 30000, bank_reference: 'BI-778812', automated: true } }));
+  await ok(
+    s.api('POST', `/test_helpers/payment_intents/${matched.payment_intent_id}/receive_transfer`, {
+      body: { amount_in_cents: 30000, bank_reference: 'BI-778812', automated: true },
+    }),
+  );
   await ok(s.api('POST', '/cash_sales', { body: { amount_in_cents: 2500, currency: 'GTQ', customer_id: customer } }));
   await ok(s.api('POST', '/refunds', { body: { payment_intent_id: paid.payment_intent_id, reason: 'requested_by_customer' } }));
   // A chargeback on another card payment: opened, under review, won.
@@ -97,8 +136,20 @@ async function actAll(): Promise<void> {
   await ok(s.api('POST', `/test_helpers/disputes/${dispute.id}/advance`, { body: { outcome: 'won' } }));
 
   // Subscriptions: bought through a checkout, then every change and move.
-  const plan = await ok(s.api('POST', '/products', { body: { product: { name: 'Plan', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 10000, charge_type: 'recurring', billing_interval: 'month' }] } } }));
-  const addon = await ok(s.api('POST', '/products', { body: { product: { name: 'Casillero', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 2500, charge_type: 'recurring', billing_interval: 'month' }] } } }));
+  const plan = await ok(
+    s.api('POST', '/products', {
+      body: {
+        product: { name: 'Plan', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 10000, charge_type: 'recurring', billing_interval: 'month' }] },
+      },
+    }),
+  );
+  const addon = await ok(
+    s.api('POST', '/products', {
+      body: {
+        product: { name: 'Casillero', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 2500, charge_type: 'recurring', billing_interval: 'month' }] },
+      },
+    }),
+  );
   await pay(await checkout(customer, [{ price_id: plan.prices[0].id }]), 'card', 'succeeded');
   const sub = (await ok(s.api('GET', '/subscriptions')))[0];
   await ok(s.api('PATCH', `/subscriptions/${sub.id}`, { body: { status: 'paused' } }));
@@ -112,25 +163,62 @@ async function actAll(): Promise<void> {
   await ok(s.api('PATCH', `/subscriptions/${sub.id}`, { body: { status: 'active' } }));
   const trialPlan = await ok(
     s.api('POST', '/products', {
-      body: { product: { name: 'Yoga', prices_attributes: [{ currency: 'GTQ', amount_in_cents: 15000, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week' }] } },
+      body: {
+        product: {
+          name: 'Yoga',
+          prices_attributes: [{ currency: 'GTQ', amount_in_cents: 15000, charge_type: 'recurring', billing_interval: 'month', free_trial_interval: 'week' }],
+        },
+      },
     }),
   );
-  const trial = await ok(s.api('POST', '/subscriptions', { body: { price_id: trialPlan.prices[0].id, customer_id: customer, card: { network: 'visa', last4: '4242' } } }));
+  const trial = await ok(
+    s.api('POST', '/subscriptions', { body: { price_id: trialPlan.prices[0].id, customer_id: customer, card: { network: 'visa', last4: '4242' } } }),
+  );
   await ok(s.api('POST', `/test_helpers/subscriptions/${trial.id}/advance`, { body: { outcome: 'failed' } }));
 
   // Connected accounts: connected, documents rejected then accepted, electronic invoicing on.
   const identity = { number: '1234567890101', expires_on: '2030-01-01', file_url: 'https://docs.example/dpi.pdf' };
   // Recent enough to be accepted: only the tax registration is rejected, as in the test-send.
-  const proof = { address: '6a avenida 10-20 zona 1', issued_on: new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10), file_url: 'https://docs.example/luz.pdf' };
+  const proof = {
+    address: '6a avenida 10-20 zona 1',
+    issued_on: new Date(Date.now() - 5 * 86_400_000).toISOString().slice(0, 10),
+    file_url: 'https://docs.example/luz.pdf',
+  };
   const child = await ok(s.api('POST', '/connected_accounts', { body: { email: 'bella@example.com', name: 'Salón Bella' } }));
-  await ok(s.api('POST', '/connected_accounts', { body: { email: 'bella@example.com', documents: { identity_document: identity, proof_of_address: proof, tax_registration: { nit: '12345670', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' } } } }));
-  await ok(s.api('POST', '/connected_accounts', { body: { email: 'bella@example.com', documents: { tax_registration: { nit: '1234567-9', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' } } } }));
-  await ok(s.api('PUT', `/connected_accounts/${child.id}/tax_invoicing`, { body: { provider: 'infile', establishment_code: '1', username: 'bella', api_key: 'SECRET-KEY-123' } }));
+  await ok(
+    s.api('POST', '/connected_accounts', {
+      body: {
+        email: 'bella@example.com',
+        documents: {
+          identity_document: identity,
+          proof_of_address: proof,
+          tax_registration: { nit: '12345670', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' },
+        },
+      },
+    }),
+  );
+  await ok(
+    s.api('POST', '/connected_accounts', {
+      body: {
+        email: 'bella@example.com',
+        documents: { tax_registration: { nit: '1234567-9', legal_name: 'Salón Bella, S.A.', file_url: 'https://docs.example/rtu.pdf' } },
+      },
+    }),
+  );
+  await ok(
+    s.api('PUT', `/connected_accounts/${child.id}/tax_invoicing`, {
+      body: { provider: 'infile', establishment_code: '1', username: 'bella', api_key: 'SECRET-KEY-123' },
+    }),
+  );
 
   // Money movements: a peer transfer (sent here, received at the recipient) and a withdrawal.
   fund(s.daemon.ctx, s.installation.sandbox_id, 100_000);
   await ok(s.api('POST', '/transfers', { body: { amount_in_cents: 2500, currency: 'GTQ', recipient_id: recipient.id, note: 'Renta' } }));
-  const bank = await ok(s.api('POST', '/bank_accounts', { body: { holder_name: 'Clínica Sonrisa', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' } }));
+  const bank = await ok(
+    s.api('POST', '/bank_accounts', {
+      body: { holder_name: 'Clínica Sonrisa', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' },
+    }),
+  );
   const withdrawal = await ok(s.api('POST', '/withdrawals', { body: { amount_in_cents: 30_000, currency: 'GTQ', bank_account_id: bank.id } }));
   await ok(s.api('POST', `/test_helpers/withdrawals/${withdrawal.id}/advance`, { body: { outcome: 'paid' } }));
   // A transfer above the review limit: held (pending, in_review), then cancelled by the reviewer.
@@ -148,7 +236,11 @@ async function actAll(): Promise<void> {
 /** A balance payment by the recipient (intent.paid there) and a declined one, crypto payments, a USD → USDC swap. */
 async function balanceCryptoSwap(customer: string): Promise<void> {
   fund(s.daemon.ctx, recipient.id, 5000);
-  await ok(s.api('POST', `/test_helpers/checkouts/${await checkout(customer, [{ name: 'Insumos', amount_in_cents: 4000, quantity: 1 }])}/pay_with_balance`, { body: { payer_account_id: recipient.id } }));
+  await ok(
+    s.api('POST', `/test_helpers/checkouts/${await checkout(customer, [{ name: 'Insumos', amount_in_cents: 4000, quantity: 1 }])}/pay_with_balance`, {
+      body: { payer_account_id: recipient.id },
+    }),
+  );
   await ok(s.api('POST', `/test_helpers/checkouts/${await checkout(customer)}/pay_with_balance`, { body: { payer_account_id: recipient.id } }));
   for (const amount of [30000, 1]) {
     const ch = await checkout(customer);
@@ -169,7 +261,10 @@ describe('test-sends have the shape of real events', () => {
     await actAll();
     await deliveryWorkerOf(s.daemon.ctx)!.runDue();
     const real = new Map<string, { body: Record<string, unknown>; at: 'platform' | 'recipient' }>();
-    for (const [at, r] of [['platform', platformR], ['recipient', recipientR]] as const) {
+    for (const [at, r] of [
+      ['platform', platformR],
+      ['recipient', recipientR],
+    ] as const) {
       for (const body of verified(r, endpoints[at].signingSecret)) if (!real.has(body.event_type as string)) real.set(body.event_type as string, { body, at });
     }
     const diffs: string[] = [];
@@ -182,7 +277,11 @@ describe('test-sends have the shape of real events', () => {
       const [test] = verified(r, ep.signingSecret, before);
       expect(test.event_type).toBe(type);
       if (test.api_version !== body.api_version) diffs.push(`${type}: api_version ${body.api_version} (real) vs ${test.api_version} (test)`);
-      diffs.push(...shapeDiff(body, test, type).map((d) => d.replace('only in the first', 'only in the real event').replace('only in the second', 'only in the test-send')));
+      diffs.push(
+        ...shapeDiff(body, test, type).map((d) =>
+          d.replace('only in the first', 'only in the real event').replace('only in the second', 'only in the test-send'),
+        ),
+      );
     }
     expect(diffs).toEqual([]);
     expect([...real.keys()].filter((t) => catalogueEntry(t)).sort()).toEqual([...REAL].sort());

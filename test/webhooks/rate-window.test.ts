@@ -39,7 +39,11 @@ function run(limit: number, arrivals: number[], step: (t: number) => number): nu
 
 describe('rate_limit over every 1-second window', () => {
   it('after a pause, a burst gets at most N in its first second (the bucket does not start full)', () => {
-    const sent = run(5, Array.from({ length: 10 }, () => 5_000), () => 1);
+    const sent = run(
+      5,
+      Array.from({ length: 10 }, () => 5_000),
+      () => 1,
+    );
     expect(sent).toHaveLength(10);
     expect(maxInAnyWindow(sent)).toBe(5);
     expect(sent.filter((t) => t < 6_000)).toHaveLength(5);
@@ -47,7 +51,7 @@ describe('rate_limit over every 1-second window', () => {
 
   it('no window exceeds N under bursts, a steady stream and pauses, with an uneven clock', () => {
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     for (const limit of [1, 3, 10, 50]) {
       const arrivals = [
         ...Array.from({ length: limit * 4 }, () => 0),

@@ -67,9 +67,7 @@ describe('webhook attempt time limit', () => {
     });
     await worker.runDue();
     const attempts = s.daemon.ctx.db
-      .prepare(
-        `SELECT a.error, a.response_code, d.status FROM webhook_attempts a JOIN webhook_deliveries d ON d.seq = a.delivery_seq WHERE d.endpoint_id = ?`,
-      )
+      .prepare(`SELECT a.error, a.response_code, d.status FROM webhook_attempts a JOIN webhook_deliveries d ON d.seq = a.delivery_seq WHERE d.endpoint_id = ?`)
       .all(res.body.id) as Array<{ error: string | null; response_code: number | null; status: string }>;
     expect(attempts).toHaveLength(3);
     // The attempts are over while the receiver is still dripping: the limit ended them.

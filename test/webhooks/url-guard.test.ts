@@ -75,7 +75,10 @@ describe('webhook URL guard', () => {
   });
 
   it('reads the allow-list from POSD_WEBHOOKS_ALLOW_CIDRS and refuses a bad entry at start', () => {
-    expect(loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32, 192.168.10.0/24' } }).webhooks.allow_cidrs).toEqual(['127.0.0.1/32', '192.168.10.0/24']);
+    expect(loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32, 192.168.10.0/24' } }).webhooks.allow_cidrs).toEqual([
+      '127.0.0.1/32',
+      '192.168.10.0/24',
+    ]);
     expect(() => loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: '10.0.0.0/40' } })).toThrow(ConfigError);
     expect(() => loadConfig({ env: { POSD_WEBHOOKS_ALLOW_CIDRS: 'lan' } })).toThrow(/webhooks\.allow_cidrs: not a CIDR: lan/);
   });

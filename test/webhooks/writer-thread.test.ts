@@ -17,7 +17,10 @@ const receiver = new Receiver([{ status: 200 }]);
 
 function emit(n: number): string[] {
   return tx(s.daemon.ctx.db, () =>
-    Array.from({ length: n }, (_, i) => s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_${i}` } }).id),
+    Array.from(
+      { length: n },
+      (_, i) => s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.sandbox_id, liveMode: false, payload: { id: `in_${i}` } }).id,
+    ),
   );
 }
 
@@ -57,7 +60,9 @@ describe('webhook writer thread', () => {
     await worker.runDue();
 
     const rows = s.daemon.ctx.db
-      .prepare('SELECT d.event_id, d.status, d.attempts, (SELECT COUNT(*) FROM webhook_attempts a WHERE a.delivery_seq = d.seq) AS recorded FROM webhook_deliveries d')
+      .prepare(
+        'SELECT d.event_id, d.status, d.attempts, (SELECT COUNT(*) FROM webhook_attempts a WHERE a.delivery_seq = d.seq) AS recorded FROM webhook_deliveries d',
+      )
       .all() as Array<{ event_id: string; status: string; attempts: number; recorded: number }>;
     expect(rows.map((r) => r.event_id).sort()).toEqual([...ids].sort());
     for (const r of rows) {

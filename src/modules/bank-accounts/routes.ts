@@ -4,14 +4,7 @@ import type { ApiApp } from '../../api/module.js';
 import type { AppContext } from '../../context.js';
 import { readScope, requireAccount } from '../../api/auth.js';
 import { pageOf, setPageHeaders } from '../../api/pagination.js';
-import {
-  BankAccountListQuery,
-  BankAccountParams,
-  BankAccountSchema,
-  BankSchema,
-  CreateBankAccountBody,
-  UpdateBankAccountBody,
-} from './schema.js';
+import { BankAccountListQuery, BankAccountParams, BankAccountSchema, BankSchema, CreateBankAccountBody, UpdateBankAccountBody } from './schema.js';
 import { archiveBankAccount, createBankAccount, getBankAccount, listBankAccounts, listBanks, updateBankAccount } from './service.js';
 import { ErrorResponses } from '../../api/schemas.js';
 
@@ -20,10 +13,8 @@ const tags = ['bank accounts'];
 export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
   app.get('/banks', { schema: { tags, response: { 200: Type.Array(BankSchema), ...ErrorResponses } } }, async () => listBanks());
 
-  app.post(
-    '/bank_accounts',
-    { schema: { tags, body: CreateBankAccountBody, response: { 201: BankAccountSchema, ...ErrorResponses } } },
-    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createBankAccount(ctx, requireAccount(req), req.body)),
+  app.post('/bank_accounts', { schema: { tags, body: CreateBankAccountBody, response: { 201: BankAccountSchema, ...ErrorResponses } } }, async (req, reply) =>
+    sendCommitted(ctx.db, req, reply, 201, () => createBankAccount(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
@@ -37,10 +28,8 @@ export function bankAccountRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/bank_accounts/:id',
-    { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...ErrorResponses } } },
-    async (req) => getBankAccount(ctx, readScope(req), req.params.id),
+  app.get('/bank_accounts/:id', { schema: { tags, params: BankAccountParams, response: { 200: BankAccountSchema, ...ErrorResponses } } }, async (req) =>
+    getBankAccount(ctx, readScope(req), req.params.id),
   );
 
   // Gaps.md: updates accept PATCH and PUT alike.

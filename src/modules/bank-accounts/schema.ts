@@ -39,4 +39,3 @@ export const UpdateBankAccountBody = Type.Object({ is_preferred: Type.Boolean() 
 
 export const BankAccountParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 export const BankAccountListQuery = Type.Object(PageQuery);
-

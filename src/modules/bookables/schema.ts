@@ -1,14 +1,9 @@
-import { Type, type Static, } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { PageQuery } from '../../api/pagination.js';
 import { Nullable } from '../../api/schemas.js';
 
 export const Currency = Type.Union([Type.Literal('GTQ'), Type.Literal('USD')]);
-export const PaymentPolicy = Type.Union([
-  Type.Literal('none'),
-  Type.Literal('card_on_file'),
-  Type.Literal('deposit'),
-  Type.Literal('full'),
-]);
+export const PaymentPolicy = Type.Union([Type.Literal('none'), Type.Literal('card_on_file'), Type.Literal('deposit'), Type.Literal('full')]);
 export const ServiceKind = Type.Union([Type.Literal('appointment'), Type.Literal('class'), Type.Literal('lodging')]);
 export const ResourceKind = Type.Union([Type.Literal('room'), Type.Literal('chair'), Type.Literal('equipment'), Type.Literal('lodging_unit')]);
 export const Metadata = Type.Record(Type.String(), Type.Unknown());

@@ -9,9 +9,7 @@ import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
 import { appendFeedChange } from '../../outbox/feed-changes.js';
 import { bookablesStore, type BookablesStore, type ResourceRow, type ServiceRow, type StaffRow, type ListFilter } from './store.js';
-import type {
-  ResourceCreate, ResourcePatch, ResourceView, ServiceCreate, ServicePatch, ServiceView, StaffCreate, StaffPatch, StaffView,
-} from './schema.js';
+import type { ResourceCreate, ResourcePatch, ResourceView, ServiceCreate, ServicePatch, ServiceView, StaffCreate, StaffPatch, StaffView } from './schema.js';
 import { perDb } from '../../db/per-db.js';
 
 const stores = perDb(bookablesStore);
@@ -34,19 +32,44 @@ function owned<T extends { account_id: string; live_mode: number }>(row: T | und
 
 export function serviceView(r: ServiceRow): ServiceView {
   return {
-    id: r.id, account_id: r.account_id, kind: r.kind, name: r.name, description: r.description,
-    duration_minutes: r.duration_minutes, processing_minutes: r.processing_minutes, final_minutes: r.final_minutes,
-    price_in_cents: r.price_in_cents, currency: r.currency, product_id: r.product_id, payment_policy: r.payment_policy,
-    deposit_in_cents: r.deposit_in_cents, protection_in_cents: r.protection_in_cents, hold_minutes: r.hold_minutes,
-    capacity: r.capacity, max_guests: r.max_guests, active: r.active === 1, metadata: JSON.parse(r.metadata),
-    live_mode: r.live_mode === 1, created_at: r.created_at, updated_at: r.updated_at,
+    id: r.id,
+    account_id: r.account_id,
+    kind: r.kind,
+    name: r.name,
+    description: r.description,
+    duration_minutes: r.duration_minutes,
+    processing_minutes: r.processing_minutes,
+    final_minutes: r.final_minutes,
+    price_in_cents: r.price_in_cents,
+    currency: r.currency,
+    product_id: r.product_id,
+    payment_policy: r.payment_policy,
+    deposit_in_cents: r.deposit_in_cents,
+    protection_in_cents: r.protection_in_cents,
+    hold_minutes: r.hold_minutes,
+    capacity: r.capacity,
+    max_guests: r.max_guests,
+    active: r.active === 1,
+    metadata: JSON.parse(r.metadata),
+    live_mode: r.live_mode === 1,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
   };
 }
 
 export function staffView(r: StaffRow): StaffView {
   return {
-    id: r.id, account_id: r.account_id, name: r.name, email: r.email, phone: r.phone, service_ids: JSON.parse(r.service_ids),
-    active: r.active === 1, metadata: JSON.parse(r.metadata), live_mode: r.live_mode === 1, created_at: r.created_at, updated_at: r.updated_at,
+    id: r.id,
+    account_id: r.account_id,
+    name: r.name,
+    email: r.email,
+    phone: r.phone,
+    service_ids: JSON.parse(r.service_ids),
+    active: r.active === 1,
+    metadata: JSON.parse(r.metadata),
+    live_mode: r.live_mode === 1,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
   };
 }
 
@@ -56,9 +79,17 @@ export function calendarUrl(base: string, r: ResourceRow): string {
 
 export function resourceView(r: ResourceRow, base: string): ResourceView {
   return {
-    id: r.id, account_id: r.account_id, name: r.name, kind: r.kind, room_type_id: r.room_type_id, active: r.active === 1,
-    calendar_url: calendarUrl(base, r), metadata: JSON.parse(r.metadata), live_mode: r.live_mode === 1,
-    created_at: r.created_at, updated_at: r.updated_at,
+    id: r.id,
+    account_id: r.account_id,
+    name: r.name,
+    kind: r.kind,
+    room_type_id: r.room_type_id,
+    active: r.active === 1,
+    calendar_url: calendarUrl(base, r),
+    metadata: JSON.parse(r.metadata),
+    live_mode: r.live_mode === 1,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
   };
 }
 
@@ -69,20 +100,36 @@ function checkService(r: ServiceRow): void {
   if (r.payment_policy === 'deposit' && r.deposit_in_cents === null) errors.deposit_in_cents = 'is required with payment_policy deposit';
   if (r.deposit_in_cents !== null && r.deposit_in_cents > r.price_in_cents) errors.deposit_in_cents = 'must not exceed price_in_cents';
   if (r.payment_policy === 'card_on_file' && r.protection_in_cents === null) errors.protection_in_cents = 'is required with payment_policy card_on_file';
-  if (r.payment_policy !== 'none' && r.price_in_cents === 0 && r.payment_policy !== 'card_on_file') errors.payment_policy = 'a free service cannot ask for a payment';
+  if (r.payment_policy !== 'none' && r.price_in_cents === 0 && r.payment_policy !== 'card_on_file')
+    errors.payment_policy = 'a free service cannot ask for a payment';
   if (Object.keys(errors).length) throw invalid(errors);
 }
 
 export function createService(ctx: AppContext, account: Account, b: ServiceCreate): ServiceView {
   const now = isoTime(ctx.clock.now());
   const row: ServiceRow = {
-    id: newId('svc'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, kind: b.kind, name: b.name,
-    description: b.description ?? null, duration_minutes: b.duration_minutes ?? 60, processing_minutes: b.processing_minutes ?? 0,
-    final_minutes: b.final_minutes ?? 0, price_in_cents: b.price_in_cents, currency: b.currency ?? account.default_currency,
-    product_id: b.product_id ?? null, payment_policy: b.payment_policy ?? 'none', deposit_in_cents: b.deposit_in_cents ?? null,
-    protection_in_cents: b.protection_in_cents ?? null, hold_minutes: b.hold_minutes ?? null, capacity: b.capacity ?? null,
-    max_guests: b.max_guests ?? null, active: b.active === false ? 0 : 1, metadata: JSON.stringify(b.metadata ?? {}),
-    created_at: now, updated_at: now,
+    id: newId('svc'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    kind: b.kind,
+    name: b.name,
+    description: b.description ?? null,
+    duration_minutes: b.duration_minutes ?? 60,
+    processing_minutes: b.processing_minutes ?? 0,
+    final_minutes: b.final_minutes ?? 0,
+    price_in_cents: b.price_in_cents,
+    currency: b.currency ?? account.default_currency,
+    product_id: b.product_id ?? null,
+    payment_policy: b.payment_policy ?? 'none',
+    deposit_in_cents: b.deposit_in_cents ?? null,
+    protection_in_cents: b.protection_in_cents ?? null,
+    hold_minutes: b.hold_minutes ?? null,
+    capacity: b.capacity ?? null,
+    max_guests: b.max_guests ?? null,
+    active: b.active === false ? 0 : 1,
+    metadata: JSON.stringify(b.metadata ?? {}),
+    created_at: now,
+    updated_at: now,
   };
   checkService(row);
   tx(ctx.db, () => {
@@ -126,9 +173,17 @@ export function createStaff(ctx: AppContext, account: Account, b: StaffCreate): 
   checkServiceIds(ctx, account, b.service_ids);
   const now = isoTime(ctx.clock.now());
   const row: StaffRow = {
-    id: newId('stf'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, name: b.name, email: b.email ?? null,
-    phone: b.phone ?? null, service_ids: JSON.stringify(b.service_ids ?? []), active: b.active === false ? 0 : 1,
-    metadata: JSON.stringify(b.metadata ?? {}), created_at: now, updated_at: now,
+    id: newId('stf'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    name: b.name,
+    email: b.email ?? null,
+    phone: b.phone ?? null,
+    service_ids: JSON.stringify(b.service_ids ?? []),
+    active: b.active === false ? 0 : 1,
+    metadata: JSON.stringify(b.metadata ?? {}),
+    created_at: now,
+    updated_at: now,
   };
   tx(ctx.db, () => {
     storeOf(ctx).insertStaff(row);
@@ -174,9 +229,17 @@ export function createResource(ctx: AppContext, account: Account, b: ResourceCre
   const now = isoTime(ctx.clock.now());
   const kind = b.kind ?? (b.room_type_id ? 'lodging_unit' : 'room');
   const row: ResourceRow = {
-    id: newId('res'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, name: b.name, kind,
-    room_type_id: b.room_type_id ?? null, active: b.active === false ? 0 : 1, calendar_token: randomToken(32),
-    metadata: JSON.stringify(b.metadata ?? {}), created_at: now, updated_at: now,
+    id: newId('res'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    name: b.name,
+    kind,
+    room_type_id: b.room_type_id ?? null,
+    active: b.active === false ? 0 : 1,
+    calendar_token: randomToken(32),
+    metadata: JSON.stringify(b.metadata ?? {}),
+    created_at: now,
+    updated_at: now,
   };
   checkResource(ctx, account, row);
   tx(ctx.db, () => {
@@ -206,7 +269,13 @@ export function updateResource(ctx: AppContext, account: Account, id: string, p:
   });
 }
 
-export function listBookables<T>(ctx: AppContext, table: 'sched_services' | 'sched_staff_members' | 'sched_resources', f: ListFilter, limit: number, offset: number) {
+export function listBookables<T>(
+  ctx: AppContext,
+  table: 'sched_services' | 'sched_staff_members' | 'sched_resources',
+  f: ListFilter,
+  limit: number,
+  offset: number,
+) {
   return storeOf(ctx).list<T>(table, f, limit, offset);
 }
 
@@ -262,7 +331,14 @@ type BookableRow = ServiceRow | StaffRow | ResourceRow;
  * sees the central's bookings of them. A no-op at a store.
  */
 function publishBookable(ctx: AppContext, type: BookableType, row: BookableRow): void {
-  appendFeedChange(ctx.db, { kind: 'bookable', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { type, row }, createdAt: row.updated_at });
+  appendFeedChange(ctx.db, {
+    kind: 'bookable',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    objectId: row.id,
+    payload: { type, row },
+    createdAt: row.updated_at,
+  });
 }
 
 /** A bookable learnt from the central's feed: inserted, or set to the central's state unless this box's is newer. */

@@ -68,14 +68,31 @@ function insertSql(table: Table, columns: string[]): string {
 }
 
 const SERVICE_COLUMNS = [
-  'id', 'account_id', 'live_mode', 'kind', 'name', 'description', 'duration_minutes', 'processing_minutes', 'final_minutes',
-  'price_in_cents', 'currency', 'product_id', 'payment_policy', 'deposit_in_cents', 'protection_in_cents', 'hold_minutes',
-  'capacity', 'max_guests', 'active', 'metadata', 'created_at', 'updated_at',
+  'id',
+  'account_id',
+  'live_mode',
+  'kind',
+  'name',
+  'description',
+  'duration_minutes',
+  'processing_minutes',
+  'final_minutes',
+  'price_in_cents',
+  'currency',
+  'product_id',
+  'payment_policy',
+  'deposit_in_cents',
+  'protection_in_cents',
+  'hold_minutes',
+  'capacity',
+  'max_guests',
+  'active',
+  'metadata',
+  'created_at',
+  'updated_at',
 ];
 const STAFF_COLUMNS = ['id', 'account_id', 'live_mode', 'name', 'email', 'phone', 'service_ids', 'active', 'metadata', 'created_at', 'updated_at'];
-const RESOURCE_COLUMNS = [
-  'id', 'account_id', 'live_mode', 'name', 'kind', 'room_type_id', 'active', 'calendar_token', 'metadata', 'created_at', 'updated_at',
-];
+const RESOURCE_COLUMNS = ['id', 'account_id', 'live_mode', 'name', 'kind', 'room_type_id', 'active', 'calendar_token', 'metadata', 'created_at', 'updated_at'];
 
 /** All SQL of services, staff members and resources. */
 export function bookablesStore(db: Db) {

@@ -52,21 +52,58 @@ function place(ctx: AppContext, account: Account, plan: Plan, customer: Customer
   const pendingPayment = due > 0;
   const requiresAcceptance = b.requires_acceptance === true;
   const row: BookingRow = {
-    id: newId('bk'), account_id: account.id, live_mode: account.live_mode ? 1 : 0,
-    status: pendingPayment || requiresAcceptance ? initialState(bookingMachine) : 'confirmed', source: 'api', kind: plan.kind,
-    service_id: plan.service.id, requires_acceptance: requiresAcceptance ? 1 : 0, starts_at: plan.startsAt, ends_at: plan.endsAt,
-    customer_id: customer.id, customer_name: customer.name, customer_email: customer.email, customer_phone: customer.phone,
-    segments: JSON.stringify(plan.segments), staff_member_id: plan.staffMemberId, resource_id: plan.resourceId,
-    class_session_id: plan.classSessionId, stay: plan.stay ? JSON.stringify(plan.stay) : null, payment_policy: policy,
-    currency: plan.currency, total_in_cents: plan.totalInCents, due_in_cents: due, paid_in_cents: 0,
-    balance_in_cents: plan.totalInCents, balance_paid_outside_at: null, checkout_id: null, checkout_url: null,
-    balance_checkout_id: null, balance_checkout_url: null, no_show_fee_checkout_id: null, booking_series_id: null,
-    access_token: randomToken(32), customer_note: b.customer_note ?? null, merchant_note: b.merchant_note ?? null,
+    id: newId('bk'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    status: pendingPayment || requiresAcceptance ? initialState(bookingMachine) : 'confirmed',
+    source: 'api',
+    kind: plan.kind,
+    service_id: plan.service.id,
+    requires_acceptance: requiresAcceptance ? 1 : 0,
+    starts_at: plan.startsAt,
+    ends_at: plan.endsAt,
+    customer_id: customer.id,
+    customer_name: customer.name,
+    customer_email: customer.email,
+    customer_phone: customer.phone,
+    segments: JSON.stringify(plan.segments),
+    staff_member_id: plan.staffMemberId,
+    resource_id: plan.resourceId,
+    class_session_id: plan.classSessionId,
+    stay: plan.stay ? JSON.stringify(plan.stay) : null,
+    payment_policy: policy,
+    currency: plan.currency,
+    total_in_cents: plan.totalInCents,
+    due_in_cents: due,
+    paid_in_cents: 0,
+    balance_in_cents: plan.totalInCents,
+    balance_paid_outside_at: null,
+    checkout_id: null,
+    checkout_url: null,
+    balance_checkout_id: null,
+    balance_checkout_url: null,
+    no_show_fee_checkout_id: null,
+    booking_series_id: null,
+    access_token: randomToken(32),
+    customer_note: b.customer_note ?? null,
+    merchant_note: b.merchant_note ?? null,
     accepted_at: pendingPayment || requiresAcceptance ? null : isoTime(now),
-    hold_expires_at: pendingPayment ? isoTime(now + holdMinutes * MINUTE) : null, cancelled_by: null, cancellation_reason: null,
-    rescheduled_from_id: null, payment_intent_ids: '[]', refund_due: 0, refund_reason: null, refunded_at: null, refund_ids: '[]',
-    refunded_intent_ids: '[]', refund_error: null, metadata: JSON.stringify(b.metadata ?? {}), created_at: isoTime(now),
-    updated_at: isoTime(now), origin_store_id: null, ...extra,
+    hold_expires_at: pendingPayment ? isoTime(now + holdMinutes * MINUTE) : null,
+    cancelled_by: null,
+    cancellation_reason: null,
+    rescheduled_from_id: null,
+    payment_intent_ids: '[]',
+    refund_due: 0,
+    refund_reason: null,
+    refunded_at: null,
+    refund_ids: '[]',
+    refunded_intent_ids: '[]',
+    refund_error: null,
+    metadata: JSON.stringify(b.metadata ?? {}),
+    created_at: isoTime(now),
+    updated_at: isoTime(now),
+    origin_store_id: null,
+    ...extra,
   };
   const store = bookingsStoreOf(ctx);
   store.insert(row);
@@ -105,12 +142,7 @@ export function createBooking(ctx: AppContext, account: Account, b: BookingCreat
  * rolls back alone. Resolves only once the commit is on disk. `inTransaction` runs last in the
  * booking's savepoint (the route stores its idempotent answer there).
  */
-export function createBookingGrouped(
-  ctx: AppContext,
-  account: Account,
-  b: BookingCreate,
-  inTransaction?: (row: BookingRow) => void,
-): Promise<BookingRow> {
+export function createBookingGrouped(ctx: AppContext, account: Account, b: BookingCreate, inTransaction?: (row: BookingRow) => void): Promise<BookingRow> {
   return groupCommit(ctx.db, () => {
     const row = book(ctx, account, b);
     inTransaction?.(row);
@@ -127,7 +159,11 @@ function addDays(day: string, days: number): string {
 }
 
 /** A repeating booking: every occurrence or none (the first taken slot answers `slot_unavailable` naming it). */
-export function createSeries(ctx: AppContext, account: Account, b: SeriesCreate): { id: string; frequency: string; interval: number; count: number; rows: BookingRow[] } {
+export function createSeries(
+  ctx: AppContext,
+  account: Account,
+  b: SeriesCreate,
+): { id: string; frequency: string; interval: number; count: number; rows: BookingRow[] } {
   if (b.class_session_id) throw invalid({ class_session_id: 'a series repeats appointments or stays; book each class session' });
   const interval = b.repeat.interval ?? 1;
   return tx(ctx.db, () => {
@@ -141,7 +177,12 @@ export function createSeries(ctx: AppContext, account: Account, b: SeriesCreate)
       const days = step * (b.repeat.frequency === 'daily' ? 1 : 7);
       const target: Target = b.stay
         ? { stay: { ...b.stay, check_in_on: addDays(b.stay.check_in_on, days), check_out_on: addDays(b.stay.check_out_on, days) } }
-        : { service_id: b.service_id, starts_at: b.starts_at && addInterval(b.starts_at, b.repeat.frequency, step), staff_member_id: b.staff_member_id, resource_id: b.resource_id };
+        : {
+            service_id: b.service_id,
+            starts_at: b.starts_at && addInterval(b.starts_at, b.repeat.frequency, step),
+            staff_member_id: b.staff_member_id,
+            resource_id: b.resource_id,
+          };
       let plan: Plan;
       try {
         plan = planBooking(ctx, account, target);
@@ -169,13 +210,22 @@ export function rescheduleBooking(ctx: AppContext, account: Account, old: Bookin
     let target: Target;
     if (cur.kind === 'stay') {
       const stay = JSON.parse(cur.stay!);
-      target = { stay: { room_type_id: stay.room_type_id, unit_id: r.unit_id === undefined ? stay.unit_id : r.unit_id, check_in_on: r.check_in_on ?? stay.check_in_on, check_out_on: r.check_out_on ?? stay.check_out_on, guests: stay.guests } };
+      target = {
+        stay: {
+          room_type_id: stay.room_type_id,
+          unit_id: r.unit_id === undefined ? stay.unit_id : r.unit_id,
+          check_in_on: r.check_in_on ?? stay.check_in_on,
+          check_out_on: r.check_out_on ?? stay.check_out_on,
+          guests: stay.guests,
+        },
+      };
     } else if (cur.kind === 'class_seat') {
       if (!r.class_session_id) throw invalid({ class_session_id: 'is required to move a class seat' });
       target = { class_session_id: r.class_session_id };
     } else {
       target = {
-        service_id: cur.service_id, starts_at: r.starts_at ?? cur.starts_at,
+        service_id: cur.service_id,
+        starts_at: r.starts_at ?? cur.starts_at,
         staff_member_id: r.staff_member_id === undefined ? cur.staff_member_id : r.staff_member_id,
         resource_id: r.resource_id === undefined ? cur.resource_id : r.resource_id,
       };
@@ -183,8 +233,13 @@ export function rescheduleBooking(ctx: AppContext, account: Account, old: Bookin
     // The checkouts move with the booking: the old one must not watch them any more (a payment
     // landing there later belongs to the new booking, not to a cancelled one).
     const moved = applyEvent(ctx, cur, 'RESCHEDULE', {
-      cancelled_by: 'merchant', cancellation_reason: 'rescheduled', hold_expires_at: null,
-      checkout_id: null, checkout_url: null, balance_checkout_id: null, balance_checkout_url: null,
+      cancelled_by: 'merchant',
+      cancellation_reason: 'rescheduled',
+      hold_expires_at: null,
+      checkout_id: null,
+      checkout_url: null,
+      balance_checkout_id: null,
+      balance_checkout_url: null,
     });
     const plan = planBooking(ctx, account, target, cur.id);
     if (plan.classSessionId && plan.service.id !== cur.service_id) throw invalid({ class_session_id: 'must be a session of the same class' });
@@ -194,14 +249,31 @@ export function rescheduleBooking(ctx: AppContext, account: Account, old: Bookin
     }
     const customer = { id: cur.customer_id, name: cur.customer_name, email: cur.customer_email, phone: cur.customer_phone };
     const carried: Partial<BookingRow> = {
-      status: cur.status, payment_policy: cur.payment_policy, total_in_cents: cur.total_in_cents, due_in_cents: cur.due_in_cents,
-      paid_in_cents: cur.paid_in_cents, balance_in_cents: cur.balance_in_cents, balance_paid_outside_at: cur.balance_paid_outside_at,
-      checkout_id: cur.checkout_id, checkout_url: cur.checkout_url, balance_checkout_id: cur.balance_checkout_id,
-      balance_checkout_url: cur.balance_checkout_url, accepted_at: cur.accepted_at, hold_expires_at: cur.hold_expires_at,
-      payment_intent_ids: cur.payment_intent_ids, requires_acceptance: cur.requires_acceptance, booking_series_id: cur.booking_series_id,
-      rescheduled_from_id: moved.id, currency: cur.currency,
+      status: cur.status,
+      payment_policy: cur.payment_policy,
+      total_in_cents: cur.total_in_cents,
+      due_in_cents: cur.due_in_cents,
+      paid_in_cents: cur.paid_in_cents,
+      balance_in_cents: cur.balance_in_cents,
+      balance_paid_outside_at: cur.balance_paid_outside_at,
+      checkout_id: cur.checkout_id,
+      checkout_url: cur.checkout_url,
+      balance_checkout_id: cur.balance_checkout_id,
+      balance_checkout_url: cur.balance_checkout_url,
+      accepted_at: cur.accepted_at,
+      hold_expires_at: cur.hold_expires_at,
+      payment_intent_ids: cur.payment_intent_ids,
+      requires_acceptance: cur.requires_acceptance,
+      booking_series_id: cur.booking_series_id,
+      rescheduled_from_id: moved.id,
+      currency: cur.currency,
     };
-    const b: BookingCreate = { customer_note: cur.customer_note, merchant_note: cur.merchant_note, metadata: JSON.parse(cur.metadata), payment_policy: cur.payment_policy };
+    const b: BookingCreate = {
+      customer_note: cur.customer_note,
+      merchant_note: cur.merchant_note,
+      metadata: JSON.parse(cur.metadata),
+      payment_policy: cur.payment_policy,
+    };
     return place(ctx, account, plan, customer, b, carried);
   });
 }

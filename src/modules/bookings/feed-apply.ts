@@ -29,7 +29,14 @@ export function publishBooking(ctx: AppContext, row: BookingRow): void {
   const store = bookingsStoreOf(ctx);
   const series = row.booking_series_id ? (store.series(row.booking_series_id) ?? null) : null;
   const payload: FeedBooking = { booking: row, occupancy: store.occupancyOf(row.id), series };
-  appendFeedChange(ctx.db, { kind: 'booking', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { ...payload }, createdAt: row.updated_at });
+  appendFeedChange(ctx.db, {
+    kind: 'booking',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    objectId: row.id,
+    payload: { ...payload },
+    createdAt: row.updated_at,
+  });
 }
 
 /** The time an owner holds, set to the central's (released when the booking stops holding it). */

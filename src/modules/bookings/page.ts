@@ -34,9 +34,17 @@ export function bookingPageRoutes(app: ApiApp, ctx: AppContext): void {
       if (!row) return reply.code(404).send({ message: 'No such booking.' });
       if (!holdsSlot(row.status)) throw new ApiError('not_holding');
       if (Date.parse(row.starts_at) - ctx.clock.now() < windowMs()) {
-        throw new ApiError('booking_state_invalid', { message: `Bookings can be cancelled here up to ${ctx.config.scheduling.customer_cancellation_hours} hours before they start; call the business.` });
+        throw new ApiError('booking_state_invalid', {
+          message: `Bookings can be cancelled here up to ${ctx.config.scheduling.customer_cancellation_hours} hours before they start; call the business.`,
+        });
       }
-      tx(ctx.db, () => applyEvent(ctx, bookingsStoreOf(ctx).get(row.id)!, 'CANCEL', { cancelled_by: 'customer', cancellation_reason: 'cancelled_by_customer', hold_expires_at: null }));
+      tx(ctx.db, () =>
+        applyEvent(ctx, bookingsStoreOf(ctx).get(row.id)!, 'CANCEL', {
+          cancelled_by: 'customer',
+          cancellation_reason: 'cancelled_by_customer',
+          hold_expires_at: null,
+        }),
+      );
       return reply.redirect(`/booking_pages/${row.id}/${req.params.token}`, 303);
     },
   );

@@ -29,7 +29,13 @@ function itemName(row: BookingRow, serviceName: string, purpose: string): string
 }
 
 /** Opens the checkout for what is due now; the caller's transaction commits it with the booking. */
-export function openCheckout(ctx: AppContext, account: Account, row: BookingRow, amount: number, purpose: 'booking' | 'balance'): { id: string; url: string | null } {
+export function openCheckout(
+  ctx: AppContext,
+  account: Account,
+  row: BookingRow,
+  amount: number,
+  purpose: 'booking' | 'balance',
+): { id: string; url: string | null } {
   const service = serviceRow(ctx, account, row.service_id);
   const checkout = depsOf(ctx).money.createCheckout(ctx, account, {
     items: [{ name: itemName(row, service.name, purpose === 'balance' ? 'Balance' : 'Booking'), amount_in_cents: amount, currency: row.currency, quantity: 1 }],
@@ -137,7 +143,11 @@ export async function refundPayments(ctx: AppContext, account: Account, row: Boo
     cur = tx(ctx.db, () => {
       const fresh = store.get(row.id)!;
       const intents = JSON.stringify([...JSON.parse(fresh.refunded_intent_ids), pi]);
-      return saveBooking(ctx, { ...fresh, refunded_intent_ids: intents, refund_ids: JSON.stringify([...JSON.parse(fresh.refund_ids), refundId]), refund_error: null }, 'refunded');
+      return saveBooking(
+        ctx,
+        { ...fresh, refunded_intent_ids: intents, refund_ids: JSON.stringify([...JSON.parse(fresh.refund_ids), refundId]), refund_error: null },
+        'refunded',
+      );
     });
   }
   return tx(ctx.db, () => {

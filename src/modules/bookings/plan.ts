@@ -102,8 +102,14 @@ function planAppointment(ctx: AppContext, account: Account, t: Target, exceptOwn
   const staffId = t.staff_member_id ?? null;
   const resourceId = t.resource_id ?? null;
   const seg = (kind: Segment['kind'], from: number, to: number): Segment => ({
-    service_id: service.id, product_id: service.product_id, product_variant_id: null, staff_member_id: staffId,
-    resource_id: resourceId, kind, starts_at: isoTime(from), ends_at: isoTime(to),
+    service_id: service.id,
+    product_id: service.product_id,
+    product_variant_id: null,
+    staff_member_id: staffId,
+    resource_id: resourceId,
+    kind,
+    starts_at: isoTime(from),
+    ends_at: isoTime(to),
   });
   const firstEnd = start + service.duration_minutes * MINUTE;
   const segments = [seg('service', start, firstEnd)];
@@ -120,12 +126,24 @@ function planAppointment(ctx: AppContext, account: Account, t: Target, exceptOwn
   if (resourceId) occupancy.push({ subject: `resource:${resourceId}`, startsAt: isoTime(start), endsAt: isoTime(end) });
   for (const o of occupancy) {
     if (!free(ctx, o, exceptOwner)) {
-      throw slotUnavailable(o.subject.startsWith('staff:') ? 'The staff member is already booked at that time.' : 'The resource is already booked at that time.');
+      throw slotUnavailable(
+        o.subject.startsWith('staff:') ? 'The staff member is already booked at that time.' : 'The resource is already booked at that time.',
+      );
     }
   }
   return {
-    kind: 'appointment', service, startsAt: isoTime(start), endsAt: isoTime(end), segments, staffMemberId: staffId,
-    resourceId, classSessionId: null, stay: null, totalInCents: service.price_in_cents, currency: service.currency, occupancy,
+    kind: 'appointment',
+    service,
+    startsAt: isoTime(start),
+    endsAt: isoTime(end),
+    segments,
+    staffMemberId: staffId,
+    resourceId,
+    classSessionId: null,
+    stay: null,
+    totalInCents: service.price_in_cents,
+    currency: service.currency,
+    occupancy,
   };
 }
 
@@ -136,9 +154,18 @@ function planSeat(ctx: AppContext, account: Account, sessionId: string): Plan {
   if (Date.parse(session.starts_at) <= ctx.clock.now()) throw slotUnavailable('The class session has already started.');
   if (bookingsStoreOf(ctx).seatsTaken(session.id) >= session.capacity) throw slotUnavailable('The class session is full.', { seats_left: 0 });
   return {
-    kind: 'class_seat', service, startsAt: session.starts_at, endsAt: session.ends_at, segments: [],
-    staffMemberId: session.staff_member_id, resourceId: session.resource_id, classSessionId: session.id, stay: null,
-    totalInCents: service.price_in_cents, currency: service.currency, occupancy: [],
+    kind: 'class_seat',
+    service,
+    startsAt: session.starts_at,
+    endsAt: session.ends_at,
+    segments: [],
+    staffMemberId: session.staff_member_id,
+    resourceId: session.resource_id,
+    classSessionId: session.id,
+    stay: null,
+    totalInCents: service.price_in_cents,
+    currency: service.currency,
+    occupancy: [],
   };
 }
 
@@ -171,13 +198,40 @@ function planStay(ctx: AppContext, account: Account, s: NonNullable<Target['stay
   const startsAt = isoTime(inMs);
   const endsAt = isoTime(outMs);
   const stay: Stay = {
-    room_type_id: service.id, unit_id: unit.id, unit_name: unit.name, check_in_on: s.check_in_on, check_out_on: s.check_out_on,
-    nights, guests: s.guests, service_tab_id: null, registered_guests: [], guests_registered_at: null,
+    room_type_id: service.id,
+    unit_id: unit.id,
+    unit_name: unit.name,
+    check_in_on: s.check_in_on,
+    check_out_on: s.check_out_on,
+    nights,
+    guests: s.guests,
+    service_tab_id: null,
+    registered_guests: [],
+    guests_registered_at: null,
   };
   return {
-    kind: 'stay', service, startsAt, endsAt,
-    segments: [{ service_id: service.id, product_id: service.product_id, product_variant_id: null, staff_member_id: null, resource_id: unit.id, kind: 'stay', starts_at: startsAt, ends_at: endsAt }],
-    staffMemberId: null, resourceId: unit.id, classSessionId: null, stay, totalInCents: nights * service.price_in_cents,
-    currency: service.currency, occupancy: [{ subject: `night:${unit.id}`, startsAt: s.check_in_on, endsAt: s.check_out_on }],
+    kind: 'stay',
+    service,
+    startsAt,
+    endsAt,
+    segments: [
+      {
+        service_id: service.id,
+        product_id: service.product_id,
+        product_variant_id: null,
+        staff_member_id: null,
+        resource_id: unit.id,
+        kind: 'stay',
+        starts_at: startsAt,
+        ends_at: endsAt,
+      },
+    ],
+    staffMemberId: null,
+    resourceId: unit.id,
+    classSessionId: null,
+    stay,
+    totalInCents: nights * service.price_in_cents,
+    currency: service.currency,
+    occupancy: [{ subject: `night:${unit.id}`, startsAt: s.check_in_on, endsAt: s.check_out_on }],
   };
 }

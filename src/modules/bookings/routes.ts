@@ -7,13 +7,38 @@ import { pageOf, setPageHeaders } from '../../api/pagination.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { accountsOf } from '../../accounts/service.js';
 import {
-  BookingCreateBody, BookingListQuery, BookingSchema, GuestsBody, RescheduleBody, SeriesCreateBody, SeriesSchema,
-  TabItemBody, TabSchema,
+  BookingCreateBody,
+  BookingListQuery,
+  BookingSchema,
+  GuestsBody,
+  RescheduleBody,
+  SeriesCreateBody,
+  SeriesSchema,
+  TabItemBody,
+  TabSchema,
 } from './schema.js';
 import {
-  acceptBooking, addTabItem, bookingAccountId, bookingsEnabled, cancelBooking, chargeBalance, checkInBooking, closeTab, completeBooking, createBookingGrouped,
-  createSeries, declineBooking, getBooking, listBookings, markBalancePaidOutside, noShowBooking, registerGuests, requireBookingsEnabled, rescheduleBooking,
-  tabOf, tabView,
+  acceptBooking,
+  addTabItem,
+  bookingAccountId,
+  bookingsEnabled,
+  cancelBooking,
+  chargeBalance,
+  checkInBooking,
+  closeTab,
+  completeBooking,
+  createBookingGrouped,
+  createSeries,
+  declineBooking,
+  getBooking,
+  listBookings,
+  markBalancePaidOutside,
+  noShowBooking,
+  registerGuests,
+  requireBookingsEnabled,
+  rescheduleBooking,
+  tabOf,
+  tabView,
 } from './service.js';
 import { viewFor } from './views.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
@@ -44,28 +69,41 @@ export function bookingRoutes(app: ApiApp, ctx: AppContext): void {
     return reply.code(201).send({ id: s.id, frequency: s.frequency, interval: s.interval, count: s.count, bookings: s.rows.map(view) });
   });
 
-  app.get('/bookings', { schema: { tags, querystring: BookingListQuery, response: { 200: Type.Array(BookingSchema), ...ErrorResponses } } }, async (req, reply) => {
-    // An organization key lists every account that takes bookings; one account must have them on.
-    const enabled = req.auth.accountIds.filter((id) => {
-      const a = accounts.account(id);
-      return a !== undefined && bookingsEnabled(a);
-    });
-    if (enabled.length === 0) throw new ApiError('bookings_not_enabled');
-    const q = req.query;
-    const page = pageOf(q, 25, 'per_page');
-    const { rows, total } = listBookings(
-      ctx,
-      {
-        accountIds: enabled, liveMode: req.auth.liveMode, status: q.status, from: iso(q.from), to: iso(q.to), staffMemberId: q.staff_member_id,
-        resourceId: q.resource_id, customerId: q.customer_id, classSessionId: q.class_session_id, bookingSeriesId: q.booking_series_id,
-        kind: q.kind, q: q.q,
-      },
-      page.limit,
-      page.offset,
-    );
-    setPageHeaders(req, reply, page, total, 'per_page');
-    return rows.map(viewFor(ctx, req));
-  });
+  app.get(
+    '/bookings',
+    { schema: { tags, querystring: BookingListQuery, response: { 200: Type.Array(BookingSchema), ...ErrorResponses } } },
+    async (req, reply) => {
+      // An organization key lists every account that takes bookings; one account must have them on.
+      const enabled = req.auth.accountIds.filter((id) => {
+        const a = accounts.account(id);
+        return a !== undefined && bookingsEnabled(a);
+      });
+      if (enabled.length === 0) throw new ApiError('bookings_not_enabled');
+      const q = req.query;
+      const page = pageOf(q, 25, 'per_page');
+      const { rows, total } = listBookings(
+        ctx,
+        {
+          accountIds: enabled,
+          liveMode: req.auth.liveMode,
+          status: q.status,
+          from: iso(q.from),
+          to: iso(q.to),
+          staffMemberId: q.staff_member_id,
+          resourceId: q.resource_id,
+          customerId: q.customer_id,
+          classSessionId: q.class_session_id,
+          bookingSeriesId: q.booking_series_id,
+          kind: q.kind,
+          q: q.q,
+        },
+        page.limit,
+        page.offset,
+      );
+      setPageHeaders(req, reply, page, total, 'per_page');
+      return rows.map(viewFor(ctx, req));
+    },
+  );
 
   // An organization key reads a booking of any of its accounts without naming it.
   app.get('/bookings/:id', { schema: { tags, params: IdParams, response: { 200: BookingSchema, ...ErrorResponses } } }, async (req) => {

@@ -3,9 +3,7 @@ import { PageQuery } from '../../api/pagination.js';
 import { Metadata, PaymentPolicy } from '../bookables/schema.js';
 import { Nullable } from '../../api/schemas.js';
 
-export const BookingStatus = Type.Union(
-  ['pending', 'confirmed', 'checked_in', 'completed', 'cancelled', 'no_show'].map((s) => Type.Literal(s)),
-);
+export const BookingStatus = Type.Union(['pending', 'confirmed', 'checked_in', 'completed', 'cancelled', 'no_show'].map((s) => Type.Literal(s)));
 export const BookingKind = Type.Union([Type.Literal('appointment'), Type.Literal('class_seat'), Type.Literal('stay')]);
 const DateTime = Type.String({ format: 'date-time' });
 const DateOnly = Type.String({ format: 'date' });

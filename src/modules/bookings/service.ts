@@ -63,8 +63,11 @@ export async function declineBooking(ctx: AppContext, account: Account, id: stri
   if (!(row.status === 'cancelled' && row.refund_due === 1 && row.cancellation_reason === 'declined')) {
     row = tx(ctx.db, () =>
       applyEvent(ctx, bookingsStoreOf(ctx).get(row.id)!, 'DECLINE', {
-        cancelled_by: 'merchant', cancellation_reason: 'declined', hold_expires_at: null,
-        refund_due: row.paid_in_cents > 0 ? 1 : 0, refund_reason: row.paid_in_cents > 0 ? 'declined' : null,
+        cancelled_by: 'merchant',
+        cancellation_reason: 'declined',
+        hold_expires_at: null,
+        refund_due: row.paid_in_cents > 0 ? 1 : 0,
+        refund_reason: row.paid_in_cents > 0 ? 'declined' : null,
       }),
     );
   }
@@ -95,8 +98,16 @@ export function checkInBooking(ctx: AppContext, account: Account, id: string): B
     if (next.kind === 'stay') {
       const stay: Stay = JSON.parse(next.stay!);
       const tab: TabRow = {
-        id: newId('tab'), account_id: next.account_id, live_mode: next.live_mode, booking_id: next.id, status: initialState(serviceTabMachine), items: '[]',
-        checkout_id: null, checkout_url: null, created_at: isoTime(ctx.clock.now()), closed_at: null,
+        id: newId('tab'),
+        account_id: next.account_id,
+        live_mode: next.live_mode,
+        booking_id: next.id,
+        status: initialState(serviceTabMachine),
+        items: '[]',
+        checkout_id: null,
+        checkout_url: null,
+        created_at: isoTime(ctx.clock.now()),
+        closed_at: null,
       };
       bookingsStoreOf(ctx).insertTab(tab);
       next = saveBooking(ctx, { ...next, stay: JSON.stringify({ ...stay, service_tab_id: tab.id }) }, 'tab_opened');
@@ -138,7 +149,8 @@ export function chargeBalance(ctx: AppContext, account: Account, id: string): Bo
 /** The business collected the balance itself (cash at the desk, another terminal): nothing is left to charge here. */
 export function markBalancePaidOutside(ctx: AppContext, account: Account, id: string): BookingRow {
   const row = getBooking(ctx, account, id);
-  if (row.status === 'cancelled' || row.status === 'pending') throw new ApiError('booking_state_invalid', { message: `A ${row.status} booking has no balance to collect.` });
+  if (row.status === 'cancelled' || row.status === 'pending')
+    throw new ApiError('booking_state_invalid', { message: `A ${row.status} booking has no balance to collect.` });
   if (row.balance_in_cents <= 0) throw new ApiError('no_balance');
   return tx(ctx.db, () =>
     saveBooking(ctx, { ...bookingsStoreOf(ctx).get(row.id)!, balance_in_cents: 0, balance_paid_outside_at: isoTime(ctx.clock.now()) }, 'balance_paid_outside'),
@@ -146,7 +158,12 @@ export function markBalancePaidOutside(ctx: AppContext, account: Account, id: st
 }
 
 /** Guest registry of a stay: the guests are appended, up to the stay's number of guests. */
-export function registerGuests(ctx: AppContext, account: Account, id: string, guests: Array<{ name: string; document: string; nationality: string }>): BookingRow {
+export function registerGuests(
+  ctx: AppContext,
+  account: Account,
+  id: string,
+  guests: Array<{ name: string; document: string; nationality: string }>,
+): BookingRow {
   const row = getBooking(ctx, account, id);
   if (row.kind !== 'stay') throw new ApiError('booking_state_invalid', { message: 'Only a stay has a guest registry.' });
   if (row.status === 'cancelled' || row.status === 'no_show') throw new ApiError('booking_state_invalid', { message: `The stay is ${row.status}.` });
@@ -170,7 +187,10 @@ export function addTabItem(ctx: AppContext, account: Account, id: string, item: 
   return tx(ctx.db, () => {
     const tab = tabOf(ctx, account, id);
     if (!nextState(serviceTabMachine, tab.status, { type: 'ADD_ITEM' })) throw new ApiError('booking_state_invalid', { message: 'The service tab is closed.' });
-    const next = { ...tab, items: JSON.stringify([...JSON.parse(tab.items), { name: item.name, amount_in_cents: item.amount_in_cents, quantity: item.quantity ?? 1 }]) };
+    const next = {
+      ...tab,
+      items: JSON.stringify([...JSON.parse(tab.items), { name: item.name, amount_in_cents: item.amount_in_cents, quantity: item.quantity ?? 1 }]),
+    };
     bookingsStoreOf(ctx).updateTab(next);
     return next;
   });
@@ -195,7 +215,13 @@ export function closeTab(ctx: AppContext, account: Account, id: string): TabRow 
         expires_at: null,
       });
     }
-    const next: TabRow = { ...tab, status: closed, checkout_id: checkout?.id ?? null, checkout_url: checkout?.url ?? null, closed_at: isoTime(ctx.clock.now()) };
+    const next: TabRow = {
+      ...tab,
+      status: closed,
+      checkout_id: checkout?.id ?? null,
+      checkout_url: checkout?.url ?? null,
+      closed_at: isoTime(ctx.clock.now()),
+    };
     bookingsStoreOf(ctx).updateTab(next);
     return next;
   });
@@ -205,9 +231,16 @@ export function tabView(ctx: AppContext, tab: TabRow) {
   const items: Array<{ name: string; amount_in_cents: number; quantity: number }> = JSON.parse(tab.items);
   const booking = bookingsStoreOf(ctx).get(tab.booking_id)!;
   return {
-    id: tab.id, booking_id: tab.booking_id, status: tab.status, items,
-    total_in_cents: items.reduce((s, i) => s + i.amount_in_cents * i.quantity, 0), currency: booking.currency,
-    checkout_id: tab.checkout_id, checkout_url: tab.checkout_url, created_at: tab.created_at, closed_at: tab.closed_at,
+    id: tab.id,
+    booking_id: tab.booking_id,
+    status: tab.status,
+    items,
+    total_in_cents: items.reduce((s, i) => s + i.amount_in_cents * i.quantity, 0),
+    currency: booking.currency,
+    checkout_id: tab.checkout_id,
+    checkout_url: tab.checkout_url,
+    created_at: tab.created_at,
+    closed_at: tab.closed_at,
   };
 }
 

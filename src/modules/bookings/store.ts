@@ -58,13 +58,57 @@ export interface BookingRow {
 }
 
 const COLUMNS: Array<keyof BookingRow> = [
-  'id', 'account_id', 'live_mode', 'status', 'source', 'kind', 'service_id', 'requires_acceptance', 'starts_at', 'ends_at', 'customer_id', 'customer_name',
-  'customer_email', 'customer_phone', 'segments', 'staff_member_id', 'resource_id', 'class_session_id', 'stay',
-  'payment_policy', 'currency', 'total_in_cents', 'due_in_cents', 'paid_in_cents', 'balance_in_cents',
-  'balance_paid_outside_at', 'checkout_id', 'checkout_url', 'balance_checkout_id', 'balance_checkout_url',
-  'no_show_fee_checkout_id', 'booking_series_id', 'access_token', 'customer_note', 'merchant_note', 'accepted_at',
-  'hold_expires_at', 'cancelled_by', 'cancellation_reason', 'rescheduled_from_id', 'payment_intent_ids', 'refund_due', 'refund_reason', 'refunded_at',
-  'refund_ids', 'refunded_intent_ids', 'refund_error', 'metadata', 'created_at', 'updated_at', 'origin_store_id',
+  'id',
+  'account_id',
+  'live_mode',
+  'status',
+  'source',
+  'kind',
+  'service_id',
+  'requires_acceptance',
+  'starts_at',
+  'ends_at',
+  'customer_id',
+  'customer_name',
+  'customer_email',
+  'customer_phone',
+  'segments',
+  'staff_member_id',
+  'resource_id',
+  'class_session_id',
+  'stay',
+  'payment_policy',
+  'currency',
+  'total_in_cents',
+  'due_in_cents',
+  'paid_in_cents',
+  'balance_in_cents',
+  'balance_paid_outside_at',
+  'checkout_id',
+  'checkout_url',
+  'balance_checkout_id',
+  'balance_checkout_url',
+  'no_show_fee_checkout_id',
+  'booking_series_id',
+  'access_token',
+  'customer_note',
+  'merchant_note',
+  'accepted_at',
+  'hold_expires_at',
+  'cancelled_by',
+  'cancellation_reason',
+  'rescheduled_from_id',
+  'payment_intent_ids',
+  'refund_due',
+  'refund_reason',
+  'refunded_at',
+  'refund_ids',
+  'refunded_intent_ids',
+  'refund_error',
+  'metadata',
+  'created_at',
+  'updated_at',
+  'origin_store_id',
 ];
 const FIXED = new Set(['id', 'account_id', 'live_mode', 'created_at', 'origin_store_id']);
 // A central leaves the timers of a store's bookings (holds, payment polling, late refunds) to that store.
@@ -122,7 +166,9 @@ export function bookingsStore(db: Db) {
   const s = {
     insert: db.prepare(`INSERT INTO sched_bookings (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`),
     update: db.prepare(
-      `UPDATE sched_bookings SET ${COLUMNS.filter((c) => !FIXED.has(c)).map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`,
+      `UPDATE sched_bookings SET ${COLUMNS.filter((c) => !FIXED.has(c))
+        .map((c) => `${c} = @${c}`)
+        .join(', ')} WHERE id = @id`,
     ),
     get: db.prepare('SELECT * FROM sched_bookings WHERE id = ?'),
     // Walks (subject, ends_at) from the new slot's start: only rows ending after it are read, the
@@ -131,14 +177,10 @@ export function bookingsStore(db: Db) {
       `SELECT owner_id FROM sched_occupancy INDEXED BY sched_occupancy_subject_end
         WHERE subject = ? AND ends_at > ? AND starts_at < ? AND owner_id <> ? LIMIT 1`,
     ),
-    occupy: db.prepare(
-      'INSERT INTO sched_occupancy (owner_id, account_id, live_mode, subject, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?)',
-    ),
+    occupy: db.prepare('INSERT INTO sched_occupancy (owner_id, account_id, live_mode, subject, starts_at, ends_at) VALUES (?, ?, ?, ?, ?, ?)'),
     release: db.prepare('DELETE FROM sched_occupancy WHERE owner_id = ?'),
     occupancyOf: db.prepare('SELECT subject, starts_at, ends_at FROM sched_occupancy WHERE owner_id = ? ORDER BY subject, starts_at'),
-    nightsOf: db.prepare(
-      `SELECT o.owner_id, o.starts_at, o.ends_at FROM sched_occupancy o WHERE o.subject = ? AND o.ends_at > ? ORDER BY o.starts_at`,
-    ),
+    nightsOf: db.prepare(`SELECT o.owner_id, o.starts_at, o.ends_at FROM sched_occupancy o WHERE o.subject = ? AND o.ends_at > ? ORDER BY o.starts_at`),
     seatsTaken: db.prepare(
       "SELECT count(*) AS n FROM sched_bookings WHERE class_session_id = ? AND status IN ('pending', 'confirmed', 'checked_in', 'completed', 'no_show')",
     ),
@@ -146,10 +188,10 @@ export function bookingsStore(db: Db) {
       "SELECT id FROM sched_bookings WHERE class_session_id = ? AND status IN ('pending', 'confirmed', 'checked_in', 'completed', 'no_show') ORDER BY created_at, id",
     ),
     sessionSeats: db.prepare('SELECT * FROM sched_bookings WHERE class_session_id = ? ORDER BY created_at, id'),
-    refundsDue: db.prepare("SELECT * FROM sched_bookings WHERE class_session_id = ? AND refund_due = 1 AND refund_reason = 'class_session_cancelled' ORDER BY created_at, id"),
-    awaitingPayment: db.prepare(
-      `SELECT * FROM sched_bookings WHERE status = 'pending' AND checkout_id IS NOT NULL AND ${OWN} ORDER BY updated_at LIMIT ?`,
+    refundsDue: db.prepare(
+      "SELECT * FROM sched_bookings WHERE class_session_id = ? AND refund_due = 1 AND refund_reason = 'class_session_cancelled' ORDER BY created_at, id",
     ),
+    awaitingPayment: db.prepare(`SELECT * FROM sched_bookings WHERE status = 'pending' AND checkout_id IS NOT NULL AND ${OWN} ORDER BY updated_at LIMIT ?`),
     // A booking cancelled while its checkout was open: the checkout stays payable until it expires
     // (at most the longest hold, 7 days), so its payment is still watched for that long.
     cancelledWithOpenCheckout: db.prepare(
@@ -183,7 +225,9 @@ export function bookingsStore(db: Db) {
     if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`expiredHolds: limit ${limit} is not a positive integer`);
     let stmt = expiredHolds.get(limit);
     if (!stmt) {
-      stmt = db.prepare(`SELECT * FROM sched_bookings WHERE status = 'pending' AND hold_expires_at IS NOT NULL AND hold_expires_at <= ? AND ${OWN} LIMIT ${limit}`);
+      stmt = db.prepare(
+        `SELECT * FROM sched_bookings WHERE status = 'pending' AND hold_expires_at IS NOT NULL AND hold_expires_at <= ? AND ${OWN} LIMIT ${limit}`,
+      );
       expiredHolds.set(limit, stmt);
     }
     return stmt;
@@ -214,8 +258,13 @@ export function bookingsStore(db: Db) {
       args.push(f.to);
     }
     if (f.q !== undefined && f.q.trim() !== '') {
-      const like = `%${f.q.trim().toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      w.push("(lower(coalesce(customer_name, '')) LIKE ? ESCAPE '\\' OR lower(coalesce(customer_email, '')) LIKE ? ESCAPE '\\' OR coalesce(customer_phone, '') LIKE ? ESCAPE '\\')");
+      const like = `%${f.q
+        .trim()
+        .toLowerCase()
+        .replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      w.push(
+        "(lower(coalesce(customer_name, '')) LIKE ? ESCAPE '\\' OR lower(coalesce(customer_email, '')) LIKE ? ESCAPE '\\' OR coalesce(customer_phone, '') LIKE ? ESCAPE '\\')",
+      );
       args.push(like, like, like);
     }
     return { clause: w.join(' AND '), args };

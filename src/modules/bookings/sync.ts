@@ -113,7 +113,8 @@ function slotTaken(ctx: AppContext, row: BookingRow, record: BookingRecord): str
   if (row.class_session_id) {
     const session = findClassSession(ctx, row.class_session_id) ?? record.refs.class_session;
     if (session?.cancelled_at) return `class session ${session.id} was cancelled at the central`;
-    if (session && findClassSession(ctx, session.id) && store.seatsTaken(session.id) >= session.capacity) return `class session ${session.id} is full at the central`;
+    if (session && findClassSession(ctx, session.id) && store.seatsTaken(session.id) >= session.capacity)
+      return `class session ${session.id} is full at the central`;
   }
   return null;
 }

@@ -118,7 +118,12 @@ export function blockedNights(text: string, fromOn: string, untilOn: string): Bl
 }
 
 /** The public export of a unit: its booked nights as all-day events, without any guest's data. */
-export function unitCalendar(opts: { unitId: string; unitName: string; nights: Array<{ owner_id: string; starts_at: string; ends_at: string }>; now: Date }): string {
+export function unitCalendar(opts: {
+  unitId: string;
+  unitName: string;
+  nights: Array<{ owner_id: string; starts_at: string; ends_at: string }>;
+  now: Date;
+}): string {
   const cal = new ICAL.Component(['vcalendar', [], []]);
   cal.addPropertyWithValue('prodid', '-//posd//scheduling//EN');
   cal.addPropertyWithValue('version', '2.0');

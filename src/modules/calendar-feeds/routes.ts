@@ -18,8 +18,10 @@ const FeedBody = Type.Object({ label: Type.String({ minLength: 1, maxLength: 200
 
 export function feedRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['scheduling'];
-  app.post('/resources/:id/ical_feeds', { schema: { tags, params: IdParams, body: FeedBody, response: { 201: FeedSchema, ...ErrorResponses } } }, async (req, reply) =>
-    reply.code(201).send(feedView(await createFeed(ctx, requireAccount(req), req.params.id, req.body))),
+  app.post(
+    '/resources/:id/ical_feeds',
+    { schema: { tags, params: IdParams, body: FeedBody, response: { 201: FeedSchema, ...ErrorResponses } } },
+    async (req, reply) => reply.code(201).send(feedView(await createFeed(ctx, requireAccount(req), req.params.id, req.body))),
   );
   app.get('/resources/:id/ical_feeds', { schema: { tags, params: IdParams, response: { 200: Type.Array(FeedSchema), ...ErrorResponses } } }, async (req) =>
     feedsOfResource(ctx, requireAccount(req), req.params.id).map(feedView),

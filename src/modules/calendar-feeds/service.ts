@@ -35,7 +35,15 @@ function feedAgent(ctx: AppContext): Dispatcher {
 class FeedError extends Error {}
 
 export function feedView(f: FeedRow) {
-  return { id: f.id, resource_id: f.resource_id, label: f.label, url: f.url, last_synced_at: f.last_synced_at, last_error: f.last_error, created_at: f.created_at };
+  return {
+    id: f.id,
+    resource_id: f.resource_id,
+    label: f.label,
+    url: f.url,
+    last_synced_at: f.last_synced_at,
+    last_error: f.last_error,
+    created_at: f.created_at,
+  };
 }
 
 /**
@@ -57,8 +65,16 @@ export async function createFeed(ctx: AppContext, account: Account, resourceId: 
   }
   const now = isoTime(ctx.clock.now());
   const row: FeedRow = {
-    id: newId('feed'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, resource_id: resource.id, label: b.label,
-    url: url.toString(), last_synced_at: null, last_error: null, next_sync_at: now, created_at: now,
+    id: newId('feed'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    resource_id: resource.id,
+    label: b.label,
+    url: url.toString(),
+    last_synced_at: null,
+    last_error: null,
+    next_sync_at: now,
+    created_at: now,
   };
   tx(ctx.db, () => feedsStoreOf(ctx.db).insert(row));
   return row;

@@ -119,7 +119,13 @@ export async function createCashSale(
           checkout: {
             id: checkout.id,
             status: checkout.status,
-            payment: { id: cashId, paymentable: oneTimePaymentable(cashId, customer ? { ...customer, tax_id: taxId ?? customer.tax_id } : taxId ? { full_name: null, tax_id: taxId, phone: null } : undefined) },
+            payment: {
+              id: cashId,
+              paymentable: oneTimePaymentable(
+                cashId,
+                customer ? { ...customer, tax_id: taxId ?? customer.tax_id } : taxId ? { full_name: null, tax_id: taxId, phone: null } : undefined,
+              ),
+            },
             payment_method: { id: cashId, type: 'cash', card: null },
             transfer_setups: [],
             metadata: checkout.metadata,

@@ -41,7 +41,15 @@ export function applyStoreCashSale(ctx: AppContext, account: Account, record: Ca
     id: sale.checkout.id,
     createdAt: sale.created_at,
     items: [
-      { name: sale.description ?? 'Cash sale', amount_in_cents: sale.amount_in_cents, currency: sale.currency, quantity: 1, tax_category: 'good', product_id: null, price_id: null },
+      {
+        name: sale.description ?? 'Cash sale',
+        amount_in_cents: sale.amount_in_cents,
+        currency: sale.currency,
+        quantity: 1,
+        tax_category: 'good',
+        product_id: null,
+        price_id: null,
+      },
     ],
     currency: sale.currency,
     customerId: sale.customer_id,
@@ -77,6 +85,8 @@ export const cashSalePush: PushKind<CashSaleRecord> = {
   },
   totals: (p) => {
     const sale = p.sale as { currency?: unknown; amount_in_cents?: unknown } | undefined;
-    return typeof sale?.currency === 'string' && typeof sale.amount_in_cents === 'number' ? { currency: sale.currency, amount_in_cents: sale.amount_in_cents } : null;
+    return typeof sale?.currency === 'string' && typeof sale.amount_in_cents === 'number'
+      ? { currency: sale.currency, amount_in_cents: sale.amount_in_cents }
+      : null;
   },
 };

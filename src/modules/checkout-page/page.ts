@@ -63,7 +63,8 @@ function stateLine(v: CheckoutPageView): { text: string; cls: string } {
 
 function lines(checkout: Checkout): string {
   const rows = checkout.items.map(
-    (i) => `<tr><td>${esc(i.name)}${i.quantity > 1 ? ` <span class="muted">× ${i.quantity}</span>` : ''}</td><td class="n">${money(i.amount_in_cents * i.quantity, checkout.currency)}</td></tr>`,
+    (i) =>
+      `<tr><td>${esc(i.name)}${i.quantity > 1 ? ` <span class="muted">× ${i.quantity}</span>` : ''}</td><td class="n">${money(i.amount_in_cents * i.quantity, checkout.currency)}</td></tr>`,
   );
   if (checkout.discount) {
     rows.push(`<tr><td>Subtotal</td><td class="n">${money(checkout.subtotal_in_cents, checkout.currency)}</td></tr>`);
@@ -78,7 +79,8 @@ export function checkoutPage(v: CheckoutPageView): string {
   const state = stateLine(v);
   const forms = v.actions
     .map(
-      (a) => `<form method="post" action="/checkout-session/${esc(checkout.id)}/${esc(a.action)}${v.embed !== undefined ? '?embed=true' : ''}"><input type="hidden" name="_csrf" value="${esc(v.csrf)}">` +
+      (a) =>
+        `<form method="post" action="/checkout-session/${esc(checkout.id)}/${esc(a.action)}${v.embed !== undefined ? '?embed=true' : ''}"><input type="hidden" name="_csrf" value="${esc(v.csrf)}">` +
         `<button type="submit" id="${esc(a.action)}"${a.primary ? ' class="primary"' : ''}>${esc(a.label)}</button></form>`,
     )
     .join('');
@@ -86,7 +88,10 @@ export function checkoutPage(v: CheckoutPageView): string {
   // Back to the shop: where a settled checkout would have sent the buyer, or where they came from.
   const back = checkout.status === 'paid' ? checkout.success_url : checkout.cancel_url;
   // Embedded, the shop's own page is around the frame: its callbacks move the buyer on.
-  const backLink = v.embed === undefined && back && /^https?:\/\//i.test(back) && (settled || !v.sandbox) ? `<a class="back" id="back" href="${esc(back)}">Back to the shop</a>` : '';
+  const backLink =
+    v.embed === undefined && back && /^https?:\/\//i.test(back) && (settled || !v.sandbox)
+      ? `<a class="back" id="back" href="${esc(back)}">Back to the shop</a>`
+      : '';
   const live = v.sandbox
     ? ''
     : settled
@@ -120,7 +125,10 @@ export interface StorefrontView {
 export function storefrontPage(v: StorefrontView): string {
   const { product } = v;
   const price = product.prices.find((p) => p.charge_type === 'one_time') ?? product.prices[0];
-  const every = price?.charge_type === 'recurring' ? ` every ${price.billing_interval_count && price.billing_interval_count > 1 ? `${price.billing_interval_count} ` : ''}${esc(price.billing_interval ?? '')}` : '';
+  const every =
+    price?.charge_type === 'recurring'
+      ? ` every ${price.billing_interval_count && price.billing_interval_count > 1 ? `${price.billing_interval_count} ` : ''}${esc(price.billing_interval ?? '')}`
+      : '';
   const buy = v.unavailable
     ? `<p class="state bad" id="state" data-status="unavailable">${esc(v.unavailable)}</p>`
     : `<form method="post" action="/storefront/${esc(product.id)}"><input type="hidden" name="_csrf" value="${esc(v.csrf)}">` +
@@ -136,7 +144,10 @@ ${price ? `<table><tr class="total"><td>Price</td><td class="n" id="price">${mon
 }
 
 export function missingPage(): string {
-  return layout('Checkout not found', '<section class="card"><h1>Checkout not found</h1><p>This payment link is not valid. Ask the shop for a new one.</p></section>');
+  return layout(
+    'Checkout not found',
+    '<section class="card"><h1>Checkout not found</h1><p>This payment link is not valid. Ask the shop for a new one.</p></section>',
+  );
 }
 
 export function stalePage(id: string): string {

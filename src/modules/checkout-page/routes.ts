@@ -26,7 +26,10 @@ type Outcome = 'success' | 'cancel' | 'page';
  * call it makes (the same functions behind `POST /test_helpers/checkouts/{id}/...`) and where the
  * buyer goes next: the checkout's success_url or cancel_url, or back to this page.
  */
-const ACTIONS: Record<string, PageAction & { from: string[]; method?: 'card' | 'bank_transfer'; run: (ctx: AppContext, account: Account, id: string) => unknown; next: Outcome }> = {
+const ACTIONS: Record<
+  string,
+  PageAction & { from: string[]; method?: 'card' | 'bank_transfer'; run: (ctx: AppContext, account: Account, id: string) => unknown; next: Outcome }
+> = {
   pay: {
     action: 'pay',
     method: 'card',
@@ -146,7 +149,13 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       return checkout && account ? { checkout, account } : undefined;
     };
 
-    const render = (req: FastifyRequest, reply: FastifyReply, found: { checkout: Checkout; account: Account }, status: number, opts: { notice?: string; embed?: boolean } = {}) => {
+    const render = (
+      req: FastifyRequest,
+      reply: FastifyReply,
+      found: { checkout: Checkout; account: Account },
+      status: number,
+      opts: { notice?: string; embed?: boolean } = {},
+    ) => {
       const { checkout, account } = found;
       const sandbox = !account.live_mode;
       const expired = isExpired(ctx, checkout);
@@ -182,7 +191,11 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
     );
 
     scope.get('/checkout-session/embed.js', { schema: { hide: true } }, async (_req, reply) =>
-      reply.header('content-type', 'text/javascript; charset=utf-8').header('cache-control', 'max-age=300').header('x-content-type-options', 'nosniff').send(EMBED_SCRIPT),
+      reply
+        .header('content-type', 'text/javascript; charset=utf-8')
+        .header('cache-control', 'max-age=300')
+        .header('x-content-type-options', 'nosniff')
+        .send(EMBED_SCRIPT),
     );
 
     scope.get('/checkout-session/:id', { schema: { hide: true, params: Params, querystring: PageQuery } }, async (req, reply) => {
@@ -199,13 +212,21 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       const account = product && accountsOf(ctx).account(product.account_id);
       if (!product || !account) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
       const unavailable =
-        product.status === 'sold_out' ? 'Sold out.' : product.status !== 'active' ? 'This product is no longer sold.' : product.prices.length === 0 ? 'This product has no price yet.' : null;
+        product.status === 'sold_out'
+          ? 'Sold out.'
+          : product.status !== 'active'
+            ? 'This product is no longer sold.'
+            : product.prices.length === 0
+              ? 'This product has no price yet.'
+              : null;
       let csrf = parseCookies(req.headers.cookie)[STORE_COOKIE] ?? '';
       if (!unavailable && !/^[\w-]{43}$/.test(csrf)) {
         csrf = randomBytes(32).toString('base64url');
         reply.header('set-cookie', cookie(ctx, STORE_COOKIE, csrf, 24 * 3600, `/storefront/${product.id}`));
       }
-      return sendHtml(reply, status, storefrontPage({ product, merchant: account.name, sandbox: !account.live_mode, unavailable, csrf, notice }), { referrer: 'no-referrer' });
+      return sendHtml(reply, status, storefrontPage({ product, merchant: account.name, sandbox: !account.live_mode, unavailable, csrf, notice }), {
+        referrer: 'no-referrer',
+      });
     };
 
     scope.get('/storefront/:id', { schema: { hide: true, params: Params } }, async (req, reply) => storefront(req, reply, req.params.id, 200));
@@ -233,31 +254,35 @@ export async function checkoutPageRoutes(app: ApiApp, ctx: AppContext): Promise<
       reply.code(308).header('location', `/checkout-session/${req.params.id}`).send(''),
     );
 
-    scope.post('/checkout-session/:id/:action', { schema: { hide: true, params: ActionParams, body: FormBody, querystring: PageQuery } }, async (req, reply) => {
-      const found = load(req.params.id);
-      if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
-      const { checkout, account } = found;
-      const action = Object.hasOwn(ACTIONS, req.params.action) ? ACTIONS[req.params.action] : undefined;
-      // A live checkout's page has no buttons: it takes no payment.
-      if (!action || account.live_mode) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
-      if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[FORM_COOKIE])) {
-        return sendHtml(reply, 403, stalePage(checkout.id), { referrer: 'no-referrer' });
-      }
-      const embed = embedded(req.query);
-      const page = `/checkout-session/${checkout.id}${embed ? '?embed=true' : ''}`;
-      // A button from an older view of the page (a second click, another tab): show where it is now.
-      if (!offered(checkout).includes(action)) return seeOther(reply, page);
-      try {
-        await groupCommit(ctx.db, () => action.run(ctx, account, checkout.id));
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        return render(req, reply, load(checkout.id)!, err.status, { notice: err.message, embed });
-      }
-      ctx.log.info({ checkout_id: checkout.id, action: action.action, embed }, 'sandbox checkout page action');
-      // Embedded, the frame stays on the page, which tells the shop the outcome (its callbacks then
-      // decide where the buyer goes); otherwise the buyer goes to the shop's URL for the outcome.
-      const target = embed ? null : action.next === 'success' ? checkout.success_url : action.next === 'cancel' ? checkout.cancel_url : null;
-      return seeOther(reply, isWebUrl(target) ? target : page);
-    });
+    scope.post(
+      '/checkout-session/:id/:action',
+      { schema: { hide: true, params: ActionParams, body: FormBody, querystring: PageQuery } },
+      async (req, reply) => {
+        const found = load(req.params.id);
+        if (!found) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+        const { checkout, account } = found;
+        const action = Object.hasOwn(ACTIONS, req.params.action) ? ACTIONS[req.params.action] : undefined;
+        // A live checkout's page has no buttons: it takes no payment.
+        if (!action || account.live_mode) return sendHtml(reply, 404, missingPage(), { referrer: 'no-referrer' });
+        if (!sameToken(req.body._csrf, parseCookies(req.headers.cookie)[FORM_COOKIE])) {
+          return sendHtml(reply, 403, stalePage(checkout.id), { referrer: 'no-referrer' });
+        }
+        const embed = embedded(req.query);
+        const page = `/checkout-session/${checkout.id}${embed ? '?embed=true' : ''}`;
+        // A button from an older view of the page (a second click, another tab): show where it is now.
+        if (!offered(checkout).includes(action)) return seeOther(reply, page);
+        try {
+          await groupCommit(ctx.db, () => action.run(ctx, account, checkout.id));
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          return render(req, reply, load(checkout.id)!, err.status, { notice: err.message, embed });
+        }
+        ctx.log.info({ checkout_id: checkout.id, action: action.action, embed }, 'sandbox checkout page action');
+        // Embedded, the frame stays on the page, which tells the shop the outcome (its callbacks then
+        // decide where the buyer goes); otherwise the buyer goes to the shop's URL for the outcome.
+        const target = embed ? null : action.next === 'success' ? checkout.success_url : action.next === 'cancel' ? checkout.cancel_url : null;
+        return seeOther(reply, isWebUrl(target) ? target : page);
+      },
+    );
   });
 }

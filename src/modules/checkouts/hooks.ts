@@ -37,7 +37,14 @@ export interface CheckoutDescription {
 }
 export interface CheckoutPaymentView {
   id: string;
-  paymentable: { type: 'OneTimePayment' | 'Subscription'; id: string; tax_name: string | null; tax_id: string | null; address: string | null; phone_number: string | null };
+  paymentable: {
+    type: 'OneTimePayment' | 'Subscription';
+    id: string;
+    tax_name: string | null;
+    tax_id: string | null;
+    address: string | null;
+    phone_number: string | null;
+  };
 }
 export interface CheckoutPaymentMethodView {
   id: string;
@@ -95,8 +102,7 @@ export function checkoutHooksOf(modules: ReadonlyArray<{ name: string; checkout?
   const after = declared.flatMap((d) => (d.hooks.afterPay ? [d.hooks.afterPay] : []));
   const describers = declared.flatMap((d) => (d.hooks.describe ? [d.hooks.describe] : []));
   return {
-    describe: (ctx, checkout) =>
-      describers.reduce<Partial<CheckoutDescription>>((out, fn) => Object.assign(out, fn(ctx, checkout)), {}),
+    describe: (ctx, checkout) => describers.reduce<Partial<CheckoutDescription>>((out, fn) => Object.assign(out, fn(ctx, checkout)), {}),
     price: pricing[0]?.hooks.price ?? listPrice,
     beforePay: (ctx, checkoutId) => before.forEach((fn) => fn(ctx, checkoutId)),
     afterPay: (ctx, account, checkout, paid) => after.forEach((fn) => fn(ctx, account, checkout, paid)),

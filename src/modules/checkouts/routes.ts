@@ -63,16 +63,12 @@ export function checkoutRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/checkouts/:id',
-    { schema: { tags: ['checkouts'], params: IdParams, response: { 200: CheckoutSchema, ...ErrorResponses } } },
-    async (req) => {
-      const { accountIds, liveMode } = readScope(req);
-      const checkout = getCheckoutIn(ctx, accountIds, liveMode, req.params.id);
-      if (!checkout) throw notFound('checkout', req.params.id);
-      return checkout;
-    },
-  );
+  app.get('/checkouts/:id', { schema: { tags: ['checkouts'], params: IdParams, response: { 200: CheckoutSchema, ...ErrorResponses } } }, async (req) => {
+    const { accountIds, liveMode } = readScope(req);
+    const checkout = getCheckoutIn(ctx, accountIds, liveMode, req.params.id);
+    if (!checkout) throw notFound('checkout', req.params.id);
+    return checkout;
+  });
 
   for (const method of ['PATCH', 'PUT'] as const) {
     app.route({

@@ -171,7 +171,13 @@ function resolveItems(
       // payment starts (a free trial and an automatic end are the made price's).
       if (item.free_trial_interval_count && !item.free_trial_interval) return add(`items.${i}.free_trial_interval_count`, 'needs free_trial_interval');
       if (!item.billing_interval) return add(`items.${i}.billing_interval`, 'is required on a recurring line');
-    } else if (item.billing_interval || item.billing_interval_count || item.free_trial_interval || item.free_trial_interval_count || item.periods_before_automatic_cancellation) {
+    } else if (
+      item.billing_interval ||
+      item.billing_interval_count ||
+      item.free_trial_interval ||
+      item.free_trial_interval_count ||
+      item.periods_before_automatic_cancellation
+    ) {
       return add(`items.${i}.charge_type`, 'must be recurring (an inline line) for billing_interval and the other recurring fields');
     }
     // What the buyer may pay the line with, kept on the line as given (the checkout page reads it).
@@ -231,7 +237,8 @@ function resolveItems(
     let trial: RecurringLine['trial'] = null;
     if (item.charge_type === 'recurring') {
       // A zero count (what a shop sends for "no trial") or no interval: no trial.
-      if (item.free_trial_interval && item.free_trial_interval_count !== 0) trial = { interval: item.free_trial_interval as Interval, count: item.free_trial_interval_count ?? 1 };
+      if (item.free_trial_interval && item.free_trial_interval_count !== 0)
+        trial = { interval: item.free_trial_interval as Interval, count: item.free_trial_interval_count ?? 1 };
       if (trial) withTrial = true;
       if (trial && !cardForTrial()) return;
       recurring.push({
@@ -276,10 +283,14 @@ function resolveItems(
 function productPayWith(product: Product, item: CheckoutItemInput, currency: string): Partial<CheckoutItem> {
   const out: Partial<CheckoutItem> = {};
   if (item.payment_method_types === undefined && product.custom_payment_method_settings) {
-    out.payment_method_types = [...(product.card_payments_enabled ? (['card'] as const) : []), ...(product.bank_transfer_payments_enabled ? (['bank_transfer'] as const) : [])];
+    out.payment_method_types = [
+      ...(product.card_payments_enabled ? (['card'] as const) : []),
+      ...(product.bank_transfer_payments_enabled ? (['bank_transfer'] as const) : []),
+    ];
   }
   // Installments exist only in GTQ (as hosted): a USD price of the product has none.
-  if (item.available_installments === undefined && product.available_installments.length && currency === 'GTQ') out.available_installments = product.available_installments;
+  if (item.available_installments === undefined && product.available_installments.length && currency === 'GTQ')
+    out.available_installments = product.available_installments;
   if (item.has_dynamic_pricing === undefined && product.has_dynamic_pricing) out.has_dynamic_pricing = true;
   return out;
 }
@@ -312,13 +323,7 @@ function checkCustomer(ctx: AppContext, account: Account, id: string | null | un
  * recipient means the platform the account is connected to. Recipients are checked now, so a typo is
  * a 400 and not a split that silently never happens; the shares may not exceed the total.
  */
-function resolveTransferSetups(
-  ctx: AppContext,
-  account: Account,
-  setups: CheckoutInput['transfer_setups'],
-  currency: string,
-  total: number,
-): TransferSetup[] {
+function resolveTransferSetups(ctx: AppContext, account: Account, setups: CheckoutInput['transfer_setups'], currency: string, total: number): TransferSetup[] {
   if (!setups?.length) return [];
   const accounts = accountsOf(ctx);
   const errors: Record<string, string[]> = {};
@@ -328,11 +333,21 @@ function resolveTransferSetups(
     // The hosted service has one id for both environments: a sandbox split may name a live id.
     if (recipient?.live_mode && !account.live_mode) recipient = accounts.sandboxOf(recipient.id);
     if (!recipient || recipient.live_mode !== account.live_mode) {
-      (errors[`transfer_setups.${i}.recipient_id`] ??= []).push(t.recipient_id ? 'no account with this id in this environment' : 'is required: the account has no platform');
+      (errors[`transfer_setups.${i}.recipient_id`] ??= []).push(
+        t.recipient_id ? 'no account with this id in this environment' : 'is required: the account has no platform',
+      );
       return;
     }
     if (recipient.id === account.id) return void (errors[`transfer_setups.${i}.recipient_id`] ??= []).push('must be another account than the one paid');
-    out.push({ id: newId('ts'), status: 'pending', amount_in_cents: t.amount_in_cents, currency, recipient_id: recipient.id, transfer_id: null, failure_reason: null });
+    out.push({
+      id: newId('ts'),
+      status: 'pending',
+      amount_in_cents: t.amount_in_cents,
+      currency,
+      recipient_id: recipient.id,
+      transfer_id: null,
+      failure_reason: null,
+    });
   });
   if (out.reduce((sum, t) => sum + t.amount_in_cents, 0) > total) (errors.transfer_setups ??= []).push(`the shares exceed the checkout's total of ${total}`);
   if (Object.keys(errors).length) throw invalid(errors);
@@ -513,7 +528,14 @@ export function getCheckoutIn(ctx: AppContext, accountIds: string[], liveMode: b
   return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? toCheckout(ctx, row) : undefined;
 }
 
-export function listCheckouts(ctx: AppContext, accountIds: string[], liveMode: boolean, limit: number, offset: number, filter: CheckoutFilter = {}): { rows: Checkout[]; total: number } {
+export function listCheckouts(
+  ctx: AppContext,
+  accountIds: string[],
+  liveMode: boolean,
+  limit: number,
+  offset: number,
+  filter: CheckoutFilter = {},
+): { rows: Checkout[]; total: number } {
   const { rows, total } = checkoutsStore(ctx.db).list(accountIds, liveMode, limit, offset, filter);
   return { rows: rows.map((r) => toCheckout(ctx, r)), total };
 }
@@ -597,12 +619,22 @@ export function setCheckoutStatus(
  * took the charge (the checkout turned `payment_in_progress` then), and its result is a payment that
  * waits (a card stored offline).
  */
-export function linkCheckoutPayment(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, id: string, links: { latestIntentId: string; paymentIntentId: string }): Checkout {
+export function linkCheckoutPayment(
+  ctx: AppContext,
+  account: Pick<Account, 'id' | 'live_mode'>,
+  id: string,
+  links: { latestIntentId: string; paymentIntentId: string },
+): Checkout {
   return tx(ctx.db, () => {
     const row = ownedRow(ctx, account, id);
     if (!row) throw new ApiError('not_found', { message: `No checkout with id ${id}.` });
     if (row.status !== 'payment_in_progress') throw new ApiError('checkout_not_modifiable', { message: `A ${row.status} checkout waits for no payment.` });
-    const next: CheckoutRow = { ...row, latest_intent_id: links.latestIntentId, payment_intent_id: links.paymentIntentId, updated_at: isoTime(ctx.clock.now()) };
+    const next: CheckoutRow = {
+      ...row,
+      latest_intent_id: links.latestIntentId,
+      payment_intent_id: links.paymentIntentId,
+      updated_at: isoTime(ctx.clock.now()),
+    };
     checkoutsStore(ctx.db).update(next);
     return toCheckout(ctx, next);
   });

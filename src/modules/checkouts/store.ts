@@ -79,12 +79,16 @@ export class CheckoutsStore {
     const parts = [accountIds.length === 1 ? 'account_id = @id' : 'account_id IN (SELECT value FROM json_each(@ids))', 'live_mode = @mode'];
     if (accountIds.length === 1) args.id = accountIds[0];
     else args.ids = JSON.stringify(accountIds);
-    if (filter.status !== undefined) (parts.push('status = @status'), (args.status = filter.status));
-    if (filter.from !== undefined) (parts.push('created_at >= @from'), (args.from = filter.from));
-    if (filter.until !== undefined) (parts.push('created_at <= @until'), (args.until = filter.until));
-    if (filter.customerIds) (parts.push('customer_id IN (SELECT value FROM json_each(@customers))'), (args.customers = JSON.stringify(filter.customerIds)));
+    if (filter.status !== undefined) parts.push('status = @status'), (args.status = filter.status);
+    if (filter.from !== undefined) parts.push('created_at >= @from'), (args.from = filter.from);
+    if (filter.until !== undefined) parts.push('created_at <= @until'), (args.until = filter.until);
+    if (filter.customerIds) parts.push('customer_id IN (SELECT value FROM json_each(@customers))'), (args.customers = JSON.stringify(filter.customerIds));
     const where = parts.join(' AND ');
-    const rows = this.cached(`SELECT * FROM checkouts WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all({ ...args, limit, offset }) as CheckoutRow[];
+    const rows = this.cached(`SELECT * FROM checkouts WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all({
+      ...args,
+      limit,
+      offset,
+    }) as CheckoutRow[];
     const counted = filter.from === undefined && filter.until === undefined && !filter.customerIds;
     const total = counted
       ? listCount(this.db, 'checkouts', accountIds, liveMode, filter.status ?? '')

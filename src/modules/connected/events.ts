@@ -55,32 +55,34 @@ function exampleProfile(i: ExampleInput, child: Account, status: ProfileRow['ver
   };
 }
 
-const commissionInvoice = (status: 'issued' | 'failed'): EventExample => (i) => {
-  const child = exampleChild(i);
-  return commissionInvoicePayload(
-    child.id,
-    {
-      id: newId('pci'),
-      account_id: child.id,
-      live_mode: i.liveMode ? 1 : 0,
-      platform_account_id: i.accountId,
-      day: i.createdAt.slice(0, 10),
-      currency: 'GTQ',
-      commission_in_cents: 4018,
-      vat_in_cents: 482,
-      total_in_cents: 4500,
-      status,
-      attempts: 1,
-      next_attempt_at: null,
-      document_id: status === 'issued' ? 'DTE-0001' : null,
-      url: status === 'issued' ? 'https://example.com/dte/1' : null,
-      last_error: status === 'failed' ? 'tax_authority_rejected' : null,
-      created_at: i.createdAt,
-      updated_at: i.createdAt,
-    },
-    i.createdAt,
-  );
-};
+const commissionInvoice =
+  (status: 'issued' | 'failed'): EventExample =>
+  (i) => {
+    const child = exampleChild(i);
+    return commissionInvoicePayload(
+      child.id,
+      {
+        id: newId('pci'),
+        account_id: child.id,
+        live_mode: i.liveMode ? 1 : 0,
+        platform_account_id: i.accountId,
+        day: i.createdAt.slice(0, 10),
+        currency: 'GTQ',
+        commission_in_cents: 4018,
+        vat_in_cents: 482,
+        total_in_cents: 4500,
+        status,
+        attempts: 1,
+        next_attempt_at: null,
+        document_id: status === 'issued' ? 'DTE-0001' : null,
+        url: status === 'issued' ? 'https://example.com/dte/1' : null,
+        last_error: status === 'failed' ? 'tax_authority_rejected' : null,
+        created_at: i.createdAt,
+        updated_at: i.createdAt,
+      },
+      i.createdAt,
+    );
+  };
 
 export const connectedEventExamples: Record<string, EventExample> = {
   'account_connection.create': (i) => accountConnectionPayload(exampleChild(i), i.createdAt),

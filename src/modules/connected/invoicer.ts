@@ -36,7 +36,10 @@ export class CommissionInvoicer implements Worker {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.runDue().catch((err) => this.ctx.log.error({ err }, 'commission invoicing failed')), this.ctx.config.connected.invoice_check_interval_ms);
+    this.timer = setInterval(
+      () => void this.runDue().catch((err) => this.ctx.log.error({ err }, 'commission invoicing failed')),
+      this.ctx.config.connected.invoice_check_interval_ms,
+    );
     this.timer.unref();
   }
 

@@ -6,15 +6,11 @@ const Day = Type.String({ format: 'date' });
 const Url = Type.String({ minLength: 1, maxLength: 2000 });
 
 export const DocumentsInput = Type.Object({
-  identity_document: Type.Optional(
-    Type.Object({ number: Type.String({ minLength: 1, maxLength: 32 }), expires_on: Day, file_url: Url }),
-  ),
+  identity_document: Type.Optional(Type.Object({ number: Type.String({ minLength: 1, maxLength: 32 }), expires_on: Day, file_url: Url })),
   tax_registration: Type.Optional(
     Type.Object({ nit: Type.String({ minLength: 1, maxLength: 20 }), legal_name: Type.String({ minLength: 1, maxLength: 300 }), file_url: Url }),
   ),
-  proof_of_address: Type.Optional(
-    Type.Object({ address: Type.String({ minLength: 1, maxLength: 500 }), issued_on: Day, file_url: Url }),
-  ),
+  proof_of_address: Type.Optional(Type.Object({ address: Type.String({ minLength: 1, maxLength: 500 }), issued_on: Day, file_url: Url })),
 });
 
 export const CreateConnectedBody = Type.Object({
@@ -42,10 +38,7 @@ export const VerificationSchema = Type.Object({
 });
 export type Verification = Static<typeof VerificationSchema>;
 
-export const ConnectedAccountSchema = Type.Composite([
-  AccountSchema,
-  Type.Object({ email: Type.String(), verification: VerificationSchema }),
-]);
+export const ConnectedAccountSchema = Type.Composite([AccountSchema, Type.Object({ email: Type.String(), verification: VerificationSchema })]);
 export type ConnectedAccount = Static<typeof ConnectedAccountSchema>;
 
 const Mode = Type.Union([Type.Literal('none'), Type.Literal('daily')]);

@@ -226,9 +226,7 @@ export class ConnectedService {
     const at = this.now();
     tx(this.ctx.db, () =>
       this.store.save(
-        daily
-          ? { ...p, commission_enabled_at: at, commission_disabled_at: null, updated_at: at }
-          : { ...p, commission_disabled_at: at, updated_at: at },
+        daily ? { ...p, commission_enabled_at: at, commission_disabled_at: null, updated_at: at } : { ...p, commission_disabled_at: at, updated_at: at },
       ),
     );
   }

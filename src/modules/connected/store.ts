@@ -45,10 +45,26 @@ export interface CommissionInvoiceRow {
 }
 
 const PROFILE_COLUMNS = [
-  'account_id', 'live_mode', 'parent_account_id', 'email', 'verification_status', 'documents', 'document_errors',
-  'submitted_at', 'reviewed_at', 'verified_at', 'commission_override_mode', 'commission_enabled_at',
-  'commission_disabled_at', 'commission_invoiced_through', 'tax_invoicing_status', 'tax_invoicing_public',
-  'tax_invoicing_credentials', 'tax_invoicing_activated_at', 'created_at', 'updated_at',
+  'account_id',
+  'live_mode',
+  'parent_account_id',
+  'email',
+  'verification_status',
+  'documents',
+  'document_errors',
+  'submitted_at',
+  'reviewed_at',
+  'verified_at',
+  'commission_override_mode',
+  'commission_enabled_at',
+  'commission_disabled_at',
+  'commission_invoiced_through',
+  'tax_invoicing_status',
+  'tax_invoicing_public',
+  'tax_invoicing_credentials',
+  'tax_invoicing_activated_at',
+  'created_at',
+  'updated_at',
 ];
 
 /** All SQL of connected-account profiles and commission invoices. */
@@ -57,11 +73,11 @@ export class ConnectedStore {
 
   constructor(db: Db) {
     this.s = {
-      insert: db.prepare(
-        `INSERT INTO connected_profiles (${PROFILE_COLUMNS.join(', ')}) VALUES (${PROFILE_COLUMNS.map((c) => `@${c}`).join(', ')})`,
-      ),
+      insert: db.prepare(`INSERT INTO connected_profiles (${PROFILE_COLUMNS.join(', ')}) VALUES (${PROFILE_COLUMNS.map((c) => `@${c}`).join(', ')})`),
       save: db.prepare(
-        `UPDATE connected_profiles SET ${PROFILE_COLUMNS.filter((c) => c !== 'account_id').map((c) => `${c} = @${c}`).join(', ')}
+        `UPDATE connected_profiles SET ${PROFILE_COLUMNS.filter((c) => c !== 'account_id')
+          .map((c) => `${c} = @${c}`)
+          .join(', ')}
          WHERE account_id = @account_id`,
       ),
       get: db.prepare('SELECT * FROM connected_profiles WHERE account_id = ?'),
@@ -104,7 +120,23 @@ export class ConnectedStore {
   all(): ProfileRow[] {
     return this.s.all.all() as ProfileRow[];
   }
-  insertInvoice(row: Pick<CommissionInvoiceRow, 'id' | 'account_id' | 'live_mode' | 'platform_account_id' | 'day' | 'currency' | 'commission_in_cents' | 'vat_in_cents' | 'total_in_cents' | 'next_attempt_at' | 'created_at' | 'updated_at'>): boolean {
+  insertInvoice(
+    row: Pick<
+      CommissionInvoiceRow,
+      | 'id'
+      | 'account_id'
+      | 'live_mode'
+      | 'platform_account_id'
+      | 'day'
+      | 'currency'
+      | 'commission_in_cents'
+      | 'vat_in_cents'
+      | 'total_in_cents'
+      | 'next_attempt_at'
+      | 'created_at'
+      | 'updated_at'
+    >,
+  ): boolean {
     return this.s.insertInvoice.run(row).changes === 1;
   }
   dueInvoices(now: string): CommissionInvoiceRow[] {
@@ -117,7 +149,9 @@ export class ConnectedStore {
     return this.s.invoicesOf.all(accountId) as CommissionInvoiceRow[];
   }
   /** False when another attempt settled it first. */
-  settleInvoice(r: Pick<CommissionInvoiceRow, 'id' | 'status' | 'attempts' | 'next_attempt_at' | 'document_id' | 'url' | 'last_error' | 'updated_at'>): boolean {
+  settleInvoice(
+    r: Pick<CommissionInvoiceRow, 'id' | 'status' | 'attempts' | 'next_attempt_at' | 'document_id' | 'url' | 'last_error' | 'updated_at'>,
+  ): boolean {
     return this.s.settleInvoice.run(r).changes === 1;
   }
 }

@@ -18,7 +18,12 @@ export interface ConnectedAccountRecord {
 }
 
 /** The fields of a `connected_account` record the central relies on. */
-export const ConnectedAccountPayload = Type.Object({ live_account_id: Type.String(), sandbox_id: Type.String(), parent_account_id: Type.String(), email: Type.String() });
+export const ConnectedAccountPayload = Type.Object({
+  live_account_id: Type.String(),
+  sandbox_id: Type.String(),
+  parent_account_id: Type.String(),
+  email: Type.String(),
+});
 
 /**
  * A child connected at a store, applied at the central (sync): the live child and its sandbox with

@@ -23,8 +23,10 @@ function baseUrl(ctx: AppContext, req: FastifyRequest): string {
 export function contractRoutes(app: ApiApp, ctx: AppContext): void {
   const svc = new ContractsService(ctx);
 
-  app.post('/contract_templates', { schema: { tags: ['contracts'], body: CreateTemplateBody, response: { 201: TemplateSchema, ...errors } } }, async (req, reply) =>
-    reply.code(201).send(templateView(svc.createTemplate(requireAccount(req), req.body))),
+  app.post(
+    '/contract_templates',
+    { schema: { tags: ['contracts'], body: CreateTemplateBody, response: { 201: TemplateSchema, ...errors } } },
+    async (req, reply) => reply.code(201).send(templateView(svc.createTemplate(requireAccount(req), req.body))),
   );
 
   app.get(

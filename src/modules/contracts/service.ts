@@ -230,7 +230,13 @@ export class ContractsService {
     const next = { ...row, ...patch, status: to, updated_at: this.now() };
     this.store.save(next);
     if (to !== row.status && to !== 'viewed') {
-      appendSyncRecord(this.ctx.db, { kind: 'contract', accountId: row.account_id, liveMode: row.live_mode === 1, createdAt: next.updated_at, payload: contractRecord(this.ctx, next, this.store.template(next.template_id)!) });
+      appendSyncRecord(this.ctx.db, {
+        kind: 'contract',
+        accountId: row.account_id,
+        liveMode: row.live_mode === 1,
+        createdAt: next.updated_at,
+        payload: contractRecord(this.ctx, next, this.store.template(next.template_id)!),
+      });
     }
     return next;
   }
@@ -290,7 +296,13 @@ export class ContractsService {
       const ok = !!row.code_hash && !expired && !exhausted && timingSafeEqual(Buffer.from(row.code_hash, 'hex'), given);
       if (!ok) {
         this.store.save({ ...row, code_attempts: row.code_attempts + 1, updated_at: this.now() });
-        return { error: exhausted ? 'Demasiados códigos incorrectos: pida uno nuevo.' : expired ? 'El código venció o fue reemplazado: pida uno nuevo.' : 'El código no es correcto.' };
+        return {
+          error: exhausted
+            ? 'Demasiados códigos incorrectos: pida uno nuevo.'
+            : expired
+              ? 'El código venció o fue reemplazado: pida uno nuevo.'
+              : 'El código no es correcto.',
+        };
       }
       const at = this.now();
       const consumed = { code_hash: null, code_expires_at: null, code_attempts: 0, verified_channel: row.code_channel as ContractRow['verified_channel'] };
@@ -310,13 +322,17 @@ export class ContractsService {
       // The code stays valid when only fields are missing: the customer fixes them and signs.
       if (missing.length) return { error: `Complete: ${missing.join(', ')}.` };
       return {
-        row: this.move(row, { type: 'SIGN' }, {
-          ...consumed,
-          field_values: JSON.stringify(values),
-          signed_at: at,
-          body_sha256: sha256(row.body),
-          valid_until: t.signature_valid_for_months ? addInterval(at, 'month', t.signature_valid_for_months) : null,
-        }),
+        row: this.move(
+          row,
+          { type: 'SIGN' },
+          {
+            ...consumed,
+            field_values: JSON.stringify(values),
+            signed_at: at,
+            body_sha256: sha256(row.body),
+            valid_until: t.signature_valid_for_months ? addInterval(at, 'month', t.signature_valid_for_months) : null,
+          },
+        ),
       };
     });
     if ('error' in result) throw new SigningError(result.error);

@@ -24,7 +24,13 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
     });
 
     const html = (reply: FastifyReply, status: number, body: string) =>
-      reply.code(status).header('content-type', 'text/html; charset=utf-8').header('content-security-policy', CSP).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send(body);
+      reply
+        .code(status)
+        .header('content-type', 'text/html; charset=utf-8')
+        .header('content-security-policy', CSP)
+        .header('cache-control', 'no-store')
+        .header('referrer-policy', 'no-referrer')
+        .send(body);
 
     // The signing page's markup is loaded by the first page view, not at start.
     const render = async (token: string, extra: { notice?: string; error?: string; sandboxCode?: string } = {}) => {
@@ -74,7 +80,10 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
         schema: {
           hide: true,
           params: TokenParams,
-          body: Type.Object({ code: Type.String({ maxLength: 20 }), action: Type.Union([Type.Literal('sign'), Type.Literal('decline')]) }, { additionalProperties: Type.String({ maxLength: 2000 }) }),
+          body: Type.Object(
+            { code: Type.String({ maxLength: 20 }), action: Type.Union([Type.Literal('sign'), Type.Literal('decline')]) },
+            { additionalProperties: Type.String({ maxLength: 2000 }) },
+          ),
           response: Html,
         },
       },
@@ -86,7 +95,8 @@ export async function signingRoutes(app: ApiApp, ctx: AppContext): Promise<void>
         for (const [k, v] of Object.entries(body)) if (k.startsWith('field_')) fields[k.slice(6)] = v;
         try {
           const row = svc.complete(token, body.code, body.action === 'decline' ? { decline: body.decline_reason?.trim() || null } : { sign: fields });
-          if (row.status === 'signed') await svc.renderPdf(row).catch((err) => ctx.log.error({ err, contract: row.id }, 'rendering the signed PDF failed; the worker retries'));
+          if (row.status === 'signed')
+            await svc.renderPdf(row).catch((err) => ctx.log.error({ err, contract: row.id }, 'rendering the signed PDF failed; the worker retries'));
           return html(reply, 200, await render(token, { notice: row.status === 'signed' ? 'Contrato firmado.' : 'Contrato rechazado.' }));
         } catch (err) {
           if (err instanceof SigningError) return html(reply, 400, await render(token, { error: err.message }));

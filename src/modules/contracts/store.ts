@@ -49,12 +49,50 @@ export interface ContractRow {
   updated_at: string;
 }
 
-const T_COLS = ['id', 'account_id', 'live_mode', 'name', 'body', 'signature_required_before', 'signature_valid_for_months', 'fields', 'service_ids', 'created_at'];
+const T_COLS = [
+  'id',
+  'account_id',
+  'live_mode',
+  'name',
+  'body',
+  'signature_required_before',
+  'signature_valid_for_months',
+  'fields',
+  'service_ids',
+  'created_at',
+];
 const C_COLS = [
-  'id', 'account_id', 'live_mode', 'template_id', 'customer_id', 'customer', 'booking_id', 'checkout_id', 'title', 'body', 'status',
-  'sent_via', 'signing_token', 'signing_url', 'field_values', 'verified_channel', 'body_sha256', 'pdf_file', 'code_hash', 'code_channel',
-  'code_expires_at', 'code_attempts', 'viewed_at', 'signed_at', 'valid_until', 'declined_at', 'decline_reason',
-  'reminder_sent_at', 'expires_at', 'created_at', 'updated_at',
+  'id',
+  'account_id',
+  'live_mode',
+  'template_id',
+  'customer_id',
+  'customer',
+  'booking_id',
+  'checkout_id',
+  'title',
+  'body',
+  'status',
+  'sent_via',
+  'signing_token',
+  'signing_url',
+  'field_values',
+  'verified_channel',
+  'body_sha256',
+  'pdf_file',
+  'code_hash',
+  'code_channel',
+  'code_expires_at',
+  'code_attempts',
+  'viewed_at',
+  'signed_at',
+  'valid_until',
+  'declined_at',
+  'decline_reason',
+  'reminder_sent_at',
+  'expires_at',
+  'created_at',
+  'updated_at',
 ];
 
 /** All SQL of contract templates and contracts. */
@@ -69,16 +107,22 @@ export class ContractsStore {
       listT: () => db.prepare(`SELECT * FROM contract_templates WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       countT: () => db.prepare(`SELECT count(*) AS n FROM contract_templates WHERE ${scope}`),
       insertC: () => db.prepare(`INSERT INTO contracts (${C_COLS.join(', ')}) VALUES (${C_COLS.map((c) => `@${c}`).join(', ')})`),
-      saveC: () => db.prepare(`UPDATE contracts SET ${C_COLS.filter((c) => c !== 'id').map((c) => `${c} = @${c}`).join(', ')} WHERE id = @id`),
+      saveC: () =>
+        db.prepare(
+          `UPDATE contracts SET ${C_COLS.filter((c) => c !== 'id')
+            .map((c) => `${c} = @${c}`)
+            .join(', ')} WHERE id = @id`,
+        ),
       getC: () => db.prepare('SELECT * FROM contracts WHERE id = ?'),
       byToken: () => db.prepare('SELECT * FROM contracts WHERE signing_token = ?'),
       byCheckout: () => db.prepare('SELECT * FROM contracts WHERE checkout_id = ?'),
       listC: () => db.prepare(`SELECT * FROM contracts WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       countC: () => db.prepare(`SELECT count(*) AS n FROM contracts WHERE ${scope}`),
-      covering: () => db.prepare(
-        `SELECT * FROM contracts WHERE account_id = ? AND customer_id = ? AND template_id = ? AND status = 'signed'
+      covering: () =>
+        db.prepare(
+          `SELECT * FROM contracts WHERE account_id = ? AND customer_id = ? AND template_id = ? AND status = 'signed'
            AND valid_until IS NOT NULL AND valid_until > ? ORDER BY signed_at DESC LIMIT 1`,
-      ),
+        ),
       // A central leaves reminders and expiry of a store's contracts to that store (sync).
       open: () => db.prepare("SELECT * FROM contracts WHERE status IN ('sent', 'viewed') AND origin_store_id IS NULL ORDER BY created_at, rowid"),
       setOrigin: () => db.prepare('UPDATE contracts SET origin_store_id = ? WHERE id = ?'),

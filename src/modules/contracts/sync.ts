@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import type { PushKind } from '../../sync/shared/registry.js';
 import { randomToken } from '../../ids.js';
 import type { ContractRecord } from './service.js';
-import { ContractsStore, } from './store.js';
+import { ContractsStore } from './store.js';
 
 /** The fields of a `contract` record the central relies on (a record of an older posd lacks `row` and `template`). */
 export const ContractPayload = Type.Object({
@@ -23,7 +23,8 @@ export function applyStoreContract(ctx: AppContext, accountId: string, storeId: 
   const store = new ContractsStore(ctx.db);
   const row = { ...record.row, account_id: accountId };
   const existing = store.get(row.id);
-  if (existing && (existing.account_id !== accountId || existing.live_mode !== row.live_mode)) return `contract ${row.id} belongs to another account at the central`;
+  if (existing && (existing.account_id !== accountId || existing.live_mode !== row.live_mode))
+    return `contract ${row.id} belongs to another account at the central`;
   if (existing) {
     if (existing.updated_at > row.updated_at) return null;
     store.save({ ...existing, ...row, template_id: existing.template_id });

@@ -25,7 +25,10 @@ export class ContractsWorker implements Worker {
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.runDue().catch((err) => this.ctx.log.error({ err }, 'contract chores failed')), this.ctx.config.contracts.check_interval_ms);
+    this.timer = setInterval(
+      () => void this.runDue().catch((err) => this.ctx.log.error({ err }, 'contract chores failed')),
+      this.ctx.config.contracts.check_interval_ms,
+    );
     this.timer.unref();
   }
 
@@ -50,7 +53,13 @@ export class ContractsWorker implements Worker {
           const expired: ContractRow = { ...row, status: nextState(contractMachine, row.status, { type: 'EXPIRE' })!, code_hash: null, updated_at: at };
           this.svc.store.save(expired);
           // The central leaves expiry to the store that made the contract: it learns it as a record.
-          appendSyncRecord(this.ctx.db, { kind: 'contract', accountId: row.account_id, liveMode: row.live_mode === 1, createdAt: at, payload: contractRecord(this.ctx, expired, this.svc.store.template(row.template_id)!) });
+          appendSyncRecord(this.ctx.db, {
+            kind: 'contract',
+            accountId: row.account_id,
+            liveMode: row.live_mode === 1,
+            createdAt: at,
+            payload: contractRecord(this.ctx, expired, this.svc.store.template(row.template_id)!),
+          });
         } else if (!row.reminder_sent_at && Date.parse(row.created_at) + remindAfter <= now) {
           this.svc.store.save({ ...row, reminder_sent_at: at, updated_at: at });
           reminders.push(row.id);
@@ -58,7 +67,8 @@ export class ContractsWorker implements Worker {
       }
     });
     for (const id of reminders) await deliverLink(this.ctx, id, true).catch((err) => this.ctx.log.warn({ err, contract: id }, 'contract reminder failed'));
-    for (const row of this.svc.store.unrendered()) await this.svc.renderPdf(row).catch((err) => this.ctx.log.error({ err, contract: row.id }, 'rendering a signed PDF failed'));
+    for (const row of this.svc.store.unrendered())
+      await this.svc.renderPdf(row).catch((err) => this.ctx.log.error({ err, contract: row.id }, 'rendering a signed PDF failed'));
   }
 }
 

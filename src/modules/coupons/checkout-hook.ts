@@ -73,7 +73,12 @@ export function checkoutCouponCodes(ctx: AppContext, checkoutId: string): string
 export function priceWithCoupons(
   ctx: AppContext,
   account: Account,
-  draft: { items: Array<{ amount_in_cents: number; quantity: number; product_id: string | null }>; currency: string; customer_id: string | null; coupon_codes: string[] },
+  draft: {
+    items: Array<{ amount_in_cents: number; quantity: number; product_id: string | null }>;
+    currency: string;
+    customer_id: string | null;
+    coupon_codes: string[];
+  },
 ): CouponResult {
   return applyCoupons(ctx, account, draft);
 }

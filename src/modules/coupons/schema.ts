@@ -70,6 +70,4 @@ export const UpdateCouponBody = Type.Object({
 });
 export type UpdateCouponInput = Static<typeof UpdateCouponBody>;
 
-export const CouponStatus = Type.Union(
-  ['active', 'scheduled', 'expired', 'exhausted', 'archived', 'all'].map((s) => Type.Literal(s)),
-);
+export const CouponStatus = Type.Union(['active', 'scheduled', 'expired', 'exhausted', 'archived', 'all'].map((s) => Type.Literal(s)));

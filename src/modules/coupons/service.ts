@@ -106,7 +106,14 @@ export class CouponsService {
    */
   publish(id: string): void {
     const { status: _status, ...row } = this.store.get(id, this.now())!;
-    appendFeedChange(this.ctx.db, { kind: 'coupon', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: id, payload: { coupon: row }, createdAt: row.updated_at });
+    appendFeedChange(this.ctx.db, {
+      kind: 'coupon',
+      accountId: row.account_id,
+      liveMode: row.live_mode === 1,
+      objectId: id,
+      payload: { coupon: row },
+      createdAt: row.updated_at,
+    });
   }
 
   /**
@@ -180,4 +187,3 @@ export class CouponsService {
 function checkWindow(startsAt: string | null | undefined, expiresAt: string | null | undefined, add: (f: string, m: string) => void): void {
   if (startsAt && expiresAt && Date.parse(expiresAt) <= Date.parse(startsAt)) add('expires_at', 'must be after starts_at');
 }
-

@@ -65,9 +65,7 @@ export class CouponsStore {
          WHERE id = @id`,
       ),
       get: db.prepare(`SELECT *, ${STATUS} AS status FROM coupons WHERE id = @id`),
-      byCode: db.prepare(
-        `SELECT *, ${STATUS} AS status FROM coupons WHERE account_id = @account AND code_key = @code AND archived = 0`,
-      ),
+      byCode: db.prepare(`SELECT *, ${STATUS} AS status FROM coupons WHERE account_id = @account AND code_key = @code AND archived = 0`),
       automatic: db.prepare(
         `SELECT *, ${STATUS} AS status FROM coupons
          WHERE account_id = @account AND automatically_applies = 1 AND archived = 0 ORDER BY created_at, rowid`,
@@ -99,7 +97,22 @@ export class CouponsStore {
     return this.s.redemption.get(id) !== undefined;
   }
 
-  update(row: Omit<CouponRow, 'status' | 'times_redeemed' | 'account_id' | 'live_mode' | 'discount_mode' | 'amount_off_in_cents' | 'percent_off' | 'currency' | 'duration' | 'duration_in_payments' | 'created_at'>): void {
+  update(
+    row: Omit<
+      CouponRow,
+      | 'status'
+      | 'times_redeemed'
+      | 'account_id'
+      | 'live_mode'
+      | 'discount_mode'
+      | 'amount_off_in_cents'
+      | 'percent_off'
+      | 'currency'
+      | 'duration'
+      | 'duration_in_payments'
+      | 'created_at'
+    >,
+  ): void {
     this.s.update.run(row);
   }
 
@@ -132,7 +145,16 @@ export class CouponsStore {
   }
 
   /** True when this checkout's redemption is new (a repeated settlement counts once). */
-  redeem(row: { id: string; account_id: string; live_mode: number; coupon_id: string; checkout_id: string; customer_id: string | null; amount_off_in_cents: number; created_at: string }): boolean {
+  redeem(row: {
+    id: string;
+    account_id: string;
+    live_mode: number;
+    coupon_id: string;
+    checkout_id: string;
+    customer_id: string | null;
+    amount_off_in_cents: number;
+    created_at: string;
+  }): boolean {
     const inserted = this.s.insertRedemption.run(row).changes === 1;
     if (inserted) this.s.bump.run(row.coupon_id);
     return inserted;

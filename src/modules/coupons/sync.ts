@@ -29,7 +29,8 @@ export function applyStoreCoupon(ctx: AppContext, accountId: string, liveMode: b
   const store = couponsStore(ctx.db);
   const now = isoTime(ctx.clock.now());
   const existing = store.get(c.id, now);
-  if (existing && (existing.account_id !== accountId || (existing.live_mode === 1) !== liveMode)) return `coupon ${c.id} belongs to another account at the central`;
+  if (existing && (existing.account_id !== accountId || (existing.live_mode === 1) !== liveMode))
+    return `coupon ${c.id} belongs to another account at the central`;
   if (existing && existing.updated_at > updatedAt) return null;
   const key = codeKey(c.name);
   const other = store.byCode(accountId, key, now);
@@ -90,7 +91,14 @@ export const RedemptionPayload = Type.Object({ coupon_id: Type.String(), checkou
  * refused; the coupon then shows more redemptions than its limit (status `exhausted`). Records of
  * an older posd carry no id: the record's id stands in. Returns a refusal, or null.
  */
-export function applyStoreRedemption(ctx: AppContext, accountId: string, liveMode: boolean, r: RedemptionRecord, recordId: string, recordAt: string): string | null {
+export function applyStoreRedemption(
+  ctx: AppContext,
+  accountId: string,
+  liveMode: boolean,
+  r: RedemptionRecord,
+  recordId: string,
+  recordAt: string,
+): string | null {
   const store = couponsStore(ctx.db);
   const coupon = store.get(r.coupon_id, isoTime(ctx.clock.now()));
   if (!coupon || coupon.account_id !== accountId) return `coupon ${r.coupon_id} is unknown at the central for account ${accountId}`;
@@ -124,5 +132,6 @@ export const redemptionPush: PushKind<RedemptionRecord> = {
   payload: RedemptionPayload,
   malformed: 'coupon_redemption record without coupon_id, checkout_id or amount_off_in_cents',
   apply: (ctx, record) => applyStoreRedemption(ctx, record.account_id, record.live_mode, record.payload, record.id, record.created_at),
-  totals: (p) => (typeof p.currency === 'string' && typeof p.amount_off_in_cents === 'number' ? { currency: p.currency, amount_in_cents: p.amount_off_in_cents } : null),
+  totals: (p) =>
+    typeof p.currency === 'string' && typeof p.amount_off_in_cents === 'number' ? { currency: p.currency, amount_in_cents: p.amount_off_in_cents } : null,
 };

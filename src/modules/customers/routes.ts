@@ -45,10 +45,8 @@ export function customerRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/customers/:id',
-    { schema: { tags: ['customers'], params: IdParams, response: { 200: CustomerSchema, ...ErrorResponses } } },
-    async (req) => customerView(ctx, requireCustomer(ctx, requireAccount(req), req.params.id)),
+  app.get('/customers/:id', { schema: { tags: ['customers'], params: IdParams, response: { 200: CustomerSchema, ...ErrorResponses } } }, async (req) =>
+    customerView(ctx, requireCustomer(ctx, requireAccount(req), req.params.id)),
   );
 
   // Hosted-api.md section 5 (and 17.3: REF says PUT, PM says PATCH; both are served).

@@ -221,7 +221,12 @@ export function userFilter(ctx: AppContext, accountIds: string[], liveMode: bool
 
 /** The ids of a user's customers (`GET /checkouts?user_id=`). */
 export function customerIdsOfUser(ctx: AppContext, accounts: Account[], liveMode: boolean, userId: string): string[] {
-  const of = userFilter(ctx, accounts.map((a) => a.id), liveMode, userId);
+  const of = userFilter(
+    ctx,
+    accounts.map((a) => a.id),
+    liveMode,
+    userId,
+  );
   if (!of.accountId) return [];
   return listCustomers(ctx, accounts, liveMode, 100, 0, of).rows.map((c) => c.id);
 }

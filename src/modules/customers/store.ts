@@ -59,7 +59,9 @@ export class CustomersStore {
       ),
       claim: db.prepare('UPDATE customers SET account_id = ? WHERE id = ? AND live_mode = 0'),
       // One merchant named with `=` (the usual key), so customers_merchant yields the page in its order.
-      list: db.prepare(`SELECT * FROM customers WHERE merchant_id = @merchant AND ${SCOPE} ${OF_USER} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`),
+      list: db.prepare(
+        `SELECT * FROM customers WHERE merchant_id = @merchant AND ${SCOPE} ${OF_USER} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
+      ),
       listMany: db.prepare(
         `SELECT * FROM customers WHERE merchant_id IN (SELECT value FROM json_each(@merchants)) AND ${SCOPE} ${OF_USER}
          ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`,
@@ -99,7 +101,9 @@ export class CustomersStore {
     ofUser?: { accountId: string; email: string },
   ): { rows: CustomerRow[]; total: number } {
     const p = { merchants: JSON.stringify(merchantIds), live: liveMode ? 1 : 0, of_account: ofUser?.accountId ?? null, of_email: ofUser?.email ?? null };
-    const rows = (merchantIds.length === 1 ? this.stmts.list.all({ ...p, merchant: merchantIds[0], limit, offset }) : this.stmts.listMany.all({ ...p, limit, offset })) as CustomerRow[];
+    const rows = (
+      merchantIds.length === 1 ? this.stmts.list.all({ ...p, merchant: merchantIds[0], limit, offset }) : this.stmts.listMany.all({ ...p, limit, offset })
+    ) as CustomerRow[];
     return {
       rows,
       // Each environment's view per merchant is counted by the table's triggers (list_counts, the

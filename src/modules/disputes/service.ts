@@ -28,7 +28,13 @@ function emit(ctx: AppContext, row: DisputeRow, type: 'dispute.create' | 'disput
 }
 
 function sync(ctx: AppContext, row: DisputeRow, change: string, ledger: BalanceTransaction[], at: string): void {
-  appendSyncRecord(ctx.db, { kind: 'dispute', accountId: row.account_id, liveMode: row.live_mode === 1, payload: disputeSyncPayload(row, change, ledger), createdAt: at });
+  appendSyncRecord(ctx.db, {
+    kind: 'dispute',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    payload: disputeSyncPayload(row, change, ledger),
+    createdAt: at,
+  });
 }
 
 /**
@@ -56,7 +62,10 @@ export function openDispute(ctx: AppContext, scope: DisputeScope, paymentIntentI
     if (!pa) throw notFound('payment intent', paymentIntentId);
     if (!CARD_METHODS.has(pa.method) || pa.status !== 'succeeded') {
       throw new ApiError('payment_not_disputable', {
-        message: pa.status !== 'succeeded' ? `The payment intent is ${pa.status}; only a succeeded card payment can be disputed.` : `A ${pa.method} payment cannot be disputed by a card network.`,
+        message:
+          pa.status !== 'succeeded'
+            ? `The payment intent is ${pa.status}; only a succeeded card payment can be disputed.`
+            : `A ${pa.method} payment cannot be disputed by a card network.`,
       });
     }
     const store = disputesStore(ctx.db);

@@ -78,7 +78,13 @@ export function applyStoreDispute(ctx: AppContext, accountId: string, liveMode: 
     publishDispute(ctx, row);
     return null;
   }
-  store.setStatus({ id: d.id, from: existing.status, status: d.status, at: d.updated_at, reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null });
+  store.setStatus({
+    id: d.id,
+    from: existing.status,
+    status: d.status,
+    at: d.updated_at,
+    reversal_balance_transaction_id: d.reversal_balance_transaction_id ?? null,
+  });
   publishDispute(ctx, store.byId(d.id)!);
   return null;
 }
@@ -110,10 +116,19 @@ function disputeRowOf(d: DisputeRecord['dispute'] | DisputeView, accountId: stri
  * `balance_transaction`). A no-op at a store. A box's own dispute is not sent back to it (origin).
  */
 export function publishDispute(ctx: AppContext, row: DisputeRow): void {
-  appendFeedChange(ctx.db, { kind: 'dispute', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { dispute: disputeView(row) }, createdAt: row.updated_at });
+  appendFeedChange(ctx.db, {
+    kind: 'dispute',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    objectId: row.id,
+    payload: { dispute: disputeView(row) },
+    createdAt: row.updated_at,
+  });
 }
 
-const DisputeFeedPayload = Type.Object({ dispute: Type.Intersect([DisputePayload.properties.dispute, Type.Object({ account_id: Type.String(), live_mode: Type.Boolean() })]) });
+const DisputeFeedPayload = Type.Object({
+  dispute: Type.Intersect([DisputePayload.properties.dispute, Type.Object({ account_id: Type.String(), live_mode: Type.Boolean() })]),
+});
 
 /**
  * A dispute of the central's (opened or moved there, or at another box) held at this box with the
@@ -132,7 +147,10 @@ export const disputeFeed: FeedApplier = (ctx, change) => {
   if (!existing) {
     const other = store.byPaymentIntent(d.payment_intent_id);
     if (other) {
-      ctx.log.warn({ dispute_id: d.id, held: other.id, payment_intent_id: d.payment_intent_id }, "sync: the central's dispute names a payment this box holds disputed under another id; skipped");
+      ctx.log.warn(
+        { dispute_id: d.id, held: other.id, payment_intent_id: d.payment_intent_id },
+        "sync: the central's dispute names a payment this box holds disputed under another id; skipped",
+      );
       return;
     }
     store.insert(disputeRowOf(d, account.id, account.live_mode));

@@ -44,14 +44,10 @@ export function intentRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/intents/:id',
-    { schema: { tags: ['intents'], params: IdParams, response: { 200: IntentDocumentSchema, ...ErrorResponses } } },
-    async (req) => {
-      const { accountIds, liveMode } = readScope(req);
-      const doc = intentDocument(ctx, req.params.id);
-      if (!doc || !accountIds.includes(doc.account_id) || doc.live_mode !== liveMode) throw notFound('intent', req.params.id);
-      return doc;
-    },
-  );
+  app.get('/intents/:id', { schema: { tags: ['intents'], params: IdParams, response: { 200: IntentDocumentSchema, ...ErrorResponses } } }, async (req) => {
+    const { accountIds, liveMode } = readScope(req);
+    const doc = intentDocument(ctx, req.params.id);
+    if (!doc || !accountIds.includes(doc.account_id) || doc.live_mode !== liveMode) throw notFound('intent', req.params.id);
+    return doc;
+  });
 }

@@ -68,7 +68,9 @@ export class IntentsStore {
          GROUP BY account_id, live_mode, currency, type, status`,
       ),
       // The central's copy of an intent, taken as the central has it: a replica runs no lifecycle (docs/architecture.md).
-      setState: db.prepare('UPDATE intents SET status = @status, raw_status = @raw_status, tax_invoice_url = @tax_invoice_url, details = @details WHERE id = @id'),
+      setState: db.prepare(
+        'UPDATE intents SET status = @status, raw_status = @raw_status, tax_invoice_url = @tax_invoice_url, details = @details WHERE id = @id',
+      ),
     };
   }
 
@@ -91,7 +93,14 @@ export class IntentsStore {
    * (account_id, receipt_number) index; only those are sorted by time.
    */
   list(accountIds: string[], liveMode: boolean, f: IntentListFilter, limit: number, offset: number): { ids: string[]; total: number } {
-    const params = { accounts: JSON.stringify(accountIds), live: liveMode ? 1 : 0, from: f.from ?? '', until: f.until ?? '\uffff', status: f.status ?? null, type: f.type ?? null };
+    const params = {
+      accounts: JSON.stringify(accountIds),
+      live: liveMode ? 1 : 0,
+      from: f.from ?? '',
+      until: f.until ?? '\uffff',
+      status: f.status ?? null,
+      type: f.type ?? null,
+    };
     const ids = (this.stmts.list.all({ ...params, limit, offset }) as Array<{ id: string }>).map((r) => r.id);
     return { ids, total: (this.stmts.count.get(params) as { n: number }).n };
   }

@@ -9,7 +9,6 @@ import { balancesFor, getBalanceTransaction, listBalanceTransactions } from './s
 import { BalanceTransactionQuery, BalanceTransactionSchema } from './schema.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 
-
 export function ledgerRoutes(app: ApiApp, ctx: AppContext): void {
   app.get(
     '/balance_transactions',
@@ -41,17 +40,13 @@ export function ledgerRoutes(app: ApiApp, ctx: AppContext): void {
 
 /** GET /balances from the ledger; an organization key without X-ACCOUNT-ID gets every account's rows, each with its account_id. */
 export function balanceRoutes(app: ApiApp, ctx: AppContext): void {
-  app.get(
-    '/balances',
-    { schema: { tags: ['account'], response: { 200: Type.Array(BalanceSchema), ...ErrorResponses } } },
-    async (req) => {
-      const many = req.auth.account === null;
-      return balancesFor(ctx, req.auth.accountIds, req.auth.liveMode).map((b) => ({
-        currency: b.currency,
-        available_in_cents: b.available_in_cents,
-        pending_in_cents: b.pending_in_cents,
-        ...(many ? { account_id: b.account_id } : {}),
-      }));
-    },
-  );
+  app.get('/balances', { schema: { tags: ['account'], response: { 200: Type.Array(BalanceSchema), ...ErrorResponses } } }, async (req) => {
+    const many = req.auth.account === null;
+    return balancesFor(ctx, req.auth.accountIds, req.auth.liveMode).map((b) => ({
+      currency: b.currency,
+      available_in_cents: b.available_in_cents,
+      pending_in_cents: b.pending_in_cents,
+      ...(many ? { account_id: b.account_id } : {}),
+    }));
+  });
 }

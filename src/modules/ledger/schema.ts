@@ -28,7 +28,6 @@ export const BalanceTransactionQuery = Type.Object({
   type: Type.Optional(Type.Union(BALANCE_TRANSACTION_TYPES.map((t) => Type.Literal(t)))),
 });
 
-
 /**
  * A ledger row inside a pushed sync record (payment, refund, transfer): the fields the central's
  * appliers rely on, checked before they post it (src/sync/shared/registry.ts).
@@ -39,8 +38,13 @@ export const SyncedLedgerRow = Type.Object({ id: Type.String(), amount_in_cents:
  * A pushed ledger row's amounts, as the central checks them at receipt (`MoneyField` in
  * src/sync/registry.ts): a movement either way, its fee, and its net when carried (net = amount + fee).
  */
-export function syncedLedgerMoney(field: string, row: unknown): Array<{ field: string; amount: unknown; currency?: unknown; fee?: unknown; net?: unknown; signed: true }> {
+export function syncedLedgerMoney(
+  field: string,
+  row: unknown,
+): Array<{ field: string; amount: unknown; currency?: unknown; fee?: unknown; net?: unknown; signed: true }> {
   if (!row || typeof row !== 'object') return [];
   const r = row as Record<string, unknown>;
-  return [{ field: `${field}.amount_in_cents`, amount: r.amount_in_cents, currency: r.currency, fee: r.fee_in_cents, net: r.net_amount_in_cents, signed: true }];
+  return [
+    { field: `${field}.amount_in_cents`, amount: r.amount_in_cents, currency: r.currency, fee: r.fee_in_cents, net: r.net_amount_in_cents, signed: true },
+  ];
 }

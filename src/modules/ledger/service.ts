@@ -76,7 +76,10 @@ export function toBalanceTransaction(r: BalanceTransactionRow): BalanceTransacti
  */
 export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransactionInput): BalanceTransaction {
   if (!ctx.db.inTransaction) throw new Error('postBalanceTransaction() outside a transaction');
-  for (const [name, v] of [['amountInCents', input.amountInCents], ['feeInCents', input.feeInCents]] as const) {
+  for (const [name, v] of [
+    ['amountInCents', input.amountInCents],
+    ['feeInCents', input.feeInCents],
+  ] as const) {
     if (!Number.isSafeInteger(v)) throw new Error(`postBalanceTransaction: ${name} must be an integer, got ${v}`);
   }
   const store = ledgerStore(ctx.db);
@@ -103,7 +106,14 @@ export function postBalanceTransaction(ctx: AppContext, input: PostBalanceTransa
   // At a central every row reaches the account's boxes (so their ledgers mirror the central's):
   // rows it made itself (online payments, payouts, fee adjustments) and rows a box pushed (to the
   // other boxes of the account; never back to the box it came from).
-  appendFeedChange(ctx.db, { kind: 'balance_transaction', accountId: row.account_id, liveMode: input.liveMode, objectId: row.id, payload: { ...txn }, createdAt: row.created_at });
+  appendFeedChange(ctx.db, {
+    kind: 'balance_transaction',
+    accountId: row.account_id,
+    liveMode: input.liveMode,
+    objectId: row.id,
+    payload: { ...txn },
+    createdAt: row.created_at,
+  });
   return txn;
 }
 
@@ -132,7 +142,13 @@ export function balancesFor(ctx: AppContext, accountIds: string[], liveMode: boo
   for (const id of accountIds) {
     const held = accounts.account(id)?.currencies ?? [];
     const mine = rows.filter((r) => r.account_id === id);
-    const currencies = [...held, ...mine.map((r) => r.currency).filter((c) => !held.includes(c)).sort()];
+    const currencies = [
+      ...held,
+      ...mine
+        .map((r) => r.currency)
+        .filter((c) => !held.includes(c))
+        .sort(),
+    ];
     for (const currency of currencies) {
       const balance = mine.find((r) => r.currency === currency)?.balance ?? 0;
       out.push({ account_id: id, currency, available_in_cents: balance, pending_in_cents: 0 });

@@ -55,9 +55,7 @@ export class LedgerStore {
          VALUES (@id, @account_id, @live_mode, @type, @amount_in_cents, @fee_in_cents, @net_amount_in_cents,
            @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at, @origin)`,
       ),
-      last: db.prepare(
-        'SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = ? AND currency = ? ORDER BY seq DESC LIMIT 1',
-      ),
+      last: db.prepare('SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = ? AND currency = ? ORDER BY seq DESC LIMIT 1'),
       byId: db.prepare('SELECT * FROM balance_transactions WHERE id = ?'),
       // The last row of each currency carries the running balance: no sum over the whole ledger.
       balances: db.prepare(
@@ -113,7 +111,11 @@ export class LedgerStore {
   /** Newest first; Total-Count from list_counts when no filter is given, else its range counted. */
   list(f: LedgerFilter, limit: number, offset: number): { rows: BalanceTransactionRow[]; total: number } {
     const w = this.where(f);
-    const rows = this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`).all(...w.args, limit, offset) as BalanceTransactionRow[];
+    const rows = this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`).all(
+      ...w.args,
+      limit,
+      offset,
+    ) as BalanceTransactionRow[];
     const filtered = f.currency || f.type || (f.from && f.until);
     const total = filtered
       ? (this.cached(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n
@@ -124,7 +126,12 @@ export class LedgerStore {
   /** Oldest first after a cursor, never past `maxSeq`: a stable walk for statements (reports). */
   after(f: LedgerFilter, afterSeq: number, maxSeq: number, limit: number): BalanceTransactionRow[] {
     const w = this.where(f);
-    return this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`).all(...w.args, afterSeq, maxSeq, limit) as BalanceTransactionRow[];
+    return this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`).all(
+      ...w.args,
+      afterSeq,
+      maxSeq,
+      limit,
+    ) as BalanceTransactionRow[];
   }
 
   totals(origin: string | null, from: string, until: string): LedgerTotalRow[] {

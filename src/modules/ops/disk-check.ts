@@ -12,8 +12,7 @@ export const DISK_FULL_BYTES = 8 * MiB;
 /** A write refused for space keeps the disk "full" until this much is free again (or a write succeeds). */
 const ROOM_AGAIN_BYTES = 8 * DISK_FULL_BYTES;
 
-export const sizeText = (n: number) =>
-  n >= GiB ? `${(n / GiB).toFixed(1)} GiB` : n >= MiB ? `${(n / MiB).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`;
+export const sizeText = (n: number) => (n >= GiB ? `${(n / GiB).toFixed(1)} GiB` : n >= MiB ? `${(n / MiB).toFixed(1)} MiB` : `${(n / 1024).toFixed(0)} KiB`);
 
 function folderBytes(dir: string): number {
   try {

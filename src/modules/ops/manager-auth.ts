@@ -22,7 +22,9 @@ export function requireManager(ctx: AppContext, req: FastifyRequest): string {
   if (token) {
     const m = managerByToken(ctx.db, token.trim());
     if (m) return m.name;
-    throw new ApiError('manager_credential_required', { message: 'The X-Manager-Token is not a manager token of this box (removed, or replaced by a newer one).' });
+    throw new ApiError('manager_credential_required', {
+      message: 'The X-Manager-Token is not a manager token of this box (removed, or replaced by a newer one).',
+    });
   }
   const session = currentSession(ctx, req);
   if (session && sameToken(header(req, 'x-csrf-token'), session.csrf)) return session.manager_name;

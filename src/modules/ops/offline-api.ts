@@ -66,13 +66,26 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/offline_policy',
-    { schema: { tags, summary: 'The offline policy of each account read: caps, override, what may be stored now', response: { 200: Type.Array(OfflinePolicySchema), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'The offline policy of each account read: caps, override, what may be stored now',
+        response: { 200: Type.Array(OfflinePolicySchema), ...errors },
+      },
+    },
     async (req) => offlinePolicies(ctx, readScope(req)),
   );
 
   app.patch(
     '/offline_policy',
-    { schema: { tags, summary: "Set the account's standing caps (a named manager's credential; audited)", body: AccountCapsBody, response: { 200: OfflinePolicySchema, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: "Set the account's standing caps (a named manager's credential; audited)",
+        body: AccountCapsBody,
+        response: { 200: OfflinePolicySchema, ...errors },
+      },
+    },
     async (req, reply) => {
       const { account, actor } = changer(req);
       const { reason, ...caps } = req.body;
@@ -87,7 +100,14 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/terminals/:id/offline_policy',
-    { schema: { tags, summary: "One terminal's offline policy: its own caps beside its account's", params: TerminalParams, response: { 200: OfflinePolicySchema, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: "One terminal's offline policy: its own caps beside its account's",
+        params: TerminalParams,
+        response: { 200: OfflinePolicySchema, ...errors },
+      },
+    },
     async (req) => {
       const t = central ? null : terminalOf(req, req.params.id);
       const scope = t ? { accountIds: [t.account_id], liveMode: t.live_mode === 1 } : readScope(req);
@@ -99,7 +119,15 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.patch(
     '/terminals/:id/offline_policy',
-    { schema: { tags, summary: "Set a terminal's own caps, beside its account's (null clears one; a named manager's credential; audited)", params: TerminalParams, body: TerminalCapsBody, response: { 200: OfflinePolicySchema, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: "Set a terminal's own caps, beside its account's (null clears one; a named manager's credential; audited)",
+        params: TerminalParams,
+        body: TerminalCapsBody,
+        response: { 200: OfflinePolicySchema, ...errors },
+      },
+    },
     async (req, reply) => {
       const { account, actor } = changer(req);
       const t = findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, req.params.id);
@@ -116,7 +144,14 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.post(
     '/offline_policy/override',
-    { schema: { tags, summary: 'A manager forces stored payments on (and raises the caps given) until a time, at most 7 days ahead (audited)', body: OverrideBody, response: { 201: OfflinePolicySchema, ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'A manager forces stored payments on (and raises the caps given) until a time, at most 7 days ahead (audited)',
+        body: OverrideBody,
+        response: { 201: OfflinePolicySchema, ...errors },
+      },
+    },
     async (req, reply) => {
       const { account, actor } = changer(req);
       const { reason, until, ...raised } = req.body;
@@ -148,7 +183,14 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/offline_audit',
-    { schema: { tags, summary: 'Every change of the offline policy: who, when, why, caps before and after', querystring: Type.Object(PageQuery), response: { 200: Type.Array(OfflineAuditSchema), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Every change of the offline policy: who, when, why, caps before and after',
+        querystring: Type.Object(PageQuery),
+        response: { 200: Type.Array(OfflineAuditSchema), ...errors },
+      },
+    },
     async (req, reply) => {
       const page = pageOf(req.query);
       const { rows, total } = listOfflineAudit(ctx, readScope(req), page.limit, page.offset);
@@ -159,7 +201,14 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/stored_payments',
-    { schema: { tags, summary: 'Card payments terminals stored offline, newest first (filter by status, terminal)', querystring: ListStoredQuery, response: { 200: Type.Array(StoredPaymentSchema), ...errors } } },
+    {
+      schema: {
+        tags,
+        summary: 'Card payments terminals stored offline, newest first (filter by status, terminal)',
+        querystring: ListStoredQuery,
+        response: { 200: Type.Array(StoredPaymentSchema), ...errors },
+      },
+    },
     async (req, reply) => {
       const page = pageOf(req.query);
       const { status, terminal_id } = req.query;
@@ -188,7 +237,10 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
     async (req) => {
       const { accountIds, liveMode } = readScope(req);
       if (central) {
-        const failed = [...listStoredPayments(ctx, { accountIds, liveMode }, { status: 'declined' }, 1000, 0).rows, ...listStoredPayments(ctx, { accountIds, liveMode }, { status: 'expired' }, 1000, 0).rows];
+        const failed = [
+          ...listStoredPayments(ctx, { accountIds, liveMode }, { status: 'declined' }, 1000, 0).rows,
+          ...listStoredPayments(ctx, { accountIds, liveMode }, { status: 'expired' }, 1000, 0).rows,
+        ];
         return failed.sort((a, b) => String(a.settled_at).localeCompare(String(b.settled_at)));
       }
       return accountIds.flatMap((id) => salesToCollect(ctx, { id, live_mode: liveMode }, { owedOnly: req.query.all !== true })) as unknown as Array<
@@ -203,8 +255,14 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
       schema: {
         tags,
         summary: "The box's outages and their recovery checklist (posd outage report), for the accounts read",
-        querystring: Type.Object({ since: Type.Optional(Type.String({ format: 'date-time' })), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50 })) }),
-        response: { 200: Type.Object({ offline_now: Type.Record(Type.String(), Type.Unknown()), outages: Type.Array(Type.Record(Type.String(), Type.Unknown())) }), ...errors },
+        querystring: Type.Object({
+          since: Type.Optional(Type.String({ format: 'date-time' })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50 })),
+        }),
+        response: {
+          200: Type.Object({ offline_now: Type.Record(Type.String(), Type.Unknown()), outages: Type.Array(Type.Record(Type.String(), Type.Unknown())) }),
+          ...errors,
+        },
       },
     },
     async (req) => {

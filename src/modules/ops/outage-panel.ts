@@ -106,7 +106,12 @@ function reportHtml(r: OutageReport, i: number, nowMs: number): string {
     ['Sale', 'State', 'Amount', 'Made'],
     r.open_checkouts.items
       .slice(0, 20)
-      .map((c) => [named(c.reference || 'no till reference', c.id), td(STATUS_WORDS[c.status] ?? c.status), td(money(c.amount_in_cents, c.currency)), tdWhen(c.created_at, nowMs)]),
+      .map((c) => [
+        named(c.reference || 'no till reference', c.id),
+        td(STATUS_WORDS[c.status] ?? c.status),
+        td(money(c.amount_in_cents, c.currency)),
+        tdWhen(c.created_at, nowMs),
+      ]),
     'None left open.',
   );
   const rec = r.reconciliation;

@@ -30,7 +30,10 @@ const RevokeBody = Type.Object(Form, { additionalProperties: true });
 const Html = { 200: Type.String(), 303: Type.String(), 400: Type.String(), 403: Type.String() };
 
 /** The page's POST guard: a manager's session (whose name the audit takes) and its CSRF token, or a refusal. */
-type Guard = (req: FastifyRequest, reply: FastifyReply) => { denied: FastifyReply; session?: undefined } | { denied?: undefined; session: { manager_name: string } };
+type Guard = (
+  req: FastifyRequest,
+  reply: FastifyReply,
+) => { denied: FastifyReply; session?: undefined } | { denied?: undefined; session: { manager_name: string } };
 
 /**
  * `2026-05-01T20:00` from the form's datetime-local field is the box's local time (the store's
@@ -77,7 +80,10 @@ export function outageRoutes(app: FastifyInstance, ctx: AppContext, guard: Guard
     try {
       const r = tx(ctx.db, () => allowOfflineUntil(ctx, account, until, {}, { actor: g.session.manager_name, reason: req.body.reason }));
       notice = `Offline card payments allowed for ${account.name} until ${localText(r.until, ctx.clock.now())}.`;
-      ctx.log.info({ account_id: account.id, until: r.until, reason: req.body.reason, manager: g.session.manager_name }, 'manager allowed offline card payments from the status page');
+      ctx.log.info(
+        { account_id: account.id, until: r.until, reason: req.body.reason, manager: g.session.manager_name },
+        'manager allowed offline card payments from the status page',
+      );
       await tellTerminals(account.id);
     } catch (err) {
       notice = failure(err);

@@ -83,7 +83,16 @@ export interface OutageReport {
   open_checkouts: {
     total: number;
     /** `reference`: the till's own (its external_id and description), empty when no till sent the checkout. */
-    items: Array<{ id: string; reference: string; account_id: string; live_mode: boolean; status: string; amount_in_cents: number; currency: string; created_at: string }>;
+    items: Array<{
+      id: string;
+      reference: string;
+      account_id: string;
+      live_mode: boolean;
+      status: string;
+      amount_in_cents: number;
+      currency: string;
+      created_at: string;
+    }>;
   };
   reconciliation: {
     /**
@@ -220,7 +229,11 @@ function reconciliationOf(ctx: AppContext, startedAt: string, endedAt: string | 
   return { state, records_waiting: waiting, checked_at: checked, differences: diffs.length };
 }
 
-export function outageReport(ctx: AppContext, window: { started_at: string; ended_at: string | null; links: OutageWindowRow[] }, only?: ReportScope): OutageReport {
+export function outageReport(
+  ctx: AppContext,
+  window: { started_at: string; ended_at: string | null; links: OutageWindowRow[] },
+  only?: ReportScope,
+): OutageReport {
   const nowMs = ctx.clock.now();
   const from = window.started_at;
   const until = window.ended_at ?? isoTime(nowMs + 1);

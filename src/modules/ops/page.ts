@@ -173,11 +173,17 @@ function storesPanel(view: StatusView, now: number): string {
             : `<td class="${s.box_waiting > 0 && stale ? 'bad' : s.box_waiting > 0 ? '' : 'ok'}" data-box-waiting="${s.box_waiting}">${
                 s.box_waiting === 0 ? 'none' : `${s.box_waiting}${s.box_waiting_since ? `, oldest ${when(s.box_waiting_since, now)}` : ''}`
               }</td>`,
-          td(`${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held: posd sync held list)` : ''}`, s.parked ? 'bad' : ''),
+          td(
+            `${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held: posd sync held list)` : ''}`,
+            s.parked ? 'bad' : '',
+          ),
           // Records the central refused (checks, appliers, an operator's review): kept, never applied.
           `<td class="${s.rejected ? 'bad' : 'ok'}" data-rejected="${s.rejected}">${s.rejected ? `${s.rejected} refused` : 'none'}</td>`,
           // The projector's lag behind receipt, in the store's seqs (0 once it caught up).
-          td(s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none', s.received_seq > s.applied_seq ? 'muted' : ''),
+          td(
+            s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none',
+            s.received_seq > s.applied_seq ? 'muted' : '',
+          ),
           td(s.lag_ms === null ? '-' : age(s.lag_ms), s.lag_ms !== null && s.lag_ms > view.store_quiet_ms ? 'bad' : ''),
           s.reconciliation.reported_at
             ? `<td class="bad" data-reconciliation="different">differences reported for ${esc(s.reconciliation.day ?? '?')} (${when(s.reconciliation.reported_at, now)})</td>`
@@ -266,7 +272,13 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
         ],
         ...(lastFailure ? [[td('Last backup failed'), pastError(lastFailure.error ?? 'failed', lastFailure.finished_at, recovered, now)]] : []),
         [td('Backup folder'), td(d.backup_dir, 'muted')],
-        [td('TLS'), td(view.tls.on ? 'on (https, wss)' : view.tls.mode === 'off' ? 'off by setting (tls.mode): plain HTTP' : 'off (loopback only)', view.tls.on ? 'ok' : view.tls.mode === 'off' ? 'bad' : '')],
+        [
+          td('TLS'),
+          td(
+            view.tls.on ? 'on (https, wss)' : view.tls.mode === 'off' ? 'off by setting (tls.mode): plain HTTP' : 'off (loopback only)',
+            view.tls.on ? 'ok' : view.tls.mode === 'off' ? 'bad' : '',
+          ),
+        ],
         ...(view.tls.ca_fingerprint ? [[td('TLS CA'), td(`${view.tls.ca_file} SHA-256 ${view.tls.ca_fingerprint}`, 'muted')]] : []),
       ],
       '',

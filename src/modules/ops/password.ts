@@ -46,7 +46,10 @@ export async function verifyPassword(password: string, stored: string): Promise<
     if (!m) return false;
     expected = Buffer.from(parts[4], 'base64');
     key = await deriveArgon(password, Buffer.from(parts[3], 'base64'), {
-      memory: Number(m[1]), passes: Number(m[2]), parallelism: Number(m[3]), tagLength: expected.length,
+      memory: Number(m[1]),
+      passes: Number(m[2]),
+      parallelism: Number(m[3]),
+      tagLength: expected.length,
     });
   } else if (parts.length === 6 && parts[0] === 'scrypt') {
     const [n, r, p] = parts.slice(1, 4).map(Number);

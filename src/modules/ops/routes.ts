@@ -90,7 +90,11 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       return sendHtml(
         reply,
         200,
-        (await page()).statusPage(view, session.csrf, req.query.notice, { ...extra, panels: extra.panels + accountFormatsPanel(ctx), manager: session.manager_name }),
+        (await page()).statusPage(view, session.csrf, req.query.notice, {
+          ...extra,
+          panels: extra.panels + accountFormatsPanel(ctx),
+          manager: session.manager_name,
+        }),
       );
     });
 
@@ -129,7 +133,11 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
       ctx.log.info({ ip: req.ip, manager: manager.name, known_device: device !== null }, 'manager logged in');
       startSession(ctx, reply, manager.id);
       const secret = deviceSecret();
-      if (secret) reply.header('set-cookie', cookie(ctx, DEVICE_COOKIE, device ? parseCookies(req.headers.cookie)[DEVICE_COOKIE] : newDeviceToken(secret), DEVICE_COOKIE_DAYS * 86_400));
+      if (secret)
+        reply.header(
+          'set-cookie',
+          cookie(ctx, DEVICE_COOKIE, device ? parseCookies(req.headers.cookie)[DEVICE_COOKIE] : newDeviceToken(secret), DEVICE_COOKIE_DAYS * 86_400),
+        );
       return seeOther(reply, '/');
     });
 

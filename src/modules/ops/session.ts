@@ -26,7 +26,13 @@ export function startSession(ctx: AppContext, reply: FastifyReply, managerId: st
   const seconds = ctx.config.ops.session_hours * 3600;
   tx(ctx.db, () => {
     deleteExpiredSessions(ctx.db, isoTime(now));
-    insertSession(ctx.db, { token_hash: sha256(value), manager_id: managerId, csrf: token(), created_at: isoTime(now), expires_at: isoTime(now + seconds * 1000) });
+    insertSession(ctx.db, {
+      token_hash: sha256(value),
+      manager_id: managerId,
+      csrf: token(),
+      created_at: isoTime(now),
+      expires_at: isoTime(now + seconds * 1000),
+    });
   });
   reply.header('set-cookie', [cookie(ctx, SESSION_COOKIE, value, seconds), cookie(ctx, LOGIN_COOKIE, '', 0)]);
 }

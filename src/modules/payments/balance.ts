@@ -80,7 +80,9 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
           description: `${merchant.name}: ${description}`.slice(0, 200),
         })
       : undefined;
-    const credit = fee ? postPaymentCharge(ctx, merchant, { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description }, fee) : undefined;
+    const credit = fee
+      ? postPaymentCharge(ctx, merchant, { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description }, fee)
+      : undefined;
     const pa: PaymentIntentRow = {
       id: paId,
       account_id: merchant.id,
@@ -111,12 +113,25 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
     };
     store.insert(pa);
     createIntent(ctx, paymentIntentInput(pa, checkout, short ? INSUFFICIENT_FUNDS : 'succeeded', {}, { payerAccountId: payer.id }));
-    const settled = setCheckoutStatus(ctx, merchant, checkout.id, { type: short ? 'PAYMENT_FAILED' : 'PAYMENT_SUCCEEDED' }, { latestIntentId: pa.intent_id, paymentIntentId: paId });
+    const settled = setCheckoutStatus(
+      ctx,
+      merchant,
+      checkout.id,
+      { type: short ? 'PAYMENT_FAILED' : 'PAYMENT_SUCCEEDED' },
+      { latestIntentId: pa.intent_id, paymentIntentId: paId },
+    );
     const merchantDoc = emitPaymentEvents(ctx, merchant, pa, settled);
     // Both sides go to the central in one record of the merchant's (payments/sync.ts
     // `balance_payment`): its applier writes the payer's side too, each row once by id.
     const push = (payerSide: BalancePaymentRecord['payer']) => {
-      const record: BalancePaymentRecord = { payment_intent: pa, intent: merchantDoc, checkout: settled, balance_transaction: credit ?? null, payer_account_id: payer.id, payer: payerSide };
+      const record: BalancePaymentRecord = {
+        payment_intent: pa,
+        intent: merchantDoc,
+        checkout: settled,
+        balance_transaction: credit ?? null,
+        payer_account_id: payer.id,
+        payer: payerSide,
+      };
       appendSyncRecord(ctx.db, { kind: 'balance_payment', accountId: merchant.id, liveMode: merchant.live_mode, createdAt: at, payload: { ...record } });
     };
     if (!debit) {
@@ -136,7 +151,14 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
       currency: checkout.currency,
       customerId: null,
       checkoutId: checkout.id,
-      details: balanceDetails({ failure_reason: null, fee: 0, vat_withheld: 0, vat_withheld_currency: checkout.currency, payer_account_id: payer.id, merchant_account_id: merchant.id }),
+      details: balanceDetails({
+        failure_reason: null,
+        fee: 0,
+        vat_withheld: 0,
+        vat_withheld_currency: checkout.currency,
+        payer_account_id: payer.id,
+        merchant_account_id: merchant.id,
+      }),
       paymentId: merchantDoc.payment.id,
       createdAt: at,
     });
@@ -153,7 +175,13 @@ export function payCheckoutFromBalance(ctx: AppContext, merchant: Account, check
       created_at: at,
     };
     balancePaymentsStore(ctx.db).insert(link);
-    ctx.outbox.emit({ accountId: payer.id, liveMode: payer.live_mode, type: 'intent.paid', payload: intentDocument(ctx, payerIntent.id)!, objectId: payerIntent.id });
+    ctx.outbox.emit({
+      accountId: payer.id,
+      liveMode: payer.live_mode,
+      type: 'intent.paid',
+      payload: intentDocument(ctx, payerIntent.id)!,
+      objectId: payerIntent.id,
+    });
     ctx.registry.checkout.afterPay(ctx, merchant, settled, { paymentIntentId: paId, card: null, paymentMethodId: pa.payment_method_id });
     push({
       balance_payment: link,

@@ -24,7 +24,12 @@ export const AMOUNT_SHORT = 'amount_short';
  * Starts a bank-transfer payment of a checkout: the checkout waits for the money. Asking again while
  * it waits answers the same pending payment.
  */
-export function startBankTransfer(ctx: AppContext, account: Account, checkoutId: string, opts: { channel: string }): { checkout: Checkout; payment: PaymentIntentRow } {
+export function startBankTransfer(
+  ctx: AppContext,
+  account: Account,
+  checkoutId: string,
+  opts: { channel: string },
+): { checkout: Checkout; payment: PaymentIntentRow } {
   return startWaitingPayment(ctx, account, checkoutId, 'bank_transfer', opts);
 }
 
@@ -51,7 +56,11 @@ export function startWaitingPayment(
     ctx.registry.checkout.beforePay(ctx, checkout.id);
     // Read again: canceling the other waiting payment moved the checkout.
     const current = getCheckout(ctx, account, checkout.id)!;
-    return startPendingPayment(ctx, account, current, { method, channel: opts.channel, rawStatus: method === 'crypto' ? 'awaiting_confirmation' : 'awaiting_funds' });
+    return startPendingPayment(ctx, account, current, {
+      method,
+      channel: opts.channel,
+      rawStatus: method === 'crypto' ? 'awaiting_confirmation' : 'awaiting_funds',
+    });
   });
 }
 

@@ -18,7 +18,12 @@ import { paymentsStore, type PaymentIntentRow } from './store.js';
  * (`amount_short`), a reverted transaction fails it (`transaction_failed`). Its outcome is pushed
  * to the central as one `checkout_payment` record, like a bank transfer's.
  */
-export function startCryptoPayment(ctx: AppContext, account: Account, checkoutId: string, opts: { channel: string }): { checkout: Checkout; payment: PaymentIntentRow } {
+export function startCryptoPayment(
+  ctx: AppContext,
+  account: Account,
+  checkoutId: string,
+  opts: { channel: string },
+): { checkout: Checkout; payment: PaymentIntentRow } {
   return startWaitingPayment(ctx, account, checkoutId, 'crypto', opts);
 }
 
@@ -38,7 +43,10 @@ export function recordCryptoConfirmation(ctx: AppContext, account: Account, paym
     if (pa.status !== 'pending') return resultOf(pa);
     const failure = !c.succeeded ? 'transaction_failed' : c.amountInCents < pa.amount_in_cents ? 'amount_short' : null;
     return resultOf(
-      finishPendingPayment(ctx, account, pa, failure ? { type: 'FAIL' } : { type: 'SUCCEED' }, { failureReason: failure, processorReference: c.transactionHash }),
+      finishPendingPayment(ctx, account, pa, failure ? { type: 'FAIL' } : { type: 'SUCCEED' }, {
+        failureReason: failure,
+        processorReference: c.transactionHash,
+      }),
     );
   });
 }

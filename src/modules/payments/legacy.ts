@@ -20,12 +20,7 @@ export function legacyEventType(method: PaymentIntentRow['method'], status: Paym
  * events use the same shape under their own type. The top-level id is the concrete `pa_` id. Built
  * by the catalogue's own builder, so a test-send has exactly this shape.
  */
-export function legacyPaymentPayload(
-  pa: PaymentIntentRow,
-  checkout: Checkout,
-  customer: Customer | undefined,
-  paymentId: string,
-): Record<string, unknown> {
+export function legacyPaymentPayload(pa: PaymentIntentRow, checkout: Checkout, customer: Customer | undefined, paymentId: string): Record<string, unknown> {
   return legacyPaymentIntentPayload({
     id: pa.id,
     event_type: legacyEventType(pa.method, pa.status) ?? `${pa.method}_intent.${pa.status}`,

@@ -50,7 +50,12 @@ export interface PendingStart {
  * turns (or keeps) the checkout `payment_in_progress` naming it, and emits `intent.pending` (and its
  * legacy twin for `both` accounts).
  */
-export function startPendingPayment(ctx: AppContext, account: Account, checkout: Checkout, start: PendingStart): { checkout: Checkout; payment: PaymentIntentRow } {
+export function startPendingPayment(
+  ctx: AppContext,
+  account: Account,
+  checkout: Checkout,
+  start: PendingStart,
+): { checkout: Checkout; payment: PaymentIntentRow } {
   const at = isoTime(ctx.clock.now());
   const pa: PaymentIntentRow = {
     id: newId('pa'),
@@ -112,7 +117,13 @@ export interface PendingOutcome {
  * failed, or unpaid again when canceled or owed again), the events and the sync record of the
  * outcome (`terminal_payment` for a terminal's card, else `checkout_payment`).
  */
-export function finishPendingPayment(ctx: AppContext, account: Account, given: PaymentIntentRow, event: PaymentEvent, outcome: PendingOutcome = {}): PaymentIntentRow {
+export function finishPendingPayment(
+  ctx: AppContext,
+  account: Account,
+  given: PaymentIntentRow,
+  event: PaymentEvent,
+  outcome: PendingOutcome = {},
+): PaymentIntentRow {
   // Read again: a stored card's forward time may have been written since the caller read it.
   const pa = paymentsStore(ctx.db).byId(given.id) ?? given;
   const to = nextState(paymentMachine, pa.status, event);
@@ -147,7 +158,12 @@ export function finishPendingPayment(ctx: AppContext, account: Account, given: P
   if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
   const doc = emitPaymentEvents(ctx, account, next, settled);
   const card = next.card_last4 ? { network: next.card_network ?? 'unknown', last4: next.card_last4 } : null;
-  if (succeeded) ctx.registry.checkout.afterPay(ctx, account, settled, { paymentIntentId: next.id, card: pa.method === 'bank_transfer' ? null : card, paymentMethodId: pa.payment_method_id });
+  if (succeeded)
+    ctx.registry.checkout.afterPay(ctx, account, settled, {
+      paymentIntentId: next.id,
+      card: pa.method === 'bank_transfer' ? null : card,
+      paymentMethodId: pa.payment_method_id,
+    });
   appendSyncRecord(ctx.db, {
     kind: pa.method === 'terminal' ? 'terminal_payment' : 'checkout_payment',
     accountId: account.id,

@@ -57,17 +57,17 @@ export function paymentIntentInput(
         : type === 'balance'
           ? balanceDetails({ failure_reason: pa.failure_reason, ...fees, payer_account_id: opts.payerAccountId ?? '', merchant_account_id: pa.account_id })
           : paymentDetails({
-          failure_reason: pa.failure_reason,
-          fee: -pa.fee_in_cents,
-          tax_invoicing_fee: 0,
-          vat_withheld: pa.vat_withheld_in_cents,
-          vat_withheld_currency: pa.currency,
-          // A saved card charged without the buyer: a one-time payment or a subscription's renewal.
-          used_presaved_payment_method: pa.channel === 'one_time_payment' || pa.channel === 'subscription',
-          installments: pa.installments ?? 1,
-          channel: pa.channel ?? pa.method,
-          products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
-        });
+              failure_reason: pa.failure_reason,
+              fee: -pa.fee_in_cents,
+              tax_invoicing_fee: 0,
+              vat_withheld: pa.vat_withheld_in_cents,
+              vat_withheld_currency: pa.currency,
+              // A saved card charged without the buyer: a one-time payment or a subscription's renewal.
+              used_presaved_payment_method: pa.channel === 'one_time_payment' || pa.channel === 'subscription',
+              installments: pa.installments ?? 1,
+              channel: pa.channel ?? pa.method,
+              products: checkout.items.filter((i) => i.product_id).map((i) => ({ id: i.product_id!, quantity: i.quantity })),
+            });
   // A card taken offline says so in its intent for good (accounting, disputes): like Stripe's card_present.offline.
   const mark = offlineMark(pa);
   if (mark) details.offline = mark;
@@ -146,5 +146,8 @@ export function postPaymentCharge(
 
 /** What a checkout's items read as on a ledger row. */
 export function chargeDescription(checkout: Pick<Checkout, 'items'>): string {
-  return checkout.items.map((i) => i.name).join(', ').slice(0, 200);
+  return checkout.items
+    .map((i) => i.name)
+    .join(', ')
+    .slice(0, 200);
 }

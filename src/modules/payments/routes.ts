@@ -5,7 +5,16 @@ import { readScope, requireAccount } from '../../api/auth.js';
 import { ApiError, notFound } from '../../errors.js';
 import { IdParams, ErrorResponses } from '../../api/schemas.js';
 import { CheckoutSchema } from '../checkouts/schema.js';
-import { CryptoConfirmationBody, PayBody, PayResult, PayWithBalanceBody, PendingBody, PaymentIntentPatch, PaymentIntentSchema, TransferArrivalBody } from './schema.js';
+import {
+  CryptoConfirmationBody,
+  PayBody,
+  PayResult,
+  PayWithBalanceBody,
+  PendingBody,
+  PaymentIntentPatch,
+  PaymentIntentSchema,
+  TransferArrivalBody,
+} from './schema.js';
 import {
   abandonInSandbox,
   getPaymentIntent,
@@ -21,7 +30,13 @@ import { randomBytes } from 'node:crypto';
 
 /** The answer of the sandbox helpers that settle a checkout (`PayResult`). */
 function payResult(r: SettleResult, checkoutId: string) {
-  return { status: r.status, intent_id: r.intentId, payment_intent_id: r.paymentIntentId, balance_transaction_id: r.balanceTransactionId, checkout_id: checkoutId };
+  return {
+    status: r.status,
+    intent_id: r.intentId,
+    payment_intent_id: r.paymentIntentId,
+    balance_transaction_id: r.balanceTransactionId,
+    checkout_id: checkoutId,
+  };
 }
 
 export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
@@ -103,7 +118,12 @@ export function paymentRoutes(app: ApiApp, ctx: AppContext): void {
       sandboxOnly(req, account);
       return sendCommitted(ctx.db, req, reply, 200, () => {
         const { amount_in_cents, bank_reference, sender_comment, automated } = req.body;
-        recordBankTransferArrival(ctx, account, req.params.id, { amountInCents: amount_in_cents, bankReference: bank_reference, senderComment: sender_comment, automated });
+        recordBankTransferArrival(ctx, account, req.params.id, {
+          amountInCents: amount_in_cents,
+          bankReference: bank_reference,
+          senderComment: sender_comment,
+          automated,
+        });
         return getPaymentIntent(ctx, [account.id], account.live_mode, req.params.id)!;
       });
     },

@@ -70,6 +70,9 @@ export const TransferArrivalBody = Type.Object({
   bank_reference: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   sender_comment: Type.Optional(Type.String({ maxLength: 500 })),
   automated: Type.Optional(
-    Type.Boolean({ description: "The bank's automated notice matched the transfer to its checkout (emits automated_bank_transfer_intent.succeeded too when it settles the payment)." }),
+    Type.Boolean({
+      description:
+        "The bank's automated notice matched the transfer to its checkout (emits automated_bank_transfer_intent.succeeded too when it settles the payment).",
+    }),
   ),
 });

@@ -71,7 +71,9 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
       // A card a terminal stored offline: the customer's card is charged when the terminal forwards
       // it, so the checkout takes no other payment meanwhile (its outcome settles that one:
       // terminals/stored/service.ts).
-      throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline; its outcome comes when the terminal forwards it.' });
+      throw new ApiError('checkout_not_modifiable', {
+        message: 'The checkout waits for a card payment a terminal stored offline; its outcome comes when the terminal forwards it.',
+      });
     }
     // The payer paid another way: the transfer they announced is canceled first (intent.canceled).
     if (waiting) {
@@ -96,7 +98,12 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
     const fee = succeeded && input.method !== 'cash' && checkout.amount_in_cents > 0 ? feeFor(account, checkout.amount_in_cents, ctx.config.money) : undefined;
 
     const txn = fee
-      ? postPaymentCharge(ctx, account, { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description: chargeDescription(checkout) }, fee)
+      ? postPaymentCharge(
+          ctx,
+          account,
+          { id: paId, amountInCents: checkout.amount_in_cents, currency: checkout.currency, description: chargeDescription(checkout) },
+          fee,
+        )
       : undefined;
 
     const pa: PaymentIntentRow = {
@@ -146,10 +153,16 @@ export function settleCheckoutPayment(ctx: AppContext, account: Account, input: 
 
     createIntent(ctx, paymentIntentInput(pa, checkout, succeeded ? 'succeeded' : (input.failureReason ?? 'failed')));
 
-    const settled = setCheckoutStatus(ctx, account, checkout.id, { type: succeeded ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED' }, {
-      latestIntentId: intentId,
-      paymentIntentId: paId,
-    });
+    const settled = setCheckoutStatus(
+      ctx,
+      account,
+      checkout.id,
+      { type: succeeded ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED' },
+      {
+        latestIntentId: intentId,
+        paymentIntentId: paId,
+      },
+    );
     if (succeeded && account.live_mode && checkout.customer_id) markCustomerLive(ctx, checkout.customer_id);
 
     const doc = emitPaymentEvents(ctx, account, pa, settled);
@@ -230,7 +243,8 @@ export function abandonInSandbox(ctx: AppContext, account: Account, checkoutId: 
     if (!checkout) throw notFound('checkout', checkoutId);
     const waiting = pendingPaymentOf(ctx, checkout);
     // A card stored offline is not the payer's to give up: its outcome comes from the processor.
-    if (waiting?.method === 'terminal') throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline.' });
+    if (waiting?.method === 'terminal')
+      throw new ApiError('checkout_not_modifiable', { message: 'The checkout waits for a card payment a terminal stored offline.' });
     if (waiting) finishPendingPayment(ctx, account, waiting, { type: 'CANCEL' });
     else setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
     return getCheckout(ctx, account, checkoutId)!;

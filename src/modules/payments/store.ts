@@ -104,9 +104,20 @@ export class PaymentsStore {
   }
   /** A pending payment's outcome; false when it was no longer pending (another writer settled it). */
   settle(row: PaymentIntentRow): boolean {
-    const { status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at, id } = row;
+    const { status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at, id } =
+      row;
     const { card_network, card_last4, authorization_code } = row;
-    const params = { id, status, fee_in_cents, commission_in_cents, vat_withheld_in_cents, failure_reason, processor_reference, balance_transaction_id, updated_at };
+    const params = {
+      id,
+      status,
+      fee_in_cents,
+      commission_in_cents,
+      vat_withheld_in_cents,
+      failure_reason,
+      processor_reference,
+      balance_transaction_id,
+      updated_at,
+    };
     return this.stmts.settle.run({ ...params, card_network, card_last4, authorization_code }).changes === 1;
   }
   setTaxInvoiceUrl(id: string, url: string | null, at: string): void {

@@ -69,7 +69,12 @@ export function applyStorePayment(ctx: AppContext, account: Account, record: Pay
     centralFee(ctx, account, pa.id, txn);
   }
   // A record from a box that predates payment_method_id carries none: the central names the method.
-  const row: PaymentIntentRow = { ...pa, payment_method_id: pa.payment_method_id ?? newId('pay_m'), account_id: account.id, live_mode: account.live_mode ? 1 : 0 };
+  const row: PaymentIntentRow = {
+    ...pa,
+    payment_method_id: pa.payment_method_id ?? newId('pay_m'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+  };
   if (!intentRow(ctx, pa.intent_id)) {
     createIntent(
       ctx,
@@ -120,7 +125,10 @@ function centralFee(ctx: AppContext, account: Account, paymentId: string, txn: B
  * allows this outcome from where it is (unpaid, in progress...), unless this very payment settled it
  * already; its amount is the checkout's. A payment the central holds already passes (applied once).
  */
-export function checkStorePayment(ctx: AppContext, record: { account_id: string; live_mode: boolean; payload: PaymentRecord }): { code: string; field: string; reason: string } | null {
+export function checkStorePayment(
+  ctx: AppContext,
+  record: { account_id: string; live_mode: boolean; payload: PaymentRecord },
+): { code: string; field: string; reason: string } | null {
   const { payment_intent: pa, checkout } = record.payload;
   if (paymentsStore(ctx.db).byId(pa.id)) return null;
   const held = checkoutForPage(ctx, checkout.id);
@@ -132,10 +140,18 @@ export function checkStorePayment(ctx: AppContext, record: { account_id: string;
   if (held.payment_intent_id === pa.id) return null;
   const event = pa.status === 'succeeded' ? 'PAYMENT_SUCCEEDED' : 'PAYMENT_FAILED';
   if (!checkoutAllows(held.status, event)) {
-    return { code: 'transition_not_allowed', field, reason: `checkout ${checkout.id} is ${held.status} at the central; a payment may settle only an unpaid checkout or its own` };
+    return {
+      code: 'transition_not_allowed',
+      field,
+      reason: `checkout ${checkout.id} is ${held.status} at the central; a payment may settle only an unpaid checkout or its own`,
+    };
   }
   if (pa.status === 'succeeded' && held.amount_in_cents !== pa.amount_in_cents) {
-    return { code: 'amount_mismatch', field: 'payload.payment_intent.amount_in_cents', reason: `payment ${pa.id} is ${pa.amount_in_cents} cents; checkout ${checkout.id} is ${held.amount_in_cents} cents at the central` };
+    return {
+      code: 'amount_mismatch',
+      field: 'payload.payment_intent.amount_in_cents',
+      reason: `payment ${pa.id} is ${pa.amount_in_cents} cents; checkout ${checkout.id} is ${held.amount_in_cents} cents at the central`,
+    };
   }
   return null;
 }
@@ -171,7 +187,6 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
     },
   };
 }
-
 
 /**
  * The `balance_payment` record `payCheckoutFromBalance` appends (a record of the merchant's): the
@@ -270,7 +285,14 @@ export function applyStoreBalancePayment(ctx: AppContext, merchant: Account, key
       currency: link.currency,
       customerId: null,
       checkoutId: record.checkout.id,
-      details: balanceDetails({ failure_reason: null, fee: 0, vat_withheld: 0, vat_withheld_currency: link.currency, payer_account_id: payer.id, merchant_account_id: merchant.id }),
+      details: balanceDetails({
+        failure_reason: null,
+        fee: 0,
+        vat_withheld: 0,
+        vat_withheld_currency: link.currency,
+        payer_account_id: payer.id,
+        merchant_account_id: merchant.id,
+      }),
       paymentId: side.intent.payment_id,
       createdAt: side.intent.created_at,
     });

@@ -10,10 +10,8 @@ import { CreateProductBody, ProductSchema, UpdateProductBody } from './schema.js
 import { createProduct, getProduct, listProducts, updateProduct } from './service.js';
 
 export function productRoutes(app: ApiApp, ctx: AppContext): void {
-  app.post(
-    '/products',
-    { schema: { tags: ['products'], body: CreateProductBody, response: { 201: ProductSchema, ...ErrorResponses } } },
-    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createProduct(ctx, requireAccount(req), req.body)),
+  app.post('/products', { schema: { tags: ['products'], body: CreateProductBody, response: { 201: ProductSchema, ...ErrorResponses } } }, async (req, reply) =>
+    sendCommitted(ctx.db, req, reply, 201, () => createProduct(ctx, requireAccount(req), req.body)),
   );
 
   app.get(
@@ -28,15 +26,11 @@ export function productRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/products/:id',
-    { schema: { tags: ['products'], params: IdParams, response: { 200: ProductSchema, ...ErrorResponses } } },
-    async (req) => {
-      const product = getProduct(ctx, requireAccount(req), req.params.id);
-      if (!product) throw notFound('product', req.params.id);
-      return product;
-    },
-  );
+  app.get('/products/:id', { schema: { tags: ['products'], params: IdParams, response: { 200: ProductSchema, ...ErrorResponses } } }, async (req) => {
+    const product = getProduct(ctx, requireAccount(req), req.params.id);
+    if (!product) throw notFound('product', req.params.id);
+    return product;
+  });
 
   for (const method of ['PATCH', 'PUT'] as const) {
     app.route({
@@ -49,9 +43,7 @@ export function productRoutes(app: ApiApp, ctx: AppContext): void {
 
   // The hosted reference's "archive a product": the product stays (checkouts refer to it) and is
   // answered with status `archived`.
-  app.delete(
-    '/products/:id',
-    { schema: { tags: ['products'], params: IdParams, response: { 200: ProductSchema, ...ErrorResponses } } },
-    async (req, reply) => sendCommitted(ctx.db, req, reply, 200, () => updateProduct(ctx, requireAccount(req), req.params.id, { status: 'archived' })),
+  app.delete('/products/:id', { schema: { tags: ['products'], params: IdParams, response: { 200: ProductSchema, ...ErrorResponses } } }, async (req, reply) =>
+    sendCommitted(ctx.db, req, reply, 200, () => updateProduct(ctx, requireAccount(req), req.params.id, { status: 'archived' })),
   );
 }

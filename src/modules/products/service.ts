@@ -17,7 +17,14 @@ export interface FeedProduct {
 /** At a central, a product made or changed reaches the account's boxes with its prices. No-op at a store. */
 function publishProduct(ctx: AppContext, row: ProductRow): void {
   const payload: FeedProduct = { product: row, prices: productsStore(ctx.db).prices(row.id) };
-  appendFeedChange(ctx.db, { kind: 'product', accountId: row.account_id, liveMode: row.live_mode === 1, objectId: row.id, payload: { ...payload }, createdAt: row.updated_at });
+  appendFeedChange(ctx.db, {
+    kind: 'product',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    objectId: row.id,
+    payload: { ...payload },
+    createdAt: row.updated_at,
+  });
 }
 
 /**
@@ -30,7 +37,15 @@ export function applyCentralProduct(ctx: AppContext, p: FeedProduct): void {
   for (const price of p.prices) if (!store.price(price.id)) store.insertPrice(price);
 }
 import { publicBaseUrl } from '../../config.js';
-import { PAGE_SETTING_DEFAULTS, PAYMENT_SETTING_DEFAULTS, type CreateProductBody, type Price, type PriceInput, type Product, type UpdateProductBody } from './schema.js';
+import {
+  PAGE_SETTING_DEFAULTS,
+  PAYMENT_SETTING_DEFAULTS,
+  type CreateProductBody,
+  type Price,
+  type PriceInput,
+  type Product,
+  type UpdateProductBody,
+} from './schema.js';
 
 function toPrice(r: PriceRow): Price {
   return {
@@ -76,7 +91,10 @@ function toProduct(ctx: AppContext, r: ProductRow): Product {
     storefront_link: storefrontLink(ctx, r.id),
     // The hosted page's custom fields; posd's pages ask the buyer none (docs/compatibility.md).
     custom_fields: [],
-    prices: productsStore(ctx.db).prices(r.id).filter((p) => !p.deleted_at).map(toPrice),
+    prices: productsStore(ctx.db)
+      .prices(r.id)
+      .filter((p) => !p.deleted_at)
+      .map(toPrice),
     created_at: r.created_at,
     updated_at: r.updated_at,
   };
@@ -107,7 +125,8 @@ function priceRows(account: Account, productId: string, inputs: Array<{ p: Price
     // `""` / 0 are the hosted service's "no trial" (its own answers carry them).
     const trial = p.free_trial_interval && p.free_trial_interval_count !== 0 ? p.free_trial_interval : null;
     if (trial && !recurring) throw invalid({ [`prices_attributes.${i}.free_trial_interval`]: 'is only for a recurring price' });
-    if (!p.free_trial_interval && p.free_trial_interval_count) throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
+    if (!p.free_trial_interval && p.free_trial_interval_count)
+      throw invalid({ [`prices_attributes.${i}.free_trial_interval_count`]: 'needs free_trial_interval' });
     for (const k of ['periods_before_automatic_cancellation', 'periods_before_allowed_to_cancel'] as const) {
       if (p[k] != null && !recurring) throw invalid({ [`prices_attributes.${i}.${k}`]: 'is only for a recurring price' });
     }
@@ -188,7 +207,12 @@ export function createProduct(ctx: AppContext, account: Account, body: CreatePro
     created_at: at,
     updated_at: at,
   };
-  const prices = priceRows(account, row.id, body.prices_attributes.map((p, i) => ({ p, i })), at);
+  const prices = priceRows(
+    account,
+    row.id,
+    body.prices_attributes.map((p, i) => ({ p, i })),
+    at,
+  );
   const store = productsStore(ctx.db);
   return tx(ctx.db, () => {
     store.insertProduct(row);
@@ -246,7 +270,7 @@ export function getPrice(
   ctx: AppContext,
   account: Pick<Account, 'id' | 'live_mode'>,
   priceId: string,
-): { price: Price; product: Product; /** `_destroy`ed: kept for what names it, offered no more. */ deleted: boolean } | undefined {
+): { price: Price; product: Product /** `_destroy`ed: kept for what names it, offered no more. */; deleted: boolean } | undefined {
   const price = productsStore(ctx.db).price(priceId);
   if (!price) return undefined;
   const product = getProduct(ctx, account, price.product_id);

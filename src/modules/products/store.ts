@@ -102,7 +102,11 @@ export class ProductsStore {
   }
   insertPrice(row: PriceRow): void {
     // A price fed by an older central lacks the period fields.
-    this.stmts.insertPrice.run({ ...row, periods_before_automatic_cancellation: row.periods_before_automatic_cancellation ?? null, periods_before_allowed_to_cancel: row.periods_before_allowed_to_cancel ?? null });
+    this.stmts.insertPrice.run({
+      ...row,
+      periods_before_automatic_cancellation: row.periods_before_automatic_cancellation ?? null,
+      periods_before_allowed_to_cancel: row.periods_before_allowed_to_cancel ?? null,
+    });
   }
   upsertProduct(row: ProductRow): void {
     this.stmts.upsertProduct.run(row);

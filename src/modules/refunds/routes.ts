@@ -42,25 +42,18 @@ const RefundBody = Type.Object({
 });
 
 export function refundRoutes(app: ApiApp, ctx: AppContext): void {
-  app.post(
-    '/refunds',
-    { schema: { tags: ['refunds'], body: RefundBody, response: { 201: RefundSchema, ...ErrorResponses } } },
-    async (req, reply) =>
-      sendCommitted(ctx.db, req, reply, 201, () => {
-        const account = requireAccount(req);
-        const { payment_intent_id: paId, intent_id: intentId, amount_in_cents: amount, reason } = req.body;
-        return refundPaymentIntent(ctx, account, refundTarget(ctx, paId, intentId), { reason, amountInCents: amount });
-      }),
+  app.post('/refunds', { schema: { tags: ['refunds'], body: RefundBody, response: { 201: RefundSchema, ...ErrorResponses } } }, async (req, reply) =>
+    sendCommitted(ctx.db, req, reply, 201, () => {
+      const account = requireAccount(req);
+      const { payment_intent_id: paId, intent_id: intentId, amount_in_cents: amount, reason } = req.body;
+      return refundPaymentIntent(ctx, account, refundTarget(ctx, paId, intentId), { reason, amountInCents: amount });
+    }),
   );
 
-  app.get(
-    '/refunds/:id',
-    { schema: { tags: ['refunds'], params: IdParams, response: { 200: RefundSchema, ...ErrorResponses } } },
-    async (req) => {
-      const { accountIds, liveMode } = readScope(req);
-      const refund = getRefund(ctx, accountIds, liveMode, req.params.id);
-      if (!refund) throw notFound('refund', req.params.id);
-      return refund;
-    },
-  );
+  app.get('/refunds/:id', { schema: { tags: ['refunds'], params: IdParams, response: { 200: RefundSchema, ...ErrorResponses } } }, async (req) => {
+    const { accountIds, liveMode } = readScope(req);
+    const refund = getRefund(ctx, accountIds, liveMode, req.params.id);
+    if (!refund) throw notFound('refund', req.params.id);
+    return refund;
+  });
 }

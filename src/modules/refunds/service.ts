@@ -25,7 +25,6 @@ function refundView(ctx: AppContext, row: RefundRow, customerId: string | null):
   });
 }
 
-
 /**
  * The payment intent a refund names: `payment_intent_id` (hosted), or `intent_id` holding the
  * unified `in_` id of the payment (its `legacy_id` is the payment intent) or a `pa_` id. Both sent
@@ -47,7 +46,12 @@ export function refundTarget(ctx: AppContext, paymentIntentId: string | undefine
  * on payment_intent_id is the last guard against two concurrent ones. A balance payment's amount
  * goes back to the payer's balance (a positive ledger `refund` row of the payer's, no fee).
  */
-export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIntentId: string, opts: { reason?: string; amountInCents?: number } = {}): RefundView {
+export function refundPaymentIntent(
+  ctx: AppContext,
+  account: Account,
+  paymentIntentId: string,
+  opts: { reason?: string; amountInCents?: number } = {},
+): RefundView {
   return tx(ctx.db, () => {
     const pa = paymentIntentRow(ctx, [account.id], account.live_mode, paymentIntentId);
     if (!pa) throw notFound('payment intent', paymentIntentId);
@@ -73,9 +77,7 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
           type: 'refund',
           amountInCents: -pa.amount_in_cents,
           feeInCents: feeBack,
-          feeDetails: feeBack
-            ? { commission_in_cents: -pa.commission_in_cents, vat_withheld_in_cents: -pa.vat_withheld_in_cents }
-            : undefined,
+          feeDetails: feeBack ? { commission_in_cents: -pa.commission_in_cents, vat_withheld_in_cents: -pa.vat_withheld_in_cents } : undefined,
           currency: pa.currency,
           sourceId: id,
           sourceType: 'refund',
@@ -118,7 +120,12 @@ export function refundPaymentIntent(ctx: AppContext, account: Account, paymentIn
     const scope = { accountId: account.id, liveMode: account.live_mode };
     ctx.outbox.emit({ ...scope, type: 'refund.create', objectId: id, payload: refundEventPayload(view) });
     const payerRow = credit ? { ...credit, account_id: payer!.payer_account_id } : null;
-    appendSyncRecord(ctx.db, { kind: 'refund', ...scope, createdAt: row.created_at, payload: { refund, balance_transaction: txn ?? null, payer_balance_transaction: payerRow } });
+    appendSyncRecord(ctx.db, {
+      kind: 'refund',
+      ...scope,
+      createdAt: row.created_at,
+      payload: { refund, balance_transaction: txn ?? null, payer_balance_transaction: payerRow },
+    });
     return view;
   });
 }

@@ -9,7 +9,6 @@ import type { Refund } from './service.js';
 import { balancePaymentOf, paymentIntentRow } from '../payments/service.js';
 import { refundsStore } from './store.js';
 
-
 /** The `refund` record `refundPaymentIntent` appends. */
 export interface RefundRecord {
   refund: Refund;
@@ -109,7 +108,10 @@ export function applyStoreRefund(ctx: AppContext, account: Account, record: Refu
  * what is left is the payment's amount, or nothing once the central holds another refund of it). A
  * refund the central holds already passes (applied once).
  */
-function checkStoreRefund(ctx: AppContext, record: { account_id: string; live_mode: boolean; payload: RefundRecord }): { code: string; field: string; reason: string } | null {
+function checkStoreRefund(
+  ctx: AppContext,
+  record: { account_id: string; live_mode: boolean; payload: RefundRecord },
+): { code: string; field: string; reason: string } | null {
   const { refund } = record.payload;
   const refunds = refundsStore(ctx.db);
   if (refunds.byId(refund.id)) return null;
@@ -118,12 +120,18 @@ function checkStoreRefund(ctx: AppContext, record: { account_id: string; live_mo
   if (!pa) {
     return { code: 'unknown_reference', field, reason: `payment ${refund.payment_intent_id} is not a payment of account ${record.account_id} at the central` };
   }
-  if (pa.status !== 'succeeded') return { code: 'transition_not_allowed', field, reason: `payment ${pa.id} is ${pa.status} at the central; only a succeeded payment is refunded` };
-  if (pa.currency !== refund.currency) return { code: 'invalid_currency', field: 'payload.refund.currency', reason: `refund in ${refund.currency} of payment ${pa.id} in ${pa.currency}` };
+  if (pa.status !== 'succeeded')
+    return { code: 'transition_not_allowed', field, reason: `payment ${pa.id} is ${pa.status} at the central; only a succeeded payment is refunded` };
+  if (pa.currency !== refund.currency)
+    return { code: 'invalid_currency', field: 'payload.refund.currency', reason: `refund in ${refund.currency} of payment ${pa.id} in ${pa.currency}` };
   const other = refunds.byPaymentIntent(pa.id);
   const left = other ? 0 : pa.amount_in_cents;
   if (refund.amount_in_cents > left) {
-    return { code: 'refund_exceeds_payment', field: 'payload.refund.amount_in_cents', reason: `refund of ${refund.amount_in_cents} cents; ${left} cents of payment ${pa.id} are left to refund at the central` };
+    return {
+      code: 'refund_exceeds_payment',
+      field: 'payload.refund.amount_in_cents',
+      reason: `refund of ${refund.amount_in_cents} cents; ${left} cents of payment ${pa.id} are left to refund at the central`,
+    };
   }
   return null;
 }

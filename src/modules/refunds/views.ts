@@ -74,19 +74,22 @@ export function refundEventPayload(refund: RefundView) {
 export const refundEventExamples: Record<string, EventExample> = {
   'refund.create': (i) =>
     refundEventPayload(
-      refundViewOf({
-        id: newId('re'),
-        account_id: i.accountId,
-        live_mode: i.liveMode ? 1 : 0,
-        payment_intent_id: newId('pa'),
-        intent_id: newId('in'),
-        status: 'succeeded',
-        amount_in_cents: 10000,
-        fee_returned_in_cents: 450,
-        currency: 'GTQ',
-        reason: 'requested_by_customer',
-        balance_transaction_id: newId('txn'),
-        created_at: i.createdAt,
-      }, { customer: { id: newId('cus'), email: 'ana@example.com', full_name: 'Ana López' }, user_id: null }),
+      refundViewOf(
+        {
+          id: newId('re'),
+          account_id: i.accountId,
+          live_mode: i.liveMode ? 1 : 0,
+          payment_intent_id: newId('pa'),
+          intent_id: newId('in'),
+          status: 'succeeded',
+          amount_in_cents: 10000,
+          fee_returned_in_cents: 450,
+          currency: 'GTQ',
+          reason: 'requested_by_customer',
+          balance_transaction_id: newId('txn'),
+          created_at: i.createdAt,
+        },
+        { customer: { id: newId('cus'), email: 'ana@example.com', full_name: 'Ana López' }, user_id: null },
+      ),
     ),
 };

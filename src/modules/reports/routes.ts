@@ -25,10 +25,8 @@ export function reportRoutes(app: ApiApp, ctx: AppContext): void {
   const reports = new ReportsService(ctx);
   const tags = ['reports'];
 
-  app.post(
-    '/report_runs',
-    { schema: { tags, body: CreateReportRunBody, response: { 201: ReportRunSchema, ...errors } } },
-    async (req, reply) => reply.code(201).send(reportView(reports.create(requireAccount(req), req.body), baseUrl(ctx, req))),
+  app.post('/report_runs', { schema: { tags, body: CreateReportRunBody, response: { 201: ReportRunSchema, ...errors } } }, async (req, reply) =>
+    reply.code(201).send(reportView(reports.create(requireAccount(req), req.body), baseUrl(ctx, req))),
   );
 
   app.get(
@@ -66,13 +64,15 @@ export function reportRoutes(app: ApiApp, ctx: AppContext): void {
         throw new ApiError('report_not_ready', { message: 'The report file is being generated again.', extra: { status: 'pending' } });
       }
       // The file is complete and never rewritten in place (renamed into position), so streaming it is safe.
-      return reply
-        .type('text/csv; charset=utf-8')
-        .header('content-length', String(st.size))
-        .header('content-disposition', `attachment; filename="${run.file_name}"`)
-        .header('x-content-sha256', run.sha256!)
-        // A stream skips the serializer; the schema's string documents the body for OpenAPI.
-        .send(createReadStream(file) as unknown as string);
+      return (
+        reply
+          .type('text/csv; charset=utf-8')
+          .header('content-length', String(st.size))
+          .header('content-disposition', `attachment; filename="${run.file_name}"`)
+          .header('x-content-sha256', run.sha256!)
+          // A stream skips the serializer; the schema's string documents the body for OpenAPI.
+          .send(createReadStream(file) as unknown as string)
+      );
     },
   );
 }

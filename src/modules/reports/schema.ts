@@ -9,9 +9,7 @@ export const CreateReportRunBody = Type.Object({
   from_time: DateOrTime,
   until_time: DateOrTime,
   currency: Type.Optional(Type.Union([Type.Literal('GTQ'), Type.Literal('USD'), Type.Literal('USDC')])),
-  type: Type.Optional(
-    Type.Union(['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment'].map((t) => Type.Literal(t))),
-  ),
+  type: Type.Optional(Type.Union(['charge', 'refund', 'payout', 'dispute', 'transfer', 'adjustment'].map((t) => Type.Literal(t)))),
 });
 export type CreateReportRunInput = Static<typeof CreateReportRunBody>;
 

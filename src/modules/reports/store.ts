@@ -34,9 +34,7 @@ export class ReportsStore {
       list: db.prepare(`SELECT * FROM report_runs WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       count: db.prepare(`SELECT count(*) AS n FROM report_runs WHERE ${scope}`),
       nextPending: db.prepare("SELECT * FROM report_runs WHERE status = 'pending' ORDER BY created_at, rowid LIMIT 1"),
-      start: db.prepare(
-        "UPDATE report_runs SET status = 'running', boot_id = @boot, started_at = @at WHERE id = @id AND status = 'pending'",
-      ),
+      start: db.prepare("UPDATE report_runs SET status = 'running', boot_id = @boot, started_at = @at WHERE id = @id AND status = 'pending'"),
       succeed: db.prepare(
         `UPDATE report_runs SET status = 'succeeded', file_name = @file_name, size_bytes = @size_bytes, sha256 = @sha256,
            row_count = @row_count, succeeded_at = @at, error = NULL WHERE id = @id AND status = 'running'`,

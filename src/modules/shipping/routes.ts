@@ -29,15 +29,11 @@ export function shippingRoutes(app: ApiApp, ctx: AppContext): void {
     };
   });
 
-  app.post(
-    '/store_shipping',
-    { schema: { tags, body: QuoteBody, response: { 200: QuoteResponse, ...errors } } },
-    async (req, reply) => {
-      const options = shipping.quote(requireAccount(req), req.body);
-      // A quote creates nothing: 200, not 201.
-      return reply.code(200).send({ options });
-    },
-  );
+  app.post('/store_shipping', { schema: { tags, body: QuoteBody, response: { 200: QuoteResponse, ...errors } } }, async (req, reply) => {
+    const options = shipping.quote(requireAccount(req), req.body);
+    // A quote creates nothing: 200, not 201.
+    return reply.code(200).send({ options });
+  });
 
   app.get('/store_shipping/settings', { schema: { tags, response: { 200: SettingsSchema, ...errors } } }, async (req) =>
     shipping.settings(requireAccount(req)),

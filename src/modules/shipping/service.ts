@@ -7,14 +7,7 @@ import type { Account } from '../../accounts/service.js';
 import { COUNTRY_NAMES } from './subdivisions.js';
 import { knowsSubdivisions, resolveRegion } from './regions.js';
 import { ShippingStore } from './store.js';
-import type {
-  CatalogueDestinationInput,
-  QuoteInput,
-  SettingsInput,
-  ShippingOption,
-  ShippingSettings,
-  StoredDestinationT,
-} from './schema.js';
+import type { CatalogueDestinationInput, QuoteInput, SettingsInput, ShippingOption, ShippingSettings, StoredDestinationT } from './schema.js';
 
 /**
  * What a new account ships with: Guatemala, regions required (rates differ between the capital's
@@ -63,8 +56,15 @@ export function addBusinessDays(nowMs: number, days: number): string {
 /** What a supported country outside the catalogue is quoted while shipping is off. */
 function freeDelivery(currency: string): ShippingOption {
   return {
-    id: 'free', name: 'Envío gratis', kind: 'delivery', amount_in_cents: 0, currency, free_from_amount_in_cents: 0,
-    minimum_business_days: null, maximum_business_days: null, delivery_on: null,
+    id: 'free',
+    name: 'Envío gratis',
+    kind: 'delivery',
+    amount_in_cents: 0,
+    currency,
+    free_from_amount_in_cents: 0,
+    minimum_business_days: null,
+    maximum_business_days: null,
+    delivery_on: null,
   };
 }
 
@@ -76,7 +76,12 @@ export function offeredDestinations(settings: ShippingSettings): Array<{ code: s
   const listed = settings.destinations.map((d) => ({ code: d.code, name: d.name, requires_region: d.requires_region }));
   if (settings.enabled) return listed;
   const codes = new Set(listed.map((d) => d.code));
-  return [...listed, ...Object.entries(COUNTRY_NAMES).filter(([c]) => !codes.has(c)).map(([code, name]) => ({ code, name, requires_region: false }))];
+  return [
+    ...listed,
+    ...Object.entries(COUNTRY_NAMES)
+      .filter(([c]) => !codes.has(c))
+      .map(([code, name]) => ({ code, name, requires_region: false })),
+  ];
 }
 
 export class ShippingService {
@@ -130,29 +135,31 @@ export class ShippingService {
       throw invalid({ region: `is required to quote shipping to ${country}` });
     }
     const now = this.ctx.clock.now();
-    return destination.options
-      // Spec 4.12: pickup options are never offered, whatever the catalogue holds.
-      .filter((o) => o.kind === 'delivery')
-      .filter((o) => o.currency === input.currency)
-      .filter((o) => o.regions.length === 0 || (region !== undefined && o.regions.includes(region)))
-      .map((o) => {
-        const regional = region ? o.region_amounts.find((r) => r.regions.includes(region!)) : undefined;
-        let amount = regional ? regional.amount_in_cents : o.amount_in_cents;
-        if (o.free_from_amount_in_cents !== null && input.subtotal_in_cents >= o.free_from_amount_in_cents) amount = 0;
-        // Shipping off: the store still lists how it delivers, but charges nothing for it.
-        if (!settings.enabled) amount = 0;
-        return {
-          id: o.id,
-          name: o.name,
-          kind: o.kind,
-          amount_in_cents: amount,
-          currency: o.currency,
-          free_from_amount_in_cents: settings.enabled ? o.free_from_amount_in_cents : 0,
-          minimum_business_days: o.minimum_business_days,
-          maximum_business_days: o.maximum_business_days,
-          delivery_on: o.maximum_business_days === null ? null : addBusinessDays(now, o.maximum_business_days),
-        };
-      });
+    return (
+      destination.options
+        // Spec 4.12: pickup options are never offered, whatever the catalogue holds.
+        .filter((o) => o.kind === 'delivery')
+        .filter((o) => o.currency === input.currency)
+        .filter((o) => o.regions.length === 0 || (region !== undefined && o.regions.includes(region)))
+        .map((o) => {
+          const regional = region ? o.region_amounts.find((r) => r.regions.includes(region!)) : undefined;
+          let amount = regional ? regional.amount_in_cents : o.amount_in_cents;
+          if (o.free_from_amount_in_cents !== null && input.subtotal_in_cents >= o.free_from_amount_in_cents) amount = 0;
+          // Shipping off: the store still lists how it delivers, but charges nothing for it.
+          if (!settings.enabled) amount = 0;
+          return {
+            id: o.id,
+            name: o.name,
+            kind: o.kind,
+            amount_in_cents: amount,
+            currency: o.currency,
+            free_from_amount_in_cents: settings.enabled ? o.free_from_amount_in_cents : 0,
+            minimum_business_days: o.minimum_business_days,
+            maximum_business_days: o.maximum_business_days,
+            delivery_on: o.maximum_business_days === null ? null : addBusinessDays(now, o.maximum_business_days),
+          };
+        })
+    );
   }
 }
 

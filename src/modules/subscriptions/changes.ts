@@ -26,7 +26,10 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     const changesContent = body.card !== undefined || body.customer_id !== undefined || body.add_items || body.remove_items || body.invoice_items;
     // A canceled subscription takes no changes, except being reactivated in this same request; one that never started takes none.
     if (changesContent && ((sub.status === 'canceled' && body.status !== 'active') || sub.status === 'unable_to_start')) {
-      throw new ApiError('subscription_transition_invalid', { message: `A ${answeredStatus(sub.status)} subscription cannot be changed.`, extra: { status: answeredStatus(sub.status) } });
+      throw new ApiError('subscription_transition_invalid', {
+        message: `A ${answeredStatus(sub.status)} subscription cannot be changed.`,
+        extra: { status: answeredStatus(sub.status) },
+      });
     }
 
     const errors: Record<string, string> = {};
@@ -72,7 +75,13 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     else if (body.act === 'unpause') sub = subs.resume(account, id);
 
     const emit = (type: string, extra: Record<string, unknown>) =>
-      ctx.outbox.emit({ accountId: sub.account_id, liveMode: sub.live_mode === 1, type, objectId: sub.id, payload: subscriptionEventPayload(sub, type, at, extra) });
+      ctx.outbox.emit({
+        accountId: sub.account_id,
+        liveMode: sub.live_mode === 1,
+        type,
+        objectId: sub.id,
+        payload: subscriptionEventPayload(sub, type, at, extra),
+      });
 
     // General information: emits subscription.update only when something actually differs.
     const patch: Partial<SubscriptionRow> = {};
@@ -86,7 +95,10 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
     const changed = Object.keys(patch).map((k) => (k.startsWith('card_') || k === 'payment_method_id' ? 'card' : k));
     if (changed.length) {
       if (!subs.store.save({ ...sub, ...patch, updated_at: at })) {
-        throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: answeredStatus(sub.status) } });
+        throw new ApiError('subscription_transition_invalid', {
+          message: 'The subscription changed meanwhile; read it again.',
+          extra: { status: answeredStatus(sub.status) },
+        });
       }
       sub = subs.store.get(sub.id)!;
       emit('subscription.update', { changed: [...new Set(changed)] });
@@ -116,7 +128,13 @@ export function updateSubscription(ctx: AppContext, subs: SubscriptionsService, 
       emit('subscription.invoice_item_added', { invoice_item: invoiceItemView(row) });
     }
     if (changesContent) {
-      appendSyncRecord(ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionRecord(subs.store, subs.store.get(sub.id)!) });
+      appendSyncRecord(ctx.db, {
+        kind: 'subscription',
+        accountId: sub.account_id,
+        liveMode: sub.live_mode === 1,
+        createdAt: at,
+        payload: subscriptionRecord(subs.store, subs.store.get(sub.id)!),
+      });
     }
     return sub;
   });

@@ -39,7 +39,9 @@ export function createSubscriptionsForCheckout(
     const count = price.billing_interval_count ?? 1;
     // A price with a free trial was charged 0 on the checkout (resolveItems): the trial is the
     // first period and the first charge comes when it ends, as for POST /subscriptions (startTrial).
-    const trialEnd = price.free_trial_interval ? addInterval(at, price.free_trial_interval as SubscriptionRow['billing_interval'], price.free_trial_interval_count ?? 1) : null;
+    const trialEnd = price.free_trial_interval
+      ? addInterval(at, price.free_trial_interval as SubscriptionRow['billing_interval'], price.free_trial_interval_count ?? 1)
+      : null;
     const row: SubscriptionRow = {
       id: newId('su'),
       account_id: account.id,
@@ -98,7 +100,13 @@ export function createSubscriptionsForCheckout(
         payload: setupIntentEventPayload(row, 'setup_intent.succeeded', at),
       });
     }
-    appendSyncRecord(ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionRecord(store, row) });
+    appendSyncRecord(ctx.db, {
+      kind: 'subscription',
+      accountId: account.id,
+      liveMode: account.live_mode,
+      createdAt: at,
+      payload: subscriptionRecord(store, row),
+    });
     made.push(row);
   }
   return made;

@@ -39,7 +39,15 @@ export type SubscriptionView = ReturnType<typeof subscriptionView>;
 
 type PayloadPrice = Pick<
   Price,
-  'id' | 'amount_in_cents' | 'billing_interval' | 'billing_interval_count' | 'charge_type' | 'currency' | 'free_trial_interval' | 'free_trial_interval_count' | 'periods_before_automatic_cancellation'
+  | 'id'
+  | 'amount_in_cents'
+  | 'billing_interval'
+  | 'billing_interval_count'
+  | 'charge_type'
+  | 'currency'
+  | 'free_trial_interval'
+  | 'free_trial_interval_count'
+  | 'periods_before_automatic_cancellation'
 >;
 export type PayloadProduct = Pick<Product, 'id' | 'name' | 'description' | 'metadata' | 'status'> & { prices: PayloadPrice[] };
 export type PayloadCustomer = Pick<Customer, 'email' | 'full_name' | 'phone' | 'tax_id'>;
@@ -120,7 +128,15 @@ export function setupIntentEventPayload(r: SubscriptionRow, type: string, at: st
 }
 
 export function subscriptionItemView(i: SubscriptionItemRow) {
-  return { id: i.id, product_id: i.product_id, price_id: i.price_id, name: i.name, amount_in_cents: i.amount_in_cents, quantity: i.quantity, created_at: i.created_at };
+  return {
+    id: i.id,
+    product_id: i.product_id,
+    price_id: i.price_id,
+    name: i.name,
+    amount_in_cents: i.amount_in_cents,
+    quantity: i.quantity,
+    created_at: i.created_at,
+  };
 }
 
 export function invoiceItemView(i: InvoiceItemRow) {

@@ -132,5 +132,8 @@ export const subscriptionEventExamples: Record<string, EventExample> = {
   })),
   'setup_intent.succeeded': (i) => setupIntentEventPayload(exampleRow(i, 'active', true), 'setup_intent.succeeded', i.createdAt),
   'setup_intent.cancelled': (i) =>
-    setupIntentEventPayload(exampleRow(i, 'unable_to_start', true), 'setup_intent.cancelled', i.createdAt, { reason: 'trial_payment_failed', failure_reason: 'card_declined' }),
+    setupIntentEventPayload(exampleRow(i, 'unable_to_start', true), 'setup_intent.cancelled', i.createdAt, {
+      reason: 'trial_payment_failed',
+      failure_reason: 'card_declined',
+    }),
 };

@@ -105,7 +105,8 @@ function savedCardOf(
   id: string,
 ): { customer_id: string | null; network: string; last4: string; sandbox_outcome: string | null } | undefined {
   const sub = new SubscriptionsStore(ctx.db).byPaymentMethod(account.id, account.live_mode, id);
-  if (sub?.card_last4) return { customer_id: sub.customer_id, network: sub.card_network ?? 'card', last4: sub.card_last4, sandbox_outcome: sub.sandbox_outcome };
+  if (sub?.card_last4)
+    return { customer_id: sub.customer_id, network: sub.card_network ?? 'card', last4: sub.card_last4, sandbox_outcome: sub.sandbox_outcome };
   const saved = savedCard(ctx, account, id);
   return saved ? { customer_id: saved.customer_id, network: saved.card_network, last4: saved.card_last4, sandbox_outcome: null } : undefined;
 }
@@ -113,7 +114,13 @@ function savedCardOf(
 export function oneTimePaymentRoutes(app: ApiApp, ctx: AppContext): void {
   app.post(
     '/one_time_payments',
-    { schema: { tags: ['payments'], body: OneTimePaymentBody, response: { 201: OneTimePaymentSchema, 402: ErrorSchema, ...errorBodies(400, 401, 403, 404, 422, 429) } } },
+    {
+      schema: {
+        tags: ['payments'],
+        body: OneTimePaymentBody,
+        response: { 201: OneTimePaymentSchema, 402: ErrorSchema, ...errorBodies(400, 401, 403, 404, 422, 429) },
+      },
+    },
     async (req, reply) =>
       sendCommitted(
         ctx.db,

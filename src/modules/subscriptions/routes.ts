@@ -8,7 +8,15 @@ import { hostedSubscriptionFields, subscriptionDetail } from './document.js';
 import { customerById } from '../customers/service.js';
 import { getProduct } from '../products/service.js';
 import { updateSubscription } from './changes.js';
-import { AdvanceBody, CANCEL_MESSAGE, CancelAnswerSchema, CreateTrialSubscriptionBody, StatusFilterSchema, SubscriptionSchema, UpdateSubscriptionBody } from './schema.js';
+import {
+  AdvanceBody,
+  CANCEL_MESSAGE,
+  CancelAnswerSchema,
+  CreateTrialSubscriptionBody,
+  StatusFilterSchema,
+  SubscriptionSchema,
+  UpdateSubscriptionBody,
+} from './schema.js';
 import { SubscriptionsService } from './service.js';
 import { storedStatus } from './machine.js';
 import { IdParams, errorBodies } from '../../api/schemas.js';
@@ -28,11 +36,23 @@ export function subscriptionRoutes(app: ApiApp, ctx: AppContext): void {
 
   app.get(
     '/subscriptions',
-    { schema: { tags, querystring: Type.Object({ ...PageQuery, status: Type.Optional(StatusFilterSchema) }), response: { 200: Type.Array(SubscriptionSchema), ...errors } } },
+    {
+      schema: {
+        tags,
+        querystring: Type.Object({ ...PageQuery, status: Type.Optional(StatusFilterSchema) }),
+        response: { 200: Type.Array(SubscriptionSchema), ...errors },
+      },
+    },
     async (req, reply) => {
       const page = pageOf(req.query);
       const scope = readScope(req);
-      const { rows, total } = subs.store.list(scope.accountIds, scope.liveMode, req.query.status ? storedStatus(req.query.status as Parameters<typeof storedStatus>[0]) : null, page.limit, page.offset);
+      const { rows, total } = subs.store.list(
+        scope.accountIds,
+        scope.liveMode,
+        req.query.status ? storedStatus(req.query.status as Parameters<typeof storedStatus>[0]) : null,
+        page.limit,
+        page.offset,
+      );
       setPageHeaders(req, reply, page, total);
       return rows.map(view);
     },

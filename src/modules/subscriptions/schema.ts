@@ -98,7 +98,10 @@ export const UpdateSubscriptionBody = Type.Object(
     card: Type.Optional(CardInput),
     customer_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()])),
     add_items: Type.Optional(
-      Type.Array(Type.Object({ price_id: Type.String({ minLength: 1, maxLength: 64 }), quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })) }), { minItems: 1, maxItems: 10 }),
+      Type.Array(Type.Object({ price_id: Type.String({ minLength: 1, maxLength: 64 }), quantity: Type.Optional(Type.Integer({ minimum: 1, maximum: 9 })) }), {
+        minItems: 1,
+        maxItems: 10,
+      }),
     ),
     remove_items: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { minItems: 1, maxItems: 10, uniqueItems: true })),
     invoice_items: Type.Optional(

@@ -47,7 +47,8 @@ export class SubscriptionsService {
   private apply(sub: SubscriptionRow, event: SubscriptionEvent, patch: Partial<SubscriptionRow>, extra: Record<string, unknown> = {}): SubscriptionRow {
     const to = nextState(subscriptionMachine, sub.status, event);
     if (!to) {
-      if (event.type === 'REACTIVATE' && sub.status === 'canceled') throw new ApiError('reactivation_period_over', { extra: { status: answeredStatus(sub.status) } });
+      if (event.type === 'REACTIVATE' && sub.status === 'canceled')
+        throw new ApiError('reactivation_period_over', { extra: { status: answeredStatus(sub.status) } });
       throw new ApiError('subscription_transition_invalid', {
         message: `A ${answeredStatus(sub.status)} subscription cannot take ${event.type.toLowerCase()}.`,
         extra: { status: answeredStatus(sub.status) },
@@ -55,7 +56,11 @@ export class SubscriptionsService {
     }
     const at = this.now();
     const next: SubscriptionRow = { ...sub, ...patch, status: to, updated_at: at };
-    if (!this.store.save(next)) throw new ApiError('subscription_transition_invalid', { message: 'The subscription changed meanwhile; read it again.', extra: { status: answeredStatus(sub.status) } });
+    if (!this.store.save(next))
+      throw new ApiError('subscription_transition_invalid', {
+        message: 'The subscription changed meanwhile; read it again.',
+        extra: { status: answeredStatus(sub.status) },
+      });
     const saved = this.store.get(sub.id)!;
     for (const type of eventsFor(sub.status, to, event)) {
       const setup = type.startsWith('setup_intent.');
@@ -68,7 +73,13 @@ export class SubscriptionsService {
       });
     }
     if (sub.status !== to) {
-      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: sub.account_id, liveMode: sub.live_mode === 1, createdAt: at, payload: subscriptionRecord(this.store, saved) });
+      appendSyncRecord(this.ctx.db, {
+        kind: 'subscription',
+        accountId: sub.account_id,
+        liveMode: sub.live_mode === 1,
+        createdAt: at,
+        payload: subscriptionRecord(this.store, saved),
+      });
     }
     return saved;
   }
@@ -136,7 +147,13 @@ export class SubscriptionsService {
         objectId: setupIntentId,
         payload: setupIntentEventPayload(saved, 'setup_intent.succeeded', at),
       });
-      appendSyncRecord(this.ctx.db, { kind: 'subscription', accountId: account.id, liveMode: account.live_mode, createdAt: at, payload: subscriptionRecord(this.store, saved) });
+      appendSyncRecord(this.ctx.db, {
+        kind: 'subscription',
+        accountId: account.id,
+        liveMode: account.live_mode,
+        createdAt: at,
+        payload: subscriptionRecord(this.store, saved),
+      });
       return saved;
     });
   }
@@ -162,14 +179,18 @@ export class SubscriptionsService {
         const days = this.ctx.config.subscriptions.reactivation_days;
         const withinPeriod = sub.canceled_at !== null && this.ctx.clock.now() - Date.parse(sub.canceled_at) <= days * DAY_MS;
         // A paid period that has not ended is honoured; otherwise the next charge is due now.
-        return this.apply(sub, { type: 'REACTIVATE', withinPeriod }, {
-          canceled_at: null,
-          cancel_reason: null,
-          failed_attempts: 0,
-          first_failure_at: null,
-          next_retry_at: null,
-          current_period_end: later(sub.current_period_end, now),
-        });
+        return this.apply(
+          sub,
+          { type: 'REACTIVATE', withinPeriod },
+          {
+            canceled_at: null,
+            cancel_reason: null,
+            failed_attempts: 0,
+            first_failure_at: null,
+            next_retry_at: null,
+            current_period_end: later(sub.current_period_end, now),
+          },
+        );
       }
       return this.apply(sub, { type: 'RESUME' }, { paused_at: null, current_period_end: later(sub.current_period_end, now) });
     });
@@ -186,7 +207,12 @@ export class SubscriptionsService {
           extra: { status: answeredStatus(sub.status), periods_paid: sub.periods_paid, periods_before_allowed_to_cancel: sub.minimum_periods },
         });
       }
-      return this.apply(sub, { type: 'CANCEL' }, { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null }, { reason: 'requested', failure_reason: null });
+      return this.apply(
+        sub,
+        { type: 'CANCEL' },
+        { canceled_at: this.now(), cancel_reason: 'requested', next_retry_at: null },
+        { reason: 'requested', failure_reason: null },
+      );
     });
   }
 
@@ -220,7 +246,10 @@ export class SubscriptionsService {
     return tx(this.ctx.db, () => {
       const fresh = this.store.get(sub.id)!;
       if (fresh.status !== 'active' && fresh.status !== 'past_due') {
-        throw new ApiError('subscription_transition_invalid', { message: `A ${answeredStatus(fresh.status)} subscription is not billed.`, extra: { status: answeredStatus(fresh.status) } });
+        throw new ApiError('subscription_transition_invalid', {
+          message: `A ${answeredStatus(fresh.status)} subscription is not billed.`,
+          extra: { status: answeredStatus(fresh.status) },
+        });
       }
       const account = this.accounts.account(fresh.account_id)!;
       const product = getProduct(this.ctx, account, fresh.product_id);
@@ -228,8 +257,16 @@ export class SubscriptionsService {
       const checkout = createCheckout(this.ctx, account, {
         // The subscription's own price, every added recurring item, and the one-time charges waiting for this renewal.
         items: [
-          { name: product?.name ?? 'Subscription', amount_in_cents: fresh.amount_in_cents, currency: fresh.currency, quantity: 1, tax_category: product?.tax_category },
-          ...this.store.items(fresh.id).map((i) => ({ name: i.name, amount_in_cents: i.amount_in_cents, currency: fresh.currency, quantity: i.quantity, tax_category: i.tax_category })),
+          {
+            name: product?.name ?? 'Subscription',
+            amount_in_cents: fresh.amount_in_cents,
+            currency: fresh.currency,
+            quantity: 1,
+            tax_category: product?.tax_category,
+          },
+          ...this.store
+            .items(fresh.id)
+            .map((i) => ({ name: i.name, amount_in_cents: i.amount_in_cents, currency: fresh.currency, quantity: i.quantity, tax_category: i.tax_category })),
           ...invoiceItems.map((i) => ({ name: i.description, amount_in_cents: i.amount_in_cents, currency: fresh.currency, quantity: 1 })),
         ],
         currency: fresh.currency,
@@ -250,15 +287,19 @@ export class SubscriptionsService {
         // Paid once: a failed charge leaves them pending for the retry.
         if (invoiceItems.length) this.store.markInvoiceItemsBilled(fresh.id, checkout.id);
         const start = fresh.current_period_end;
-        return this.apply(linked, { type: 'CHARGE_SUCCEEDED' }, {
-          current_period_start: start,
-          current_period_end: addInterval(start, fresh.billing_interval, fresh.billing_interval_count),
-          failed_attempts: 0,
-          first_failure_at: null,
-          next_retry_at: null,
-          trial_end: null,
-          periods_paid: fresh.periods_paid + 1,
-        });
+        return this.apply(
+          linked,
+          { type: 'CHARGE_SUCCEEDED' },
+          {
+            current_period_start: start,
+            current_period_end: addInterval(start, fresh.billing_interval, fresh.billing_interval_count),
+            failed_attempts: 0,
+            first_failure_at: null,
+            next_retry_at: null,
+            trial_end: null,
+            periods_paid: fresh.periods_paid + 1,
+          },
+        );
       }
       if (fresh.trial_end !== null) {
         // The first charge after a free trial failed: no retries; the setup intent ends and the subscription never started (`unable_to_start`).
@@ -314,9 +355,13 @@ export class SubscriptionsService {
     return tx(this.ctx.db, () => {
       const sub = this.find([account.id], account.live_mode, id);
       if (sub.status !== 'active' && sub.status !== 'past_due') {
-        throw new ApiError('subscription_transition_invalid', { message: `A ${answeredStatus(sub.status)} subscription is not billed.`, extra: { status: answeredStatus(sub.status) } });
+        throw new ApiError('subscription_transition_invalid', {
+          message: `A ${answeredStatus(sub.status)} subscription is not billed.`,
+          extra: { status: answeredStatus(sub.status) },
+        });
       }
-      if (!this.store.save({ ...sub, sandbox_outcome: outcome })) throw new ApiError('subscription_transition_invalid', { extra: { status: answeredStatus(sub.status) } });
+      if (!this.store.save({ ...sub, sandbox_outcome: outcome }))
+        throw new ApiError('subscription_transition_invalid', { extra: { status: answeredStatus(sub.status) } });
       // The helper bills "the next period now": when no period is left to bill, the subscription ends instead.
       if (sub.status === 'active' && sub.cancel_after_periods !== null && sub.periods_paid >= sub.cancel_after_periods) {
         return this.autoCancel(this.store.get(id)!);

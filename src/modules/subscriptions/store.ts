@@ -71,12 +71,39 @@ export interface InvoiceItemRow {
 }
 
 const COLUMNS = [
-  'id', 'account_id', 'live_mode', 'customer_id', 'product_id', 'price_id', 'amount_in_cents', 'currency',
-  'billing_interval', 'billing_interval_count', 'status', 'current_period_start', 'current_period_end',
-  'failed_attempts', 'first_failure_at', 'next_retry_at', 'paused_at', 'canceled_at', 'cancel_reason',
-  'origin_checkout_id', 'latest_checkout_id', 'card_network', 'card_last4', 'sandbox_outcome', 'trial_end', 'setup_intent_id',
-  'periods_paid', 'cancel_after_periods', 'minimum_periods', 'payment_method_id', 'version',
-  'created_at', 'updated_at',
+  'id',
+  'account_id',
+  'live_mode',
+  'customer_id',
+  'product_id',
+  'price_id',
+  'amount_in_cents',
+  'currency',
+  'billing_interval',
+  'billing_interval_count',
+  'status',
+  'current_period_start',
+  'current_period_end',
+  'failed_attempts',
+  'first_failure_at',
+  'next_retry_at',
+  'paused_at',
+  'canceled_at',
+  'cancel_reason',
+  'origin_checkout_id',
+  'latest_checkout_id',
+  'card_network',
+  'card_last4',
+  'sandbox_outcome',
+  'trial_end',
+  'setup_intent_id',
+  'periods_paid',
+  'cancel_after_periods',
+  'minimum_periods',
+  'payment_method_id',
+  'version',
+  'created_at',
+  'updated_at',
 ];
 
 /** A row carried by an older posd's sync record lacks the period and payment-method columns. */
@@ -98,34 +125,42 @@ export class SubscriptionsStore {
     const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live AND (@status IS NULL OR status = @status)';
     this.s = preparedOnUse({
       insert: () => db.prepare(`INSERT INTO subscriptions (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')}) ON CONFLICT DO NOTHING`),
-      save: () => db.prepare(
-        `UPDATE subscriptions SET ${COLUMNS.filter((c) => c !== 'id' && c !== 'version').map((c) => `${c} = @${c}`).join(', ')},
+      save: () =>
+        db.prepare(
+          `UPDATE subscriptions SET ${COLUMNS.filter((c) => c !== 'id' && c !== 'version')
+            .map((c) => `${c} = @${c}`)
+            .join(', ')},
            version = version + 1
          WHERE id = @id AND version = @version`,
-      ),
+        ),
       get: () => db.prepare('SELECT * FROM subscriptions WHERE id = ?'),
-      insertItem: () => db.prepare(
-        `INSERT INTO subscription_items (id, account_id, live_mode, subscription_id, product_id, price_id, name, amount_in_cents, quantity, tax_category, created_at, removed_at)
+      insertItem: () =>
+        db.prepare(
+          `INSERT INTO subscription_items (id, account_id, live_mode, subscription_id, product_id, price_id, name, amount_in_cents, quantity, tax_category, created_at, removed_at)
          VALUES (@id, @account_id, @live_mode, @subscription_id, @product_id, @price_id, @name, @amount_in_cents, @quantity, @tax_category, @created_at, @removed_at)`,
-      ),
+        ),
       removeItem: () => db.prepare('UPDATE subscription_items SET removed_at = ? WHERE id = ? AND subscription_id = ? AND removed_at IS NULL'),
       items: () => db.prepare('SELECT * FROM subscription_items WHERE subscription_id = ? AND removed_at IS NULL ORDER BY created_at, rowid'),
-      insertInvoiceItem: () => db.prepare(
-        `INSERT INTO subscription_invoice_items (id, account_id, live_mode, subscription_id, description, amount_in_cents, created_at, billed_checkout_id)
+      insertInvoiceItem: () =>
+        db.prepare(
+          `INSERT INTO subscription_invoice_items (id, account_id, live_mode, subscription_id, description, amount_in_cents, created_at, billed_checkout_id)
          VALUES (@id, @account_id, @live_mode, @subscription_id, @description, @amount_in_cents, @created_at, @billed_checkout_id)`,
-      ),
-      pendingInvoiceItems: () => db.prepare('SELECT * FROM subscription_invoice_items WHERE subscription_id = ? AND billed_checkout_id IS NULL ORDER BY created_at, rowid'),
+        ),
+      pendingInvoiceItems: () =>
+        db.prepare('SELECT * FROM subscription_invoice_items WHERE subscription_id = ? AND billed_checkout_id IS NULL ORDER BY created_at, rowid'),
       markBilled: () => db.prepare('UPDATE subscription_invoice_items SET billed_checkout_id = ? WHERE subscription_id = ? AND billed_checkout_id IS NULL'),
-      byPaymentMethod: () => db.prepare('SELECT * FROM subscriptions WHERE payment_method_id = ? AND account_id = ? AND live_mode = ? ORDER BY rowid DESC LIMIT 1'),
+      byPaymentMethod: () =>
+        db.prepare('SELECT * FROM subscriptions WHERE payment_method_id = ? AND account_id = ? AND live_mode = ? ORDER BY rowid DESC LIMIT 1'),
       byOrigin: () => db.prepare('SELECT * FROM subscriptions WHERE origin_checkout_id = ? ORDER BY rowid'),
       list: () => db.prepare(`SELECT * FROM subscriptions WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
       count: () => db.prepare(`SELECT count(*) AS n FROM subscriptions WHERE ${scope}`),
-      due: () => db.prepare(
-        `SELECT * FROM subscriptions
+      due: () =>
+        db.prepare(
+          `SELECT * FROM subscriptions
          WHERE ((status = 'active' AND current_period_end <= @now) OR (status = 'past_due' AND next_retry_at <= @now))
            AND origin_store_id IS NULL
          ORDER BY rowid`,
-      ),
+        ),
       // A central never bills a store's subscription: the store does, and its charges reach the central as records.
       setOrigin: () => db.prepare('UPDATE subscriptions SET origin_store_id = ? WHERE id = ?'),
       item: () => db.prepare('SELECT id FROM subscription_items WHERE id = ?'),

@@ -16,7 +16,12 @@ export type SubscriptionRecord = ReturnType<typeof subscriptionDetail> & {
 };
 
 export function subscriptionRecord(store: SubscriptionsStore, row: SubscriptionRow): Record<string, unknown> {
-  const record: SubscriptionRecord = { ...subscriptionDetail(store, row), row, item_rows: store.items(row.id), invoice_item_rows: store.pendingInvoiceItems(row.id) };
+  const record: SubscriptionRecord = {
+    ...subscriptionDetail(store, row),
+    row,
+    item_rows: store.items(row.id),
+    invoice_item_rows: store.pendingInvoiceItems(row.id),
+  };
   return record;
 }
 
@@ -41,7 +46,8 @@ export function applyStoreSubscription(ctx: AppContext, accountId: string, store
   const store = new SubscriptionsStore(ctx.db);
   const row: SubscriptionRow = { ...record.row, account_id: accountId };
   const existing = store.get(row.id);
-  if (existing && (existing.account_id !== accountId || existing.live_mode !== row.live_mode)) return `subscription ${row.id} belongs to another account at the central`;
+  if (existing && (existing.account_id !== accountId || existing.live_mode !== row.live_mode))
+    return `subscription ${row.id} belongs to another account at the central`;
   if (existing && existing.updated_at > row.updated_at) return null;
   // The same state again (a replay) is not a change: the row's version moves only on a real one.
   if (existing) {

@@ -12,27 +12,19 @@ import { createSwap, getSwap, listSwaps, settleSwap } from './service.js';
 export function swapRoutes(app: ApiApp, ctx: AppContext): void {
   const tags = ['swaps'];
 
-  app.post(
-    '/swaps',
-    { schema: { tags, body: CreateSwapBody, response: { 201: SwapSchema, ...ErrorResponses } } },
-    async (req, reply) => sendCommitted(ctx.db, req, reply, 201, () => createSwap(ctx, requireAccount(req), req.body)),
+  app.post('/swaps', { schema: { tags, body: CreateSwapBody, response: { 201: SwapSchema, ...ErrorResponses } } }, async (req, reply) =>
+    sendCommitted(ctx.db, req, reply, 201, () => createSwap(ctx, requireAccount(req), req.body)),
   );
 
-  app.get(
-    '/swaps',
-    { schema: { tags, querystring: SwapListQuery, response: { 200: Type.Array(SwapSchema), ...ErrorResponses } } },
-    async (req, reply) => {
-      const page = pageOf(req.query);
-      const { rows, total } = listSwaps(ctx, readScope(req), page.limit, page.offset);
-      setPageHeaders(req, reply, page, total);
-      return rows;
-    },
-  );
+  app.get('/swaps', { schema: { tags, querystring: SwapListQuery, response: { 200: Type.Array(SwapSchema), ...ErrorResponses } } }, async (req, reply) => {
+    const page = pageOf(req.query);
+    const { rows, total } = listSwaps(ctx, readScope(req), page.limit, page.offset);
+    setPageHeaders(req, reply, page, total);
+    return rows;
+  });
 
-  app.get(
-    '/swaps/:id',
-    { schema: { tags, params: IdParams, response: { 200: SwapSchema, ...ErrorResponses } } },
-    async (req) => getSwap(ctx, readScope(req), req.params.id),
+  app.get('/swaps/:id', { schema: { tags, params: IdParams, response: { 200: SwapSchema, ...ErrorResponses } } }, async (req) =>
+    getSwap(ctx, readScope(req), req.params.id),
   );
 
   /** Sandbox helper: the exchange's answer about a pending swap (`settleSwap`, the code its notice uses). */

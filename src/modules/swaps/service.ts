@@ -77,7 +77,13 @@ export function createSwap(ctx: AppContext, account: Account, input: CreateSwapI
       updated_at: at,
     };
     swapsStore(ctx.db).insert(row);
-    ctx.outbox.emit({ accountId: account.id, liveMode: account.live_mode, type: 'swap.create', payload: swapEventPayload(row, 'swap.create', null), objectId: id });
+    ctx.outbox.emit({
+      accountId: account.id,
+      liveMode: account.live_mode,
+      type: 'swap.create',
+      payload: swapEventPayload(row, 'swap.create', null),
+      objectId: id,
+    });
     return swapView(row);
   });
 }
@@ -109,8 +115,18 @@ export function settleSwap(ctx: AppContext, account: Account, id: string, o: Swa
     const common = { accountId: account.id, liveMode: account.live_mode, type: 'swap' as const, feeInCents: 0, sourceId: row.id, sourceType: 'swap' };
     const completed = to === 'completed';
     const moved = completed
-      ? postBalanceTransaction(ctx, { ...common, amountInCents: row.to_amount_in_cents, currency: row.to_currency, description: `Swap ${row.from_currency} → ${row.to_currency}` })
-      : postBalanceTransaction(ctx, { ...common, amountInCents: row.amount_in_cents, currency: row.from_currency, description: `Swap ${row.from_currency} → ${row.to_currency} failed: returned` });
+      ? postBalanceTransaction(ctx, {
+          ...common,
+          amountInCents: row.to_amount_in_cents,
+          currency: row.to_currency,
+          description: `Swap ${row.from_currency} → ${row.to_currency}`,
+        })
+      : postBalanceTransaction(ctx, {
+          ...common,
+          amountInCents: row.amount_in_cents,
+          currency: row.from_currency,
+          description: `Swap ${row.from_currency} → ${row.to_currency} failed: returned`,
+        });
     const next: SwapRow = {
       ...row,
       status: to,
@@ -121,7 +137,13 @@ export function settleSwap(ctx: AppContext, account: Account, id: string, o: Swa
       updated_at: at,
     };
     if (!store.settle(next)) throw new ApiError('swap_final', { message: 'The swap changed meanwhile; read it again.' });
-    ctx.outbox.emit({ accountId: account.id, liveMode: account.live_mode, type: 'swap.update', payload: swapEventPayload(next, 'swap.update', row.status), objectId: row.id });
+    ctx.outbox.emit({
+      accountId: account.id,
+      liveMode: account.live_mode,
+      type: 'swap.update',
+      payload: swapEventPayload(next, 'swap.update', row.status),
+      objectId: row.id,
+    });
     return swapView(next);
   });
 }

@@ -55,7 +55,10 @@ export class SwapsStore {
   }
   settle(row: SwapRow): boolean {
     const { id, status, transaction_hash, failure_reason, to_balance_transaction_id, return_balance_transaction_id, updated_at } = row;
-    return this.stmts.settle.run({ id, status, transaction_hash, failure_reason, to_balance_transaction_id, return_balance_transaction_id, updated_at }).changes === 1;
+    return (
+      this.stmts.settle.run({ id, status, transaction_hash, failure_reason, to_balance_transaction_id, return_balance_transaction_id, updated_at }).changes ===
+      1
+    );
   }
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: SwapRow[]; total: number } {
     const ids = JSON.stringify(accountIds);

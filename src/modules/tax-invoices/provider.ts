@@ -108,7 +108,10 @@ export function taxInvoiceProvider(ctx: AppContext): TaxInvoiceProvider {
   let p = providers.get(ctx);
   if (!p) {
     const c = ctx.config.money.tax_invoicing;
-    p = c.provider === 'http' ? new HttpTaxInvoiceProvider(c.url, c.api_key, c.timeout_ms, outboundGuard(ctx)) : new SandboxTaxInvoiceProvider(publicBaseUrl(ctx.config));
+    p =
+      c.provider === 'http'
+        ? new HttpTaxInvoiceProvider(c.url, c.api_key, c.timeout_ms, outboundGuard(ctx))
+        : new SandboxTaxInvoiceProvider(publicBaseUrl(ctx.config));
     providers.set(ctx, p);
   }
   return p;

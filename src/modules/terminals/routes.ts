@@ -42,10 +42,8 @@ export function terminalRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/terminals/:id',
-    { schema: { tags: ['terminals'], params: TerminalIdParams, response: { 200: TerminalSchema, ...errors } } },
-    async (req) => getTerminal(ctx, readScope(req), req.params.id),
+  app.get('/terminals/:id', { schema: { tags: ['terminals'], params: TerminalIdParams, response: { 200: TerminalSchema, ...errors } } }, async (req) =>
+    getTerminal(ctx, readScope(req), req.params.id),
   );
 
   app.delete(

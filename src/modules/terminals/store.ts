@@ -31,14 +31,10 @@ function makeStore(db: Db) {
     `SELECT * FROM terminals WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND retired_at IS NULL
      ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
   );
-  const count = db.prepare(
-    `SELECT COUNT(*) AS n FROM terminals WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND retired_at IS NULL`,
-  );
+  const count = db.prepare(`SELECT COUNT(*) AS n FROM terminals WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND retired_at IS NULL`);
   const serial = db.prepare(`SELECT * FROM terminals WHERE transport = 'serial' AND retired_at IS NULL ORDER BY created_at`);
   const retire = db.prepare(`UPDATE terminals SET retired_at = ?, availability = 'unavailable' WHERE id = ? AND retired_at IS NULL`);
-  const hello = db.prepare(
-    `UPDATE terminals SET model = ?, firmware = ?, availability = 'available', last_seen_at = ? WHERE id = ?`,
-  );
+  const hello = db.prepare(`UPDATE terminals SET model = ?, firmware = ?, availability = 'available', last_seen_at = ? WHERE id = ?`);
   const seen = db.prepare('UPDATE terminals SET last_seen_at = ? WHERE id = ?');
   const availability = db.prepare('UPDATE terminals SET availability = ?, last_seen_at = COALESCE(?, last_seen_at) WHERE id = ?');
   const allUnavailable = db.prepare(`UPDATE terminals SET availability = 'unavailable' WHERE availability = 'available'`);

@@ -41,10 +41,8 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/transfers/:id',
-    { schema: { tags, params: IdParams, response: { 200: TransferSchema, ...ErrorResponses } } },
-    async (req) => getTransfer(ctx, readScope(req), req.params.id),
+  app.get('/transfers/:id', { schema: { tags, params: IdParams, response: { 200: TransferSchema, ...ErrorResponses } } }, async (req) =>
+    getTransfer(ctx, readScope(req), req.params.id),
   );
 
   app.post(
@@ -64,10 +62,8 @@ export function transferRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/withdrawals/:id',
-    { schema: { tags: ['withdrawals'], params: IdParams, response: { 200: WithdrawalSchema, ...ErrorResponses } } },
-    async (req) => getWithdrawal(ctx, readScope(req), req.params.id),
+  app.get('/withdrawals/:id', { schema: { tags: ['withdrawals'], params: IdParams, response: { 200: WithdrawalSchema, ...ErrorResponses } } }, async (req) =>
+    getWithdrawal(ctx, readScope(req), req.params.id),
   );
 
   // gaps.md: sandbox test helpers answer 404 to live keys, as if they did not exist.

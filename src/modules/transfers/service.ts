@@ -39,11 +39,23 @@ type PeerEventType = 'transfer.sent' | 'transfer.received' | 'transfer.pending' 
 /** A `transfer.*` event to one side: the recipient's `transfer.received`, the sender's others. */
 function emitPeer(ctx: AppContext, row: TransferRow, type: PeerEventType): void {
   const viewer = type === 'transfer.received' ? row.recipient_account_id! : row.account_id;
-  ctx.outbox.emit({ type, accountId: viewer, liveMode: row.live_mode === 1, objectId: row.id, payload: transferEventPayload(row, type, viewer, accountNames(ctx)) });
+  ctx.outbox.emit({
+    type,
+    accountId: viewer,
+    liveMode: row.live_mode === 1,
+    objectId: row.id,
+    payload: transferEventPayload(row, type, viewer, accountNames(ctx)),
+  });
 }
 
 function syncPeer(ctx: AppContext, row: TransferRow, change: string, ledger: BalanceTransaction[], at: string): void {
-  appendSyncRecord(ctx.db, { kind: 'transfer', accountId: row.account_id, liveMode: row.live_mode === 1, payload: syncPayload(row, change, ledger), createdAt: at });
+  appendSyncRecord(ctx.db, {
+    kind: 'transfer',
+    accountId: row.account_id,
+    liveMode: row.live_mode === 1,
+    payload: syncPayload(row, change, ledger),
+    createdAt: at,
+  });
 }
 
 /** Whether a transfer of this amount goes to human review (`money.transfer_review_above_in_cents`, 0: never). */
@@ -119,7 +131,11 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
       return transferView(ctx, row, [sender.id]);
     }
     const credit = creditRecipient(ctx, evaluating, sender.name);
-    const row: TransferRow = { ...evaluating, status: nextState(peerTransferMachine, 'pending', { type: 'approve' })!, recipient_balance_transaction_id: credit.id };
+    const row: TransferRow = {
+      ...evaluating,
+      status: nextState(peerTransferMachine, 'pending', { type: 'approve' })!,
+      recipient_balance_transaction_id: credit.id,
+    };
     store.insert(row);
     emitPeer(ctx, row, 'transfer.sent');
     emitPeer(ctx, row, 'transfer.received');
@@ -204,7 +220,9 @@ export function getTransfer(ctx: AppContext, scope: ReadScope, id: string): Tran
   const row = transfersStore(ctx.db).get(id, scope.liveMode);
   // A held or cancelled transfer never reached its recipient: only the sender reads it.
   const visible =
-    row && (scope.accountIds.includes(row.account_id) || (row.status === 'succeeded' && row.recipient_account_id !== null && scope.accountIds.includes(row.recipient_account_id)));
+    row &&
+    (scope.accountIds.includes(row.account_id) ||
+      (row.status === 'succeeded' && row.recipient_account_id !== null && scope.accountIds.includes(row.recipient_account_id)));
   if (!row || !visible) throw notFound('transfer', id);
   return transferView(ctx, row, scope.accountIds);
 }

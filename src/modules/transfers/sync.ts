@@ -26,9 +26,7 @@ export const TransferPayload = Type.Object({
     created_at: Type.String(),
     updated_at: Type.String(),
   }),
-  balance_transactions: Type.Array(
-    Type.Object({ id: Type.String(), account_id: Type.String(), amount_in_cents: Type.Number(), fee_in_cents: Type.Number() }),
-  ),
+  balance_transactions: Type.Array(Type.Object({ id: Type.String(), account_id: Type.String(), amount_in_cents: Type.Number(), fee_in_cents: Type.Number() })),
 });
 
 /**

@@ -28,7 +28,10 @@ export function transferView(ctx: AppContext, row: TransferRow, viewerIds: reado
 
 /** An account's name for a transfer's `sender`/`recipient` (null when this box does not know it). */
 export type AccountNames = (accountId: string) => string | null;
-export const accountNames = (ctx: AppContext): AccountNames => (id) => accountsOf(ctx).account(id)?.name ?? null;
+export const accountNames =
+  (ctx: AppContext): AccountNames =>
+  (id) =>
+    accountsOf(ctx).account(id)?.name ?? null;
 
 /**
  * The hosted service's name of a peer transfer that reached its recipient is `completed` (hosted

@@ -106,11 +106,7 @@ export function listWithdrawals(
   limit: number,
   offset: number,
 ): { rows: WithdrawalView[]; total: number } {
-  const { rows, total } = transfersStore(ctx.db).list(
-    { ...scope, kind: 'withdrawal', status: filter.status, includeIncoming: false },
-    limit,
-    offset,
-  );
+  const { rows, total } = transfersStore(ctx.db).list({ ...scope, kind: 'withdrawal', status: filter.status, includeIncoming: false }, limit, offset);
   return { rows: rows.map((r) => withdrawalView(ctx, r)), total };
 }
 

@@ -28,14 +28,10 @@ const UserSchema = Type.Object({
 
 /** `/users`: an account's users. The per-IP and per-test-key windows of spec 8 run in the API layer. */
 export function userRoutes(app: ApiApp, ctx: AppContext): void {
-  app.post(
-    '/users',
-    { schema: { tags: ['users'], body: UserBody, response: { 200: UserSchema, 201: UserSchema, ...ErrorResponses } } },
-    async (req, reply) => {
-      const { user, created } = createUser(ctx, requireAccount(req), req.body);
-      return reply.code(created ? 201 : 200).send(user);
-    },
-  );
+  app.post('/users', { schema: { tags: ['users'], body: UserBody, response: { 200: UserSchema, 201: UserSchema, ...ErrorResponses } } }, async (req, reply) => {
+    const { user, created } = createUser(ctx, requireAccount(req), req.body);
+    return reply.code(created ? 201 : 200).send(user);
+  });
 
   app.get(
     '/users',
@@ -49,14 +45,10 @@ export function userRoutes(app: ApiApp, ctx: AppContext): void {
     },
   );
 
-  app.get(
-    '/users/:id',
-    { schema: { tags: ['users'], params: IdParams, response: { 200: UserSchema, ...ErrorResponses } } },
-    async (req) => {
-      const { accountIds, liveMode } = readScope(req);
-      const user = getUser(ctx, accountIds, liveMode, req.params.id);
-      if (!user) throw notFound('user', req.params.id);
-      return user;
-    },
-  );
+  app.get('/users/:id', { schema: { tags: ['users'], params: IdParams, response: { 200: UserSchema, ...ErrorResponses } } }, async (req) => {
+    const { accountIds, liveMode } = readScope(req);
+    const user = getUser(ctx, accountIds, liveMode, req.params.id);
+    if (!user) throw notFound('user', req.params.id);
+    return user;
+  });
 }

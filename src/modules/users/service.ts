@@ -19,13 +19,27 @@ export interface User {
 }
 
 function toUser(r: UserRow): User {
-  return { id: r.id, account_id: r.account_id, live_mode: r.live_mode === 1, email: r.email, name: r.name, full_name: r.name, phone: r.phone, created_at: r.created_at };
+  return {
+    id: r.id,
+    account_id: r.account_id,
+    live_mode: r.live_mode === 1,
+    email: r.email,
+    name: r.name,
+    full_name: r.name,
+    phone: r.phone,
+    created_at: r.created_at,
+  };
 }
 
 /** An account's user by e-mail, created when new (the e-mail is the natural key, as for customers). */
-export function createUser(ctx: AppContext, account: Account, input: { email: string; name?: string | null; full_name?: string | null; phone?: string | null }): { user: User; created: boolean } {
+export function createUser(
+  ctx: AppContext,
+  account: Account,
+  input: { email: string; name?: string | null; full_name?: string | null; phone?: string | null },
+): { user: User; created: boolean } {
   const email = input.email.trim().toLowerCase();
-  if (input.name !== undefined && input.full_name !== undefined && input.name !== input.full_name) throw invalid({ full_name: 'must equal name when both are sent' });
+  if (input.name !== undefined && input.full_name !== undefined && input.name !== input.full_name)
+    throw invalid({ full_name: 'must equal name when both are sent' });
   const name = input.name ?? input.full_name ?? null;
   return tx(ctx.db, () => {
     const store = usersStore(ctx.db);

@@ -196,17 +196,21 @@ export class Dispatcher {
       this.flights.delete(row.seq);
     };
     const p = this.attempt(row, manual)
-      .then((outcome) => {
-        done();
-        if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
-        // The slot is free now; the outcome commits with the next group.
-        this.hooks.kick();
-        return outcome ? this.hooks.record(outcome) : undefined;
-      }, (err) => {
-        done();
-        if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, false, true, 0, this.ctx.clock.now());
-        throw err;
-      })
+      .then(
+        (outcome) => {
+          done();
+          if (gatedAt !== null)
+            this.gates.finished(row.endpoint_id, gatedAt, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
+          // The slot is free now; the outcome commits with the next group.
+          this.hooks.kick();
+          return outcome ? this.hooks.record(outcome) : undefined;
+        },
+        (err) => {
+          done();
+          if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, false, true, 0, this.ctx.clock.now());
+          throw err;
+        },
+      )
       .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
       .finally(() => {
         if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
@@ -298,7 +302,19 @@ export class Dispatcher {
           origin: target.origin,
           path: target.path,
           body,
-          headers: { 'content-type': 'application/json', 'user-agent': 'posd-webhooks/1', ...deliveryHeaders(signedHeaders(target.key, row.event_id, timestamp, body, target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined)) },
+          headers: {
+            'content-type': 'application/json',
+            'user-agent': 'posd-webhooks/1',
+            ...deliveryHeaders(
+              signedHeaders(
+                target.key,
+                row.event_id,
+                timestamp,
+                body,
+                target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined,
+              ),
+            ),
+          },
           signal: deadline.signal,
           bodyLimit: 64 * 1024,
         });

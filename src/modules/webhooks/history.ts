@@ -22,9 +22,7 @@ export function endpointHistoryStore(db: Db) {
   const s = preparedOnUse({
     setUrl: () => db.prepare('UPDATE webhook_endpoints SET url = ?, updated_at = ? WHERE id = ?'),
     insert: () =>
-      db.prepare(
-        'INSERT INTO webhook_endpoint_history (endpoint_id, account_id, field, old_value, new_value, actor, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
+      db.prepare('INSERT INTO webhook_endpoint_history (endpoint_id, account_id, field, old_value, new_value, actor, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     page: () => db.prepare('SELECT * FROM webhook_endpoint_history WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?'),
     count: () => db.prepare('SELECT COUNT(*) FROM webhook_endpoint_history WHERE endpoint_id = ?').pluck(),
   });

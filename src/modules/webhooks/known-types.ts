@@ -12,4 +12,3 @@ export function checkedTypes(field: string, types: string[] | null | undefined):
   if (unknown.length > 0) throw invalid({ [field]: `not in the event catalogue (docs/events.md): ${unknown.join(', ')}` });
   return [...new Set(types)];
 }
-

@@ -57,7 +57,10 @@ export function successOps(outcomes: Outcome[], now: string): WriteOp[] {
   const ops: WriteOp[] = [];
   for (const g of groups.values()) {
     const common = { auto: g.auto, manual: g.manual, response_code: g.response_code, updated_at: now };
-    ops.push(['markSucceededMany', { ...common, seqs: JSON.stringify(g.seqs) }], ['insertSucceededAttempts', { manual: g.manual, response_code: g.response_code, rows: JSON.stringify(g.rows) }]);
+    ops.push(
+      ['markSucceededMany', { ...common, seqs: JSON.stringify(g.seqs) }],
+      ['insertSucceededAttempts', { manual: g.manual, response_code: g.response_code, rows: JSON.stringify(g.rows) }],
+    );
   }
   return [...ops, ...single];
 }

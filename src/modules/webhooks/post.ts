@@ -32,7 +32,10 @@ const RETRY_AFTER = 'retry-after';
 export function post(dispatcher: Dispatcher, req: PostRequest): Promise<PostAnswer> {
   return new Promise((resolve, reject) => {
     const handler = new PostHandler(req, resolve, reject);
-    dispatcher.dispatch({ origin: req.origin, path: req.path, method: 'POST', headers: req.headers, body: req.body }, handler as unknown as Dispatcher.DispatchHandler);
+    dispatcher.dispatch(
+      { origin: req.origin, path: req.path, method: 'POST', headers: req.headers, body: req.body },
+      handler as unknown as Dispatcher.DispatchHandler,
+    );
   });
 }
 

@@ -114,12 +114,7 @@ export async function replayDeliveries(
  * then), with its filters. Called in the transaction that enables it again, before the disabled
  * marks are cleared (bounded by how long the endpoint was disabled, so made in one statement each).
  */
-export function replayMissed(
-  store: WebhooksStore,
-  clock: Clock,
-  endpoint: EndpointRow,
-  parentOf: (accountId: string) => string | null,
-): ReplayView {
+export function replayMissed(store: WebhooksStore, clock: Clock, endpoint: EndpointRow, parentOf: (accountId: string) => string | null): ReplayView {
   const nowMs = clock.now();
   const at = { nowMs, now: isoTime(nowMs) };
   const disabledAt = endpoint.disabled_at_ms === null ? endpoint.updated_at : isoTime(endpoint.disabled_at_ms);

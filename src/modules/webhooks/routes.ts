@@ -88,11 +88,10 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
     });
   }
 
-  app.delete(
-    '/webhook_endpoints/:id',
-    { schema: { tags, params: EndpointParams, response: { 200: DeletedEndpointSchema, ...errors } } },
-    async (req) => ({ ...service.remove(scopeOf(req), req.params.id), deleted: true as const }),
-  );
+  app.delete('/webhook_endpoints/:id', { schema: { tags, params: EndpointParams, response: { 200: DeletedEndpointSchema, ...errors } } }, async (req) => ({
+    ...service.remove(scopeOf(req), req.params.id),
+    deleted: true as const,
+  }));
 
   app.get(
     '/webhook_endpoints/:id/deliveries',
@@ -109,7 +108,15 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
 
   app.get(
     '/webhook_endpoints/:id/history',
-    { schema: { tags, description: "The endpoint's audited changes (a URL moved), newest first.", params: EndpointParams, querystring: Type.Object(PageQuery), response: { 200: Type.Array(HistorySchema), ...errors } } },
+    {
+      schema: {
+        tags,
+        description: "The endpoint's audited changes (a URL moved), newest first.",
+        params: EndpointParams,
+        querystring: Type.Object(PageQuery),
+        response: { 200: Type.Array(HistorySchema), ...errors },
+      },
+    },
     async (req, reply) => {
       const scope = readScope(req);
       const endpoint = service.find(scope.accountIds, scope.liveMode, req.params.id);
@@ -149,7 +156,7 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
       schema: {
         tags,
         description:
-          'Bulk replay: the events of the endpoint\'s deliveries that match (time range, event types, statuses) are sent again as new deliveries with the same webhook-id. Svix: recover; Stripe: resend.',
+          "Bulk replay: the events of the endpoint's deliveries that match (time range, event types, statuses) are sent again as new deliveries with the same webhook-id. Svix: recover; Stripe: resend.",
         params: EndpointParams,
         body: ReplayBody,
         response: { 201: ReplaySchema, ...errors },
@@ -158,14 +165,10 @@ export function webhookRoutes(app: ApiApp, service: WebhooksService, box: Secret
     async (req, reply) => reply.code(201).send(await service.replay(scopeOf(req), req.params.id, req.body)),
   );
 
-  app.get(
-    '/webhook_endpoints/:id/replays/:replay_id',
-    { schema: { tags, params: ReplayParams, response: { 200: ReplaySchema, ...errors } } },
-    async (req) => {
-      const scope = readScope(req);
-      return service.replayStatus(scope.accountIds, scope.liveMode, req.params.id, req.params.replay_id);
-    },
-  );
+  app.get('/webhook_endpoints/:id/replays/:replay_id', { schema: { tags, params: ReplayParams, response: { 200: ReplaySchema, ...errors } } }, async (req) => {
+    const scope = readScope(req);
+    return service.replayStatus(scope.accountIds, scope.liveMode, req.params.id, req.params.replay_id);
+  });
 
   app.post(
     '/webhook_endpoints/:id/test',

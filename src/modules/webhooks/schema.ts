@@ -17,7 +17,10 @@ export const EndpointSchema = Type.Object({
   rate_limit: Described(Type.Integer(), 'Messages per second at most (Svix: rateLimit); null: no limit.'),
   max_in_flight: Described(Type.Integer(), 'Attempts in flight at most, of webhooks.concurrency; null: no cap.'),
   fifo: Type.Boolean({ description: 'First-in-first-out delivery: one delivery at a time, in event order (Svix: FIFO endpoints).' }),
-  previous_secret_expires_at: Described(Type.String({ format: 'date-time' }), 'After a secret rotation: until when deliveries also carry the signature by the replaced secret.'),
+  previous_secret_expires_at: Described(
+    Type.String({ format: 'date-time' }),
+    'After a secret rotation: until when deliveries also carry the signature by the replaced secret.',
+  ),
   metadata: Type.Record(Type.String(), Type.String(), { description: 'Strings the integrator keeps on the endpoint (hosted section 13).' }),
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
@@ -28,9 +31,15 @@ export const EndpointSchema = Type.Object({
 export const CreatedEndpointSchema = Type.Composite([EndpointSchema, Type.Object({ signingSecret: Type.String() })]);
 export const DeletedEndpointSchema = Type.Composite([EndpointSchema, Type.Object({ deleted: Type.Literal(true) })]);
 
-const FilterTypes = Described(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }), "Catalogue event types (docs/events.md) the endpoint receives; null or absent: every type (Svix's filterTypes).");
+const FilterTypes = Described(
+  Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }),
+  "Catalogue event types (docs/events.md) the endpoint receives; null or absent: every type (Svix's filterTypes).",
+);
 
-const RateLimit = Described(Type.Integer({ minimum: 1, maximum: 100_000 }), 'Messages per second at most, over every 1-second window; null or absent: no limit.');
+const RateLimit = Described(
+  Type.Integer({ minimum: 1, maximum: 100_000 }),
+  'Messages per second at most, over every 1-second window; null or absent: no limit.',
+);
 const MaxInFlight = Described(
   Type.Integer({ minimum: 1, maximum: 1000 }),
   "Attempts in flight at most: a slow receiver never holds more of the worker's slots; null or absent: webhooks.endpoint_max_in_flight (8 by default).",
@@ -59,7 +68,8 @@ export const UpdateEndpointBody = Type.Object({
     Type.String({
       minLength: 1,
       maxLength: 2048,
-      description: 'Moves the endpoint (through the same URL checks as creation); its id, secret, filters and deliveries stay; the change is kept in its history.',
+      description:
+        'Moves the endpoint (through the same URL checks as creation); its id, secret, filters and deliveries stay; the change is kept in its history.',
     }),
   ),
   description: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
@@ -93,9 +103,7 @@ export const ReplayBody = Type.Object({
   since: Type.Optional(Type.String({ format: 'date-time', description: 'Deliveries made at or after this time (default: all kept).' })),
   until: Type.Optional(Type.String({ format: 'date-time', description: 'Deliveries made before this time (default: now).' })),
   event_types: Type.Optional(Nullable(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { minItems: 1, maxItems: 500 }))),
-  statuses: Type.Optional(
-    Nullable(Type.Array(DeliveryStatus, { minItems: 1, maxItems: 4, description: 'e.g. ["failed", "canceled"]; null or absent: any.' })),
-  ),
+  statuses: Type.Optional(Nullable(Type.Array(DeliveryStatus, { minItems: 1, maxItems: 4, description: 'e.g. ["failed", "canceled"]; null or absent: any.' }))),
 });
 
 export const ReplaySchema = Type.Object({

@@ -182,16 +182,18 @@ export type WriteStatement = keyof typeof WRITE_SQL;
 
 export function webhooksStore(db: Db) {
   const s = preparedOnUse({
-    insertEndpoint: () => db.prepare(
-      `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, filter_types,
+    insertEndpoint: () =>
+      db.prepare(
+        `INSERT INTO webhook_endpoints (id, account_id, live_mode, url, description, secret, disabled, disabled_reason, from_seq, filter_types,
          metadata, created_at, updated_at)
        VALUES (@id, @account_id, @live_mode, @url, @description, @secret, 0, NULL, @from_seq, @filter_types, @metadata, @created_at, @updated_at)`,
-    ),
+      ),
     endpoint: () => db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?'),
-    updateEndpoint: () => db.prepare(
-      `UPDATE webhook_endpoints SET description = @description, disabled = @disabled, disabled_reason = @disabled_reason, updated_at = @updated_at
+    updateEndpoint: () =>
+      db.prepare(
+        `UPDATE webhook_endpoints SET description = @description, disabled = @disabled, disabled_reason = @disabled_reason, updated_at = @updated_at
        WHERE id = @id`,
-    ),
+      ),
     deleteEndpoint: () => db.prepare('DELETE FROM webhook_endpoints WHERE id = ?'),
     activeEndpoints: () => db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
     maxSeq: () => db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
@@ -205,29 +207,33 @@ export function webhooksStore(db: Db) {
     fifoIds: () => db.prepare('SELECT id FROM webhook_endpoints WHERE fifo = 1 AND disabled = 0').pluck(),
     // Turning FIFO on: the endpoint's pending deliveries of events join the order, the oldest keeps
     // its schedule (the head), the others are parked. Test sends stay outside the order.
-    fifoOn: () => db.prepare(
-      `UPDATE webhook_deliveries SET fifo = 1,
+    fifoOn: () =>
+      db.prepare(
+        `UPDATE webhook_deliveries SET fifo = 1,
          next_attempt_ms = IIF(seq = (SELECT MIN(seq) FROM webhook_deliveries WHERE endpoint_id = @id AND status = 'pending' AND event_seq IS NOT NULL),
            COALESCE(next_attempt_ms, @now_ms), NULL)
        WHERE endpoint_id = @id AND status = 'pending' AND event_seq IS NOT NULL`,
-    ),
+      ),
     // Turning it off: every parked one is due now.
-    fifoOff: () => db.prepare(
-      `UPDATE webhook_deliveries SET fifo = 0, next_attempt_ms = COALESCE(next_attempt_ms, @now_ms)
+    fifoOff: () =>
+      db.prepare(
+        `UPDATE webhook_deliveries SET fifo = 0, next_attempt_ms = COALESCE(next_attempt_ms, @now_ms)
        WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1`,
-    ),
+      ),
     promoteNext: () => db.prepare(WRITE_SQL.promoteNext),
     gatedCount: () => db.prepare('SELECT COUNT(*) FROM webhook_endpoints WHERE rate_limit IS NOT NULL OR max_in_flight IS NOT NULL').pluck(),
     // Deliveries a gate held back (gates.ts), to when it should let them through: `rows` is a JSON
     // array of [seq, next_attempt_ms]. Not an attempt: counts and the schedule stay.
-    reschedule: () => db.prepare(
-      `UPDATE webhook_deliveries SET next_attempt_ms = j.value ->> 1
+    reschedule: () =>
+      db.prepare(
+        `UPDATE webhook_deliveries SET next_attempt_ms = j.value ->> 1
        FROM json_each(?) j WHERE webhook_deliveries.seq = j.value ->> 0 AND webhook_deliveries.status = 'pending'`,
-    ),
-    rotateSecret: () => db.prepare(
-      `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_ms = @expires_ms, secret = @secret, updated_at = @updated_at
+      ),
+    rotateSecret: () =>
+      db.prepare(
+        `UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_ms = @expires_ms, secret = @secret, updated_at = @updated_at
        WHERE id = @id`,
-    ),
+      ),
     markDisabled: () => db.prepare('UPDATE webhook_endpoints SET disabled_at_ms = ?, disabled_seq = ? WHERE id = ?'),
     markFailing: () => db.prepare('UPDATE webhook_endpoints SET failing_since_ms = COALESCE(failing_since_ms, ?) WHERE id = ?'),
     clearFailing: () => db.prepare(WRITE_SQL.clearFailing),
@@ -242,28 +248,33 @@ export function webhooksStore(db: Db) {
     // On a first-in-first-out endpoint (@fifo = 1) the rows are parked, after its pending ones.
     // A bulk replay reads the endpoint's deliveries in slices along (endpoint_id, seq): an index
     // range each time, so a replay of N deliveries reads each row once.
-    replayScan: () => db.prepare(
-      `SELECT seq, event_seq, event_type, status, created_at, updated_at FROM webhook_deliveries
+    replayScan: () =>
+      db.prepare(
+        `SELECT seq, event_seq, event_type, status, created_at, updated_at FROM webhook_deliveries
        WHERE endpoint_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
-    ),
-    pendingEventSeqs: () => db.prepare(`SELECT event_seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND event_seq IS NOT NULL`).pluck(),
+      ),
+    pendingEventSeqs: () =>
+      db.prepare(`SELECT event_seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND event_seq IS NOT NULL`).pluck(),
     // New deliveries, due now, for the chosen rows' events (deliveries.seq in @seqs), in events order.
-    replay: () => db.prepare(
-      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+    replay: () =>
+      db.prepare(
+        `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
          status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
        SELECT NULL, d.account_id, d.live_mode, d.endpoint_id, d.event_id, d.event_seq, d.event_type, d.event_account_id, NULL,
          'pending', 0, 0, IIF(@fifo = 1, NULL, @now_ms), @now, @now, @fifo, @replay_id
        FROM json_each(@seqs) j JOIN webhook_deliveries d ON d.seq = j.value
        WHERE EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)
        ORDER BY d.event_seq`,
-    ),
+      ),
     maxDeliverySeq: () => db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
-    extendReplay: () => db.prepare(
-      `UPDATE webhook_replays SET first_seq = COALESCE(first_seq, @first), last_seq = COALESCE(@last, last_seq), total = total + @total WHERE id = @id`,
-    ),
+    extendReplay: () =>
+      db.prepare(
+        `UPDATE webhook_replays SET first_seq = COALESCE(first_seq, @first), last_seq = COALESCE(@last, last_seq), total = total + @total WHERE id = @id`,
+      ),
     // Rows for events the endpoint never had (it was disabled): [events.seq, endpoint id] pairs.
-    insertCatchUp: () => db.prepare(
-      `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
+    insertCatchUp: () =>
+      db.prepare(
+        `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
          status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
        SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0,
          IIF(w.fifo = 1, NULL, @now_ms), @now, @now, w.fifo, @replay_id
@@ -271,70 +282,75 @@ export function webhooksStore(db: Db) {
        JOIN events e ON e.seq = j.value ->> 0
        JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
        ORDER BY j.key`,
-    ),
-    insertReplay: () => db.prepare(
-      `INSERT INTO webhook_replays (id, endpoint_id, first_seq, last_seq, total, filters, created_at)
+      ),
+    insertReplay: () =>
+      db.prepare(
+        `INSERT INTO webhook_replays (id, endpoint_id, first_seq, last_seq, total, filters, created_at)
        VALUES (@id, @endpoint_id, @first_seq, @last_seq, @total, @filters, @created_at)`,
-    ),
+      ),
     replayById: () => db.prepare('SELECT * FROM webhook_replays WHERE id = ?'),
-    replayCounts: () => db.prepare(
-      `SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? AND replay_id = ? GROUP BY status`,
-    ),
+    replayCounts: () =>
+      db.prepare(`SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? AND replay_id = ? GROUP BY status`),
     // Retention: finished deliveries last changed before the cutoff, oldest first (their attempts
     // go with them: ON DELETE CASCADE). Pending ones are kept whatever their age.
-    pruneDeliveries: () => db.prepare(
-      `DELETE FROM webhook_deliveries WHERE seq IN (
+    pruneDeliveries: () =>
+      db.prepare(
+        `DELETE FROM webhook_deliveries WHERE seq IN (
          SELECT seq FROM webhook_deliveries WHERE status != 'pending' AND updated_at < ?
            -- Never the newest row: a new row takes MAX(seq) + 1, and a derived id must not come back.
            AND seq < (SELECT MAX(seq) FROM webhook_deliveries)
          ORDER BY seq LIMIT ?)`,
-    ),
+      ),
     pruneReplays: () => db.prepare('DELETE FROM webhook_replays WHERE created_at < ?'),
     insertDelivery: () => db.prepare(WRITE_SQL.insertDelivery),
     // Seqs only, from the covering partial index: rows are read when they are sent.
-    due: () => db.prepare(
-      `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
+    due: () =>
+      db.prepare(
+        `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
        ORDER BY d.next_attempt_ms LIMIT ?`,
-    ),
-    sendable: () => db.prepare(
-      `SELECT ${SENDABLE}
+      ),
+    sendable: () =>
+      db.prepare(
+        `SELECT ${SENDABLE}
        FROM webhook_deliveries d
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        LEFT JOIN events e ON e.seq = d.event_seq
        WHERE d.seq = ?`,
-    ),
+      ),
     // The same rows for a list of seqs (a JSON array), in one statement.
-    sendableMany: () => db.prepare(
-      `SELECT ${SENDABLE}
+    sendableMany: () =>
+      db.prepare(
+        `SELECT ${SENDABLE}
        FROM json_each(?) j
        JOIN webhook_deliveries d ON d.seq = j.value
        JOIN webhook_endpoints w ON w.id = d.endpoint_id
        LEFT JOIN events e ON e.seq = d.event_seq
        ORDER BY j.key`,
-    ),
+      ),
     storedId: () => db.prepare('SELECT seq FROM webhook_deliveries WHERE id = ?').pluck(),
     derivedAt: () => db.prepare('SELECT seq FROM webhook_deliveries WHERE seq = ? AND id IS NULL').pluck(),
     idsKey: () => db.prepare('SELECT key FROM webhook_delivery_ids_key WHERE id = 1').pluck(),
     deliveryBySeq: () => db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
-    insertAttempt: () => db.prepare(
-      `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
+    insertAttempt: () =>
+      db.prepare(
+        `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
        VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
-    ),
+      ),
     // Guarded by the state the failure was judged from (docs/architecture.md, Lifecycles).
-    updateDelivery: () => db.prepare(
-      `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
+    updateDelivery: () =>
+      db.prepare(
+        `UPDATE webhook_deliveries SET status = @status, attempts = @attempts, auto_attempts = @auto_attempts, next_attempt_ms = @next_attempt_ms,
          last_response_code = @last_response_code, last_error = @last_error, updated_at = @updated_at
        WHERE seq = @seq AND status = @from`,
-    ),
-    cancelPending: () => db.prepare(
-      `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
+      ),
+    cancelPending: () =>
+      db.prepare(
+        `UPDATE webhook_deliveries SET status = 'canceled', next_attempt_ms = NULL, last_error = ?, updated_at = ?
        WHERE endpoint_id = ? AND status = 'pending'`,
-    ),
-    deliveriesPage: () => db.prepare(
-      'SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?',
-    ),
+      ),
+    deliveriesPage: () => db.prepare('SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?'),
     deliveryCount: () => db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
     attemptsOf: () => db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
   });
@@ -431,7 +447,9 @@ export function webhooksStore(db: Db) {
     maxDeliverySeq: () => s.maxDeliverySeq.get() as number,
     /** Up to `limit` of the endpoint's deliveries with seq in (afterSeq, uptoSeq], in seq order. */
     replayScan: (endpointId: string, afterSeq: number, uptoSeq: number, limit: number) =>
-      s.replayScan.all(endpointId, afterSeq, uptoSeq, limit) as Array<Pick<DeliveryRow, 'seq' | 'event_seq' | 'event_type' | 'status' | 'created_at' | 'updated_at'>>,
+      s.replayScan.all(endpointId, afterSeq, uptoSeq, limit) as Array<
+        Pick<DeliveryRow, 'seq' | 'event_seq' | 'event_type' | 'status' | 'created_at' | 'updated_at'>
+      >,
     pendingEventSeqs: (endpointId: string) => new Set(s.pendingEventSeqs.all(endpointId) as number[]),
     /** New pending deliveries of replay `replayId` for the events of the deliveries `sourceSeqs`. */
     insertReplayed(
@@ -449,7 +467,11 @@ export function webhooksStore(db: Db) {
     },
     extendReplay: (id: string, made: { first: number | null; last: number | null; total: number }) =>
       void s.extendReplay.run({ id, first: made.first, last: made.last, total: made.total }),
-    insertCatchUp(rows: Array<[number, string]>, at: { nowMs: number; now: string }, replayId: string): { first: number | null; last: number | null; total: number } {
+    insertCatchUp(
+      rows: Array<[number, string]>,
+      at: { nowMs: number; now: string },
+      replayId: string,
+    ): { first: number | null; last: number | null; total: number } {
       if (rows.length === 0) return { first: null, last: null, total: 0 };
       const r = s.insertCatchUp.run({ rows: JSON.stringify(rows), now_ms: at.nowMs, now: at.now, replay_id: replayId });
       if (r.changes === 0) return { first: null, last: null, total: 0 };
@@ -461,7 +483,8 @@ export function webhooksStore(db: Db) {
     replayCounts(r: ReplayRow): Record<DeliveryRow['status'], number> {
       const counts = { pending: 0, succeeded: 0, failed: 0, canceled: 0 };
       if (r.first_seq === null || r.last_seq === null) return counts;
-      for (const { status, n } of s.replayCounts.all(r.endpoint_id, r.first_seq, r.last_seq, r.id) as Array<{ status: DeliveryRow['status']; n: number }>) counts[status] = n;
+      for (const { status, n } of s.replayCounts.all(r.endpoint_id, r.first_seq, r.last_seq, r.id) as Array<{ status: DeliveryRow['status']; n: number }>)
+        counts[status] = n;
       return counts;
     },
     /** Deletes up to `limit` finished deliveries last changed before `cutoff` (ISO); how many. */
@@ -490,10 +513,15 @@ export function endpointCount(db: Db): number {
  * What doctor and /metrics say of deliveries, read without the module running: endpoints failing
  * since at least `failingBeforeMs` (and not disabled), disabled ones, and deliveries waiting.
  */
-export function webhookHealth(db: Db, failingBeforeMs: number): { failing: Array<{ id: string; url: string; failing_since_ms: number }>; disabled: number; pending: number } {
+export function webhookHealth(
+  db: Db,
+  failingBeforeMs: number,
+): { failing: Array<{ id: string; url: string; failing_since_ms: number }>; disabled: number; pending: number } {
   return {
     failing: db
-      .prepare('SELECT id, url, failing_since_ms FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0 ORDER BY failing_since_ms')
+      .prepare(
+        'SELECT id, url, failing_since_ms FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0 ORDER BY failing_since_ms',
+      )
       .all(failingBeforeMs) as Array<{ id: string; url: string; failing_since_ms: number }>,
     disabled: db.prepare('SELECT count(*) FROM webhook_endpoints WHERE disabled = 1 AND disabled_at_ms IS NOT NULL').pluck().get() as number,
     // Counted on the partial index of pending deliveries.

@@ -133,7 +133,16 @@ export class DeliveryWorker implements Worker {
       stopped: () => this.wakeState === 'stopped',
     });
     this.chores = new Housekeeping(ctx, this.store, () => this.forgetReadAhead());
-    this.recorder = new OutcomeRecorder(ctx, this.store, this.writer, bookkeeping, () => this.forgetReadAhead(), this.failing, (id) => this.sender.targetOf(id)?.fifo ?? false, () => this.sender.sending === 0);
+    this.recorder = new OutcomeRecorder(
+      ctx,
+      this.store,
+      this.writer,
+      bookkeeping,
+      () => this.forgetReadAhead(),
+      this.failing,
+      (id) => this.sender.targetOf(id)?.fifo ?? false,
+      () => this.sender.sending === 0,
+    );
   }
 
   start(): void {

@@ -1,7 +1,17 @@
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import { setCommitGate, tx } from '../../db/database.js';
-import { ensureLogState, logPosition, replayChanges, setLogPosition, snapshotChanges, startCapture, stopCapture, takeChanges, type RowChange } from '../../db/change-capture.js';
+import {
+  ensureLogState,
+  logPosition,
+  replayChanges,
+  setLogPosition,
+  snapshotChanges,
+  startCapture,
+  stopCapture,
+  takeChanges,
+  type RowChange,
+} from '../../db/change-capture.js';
 import { ApiError } from '../../errors.js';
 import type { Readiness } from '../../api/readiness.js';
 import { metrics } from '../../system/metrics.js';
@@ -174,7 +184,8 @@ export class CentralLog {
     if (this.state.end === 0 && this.state.position === 0) {
       const snapshot = snapshotChanges(this.db);
       if (snapshot.length) {
-        if (!appendEntry(this.client, 1, this.epoch, JSON.stringify(snapshot), snapshot.length, 60_000)) throw new Error('fenced while writing the log snapshot');
+        if (!appendEntry(this.client, 1, this.epoch, JSON.stringify(snapshot), snapshot.length, 60_000))
+          throw new Error('fenced while writing the log snapshot');
         // Not a write of its own: the snapshot is in the log already (the standby gate is still on).
         setCommitGate(this.db, undefined);
         tx(this.db, () => setLogPosition(this.db, 1));
@@ -220,7 +231,10 @@ export class CentralLog {
       // Not known whether it committed (a lost answer, a taken position): read the log again first.
       this.unsure = true;
       this.repairSoon();
-      this.ctx.log.error({ err: err instanceof SyncQueryError ? { message: err.message, code: err.code } : err }, 'sync: appending to the central log failed; the write is refused');
+      this.ctx.log.error(
+        { err: err instanceof SyncQueryError ? { message: err.message, code: err.code } : err },
+        'sync: appending to the central log failed; the write is refused',
+      );
       throw new ApiError('central_log_unavailable');
     }
     if (!appended) {

@@ -52,7 +52,9 @@ export const coreStore = perDb((db: Db) => {
       `SELECT id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at
        FROM accounts WHERE id IN (SELECT value FROM json_each(?)) OR sandbox_of IN (SELECT value FROM json_each(?))`,
     ),
-    keys: db.prepare('SELECT id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at FROM api_keys ORDER BY created_at, id'),
+    keys: db.prepare(
+      'SELECT id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at FROM api_keys ORDER BY created_at, id',
+    ),
     keysIn: db.prepare(
       'SELECT id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at FROM api_keys WHERE id IN (SELECT value FROM json_each(?))',
     ),
@@ -66,7 +68,9 @@ export const coreStore = perDb((db: Db) => {
      */
     ingest(
       store: { store_id: string; account_id: string; live_mode: boolean; box_waiting?: number | null; box_waiting_since?: string | null },
-      rows: ReadonlyArray<Omit<ReceivedRow, 'outcome' | 'reason' | 'store_id'>>, at: string): void {
+      rows: ReadonlyArray<Omit<ReceivedRow, 'outcome' | 'reason' | 'store_id'>>,
+      at: string,
+    ): void {
       s.insertStore.run(store.store_id, store.account_id, store.live_mode ? 1 : 0, at);
       for (const r of rows) {
         if (s.insertReceived.run({ ...r, store_id: store.store_id }).changes) continue;

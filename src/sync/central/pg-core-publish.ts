@@ -18,7 +18,6 @@ export async function publishReadModels(db: Db, pool: pg.Pool): Promise<void> {
   await publishKeys(pool, cs.keys());
 }
 
-
 /** The read models a batch of feed rows announces (accounts with their sandboxes, keys, their organizations), published before it. */
 export async function publishFor(db: Db, pool: pg.Pool, rows: readonly FeedRow[]): Promise<void> {
   const orgs = new Set<string>();
@@ -44,7 +43,6 @@ export async function publishTotals(ctx: AppContext, pool: pg.Pool, storeId: str
   await publishDayTotals(pool, storeId, days, rows);
 }
 
-
 export function outcomesOf(rows: readonly DecidedRow[]): OutcomeOf[] {
   return rows.filter((x) => x.outcome !== 'received').map((x) => ({ seq: x.seq, outcome: x.outcome as OutcomeOf['outcome'], reason: x.reason }));
 }
@@ -62,4 +60,3 @@ export function centralMeasures(ctx: AppContext, storeId: string, day: string): 
     ...originTotals(ctx.registry.sync, ctx.db, from, until, storeId),
   ])();
 }
-

@@ -177,7 +177,10 @@ export class PgCore implements Worker {
         const replayed = await this.log_.takeOver();
         leading = true;
         this.state.takeoverMs = Math.round(performance.now() - started);
-        this.log.info({ event: 'sync.core_took_over', replayed, position: this.log_.state.position, ms: this.state.takeoverMs }, 'sync: this core took the lease and replayed the central log to its end; it now answers writes');
+        this.log.info(
+          { event: 'sync.core_took_over', replayed, position: this.log_.state.position, ms: this.state.takeoverMs },
+          'sync: this core took the lease and replayed the central log to its end; it now answers writes',
+        );
         await this.leaderWorkers.start();
         await this.lead(lease);
       } catch (err) {
@@ -215,7 +218,10 @@ export class PgCore implements Worker {
     this.active = true;
     this.reported.clear();
     this.alignedFor.clear();
-    this.log.info({ event: 'sync.core_leader', feed_after: continuesAfter }, 'sync: this core holds the projector lease: it ingests, projects and publishes to PostgreSQL');
+    this.log.info(
+      { event: 'sync.core_leader', feed_after: continuesAfter },
+      'sync: this core holds the projector lease: it ingests, projects and publishes to PostgreSQL',
+    );
     feedBell(db).on('rows', onRows);
     relay.start(CORE_TICK_MS);
     onRows();
@@ -238,7 +244,11 @@ export class PgCore implements Worker {
       relay.stop();
       await listener.stop();
       await this.cycling?.catch(() => undefined);
-      if (!this.stopping.signal.aborted) this.log.error({ event: 'sync.core_lease_lost' }, 'sync: the projector lease was lost (its PostgreSQL session ended); this core stops projecting and waits for it again');
+      if (!this.stopping.signal.aborted)
+        this.log.error(
+          { event: 'sync.core_lease_lost' },
+          'sync: the projector lease was lost (its PostgreSQL session ended); this core stops projecting and waits for it again',
+        );
     }
   }
 
@@ -398,7 +408,6 @@ export class PgCore implements Worker {
     await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
     this.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');
   }
-
 }
 
 export function pgCoreWorker(ctx: AppContext): PgCore {

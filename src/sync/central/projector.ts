@@ -94,7 +94,14 @@ export class Projector implements Worker {
   async idle(): Promise<void> {
     for (;;) {
       await this.settled();
-      if (!this.started || this.halted() || !centralSide(this.ctx.db).pendingStores().some((s) => s.received_seq > s.applied_seq)) return;
+      if (
+        !this.started ||
+        this.halted() ||
+        !centralSide(this.ctx.db)
+          .pendingStores()
+          .some((s) => s.received_seq > s.applied_seq)
+      )
+        return;
       const before = this.slices;
       this.wake();
       await this.settled();
@@ -149,7 +156,10 @@ export class Projector implements Worker {
         } catch (err) {
           // A busy or failing database: this store waits for the next pass; the others go on.
           failed.add(s.store_id);
-          ctx.log.error({ err, store_id: s.store_id, record_id: (err as { syncRecordId?: string }).syncRecordId }, 'sync: projecting a store failed; the next pass tries again');
+          ctx.log.error(
+            { err, store_id: s.store_id, record_id: (err as { syncRecordId?: string }).syncRecordId },
+            'sync: projecting a store failed; the next pass tries again',
+          );
         } finally {
           projecting(ctx.db).store = null;
         }
@@ -211,7 +221,10 @@ export function projectSlice(ctx: AppContext, storeId: string): number {
         const decided =
           account && account.live_mode === record.live_mode
             ? applyOne(ctx, record, { storeId, keyAccountId: row.account_id }, account.organization_id, now)
-            : { outcome: 'parked' as const, reason: `names account ${r.account_id} (${record.live_mode ? 'live' : 'sandbox'}), which this store's key does not act for` };
+            : {
+                outcome: 'parked' as const,
+                reason: `names account ${r.account_id} (${record.live_mode ? 'live' : 'sandbox'}), which this store's key does not act for`,
+              };
         if (decided.outcome !== 'applied') store.setOutcome(r.id, decided.outcome, decided.reason, decided.outcome === 'parked' ? now : null);
         if (decided.outcome === 'parked') logParked(ctx, r, decided.reason);
       }
@@ -268,7 +281,10 @@ function applyOne(
   }
   const hold = released ? null : reviewHold(ctx, r, origin.storeId);
   if (hold) {
-    ctx.log.warn({ event: 'sync.record_held_for_review', store_id: origin.storeId, record_id: r.id, seq: r.seq, kind: r.kind, reason: hold.reason }, 'sync: a record is held for review (posd sync held list)');
+    ctx.log.warn(
+      { event: 'sync.record_held_for_review', store_id: origin.storeId, record_id: r.id, seq: r.seq, kind: r.kind, reason: hold.reason },
+      'sync: a record is held for review (posd sync held list)',
+    );
     return { outcome: 'held', reason: `${REVIEW_PREFIX}${refusalText(hold)}` };
   }
   try {

@@ -56,70 +56,54 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     return { keyAccount, scope: syncScope(accounts, keyAccount) };
   };
 
-  app.post(
-    '/sync/push',
-    { schema: { hide: true, body: PushBody, response: { 200: PushResponse, ...errors } } },
-    async (req) => {
-      const { keyAccount, scope } = scopeOf(req);
-      // A chain's core takes records from PostgreSQL only (src/sync/central/pg-core.ts): one received here
-      // would be unknown to the fronts, and their receipts would collide with it.
-      if (ctx.config.sync.postgres.url) throw new ApiError('sync_push_at_core');
-      try {
-        return await applyPush(ctx, keyAccount, scope, req.body);
-      } catch (err) {
-        if (err instanceof ApiError) throw err;
-        const recordId = (err as { syncRecordId?: string }).syncRecordId;
-        req.log.error({ err, store_id: req.body.store_id, record_id: recordId }, 'applying a sync batch failed');
-        throw new ApiError('sync_apply_failed', { extra: recordId ? { record_id: recordId } : {} });
-      }
-    },
-  );
+  app.post('/sync/push', { schema: { hide: true, body: PushBody, response: { 200: PushResponse, ...errors } } }, async (req) => {
+    const { keyAccount, scope } = scopeOf(req);
+    // A chain's core takes records from PostgreSQL only (src/sync/central/pg-core.ts): one received here
+    // would be unknown to the fronts, and their receipts would collide with it.
+    if (ctx.config.sync.postgres.url) throw new ApiError('sync_push_at_core');
+    try {
+      return await applyPush(ctx, keyAccount, scope, req.body);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      const recordId = (err as { syncRecordId?: string }).syncRecordId;
+      req.log.error({ err, store_id: req.body.store_id, record_id: recordId }, 'applying a sync batch failed');
+      throw new ApiError('sync_apply_failed', { extra: recordId ? { record_id: recordId } : {} });
+    }
+  });
 
-  app.get(
-    '/sync/feed',
-    { schema: { hide: true, querystring: FeedQuery, response: { 200: FeedResponse, ...errors } } },
-    async (req) => {
-      const keyAccount = storeKeyAccount(authenticator, req);
-      const { after, wait_ms: waitMs, limit, store_id: storeId } = req.query;
-      const deadline = Date.now() + waitMs;
-      const closed = new AbortController();
-      req.raw.once('close', () => closed.abort());
-      const watch = feedWatch(ctx.db);
-      let organizations: Set<string> | undefined;
-      for (;;) {
-        // Stopping: answer "nothing new" rather than read a database that is being closed.
-        if (ctx.shutdown.aborted) return { changes: [], cursor: after, server_time: isoTime(ctx.clock.now()) };
-        const page = readFeed(ctx, keyAccount, after, limit, storeId);
-        if (page.changes.length || Date.now() >= deadline || closed.signal.aborted) return { ...page, server_time: isoTime(ctx.clock.now()) };
-        organizations ??= new Set(syncScope(accounts, keyAccount).map((a) => a.organization_id));
-        // Woken when a feed row commits (in this process, or by another connection: the watch's
-        // data_version check); not woken, the page already read is the answer.
-        const woken = await watch.wait(organizations, page.cursor, deadline - Date.now(), [closed.signal, ctx.shutdown]);
-        if (!woken) return { ...page, server_time: isoTime(ctx.clock.now()) };
-      }
-    },
-  );
+  app.get('/sync/feed', { schema: { hide: true, querystring: FeedQuery, response: { 200: FeedResponse, ...errors } } }, async (req) => {
+    const keyAccount = storeKeyAccount(authenticator, req);
+    const { after, wait_ms: waitMs, limit, store_id: storeId } = req.query;
+    const deadline = Date.now() + waitMs;
+    const closed = new AbortController();
+    req.raw.once('close', () => closed.abort());
+    const watch = feedWatch(ctx.db);
+    let organizations: Set<string> | undefined;
+    for (;;) {
+      // Stopping: answer "nothing new" rather than read a database that is being closed.
+      if (ctx.shutdown.aborted) return { changes: [], cursor: after, server_time: isoTime(ctx.clock.now()) };
+      const page = readFeed(ctx, keyAccount, after, limit, storeId);
+      if (page.changes.length || Date.now() >= deadline || closed.signal.aborted) return { ...page, server_time: isoTime(ctx.clock.now()) };
+      organizations ??= new Set(syncScope(accounts, keyAccount).map((a) => a.organization_id));
+      // Woken when a feed row commits (in this process, or by another connection: the watch's
+      // data_version check); not woken, the page already read is the answer.
+      const woken = await watch.wait(organizations, page.cursor, deadline - Date.now(), [closed.signal, ctx.shutdown]);
+      if (!woken) return { ...page, server_time: isoTime(ctx.clock.now()) };
+    }
+  });
 
-  app.get(
-    '/sync/bootstrap',
-    { schema: { hide: true, response: { 200: BootstrapResponse, ...errors } } },
-    async (req) => {
-      const { keyAccount, scope } = scopeOf(req);
-      return bootstrap(ctx, accounts, keyAccount, scope);
-    },
-  );
+  app.get('/sync/bootstrap', { schema: { hide: true, response: { 200: BootstrapResponse, ...errors } } }, async (req) => {
+    const { keyAccount, scope } = scopeOf(req);
+    return bootstrap(ctx, accounts, keyAccount, scope);
+  });
 
-  app.get(
-    '/sync/reconcile',
-    { schema: { hide: true, querystring: ReconcileQuery, response: { 200: ReconcileResponse, ...errors } } },
-    async (req) => {
-      const { keyAccount } = scopeOf(req);
-      const row = centralSide(ctx.db).storeRow(req.query.store_id);
-      if (row && row.account_id !== keyAccount.id) throw new ApiError('sync_store_mismatch');
-      const { rows, appliedSeq } = centralSummary(ctx, req.query.store_id, req.query.day);
-      return { day: req.query.day, applied_seq: appliedSeq, rows, server_time: isoTime(ctx.clock.now()) };
-    },
-  );
+  app.get('/sync/reconcile', { schema: { hide: true, querystring: ReconcileQuery, response: { 200: ReconcileResponse, ...errors } } }, async (req) => {
+    const { keyAccount } = scopeOf(req);
+    const row = centralSide(ctx.db).storeRow(req.query.store_id);
+    if (row && row.account_id !== keyAccount.id) throw new ApiError('sync_store_mismatch');
+    const { rows, appliedSeq } = centralSummary(ctx, req.query.store_id, req.query.day);
+    return { day: req.query.day, applied_seq: appliedSeq, rows, server_time: isoTime(ctx.clock.now()) };
+  });
 
   // Central operations: which stores push, how far, how recently, and what waits for an applier.
   app.get(

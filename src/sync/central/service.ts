@@ -94,7 +94,10 @@ function receive(
         extra: { applied_seq: before, record_id: r.id },
       });
     }
-    if (r.seq > bound) throw invalid({ [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records)` });
+    if (r.seq > bound)
+      throw invalid({
+        [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records)`,
+      });
     if (ids.has(r.id)) throw conflict(r.id, r.seq, before);
     const taken = store.received(r.id);
     if (taken) throw conflict(r.id, r.seq, before, taken);
@@ -201,7 +204,13 @@ export function readFeed(ctx: AppContext, keyAccount: Account, after: number, li
   // appear later, and an account made meanwhile (a new child) is in the scope its rows are read with.
   return ctx.db.transaction(() => {
     const scope = syncScope(accounts, keyAccount);
-    const rows = store.feedAfter(after, scope.map((a) => a.id), keyAccount.organization_id, storeId, limit);
+    const rows = store.feedAfter(
+      after,
+      scope.map((a) => a.id),
+      keyAccount.organization_id,
+      storeId,
+      limit,
+    );
     const cursor = rows.length === limit ? rows[rows.length - 1].seq : Math.max(after, store.feedMax());
     return { changes: rows.map(toFeedChange), cursor };
   })();
@@ -212,9 +221,7 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
   return ctx.db.transaction(() => {
     const org = accounts.organization(keyAccount.organization_id)!;
     const ids = new Set(scope.map((a) => a.id));
-    const keys = accounts
-      .keyRowsOfOrganization(org.id)
-      .filter((k) => k.kind === 'organization' || (k.account_id !== null && ids.has(k.account_id)));
+    const keys = accounts.keyRowsOfOrganization(org.id).filter((k) => k.kind === 'organization' || (k.account_id !== null && ids.has(k.account_id)));
     return {
       protocol: 1 as const,
       organization: { id: org.id, name: org.name, created_at: org.created_at },

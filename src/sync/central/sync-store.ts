@@ -120,7 +120,9 @@ export class CentralSideStore extends SyncState {
         "SELECT id, store_id, seq, kind, account_id, received_at, reason FROM sync_received WHERE outcome = 'held' AND reason LIKE 'review:%' AND (? IS NULL OR store_id = ?) ORDER BY store_id, seq LIMIT ?",
       ),
       release: db.prepare("UPDATE sync_received SET reason = ?, note = ?, decided_at = ? WHERE id = ? AND outcome = 'held' AND reason LIKE 'review:%'"),
-      rejectReview: db.prepare("UPDATE sync_received SET outcome = 'rejected', reason = ?, note = ?, decided_at = ? WHERE id = ? AND outcome = 'held' AND reason LIKE 'review:%'"),
+      rejectReview: db.prepare(
+        "UPDATE sync_received SET outcome = 'rejected', reason = ?, note = ?, decided_at = ? WHERE id = ? AND outcome = 'held' AND reason LIKE 'review:%'",
+      ),
       receivedAfter: db.prepare('SELECT * FROM sync_received WHERE store_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       heldCount: db.prepare("SELECT count(*) AS n FROM sync_received WHERE outcome = 'held'"),
       setOutcome: db.prepare('UPDATE sync_received SET outcome = ?, reason = ?, decided_at = ? WHERE id = ?'),

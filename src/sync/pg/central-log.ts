@@ -81,7 +81,9 @@ export async function logEnd(pool: pg.Pool): Promise<number> {
  * final for the old leader.
  */
 export async function takeEpoch(pool: pg.Pool, leader: string): Promise<number> {
-  const res = await pool.query<{ epoch: string }>('UPDATE central_lease SET epoch = epoch + 1, leader = $1, since = now() WHERE id = 1 RETURNING epoch', [leader]);
+  const res = await pool.query<{ epoch: string }>('UPDATE central_lease SET epoch = epoch + 1, leader = $1, since = now() WHERE id = 1 RETURNING epoch', [
+    leader,
+  ]);
   return Number(res.rows[0].epoch);
 }
 

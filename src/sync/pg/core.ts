@@ -94,7 +94,12 @@ export function relayGuard(leasePid: number): (c: pg.PoolClient) => Promise<void
  * was there for those days; the fronts' `records.<kind>` rows are left alone. Each call carries
  * every row of the days it names (a recomputation, not an increment), so a repeat changes nothing.
  */
-export async function publishDayTotals(pool: pg.Pool, storeId: string, days: readonly string[], rows: ReadonlyArray<SummaryRow & { day: string }>): Promise<void> {
+export async function publishDayTotals(
+  pool: pg.Pool,
+  storeId: string,
+  days: readonly string[],
+  rows: ReadonlyArray<SummaryRow & { day: string }>,
+): Promise<void> {
   if (!days.length) return;
   await inTransaction(pool, async (c) => {
     await c.query("DELETE FROM sync_day_totals WHERE store_id = $1 AND day = ANY($2::date[]) AND measure NOT LIKE 'records.%'", [storeId, days]);

@@ -291,7 +291,12 @@ interface PgFeedRow {
  * position on a full page, otherwise the feed's highest position (read in the same statement, so
  * the same snapshot: the relay commits positions in order, so nothing below it can appear later).
  */
-export async function feedAfter(pool: pg.Pool | pg.PoolClient, scope: FeedScope, position: number, limit: number): Promise<{ changes: FeedChange[]; cursor: number }> {
+export async function feedAfter(
+  pool: pg.Pool | pg.PoolClient,
+  scope: FeedScope,
+  position: number,
+  limit: number,
+): Promise<{ changes: FeedChange[]; cursor: number }> {
   const res = await pool.query<PgFeedRow>(
     `SELECT m.max, f.* FROM (SELECT coalesce(max(position), 0) AS max FROM sync_feed) m
      LEFT JOIN LATERAL (

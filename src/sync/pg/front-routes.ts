@@ -244,7 +244,10 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
                 who.liveMode,
               ])
             ).rows.map((r) => r.id);
-        const stores = await c.query<PgStoreRow & { last_push_at: Date | null; created_at: Date }>('SELECT * FROM sync_stores WHERE account_id = ANY($1::text[]) ORDER BY last_push_at NULLS FIRST, store_id', [visible]);
+        const stores = await c.query<PgStoreRow & { last_push_at: Date | null; created_at: Date }>(
+          'SELECT * FROM sync_stores WHERE account_id = ANY($1::text[]) ORDER BY last_push_at NULLS FIRST, store_id',
+          [visible],
+        );
         return stores.rows.map((s) => ({
           store_id: s.store_id,
           account_id: s.account_id,

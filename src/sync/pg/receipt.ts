@@ -86,8 +86,11 @@ export async function receivePush(
        ON CONFLICT (store_id) DO NOTHING`,
       [body.store_id, keyAccount.id, keyAccount.live_mode, now],
     );
-    const store = (await c.query<{ account_id: string; received_seq: number }>('SELECT account_id, received_seq FROM sync_stores WHERE store_id = $1 FOR UPDATE', [body.store_id]))
-      .rows[0];
+    const store = (
+      await c.query<{ account_id: string; received_seq: number }>('SELECT account_id, received_seq FROM sync_stores WHERE store_id = $1 FOR UPDATE', [
+        body.store_id,
+      ])
+    ).rows[0];
     if (store.account_id !== keyAccount.id) {
       throw new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was received.` });
     }

@@ -127,7 +127,18 @@ CREATE INDEX IF NOT EXISTS sync_keys_org ON sync_keys (organization_id);
 `;
 
 /** The tables this adapter reads and writes, for a test's or an operator's inspection. */
-export const SYNC_TABLES = ['sync_stores', 'sync_received', 'sync_feed', 'sync_day_totals', 'sync_organizations', 'sync_accounts', 'sync_keys', 'central_lease', 'central_log', 'central_cores'] as const;
+export const SYNC_TABLES = [
+  'sync_stores',
+  'sync_received',
+  'sync_feed',
+  'sync_day_totals',
+  'sync_organizations',
+  'sync_accounts',
+  'sync_keys',
+  'central_lease',
+  'central_log',
+  'central_cores',
+] as const;
 
 /**
  * Creates the sync tables if missing. Serialised by a transaction-scoped advisory lock, so fronts

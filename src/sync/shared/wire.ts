@@ -52,9 +52,7 @@ export const PushResponse = Type.Object({
   held: Type.Integer(),
   parked: Type.Optional(Type.Integer()),
   /** Records refused at receipt (issue 32): kept as rejected, never applied; the stream goes on past them. */
-  rejected: Type.Array(
-    Type.Object({ id: Type.String(), reason: Type.String(), code: Type.Optional(Type.String()), field: Type.Optional(Type.String()) }),
-  ),
+  rejected: Type.Array(Type.Object({ id: Type.String(), reason: Type.String(), code: Type.Optional(Type.String()), field: Type.Optional(Type.String()) })),
   server_time: Type.String(),
 });
 export type PushResponse = Static<typeof PushResponse>;

@@ -70,33 +70,37 @@ export async function pushAll(
 function noteSuccess(ctx: Pick<AppContext, 'db' | 'clock'>, key: string, serverTime: string, t0: number, t1: number): void {
   const store = storeSide(ctx.db);
   const server = Date.parse(serverTime);
-  ctx.db.transaction(() => {
-    store.setState(key, isoTime(t1));
-    store.setState(STATE.lastAttemptOk, 1);
-    store.setState(STATE.linkDownSince, null);
-    store.closeOutage('central', isoTime(t1));
-    if (Number.isFinite(server)) store.setState(STATE.clockOffset, Math.round(server - (t0 + t1) / 2));
-  }).immediate();
+  ctx.db
+    .transaction(() => {
+      store.setState(key, isoTime(t1));
+      store.setState(STATE.lastAttemptOk, 1);
+      store.setState(STATE.linkDownSince, null);
+      store.closeOutage('central', isoTime(t1));
+      if (Number.isFinite(server)) store.setState(STATE.clockOffset, Math.round(server - (t0 + t1) / 2));
+    })
+    .immediate();
 }
 
 function noteFailure(ctx: Pick<AppContext, 'db' | 'clock'>, err: unknown): void {
   const store = storeSide(ctx.db);
-  ctx.db.transaction(() => {
-    store.setState(STATE.lastError, errorText(err));
-    store.setState(STATE.lastErrorAt, isoTime(ctx.clock.now()));
-    // A refusal is an answer: the link is up and the central takes nothing (the stalled alert says so).
-    const answered = err instanceof CentralRefusal;
-    store.setState(STATE.lastAttemptOk, answered ? 1 : 0);
-    const at = isoTime(ctx.clock.now());
-    if (answered) {
-      store.setState(STATE.linkDownSince, null);
-      store.closeOutage('central', at);
-    } else {
-      if (store.state(STATE.linkDownSince) === undefined) store.setState(STATE.linkDownSince, at);
-      // The outage window is kept for the report after it (linkDownSince is cleared by the next answer).
-      store.openOutage('central', store.state(STATE.linkDownSince) ?? at);
-    }
-  }).immediate();
+  ctx.db
+    .transaction(() => {
+      store.setState(STATE.lastError, errorText(err));
+      store.setState(STATE.lastErrorAt, isoTime(ctx.clock.now()));
+      // A refusal is an answer: the link is up and the central takes nothing (the stalled alert says so).
+      const answered = err instanceof CentralRefusal;
+      store.setState(STATE.lastAttemptOk, answered ? 1 : 0);
+      const at = isoTime(ctx.clock.now());
+      if (answered) {
+        store.setState(STATE.linkDownSince, null);
+        store.closeOutage('central', at);
+      } else {
+        if (store.state(STATE.linkDownSince) === undefined) store.setState(STATE.linkDownSince, at);
+        // The outage window is kept for the report after it (linkDownSince is cleared by the next answer).
+        store.openOutage('central', store.state(STATE.linkDownSince) ?? at);
+      }
+    })
+    .immediate();
 }
 
 /**
@@ -182,13 +186,21 @@ export class SyncWorker implements Worker {
         const r = await rejoin(this.ctx, held, storeId);
         if (r.takenBack || r.moved || r.centralBehind) {
           this.ctx.log.warn(
-            { event: 'sync_rejoined', central_applied_seq: r.centralAppliedSeq, taken_back: r.takenBack, moved: r.moved, next_seq: r.nextSeq, not_applied: r.notApplied },
+            {
+              event: 'sync_rejoined',
+              central_applied_seq: r.centralAppliedSeq,
+              taken_back: r.takenBack,
+              moved: r.moved,
+              next_seq: r.nextSeq,
+              not_applied: r.notApplied,
+            },
             r.centralBehind
               ? `sync: the central holds this store's records only up to seq ${r.centralAppliedSeq}; pushing again from there`
               : `sync: rejoined the central after a restore: took back ${r.takenBack} records the backup lacked, moved ${r.moved} records made since past the central's seq ${r.centralAppliedSeq}; the next record is seq ${r.nextSeq}`,
           );
         }
-        for (const n of r.notApplied) this.ctx.log.error({ record_id: n.id, kind: n.kind, reason: n.reason }, 'sync: a record taken back from the central could not be applied here');
+        for (const n of r.notApplied)
+          this.ctx.log.error({ record_id: n.id, kind: n.kind, reason: n.reason }, 'sync: a record taken back from the central could not be applied here');
         return true;
       } catch (err) {
         if (this.stopped) break;

@@ -46,16 +46,18 @@ export const applyRecordRejected: FeedApplier = (ctx, change) => {
   if (!handler) return;
   const own = store.outboxRecord(p.record_id);
   // The reaction (a cancellation, say) is this box's own change: it goes up like any other.
-  actingOnOwnDecision(ctx.db, () => handler(ctx, {
-    recordId: p.record_id,
-    kind: p.kind,
-    reason: p.reason,
-    code: p.code ?? null,
-    accountId: change.account_id ?? '',
-    liveMode: change.live_mode,
-    decidedAt: change.created_at,
-    payload: own ? (JSON.parse(own.payload) as Record<string, unknown>) : null,
-  }));
+  actingOnOwnDecision(ctx.db, () =>
+    handler(ctx, {
+      recordId: p.record_id,
+      kind: p.kind,
+      reason: p.reason,
+      code: p.code ?? null,
+      accountId: change.account_id ?? '',
+      liveMode: change.live_mode,
+      decidedAt: change.created_at,
+      payload: own ? (JSON.parse(own.payload) as Record<string, unknown>) : null,
+    }),
+  );
 };
 
 /**
@@ -65,28 +67,33 @@ export const applyRecordRejected: FeedApplier = (ctx, change) => {
  */
 export function applyFeedPage(ctx: FeedApplyContext, page: FeedResponse): number {
   const store = storeSide(ctx.db);
-  return tx(ctx.db, () => applyingFeed(ctx.db, () => {
-    const current = Number(store.state(STATE.feedCursor) ?? 0);
-    let applied = 0;
-    for (const change of page.changes) {
-      if (change.seq <= current) continue;
-      const fn = ctx.registry.sync.feedApplier(change.kind);
-      if (!fn) {
-        ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
-        continue;
+  return tx(ctx.db, () =>
+    applyingFeed(ctx.db, () => {
+      const current = Number(store.state(STATE.feedCursor) ?? 0);
+      let applied = 0;
+      for (const change of page.changes) {
+        if (change.seq <= current) continue;
+        const fn = ctx.registry.sync.feedApplier(change.kind);
+        if (!fn) {
+          ctx.log.warn({ kind: change.kind, seq: change.seq }, 'skipping a feed change of a kind this posd does not know');
+          continue;
+        }
+        try {
+          tx(ctx.db, () => fn(ctx, change)); // a savepoint: a skipped change leaves nothing half-written
+        } catch (err) {
+          // An object naming one this box never learnt (a service made before it joined) cannot be
+          // held here; stopping the whole feed for it would stop every later change too.
+          if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') throw err;
+          ctx.log.warn(
+            { kind: change.kind, seq: change.seq, object_id: change.object_id },
+            'sync: a feed change names an object this box does not hold; skipped',
+          );
+          continue;
+        }
+        applied++;
       }
-      try {
-        tx(ctx.db, () => fn(ctx, change)); // a savepoint: a skipped change leaves nothing half-written
-      } catch (err) {
-        // An object naming one this box never learnt (a service made before it joined) cannot be
-        // held here; stopping the whole feed for it would stop every later change too.
-        if ((err as { code?: string }).code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') throw err;
-        ctx.log.warn({ kind: change.kind, seq: change.seq, object_id: change.object_id }, 'sync: a feed change names an object this box does not hold; skipped');
-        continue;
-      }
-      applied++;
-    }
-    if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
-    return applied;
-  }));
+      if (page.cursor > current) store.setState(STATE.feedCursor, page.cursor);
+      return applied;
+    }),
+  );
 }

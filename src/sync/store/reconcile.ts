@@ -28,7 +28,11 @@ export interface ReconcileResult {
 export function storeSummary(registry: SyncRegistry, db: Db, day: string): SummaryRow[] {
   const { from, until } = dayRange(day);
   const store = storeSide(db);
-  return [...factTotals(registry, store.storeFacts(from, until)), ...store.storeEvents(from, until).map(toSummary), ...originTotals(registry, db, from, until, null)];
+  return [
+    ...factTotals(registry, store.storeFacts(from, until)),
+    ...store.storeEvents(from, until).map(toSummary),
+    ...originTotals(registry, db, from, until, null),
+  ];
 }
 
 /**
@@ -50,7 +54,18 @@ export function compareSummaries(day: string, mine: SummaryRow[], theirs: Summar
     const k = keyOf(r);
     let row = rows.get(k);
     if (!row) {
-      row = { account_id: r.account_id, live_mode: r.live_mode ? 1 : 0, day, currency: r.currency, measure: r.measure, store_count: 0, store_sum: 0, central_count: 0, central_sum: 0, checked_at: checkedAt };
+      row = {
+        account_id: r.account_id,
+        live_mode: r.live_mode ? 1 : 0,
+        day,
+        currency: r.currency,
+        measure: r.measure,
+        store_count: 0,
+        store_sum: 0,
+        central_count: 0,
+        central_sum: 0,
+        checked_at: checkedAt,
+      };
       rows.set(k, row);
     }
     return row;
@@ -65,7 +80,12 @@ export function compareSummaries(day: string, mine: SummaryRow[], theirs: Summar
  * central operations as a `reconciliation_report` record, once per distinct difference; nothing is
  * ever patched.
  */
-export async function reconcileDay(ctx: Pick<AppContext, 'db' | 'clock' | 'registry'>, client: CentralClient, day: string, signal?: AbortSignal): Promise<ReconcileResult> {
+export async function reconcileDay(
+  ctx: Pick<AppContext, 'db' | 'clock' | 'registry'>,
+  client: CentralClient,
+  day: string,
+  signal?: AbortSignal,
+): Promise<ReconcileResult> {
   const { db, clock } = ctx;
   const store = storeSide(db);
   const storeId = store.state(STATE.storeId);
@@ -85,7 +105,12 @@ export async function reconcileDay(ctx: Pick<AppContext, 'db' | 'clock' | 'regis
   const rows = compareSummaries(day, mine, central.rows, checkedAt);
   const differences = rows.filter((r) => r.store_count !== r.central_count || r.store_sum !== r.central_sum);
   tx(db, () => {
-    const before = JSON.stringify(store.reconciliationDiffs().filter((d) => d.day === day).map(stripTime));
+    const before = JSON.stringify(
+      store
+        .reconciliationDiffs()
+        .filter((d) => d.day === day)
+        .map(stripTime),
+    );
     store.replaceReconciliationDay(day, rows);
     const after = JSON.stringify(differences.map(stripTime));
     if (differences.length && before !== after) {

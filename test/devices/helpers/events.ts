@@ -1,11 +1,7 @@
 import type { EventEmitter } from 'node:events';
 
 /** Resolves with the next emission of `event` that satisfies `pred`. */
-export function next<T = unknown>(
-  emitter: EventEmitter | { on: Function; off: Function },
-  event: string,
-  pred: (v: T) => boolean = () => true,
-): Promise<T> {
+export function next<T = unknown>(emitter: EventEmitter | { on: Function; off: Function }, event: string, pred: (v: T) => boolean = () => true): Promise<T> {
   return new Promise((resolve) => {
     const on = (v: T) => {
       if (!pred(v)) return;

@@ -5,7 +5,17 @@ import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { ChaosProxy, seededRandom } from './chaos-proxy.js';
 import { until } from '../helpers.js';
-import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir as tmp, startSimulatorProcess, type DaemonProcess, type SimulatorProcess } from './processes.js';
+import {
+  killStarted,
+  posd,
+  removeTempDirs,
+  requireBuild,
+  startDaemonProcess,
+  tempDir as tmp,
+  startSimulatorProcess,
+  type DaemonProcess,
+  type SimulatorProcess,
+} from './processes.js';
 
 /**
  * Store and central as separate processes, the link between them through a proxy that drops, cuts
@@ -163,7 +173,12 @@ afterAll(async () => {
 async function charge(till: string, indices: number[]): Promise<Array<{ i: number; status: string }>> {
   const out = [];
   for (const i of indices) {
-    const cmd = await untilAnswered('POST', '/api/terminal_session_commands', { terminal_id: terminals[till], external_id: `tp-${i}`, amount_in_cents: 5000 + i, currency: 'GTQ' });
+    const cmd = await untilAnswered('POST', '/api/terminal_session_commands', {
+      terminal_id: terminals[till],
+      external_id: `tp-${i}`,
+      amount_in_cents: 5000 + i,
+      currency: 'GTQ',
+    });
     for (;;) {
       const now = await untilAnswered('GET', `/api/terminal_session_commands/${cmd.id}`);
       if (now.final) {
@@ -183,7 +198,14 @@ describe('sync end to end under a flapping link and crashes', () => {
     // The link: up, down, cutting answers, slow, in random turns.
     const flapper = setInterval(() => {
       const r = random();
-      proxy.mode = r < 0.25 ? { up: false, cutResponse: 0, delayMs: 0 } : r < 0.5 ? { up: true, cutResponse: 0.3, delayMs: 0 } : r < 0.6 ? { up: true, cutResponse: 0, delayMs: 30 } : { up: true, cutResponse: 0, delayMs: 0 };
+      proxy.mode =
+        r < 0.25
+          ? { up: false, cutResponse: 0, delayMs: 0 }
+          : r < 0.5
+            ? { up: true, cutResponse: 0.3, delayMs: 0 }
+            : r < 0.6
+              ? { up: true, cutResponse: 0, delayMs: 30 }
+              : { up: true, cutResponse: 0, delayMs: 0 };
       if (random() < 0.2) proxy.cutAll();
     }, 150);
     // The crashes: SIGKILL the central and the store in turn, each at a random moment, and restart it
@@ -219,7 +241,7 @@ describe('sync end to end under a flapping link and crashes', () => {
     // Every eleventh payment is declined (on C); the others alternate between A and B.
     const tillOf = (i: number) => (i % 11 === 10 ? 'C' : i % 2 === 0 ? 'A' : 'B');
     const done: Record<string, number> = {};
-    const timed = async <T,>(what: string, p: Promise<T>) => {
+    const timed = async <T>(what: string, p: Promise<T>) => {
       const v = await p;
       done[what] = Math.max(done[what] ?? 0, Date.now() - started);
       return v;
@@ -233,9 +255,27 @@ describe('sync end to end under a flapping link and crashes', () => {
     let made: Array<Array<{ i: number; status: string }> | void>;
     try {
       made = await Promise.all([
-        timed('terminals', charge('A', payments.filter((i) => tillOf(i) === 'A'))),
-        timed('terminals', charge('B', payments.filter((i) => tillOf(i) === 'B'))),
-        timed('terminals', charge('C', payments.filter((i) => tillOf(i) === 'C'))),
+        timed(
+          'terminals',
+          charge(
+            'A',
+            payments.filter((i) => tillOf(i) === 'A'),
+          ),
+        ),
+        timed(
+          'terminals',
+          charge(
+            'B',
+            payments.filter((i) => tillOf(i) === 'B'),
+          ),
+        ),
+        timed(
+          'terminals',
+          charge(
+            'C',
+            payments.filter((i) => tillOf(i) === 'C'),
+          ),
+        ),
         ...Array.from({ length: 5 }, () => timed('cash', seller())),
       ]);
     } finally {
@@ -253,12 +293,17 @@ describe('sync end to end under a flapping link and crashes', () => {
     const centralDb = new Database(join(centralDir, 'posd.db'), { readonly: true });
     const ids = (db: Database.Database, sql: string) => (db.prepare(sql).all() as Array<{ id: string }>).map((e) => e.id);
     const storeEvents = () => ids(storeDb, 'SELECT id FROM events ORDER BY id');
-    const reemitted = () => ids(centralDb, "SELECT id FROM events WHERE id IN (SELECT json_extract(payload, '$.id') FROM sync_received WHERE kind = 'event') ORDER BY id");
+    const reemitted = () =>
+      ids(centralDb, "SELECT id FROM events WHERE id IN (SELECT json_extract(payload, '$.id') FROM sync_received WHERE kind = 'event') ORDER BY id");
     let status: { records_waiting?: number; connected?: boolean } | undefined;
-    await until(`sync to drain (seed ${SEED})`, async () => {
-      status = (await call('GET', `${store.url}/sync/status`)).body;
-      return status?.records_waiting === 0 && status.connected && reemitted().length === storeEvents().length;
-    }, 90_000).catch((err: Error) => {
+    await until(
+      `sync to drain (seed ${SEED})`,
+      async () => {
+        status = (await call('GET', `${store.url}/sync/status`)).body;
+        return status?.records_waiting === 0 && status.connected && reemitted().length === storeEvents().length;
+      },
+      90_000,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}; last status ${JSON.stringify(status)}`);
     });
     try {
@@ -270,19 +315,34 @@ describe('sync end to end under a flapping link and crashes', () => {
       expect(centralDb.prepare(q).all()).toEqual(storeSales);
       const payQ = 'SELECT id, intent_id, checkout_id, method, status, amount_in_cents, fee_in_cents, balance_transaction_id FROM payment_intents ORDER BY id';
       const storePayments = storeDb.prepare(payQ).all() as Array<{ status: string; amount_in_cents: number }>;
-      expect(storePayments.filter((p) => p.status === 'succeeded').map((p) => p.amount_in_cents).sort((a, b) => a - b)).toEqual(approved.map((p) => 5000 + p.i));
-      expect(storePayments.filter((p) => p.status === 'failed').map((p) => p.amount_in_cents).sort((a, b) => a - b)).toEqual(declined.map((p) => 5000 + p.i));
+      expect(
+        storePayments
+          .filter((p) => p.status === 'succeeded')
+          .map((p) => p.amount_in_cents)
+          .sort((a, b) => a - b),
+      ).toEqual(approved.map((p) => 5000 + p.i));
+      expect(
+        storePayments
+          .filter((p) => p.status === 'failed')
+          .map((p) => p.amount_in_cents)
+          .sort((a, b) => a - b),
+      ).toEqual(declined.map((p) => 5000 + p.i));
       expect(centralDb.prepare(payQ).all()).toEqual(storePayments);
       const intentQ = 'SELECT id, type, status, amount_in_cents, currency, checkout_id, created_at FROM intents ORDER BY id';
       expect(centralDb.prepare(intentQ).all()).toEqual(storeDb.prepare(intentQ).all());
-      const received = centralDb.prepare("SELECT kind, count(*) AS n, count(DISTINCT id) AS d FROM sync_received WHERE kind IN ('cash_sale', 'terminal_payment') GROUP BY kind ORDER BY kind").all();
+      const received = centralDb
+        .prepare(
+          "SELECT kind, count(*) AS n, count(DISTINCT id) AS d FROM sync_received WHERE kind IN ('cash_sale', 'terminal_payment') GROUP BY kind ORDER BY kind",
+        )
+        .all();
       expect(received).toEqual([
         { kind: 'cash_sale', n: SALES, d: SALES },
         { kind: 'terminal_payment', n: APPROVED + DECLINED, d: APPROVED + DECLINED },
       ]);
 
       // The two ledgers, row for row.
-      const ledgerQ = 'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
+      const ledgerQ =
+        'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
       const storeLedger = storeDb.prepare(ledgerQ).all(accountId) as Array<{ type: string; source_id: string }>;
       expect(storeLedger).toHaveLength(APPROVED);
       expect(new Set(storeLedger.map((r) => r.source_id)).size).toBe(APPROVED);

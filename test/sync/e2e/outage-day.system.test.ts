@@ -4,7 +4,18 @@ import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { ChaosProxy } from './chaos-proxy.js';
 import { until } from '../helpers.js';
-import { killStarted, posd, posdExit, removeTempDirs, requireBuild, startDaemonProcess, startSimulatorProcess, tempDir, type DaemonProcess, type SimulatorProcess } from './processes.js';
+import {
+  killStarted,
+  posd,
+  posdExit,
+  removeTempDirs,
+  requireBuild,
+  startDaemonProcess,
+  startSimulatorProcess,
+  tempDir,
+  type DaemonProcess,
+  type SimulatorProcess,
+} from './processes.js';
 
 /**
  * An outage of a trading day, as separate processes: a central, a store joined to it through a
@@ -71,7 +82,12 @@ beforeAll(async () => {
     // A approves every forwarded payment; B has half of them declined, and sends each answer twice.
     const forward = name === 'A' ? ['--forward-outcomes', 'approved'] : ['--forward-outcomes', 'approved,declined', '--forward-twice'];
     sims[name] = await startSimulatorProcess({
-      url: linkUrl, terminalId: t.body.id, token: t.body.pairing_token, behaviour: 'approve', delaysMs: { waiting: 2, reading: 2, authorizing: 5 }, reconnectDelayMs: 50,
+      url: linkUrl,
+      terminalId: t.body.id,
+      token: t.body.pairing_token,
+      behaviour: 'approve',
+      delaysMs: { waiting: 2, reading: 2, authorizing: 5 },
+      reconnectDelayMs: 50,
       extraArgs: ['--protocol', '2', '--offline', ...forward],
     });
   }
@@ -88,7 +104,14 @@ afterAll(async () => {
 
 /** One charge on a terminal, until its command is final; returns the command. */
 async function charge(till: 'A' | 'B', n: number, amount = 1000 + n): Promise<any> {
-  const c = await call('POST', '/api/terminal_session_commands', { terminal_id: terminals[till], external_id: `day-${n}`, amount_in_cents: amount, currency: 'GTQ', description: `ticket ${n}`, tax_id: `${n}-K` });
+  const c = await call('POST', '/api/terminal_session_commands', {
+    terminal_id: terminals[till],
+    external_id: `day-${n}`,
+    amount_in_cents: amount,
+    currency: 'GTQ',
+    description: `ticket ${n}`,
+    tax_id: `${n}-K`,
+  });
   if (c.status !== 201) return c;
   for (;;) {
     const now = await call('GET', `/api/terminal_session_commands/${c.body.id}`);
@@ -119,32 +142,58 @@ it('stores 100 card payments through a day without the internet, refuses past th
 
   // The manager raises the count for the afternoon, from the shell; the terminals hear within seconds.
   const untilIso = new Date(Date.now() + 6 * 3600_000).toISOString();
-  await posd(['payments', 'offline', 'allow', '--account', accountId, '--until', untilIso, '--max-count', '150', '--reason', 'uplink down all day', '--by', 'maria', '--data', storeDir]);
+  await posd([
+    'payments',
+    'offline',
+    'allow',
+    '--account',
+    accountId,
+    '--until',
+    untilIso,
+    '--max-count',
+    '150',
+    '--reason',
+    'uplink down all day',
+    '--by',
+    'maria',
+    '--data',
+    storeDir,
+  ]);
   for (const name of ['A', 'B'] as const) {
-    await until(`terminal ${name} got the raised policy`, () => sims[name].events.some((e) => e.event === 'offline_policy' && (e.data as { remaining_count: number }).remaining_count > 100), 15_000);
+    await until(
+      `terminal ${name} got the raised policy`,
+      () => sims[name].events.some((e) => e.event === 'offline_policy' && (e.data as { remaining_count: number }).remaining_count > 100),
+      15_000,
+    );
   }
   const afternoon = async (till: 'A' | 'B', first: number) => {
     for (let i = 0; i < PER_TERMINAL - CAP / 2; i++) expect((await charge(till, first + i)).body.status).toBe('consumed');
   };
   await Promise.all([afternoon('A', 100), afternoon('B', 1100)]);
   const db = storeDb();
-  expect(db.prepare("SELECT status, count(*) AS n FROM stored_payments GROUP BY status").all()).toEqual([{ status: 'stored', n: 2 * PER_TERMINAL }]);
+  expect(db.prepare('SELECT status, count(*) AS n FROM stored_payments GROUP BY status').all()).toEqual([{ status: 'stored', n: 2 * PER_TERMINAL }]);
   expect((await posd(['outage', 'report', '--json', '--data', storeDir])).offline_now).toMatchObject({
-    offline: true, stored: [{ status: 'stored', currency: 'GTQ', count: 100 }],
+    offline: true,
+    stored: [{ status: 'stored', currency: 'GTQ', count: 100 }],
   });
 
   // Evening: the link is back, the terminals regain their processor.
   proxy.mode = { up: true, cutResponse: 0, delayMs: 0 };
-  await until('the central window closed', () => (db.prepare("SELECT count(*) AS n FROM outage_windows WHERE link = 'central' AND ended_at IS NULL").get() as { n: number }).n === 0, 20_000);
+  await until(
+    'the central window closed',
+    () => (db.prepare("SELECT count(*) AS n FROM outage_windows WHERE link = 'central' AND ended_at IS NULL").get() as { n: number }).n === 0,
+    20_000,
+  );
   for (const s of Object.values(sims)) s.child.kill('SIGUSR2');
-  for (const name of ['A', 'B'] as const) await until(`terminal ${name} forwarded everything`, () => sims[name].events.some((e) => e.event === 'forwarded_all'), 30_000);
+  for (const name of ['A', 'B'] as const)
+    await until(`terminal ${name} forwarded everything`, () => sims[name].events.some((e) => e.event === 'forwarded_all'), 30_000);
 
   // Every stored payment final once: 50 + 25 approved, 25 declined; one charge in the ledger per approval.
   expect(db.prepare('SELECT status, count(*) AS n FROM stored_payments GROUP BY status ORDER BY status').all()).toEqual([
     { status: 'approved', n: 75 },
     { status: 'declined', n: 25 },
   ]);
-  expect(db.prepare("SELECT count(*) AS n FROM stored_payments WHERE late_outcome IS NOT NULL").get()).toEqual({ n: 0 });
+  expect(db.prepare('SELECT count(*) AS n FROM stored_payments WHERE late_outcome IS NOT NULL').get()).toEqual({ n: 0 });
   const chargesPerCheckout = db
     .prepare(
       `SELECT sp.status, count(bt.id) AS n FROM stored_payments sp
@@ -162,7 +211,8 @@ it('stores 100 card payments through a day without the internet, refuses past th
   // The ledgers and the payments agree with the central, row for row.
   await until('everything pushed', async () => (await posd(['sync', 'status', '--json', '--data', storeDir])).records_waiting === 0, 30_000);
   const centralDb = new Database(join(centralDir, 'posd.db'), { readonly: true });
-  const ledgerQ = 'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
+  const ledgerQ =
+    'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
   const storeLedger = db.prepare(ledgerQ).all(accountId);
   expect(storeLedger.filter((r: any) => r.type === 'charge')).toHaveLength(75);
   await until('the central applied the ledger', () => centralDb.prepare(ledgerQ).all(accountId).length === storeLedger.length, 20_000);
@@ -181,7 +231,11 @@ it('stores 100 card payments through a day without the internet, refuses past th
     { type: 'intent.pending', n: 100 },
     { type: 'intent.succeeded', n: 75 },
   ]);
-  await until('the central re-emitted the events', () => JSON.stringify(centralDb.prepare(eventsQ).all(accountId)) === JSON.stringify(db.prepare(eventsQ).all(accountId)), 20_000);
+  await until(
+    'the central re-emitted the events',
+    () => JSON.stringify(centralDb.prepare(eventsQ).all(accountId)) === JSON.stringify(db.prepare(eventsQ).all(accountId)),
+    20_000,
+  );
   // The central knows each card's final state, the declined-later ones with the store's reason.
   const finalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM stored_payments ORDER BY id';
   const centralFinalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM central_stored_payments ORDER BY id';

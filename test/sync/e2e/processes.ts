@@ -136,15 +136,32 @@ export async function startSimulatorProcess(opts: {
   /** More simulator options (`--protocol 2 --offline ...`). */
   extraArgs?: string[];
 }): Promise<SimulatorProcess> {
-  const child = tracked(spawn(
-    process.execPath,
-    [
-      SIMULATOR, '--url', opts.url, '--terminal-id', opts.terminalId, '--token', opts.token, '--behaviour', opts.behaviour,
-      '--delay-waiting-card', String(opts.delaysMs.waiting), '--delay-reading', String(opts.delaysMs.reading),
-      '--delay-authorizing', String(opts.delaysMs.authorizing), '--reconnect-delay', String(opts.reconnectDelayMs), ...(opts.extraArgs ?? []),
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  ));
+  const child = tracked(
+    spawn(
+      process.execPath,
+      [
+        SIMULATOR,
+        '--url',
+        opts.url,
+        '--terminal-id',
+        opts.terminalId,
+        '--token',
+        opts.token,
+        '--behaviour',
+        opts.behaviour,
+        '--delay-waiting-card',
+        String(opts.delaysMs.waiting),
+        '--delay-reading',
+        String(opts.delaysMs.reading),
+        '--delay-authorizing',
+        String(opts.delaysMs.authorizing),
+        '--reconnect-delay',
+        String(opts.reconnectDelayMs),
+        ...(opts.extraArgs ?? []),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    ),
+  );
   const events: SimulatorProcess['events'] = [];
   const welcomed = new Promise<void>((resolveWelcome, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -51,13 +51,20 @@ afterAll(async () => {
 describe('a central killed between receipt and projection', () => {
   it('resumes projecting at its next start and applies every record once; the ledgers agree row for row', async () => {
     // The store sells offline first (no central to reach), so its push is a catch-up of many batches.
-    store = await startDaemonProcess(storeDir, { role: 'store', limits: { per_key_per_second: 100_000 }, sync: { central_url: 'http://127.0.0.1:9', batch_size: 40, reconcile_interval_ms: 0 } });
+    store = await startDaemonProcess(storeDir, {
+      role: 'store',
+      limits: { per_key_per_second: 100_000 },
+      sync: { central_url: 'http://127.0.0.1:9', batch_size: 40, reconcile_interval_ms: 0 },
+    });
     for (let i = 0; i < SALES; i++) {
       const sale = await call('POST', `${store.url}/api/cash_sales`, { amount_in_cents: 100 + i, currency: 'GTQ' });
       expect(sale.status).toBe(201);
     }
     await store.kill('SIGTERM');
-    store = await startDaemonProcess(storeDir, { role: 'store', sync: { central_url: central!.url, batch_size: 40, backoff_min_ms: 20, backoff_max_ms: 200, reconcile_interval_ms: 0 } });
+    store = await startDaemonProcess(storeDir, {
+      role: 'store',
+      sync: { central_url: central!.url, batch_size: 40, backoff_min_ms: 20, backoff_max_ms: 200, reconcile_interval_ms: 0 },
+    });
     // Everything received (the store has nothing waiting), nothing applied.
     await until('the store has nothing waiting', async () => (await call('GET', `${store!.url}/sync/status`)).body.records_waiting === 0, 60_000);
     const received = await storeRow();
@@ -65,7 +72,9 @@ describe('a central killed between receipt and projection', () => {
     expect(received.applied_seq).toBe(0);
     const peek = new Database(join(centralDir, 'posd.db'), { readonly: true });
     try {
-      expect(peek.prepare('SELECT outcome, count(*) AS n FROM sync_received GROUP BY outcome').all()).toEqual([{ outcome: 'received', n: received.received_seq }]);
+      expect(peek.prepare('SELECT outcome, count(*) AS n FROM sync_received GROUP BY outcome').all()).toEqual([
+        { outcome: 'received', n: received.received_seq },
+      ]);
       expect(peek.prepare('SELECT count(*) AS n FROM intents').get()).toEqual({ n: 0 });
     } finally {
       peek.close();
@@ -73,22 +82,29 @@ describe('a central killed between receipt and projection', () => {
 
     await central!.kill('SIGKILL');
     central = await startDaemonProcess(centralDir, centralConfig(false));
-    await until('the central applied everything it received', async () => {
-      const row = await storeRow();
-      return row.applied_seq === received.received_seq;
-    }, 60_000);
+    await until(
+      'the central applied everything it received',
+      async () => {
+        const row = await storeRow();
+        return row.applied_seq === received.received_seq;
+      },
+      60_000,
+    );
     await store.kill('SIGTERM');
     store = undefined;
 
     const storeDb = new Database(join(storeDir, 'posd.db'), { readonly: true });
     const centralDb = new Database(join(centralDir, 'posd.db'), { readonly: true });
     try {
-      expect(centralDb.prepare('SELECT outcome, count(*) AS n FROM sync_received GROUP BY outcome').all()).toEqual([{ outcome: 'applied', n: received.received_seq }]);
+      expect(centralDb.prepare('SELECT outcome, count(*) AS n FROM sync_received GROUP BY outcome').all()).toEqual([
+        { outcome: 'applied', n: received.received_seq },
+      ]);
       const salesQ = 'SELECT id, type, status, amount_in_cents, currency, checkout_id, created_at FROM intents WHERE account_id = ? ORDER BY id';
       const sales = storeDb.prepare(salesQ).all(accountId);
       expect(sales).toHaveLength(SALES);
       expect(centralDb.prepare(salesQ).all(accountId)).toEqual(sales);
-      const ledgerQ = 'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
+      const ledgerQ =
+        'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, source_type, created_at FROM balance_transactions WHERE account_id = ? ORDER BY id';
       const ledger = storeDb.prepare(ledgerQ).all(accountId);
       expect(centralDb.prepare(ledgerQ).all(accountId)).toEqual(ledger);
       // Each store event re-emitted once at the central, under its own id.

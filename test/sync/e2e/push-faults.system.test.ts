@@ -57,10 +57,21 @@ interface OutboxRow {
 
 /** The store's outbox rows after `seq` as the store pushes them (docs/sync-protocol.md), chained from `seq`. */
 function recordsAfter(seq: number) {
-  const rows = storeDb.prepare('SELECT seq, id, kind, account_id, live_mode, payload, created_at FROM sync_outbox WHERE seq > ? ORDER BY seq').all(seq) as OutboxRow[];
+  const rows = storeDb
+    .prepare('SELECT seq, id, kind, account_id, live_mode, payload, created_at FROM sync_outbox WHERE seq > ? ORDER BY seq')
+    .all(seq) as OutboxRow[];
   let prev = seq;
   return rows.map((r) => {
-    const rec = { seq: r.seq, prev_seq: prev, id: r.id, kind: r.kind, account_id: r.account_id, live_mode: r.live_mode === 1, payload: JSON.parse(r.payload), created_at: r.created_at };
+    const rec = {
+      seq: r.seq,
+      prev_seq: prev,
+      id: r.id,
+      kind: r.kind,
+      account_id: r.account_id,
+      live_mode: r.live_mode === 1,
+      payload: JSON.parse(r.payload),
+      created_at: r.created_at,
+    };
     prev = r.seq;
     return rec;
   });
@@ -69,7 +80,10 @@ type PushRecord = ReturnType<typeof recordsAfter>[number];
 
 /** Every event the store made has been copied into its outbox (the push loop does it, link up or down). */
 const eventsTailed = () =>
-  storeDb.prepare("SELECT (SELECT count(*) FROM events) AS made, (SELECT count(*) FROM sync_outbox WHERE kind = 'event') AS tailed").get() as { made: number; tailed: number };
+  storeDb.prepare("SELECT (SELECT count(*) FROM events) AS made, (SELECT count(*) FROM sync_outbox WHERE kind = 'event') AS tailed").get() as {
+    made: number;
+    tailed: number;
+  };
 
 /** What a push could change at the central: the rows it applies into, and the store's cursor. */
 function centralCounts() {
@@ -179,7 +193,8 @@ describe('a push whose answer is lost, with store and central as separate proces
     expect(centralDb.prepare('SELECT seq, id FROM sync_received WHERE store_id = ? ORDER BY seq').all(storeId)).toEqual(outbox);
     expect(centralDb.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(storeId)).toEqual({ applied_seq: last });
     // ...and each object once, under the store's ids.
-    const salesQ = 'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents, i.status FROM cash_intents c JOIN intents i ON i.id = c.intent_id ORDER BY c.id';
+    const salesQ =
+      'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents, i.status FROM cash_intents c JOIN intents i ON i.id = c.intent_id ORDER BY c.id';
     const storeSales = storeDb.prepare(salesQ).all() as Array<{ amount_in_cents: number }>;
     expect(storeSales.map((s) => s.amount_in_cents).sort((a, b) => a - b)).toEqual(Array.from({ length: SALES }, (_, i) => 1000 + i));
     expect(centralDb.prepare(salesQ).all()).toEqual(storeSales);
@@ -275,7 +290,12 @@ describe('forged and malformed pushes to a central process', () => {
     const amount = p.sale.amount_in_cents + 100_00;
     const forged = {
       ...applied,
-      payload: { ...p, sale: { ...p.sale, amount_in_cents: amount }, cash_intent: { ...p.cash_intent, amount_in_cents: amount }, intent: { ...p.intent, amount_in_cents: amount } },
+      payload: {
+        ...p,
+        sale: { ...p.sale, amount_in_cents: amount },
+        cash_intent: { ...p.cash_intent, amount_in_cents: amount },
+        intent: { ...p.intent, amount_in_cents: amount },
+      },
     };
     // The message says what the central holds (issue 32): that record with other content at its seq,
     // or that record at another seq.
@@ -284,7 +304,9 @@ describe('forged and malformed pushes to a central process', () => {
       record_id: applied.id,
       applied_seq: appliedSeq,
       message: `Record ${applied.id} (seq ${seq}) conflicts with what the central received: ${
-        seq === applied.seq ? `the central holds record ${applied.id} (cash_sale) at seq ${seq} with other content` : `the central holds record ${applied.id} at seq ${applied.seq}`
+        seq === applied.seq
+          ? `the central holds record ${applied.id} (cash_sale) at seq ${seq} with other content`
+          : `the central holds record ${applied.id} at seq ${applied.seq}`
       } (received up to seq ${appliedSeq}); nothing was received.`,
     });
     // Repeated at its own seq, in a batch that also carries the store's next, valid record (which
@@ -296,7 +318,9 @@ describe('forged and malformed pushes to a central process', () => {
     expect(asNew).toEqual({ status: 409, body: conflict(appliedSeq + 1) });
     // The central kept what the store sent first.
     expect(centralDb.prepare('SELECT hash, payload FROM sync_received WHERE id = ?').get(applied.id)).toEqual(original);
-    expect(centralDb.prepare('SELECT amount_in_cents FROM cash_intents WHERE id = ?').get(p.cash_intent.id)).toEqual({ amount_in_cents: p.sale.amount_in_cents });
+    expect(centralDb.prepare('SELECT amount_in_cents FROM cash_intents WHERE id = ?').get(p.cash_intent.id)).toEqual({
+      amount_in_cents: p.sale.amount_in_cents,
+    });
   });
 
   it('answers 400 with the error body to a body that is not JSON or not a push', async () => {

@@ -99,8 +99,11 @@ function agreeRowForRow(): void {
     // The central holds the store's stream exactly as the store's outbox: each seq once, each id once.
     const outbox = storeDb.prepare('SELECT seq, id FROM sync_outbox ORDER BY seq').all();
     expect(centralDb.prepare('SELECT seq, id FROM sync_received WHERE store_id = ? ORDER BY seq').all(storeId)).toEqual(outbox);
-    expect(centralDb.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(storeId)).toEqual({ applied_seq: (outbox.at(-1) as { seq: number }).seq });
-    const salesQ = 'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents, i.status FROM cash_intents c JOIN intents i ON i.id = c.intent_id ORDER BY c.id';
+    expect(centralDb.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(storeId)).toEqual({
+      applied_seq: (outbox.at(-1) as { seq: number }).seq,
+    });
+    const salesQ =
+      'SELECT c.id, c.intent_id, c.checkout_id, c.amount_in_cents, i.status FROM cash_intents c JOIN intents i ON i.id = c.intent_id ORDER BY c.id';
     const storeSales = storeDb.prepare(salesQ).all() as Array<{ amount_in_cents: number }>;
     // Every sale the store answered for, exactly once.
     expect(storeSales.map((s) => s.amount_in_cents).sort((a, b) => a - b)).toEqual([...sold].sort((a, b) => a - b));
@@ -111,13 +114,16 @@ function agreeRowForRow(): void {
     // millisecond after the checkout's own at the store (as for any pushed sale, restored or not).
     const checkoutsQ = 'SELECT id, account_id, live_mode, status, amount_in_cents, currency FROM checkouts ORDER BY id';
     expect(centralDb.prepare(checkoutsQ).all()).toEqual(storeDb.prepare(checkoutsQ).all());
-    const ledgerQ = 'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, created_at FROM balance_transactions ORDER BY id';
+    const ledgerQ =
+      'SELECT id, type, amount_in_cents, fee_in_cents, net_amount_in_cents, currency, source_id, created_at FROM balance_transactions ORDER BY id';
     expect(centralDb.prepare(ledgerQ).all()).toEqual(storeDb.prepare(ledgerQ).all());
     // The store's events, made before or after the backup, exist at both under their ids.
     const storeEvents = storeDb.prepare('SELECT id, type, account_id, created_at FROM events ORDER BY id').all() as Array<{ id: string }>;
     expect(storeEvents.length).toBeGreaterThanOrEqual(sold.length);
     const ids = storeEvents.map((e) => e.id);
-    expect(centralDb.prepare(`SELECT id, type, account_id, created_at FROM events WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY id`).all(...ids)).toEqual(storeEvents);
+    expect(
+      centralDb.prepare(`SELECT id, type, account_id, created_at FROM events WHERE id IN (${ids.map(() => '?').join(',')}) ORDER BY id`).all(...ids),
+    ).toEqual(storeEvents);
     const fromStore = centralDb.prepare("SELECT count(*) AS n FROM sync_received WHERE store_id = ? AND kind = 'event'").get(storeId) as { n: number };
     expect(fromStore.n).toBe(storeEvents.length);
   });
@@ -127,7 +133,8 @@ beforeAll(async () => {
   requireBuild();
   centralDir = tempDir('posd-central-');
   const inst = await posd(['init', '--role', 'central', '--name', 'Chain', '--json', '--data', centralDir]);
-  const accountId = (await posd(['accounts', 'create', '--name', 'Store 7', '--organization', inst.organization_id, '--json', '--data', centralDir])).account_id;
+  const accountId = (await posd(['accounts', 'create', '--name', 'Store 7', '--organization', inst.organization_id, '--json', '--data', centralDir]))
+    .account_id;
   storeKey = (await posd(['keys', 'create', '--account', accountId, '--env', 'live', '--json', '--data', centralDir])).key;
   central = await startDaemonProcess(centralDir, { role: 'central', limits: { per_key_per_second: 100_000 } });
   centralDb = new Database(join(centralDir, 'posd.db'), { readonly: true });
@@ -199,11 +206,17 @@ describe('a synced store restored from its own older backup', () => {
     await startStore();
     await sell(8);
     await until('the events copied into the outbox', () =>
-      withStoreDb((db) => (db.prepare("SELECT (SELECT count(*) FROM events) = (SELECT count(*) FROM sync_outbox WHERE kind = 'event') AS ok").get() as { ok: number }).ok === 1),
+      withStoreDb(
+        (db) =>
+          (db.prepare("SELECT (SELECT count(*) FROM events) = (SELECT count(*) FROM sync_outbox WHERE kind = 'event') AS ok").get() as { ok: number }).ok === 1,
+      ),
     );
     // Made after the restore, before the rejoin: these seqs are ones the central already holds.
     const made = withStoreDb(
-      (db) => db.prepare("SELECT seq, id FROM sync_outbox WHERE seq > (SELECT CAST(value AS INTEGER) FROM sync_state WHERE key = 'acked_seq') ORDER BY seq").all() as Array<{ seq: number; id: string }>,
+      (db) =>
+        db
+          .prepare("SELECT seq, id FROM sync_outbox WHERE seq > (SELECT CAST(value AS INTEGER) FROM sync_state WHERE key = 'acked_seq') ORDER BY seq")
+          .all() as Array<{ seq: number; id: string }>,
     );
     expect(made.length).toBeGreaterThanOrEqual(16);
     expect(made[0].seq).toBeLessThanOrEqual(centralSeq);

@@ -83,7 +83,11 @@ beforeAll(async () => {
   // A real store box makes the records: joined to the core, selling offline, its outbox read back.
   const storeDir = tempDir('posd-store-');
   await posd(['init', '--central-url', core.url, '--central-key', key, '--json', '--data', storeDir]);
-  const store = await startDaemonProcess(storeDir, { role: 'store', limits: { per_key_per_second: 100_000 }, sync: { central_url: 'http://127.0.0.1:9', reconcile_interval_ms: 0 } });
+  const store = await startDaemonProcess(storeDir, {
+    role: 'store',
+    limits: { per_key_per_second: 100_000 },
+    sync: { central_url: 'http://127.0.0.1:9', reconcile_interval_ms: 0 },
+  });
   for (let i = 0; i < SALES; i++) expect((await call('POST', store.url, '/api/cash_sales', { amount_in_cents: 100 + i, currency: 'GTQ' })).status).toBe(201);
   await store.kill('SIGTERM');
   // The sales' events reach the outbox when the box's push loop tails them (its retries against the
@@ -91,7 +95,19 @@ beforeAll(async () => {
   const storeDb = new Database(join(storeDir, 'posd.db'));
   tailEvents(storeDb);
   storeDb.close();
-  const outbox = peek(storeDir, (db) => db.prepare('SELECT * FROM sync_outbox ORDER BY seq').all() as Array<{ seq: number; id: string; account_id: string; live_mode: number; kind: string; payload: string; created_at: string }>);
+  const outbox = peek(
+    storeDir,
+    (db) =>
+      db.prepare('SELECT * FROM sync_outbox ORDER BY seq').all() as Array<{
+        seq: number;
+        id: string;
+        account_id: string;
+        live_mode: number;
+        kind: string;
+        payload: string;
+        created_at: string;
+      }>,
+  );
   records = outbox.map((r, i) => ({
     seq: r.seq,
     prev_seq: i ? outbox[i - 1].seq : 0,
@@ -130,15 +146,24 @@ describe('the chain core on PostgreSQL', () => {
 
     const sales = first.filter((r) => r.kind === 'cash_sale').length;
     peek(coreDir, (db) => {
-      expect(db.prepare('SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = ? GROUP BY outcome').all(STORE)).toEqual([{ outcome: 'applied', n: first.length }]);
-      expect(db.prepare('SELECT received_seq, applied_seq, account_id FROM sync_stores WHERE store_id = ?').get(STORE)).toEqual({ received_seq: pushed, applied_seq: pushed, account_id: accountId });
+      expect(db.prepare('SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = ? GROUP BY outcome').all(STORE)).toEqual([
+        { outcome: 'applied', n: first.length },
+      ]);
+      expect(db.prepare('SELECT received_seq, applied_seq, account_id FROM sync_stores WHERE store_id = ?').get(STORE)).toEqual({
+        received_seq: pushed,
+        applied_seq: pushed,
+        account_id: accountId,
+      });
       expect(db.prepare('SELECT count(*) AS n FROM intents WHERE account_id = ?').get(accountId)).toEqual({ n: sales });
       // Received when the front received it (the status page's lag), in the SQLite central's time format.
-      const pgAt = (db.prepare('SELECT received_at FROM sync_received WHERE store_id = ? ORDER BY seq LIMIT 1').get(STORE) as { received_at: string }).received_at;
+      const pgAt = (db.prepare('SELECT received_at FROM sync_received WHERE store_id = ? ORDER BY seq LIMIT 1').get(STORE) as { received_at: string })
+        .received_at;
       expect(pgAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
       expect(Math.abs(Date.now() - Date.parse(pgAt))).toBeLessThan(60_000);
       // In the store's order: the core's copy holds every seq once, as received.
-      expect((db.prepare('SELECT seq FROM sync_received WHERE store_id = ? ORDER BY seq').all(STORE) as Array<{ seq: number }>).map((r) => r.seq)).toEqual(first.map((r) => r.seq));
+      expect((db.prepare('SELECT seq FROM sync_received WHERE store_id = ? ORDER BY seq').all(STORE) as Array<{ seq: number }>).map((r) => r.seq)).toEqual(
+        first.map((r) => r.seq),
+      );
     });
 
     // Day totals: what the core's own reconciliation computes besides records.*, row for row.
@@ -168,7 +193,15 @@ describe('the chain core on PostgreSQL', () => {
       await blocker.query("SELECT 1 FROM sync_day_totals WHERE store_id = $1 AND measure NOT LIKE 'records.%' FOR UPDATE", [STORE]);
       const second = part(1);
       await receive(second);
-      await until('the core applied the second part in its SQLite', () => peek(coreDir, (db) => (db.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(STORE) as { applied_seq: number }).applied_seq === pushed), 30_000);
+      await until(
+        'the core applied the second part in its SQLite',
+        () =>
+          peek(
+            coreDir,
+            (db) => (db.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(STORE) as { applied_seq: number }).applied_seq === pushed,
+          ),
+        30_000,
+      );
       await core!.kill('SIGKILL');
       // Its report, blocked on the lock, dies with its session: PostgreSQL never heard of it.
       await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'posd-core'");
@@ -199,7 +232,9 @@ describe('the chain core on PostgreSQL', () => {
       const orgs = new Set([organizationId]);
       const mark = waiter.mark(orgs);
       const woken = waiter.wait(orgs, mark, 10_000);
-      const made = await call('POST', core!.url, '/api/products', { product: { name: 'Corte', prices_attributes: [{ amount_in_cents: 7500, currency: 'GTQ' }] } });
+      const made = await call('POST', core!.url, '/api/products', {
+        product: { name: 'Corte', prices_attributes: [{ amount_in_cents: 7500, currency: 'GTQ' }] },
+      });
       expect(made.status).toBe(201);
       expect(await woken).toBe(true);
       const rows = await pool.query("SELECT kind, account_id, organization_id FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id]);
@@ -217,7 +252,14 @@ describe('the chain core on PostgreSQL', () => {
     const row = peek(coreDir, (db) => db.prepare('SELECT id, hash FROM api_keys WHERE prefix = ?').get(made.prefix) as { id: string; hash: string });
     // Made by another process (no bell): the relay's tick finds its feed row.
     const published = await until('the key is published', () => keyByHash(pool, row.hash), 10_000);
-    expect(published).toMatchObject({ id: row.id, prefix: made.prefix, account_id: accountId, organization_id: organizationId, live_mode: 1, revoked_at: null });
+    expect(published).toMatchObject({
+      id: row.id,
+      prefix: made.prefix,
+      account_id: accountId,
+      organization_id: organizationId,
+      live_mode: 1,
+      revoked_at: null,
+    });
     expect(JSON.stringify(await pool.query('SELECT * FROM sync_keys'))).not.toContain(made.key);
     const scopeRows = await scopeOf(pool, accountId);
     // The published accounts answer the key's scope as the core computes it: the account, then its sandbox.
@@ -232,12 +274,27 @@ describe('the chain core on PostgreSQL', () => {
     expect(typeof revoked).toBe('string');
   }, 30_000);
 
-  test('a record held at the core (no applier for its kind) is held in PostgreSQL; an operator\'s skip at the core reaches PostgreSQL', async () => {
+  test("a record held at the core (no applier for its kind) is held in PostgreSQL; an operator's skip at the core reaches PostgreSQL", async () => {
     const other = 'st_core_pg_held';
-    const rec: PushRecord = { seq: 1, prev_seq: 0, id: 'rec_gift_wrap_1', kind: 'gift_wrap', account_id: accountId, live_mode: true, payload: { id: 'gw_1' }, created_at: new Date().toISOString() };
+    const rec: PushRecord = {
+      seq: 1,
+      prev_seq: 0,
+      id: 'rec_gift_wrap_1',
+      kind: 'gift_wrap',
+      account_id: accountId,
+      live_mode: true,
+      payload: { id: 'gw_1' },
+      created_at: new Date().toISOString(),
+    };
     await receivePush(pool, scope, { protocol: 1, store_id: other, records: [rec] });
     await pool.query("SELECT pg_notify('posd_received', $1)", [other]);
-    const row = async () => (await pool.query('SELECT applied_seq, held_count, skipped_count, (SELECT outcome FROM sync_received WHERE id = $2) AS outcome FROM sync_stores WHERE store_id = $1', [other, rec.id])).rows[0];
+    const row = async () =>
+      (
+        await pool.query(
+          'SELECT applied_seq, held_count, skipped_count, (SELECT outcome FROM sync_received WHERE id = $2) AS outcome FROM sync_stores WHERE store_id = $1',
+          [other, rec.id],
+        )
+      ).rows[0];
     await until('the record is held in PostgreSQL', async () => (await row()).held_count === 1, 10_000);
     expect(await row()).toEqual({ applied_seq: 1, held_count: 1, skipped_count: 0, outcome: 'held' });
 
@@ -262,7 +319,9 @@ describe('the chain core on PostgreSQL', () => {
     // Its data folder was copied before any record came: it applied the whole log from PostgreSQL,
     // each record once, and PostgreSQL's outcomes did not move.
     peek(standbyDir, (db) => {
-      expect(db.prepare('SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = ? GROUP BY outcome').all(STORE)).toEqual([{ outcome: 'applied', n: records.length }]);
+      expect(db.prepare('SELECT outcome, count(*) AS n FROM sync_received WHERE store_id = ? GROUP BY outcome').all(STORE)).toEqual([
+        { outcome: 'applied', n: records.length },
+      ]);
       expect(db.prepare('SELECT count(*) AS n FROM intents WHERE account_id = ?').get(accountId)).toEqual({ n: SALES });
     });
     const outcomes = await pool.query('SELECT outcome, count(*)::int AS n FROM sync_received WHERE store_id = $1 GROUP BY outcome', [STORE]);
@@ -270,27 +329,44 @@ describe('the chain core on PostgreSQL', () => {
     expect(await pgStore()).toMatchObject({ held_count: 0, rejected_count: 0, parked_count: 0 });
 
     // Its feed continues past what PostgreSQL holds: a product it makes reaches the fronts.
-    const made = await call('POST', standby.url, '/api/products', { product: { name: 'Tinte', prices_attributes: [{ amount_in_cents: 9000, currency: 'GTQ' }] } });
+    const made = await call('POST', standby.url, '/api/products', {
+      product: { name: 'Tinte', prices_attributes: [{ amount_in_cents: 9000, currency: 'GTQ' }] },
+    });
     expect(made.status).toBe(201);
-    await until('the new leader relays its feed', async () => (await pool.query("SELECT 1 FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id])).rows.length === 1, 10_000);
+    await until(
+      'the new leader relays its feed',
+      async () => (await pool.query("SELECT 1 FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id])).rows.length === 1,
+      10_000,
+    );
     // The lag series is refreshed each second by the leader: it falls to 0 once everything is applied.
     await until('the lag metric says nothing is behind', async () => /posd_sync_projector_lag_records 0\n/.test(await metricsOf(standby!.url)), 10_000);
   }, 90_000);
 
   test('a leader whose lease session is cut (the process alive) stops, waits for the lease again and leads again', async () => {
-    const leasePid = async () => (await pool.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'posd-projector-lease'")).rows.map((r) => r.pid as number);
+    const leasePid = async () =>
+      (await pool.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'posd-projector-lease'")).rows.map((r) => r.pid as number);
     const [before] = await leasePid();
     expect(before).toBeGreaterThan(0);
     await pool.query('SELECT pg_terminate_backend($1)', [before]);
-    await until('a new lease session holds the lock', async () => {
-      const pids = await leasePid();
-      if (pids.length !== 1 || pids[0] === before) return false;
-      return (await pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1", [pids[0]])).rows.length === 1;
-    }, 20_000);
+    await until(
+      'a new lease session holds the lock',
+      async () => {
+        const pids = await leasePid();
+        if (pids.length !== 1 || pids[0] === before) return false;
+        return (await pool.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = $1", [pids[0]])).rows.length === 1;
+      },
+      20_000,
+    );
     // It answers writes again once it replayed the log to its end and says so at /readyz.
     await until('the core is ready again', async () => (await request(`${standby!.url}/readyz`)).statusCode === 200, 20_000);
-    const made = await call('POST', standby!.url, '/api/products', { product: { name: 'Peinado', prices_attributes: [{ amount_in_cents: 5000, currency: 'GTQ' }] } });
+    const made = await call('POST', standby!.url, '/api/products', {
+      product: { name: 'Peinado', prices_attributes: [{ amount_in_cents: 5000, currency: 'GTQ' }] },
+    });
     expect(made.status).toBe(201);
-    await until('the feed is relayed again', async () => (await pool.query("SELECT 1 FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id])).rows.length === 1, 10_000);
+    await until(
+      'the feed is relayed again',
+      async () => (await pool.query("SELECT 1 FROM sync_feed WHERE kind = 'product' AND object_id = $1", [made.body.id])).rows.length === 1,
+      10_000,
+    );
   }, 40_000);
 });

@@ -95,7 +95,8 @@ beforeAll(async () => {
   pool = createPool({ ...cluster.config(), max: 2 });
   dirs.push(tempDir('posd-onelog-a-'), tempDir('posd-onelog-b-'));
   const inst = await posd(['init', '--role', 'central', '--name', 'Chain', '--json', '--data', dirs[0]]);
-  const account = (await posd(['accounts', 'create', '--name', 'Zona 10', '--organization', inst.organization_id, '--json', '--data', dirs[0]])).account_id as string;
+  const account = (await posd(['accounts', 'create', '--name', 'Zona 10', '--organization', inst.organization_id, '--json', '--data', dirs[0]]))
+    .account_id as string;
   key = (await posd(['keys', 'create', '--account', account, '--env', 'live', '--json', '--data', dirs[0]])).key;
   await startCore(0);
   await until('the first core leads', async () => (await readyz(0)).status === 200, 20_000);
@@ -209,6 +210,6 @@ describe('the central on one log', () => {
           .map((t) => `${t}:${JSON.stringify(db.prepare(`SELECT * FROM "${t}" ORDER BY rowid`).all())}`)
           .join('\n'),
       );
-    await until('the standby holds the leader\'s rows', () => digest(dirs[standby]) === digest(dirs[leader]), 10_000);
+    await until("the standby holds the leader's rows", () => digest(dirs[standby]) === digest(dirs[leader]), 10_000);
   }, 180_000);
 });

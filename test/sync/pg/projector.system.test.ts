@@ -39,7 +39,11 @@ afterAll(async () => {
 });
 
 async function store(storeId: string) {
-  return (await pool.query('SELECT received_seq, applied_seq, held_count, rejected_count, parked_count, skipped_count FROM sync_stores WHERE store_id = $1', [storeId])).rows[0];
+  return (
+    await pool.query('SELECT received_seq, applied_seq, held_count, rejected_count, parked_count, skipped_count FROM sync_stores WHERE store_id = $1', [
+      storeId,
+    ])
+  ).rows[0];
 }
 
 describe('the projector reading the received log', () => {
@@ -49,7 +53,14 @@ describe('the projector reading the received log', () => {
     const page = await readReceived(pool, 'st_p', 10, 5);
     expect(page.map((r) => r.seq)).toEqual([11, 12, 13, 14, 15]);
     const r = page[0];
-    expect(r).toMatchObject({ id: 'st_p_rec_11', kind: 'cash_sale', account_id: 'ac_one', live_mode: true, outcome: 'received', created_at: recs[10].created_at });
+    expect(r).toMatchObject({
+      id: 'st_p_rec_11',
+      kind: 'cash_sale',
+      account_id: 'ac_one',
+      live_mode: true,
+      outcome: 'received',
+      created_at: recs[10].created_at,
+    });
     expect(JSON.parse(r.payload)).toEqual(recs[10].payload);
     expect(r.hash).toBe(recordHash(recs[10], r.payload));
     expect(await storesBehind(pool)).toEqual([{ store_id: 'st_p', applied_seq: 0, received_seq: 30 }]);
@@ -64,7 +75,11 @@ describe('the projector reading the received log', () => {
     ]);
     expect(await store('st_p')).toMatchObject({ applied_seq: 20, held_count: 1, rejected_count: 1, parked_count: 1, skipped_count: 0 });
     // The core crashed after its SQLite commit and before hearing back: the same call again.
-    await markApplied(pool, 'st_p', 20, [{ seq: 18, outcome: 'rejected', reason: 'slot taken' }, { seq: 19, outcome: 'held' }, { seq: 20, outcome: 'parked' }]);
+    await markApplied(pool, 'st_p', 20, [
+      { seq: 18, outcome: 'rejected', reason: 'slot taken' },
+      { seq: 19, outcome: 'held' },
+      { seq: 20, outcome: 'parked' },
+    ]);
     expect(await store('st_p')).toMatchObject({ applied_seq: 20, held_count: 1, rejected_count: 1, parked_count: 1 });
     // A late, older report never moves the position back.
     await markApplied(pool, 'st_p', 12, []);

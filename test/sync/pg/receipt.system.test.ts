@@ -115,7 +115,9 @@ describe('push receipt on PostgreSQL', () => {
       ...records('st_t', 6, 6, { day: '2026-11-27', kind: 'reconciliation_report' }),
     ].map((r, i) => ({ ...r, prev_seq: i }));
     await receivePush(pool, scope, push('st_t', recs), { totals });
-    const t = (await pool.query("SELECT account_id, live_mode, day, currency, measure, count, sum FROM sync_day_totals WHERE store_id = 'st_t' ORDER BY day, account_id")).rows;
+    const t = (
+      await pool.query("SELECT account_id, live_mode, day, currency, measure, count, sum FROM sync_day_totals WHERE store_id = 'st_t' ORDER BY day, account_id")
+    ).rows;
     expect(t).toEqual([
       { account_id: 'ac_one', live_mode: true, day: '2026-11-26', currency: 'eur', measure: 'records.cash_sale', count: 2, sum: 300 },
       { account_id: 'sbx_one', live_mode: false, day: '2026-11-27', currency: 'eur', measure: 'records.cash_sale', count: 1, sum: 300 },
@@ -178,7 +180,9 @@ describe('push receipt on PostgreSQL', () => {
     expect(await storeRow('st_f')).toBeUndefined();
     // The sandbox is in scope, as a sandbox: the same id claiming live mode is not.
     await receivePush(pool, scope, push('st_f', records('st_f', 1, 1, { account: 'sbx_one', live: false })));
-    expect((await refusal(receivePush(pool, scope, push('st_f', records('st_f', 2, 2, { account: 'sbx_one', live: true }))))).code).toBe('sync_account_forbidden');
+    expect((await refusal(receivePush(pool, scope, push('st_f', records('st_f', 2, 2, { account: 'sbx_one', live: true }))))).code).toBe(
+      'sync_account_forbidden',
+    );
     const otherKey: ReceiptScope = { keyAccount: { id: 'ac_two', live_mode: true }, accounts: [{ id: 'ac_two', live_mode: true }] };
     const err2 = await refusal(receivePush(pool, otherKey, push('st_f', records('st_f', 2, 2, { account: 'ac_two' }))));
     expect(err2.code).toBe('sync_store_mismatch');

@@ -88,9 +88,14 @@ export class ScriptedTerminal {
   /** Protocol 2: what became of a stored payment at the processor. */
   forward(commandId: string, reference: string, outcome: 'forwarded' | 'approved' | 'declined' | 'expired', extra: Record<string, unknown> = {}) {
     return this.send({
-      type: 'forward_result', command_id: commandId, offline_reference: reference, outcome,
-      authorization_code: outcome === 'approved' ? 'OFF123' : null, card: { network: 'visa', last4: '4242' },
-      processor_reference: outcome === 'forwarded' ? null : `proc-${reference}`, reason: outcome === 'declined' ? 'insufficient_funds' : null,
+      type: 'forward_result',
+      command_id: commandId,
+      offline_reference: reference,
+      outcome,
+      authorization_code: outcome === 'approved' ? 'OFF123' : null,
+      card: { network: 'visa', last4: '4242' },
+      processor_reference: outcome === 'forwarded' ? null : `proc-${reference}`,
+      reason: outcome === 'declined' ? 'insufficient_funds' : null,
       ...extra,
     });
   }

@@ -58,7 +58,9 @@ async function cancelNow(ctx: AppContext, account: Account, id: string): Promise
       for (const seat of bookings.sessionSeats(session.id)) {
         if (!holdsSlot(seat.status)) continue;
         applyEvent(ctx, seat, 'CANCEL', {
-          cancelled_by: 'merchant', cancellation_reason: 'class_session_cancelled', hold_expires_at: null,
+          cancelled_by: 'merchant',
+          cancellation_reason: 'class_session_cancelled',
+          hold_expires_at: null,
           refund_due: seat.paid_in_cents > 0 ? 1 : 0,
           refund_reason: seat.paid_in_cents > 0 ? 'class_session_cancelled' : null,
         });
@@ -75,6 +77,7 @@ async function cancelNow(ctx: AppContext, account: Account, id: string): Promise
       failed.push(seat.id);
     }
   }
-  if (failed.length) throw new ApiError('seats_left', { message: `${failed.length} seat(s) could not be refunded; call again to finish them.`, extra: { booking_ids: failed } });
+  if (failed.length)
+    throw new ApiError('seats_left', { message: `${failed.length} seat(s) could not be refunded; call again to finish them.`, extra: { booking_ids: failed } });
   return classSessionView(ctx, session);
 }

@@ -25,7 +25,14 @@ export interface FeedClassSession {
 export function publishClassSession(ctx: AppContext, id: string): void {
   const session = storeOf(ctx).get(id)!;
   const payload: FeedClassSession = { session, occupancy: bookingsStoreOf(ctx).occupancyOf(id) };
-  appendFeedChange(ctx.db, { kind: 'class_session', accountId: session.account_id, liveMode: session.live_mode === 1, objectId: id, payload: { ...payload }, createdAt: session.cancelled_at ?? session.created_at });
+  appendFeedChange(ctx.db, {
+    kind: 'class_session',
+    accountId: session.account_id,
+    liveMode: session.live_mode === 1,
+    objectId: id,
+    payload: { ...payload },
+    createdAt: session.cancelled_at ?? session.created_at,
+  });
 }
 
 /** A class session learnt from the central's feed: inserted, or cancelled as there; its held time as the central's. */
@@ -61,12 +68,22 @@ export function ensureClassSession(ctx: AppContext, row: ClassSessionRow): void 
 export function classSessionView(ctx: AppContext, row: ClassSessionRow): ClassSessionView {
   const seats = bookingsStoreOf(ctx).seatIds(row.id);
   return {
-    id: row.id, account_id: row.account_id, service_id: row.service_id, name: row.name, staff_member_id: row.staff_member_id,
-    resource_id: row.resource_id, starts_at: row.starts_at, ends_at: row.ends_at, capacity: row.capacity,
+    id: row.id,
+    account_id: row.account_id,
+    service_id: row.service_id,
+    name: row.name,
+    staff_member_id: row.staff_member_id,
+    resource_id: row.resource_id,
+    starts_at: row.starts_at,
+    ends_at: row.ends_at,
+    capacity: row.capacity,
     seats_taken: seats.length,
     // A cancelled session takes no seats: reporting its capacity as left would invite bookings.
-    seats_left: row.cancelled_at ? 0 : Math.max(0, row.capacity - seats.length), seat_booking_ids: seats,
-    cancelled_at: row.cancelled_at, live_mode: row.live_mode === 1, created_at: row.created_at,
+    seats_left: row.cancelled_at ? 0 : Math.max(0, row.capacity - seats.length),
+    seat_booking_ids: seats,
+    cancelled_at: row.cancelled_at,
+    live_mode: row.live_mode === 1,
+    created_at: row.created_at,
   };
 }
 
@@ -95,16 +112,27 @@ export function createClassSession(ctx: AppContext, account: Account, b: ClassSe
   if (b.resource_id) ref('resource_id', () => resourceRow(ctx, account, b.resource_id!));
   const now = isoTime(ctx.clock.now());
   const row: ClassSessionRow = {
-    id: newId('cls'), account_id: account.id, live_mode: account.live_mode ? 1 : 0, service_id: service.id, name: b.name ?? service.name,
-    staff_member_id: b.staff_member_id ?? null, resource_id: b.resource_id ?? null, starts_at: isoTime(start), ends_at: isoTime(end),
-    capacity, cancelled_at: null, created_at: now,
+    id: newId('cls'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    service_id: service.id,
+    name: b.name ?? service.name,
+    staff_member_id: b.staff_member_id ?? null,
+    resource_id: b.resource_id ?? null,
+    starts_at: isoTime(start),
+    ends_at: isoTime(end),
+    capacity,
+    cancelled_at: null,
+    created_at: now,
   };
   const bookings = bookingsStoreOf(ctx);
   tx(ctx.db, () => {
     const subjects = [row.staff_member_id && `staff:${row.staff_member_id}`, row.resource_id && `resource:${row.resource_id}`].filter(Boolean) as string[];
     for (const subject of subjects) {
       if (bookings.conflict(subject, row.starts_at, row.ends_at)) {
-        throw new ApiError('slot_unavailable', { message: `The ${subject.startsWith('staff:') ? 'staff member' : 'resource'} is already booked at that time.` });
+        throw new ApiError('slot_unavailable', {
+          message: `The ${subject.startsWith('staff:') ? 'staff member' : 'resource'} is already booked at that time.`,
+        });
       }
     }
     storeOf(ctx).insert(row);

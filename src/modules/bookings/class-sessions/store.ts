@@ -42,13 +42,15 @@ export function classSessionsStore(db: Db) {
     list(f: SessionFilter, limit: number, offset: number): { rows: ClassSessionRow[]; total: number } {
       const w = [`account_id IN (${f.accountIds.map(() => '?').join(', ') || 'NULL'})`, 'live_mode = ?'];
       const args: unknown[] = [...f.accountIds, f.liveMode ? 1 : 0];
-      if (f.serviceId) (w.push('service_id = ?'), args.push(f.serviceId));
-      if (f.staffMemberId) (w.push('staff_member_id = ?'), args.push(f.staffMemberId));
-      if (f.from) (w.push('starts_at >= ?'), args.push(f.from));
-      if (f.to) (w.push('starts_at <= ?'), args.push(f.to));
+      if (f.serviceId) w.push('service_id = ?'), args.push(f.serviceId);
+      if (f.staffMemberId) w.push('staff_member_id = ?'), args.push(f.staffMemberId);
+      if (f.from) w.push('starts_at >= ?'), args.push(f.from);
+      if (f.to) w.push('starts_at <= ?'), args.push(f.to);
       if (f.cancelled !== undefined) w.push(f.cancelled ? 'cancelled_at IS NOT NULL' : 'cancelled_at IS NULL');
       const clause = w.join(' AND ');
-      const rows = db.prepare(`SELECT * FROM sched_class_sessions WHERE ${clause} ORDER BY starts_at, id LIMIT ? OFFSET ?`).all(...args, limit, offset) as ClassSessionRow[];
+      const rows = db
+        .prepare(`SELECT * FROM sched_class_sessions WHERE ${clause} ORDER BY starts_at, id LIMIT ? OFFSET ?`)
+        .all(...args, limit, offset) as ClassSessionRow[];
       const total = (db.prepare(`SELECT count(*) AS n FROM sched_class_sessions WHERE ${clause}`).get(...args) as { n: number }).n;
       return { rows, total };
     },

@@ -169,10 +169,7 @@ export const commandMachine = setup({
     // other result; only the stored payment's outcome moves it.
     stored: {
       on: {
-        STORED_OUTCOME: [
-          { guard: ({ event }) => event.approved, target: 'consumed' },
-          { target: 'failed' },
-        ],
+        STORED_OUTCOME: [{ guard: ({ event }) => event.approved, target: 'consumed' }, { target: 'failed' }],
       },
     },
     canceled: { type: 'final' },
@@ -242,9 +239,7 @@ export function applyCommandEvent(snapshotJson: string, event: CommandEvent): Tr
   const before = restoreCommand(snapshotJson);
   if (!before.can(event)) return null;
   const [after, actions] = transition(commandMachine, before, event);
-  const effects = actions
-    .filter((a) => EFFECTS.has(a.type))
-    .map((a) => ({ type: a.type, params: a.params }));
+  const effects = actions.filter((a) => EFFECTS.has(a.type)).map((a) => ({ type: a.type, params: a.params }));
   const next = describe(after, effects);
   // A transition that changes nothing (a second progress report, say) is not a change: no write.
   if (effects.length === 0 && next.status === before.value && sameContext(next.context, before.context)) return null;

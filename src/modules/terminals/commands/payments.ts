@@ -114,13 +114,19 @@ export function finishStoredTerminalPayment(
   const pa = input.paymentIntentId ? paymentIntentRow(ctx, [account.id], account.live_mode, input.paymentIntentId) : undefined;
   if (pa?.status === 'pending') {
     const approved = r.outcome === 'approved';
-    finishPendingPayment(ctx, account, pa, { type: approved ? 'SUCCEED' : 'FAIL' }, {
-      failureReason: approved ? null : input.failureReason,
-      card: r.card ?? null,
-      authorizationCode: r.authorization_code ?? null,
-      processorReference: r.processor_reference ?? null,
-      owedAgainOnFailure: true,
-    });
+    finishPendingPayment(
+      ctx,
+      account,
+      pa,
+      { type: approved ? 'SUCCEED' : 'FAIL' },
+      {
+        failureReason: approved ? null : input.failureReason,
+        card: r.card ?? null,
+        authorizationCode: r.authorization_code ?? null,
+        processorReference: r.processor_reference ?? null,
+        owedAgainOnFailure: true,
+      },
+    );
     return;
   }
   if (r.outcome === 'approved') settleTerminalPayment(ctx, account, { checkoutId: input.checkoutId, installments: null, result: r });

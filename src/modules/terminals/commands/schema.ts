@@ -9,7 +9,6 @@ export const Status = Type.Union(
   ['pending', 'dispatched', 'cancel_requested', 'canceled', 'superseded', 'stored', 'consumed', 'failed'].map((s) => Type.Literal(s)),
 );
 
-
 export const CommandItem = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),
   amount_in_cents: Type.Integer({ minimum: 1, maximum: MAX_LINE_CENTS }),

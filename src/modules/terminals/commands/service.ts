@@ -14,7 +14,6 @@ import type { CommandView, CreateCommandBody } from './schema.js';
 import { processorAnswered, recordStoredPayment, refuseOverCapWhileOffline } from '../stored/service.js';
 import { MAX_LINE_CENTS, MINIMUM_CHARGE_CENTS } from '../../../money.js';
 
-
 /** The checkout's own status; derived from the command only if the checkout cannot be read. */
 function checkoutStatus(ctx: AppContext, row: CommandRow): string {
   const status = checkoutStatusOf(ctx, row.account_id, row.live_mode === 1, row.checkout_id);

@@ -60,12 +60,8 @@ function makeStore(db: Db) {
        cancellation_requested_at = @cancellation_requested_at, canceled_at = @canceled_at, updated_at = @updated_at
      WHERE id = @id`,
   );
-  const untakenPending = db.prepare(
-    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq`,
-  );
-  const offeredOpen = db.prepare(
-    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 ORDER BY c.seq LIMIT 1`,
-  );
+  const untakenPending = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq`);
+  const offeredOpen = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 ORDER BY c.seq LIMIT 1`);
   const newestUntaken = db.prepare(
     `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq DESC LIMIT 1`,
   );
@@ -77,9 +73,9 @@ function makeStore(db: Db) {
   function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
     const clauses = ['c.account_id IN (SELECT value FROM json_each(@accounts))', 'c.live_mode = @live_mode'];
     const params: Record<string, unknown> = { accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 };
-    if (f.terminal_id !== undefined) (clauses.push('c.terminal_id = @terminal_id'), (params.terminal_id = f.terminal_id));
-    if (f.status !== undefined) (clauses.push('c.status = @status'), (params.status = f.status));
-    if (f.external_id !== undefined) (clauses.push('c.external_id = @external_id'), (params.external_id = f.external_id));
+    if (f.terminal_id !== undefined) clauses.push('c.terminal_id = @terminal_id'), (params.terminal_id = f.terminal_id);
+    if (f.status !== undefined) clauses.push('c.status = @status'), (params.status = f.status);
+    if (f.external_id !== undefined) clauses.push('c.external_id = @external_id'), (params.external_id = f.external_id);
     return { sql: clauses.join(' AND '), params };
   }
   // Eight shapes at most (three optional filters): prepared lazily, then reused.

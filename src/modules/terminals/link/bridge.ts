@@ -15,25 +15,13 @@ import {
   type TerminalMessage,
   type TimerHandle,
 } from '../../../../devices/index.js';
-import {
-  markAllUnavailable,
-  recordAvailability,
-  recordHello,
-  terminalRow,
-} from '../service.js';
+import { markAllUnavailable, recordAvailability, recordHello, terminalRow } from '../service.js';
 import { StoredPaymentLink } from '../stored/link.js';
 import { awaitTerminalHello, verifyHello } from './handshake.js';
 import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { terminalSignals } from '../signals.js';
-import {
-  applyTerminalEvent,
-  commandContext,
-  commandRow,
-  currentCommandOf,
-  openCommands,
-  type AppliedEvent,
-} from '../commands/service.js';
+import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands, type AppliedEvent } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
 import type { CommandEvent, TerminalOutcome } from '../commands/machine.js';
 
@@ -288,7 +276,10 @@ export class TerminalBridge {
     if (applied?.changed?.effects.some((e) => e.type === 'requestStatus')) {
       // Not acknowledged: the terminal keeps the result, and its answer to the status request
       // (that result again, or what really happened) settles the command.
-      this.ctx.log.warn({ terminal_id: session.terminalId, command_id: row.id }, 'terminal reported canceled after authorizing; asking its status before believing it');
+      this.ctx.log.warn(
+        { terminal_id: session.terminalId, command_id: row.id },
+        'terminal reported canceled after authorizing; asking its status before believing it',
+      );
       this.send(session, { type: 'status_request', command_id: row.id });
       this.armTimer(row.id);
       return;

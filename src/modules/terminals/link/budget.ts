@@ -13,7 +13,10 @@ const invalidLogged = new WeakMap<ServerLink, { at: number; unlogged: number }>(
 export function watchFlood(ctx: AppContext, link: ServerLink, terminalId: string | undefined): void {
   void link.whenDown.then((d) => {
     if (d.flooded) {
-      ctx.log.warn({ event: 'terminal.link_flooded', terminal_id: terminalId, transport: link.transport, reason: d.detail }, 'terminal link closed: over its frame budget');
+      ctx.log.warn(
+        { event: 'terminal.link_flooded', terminal_id: terminalId, transport: link.transport, reason: d.detail },
+        'terminal link closed: over its frame budget',
+      );
     }
   });
 }

@@ -103,7 +103,11 @@ export function setAccountCaps(ctx: AppContext, account: Ref, patch: Partial<Off
   const before = standingCapsOf(ctx, account);
   const after: OfflineCaps = { ...before, ...given(patch) };
   storedPaymentsStore(ctx.db).setCaps({
-    account_id: account.id, live_mode: account.live_mode ? 1 : 0, ...after, allowed: after.allowed ? 1 : 0, updated_at: isoTime(ctx.clock.now()),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    ...after,
+    allowed: after.allowed ? 1 : 0,
+    updated_at: isoTime(ctx.clock.now()),
   });
   audit(ctx, account, { action: 'caps_set', before, after, change });
   return after;
@@ -120,7 +124,12 @@ export function setTerminalCaps(ctx: AppContext, account: Ref, terminalId: strin
   const after: TerminalCaps = { ...before, ...given(patch) };
   const bit = (v: boolean | null) => (v === null ? null : v ? 1 : 0);
   storedPaymentsStore(ctx.db).setTerminalCaps({
-    terminal_id: terminalId, account_id: account.id, live_mode: account.live_mode ? 1 : 0, ...after, allowed: bit(after.allowed), updated_at: isoTime(ctx.clock.now()),
+    terminal_id: terminalId,
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    ...after,
+    allowed: bit(after.allowed),
+    updated_at: isoTime(ctx.clock.now()),
   });
   audit(ctx, account, { action: 'terminal_caps_set', terminalId, before, after, change });
   return after;
@@ -142,8 +151,14 @@ export function allowOfflineUntil(
   const before = capsOf(ctx, account);
   const id = newId('ofo');
   storedPaymentsStore(ctx.db).insertOverride({
-    id, account_id: account.id, live_mode: account.live_mode ? 1 : 0, until_at: isoTime(until), caps: JSON.stringify(given(raised)),
-    reason: change.reason, actor: change.actor.trim(), created_at: isoTime(ctx.clock.now()),
+    id,
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    until_at: isoTime(until),
+    caps: JSON.stringify(given(raised)),
+    reason: change.reason,
+    actor: change.actor.trim(),
+    created_at: isoTime(ctx.clock.now()),
   });
   audit(ctx, account, { action: 'override_allow', before, after: { ...capsOf(ctx, account), until: isoTime(until) }, change });
   return { id, until: isoTime(until) };

@@ -89,17 +89,19 @@ export class StoredPaymentLink {
    * the next group commit, like a result.
    */
   async onForwardResult(session: LinkSession, f: ForwardResult): Promise<void> {
-    const applied = await groupCommit(this.ctx.db, () => applyForwardResult(this.ctx, {
-      terminalId: session.terminalId,
-      commandId: f.command_id,
-      offlineReference: f.offline_reference,
-      outcome: f.outcome,
-      authorizationCode: f.authorization_code ?? null,
-      processorReference: f.processor_reference ?? null,
-      reason: f.reason ?? null,
-      card: f.card ?? null,
-      at: isoTime(this.ctx.clock.now()),
-    }));
+    const applied = await groupCommit(this.ctx.db, () =>
+      applyForwardResult(this.ctx, {
+        terminalId: session.terminalId,
+        commandId: f.command_id,
+        offlineReference: f.offline_reference,
+        outcome: f.outcome,
+        authorizationCode: f.authorization_code ?? null,
+        processorReference: f.processor_reference ?? null,
+        reason: f.reason ?? null,
+        card: f.card ?? null,
+        at: isoTime(this.ctx.clock.now()),
+      }),
+    );
     if (!applied.known) {
       this.ctx.log.warn(
         { terminal_id: session.terminalId, command_id: f.command_id, offline_reference: f.offline_reference },
@@ -127,7 +129,8 @@ export class StoredPaymentLink {
   /** The account's caps are shared by its terminals: one terminal's stored payment changes every policy. */
   refreshPolicies(accountId?: string): void {
     for (const s of this.bridge.sessions()) {
-      if (accountId === undefined || s.accountId === accountId) this.bridge.guard('sending an offline policy', () => this.sendPolicy(s), { terminal_id: s.terminalId });
+      if (accountId === undefined || s.accountId === accountId)
+        this.bridge.guard('sending an offline policy', () => this.sendPolicy(s), { terminal_id: s.terminalId });
     }
   }
 
@@ -147,10 +150,12 @@ export class StoredPaymentLink {
     if (!this.bridge.started()) return;
     const expired = expireDuePayments(this.ctx);
     for (const row of expired) {
-      this.ctx.log.warn({ stored_payment_id: row.id, command_id: row.command_id, terminal_id: row.terminal_id }, 'stored payment expired: not forwarded by its deadline');
+      this.ctx.log.warn(
+        { stored_payment_id: row.id, command_id: row.command_id, terminal_id: row.terminal_id },
+        'stored payment expired: not forwarded by its deadline',
+      );
     }
     if (expired.length) this.refreshPolicies();
     this.scheduleDeadline();
   }
-
 }

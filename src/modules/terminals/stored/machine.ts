@@ -9,11 +9,7 @@ import { initialState, isFinalState, nextState, type StateOf } from '../../../li
  * terminal says so, or posd at its `forward_by` deadline). A final payment never moves again: a
  * second forward result is acknowledged and ignored, a contradicting one kept as `late_outcome`.
  */
-export type StoredPaymentEvent =
-  | { type: 'FORWARDED' }
-  | { type: 'APPROVED' }
-  | { type: 'DECLINED' }
-  | { type: 'EXPIRED' };
+export type StoredPaymentEvent = { type: 'FORWARDED' } | { type: 'APPROVED' } | { type: 'DECLINED' } | { type: 'EXPIRED' };
 
 export const storedPaymentMachine = setup({
   types: { events: {} as StoredPaymentEvent },

@@ -111,7 +111,13 @@ function limitsWithTotals(ctx: AppContext, account: AccountRef, terminalId: stri
     { cap: 'not_allowed', scope: 'account', value: caps.allowed, left: null, passed: !caps.allowed },
     { cap: 'currency', scope: 'account', value: account.default_currency, left: null, passed: currency !== account.default_currency },
     { cap: 'max_payment', scope: 'account', value: caps.max_payment_in_cents, left: null, passed: amount > caps.max_payment_in_cents },
-    { cap: 'max_total', scope: 'account', value: caps.max_total_in_cents, left: left(caps.max_total_in_cents, open.amount), passed: open.amount + amount > caps.max_total_in_cents },
+    {
+      cap: 'max_total',
+      scope: 'account',
+      value: caps.max_total_in_cents,
+      left: left(caps.max_total_in_cents, open.amount),
+      passed: open.amount + amount > caps.max_total_in_cents,
+    },
     { cap: 'max_count', scope: 'account', value: caps.max_count, left: left(caps.max_count, open.count), passed: open.count + 1 > caps.max_count },
     // The oldest payment past its deadline blocks new ones: the terminal must forward first.
     { cap: 'max_age', scope: 'account', value: caps.max_age_hours, left: null, passed: overdue(ctx, open) },
@@ -138,21 +144,35 @@ function limitsWithTotals(ctx: AppContext, account: AccountRef, terminalId: stri
 
 /** The caps a payment of this amount would pass (empty: it fits), each named once, in the order of the list above. */
 export function capsPassed(ctx: AppContext, account: AccountRef, amount: number, currency: string, terminalId: string | null = null): CapName[] {
-  return [...new Set(capLimits(ctx, account, terminalId, amount, currency).filter((l) => l.passed).map((l) => l.cap))];
+  return [
+    ...new Set(
+      capLimits(ctx, account, terminalId, amount, currency)
+        .filter((l) => l.passed)
+        .map((l) => l.cap),
+    ),
+  ];
 }
 
 /** The policy of an account now (its terminals', or one terminal's), from the caps and what is stored. */
 export function policyOf(ctx: AppContext, account: AccountRef, terminalId: string | null = null): PolicyView {
   const { limits, open } = limitsWithTotals(ctx, account, terminalId, 0, account.default_currency);
-  const min = (cap: CapName, of: (l: CapLimit) => number) =>
-    Math.min(...limits.filter((l) => l.cap === cap).map(of));
+  const min = (cap: CapName, of: (l: CapLimit) => number) => Math.min(...limits.filter((l) => l.cap === cap).map(of));
   const remainingAmount = min('max_total', (l) => l.left!);
   const remainingCount = min('max_count', (l) => l.left!);
-  const allowed = limits.every((l) => l.cap !== 'not_allowed' || l.value === true) && remainingAmount > 0 && remainingCount > 0 && !limits.some((l) => l.cap === 'max_age' && l.passed);
+  const allowed =
+    limits.every((l) => l.cap !== 'not_allowed' || l.value === true) &&
+    remainingAmount > 0 &&
+    remainingCount > 0 &&
+    !limits.some((l) => l.cap === 'max_age' && l.passed);
   return {
     allowed,
     currency: account.default_currency,
-    max_payment_in_cents: allowed ? Math.min(min('max_payment', (l) => l.value as number), remainingAmount) : 0,
+    max_payment_in_cents: allowed
+      ? Math.min(
+          min('max_payment', (l) => l.value as number),
+          remainingAmount,
+        )
+      : 0,
     remaining_amount_in_cents: remainingAmount,
     remaining_count: remainingCount,
     max_age_seconds: min('max_age', (l) => l.value as number) * 3600,

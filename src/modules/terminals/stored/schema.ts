@@ -44,7 +44,10 @@ export const CapLimitSchema = Type.Object({
   passed: Type.Boolean(),
 });
 
-export const Override = Type.Union([Type.Object({ id: Type.String(), until: Time, actor: Type.String(), reason: Type.String(), caps: Type.Record(Type.String(), Type.Integer()) }), Type.Null()]);
+export const Override = Type.Union([
+  Type.Object({ id: Type.String(), until: Time, actor: Type.String(), reason: Type.String(), caps: Type.Record(Type.String(), Type.Integer()) }),
+  Type.Null(),
+]);
 
 /** At a store: the policy in force. At a central: what each store last reported (`reported`). */
 export const OfflinePolicySchema = Type.Object(
@@ -60,7 +63,16 @@ export const OfflinePolicySchema = Type.Object(
     policy: Type.Optional(PolicyNow),
     limits: Type.Optional(Type.Array(CapLimitSchema)),
     reported: Type.Optional(
-      Type.Array(Type.Object({ store_id: Type.String(), terminal_id: NS, action: Type.String(), actor: Type.String(), at: Time, caps: Type.Record(Type.String(), Type.Unknown()) })),
+      Type.Array(
+        Type.Object({
+          store_id: Type.String(),
+          terminal_id: NS,
+          action: Type.String(),
+          actor: Type.String(),
+          at: Time,
+          caps: Type.Record(Type.String(), Type.Unknown()),
+        }),
+      ),
     ),
   },
   { $id: 'OfflinePolicy', description: 'The offline (stored card payment) policy: caps, override, and what a terminal may store now.' },
@@ -146,7 +158,7 @@ export const OfflineCapReachedSchema = Type.Object(
     errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
     reason: Type.Optional(Type.String({ description: 'offline_cap_reached: the first cap passed' })),
     caps: Type.Optional(Type.Array(Type.String(), { description: 'offline_cap_reached: every cap passed' })),
-    limits: Type.Optional(Type.Array(CapLimitSchema, { description: "offline_cap_reached: each cap in force, its value and what is left" })),
+    limits: Type.Optional(Type.Array(CapLimitSchema, { description: 'offline_cap_reached: each cap in force, its value and what is left' })),
   },
   { additionalProperties: true, description: 'A 422; offline_cap_reached names each cap, its value and what is left.' },
 );

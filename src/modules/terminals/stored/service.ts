@@ -49,7 +49,10 @@ export function recordStoredPayment(ctx: AppContext, input: StoredInput): Stored
   // The sale waits for the card's outcome as a pending payment (intent.pending), like a bank transfer.
   const paymentIntentId = startStoredTerminalPayment(ctx, account, input.checkoutId, input.card, input.at);
   if (paymentIntentId === null) {
-    ctx.log.warn({ stored_payment_id: id, command_id: input.commandId, checkout_id: input.checkoutId }, 'stored payment of a checkout that waits for no payment');
+    ctx.log.warn(
+      { stored_payment_id: id, command_id: input.commandId, checkout_id: input.checkoutId },
+      'stored payment of a checkout that waits for no payment',
+    );
   }
   store.insert({
     id,
@@ -91,12 +94,15 @@ export interface ForwardInput {
   at: string;
 }
 
-export type ForwardApplied =
-  | { known: false }
-  | { known: true; changed: boolean; row: StoredPaymentRow };
+export type ForwardApplied = { known: false } | { known: true; changed: boolean; row: StoredPaymentRow };
 
 /** Moves one stored payment and performs what its new state means, inside the caller's transaction. */
-function moveInTx(ctx: AppContext, row: StoredPaymentRow, to: StoredPaymentStatus, detail: Omit<ForwardInput, 'terminalId' | 'commandId' | 'offlineReference' | 'outcome'>): boolean {
+function moveInTx(
+  ctx: AppContext,
+  row: StoredPaymentRow,
+  to: StoredPaymentStatus,
+  detail: Omit<ForwardInput, 'terminalId' | 'commandId' | 'offlineReference' | 'outcome'>,
+): boolean {
   const final = storedPaymentFinal(to);
   // The processor has it: `forwarded`, or its answer reported at once (`expired` is the terminal's or posd's own giving up).
   const reachedProcessor = to === 'forwarded' || to === 'approved' || to === 'declined';

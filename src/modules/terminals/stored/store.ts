@@ -225,8 +225,12 @@ function makeStore(db: Db) {
   );
 
   return {
-    insert: (row: Omit<StoredPaymentRow, 'seq' | 'updated_at' | 'forwarded_at' | 'settled_at' | 'authorization_code' | 'processor_reference' | 'reason' | 'late_outcome'>) =>
-      insert.run(row),
+    insert: (
+      row: Omit<
+        StoredPaymentRow,
+        'seq' | 'updated_at' | 'forwarded_at' | 'settled_at' | 'authorization_code' | 'processor_reference' | 'reason' | 'late_outcome'
+      >,
+    ) => insert.run(row),
     /** At a central: a store's stored payment in its final state; a second copy changes nothing. Returns whether it was new. */
     insertCentral: (row: CentralStoredPaymentRow) => insertCentral.run(row).changes === 1,
     centralOf: (accountId: string, liveMode: boolean) => centralOf.all(accountId, liveMode ? 1 : 0) as CentralStoredPaymentRow[],

@@ -49,8 +49,18 @@ export const storedPaymentPush: PushKind<Payload> = {
       const row = store.byId(p.id);
       if (row && row.final === 0) {
         store.move({
-          id: row.id, from: row.status, status: p.status, final: 1, forwarded_at: p.forwarded_at, settled_at: p.settled_at,
-          authorization_code: null, processor_reference: null, reason: p.reason, card_network: p.card_network, card_last4: p.card_last4, updated_at: p.settled_at,
+          id: row.id,
+          from: row.status,
+          status: p.status,
+          final: 1,
+          forwarded_at: p.forwarded_at,
+          settled_at: p.settled_at,
+          authorization_code: null,
+          processor_reference: null,
+          reason: p.reason,
+          card_network: p.card_network,
+          card_last4: p.card_last4,
+          updated_at: p.settled_at,
         });
       }
       return;

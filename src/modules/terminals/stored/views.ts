@@ -86,7 +86,14 @@ export function offlinePolicies(ctx: AppContext, scope: Scope, terminalId: strin
     if (isCentral(ctx)) {
       const reported = centralStoredStore(ctx.db)
         .latest([account.id], account.live_mode, terminalId)
-        .map((r) => ({ store_id: r.origin_store_id, terminal_id: r.terminal_id, action: r.action, actor: r.actor, at: r.at, caps: JSON.parse(r.after) as Record<string, unknown> }));
+        .map((r) => ({
+          store_id: r.origin_store_id,
+          terminal_id: r.terminal_id,
+          action: r.action,
+          actor: r.actor,
+          at: r.at,
+          caps: JSON.parse(r.after) as Record<string, unknown>,
+        }));
       return [{ ...base, reported }];
     }
     const o = activeOverrideOf(ctx, account);

@@ -38,7 +38,11 @@ export function checkAtReceipt(registry: Pick<SyncRegistry, 'pushKind'>, r: Push
     return { code: 'record_in_future', field: 'created_at', reason: `created_at ${r.created_at} is after the push (${new Date(b.now).toISOString()})` };
   }
   if (at < b.joinedAt - b.skewMs) {
-    return { code: 'record_before_join', field: 'created_at', reason: `created_at ${r.created_at} is before the store's account was made (${new Date(b.joinedAt).toISOString()})` };
+    return {
+      code: 'record_before_join',
+      field: 'created_at',
+      reason: `created_at ${r.created_at} is before the store's account was made (${new Date(b.joinedAt).toISOString()})`,
+    };
   }
   const kind = registry.pushKind(r.kind);
   if (!kind) return null;
@@ -70,15 +74,24 @@ function checkMoney(m: MoneyField, currencies: readonly string[] | undefined): R
     const currencyField = field.replace(/[^.]+$/, 'currency');
     const allowed = currencies ?? CHARGE_CURRENCIES;
     if (typeof m.currency !== 'string' || !allowed.includes(m.currency)) {
-      return { code: 'invalid_currency', field: currencyField, reason: `${currencyField} ${JSON.stringify(m.currency)} is not a currency of the account (${allowed.join(', ')})` };
+      return {
+        code: 'invalid_currency',
+        field: currencyField,
+        reason: `${currencyField} ${JSON.stringify(m.currency)} is not a currency of the account (${allowed.join(', ')})`,
+      };
     }
   }
   if (m.fee !== undefined && m.fee !== null) {
     const feeField = field.replace(/[^.]+$/, 'fee_in_cents');
-    if (!isInt(m.fee) || Math.abs(m.fee) > Math.abs(a)) return { code: 'amount_out_of_range', field: feeField, reason: `${feeField} is ${JSON.stringify(m.fee)}; a fee is an integer no larger than its amount` };
+    if (!isInt(m.fee) || Math.abs(m.fee) > Math.abs(a))
+      return { code: 'amount_out_of_range', field: feeField, reason: `${feeField} is ${JSON.stringify(m.fee)}; a fee is an integer no larger than its amount` };
     if (m.net !== undefined && m.net !== null && m.net !== a + m.fee) {
       const netField = field.replace(/[^.]+$/, 'net_amount_in_cents');
-      return { code: 'inconsistent_amounts', field: netField, reason: `${netField} is ${JSON.stringify(m.net)}, but amount ${a} and fee ${m.fee} (signed, as the ledger keeps it) make ${a + m.fee}` };
+      return {
+        code: 'inconsistent_amounts',
+        field: netField,
+        reason: `${netField} is ${JSON.stringify(m.net)}, but amount ${a} and fee ${m.fee} (signed, as the ledger keeps it) make ${a + m.fee}`,
+      };
     }
   }
   return null;

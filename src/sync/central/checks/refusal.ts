@@ -30,7 +30,17 @@ export function publishRefusal(
     to_store_id: at.storeId,
   });
   ctx.log.warn(
-    { event: 'sync.record_rejected', store_id: at.storeId, record_id: r.id, seq: r.seq, kind: r.kind, code: refusal.code, field: refusal.field ?? null, stage: at.stage, reason: refusal.reason },
+    {
+      event: 'sync.record_rejected',
+      store_id: at.storeId,
+      record_id: r.id,
+      seq: r.seq,
+      kind: r.kind,
+      code: refusal.code,
+      field: refusal.field ?? null,
+      stage: at.stage,
+      reason: refusal.reason,
+    },
     'sync: a record was refused',
   );
 }

@@ -35,7 +35,11 @@ export function reviewHold(ctx: AppContext, r: Weighed, storeId: string): Record
   if (perDay > 0) {
     const sum = Number(centralSide(ctx.db).state(dayKey(storeId, r, w.currency)) ?? 0);
     if (sum + w.amount > perDay) {
-      return { code: 'held_for_review', field: 'payload', reason: `the store's ${r.created_at.slice(0, 10)} in ${w.currency} would reach ${sum + w.amount} cents, over sync.review.per_day_cents (${perDay})` };
+      return {
+        code: 'held_for_review',
+        field: 'payload',
+        reason: `the store's ${r.created_at.slice(0, 10)} in ${w.currency} would reach ${sum + w.amount} cents, over sync.review.per_day_cents (${perDay})`,
+      };
     }
   }
   return null;

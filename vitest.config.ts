@@ -17,8 +17,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // CI reads the counts from a JSON report; people read the default output.
-    reporters: process.env.POSD_VITEST_JSON ? ['default', 'json'] : ['default'],
-    outputFile: process.env.POSD_VITEST_JSON ? { json: process.env.POSD_VITEST_JSON } : undefined,
+    reporters: process.env.VITEST_JSON_REPORT ? ['default', 'json'] : ['default'],
+    outputFile: process.env.VITEST_JSON_REPORT ? { json: process.env.VITEST_JSON_REPORT } : undefined,
     projects: [
       {
         extends: true,

@@ -150,7 +150,7 @@ describe('the status page in a browser, desktop and phone', () => {
       const joined = await runPosd(['init', '--central-url', central.url, '--central-key', inst.keys.live, '--data', s]);
       expect(joined.stderr).toBe('');
       await setPassword(s);
-      const storeEnv = { POSD_SYNC_BACKOFF_MAX_MS: '500', POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32', POSD_WEBHOOKS_RETRY_DELAYS_MS: '0' };
+      const storeEnv = { POSD_SYNC_BACKOFF_MAX_MS: '500', POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32', POSD_WEBHOOKS_RETRY_DELAYS_MS: '0', POSD_WEBHOOKS_BREAKER_FAILURES: '0' };
       const store = await serve(['--data', s, '--port', '0'], storeEnv);
       const live = inst.keys.live;
 
@@ -279,6 +279,7 @@ describe('the status page in a browser, desktop and phone', () => {
           'Last push',
           'Waiting at the box',
           'Held here',
+          'Refused',
           'Received, not applied',
           'Lag',
           'Reconciliation',
@@ -288,8 +289,9 @@ describe('the status page in a browser, desktop and phone', () => {
         expect(cells[2][1]).toBe('none');
         expect(cells[3][1]).toBe('0');
         expect(cells[4][1]).toBe('none');
-        expect(cells[5][1]).toMatch(/^\d+ (s|min)$/);
-        expect(cells[6][1]).toBe('no difference reported');
+        expect(cells[5][1]).toBe('none');
+        expect(cells[6][1]).toMatch(/^\d+ (s|min)$/);
+        expect(cells[7][1]).toBe('no difference reported');
         await localTimes(page);
         await fits(page, width);
         await page.screenshot({ path: join(SHOTS, `central-${width}.png`), fullPage: true });

@@ -32,7 +32,7 @@ describe('status page with the real webhooks area', () => {
     await once(receiver, 'listening');
     const port = (receiver.address() as { port: number }).port;
     // Two automatic attempts (now, then at once again), then a delivery is given up: `failed`.
-    server = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], retry_delays_ms: [0] } } });
+    server = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], retry_delays_ms: [0], breaker_failures: 0 } } });
     const hash = await hashPassword(PASSWORD);
     tx(server.daemon.ctx.db, () => setManagerPassword(server!.daemon.ctx.db, hash));
 

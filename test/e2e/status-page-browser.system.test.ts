@@ -150,7 +150,12 @@ describe('the status page in a browser, desktop and phone', () => {
       const joined = await runPosd(['init', '--central-url', central.url, '--central-key', inst.keys.live, '--data', s]);
       expect(joined.stderr).toBe('');
       await setPassword(s);
-      const storeEnv = { POSD_SYNC_BACKOFF_MAX_MS: '500', POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32', POSD_WEBHOOKS_RETRY_DELAYS_MS: '0', POSD_WEBHOOKS_BREAKER_FAILURES: '0' };
+      const storeEnv = {
+        POSD_SYNC_BACKOFF_MAX_MS: '500',
+        POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32',
+        POSD_WEBHOOKS_RETRY_DELAYS_MS: '0',
+        POSD_WEBHOOKS_BREAKER_FAILURES: '0',
+      };
       const store = await serve(['--data', s, '--port', '0'], storeEnv);
       const live = inst.keys.live;
 

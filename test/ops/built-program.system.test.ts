@@ -96,7 +96,7 @@ describe('the built program loads what it loads at first use', () => {
     const origin = api.replace(/\/api$/, '');
     const status = await request(`${origin}/`);
     expect(status.statusCode).toBe(200);
-    expect(await status.body.text()).toContain('posd manager set-password');
+    expect(await status.body.text()).toContain('posd managers add');
     const doc = await request(`${origin}/openapi.json`);
     expect(doc.statusCode).toBe(200);
     expect(((await doc.body.json()) as { paths: Record<string, unknown> }).paths).toHaveProperty(['/test']);

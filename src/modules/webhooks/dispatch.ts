@@ -147,7 +147,14 @@ export class Dispatcher {
       if (this.inflight.has(row.seq)) continue;
       if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
       if (this.gating) {
-        const gate = this.targetOf(row.endpoint_id)?.gate ?? null;
+        let gate: GateSettings | null;
+        try {
+          gate = this.targetOf(row.endpoint_id)?.gate ?? null;
+        } catch {
+          // An endpoint whose target cannot be made (its secret does not open): the attempt records why.
+          void this.launch(row, false);
+          continue;
+        }
         if (gate || this.gates.breakerOn) {
           const at = this.gates.admit(row.endpoint_id, gate ?? NO_GATE, now);
           if (at !== 0) {

@@ -17,7 +17,7 @@ describe('posd init, keys and accounts', () => {
     const r = await runPosd(['init', '--data', dir, '--json', '--name', 'Tienda Centro']);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(Object.keys(out).sort()).toEqual(['account_id', 'keys', 'organization_id', 'sandbox_id']);
+    expect(Object.keys(out).sort()).toEqual(['account_id', 'event_formats', 'keys', 'organization_id', 'sandbox_id', 'tls_ca']);
     expect(out.account_id).toMatch(/^ac_[0-9a-z]{16}$/);
     expect(out.sandbox_id).toMatch(/^sbx_[0-9a-z]{16}$/);
     expect(out.keys.live).toMatch(/^sk_live_/);

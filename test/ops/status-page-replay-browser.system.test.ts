@@ -23,7 +23,9 @@ beforeAll(async () => {
   receiver = new Receiver([{ status: 503 }]);
   await receiver.start();
   // Two automatic attempts (now, then at once again), then a delivery is given up: `failed`.
-  server = await startTestServer({ config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], retry_delays_ms: [0] }, terminals: { ping_interval_ms: 0 } } });
+  server = await startTestServer({
+    config: { webhooks: { allow_cidrs: ['127.0.0.1/32'], retry_delays_ms: [0], breaker_failures: 0 }, terminals: { ping_interval_ms: 0 } },
+  });
   const hash = await hashPassword(PASSWORD);
   tx(server.daemon.ctx.db, () => setManagerPassword(server.daemon.ctx.db, hash));
   browser = await chromium.launch({

@@ -30,6 +30,7 @@ function serve(dataDir: string, opts: { banner: boolean }): Promise<Running> {
       POSD_WEBHOOKS_ALLOW_CIDRS: '127.0.0.1/32',
       // Short retries so the test spans seconds, not hours; the poll finds events written by this test process.
       POSD_WEBHOOKS_RETRY_DELAYS_MS: '0,4000,4000,4000,4000,4000',
+      POSD_WEBHOOKS_BREAKER_FAILURES: '0',
       POSD_WEBHOOKS_POLL_MS: '100',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -153,7 +153,7 @@ describe('a hostile store box', () => {
     const far = await http('POST', `${central.url}/sync/push`, acct.key, {
       protocol: 1,
       store_id: storeId,
-      records: [{ seq: seq + 50, prev_seq: seq, ...cashSale() }],
+      records: [{ seq: seq + 2_000_000, prev_seq: seq, ...cashSale() }],
     });
     expect(far.status).toBe(400);
     expect(far.body.errors).toHaveProperty('records.0.seq');

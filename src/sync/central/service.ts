@@ -11,6 +11,9 @@ import { checkAtReceipt, type ReceiptBounds } from './checks/receipt.js';
 import { publishRefusal, refusalText } from './checks/refusal.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from '../shared/wire.js';
 
+/** How far past the received seq (plus its batch) a box's next record may start: a restored box's skip. */
+const SEQ_JUMP = 1_000_000;
+
 /**
  * The accounts one store key acts for at the central: its own account, that account's sandbox, its
  * connected children and theirs. A record naming any other account is refused.
@@ -74,9 +77,10 @@ function receive(
   let last = before;
   const ids = new Set<string>();
   const fresh: typeof records = [];
-  // A seq past the received one plus the batch cannot be an honest box's next record (its outbox
-  // numbers records one by one); taken, it would stop the store's stream for good (issue 32).
-  const bound = before + records.length;
+  // A seq far past the received one plus the batch cannot be an honest box's next record; taken, it
+  // would stop the store's stream for good (issue 32). An honest box jumps only when a restored box
+  // moves its unsent records past every seq it used (sync/store/rejoin.ts): SEQ_JUMP bounds that.
+  const bound = before + records.length + SEQ_JUMP;
   for (const [i, rec] of records.entries()) {
     const { r, hash } = rec;
     if (r.seq <= before) {
@@ -96,7 +100,7 @@ function receive(
     }
     if (r.seq > bound)
       throw invalid({
-        [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records)`,
+        [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records; a rejoining box may skip at most ${SEQ_JUMP})`,
       });
     if (ids.has(r.id)) throw conflict(r.id, r.seq, before);
     const taken = store.received(r.id);

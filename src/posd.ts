@@ -4,10 +4,17 @@
 // compile cache, enabled before the program's modules load (a static import would load them first):
 // V8 reads the compiled code of the ~480 modules a start loads instead of compiling them again.
 // Measured in docs/decisions/0100-plain-start.md.
-import { enableCompileCache } from 'node:module';
+import nodeModule from 'node:module';
 import { compileCacheDir } from './system/compile-cache.js';
 
+// An older node (the machine's own, say) would otherwise stop at a missing export or, later, crash in
+// better-sqlite3's addon: say what is needed instead.
+const major = Number(process.versions.node.split('.')[0]);
+if (major < 24) {
+  process.stderr.write(`posd needs Node.js 24 or later; this is node ${process.version} (${process.execPath}). Install Node 24 LTS and run posd with it.\n`);
+  process.exit(1);
+}
 // A cache that cannot be made or written (a read-only install, a full disk) leaves the start as it
 // would be without one: node reports FAILED and compiles as usual. Nothing to say about it.
-enableCompileCache(compileCacheDir(process.env, import.meta.url));
+nodeModule.enableCompileCache(compileCacheDir(process.env, import.meta.url));
 await import('./main.js');

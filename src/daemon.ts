@@ -18,6 +18,7 @@ import { setLeaderWorkers } from './sync/central/pg-core-slot.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
 import { tlsEnabled } from './config.js';
 import { ServerTls } from './system/tls/server-tls.js';
+import { releaseYoungGeneration } from './system/young-generation.js';
 
 export interface DaemonOptions {
   config: Config;
@@ -170,6 +171,7 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
   // At debug: at info its 150 lines pushed the first start's keys off the screen.
   log.debug({ config: maskedConfig(config) }, 'configuration');
   log.info({ url: `${url}/api`, role: config.role, data_dir: config.data_dir, tls: tls ? tls.status : 'off' }, 'posd listening');
+  releaseYoungGeneration();
   watchDiskFull(ctx.db, (state, previous) => {
     if (state)
       log.error(

@@ -8,6 +8,7 @@ import type { ApiApp } from './api/module.js';
 import { SyncRegistry } from './sync/shared/registry.js';
 import { createPool, FeedWaiter, migrate } from './sync/pg/index.js';
 import { frontNotFound, frontRoutes } from './sync/pg/front-routes.js';
+import { releaseYoungGeneration } from './system/young-generation.js';
 
 export interface FrontOptions {
   config: Config;
@@ -127,6 +128,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
     throw err;
   }
   log.info({ url, role: config.role, postgres: where, pool_max: config.sync.postgres.pool_max }, 'posd listening');
+  releaseYoungGeneration();
 
   const stop = stopOnce(log, halt);
   return { app, log, url, stop };

@@ -6,6 +6,7 @@
 // Measured in docs/decisions/0100-plain-start.md.
 import nodeModule from 'node:module';
 import { compileCacheDir } from './system/compile-cache.js';
+import { holdYoungGeneration } from './system/young-generation.js';
 
 // An older node (the machine's own, say) would otherwise stop at a missing export or, later, crash in
 // better-sqlite3's addon: say what is needed instead.
@@ -17,4 +18,5 @@ if (major < 24) {
 // A cache that cannot be made or written (a read-only install, a full disk) leaves the start as it
 // would be without one: node reports FAILED and compiles as usual. Nothing to say about it.
 nodeModule.enableCompileCache(compileCacheDir(process.env, import.meta.url));
+holdYoungGeneration();
 await import('./main.js');

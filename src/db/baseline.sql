@@ -699,7 +699,12 @@ CREATE TABLE central_stored_payments (
   stored_at TEXT NOT NULL,
   forward_by TEXT NOT NULL,
   forwarded_at TEXT,
-  settled_at TEXT NOT NULL
+  settled_at TEXT NOT NULL,
+  -- What the till gave with the charge (the store's command), for the central's to-collect list;
+  -- null from a box that did not send it.
+  external_id TEXT,
+  description TEXT,
+  tax_id TEXT
 ) STRICT;
 CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
 -- The central's check that a terminal is one store's (stored/central-checks.ts).

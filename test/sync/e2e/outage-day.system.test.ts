@@ -92,7 +92,7 @@ beforeAll(async () => {
       extraArgs: ['--protocol', '2', '--offline', ...forward],
     });
   }
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await Promise.all(Object.values(sims).map((s) => s.stop()));
@@ -255,6 +255,16 @@ it('stores 100 card payments through a day without the internet, refuses past th
   const finalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM stored_payments ORDER BY id';
   const centralFinalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM central_stored_payments ORDER BY id';
   expect(centralDb.prepare(centralFinalQ).all()).toEqual(db.prepare(finalQ).all());
+  // The central lists the same 25 sales to collect through its API, with what the till gave, still owed.
+  const centralToCollect = await request(`${central.url}/api/to_collect`, { headers: { 'x-secret-key': storeKey } });
+  expect(centralToCollect.statusCode).toBe(200);
+  const owed = (await centralToCollect.body.json()) as Array<Record<string, any>>;
+  expect(owed).toHaveLength(25);
+  for (const c of owed) {
+    expect(c).toMatchObject({ status: 'declined', terminal_id: terminals.B, checkout_status: 'unpaid', store_id: expect.any(String) });
+    expect(c.description).toBe(`ticket ${c.external_id.slice(4)}`);
+    expect(c.tax_id).toBe(`${c.external_id.slice(4)}-K`);
+  }
   const day = new Date().toISOString().slice(0, 10);
   expect((await posdExit(['reconcile', '--date', day, '--json', '--data', storeDir])).code).toBe(0);
 

@@ -47,6 +47,9 @@ export const centralStoredStore = perDb((db: Db) => {
        AND (@terminal_id IS NULL OR terminal_id = @terminal_id)`,
   );
   const paymentById = db.prepare(`SELECT * FROM central_stored_payments WHERE id = ?`);
+  const declinedLater = db.prepare(
+    `SELECT * FROM central_stored_payments WHERE ${IN_ACCOUNTS} AND status IN ('declined', 'expired') ORDER BY settled_at, id LIMIT @limit`,
+  );
   // A terminal is one store's, under one account: any row naming it from elsewhere (indexed by terminal_id).
   const terminalElsewhere = db.prepare(
     `SELECT origin_store_id, account_id, live_mode FROM (
@@ -73,6 +76,9 @@ export const centralStoredStore = perDb((db: Db) => {
       return { rows: paymentsPage.all({ ...params, limit, offset }) as CentralStoredPaymentRow[], total: (paymentsCount.get(params) as { n: number }).n };
     },
     paymentById: (id: string) => paymentById.get(id) as CentralStoredPaymentRow | undefined,
+    /** The stores' stored payments declined or expired later, oldest first: their sales are owed again. */
+    declinedLater: (accountIds: string[], liveMode: boolean, limit: number) =>
+      declinedLater.all({ ...scope(accountIds, liveMode), limit }) as CentralStoredPaymentRow[],
     /** Where else a terminal was reported from: another store, or another account (or mode). */
     terminalElsewhere: (terminalId: string, storeId: string, accountId: string, liveMode: boolean) =>
       terminalElsewhere.get({ terminal_id: terminalId, store: storeId, account: accountId, live_mode: liveMode ? 1 : 0 }) as

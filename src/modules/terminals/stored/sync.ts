@@ -26,6 +26,10 @@ export const StoredPaymentPayload = Type.Object({
   forward_by: Type.String(),
   forwarded_at: Nullable(Type.String()),
   settled_at: Type.String(),
+  // What the till gave with the charge, for the central's to-collect list (absent from older boxes).
+  external_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  description: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  tax_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
 });
 
 type Payload = (typeof StoredPaymentPayload)['static'];
@@ -90,6 +94,9 @@ export const storedPaymentPush: PushKind<Payload> = {
       forward_by: p.forward_by,
       forwarded_at: p.forwarded_at,
       settled_at: p.settled_at,
+      external_id: p.external_id ?? null,
+      description: p.description ?? null,
+      tax_id: p.tax_id ?? null,
     });
   },
 };

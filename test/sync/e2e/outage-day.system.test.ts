@@ -255,6 +255,16 @@ it('stores 100 card payments through a day without the internet, refuses past th
   const finalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM stored_payments ORDER BY id';
   const centralFinalQ = 'SELECT id, status, amount_in_cents, checkout_id, payment_intent_id, terminal_id FROM central_stored_payments ORDER BY id';
   expect(centralDb.prepare(centralFinalQ).all()).toEqual(db.prepare(finalQ).all());
+  // Each payment intent of a stored card stays recognisable at the central as taken offline.
+  const markQ =
+    'SELECT status, count(*) AS n FROM payment_intents WHERE offline_stored_at IS NOT NULL AND offline_forwarded_at IS NOT NULL GROUP BY status ORDER BY status';
+  expect(centralDb.prepare(markQ).all()).toEqual([
+    { status: 'failed', n: 25 },
+    { status: 'succeeded', n: 75 },
+  ]);
+  const approvedId = (db.prepare("SELECT payment_intent_id AS id FROM stored_payments WHERE status = 'approved' LIMIT 1").get() as { id: string }).id;
+  const atCentral = await request(`${central.url}/api/payment_intents/${approvedId}`, { headers: { 'x-secret-key': storeKey } });
+  expect(await atCentral.body.json()).toMatchObject({ status: 'succeeded', offline: { stored_at: expect.any(String), forwarded_at: expect.any(String) } });
   // The central lists the same 25 sales to collect through its API, with what the till gave, still owed.
   const centralToCollect = await request(`${central.url}/api/to_collect`, { headers: { 'x-secret-key': storeKey } });
   expect(centralToCollect.statusCode).toBe(200);

@@ -699,9 +699,16 @@ CREATE TABLE central_stored_payments (
   stored_at TEXT NOT NULL,
   forward_by TEXT NOT NULL,
   forwarded_at TEXT,
-  settled_at TEXT NOT NULL
+  settled_at TEXT NOT NULL,
+  -- What the till gave with the charge (the store's command), for the central's to-collect list;
+  -- null from a box that did not send it.
+  external_id TEXT,
+  description TEXT,
+  tax_id TEXT
 ) STRICT;
 CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
+-- The central's check that a terminal is one store's (stored/central-checks.ts).
+CREATE INDEX central_stored_payments_terminal ON central_stored_payments(terminal_id);
 
 -- At a central: every change of a store's offline policy the store reported (`offline_policy_change`
 -- records), once per id: who, why, the caps before and after (JSON objects), and whether it was an
@@ -721,6 +728,7 @@ CREATE TABLE central_offline_audit (
   at TEXT NOT NULL
 ) STRICT;
 CREATE INDEX central_offline_audit_account ON central_offline_audit(account_id, live_mode, at);
+CREATE INDEX central_offline_audit_terminal ON central_offline_audit(terminal_id) WHERE terminal_id IS NOT NULL;
 
 -- An account's own caps of stored payments (else the box's, terminals.offline in the config).
 CREATE TABLE offline_caps (

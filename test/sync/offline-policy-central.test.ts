@@ -103,6 +103,9 @@ it('checks each change at receipt, keeps it once, and serves the reads across st
       forward_by: '2026-03-04T10:00:00.000Z',
       forwarded_at: '2026-03-02T11:00:00.000Z',
       settled_at: '2026-03-02T11:00:00.000Z',
+      external_id: 'mesa-4',
+      description: 'Mesa 4',
+      tax_id: '1234567-8',
     },
     'store_b',
   );
@@ -144,7 +147,21 @@ it('checks each change at receipt, keeps it once, and serves the reads across st
     expect.objectContaining({ id: 'sp_1', store_id: 'store_b', status: 'declined', final: true, card: { network: 'visa', last4: '4242' } }),
   ]);
   expect((await server.api('GET', '/stored_payments/sp_1')).body).toMatchObject({ id: 'sp_1', reason: 'insufficient_funds' });
-  expect((await server.api('GET', '/to_collect')).body).toEqual([expect.objectContaining({ id: 'sp_1' })]);
+  // The sale to collect, as a store lists it (what the till gave, from the store's record), naming the store.
+  const toCollect = (await server.api('GET', '/to_collect')).body;
+  expect(toCollect).toEqual([
+    expect.objectContaining({
+      stored_payment_id: 'sp_1',
+      store_id: 'store_b',
+      status: 'declined',
+      reason: 'insufficient_funds',
+      external_id: 'mesa-4',
+      description: 'Mesa 4',
+      tax_id: '1234567-8',
+      card: { network: 'visa', last4: '4242' },
+      checkout_id: 'ch_1',
+    }),
+  ]);
 
   const patch = await server.api('PATCH', '/offline_policy', { body: { max_count: 3, reason: 'from the central' } });
   expect(patch.status).toBe(409);

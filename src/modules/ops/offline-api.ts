@@ -29,7 +29,7 @@ import {
   TerminalCapsBody,
 } from '../terminals/stored/schema.js';
 import { requireManager } from './manager-auth.js';
-import { outageNow, outageReports, salesToCollect } from './outage.js';
+import { centralSalesToCollect, outageNow, outageReports, salesToCollect } from './outage.js';
 
 const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);
 const tags = ['offline payments'];
@@ -236,16 +236,9 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
     },
     async (req) => {
       const { accountIds, liveMode } = readScope(req);
-      if (central) {
-        const failed = [
-          ...listStoredPayments(ctx, { accountIds, liveMode }, { status: 'declined' }, 1000, 0).rows,
-          ...listStoredPayments(ctx, { accountIds, liveMode }, { status: 'expired' }, 1000, 0).rows,
-        ];
-        return failed.sort((a, b) => String(a.settled_at).localeCompare(String(b.settled_at)));
-      }
-      return accountIds.flatMap((id) => salesToCollect(ctx, { id, live_mode: liveMode }, { owedOnly: req.query.all !== true })) as unknown as Array<
-        Record<string, unknown>
-      >;
+      const owedOnly = req.query.all !== true;
+      if (central) return centralSalesToCollect(ctx, { accountIds, liveMode }, { owedOnly }) as unknown as Array<Record<string, unknown>>;
+      return accountIds.flatMap((id) => salesToCollect(ctx, { id, live_mode: liveMode }, { owedOnly })) as unknown as Array<Record<string, unknown>>;
     },
   );
 

@@ -11,11 +11,13 @@ import { commandRow, tillReferenceOf } from '../terminals/commands/service.js';
 import {
   activeOverrideOf,
   capsOf,
+  centralDeclinedLater,
   declinedLaterPayments,
   nextForwardDeadline,
   offlinePolicyFor,
   openStoredPayments,
   storedPaymentsBetween,
+  type CentralStoredPaymentRow,
   type StoredPaymentRow,
 } from '../terminals/stored/service.js';
 
@@ -47,6 +49,8 @@ export interface OutageNow {
 
 export interface SaleToCollect {
   stored_payment_id: string;
+  /** At a central, the store that reported it; null at the store itself. */
+  store_id: string | null;
   status: string;
   reason: string | null;
   settled_at: string | null;
@@ -186,12 +190,17 @@ function byState(rows: StoredPaymentRow[]): Array<MoneyCount & { status: string 
   return [...m.values()].sort((a, b) => a.status.localeCompare(b.status) || a.currency.localeCompare(b.currency));
 }
 
-function toCollect(ctx: AppContext, r: StoredPaymentRow): SaleToCollect {
-  const cmd = commandRow(ctx, r.command_id);
+function toCollect(
+  ctx: AppContext,
+  r: StoredPaymentRow | CentralStoredPaymentRow,
+  // What the till gave: the command's at the store, what the store reported at a central.
+  cmd: { external_id: string | null; description: string | null; tax_id: string | null } | undefined = commandRow(ctx, r.command_id),
+): SaleToCollect {
   const checkout = getCheckoutIn(ctx, [r.account_id], r.live_mode === 1, r.checkout_id);
   const customer = checkout?.customer_id ? customerById(ctx, checkout.customer_id) : undefined;
   return {
     stored_payment_id: r.id,
+    store_id: 'origin_store_id' in r ? r.origin_store_id : null,
     status: r.status,
     reason: r.reason,
     settled_at: r.settled_at,
@@ -287,6 +296,15 @@ export function outageReport(
  */
 export function salesToCollect(ctx: AppContext, account: { id: string; live_mode: boolean }, opts: { owedOnly?: boolean } = {}): SaleToCollect[] {
   const all = declinedLaterPayments(ctx, account).map((r) => toCollect(ctx, r));
+  return opts.owedOnly ? all.filter((c) => c.checkout_status !== 'paid') : all;
+}
+
+/**
+ * At a central: the same list across its stores, from what they reported (`stored_payment` records
+ * carry what the till gave) and the checkouts and customers their payments brought.
+ */
+export function centralSalesToCollect(ctx: AppContext, scope: { accountIds: string[]; liveMode: boolean }, opts: { owedOnly?: boolean } = {}): SaleToCollect[] {
+  const all = centralDeclinedLater(ctx, scope).map((r) => toCollect(ctx, r, r));
   return opts.owedOnly ? all.filter((c) => c.checkout_status !== 'paid') : all;
 }
 

@@ -47,6 +47,20 @@ export const centralStoredStore = perDb((db: Db) => {
        AND (@terminal_id IS NULL OR terminal_id = @terminal_id)`,
   );
   const paymentById = db.prepare(`SELECT * FROM central_stored_payments WHERE id = ?`);
+  const declinedLater = db.prepare(
+    `SELECT * FROM central_stored_payments WHERE ${IN_ACCOUNTS} AND status IN ('declined', 'expired') ORDER BY settled_at, id LIMIT @limit`,
+  );
+  // A terminal is one store's, under one account: any row naming it from elsewhere (indexed by terminal_id).
+  const terminalElsewhere = db.prepare(
+    `SELECT origin_store_id, account_id, live_mode FROM (
+       SELECT origin_store_id, account_id, live_mode FROM central_offline_audit WHERE terminal_id = @terminal_id
+       UNION ALL SELECT origin_store_id, account_id, live_mode FROM central_stored_payments WHERE terminal_id = @terminal_id)
+     WHERE origin_store_id <> @store OR account_id <> @account OR live_mode <> @live_mode LIMIT 1`,
+  );
+  const lastOverride = db.prepare(
+    `SELECT * FROM central_offline_audit WHERE account_id = @account AND live_mode = @live_mode AND origin_store_id = @store
+       AND action IN ('override_allow', 'override_revoke') ORDER BY at DESC, rowid DESC LIMIT 1`,
+  );
   const scope = (accountIds: string[], liveMode: boolean) => ({ accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 });
   return {
     /** Returns whether it was new (a repeated push changes nothing). */
@@ -62,5 +76,16 @@ export const centralStoredStore = perDb((db: Db) => {
       return { rows: paymentsPage.all({ ...params, limit, offset }) as CentralStoredPaymentRow[], total: (paymentsCount.get(params) as { n: number }).n };
     },
     paymentById: (id: string) => paymentById.get(id) as CentralStoredPaymentRow | undefined,
+    /** The stores' stored payments declined or expired later, oldest first: their sales are owed again. */
+    declinedLater: (accountIds: string[], liveMode: boolean, limit: number) =>
+      declinedLater.all({ ...scope(accountIds, liveMode), limit }) as CentralStoredPaymentRow[],
+    /** Where else a terminal was reported from: another store, or another account (or mode). */
+    terminalElsewhere: (terminalId: string, storeId: string, accountId: string, liveMode: boolean) =>
+      terminalElsewhere.get({ terminal_id: terminalId, store: storeId, account: accountId, live_mode: liveMode ? 1 : 0 }) as
+        | { origin_store_id: string; account_id: string; live_mode: number }
+        | undefined,
+    /** The store's latest override (allowed or revoked) of an account, as it reported it. */
+    lastOverride: (storeId: string, accountId: string, liveMode: boolean) =>
+      lastOverride.get({ store: storeId, account: accountId, live_mode: liveMode ? 1 : 0 }) as CentralAuditRow | undefined,
   };
 });

@@ -5,6 +5,7 @@ import { isoTime } from '../../../clock.js';
 import { newId } from '../../../ids.js';
 import { finishStoredTerminalPayment, forwardStoredTerminalPayment, startStoredTerminalPayment } from '../commands/payments.js';
 import { settleStoredCommand } from '../commands/stored-outcome.js';
+import { commandsStore } from '../commands/store.js';
 import { appendSyncRecord } from '../../../outbox/sync-records.js';
 import { forwardEvent, storedPaymentFinal, storedPaymentInitial, storedPaymentNext, type StoredPaymentStatus } from './machine.js';
 import { capLimits, capsPassed, forwardByFrom, policyOf, type PolicyView } from './policy.js';
@@ -12,7 +13,8 @@ import { ApiError } from '../../../errors.js';
 import { centralTarget } from '../../../sync/status.js';
 import { STATE } from '../../../sync/shared/state.js';
 import { storeSide } from '../../../sync/store/sync-store.js';
-import { storedPaymentsStore, type StoredPaymentRow } from './store.js';
+import { storedPaymentsStore, type CentralStoredPaymentRow, type StoredPaymentRow } from './store.js';
+import { centralStoredStore } from './central-store.js';
 
 export interface StoredInput {
   accountId: string;
@@ -147,13 +149,16 @@ function moveInTx(
     accountId: account.id,
     liveMode: account.live_mode,
     createdAt: detail.at,
-    payload: storedPaymentRecord(settled),
+    payload: storedPaymentRecord(settled, commandsStore(ctx.db).byId(row.command_id)),
   });
   return true;
 }
 
 /** The `stored_payment` record of a final stored payment: what the central keeps of it (stored/sync.ts). */
-export function storedPaymentRecord(row: StoredPaymentRow): Record<string, unknown> {
+export function storedPaymentRecord(
+  row: StoredPaymentRow,
+  sale?: { external_id: string | null; description: string | null; tax_id: string | null },
+): Record<string, unknown> {
   return {
     id: row.id,
     terminal_id: row.terminal_id,
@@ -172,6 +177,9 @@ export function storedPaymentRecord(row: StoredPaymentRow): Record<string, unkno
     forward_by: row.forward_by,
     forwarded_at: row.forwarded_at,
     settled_at: row.settled_at,
+    external_id: sale?.external_id ?? null,
+    description: sale?.description ?? null,
+    tax_id: sale?.tax_id ?? null,
   };
 }
 
@@ -271,6 +279,11 @@ export function processorAnswered(ctx: AppContext, at: string): void {
 }
 
 /** Every stored payment of an account declined or expired later (the sales owed again), oldest first. */
+/** At a central: its stores' stored payments declined or expired later, oldest first (stored/central-store.ts). */
+export function centralDeclinedLater(ctx: AppContext, scope: { accountIds: string[]; liveMode: boolean }, limit = 1000): CentralStoredPaymentRow[] {
+  return centralStoredStore(ctx.db).declinedLater(scope.accountIds, scope.liveMode, limit);
+}
+
 export function declinedLaterPayments(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>, limit = 1000): StoredPaymentRow[] {
   const store = storedPaymentsStore(ctx.db);
   const rows = [...store.list([account.id], account.live_mode, 'declined', limit), ...store.list([account.id], account.live_mode, 'expired', limit)];
@@ -286,7 +299,7 @@ export function openStoredPayments(ctx: AppContext) {
   return storedPaymentsStore(ctx.db).openByStatus();
 }
 
-export type { StoredPaymentRow } from './store.js';
+export type { CentralStoredPaymentRow, StoredPaymentRow } from './store.js';
 export { activeOverrideOf, capsOf } from './policy.js';
 export { allowOfflineUntil, revokeOfflineOverrides } from './changes.js';
 export { setAccountCaps, setTerminalCaps, offlineAudit, type PolicyChange } from './changes.js';

@@ -53,6 +53,9 @@ export interface CentralStoredPaymentRow {
   forward_by: string;
   forwarded_at: string | null;
   settled_at: string;
+  external_id: string | null;
+  description: string | null;
+  tax_id: string | null;
 }
 
 export interface OfflineCapsRow {
@@ -213,10 +216,10 @@ function makeStore(db: Db) {
   const insertCentral = db.prepare(
     `INSERT INTO central_stored_payments (id, origin_store_id, account_id, live_mode, terminal_id, command_id, checkout_id, payment_intent_id,
        offline_reference, status, amount_in_cents, currency, card_network, card_last4, over_cap, reason, stored_at, forward_by, forwarded_at,
-       settled_at)
+       settled_at, external_id, description, tax_id)
      VALUES (@id, @origin_store_id, @account_id, @live_mode, @terminal_id, @command_id, @checkout_id, @payment_intent_id,
        @offline_reference, @status, @amount_in_cents, @currency, @card_network, @card_last4, @over_cap, @reason, @stored_at, @forward_by, @forwarded_at,
-       @settled_at)
+       @settled_at, @external_id, @description, @tax_id)
      ON CONFLICT (id) DO NOTHING`,
   );
   const centralOf = db.prepare(`SELECT * FROM central_stored_payments WHERE account_id = ? AND live_mode = ? ORDER BY settled_at, id`);

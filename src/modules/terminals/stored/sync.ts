@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { PushKind } from '../../../sync/shared/registry.js';
 import { storedPaymentsStore } from './store.js';
 import { centralStoredStore } from './central-store.js';
+import { checkPolicyChange, checkStoredPayment } from './central-checks.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -25,6 +26,10 @@ export const StoredPaymentPayload = Type.Object({
   forward_by: Type.String(),
   forwarded_at: Nullable(Type.String()),
   settled_at: Type.String(),
+  // What the till gave with the charge, for the central's to-collect list (absent from older boxes).
+  external_id: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  description: Type.Optional(Nullable(Type.String({ maxLength: 255 }))),
+  tax_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
 });
 
 type Payload = (typeof StoredPaymentPayload)['static'];
@@ -40,6 +45,9 @@ type Payload = (typeof StoredPaymentPayload)['static'];
 export const storedPaymentPush: PushKind<Payload> = {
   payload: StoredPaymentPayload,
   malformed: 'stored_payment record without its id, references, final status, amount or times',
+  // Checked as the API checks an amount; counted in reconciliation, it moves no money itself.
+  money: (p) => [{ field: 'amount_in_cents', amount: p.amount_in_cents, currency: p.currency }],
+  check: (ctx, record, origin) => checkStoredPayment(ctx, record, origin),
   apply(ctx, record, origin) {
     const p = record.payload;
     const store = storedPaymentsStore(ctx.db);
@@ -86,6 +94,9 @@ export const storedPaymentPush: PushKind<Payload> = {
       forward_by: p.forward_by,
       forwarded_at: p.forwarded_at,
       settled_at: p.settled_at,
+      external_id: p.external_id ?? null,
+      description: p.description ?? null,
+      tax_id: p.tax_id ?? null,
     });
   },
 };
@@ -122,8 +133,9 @@ type ChangePayload = (typeof OfflinePolicyChangePayload)['static'];
 
 /**
  * A store's change of its offline policy (a cap, a terminal's cap, a manager's override or its end),
- * checked at receipt like every pushed fact (the schema above, and a terminal's change names its
- * terminal), and kept at the central once per id (`central_offline_audit`), with the store it came
+ * checked like every pushed fact: at receipt (the schema above, and a terminal's change names its
+ * terminal), then at projection (stored/central-checks.ts: dated as its record, whole, an override's
+ * end within 7 days, a revoke only of an override in force, the terminal this store's), and kept at the central once per id (`central_offline_audit`), with the store it came
  * from: the central's `/offline_audit` and `/offline_policy` read these. Moves no money.
  */
 export const offlinePolicyChangePush: PushKind<ChangePayload> = {
@@ -131,6 +143,7 @@ export const offlinePolicyChangePush: PushKind<ChangePayload> = {
   consistent: (p) => (p.action === 'terminal_caps_set') === (p.terminal_id !== null),
   malformed: 'offline_policy_change record without its id, a person, a reason, a known action, valid caps, or with a terminal only where a terminal changed',
   totals: () => null,
+  check: (ctx, record, origin) => checkPolicyChange(ctx, record, origin),
   apply(ctx, record, origin) {
     // A box taking back its own past after a restore has the audit row already, or lost it with the backup: nothing to redo.
     if (origin.restoring) return;

@@ -1,12 +1,6 @@
 import type { AppContext } from '../../../context.js';
 import { metrics } from '../../../system/metrics.js';
 import { centralSide } from '../sync-store.js';
-import type { RecordRefusal } from './receipt.js';
-
-/** A refusal as one line of text, kept as the record's `reason` (code and field first, for `posd sync records`). */
-export function refusalText(r: RecordRefusal): string {
-  return `${r.code} (${r.field}): ${r.reason}`.slice(0, 500);
-}
 
 /**
  * Tells the pushing box that the central refused one of its records: a `record_rejected` change in

@@ -42,11 +42,12 @@ export function maskedPgUrl(url: string): string {
 }
 
 /**
- * The `records.<kind>` totals rule of every kind, as the core's registry has them. The rules live in
+ * The `records.<kind>` totals rule and the receipt checks' declarations (schema, rules, amounts) of
+ * every kind, as the core's registry has them. They live in
  * the modules' sync declarations, so the modules' code is loaded (no database is opened, no service
  * built, no worker started: `SyncRegistry` only reads the declarations).
  */
-async function syncTotals(): Promise<Pick<SyncRegistry, 'totalsOf'>> {
+async function syncTotals(): Promise<Pick<SyncRegistry, 'totalsOf' | 'pushKind'>> {
   const { MODULES } = await import('./modules/index.js');
   return new SyncRegistry(MODULES);
 }
@@ -118,7 +119,8 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
     }
     const totals = await syncTotals();
     app = createHttpApp({ config, log, clock, shutdown: abort.signal }, { notFound: frontNotFound });
-    frontRoutes(app, { pool, waiter, totals, clock, log, shutdown: abort.signal });
+    const checks = { registry: totals, skewMs: config.sync.record_time_skew_ms };
+    frontRoutes(app, { pool, waiter, totals, checks, clock, log, shutdown: abort.signal });
     await app.listen({ host: config.http.host, port: config.http.port });
     const address = app.server.address();
     url = publicBaseUrl(config, typeof address === 'object' && address ? address.port : config.http.port);

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
-import { AccountsService } from '../accounts/service.js';
 import { systemClock } from '../clock.js';
 import { centralSide } from '../sync/central/sync-store.js';
-import { publishRefusal } from '../sync/central/checks/refusal.js';
+import { decideHeld } from '../sync/central/checks/review.js';
 
 /**
  * `posd sync held list|release|reject` (central): the records held for review past the anomaly
@@ -34,7 +33,7 @@ export function heldCommands(sync: Command): void {
     .action((id: string, opts: DataOptions & { reason: string }) =>
       run(opts, (db) => {
         const note = reasonOf(opts.reason);
-        const ok = db.transaction(() => centralSide(db).releaseReview(id, note, new Date().toISOString()))();
+        const ok = decideHeld(cliCtx(db), id, 'release', note, new Date().toISOString());
         if (!ok) throw new CliError(`${id} is not held for review (posd sync held list)`);
         process.stdout.write(`${id} released: ${note}; the running central applies it within seconds\n`);
       }),
@@ -46,25 +45,14 @@ export function heldCommands(sync: Command): void {
     .action((id: string, opts: DataOptions & { reason: string }) =>
       run(opts, (db) => {
         const note = reasonOf(opts.reason);
-        const store = centralSide(db);
-        const row = store.received(id);
-        const account = row && new AccountsService(db, systemClock).account(row.account_id);
-        const now = new Date().toISOString();
-        const ok = db.transaction(() => {
-          if (!row || !account || !store.rejectReview(id, `review_rejected (payload): ${note}`, note, now)) return false;
-          publishRefusal(
-            { db, log: pino({ level: 'silent' }) },
-            { ...row, live_mode: row.live_mode === 1 },
-            { storeId: row.store_id, organizationId: account.organization_id, now, stage: 'projection' },
-            { reason: note, code: 'review_rejected', field: 'payload' },
-          );
-          return true;
-        })();
+        const ok = decideHeld(cliCtx(db), id, 'reject', note, new Date().toISOString());
         if (!ok) throw new CliError(`${id} is not held for review (posd sync held list)`);
         process.stdout.write(`${id} rejected: ${note}\n`);
       }),
     );
 }
+
+const cliCtx = (db: ReturnType<typeof openCliDatabase>) => ({ db, log: pino({ level: 'silent' }), clock: systemClock });
 
 function reasonOf(text: string): string {
   const t = text.trim();

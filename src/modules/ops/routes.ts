@@ -1,3 +1,4 @@
+import { heldPanel, heldRoutes } from './held-panel.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -92,7 +93,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
         200,
         (await page()).statusPage(view, session.csrf, req.query.notice, {
           ...extra,
-          panels: extra.panels + accountFormatsPanel(ctx),
+          panels: heldPanel(ctx, session.csrf) + extra.panels + accountFormatsPanel(ctx),
           manager: session.manager_name,
         }),
       );
@@ -151,6 +152,7 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     };
 
     outageRoutes(scope, ctx, guard);
+    heldRoutes(scope, ctx, guard);
 
     scope.post('/logout', { schema: { hide: true, body: FormBody, response: Html } }, async (req, reply) => {
       const g = guard(req, reply);

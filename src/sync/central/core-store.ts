@@ -23,7 +23,7 @@ export const coreStore = perDb((db: Db) => {
     // (checked after: an ignored row must be that same record).
     insertReceived: db.prepare(
       `INSERT OR IGNORE INTO sync_received (id, store_id, seq, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason, decided_at)
-       VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, 'received', NULL, NULL)`,
+       VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, @outcome, @reason, @decided_at)`,
     ),
     receivedAt: db.prepare('SELECT id FROM sync_received WHERE store_id = ? AND seq = ?'),
     insertStore: db.prepare(
@@ -44,12 +44,12 @@ export const coreStore = perDb((db: Db) => {
     organizations: db.prepare('SELECT id, name, created_at FROM organizations ORDER BY id'),
     organizationsIn: db.prepare('SELECT id, name, created_at FROM organizations WHERE id IN (SELECT value FROM json_each(?))'),
     accounts: db.prepare(
-      `SELECT id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at
+      `SELECT id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at, currencies
        FROM accounts ORDER BY created_at, id`,
     ),
     // An account and its sandboxes (an `account` feed row carries both).
     accountsIn: db.prepare(
-      `SELECT id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at
+      `SELECT id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at, currencies
        FROM accounts WHERE id IN (SELECT value FROM json_each(?)) OR sandbox_of IN (SELECT value FROM json_each(?))`,
     ),
     keys: db.prepare(
@@ -59,27 +59,45 @@ export const coreStore = perDb((db: Db) => {
       'SELECT id, prefix, hash, kind, environment, account_id, organization_id, live_mode, created_at, revoked_at FROM api_keys WHERE id IN (SELECT value FROM json_each(?))',
     ),
   };
-  const account = (r: Omit<SyncAccountRow, 'live_mode'> & { live_mode: number }): SyncAccountRow => ({ ...r, live_mode: r.live_mode === 1 });
+  const account = (r: Omit<SyncAccountRow, 'live_mode' | 'currencies'> & { live_mode: number; currencies: string }): SyncAccountRow => ({
+    ...r,
+    live_mode: r.live_mode === 1,
+    currencies: JSON.parse(r.currencies) as string[],
+  });
   return {
     /**
-     * Appends PostgreSQL's received records of one store (in seq order) as `received` and moves its
-     * `received_seq`, in the caller's transaction. Throws when a (store, seq) or an id is held here by
-     * another record (a push the core took itself, not through PostgreSQL).
+     * Appends PostgreSQL's received records of one store (in seq order) as `received` (or as
+     * `rejected`, with its reason, when the front refused it at receipt: decided, never applied) and
+     * moves its `received_seq`, in the caller's transaction. Returns the rejected records new here
+     * (a batch copied twice returns none the second time). Throws when a (store, seq) or an id is
+     * held here by another record (a push the core took itself, not through PostgreSQL).
      */
     ingest(
       store: { store_id: string; account_id: string; live_mode: boolean; box_waiting?: number | null; box_waiting_since?: string | null },
-      rows: ReadonlyArray<Omit<ReceivedRow, 'outcome' | 'reason' | 'store_id'>>,
+      rows: ReadonlyArray<Omit<ReceivedRow, 'outcome' | 'reason' | 'store_id'> & { outcome?: string; reason?: string | null }>,
       at: string,
-    ): void {
+    ): Array<Omit<ReceivedRow, 'store_id' | 'outcome' | 'reason'> & { reason: string }> {
       s.insertStore.run(store.store_id, store.account_id, store.live_mode ? 1 : 0, at);
+      const rejected: Array<Omit<ReceivedRow, 'store_id' | 'outcome' | 'reason'> & { reason: string }> = [];
       for (const r of rows) {
-        if (s.insertReceived.run({ ...r, store_id: store.store_id }).changes) continue;
+        const refused = r.outcome === 'rejected';
+        const row = {
+          ...r,
+          store_id: store.store_id,
+          outcome: refused ? 'rejected' : 'received',
+          reason: refused ? (r.reason ?? 'rejected at receipt') : null,
+        };
+        if (s.insertReceived.run({ ...row, decided_at: refused ? at : null }).changes) {
+          if (refused) rejected.push({ ...r, reason: row.reason as string });
+          continue;
+        }
         const there = s.receivedAt.get(store.store_id, r.seq) as { id: string } | undefined;
         if (there?.id !== r.id) throw new Error(`record ${r.id} (store ${store.store_id}, seq ${r.seq}) is held at the core under another store or seq`);
       }
       if (rows.length) s.advanceReceived.run(rows[rows.length - 1].seq, at, store.store_id);
       // The box's backlog as it said at its last push (read with the store's row from PostgreSQL).
       if (store.box_waiting !== undefined) s.boxWaiting.run(store.box_waiting, store.box_waiting_since ?? null, store.store_id);
+      return rejected;
     },
     /** The decided records of a store in (`after`, `upTo`], in order, at most `limit`. */
     decidedRange(storeId: string, after: number, upTo: number, limit: number): DecidedRow[] {
@@ -111,7 +129,7 @@ export const coreStore = perDb((db: Db) => {
     },
     accounts(ids?: readonly string[]): SyncAccountRow[] {
       const rows = ids ? s.accountsIn.all(JSON.stringify(ids), JSON.stringify(ids)) : s.accounts.all();
-      return (rows as Array<Omit<SyncAccountRow, 'live_mode'> & { live_mode: number }>).map(account);
+      return (rows as Array<Omit<SyncAccountRow, 'live_mode' | 'currencies'> & { live_mode: number; currencies: string }>).map(account);
     },
     keys(ids?: readonly string[]): KeySnapshot[] {
       return (ids ? s.keysIn.all(JSON.stringify(ids)) : s.keys.all()) as KeySnapshot[];

@@ -11,6 +11,7 @@ import { registerCoreMetrics } from './pg-core-metrics.js';
 import { projectorBell } from './projector-bell.js';
 import { centralSide, type StoreRow } from './sync-store.js';
 import { coreStore, type DecidedRow } from './core-store.js';
+import { publishFrontRefusals } from './checks/refusal.js';
 import { outcomesOf, publishFor, publishReadModels, publishTotals } from './pg-core-publish.js';
 import {
   allStores,
@@ -313,20 +314,28 @@ export class PgCore implements Worker {
       if (!rows.length) return;
       const at = isoTime(ctx.clock.now());
       tx(ctx.db, () =>
-        coreStore(ctx.db).ingest(
+        publishFrontRefusals(
+          ctx,
           t,
-          rows.map((r) => ({
-            id: r.id,
-            seq: r.seq,
-            account_id: r.account_id,
-            live_mode: r.live_mode ? 1 : 0,
-            kind: r.kind,
-            hash: r.hash,
-            payload: r.payload,
-            created_at: r.created_at,
-            // The front's time of receipt: the status page's lag is the box's, not the ingest's.
-            received_at: r.received_at,
-          })),
+          coreStore(ctx.db).ingest(
+            t,
+            rows.map((r) => ({
+              id: r.id,
+              seq: r.seq,
+              account_id: r.account_id,
+              live_mode: r.live_mode ? 1 : 0,
+              kind: r.kind,
+              hash: r.hash,
+              payload: r.payload,
+              created_at: r.created_at,
+              // The front's time of receipt: the status page's lag is the box's, not the ingest's.
+              received_at: r.received_at,
+              // A front's refusal at receipt is decided: kept, never applied, told to the box here.
+              outcome: r.outcome,
+              reason: r.reason,
+            })),
+            at,
+          ),
           at,
         ),
       );

@@ -11,7 +11,8 @@ import { projectorBell } from './projector-bell.js';
 import { centralSide, type ReceivedRow } from './sync-store.js';
 import type { PushRecord } from '../shared/wire.js';
 import { checkAtProjection } from './checks/projection.js';
-import { publishRefusal, refusalText } from './checks/refusal.js';
+import { publishRefusal } from './checks/refusal.js';
+import { refusalText } from './checks/receipt.js';
 import { REVIEW_PREFIX, countTowardsDay, reviewHold } from './checks/review.js';
 
 /** The projector applies a store's records in slices of at most this many records ... */

@@ -7,12 +7,10 @@ import { accountsOf, type AccountsService, type Account } from '../../accounts/s
 import { centralSide, type FeedRow } from './sync-store.js';
 import { dayRange, factTotals, toSummary } from '../shared/summary.js';
 import { originTotals } from '../shared/row-totals.js';
-import { checkAtReceipt, type ReceiptBounds } from './checks/receipt.js';
-import { publishRefusal, refusalText } from './checks/refusal.js';
+import { checkAtReceipt, refusalText, type ReceiptBounds } from './checks/receipt.js';
+import { publishRefusal } from './checks/refusal.js';
+import { assertSeqWithin, recordConflict as conflict } from './checks/sequence.js';
 import { recordHash, type BootstrapResponse, type FeedChange, type PushBody, type PushRecord, type PushResponse, type SummaryRow } from '../shared/wire.js';
-
-/** How far past the received seq (plus its batch) a box's next record may start: a restored box's skip. */
-const SEQ_JUMP = 1_000_000;
 
 /**
  * The accounts one store key acts for at the central: its own account, that account's sandbox, its
@@ -77,10 +75,6 @@ function receive(
   let last = before;
   const ids = new Set<string>();
   const fresh: typeof records = [];
-  // A seq far past the received one plus the batch cannot be an honest box's next record; taken, it
-  // would stop the store's stream for good (issue 32). An honest box jumps only when a restored box
-  // moves its unsent records past every seq it used (sync/store/rejoin.ts): SEQ_JUMP bounds that.
-  const bound = before + records.length + SEQ_JUMP;
   for (const [i, rec] of records.entries()) {
     const { r, hash } = rec;
     if (r.seq <= before) {
@@ -98,10 +92,7 @@ function receive(
         extra: { applied_seq: before, record_id: r.id },
       });
     }
-    if (r.seq > bound)
-      throw invalid({
-        [`records.${i}.seq`]: `must be at most ${bound} (the central has received up to seq ${before}; this batch holds ${records.length} records; a rejoining box may skip at most ${SEQ_JUMP})`,
-      });
+    assertSeqWithin(r.seq, i, before, records.length);
     if (ids.has(r.id)) throw conflict(r.id, r.seq, before);
     const taken = store.received(r.id);
     if (taken) throw conflict(r.id, r.seq, before, taken);
@@ -165,23 +156,6 @@ function receive(
   store.setReceived(storeId, last, now, box);
   if (fresh.length) afterCommit(ctx.db, () => projectorBell(ctx.db).ring());
   return { applied_seq: last, applied: fresh.length, duplicates, held: 0, parked: 0, rejected, server_time: now };
-}
-
-/** A 409 saying what the central actually holds: at that seq, or under that id (issue 32). */
-function conflict(id: string, seq: number, receivedSeq: number, held?: { id: string; seq: number; kind: string } | undefined): ApiError {
-  const holds = !held
-    ? seq <= receivedSeq
-      ? `the central holds no record at seq ${seq}`
-      : `the batch names record ${id} twice`
-    : held.id === id && held.seq !== seq
-      ? `the central holds record ${id} at seq ${held.seq}`
-      : held.id === id
-        ? `the central holds record ${id} (${held.kind}) at seq ${seq} with other content`
-        : `the central holds record ${held.id} (${held.kind}) at seq ${held.seq}`;
-  return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) conflicts with what the central received: ${holds} (received up to seq ${receivedSeq}); nothing was received.`,
-    extra: { record_id: id, applied_seq: receivedSeq },
-  });
 }
 
 export function toFeedChange(row: FeedRow): FeedChange {

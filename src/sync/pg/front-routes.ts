@@ -26,7 +26,7 @@ import {
 import { StoresResponse } from '../central/routes.js';
 import { authenticateFront, storeKeyOf, type FrontCaller } from './front-auth.js';
 import { feedAfter, type FeedWaiter } from './feed.js';
-import { receivePush, type ReceiptScope } from './receipt.js';
+import { receivePush, type ReceiptChecks, type ReceiptScope } from './receipt.js';
 import { scopeOf, type SyncAccountRow } from './read-models.js';
 import { RECEIVED_CHANNEL, type PgStoreRow } from './core.js';
 
@@ -37,6 +37,8 @@ export interface FrontDeps {
   waiter: FeedWaiter;
   /** Each kind's `totalsOf`, for the `records.<kind>` day totals counted at receipt. */
   totals: Pick<SyncRegistry, 'totalsOf'>;
+  /** The receipt checks (the kinds' declarations, `sync.record_time_skew_ms`), as the SQLite central makes them. */
+  checks: ReceiptChecks;
   clock: Clock;
   log: Logger;
   /** Raised when the front stops: long-polls answer at once. */
@@ -108,8 +110,8 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
    * yet: that child may come into scope when they are; the projector parks the record if it has not.
    */
   async function pushScope(keyAccount: SyncAccountRow, body: PushBody): Promise<ReceiptScope> {
-    const accounts = (await scopeOf(pool, keyAccount.id)).map((a) => ({ id: a.id, live_mode: a.live_mode }));
-    const scope: ReceiptScope = { keyAccount: { id: keyAccount.id, live_mode: keyAccount.live_mode }, accounts };
+    const accounts = (await scopeOf(pool, keyAccount.id)).map((a) => ({ id: a.id, live_mode: a.live_mode, currencies: a.currencies }));
+    const scope: ReceiptScope = { keyAccount: { id: keyAccount.id, live_mode: keyAccount.live_mode, created_at: keyAccount.created_at }, accounts };
     const inScope = new Map(accounts.map((a) => [a.id, a.live_mode]));
     const outside = body.records.filter((r) => inScope.get(r.account_id) !== r.live_mode);
     if (!outside.length || body.records.some((r) => r.kind === 'connected_account')) return scope;
@@ -128,7 +130,28 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
     guarded(req, async () => {
       const keyAccount = storeKeyOf(await caller(req));
       const body = req.body;
-      const receipt = await receivePush(pool, await pushScope(keyAccount, body), body, { totals: deps.totals, now: () => new Date(clock.now()) });
+      const receipt = await receivePush(pool, await pushScope(keyAccount, body), body, {
+        totals: deps.totals,
+        checks: deps.checks,
+        now: () => new Date(clock.now()),
+      });
+      for (const r of receipt.rejected) {
+        const rec = body.records.find((x) => x.id === r.id);
+        req.log.warn(
+          {
+            event: 'sync.record_rejected',
+            store_id: body.store_id,
+            record_id: r.id,
+            seq: rec?.seq,
+            kind: rec?.kind,
+            code: r.code,
+            field: r.field,
+            stage: 'receipt',
+            reason: r.reason,
+          },
+          'sync: a record was refused',
+        );
+      }
       if (receipt.received > 0) {
         // The core's projector is rung after the commit; a lost ring costs its fallback timer, never a record.
         await pool.query('SELECT pg_notify($1, $2)', [RECEIVED_CHANNEL, body.store_id]).catch((err: Error) => {
@@ -141,7 +164,7 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
         duplicates: receipt.duplicates,
         held: 0,
         parked: 0,
-        rejected: [],
+        rejected: receipt.rejected,
         server_time: receipt.server_time,
       };
     }),
@@ -202,7 +225,7 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
         return {
           protocol: 1 as const,
           organization: org,
-          accounts: scope.map(({ organization_id: _org, ...a }) => a),
+          accounts: scope.map(({ organization_id: _org, currencies: _currencies, ...a }) => a),
           keys: keys.rows.map((k) => ({ ...k, live_mode: k.live_mode ? 1 : 0 })),
           // A new box reads its scope's whole feed, as at the SQLite central.
           feed_cursor: 0,

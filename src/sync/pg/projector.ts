@@ -17,6 +17,8 @@ export interface ReceivedRecordRow {
   /** When a front received it (ISO 8601, UTC, milliseconds), as the SQLite central writes its own. */
   received_at: string;
   outcome: ProjectedOutcome | 'received';
+  /** Why, when a front refused it at receipt (`rejected`) or the core decided it. */
+  reason: string | null;
 }
 
 export type ProjectedOutcome = 'applied' | 'rejected' | 'held' | 'parked' | 'skipped';
@@ -35,7 +37,7 @@ export interface OutcomeOf {
 export async function readReceived(pool: pg.Pool, storeId: string, afterSeq: number, limit: number): Promise<ReceivedRecordRow[]> {
   const res = await pool.query<ReceivedRecordRow>(
     `SELECT store_id, seq, id, account_id, live_mode, kind, encode(hash, 'hex') AS hash, payload, created_at,
-       to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS received_at, outcome
+       to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS received_at, outcome, reason
      FROM sync_received WHERE store_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     [storeId, afterSeq, limit],
   );

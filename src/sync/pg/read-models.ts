@@ -1,8 +1,11 @@
 import type pg from 'pg';
 import type { AccountSnapshot, KeySnapshot } from '../shared/wire.js';
 
-/** An account as the fronts know it (sync_accounts): bootstrap's snapshot plus its organization. */
-export type SyncAccountRow = AccountSnapshot & { organization_id: string };
+/**
+ * An account as the fronts know it (sync_accounts): bootstrap's snapshot plus its organization and
+ * currencies (the receipt checks'; absent on a row published before they were).
+ */
+export type SyncAccountRow = AccountSnapshot & { organization_id: string; currencies?: string[] };
 
 /**
  * The read models the core publishes for the fronts (bootstrap, auth, the push scope), each an
@@ -23,11 +26,11 @@ export async function publishAccounts(pool: pg.Pool, rows: readonly SyncAccountR
   if (!rows.length) return;
   const col = <K extends keyof SyncAccountRow>(k: K) => rows.map((r) => r[k]);
   await pool.query(
-    `INSERT INTO sync_accounts (id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at)
-     SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+    `INSERT INTO sync_accounts (id, organization_id, live_mode, name, sandbox_of, parent_account_id, tax_id, tax_name, country, default_currency, event_format, created_at, currencies)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
      ON CONFLICT (id) DO UPDATE SET name = excluded.name, sandbox_of = excluded.sandbox_of, parent_account_id = excluded.parent_account_id,
        tax_id = excluded.tax_id, tax_name = excluded.tax_name, country = excluded.country, default_currency = excluded.default_currency,
-       event_format = excluded.event_format`,
+       event_format = excluded.event_format, currencies = excluded.currencies`,
     [
       col('id'),
       col('organization_id'),
@@ -41,6 +44,7 @@ export async function publishAccounts(pool: pg.Pool, rows: readonly SyncAccountR
       col('default_currency'),
       col('event_format'),
       col('created_at'),
+      rows.map((r) => (r.currencies ? JSON.stringify(r.currencies) : null)),
     ],
   );
 }
@@ -84,7 +88,7 @@ export async function keyByHash(pool: pg.Pool, hash: string): Promise<KeySnapsho
  * theirs, in that order, from `sync_accounts` in one statement.
  */
 export async function scopeOf(pool: pg.Pool | pg.PoolClient, keyAccountId: string): Promise<SyncAccountRow[]> {
-  const res = await pool.query<SyncAccountRow & { ord: number }>(
+  const res = await pool.query<Omit<SyncAccountRow, 'currencies'> & { ord: number; currencies: string | null }>(
     `WITH k AS (SELECT * FROM sync_accounts WHERE id = $1),
      kids AS (SELECT * FROM sync_accounts WHERE parent_account_id = $1),
      owners AS (SELECT id, live_mode, 0 AS ord, created_at FROM k UNION ALL SELECT id, live_mode, 2, created_at FROM kids),
@@ -118,6 +122,7 @@ export async function scopeOf(pool: pg.Pool | pg.PoolClient, keyAccountId: strin
       default_currency: r.default_currency,
       event_format: r.event_format,
       created_at: r.created_at,
+      ...(r.currencies ? { currencies: JSON.parse(r.currencies) as string[] } : {}),
     });
   }
   return out;

@@ -1,7 +1,9 @@
 import type pg from 'pg';
 import { ApiError, invalid } from '../../errors.js';
 import type { SyncRegistry } from '../shared/registry.js';
-import { recordHash, type PushBody, type PushRecord } from '../shared/wire.js';
+import { recordHash, type PushBody, type PushRecord, type PushResponse } from '../shared/wire.js';
+import { checkAtReceipt, refusalText, type RecordRefusal } from '../central/checks/receipt.js';
+import { assertSeqWithin, recordConflict } from '../central/checks/sequence.js';
 import { inTransaction } from './pool.js';
 
 /** What a front answers once a push is durably received (the projector applies it later). */
@@ -12,13 +14,24 @@ export interface Receipt {
   received: number;
   /** Records of this push the central already held, unchanged. */
   duplicates: number;
+  /** Records of this push refused by the receipt checks: kept as `rejected`, never applied. */
+  rejected: PushResponse['rejected'];
   server_time: string;
 }
 
 /** The accounts the pushing key acts for (the scope read model: sync_accounts at the front). */
 export interface ReceiptScope {
-  keyAccount: { id: string; live_mode: boolean };
-  accounts: ReadonlyArray<{ id: string; live_mode: boolean }>;
+  /** `created_at`: when the key's account was made (no store of it sold before); absent, not checked. */
+  keyAccount: { id: string; live_mode: boolean; created_at?: string };
+  /** `currencies`: the account's, as the core published them (absent: the API's charge currencies). */
+  accounts: ReadonlyArray<{ id: string; live_mode: boolean; currencies?: readonly string[] }>;
+}
+
+/** The receipt checks of issue 32 as a front makes them: the SQLite central's own (`checkAtReceipt`). */
+export interface ReceiptChecks {
+  registry: Pick<SyncRegistry, 'pushKind'>;
+  /** `sync.record_time_skew_ms`. */
+  skewMs: number;
 }
 
 /** Kinds that are not facts counted per kind in reconciliation (as the SQLite `receivedDay` leaves them out). */
@@ -28,6 +41,7 @@ interface Fresh {
   r: PushRecord;
   payloadJson: string;
   hash: string;
+  refusal?: RecordRefusal | null;
 }
 
 /**
@@ -44,17 +58,24 @@ interface Fresh {
  *    is a pure function of the payload: the registry's `totalsOf`), and `received_seq` advanced.
  * 5. Commit (or roll back on a missing id).
  *
- * Today's refusals, with today's codes and messages: a record naming an account the key does not
- * act for (`sync_account_forbidden`, unless the batch connects a child: the projector decides those,
- * as the SQLite central does at apply time), a store bound to another account
- * (`sync_store_mismatch`), a sequence gap (`sync_sequence_gap`), a changed record
- * (`sync_record_conflict`). Every refusal keeps nothing of the push.
+ * The refusals of a push, with the SQLite central's codes and messages: a record naming an account
+ * the key does not act for (`sync_account_forbidden`, unless the batch connects a child: the
+ * projector decides those, as the SQLite central does at apply time), a store bound to another
+ * account (`sync_store_mismatch`), a sequence gap (`sync_sequence_gap`), a seq past the received
+ * one + the batch + `SEQ_JUMP` (400 naming the field), a changed record (`sync_record_conflict`).
+ * Every refusal keeps nothing of the push.
+ *
+ * With `checks`, each new record is checked at receipt exactly as the SQLite central checks it (one
+ * implementation: src/sync/central/checks/receipt.ts, the push's time being the front's `now`): one
+ * that fails is kept as `rejected` with its reason, counted in the store's `rejected_count`, named in
+ * the answer, and the core takes that outcome as decided (it never applies it, and tells the box in
+ * its feed); the stream goes on past it.
  */
 export async function receivePush(
   pool: pg.Pool,
   scope: ReceiptScope,
   body: PushBody,
-  opts: { totals?: Pick<SyncRegistry, 'totalsOf'>; now?: () => Date } = {},
+  opts: { totals?: Pick<SyncRegistry, 'totalsOf'>; now?: () => Date; checks?: ReceiptChecks } = {},
 ): Promise<Receipt> {
   for (const [i, r] of body.records.entries()) {
     if (i > 0 && r.seq <= body.records[i - 1].seq) throw invalid({ [`records.${i}.seq`]: 'must be greater than the previous record seq' });
@@ -100,14 +121,14 @@ export async function receivePush(
     const old = all.filter((f) => f.r.seq <= before);
     let duplicates = 0;
     if (old.length) {
-      const held = await c.query<{ seq: number; id: string; hash: string }>(
-        "SELECT seq, id, encode(hash, 'hex') AS hash FROM sync_received WHERE store_id = $1 AND seq = ANY($2::bigint[])",
+      const held = await c.query<{ seq: number; id: string; hash: string; kind: string }>(
+        "SELECT seq, id, kind, encode(hash, 'hex') AS hash FROM sync_received WHERE store_id = $1 AND seq = ANY($2::bigint[])",
         [body.store_id, old.map((f) => f.r.seq)],
       );
       const bySeq = new Map(held.rows.map((h) => [h.seq, h]));
       for (const { r, hash } of old) {
         const seen = bySeq.get(r.seq);
-        if (!seen || seen.id !== r.id || seen.hash !== hash) throw conflict(r.id, r.seq, before);
+        if (!seen || seen.id !== r.id || seen.hash !== hash) throw recordConflict(r.id, r.seq, before, seen);
         duplicates++;
       }
     }
@@ -115,7 +136,9 @@ export async function receivePush(
     const fresh = all.filter((f) => f.r.seq > before);
     let last = before;
     const ids = new Set<string>();
-    for (const { r } of fresh) {
+    // The batch is in seq order, so the new records are its tail: the i-th of them is the record at `offset + i`.
+    const offset = all.length - fresh.length;
+    for (const [i, { r }] of fresh.entries()) {
       if (r.prev_seq !== last) {
         const expected = last === before ? `the central has received up to seq ${before}` : `the record before it in the batch is seq ${last}`;
         throw new ApiError('sync_sequence_gap', {
@@ -123,9 +146,20 @@ export async function receivePush(
           extra: { applied_seq: before, record_id: r.id },
         });
       }
-      if (ids.has(r.id)) throw conflict(r.id, r.seq, before);
+      assertSeqWithin(r.seq, offset + i, before, body.records.length);
+      if (ids.has(r.id)) throw recordConflict(r.id, r.seq, before);
       ids.add(r.id);
       last = r.seq;
+    }
+    const rejected: Receipt['rejected'] = [];
+    if (opts.checks && fresh.length) {
+      const currencies = new Map(scope.accounts.map((a) => [a.id, a.currencies]));
+      const joined = keyAccount.created_at === undefined ? Number.NEGATIVE_INFINITY : Date.parse(keyAccount.created_at);
+      const bounds = { now: now.getTime(), joinedAt: joined, skewMs: opts.checks.skewMs, currencies: (id: string) => currencies.get(id) };
+      for (const f of fresh) {
+        f.refusal = checkAtReceipt(opts.checks.registry, f.r, bounds);
+        if (f.refusal) rejected.push({ id: f.r.id, reason: f.refusal.reason, code: f.refusal.code, field: f.refusal.field });
+      }
     }
 
     if (fresh.length) {
@@ -134,10 +168,11 @@ export async function receivePush(
       const totals = opts.totals ? dayTotals(fresh, opts.totals) : [];
       const inserted = await c.query<{ id: string }>(
         `WITH ins AS (
-           INSERT INTO sync_received (store_id, seq, id, account_id, live_mode, kind, hash, payload, created_at, received_at)
-           SELECT $1, t.seq, t.id, t.account_id, t.live_mode, t.kind, decode(t.hash, 'hex'), t.payload, t.created_at, $10
-           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[])
-             AS t(seq, id, account_id, live_mode, kind, hash, payload, created_at)
+           INSERT INTO sync_received (store_id, seq, id, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason, decided_at)
+           SELECT $1, t.seq, t.id, t.account_id, t.live_mode, t.kind, decode(t.hash, 'hex'), t.payload, t.created_at, $10,
+             CASE WHEN t.reason IS NULL THEN 'received' ELSE 'rejected' END, t.reason, CASE WHEN t.reason IS NULL THEN NULL ELSE $10::timestamptz END
+           FROM unnest($2::bigint[], $3::text[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[], $9::text[], $21::text[])
+             AS t(seq, id, account_id, live_mode, kind, hash, payload, created_at, reason)
            ON CONFLICT DO NOTHING RETURNING id
          ), totals AS (
            INSERT INTO sync_day_totals (store_id, account_id, live_mode, day, currency, measure, count, sum)
@@ -146,7 +181,8 @@ export async function receivePush(
            ON CONFLICT (store_id, account_id, live_mode, day, currency, measure)
            DO UPDATE SET count = sync_day_totals.count + excluded.count, sum = sync_day_totals.sum + excluded.sum
          ), advance AS (
-           UPDATE sync_stores SET received_seq = GREATEST(received_seq, $18), last_push_at = $10, box_waiting = $19, box_waiting_since = $20 WHERE store_id = $1
+           UPDATE sync_stores SET received_seq = GREATEST(received_seq, $18), last_push_at = $10, box_waiting = $19, box_waiting_since = $20,
+             rejected_count = rejected_count + $22 WHERE store_id = $1
          )
          SELECT id FROM ins`,
         [
@@ -170,13 +206,16 @@ export async function receivePush(
           last,
           body.waiting ?? null,
           body.waiting === undefined ? null : (body.waiting_since ?? null),
+          fresh.map((f) => (f.refusal ? refusalText(f.refusal) : null)),
+          rejected.length,
         ],
       );
       if (inserted.rows.length !== fresh.length) {
         // An id the central already holds elsewhere (another store's, or this store's at another seq).
         const got = new Set(inserted.rows.map((x) => x.id));
         const taken = fresh.find((f) => !got.has(f.r.id))!;
-        throw conflict(taken.r.id, taken.r.seq, before);
+        const held = await c.query<{ id: string; seq: number; kind: string }>('SELECT id, seq, kind FROM sync_received WHERE id = $1', [taken.r.id]);
+        throw recordConflict(taken.r.id, taken.r.seq, before, held.rows[0]);
       }
     } else {
       await c.query('UPDATE sync_stores SET last_push_at = $2, box_waiting = $3, box_waiting_since = $4 WHERE store_id = $1', [
@@ -186,7 +225,7 @@ export async function receivePush(
         body.waiting === undefined ? null : (body.waiting_since ?? null),
       ]);
     }
-    return { received_seq: last, received: fresh.length, duplicates, server_time: now.toISOString() };
+    return { received_seq: last, received: fresh.length, duplicates, rejected, server_time: now.toISOString() };
   });
 }
 
@@ -229,11 +268,4 @@ function dayTotals(fresh: Fresh[], registry: Pick<SyncRegistry, 'totalsOf'>): Da
     row.sum += t?.amount_in_cents ?? 0;
   }
   return [...out.values()];
-}
-
-function conflict(id: string, seq: number, receivedSeq: number): ApiError {
-  return new ApiError('sync_record_conflict', {
-    message: `Record ${id} (seq ${seq}) differs from the record the central already received with that id or at that seq; nothing was received.`,
-    extra: { record_id: id, applied_seq: receivedSeq },
-  });
 }

@@ -106,8 +106,11 @@ CREATE TABLE IF NOT EXISTS sync_accounts (
   country text NOT NULL,
   default_currency text NOT NULL,
   event_format text NOT NULL,
-  created_at text NOT NULL
+  created_at text NOT NULL,
+  -- The account's currencies (JSON array), for the fronts' receipt checks.
+  currencies text
 );
+ALTER TABLE sync_accounts ADD COLUMN IF NOT EXISTS currencies text;
 CREATE INDEX IF NOT EXISTS sync_accounts_parent ON sync_accounts (parent_account_id);
 CREATE INDEX IF NOT EXISTS sync_accounts_sandbox ON sync_accounts (sandbox_of);
 

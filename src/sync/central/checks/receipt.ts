@@ -10,6 +10,11 @@ export interface RecordRefusal {
   reason: string;
 }
 
+/** A refusal as one line of text, kept as the record's `reason` (code and field first, for `posd sync records`). */
+export function refusalText(r: RecordRefusal): string {
+  return `${r.code} (${r.field}): ${r.reason}`.slice(0, 500);
+}
+
 /** The highest seq a record may carry: every integer up to it is exact in JSON and in JavaScript. */
 export const MAX_SEQ = Number.MAX_SAFE_INTEGER;
 

@@ -1,12 +1,7 @@
 import type { AppContext } from '../../../context.js';
 import { metrics } from '../../../system/metrics.js';
+import { accountsOf } from '../../../accounts/service.js';
 import { centralSide } from '../sync-store.js';
-import type { RecordRefusal } from './receipt.js';
-
-/** A refusal as one line of text, kept as the record's `reason` (code and field first, for `posd sync records`). */
-export function refusalText(r: RecordRefusal): string {
-  return `${r.code} (${r.field}): ${r.reason}`.slice(0, 500);
-}
 
 /**
  * Tells the pushing box that the central refused one of its records: a `record_rejected` change in
@@ -43,6 +38,31 @@ export function publishRefusal(
     },
     'sync: a record was refused',
   );
+}
+
+/**
+ * Tells the boxes about records a central-front refused at receipt (the core of a chain on
+ * PostgreSQL, as it copies them in): the same feed row and log line as a refusal at the SQLite
+ * central's receipt, the code and field read back from the kept reason (`refusalText`).
+ */
+export function publishFrontRefusals(
+  ctx: Pick<AppContext, 'db' | 'log' | 'clock'>,
+  store: { store_id: string; account_id: string },
+  rows: ReadonlyArray<{ id: string; kind: string; account_id: string; live_mode: number; seq: number; reason: string }>,
+  now: string,
+): void {
+  const organizationId = rows.length ? accountsOf(ctx).account(store.account_id)?.organization_id : undefined;
+  if (!organizationId) return;
+  const at = { storeId: store.store_id, organizationId, now };
+  for (const r of rows) {
+    const m = /^([a-z_]+) \(([^)]*)\): /.exec(r.reason);
+    publishRefusal(
+      ctx,
+      { ...r, live_mode: r.live_mode === 1 },
+      { ...at, stage: 'receipt' },
+      { reason: m ? r.reason.slice(m[0].length) : r.reason, code: m?.[1] ?? null, field: m?.[2] ?? null },
+    );
+  }
 }
 
 /** `posd_sync_store_records{store_id, outcome}`: each store's rejected, held and parked records, read from the counters at scrape time. */

@@ -1,6 +1,8 @@
 import type { AppContext } from '../../../context.js';
 import type { PushRecord } from '../../shared/wire.js';
+import { accountsOf } from '../../../accounts/service.js';
 import { centralSide } from '../sync-store.js';
+import { publishRefusal } from './refusal.js';
 import type { RecordRefusal } from './receipt.js';
 
 /** The prefix of a held record's reason while it waits for an operator's review. */
@@ -52,4 +54,27 @@ export function countTowardsDay(ctx: AppContext, r: Weighed, storeId: string): v
   const store = centralSide(ctx.db);
   const key = dayKey(storeId, r, w.currency);
   store.setState(key, Number(store.state(key) ?? 0) + w.amount);
+}
+
+/**
+ * An operator's decision about a record held for review (`posd sync held`, the central's page):
+ * `release` lets the held sweep apply it past the thresholds; `reject` refuses it for good and tells
+ * the pushing box in its feed. The note (who and why) and the time stay with the record: the audit.
+ * False when the record is not held for review (decided meanwhile, or never held).
+ */
+export function decideHeld(ctx: Pick<AppContext, 'db' | 'log' | 'clock'>, id: string, decision: 'release' | 'reject', note: string, now: string): boolean {
+  const store = centralSide(ctx.db);
+  return ctx.db.transaction(() => {
+    if (decision === 'release') return store.releaseReview(id, note, now);
+    const row = store.received(id);
+    const account = row && accountsOf(ctx).account(row.account_id);
+    if (!row || !account || !store.rejectReview(id, `review_rejected (payload): ${note}`, note, now)) return false;
+    publishRefusal(
+      ctx,
+      { ...row, live_mode: row.live_mode === 1 },
+      { storeId: row.store_id, organizationId: account.organization_id, now, stage: 'projection' },
+      { reason: note, code: 'review_rejected', field: 'payload' },
+    );
+    return true;
+  })();
 }

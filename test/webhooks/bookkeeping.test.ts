@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { successOps, type Outcome } from '../../src/modules/webhooks/outcome.js';
-import { WRITE_SQL, type WriteStatement } from '../../src/modules/webhooks/store.js';
+import { WRITE_SQL, type WriteStatement } from '../../src/modules/webhooks/write-sql.js';
 
 // The worker's grouped writes on a real database: a fan-out batch in one statement (only enabled
 // endpoints, only events past the cursor), successes as two statements per group of like answers.

@@ -4,7 +4,7 @@ import type { Agent } from 'undici';
 import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
 import { deliveryBody } from './body.js';
-import { deliveryHeaders, signedHeaders, secretKey } from './signing.js';
+import { deliveryHeaders, signedHeaders, secretKey } from '../../system/standard-webhooks.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';

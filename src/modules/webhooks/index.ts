@@ -11,7 +11,7 @@ import { metrics } from '../../system/metrics.js';
 
 export { DeliveryWorker } from './worker.js';
 export { UrlGuard, type Resolver } from '../../system/url-guard.js';
-export { sign, signedHeaders, verify, newSigningSecret } from './signing.js';
+export { sign, signedHeaders, verify, newSigningSecret } from '../../system/standard-webhooks.js';
 
 interface Parts {
   guard: UrlGuard;

@@ -4,7 +4,7 @@ import { newId } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { catalogueEntry, examplePayload, EVENT_TYPES } from '../../events/catalogue.js';
-import { newSigningSecret } from './signing.js';
+import { newSigningSecret } from '../../system/standard-webhooks.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import type { UrlGuard } from '../../system/url-guard.js';
 import type { DeliveryWorker } from './worker.js';

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import type { WebhooksStore } from './store.js';
 import type { WriteOp } from './writer.js';
+import { noticeDisabled, noticeExhausted } from './notices.js';
 
 /** What one attempt came to; committed in groups by the worker (`successOps` through its writer, `applyFailure`). */
 export interface Outcome {
@@ -84,6 +85,7 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
   const autoAttempts = d.auto_attempts + (o.manual ? 0 : 1);
   let status = d.status;
   let next = d.next_attempt_ms;
+  let exhausted = false;
   const error = o.error ?? `http_${code}`;
   if (code === 410) {
     status = 'failed';
@@ -103,6 +105,7 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     if (delay === undefined) {
       status = 'failed';
       next = null;
+      exhausted = true;
     } else {
       const asked = o.retryAfterMs === null ? 0 : Math.min(o.retryAfterMs, cfg.max_retry_after_ms);
       next = ctx.clock.now() + Math.max(delay, asked);
@@ -128,10 +131,16 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     // After this delivery's own write: it ends failed (the receiver answered), its siblings canceled.
     const ep = store.endpoint(d.endpoint_id);
     if (ep && !ep.disabled) {
-      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
+      const reason = 'The receiver answered 410 Gone.';
+      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: reason, updated_at: now });
       store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
       store.markDisabled(ep.id, ctx.clock.now(), store.cursor());
+      noticeDisabled(store, ep, reason, 'gone', ctx.clock.now());
     }
+  } else if (exhausted) {
+    // Told in this transaction, so once: the integrator hears of each message given up.
+    const ep = store.endpoint(d.endpoint_id);
+    if (ep) noticeExhausted(store, ep, d, { attempts: attempt, response_code: code, error }, ctx.clock.now());
   }
   ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
 }

@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { preparedOnUse } from '../../db/statements.js';
 import { WRITE_SQL } from './write-sql.js';
+import { noticeStore } from './notice-store.js';
 import { replayStore, type ReplayRow, type ReplayFilter } from './replay-store.js';
 
 export type { ReplayRow, ReplayFilter };
@@ -236,9 +237,11 @@ export function webhooksStore(db: Db) {
 
   return {
     ...replayStore(db),
+    ...noticeStore(db),
     /** Fills in the public id of rows read elsewhere (status page). */
     withId: (row: DeliveryRow) => withId(row)!,
     seqOfId,
+    ...noticeStore(db),
     insertEndpoint: (
       row: Pick<EndpointRow, 'id' | 'account_id' | 'live_mode' | 'url' | 'description' | 'secret' | 'from_seq' | 'filter_types' | 'created_at' | 'updated_at'> &
         Partial<Pick<EndpointRow, 'metadata'>>,

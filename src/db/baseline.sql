@@ -910,6 +910,8 @@ CREATE TABLE webhook_attempts (
   duration_ms INTEGER NOT NULL,
   response_code INTEGER,
   error TEXT,
+  -- The start of the answer's body: its first 1,024 bytes as UTF-8 (post.ts); NULL without one.
+  response_body TEXT,
   PRIMARY KEY (delivery_seq, attempt)
 ) STRICT, WITHOUT ROWID;
 

@@ -15,6 +15,8 @@ export interface Outcome {
   responseCode: number | null;
   error: string | null;
   retryAfterMs: number | null;
+  /** The start of the answer's body (post.ts: 1 KiB at most); null without one. */
+  responseBody: string | null;
 }
 
 /** Whether an answer settles the delivery: any 2xx. */
@@ -44,6 +46,7 @@ export function successOps(outcomes: Outcome[], now: string): WriteOp[] {
         webhook_timestamp: o.timestamp,
         attempted_at: attempted,
         duration_ms: o.durationMs,
+        response_body: o.responseBody,
       };
       single.push(['markSucceeded', params], ['insertSucceededAttempt', params]);
       continue;
@@ -53,7 +56,7 @@ export function successOps(outcomes: Outcome[], now: string): WriteOp[] {
     let g = groups.get(key);
     if (!g) groups.set(key, (g = { seqs: [], rows: [], auto: o.manual ? 0 : 1, manual: o.manual ? 1 : 0, response_code: o.responseCode }));
     g.seqs.push(o.deliverySeq);
-    g.rows.push([o.deliverySeq, o.timestamp, attempted, o.durationMs]);
+    g.rows.push([o.deliverySeq, o.timestamp, attempted, o.durationMs, o.responseBody]);
   }
   const ops: WriteOp[] = [];
   for (const g of groups.values()) {
@@ -156,6 +159,7 @@ function attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_m
     attempted_at: isoTime(o.attemptedAt),
     duration_ms: o.durationMs,
     response_code: o.responseCode,
+    response_body: o.responseBody,
     error: o.error,
   };
 }

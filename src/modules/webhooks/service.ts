@@ -64,6 +64,8 @@ export interface DeliveryView {
     webhook_timestamp: number;
     duration_ms: number;
     response_code: number | null;
+    /** The first 1,024 bytes of the answer's body (UTF-8); null without one. */
+    response_body: string | null;
     error: string | null;
   }>;
 }
@@ -114,6 +116,7 @@ function deliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
       webhook_timestamp: a.webhook_timestamp,
       duration_ms: a.duration_ms,
       response_code: a.response_code,
+      response_body: a.response_body,
       error: a.error,
     })),
   };

@@ -76,6 +76,8 @@ export interface AttemptRow {
   duration_ms: number;
   response_code: number | null;
   error: string | null;
+  /** The start of the answer's body (1 KiB at most, post.ts); null without one. */
+  response_body: string | null;
 }
 
 /**
@@ -206,8 +208,9 @@ export function webhooksStore(db: Db) {
     deliveryBySeq: () => db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
     insertAttempt: () =>
       db.prepare(
-        `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
-       VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
+        `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error,
+         response_body)
+       VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error, @response_body)`,
       ),
     // Guarded by the state the failure was judged from (docs/architecture.md, Lifecycles).
     updateDelivery: () =>

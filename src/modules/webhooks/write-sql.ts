@@ -47,17 +47,17 @@ export const WRITE_SQL = {
        next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
      WHERE seq = @seq`,
   insertSucceededAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
-       duration_ms, response_code, error)
-     SELECT seq, attempts, account_id, live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, NULL
+       duration_ms, response_code, error, response_body)
+     SELECT seq, attempts, account_id, live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, NULL, @response_body
      FROM webhook_deliveries WHERE seq = @seq`,
   // The same for many successes with one response code and kind (`seqs`: a JSON array of distinct
-  // seqs; `rows`: [seq, webhook_timestamp, attempted_at, duration_ms] each), two statements a group.
+  // seqs; `rows`: [seq, webhook_timestamp, attempted_at, duration_ms, response_body] each), two statements a group.
   markSucceededMany: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
        next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
      WHERE seq IN (SELECT value FROM json_each(@seqs))`,
   insertSucceededAttempts: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
-       duration_ms, response_code, error)
-     SELECT d.seq, d.attempts, d.account_id, d.live_mode, @manual, j.value ->> 1, j.value ->> 2, j.value ->> 3, @response_code, NULL
+       duration_ms, response_code, error, response_body)
+     SELECT d.seq, d.attempts, d.account_id, d.live_mode, @manual, j.value ->> 1, j.value ->> 2, j.value ->> 3, @response_code, NULL, j.value ->> 4
      FROM json_each(@rows) j JOIN webhook_deliveries d ON d.seq = j.value ->> 0`,
 } as const;
 export type WriteStatement = keyof typeof WRITE_SQL;

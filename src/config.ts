@@ -10,6 +10,24 @@ import { Value } from '@sinclair/typebox/value';
  * `POSD_WEBHOOKS_ALLOW_CIDRS`), validated once at start. Every default lets `posd serve` run with no
  * file at all.
  */
+/**
+ * An SMTP server's settings (empty host: e-mail off), the shape `src/system/mailer.ts` takes: one
+ * definition for every section that sends e-mail.
+ */
+export function smtpSettings() {
+  return Type.Object(
+    {
+      host: Type.String({ default: '' }),
+      port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+      secure: Type.Boolean({ default: false }),
+      user: Type.String({ default: '' }),
+      password: Type.String({ default: '' }),
+      from: Type.String({ default: 'posd <no-reply@localhost>' }),
+    },
+    { default: {} },
+  );
+}
+
 export const ConfigSchema = Type.Object({
   /**
    * `store` and `central` keep their data in the data folder (the role is stored there);
@@ -391,6 +409,24 @@ export const ConfigSchema = Type.Object({
        */
       // Empty, or base64 of exactly 32 bytes: checked here so a bad key stops the start as a config error.
       secrets_key: Type.String({ default: '', pattern: '^$|^[A-Za-z0-9+/]{43}=$' }),
+      /**
+       * Operational notices to an account's integrator (docs/webhooks.md, Notices): its notice URL
+       * and e-mail address are told when an endpoint starts failing, is disabled, or a message
+       * exhausts its attempts.
+       */
+      notices: Type.Object(
+        {
+          /** The SMTP server that carries notices by e-mail (empty host: notices go only to notice URLs). */
+          smtp: smtpSettings(),
+          /** Per notice POST, from connecting to the last byte of the answer. */
+          timeout_ms: Type.Integer({ minimum: 100, maximum: 120_000, default: 10_000 }),
+          /** Delay before each retry of a notice a channel did not take; then that channel gives up on it. */
+          retry_delays_ms: Type.Array(Type.Integer({ minimum: 0 }), { default: [60_000, 300_000, 1_800_000, 7_200_000], maxItems: 20 }),
+          /** Longest sleep between looks for notices due (they are also sent as soon as they are recorded). */
+          poll_ms: Type.Integer({ minimum: 50, maximum: 600_000, default: 30_000 }),
+        },
+        { default: {} },
+      ),
     },
     { default: {} },
   ),

@@ -918,8 +918,48 @@ CREATE TABLE webhook_attempts (
   duration_ms INTEGER NOT NULL,
   response_code INTEGER,
   error TEXT,
+  -- The start of the answer's body: its first 1,024 bytes as UTF-8 (post.ts); NULL without one.
+  response_body TEXT,
   PRIMARY KEY (delivery_seq, attempt)
 ) STRICT, WITHOUT ROWID;
+
+-- Where an account's operational notices go (docs/webhooks.md, Notices): a URL, told signed the
+-- Standard Webhooks way with its own secret (sealed like endpoint secrets), and/or an e-mail address.
+CREATE TABLE webhook_notice_settings (
+  account_id TEXT PRIMARY KEY,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  url TEXT,
+  secret TEXT,
+  email TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+
+-- One row per transition told (an endpoint started failing, was disabled, a message exhausted its
+-- attempts), written in the transaction of the transition itself; `transition` is unique, so a
+-- transition is told once however often it is looked at. Each channel has its own progress
+-- (none: not configured when recorded; skipped: not sent on that channel by rule).
+CREATE TABLE webhook_notices (
+  seq INTEGER PRIMARY KEY,
+  -- The webhook-id (msg_…): the same on every try.
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  type TEXT NOT NULL,
+  endpoint_id TEXT NOT NULL,
+  transition TEXT NOT NULL UNIQUE,
+  payload TEXT NOT NULL,
+  url_status TEXT NOT NULL CHECK (url_status IN ('none', 'pending', 'sent', 'failed')),
+  email_status TEXT NOT NULL CHECK (email_status IN ('none', 'skipped', 'pending', 'sent', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  -- Set while a channel is pending: when to try next.
+  next_attempt_ms INTEGER,
+  last_error TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX webhook_notices_due ON webhook_notices(next_attempt_ms) WHERE next_attempt_ms IS NOT NULL;
+CREATE INDEX webhook_notices_endpoint ON webhook_notices(endpoint_id, type);
 
 -- The key of the permutation that derives a delivery's public whd_ id from its seq
 -- (src/modules/webhooks/delivery-ids.ts): made once, with the database, and kept in it.

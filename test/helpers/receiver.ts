@@ -10,6 +10,8 @@ export interface Received {
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
+  /** The answer's body ('ok' when not given). */
+  body?: string;
   /** Real milliseconds before answering (a slow receiver). */
   delayMs?: number;
   /** Hold the answer until the test calls `release()` (a receiver that answers when told). */
@@ -43,7 +45,7 @@ export class Receiver {
         const answer = (status = reply.status) => {
           this.active--;
           res.writeHead(status, reply.headers ?? {});
-          res.end('ok');
+          res.end(reply.body ?? 'ok');
         };
         if (reply.hold) this.held.push(answer);
         else if (reply.delayMs) setTimeout(answer, reply.delayMs);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { successOps, type Outcome } from '../../src/modules/webhooks/outcome.js';
-import { WRITE_SQL, type WriteStatement } from '../../src/modules/webhooks/store.js';
+import { WRITE_SQL, type WriteStatement } from '../../src/modules/webhooks/write-sql.js';
 
 // The worker's grouped writes on a real database: a fan-out batch in one statement (only enabled
 // endpoints, only events past the cursor), successes as two statements per group of like answers.
@@ -77,7 +77,7 @@ describe('webhook bookkeeping statements', () => {
         next_attempt_ms: 5,
       },
     ]);
-    const o = (seq: number, code: number, manual: boolean, ts: number): Outcome => ({
+    const o = (seq: number, code: number, manual: boolean, ts: number, body: string | null = null): Outcome => ({
       deliverySeq: seq,
       endpointId: 'ep_on',
       manual,
@@ -87,13 +87,16 @@ describe('webhook bookkeeping statements', () => {
       responseCode: code,
       error: null,
       retryAfterMs: null,
+      responseBody: body,
     });
     // Delivery 1 twice in one group (each attempt keeps its number), delivery 2 with another code.
-    run(successOps([o(1, 200, false, 1_700_000_000), o(2, 204, false, 1_700_000_001), o(1, 200, true, 1_700_000_002)], t));
+    run(successOps([o(1, 200, false, 1_700_000_000, 'ok'), o(2, 204, false, 1_700_000_001), o(1, 200, true, 1_700_000_002, 'again')], t));
     expect(db.prepare('SELECT seq, status, attempts, auto_attempts, last_response_code, next_attempt_ms FROM webhook_deliveries').all()).toEqual([
       { seq: 1, status: 'succeeded', attempts: 2, auto_attempts: 1, last_response_code: 200, next_attempt_ms: null },
       { seq: 2, status: 'succeeded', attempts: 1, auto_attempts: 1, last_response_code: 204, next_attempt_ms: null },
     ]);
+    // Each attempt keeps its answer's excerpt, in a group and on its own.
+    expect(db.prepare('SELECT response_body FROM webhook_attempts ORDER BY delivery_seq, attempt').pluck().all()).toEqual(['ok', 'again', null]);
     expect(db.prepare('SELECT delivery_seq, attempt, manual, webhook_timestamp, attempted_at, duration_ms, response_code FROM webhook_attempts').all()).toEqual(
       [
         {

@@ -105,6 +105,31 @@ describe('webhook delivery', () => {
     expect(() => new Webhook(ep.signingSecret).verify(tampered, standardOnly)).toThrow();
   });
 
+  it('lists each attempt with its status, duration and the first 1,024 bytes of the answer', async () => {
+    const long = `${'é'.repeat(300)}${'x'.repeat(2_000)}`;
+    const r = await receiver([
+      { status: 500, body: long },
+      { status: 200, body: '{"received":true}' },
+      { status: 204, body: '' },
+    ]);
+    const ep = await endpoint(r.url);
+    emit('intent.failed');
+    await worker.runDue();
+    emit('intent.succeeded');
+    await worker.runDue();
+    const [second, first] = await deliveries(ep.id);
+    expect(first.attempts).toHaveLength(2);
+    const [failed, ok] = first.attempts;
+    expect(failed).toMatchObject({ attempt: 1, response_code: 500, error: null });
+    // Cut at 1,024 bytes: 300 two-byte characters, then 424 of the rest.
+    expect(Buffer.byteLength(failed.response_body)).toBe(1024);
+    expect(failed.response_body).toBe(long.slice(0, 724));
+    expect(ok).toMatchObject({ attempt: 2, response_code: 200, response_body: '{"received":true}' });
+    for (const a of first.attempts) expect(a.duration_ms).toBeGreaterThanOrEqual(0);
+    // No body: null.
+    expect(second.attempts).toMatchObject([{ response_code: 204, response_body: null }]);
+  });
+
   it('retries a failing receiver on schedule and sends the same webhook-id when it recovers', async () => {
     const r = await receiver([{ status: 500 }, { status: 503 }, { status: 500 }, { status: 200 }]);
     const ep = await endpoint(r.url);

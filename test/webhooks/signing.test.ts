@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { newSigningSecret, sign, signedHeaders, verify } from '../../src/modules/webhooks/signing.js';
+import { newSigningSecret, sign, signedHeaders, verify } from '../../src/system/standard-webhooks.js';
 
 // The Standard Webhooks specification's published test vector (github.com/standard-webhooks/
 // standard-webhooks, the libraries' signature tests). The installed package ships no tests, so the

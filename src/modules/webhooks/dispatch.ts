@@ -4,7 +4,7 @@ import type { Agent } from 'undici';
 import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
 import { deliveryBody } from './body.js';
-import { deliveryHeaders, signedHeaders, secretKey } from './signing.js';
+import { deliveryHeaders, signedHeaders, secretKey } from '../../system/standard-webhooks.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import { hostOf, type UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
@@ -283,7 +283,7 @@ export class Dispatcher {
     const attemptedAt = this.ctx.clock.now();
     const timestamp = Math.floor(attemptedAt / 1000);
     const t0 = performance.now();
-    const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null): Outcome => ({
+    const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null, responseBody: string | null = null): Outcome => ({
       deliverySeq: row.seq,
       endpointId: row.endpoint_id,
       manual,
@@ -293,6 +293,7 @@ export class Dispatcher {
       responseCode,
       error,
       retryAfterMs,
+      responseBody,
     });
     try {
       const payload = row.payload ?? row.event_payload;
@@ -325,7 +326,7 @@ export class Dispatcher {
           signal: deadline.signal,
           bodyLimit: 64 * 1024,
         });
-        return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()));
+        return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()), answer.excerpt);
       } finally {
         this.deadlines.leave(deadline);
       }

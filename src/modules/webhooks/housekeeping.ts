@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import type { WebhooksStore } from './store.js';
+import { noticeDisabled, noticeFailing } from './notices.js';
 
 /** How often (clock time) the worker looks at failing endpoints and prunes old deliveries. */
 const HOUSEKEEPING_MS = 60_000;
@@ -22,7 +23,7 @@ export class Housekeeping {
   /**
    * The failing-endpoint lifecycle and retention (docs/webhooks.md), at most once a minute of the
    * clock: an endpoint failing for `failing_notice_ms` is reported once (a warning in the log, a
-   * line on the status page); one failing for `auto_disable_after_days` is disabled, its reason
+   * line on the status page, a notice to its account's integrator: notices.ts); one failing for `auto_disable_after_days` is disabled, its reason
    * kept, its pending deliveries canceled; finished deliveries (and their attempts) older than
    * `retention_days` are deleted.
    */
@@ -37,7 +38,10 @@ export class Housekeeping {
         if (days > 0 && ep.failing_since_ms! <= now - days * 86_400_000) {
           this.autoDisable(ep.id, ep.failing_since_ms!, now);
         } else if (!ep.failing_noticed) {
-          this.store.setNoticed(ep.id);
+          tx(this.ctx.db, () => {
+            this.store.setNoticed(ep.id);
+            noticeFailing(this.store, ep, now);
+          });
           this.ctx.log.warn(
             { event: 'webhook_endpoint.failing', endpoint: ep.id, account: ep.account_id, url: ep.url, failing_since: isoTime(ep.failing_since_ms!) },
             'webhook endpoint failing',
@@ -62,6 +66,7 @@ export class Housekeeping {
       this.store.updateEndpoint({ id, description: ep.description, disabled: 1, disabled_reason: reason, updated_at: at });
       this.store.cancelPending(id, `endpoint_disabled: failing since ${isoTime(since)}`, at);
       this.store.markDisabled(id, now, this.store.cursor());
+      noticeDisabled(this.store, ep, reason, 'failing', now);
     });
     this.forgetReadAhead();
     this.ctx.log.warn({ event: 'webhook_endpoint.disabled', endpoint: id, reason }, 'webhook endpoint disabled');

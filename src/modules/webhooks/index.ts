@@ -7,17 +7,20 @@ import { WebhooksService } from './service.js';
 import { webhookRoutes } from './routes.js';
 import { provideWebhookStatus } from './status.js';
 import { webhookHealth } from './store.js';
+import { NoticeSender } from './notices.js';
+import { noticeRoutes } from './notice-routes.js';
 import { metrics } from '../../system/metrics.js';
 
 export { DeliveryWorker } from './worker.js';
 export { UrlGuard, type Resolver } from '../../system/url-guard.js';
-export { sign, signedHeaders, verify, newSigningSecret } from './signing.js';
+export { sign, signedHeaders, verify, newSigningSecret } from '../../system/standard-webhooks.js';
 
 interface Parts {
   guard: UrlGuard;
   box: SecretBox;
   worker: DeliveryWorker;
   service: WebhooksService;
+  notices: NoticeSender;
 }
 
 const byContext = new WeakMap<AppContext, Parts>();
@@ -33,7 +36,7 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
       const guard = new UrlGuard(ctx.config.webhooks.allow_cidrs, opts.resolver);
       const box = secretBoxOf(ctx);
       const worker = new DeliveryWorker(ctx, guard, box);
-      p = { guard, box, worker, service: new WebhooksService(ctx, guard, box, worker) };
+      p = { guard, box, worker, service: new WebhooksService(ctx, guard, box, worker), notices: new NoticeSender(ctx, guard, box) };
       byContext.set(ctx, p);
     }
     return p;
@@ -42,6 +45,7 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
     name: 'webhooks',
     api: (app, ctx) => {
       webhookRoutes(app, parts(ctx).service, parts(ctx).box, ctx);
+      noticeRoutes(app, ctx, parts(ctx).guard, parts(ctx).box, parts(ctx).notices);
       provideWebhookStatus(ctx, parts(ctx).worker, parts(ctx).service);
       const m = metrics(ctx);
       m.gauge({
@@ -59,11 +63,16 @@ export function createWebhooksModule(opts: { resolver?: Resolver } = {}): PosdMo
         },
       });
     },
-    workers: (ctx) => [parts(ctx).worker],
+    workers: (ctx) => [parts(ctx).worker, parts(ctx).notices],
   };
 }
 
 export const webhooksModule = createWebhooksModule();
+
+/** The notice sender of a running daemon (tests call `runDue()` on it after moving the clock). */
+export function noticeSenderOf(ctx: AppContext): NoticeSender | undefined {
+  return byContext.get(ctx)?.notices;
+}
 
 /** The delivery worker of a running daemon (tests call `runDue()` on it after moving the clock). */
 export function deliveryWorkerOf(ctx: AppContext): DeliveryWorker | undefined {

@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import type { WebhooksStore } from './store.js';
 import type { WriteOp } from './writer.js';
+import { noticeDisabled, noticeExhausted } from './notices.js';
 
 /** What one attempt came to; committed in groups by the worker (`successOps` through its writer, `applyFailure`). */
 export interface Outcome {
@@ -14,6 +15,8 @@ export interface Outcome {
   responseCode: number | null;
   error: string | null;
   retryAfterMs: number | null;
+  /** The start of the answer's body (post.ts: 1 KiB at most); null without one. */
+  responseBody: string | null;
 }
 
 /** Whether an answer settles the delivery: any 2xx. */
@@ -43,6 +46,7 @@ export function successOps(outcomes: Outcome[], now: string): WriteOp[] {
         webhook_timestamp: o.timestamp,
         attempted_at: attempted,
         duration_ms: o.durationMs,
+        response_body: o.responseBody,
       };
       single.push(['markSucceeded', params], ['insertSucceededAttempt', params]);
       continue;
@@ -52,7 +56,7 @@ export function successOps(outcomes: Outcome[], now: string): WriteOp[] {
     let g = groups.get(key);
     if (!g) groups.set(key, (g = { seqs: [], rows: [], auto: o.manual ? 0 : 1, manual: o.manual ? 1 : 0, response_code: o.responseCode }));
     g.seqs.push(o.deliverySeq);
-    g.rows.push([o.deliverySeq, o.timestamp, attempted, o.durationMs]);
+    g.rows.push([o.deliverySeq, o.timestamp, attempted, o.durationMs, o.responseBody]);
   }
   const ops: WriteOp[] = [];
   for (const g of groups.values()) {
@@ -84,6 +88,7 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
   const autoAttempts = d.auto_attempts + (o.manual ? 0 : 1);
   let status = d.status;
   let next = d.next_attempt_ms;
+  let exhausted = false;
   const error = o.error ?? `http_${code}`;
   if (code === 410) {
     status = 'failed';
@@ -103,6 +108,7 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     if (delay === undefined) {
       status = 'failed';
       next = null;
+      exhausted = true;
     } else {
       const asked = o.retryAfterMs === null ? 0 : Math.min(o.retryAfterMs, cfg.max_retry_after_ms);
       next = ctx.clock.now() + Math.max(delay, asked);
@@ -128,10 +134,16 @@ export function applyFailure(ctx: AppContext, store: WebhooksStore, o: Outcome):
     // After this delivery's own write: it ends failed (the receiver answered), its siblings canceled.
     const ep = store.endpoint(d.endpoint_id);
     if (ep && !ep.disabled) {
-      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: 'The receiver answered 410 Gone.', updated_at: now });
+      const reason = 'The receiver answered 410 Gone.';
+      store.updateEndpoint({ id: ep.id, description: ep.description, disabled: 1, disabled_reason: reason, updated_at: now });
       store.cancelPending(ep.id, 'endpoint_disabled: the receiver answered 410 Gone', now);
       store.markDisabled(ep.id, ctx.clock.now(), store.cursor());
+      noticeDisabled(store, ep, reason, 'gone', ctx.clock.now());
     }
+  } else if (exhausted) {
+    // Told in this transaction, so once: the integrator hears of each message given up.
+    const ep = store.endpoint(d.endpoint_id);
+    if (ep) noticeExhausted(store, ep, d, { attempts: attempt, response_code: code, error }, ctx.clock.now());
   }
   ctx.log.warn({ delivery: d.id, endpoint: d.endpoint_id, event: d.event_id, attempt, code, error }, 'webhook attempt failed');
 }
@@ -147,6 +159,7 @@ function attemptRow(o: Outcome, attempt: number, d: { account_id: string; live_m
     attempted_at: isoTime(o.attemptedAt),
     duration_ms: o.durationMs,
     response_code: o.responseCode,
+    response_body: o.responseBody,
     error: o.error,
   };
 }

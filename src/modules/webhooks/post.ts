@@ -1,9 +1,12 @@
 import type { Dispatcher } from 'undici';
+import { ANSWER_EXCERPT_BYTES } from '../../system/signed-post.js';
 
 /** What a delivery needs of an answer: its status and, for a retry, its `Retry-After`. */
 export interface PostAnswer {
   statusCode: number;
   retryAfter: string | undefined;
+  /** The first `ANSWER_EXCERPT_BYTES` (1 KiB) of the answer's body, as UTF-8; null when it had none. */
+  excerpt: string | null;
 }
 
 export interface PostRequest {
@@ -45,6 +48,7 @@ class PostHandler {
   private statusCode = 0;
   private retryAfter: string | undefined;
   private received = 0;
+  private readonly kept: Buffer[] = [];
   private settled = false;
   private readonly onAbort = () => {
     this.reason = (this.req.signal.reason as Error | undefined) ?? new Error('aborted');
@@ -82,6 +86,8 @@ class PostHandler {
   }
 
   onData(chunk: Buffer): boolean {
+    // Copied: the chunk may be a view of a buffer the parser reuses. At most 1 KiB an answer.
+    if (this.received < ANSWER_EXCERPT_BYTES) this.kept.push(Buffer.from(chunk.subarray(0, ANSWER_EXCERPT_BYTES - this.received)));
     this.received += chunk.length;
     if (this.received > this.req.bodyLimit) this.abort?.(new Error(`answer body over ${this.req.bodyLimit} bytes`));
     return true;
@@ -99,7 +105,9 @@ class PostHandler {
     if (this.settled) return;
     this.settled = true;
     this.req.signal.removeEventListener('abort', this.onAbort);
-    if (this.statusCode !== 0) this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter });
-    else this.reject(err ?? new Error('no answer'));
+    if (this.statusCode !== 0) {
+      const excerpt = this.kept.length === 0 ? null : (this.kept.length === 1 ? this.kept[0] : Buffer.concat(this.kept)).toString('utf8');
+      this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, excerpt });
+    } else this.reject(err ?? new Error('no answer'));
   }
 }

@@ -146,6 +146,7 @@ export const AttemptSchema = Type.Object({
   webhook_timestamp: Type.Integer(),
   duration_ms: Type.Integer(),
   response_code: Nullable(Type.Integer()),
+  response_body: Described(Type.String(), "The first 1,024 bytes of the answer's body, as UTF-8 (null: none, or no answer)."),
   error: Nullable(Type.String()),
 });
 

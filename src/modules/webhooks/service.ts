@@ -4,7 +4,7 @@ import { newId } from '../../ids.js';
 import { isoTime } from '../../clock.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import { catalogueEntry, examplePayload, EVENT_TYPES } from '../../events/catalogue.js';
-import { newSigningSecret } from './signing.js';
+import { newSigningSecret } from '../../system/standard-webhooks.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import type { UrlGuard } from '../../system/url-guard.js';
 import type { DeliveryWorker } from './worker.js';
@@ -64,6 +64,8 @@ export interface DeliveryView {
     webhook_timestamp: number;
     duration_ms: number;
     response_code: number | null;
+    /** The first 1,024 bytes of the answer's body (UTF-8); null without one. */
+    response_body: string | null;
     error: string | null;
   }>;
 }
@@ -114,6 +116,7 @@ function deliveryView(row: DeliveryRow, attempts: AttemptRow[]): DeliveryView {
       webhook_timestamp: a.webhook_timestamp,
       duration_ms: a.duration_ms,
       response_code: a.response_code,
+      response_body: a.response_body,
       error: a.error,
     })),
   };

@@ -1,6 +1,11 @@
 import type { Db } from '../../db/database.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { preparedOnUse } from '../../db/statements.js';
+import { WRITE_SQL } from './write-sql.js';
+import { noticeStore } from './notice-store.js';
+import { replayStore, type ReplayRow, type ReplayFilter } from './replay-store.js';
+
+export type { ReplayRow, ReplayFilter };
 
 /** All SQL of the webhooks module. */
 
@@ -71,6 +76,8 @@ export interface AttemptRow {
   duration_ms: number;
   response_code: number | null;
   error: string | null;
+  /** The start of the answer's body (1 KiB at most, post.ts); null without one. */
+  response_body: string | null;
 }
 
 /**
@@ -94,91 +101,9 @@ export interface EventRowLite {
   type: string;
 }
 
-export interface ReplayRow {
-  id: string;
-  endpoint_id: string;
-  first_seq: number | null;
-  last_seq: number | null;
-  total: number;
-  filters: string;
-  created_at: string;
-}
-
-/** Which of an endpoint's deliveries a bulk replay sends again (docs/webhooks.md). */
-export interface ReplayFilter {
-  /** ISO times; the delivery's `created_at` (when the event was fanned out to it) in [since, until). */
-  since: string;
-  until: string;
-  /** Null: any. */
-  event_types: string[] | null;
-  statuses: Array<DeliveryRow['status']> | null;
-}
-
 // Only what an attempt reads: the rows are read for every attempt, and each column is a copy.
 const SENDABLE = `d.seq, d.account_id, d.endpoint_id, d.event_id, d.event_type, d.event_account_id, d.payload, d.status,
   d.next_attempt_ms, w.disabled AS endpoint_disabled, e.payload AS event_payload`;
-
-/**
- * The delivery worker's routine writes, run by its writer (writer.ts: on a thread with its own
- * connection, or inline), always with named parameters.
- */
-export const WRITE_SQL = {
-  // Only for an endpoint still there and enabled: the fan-out is planned before it is written. One
-  // delivery per (endpoint, event) without a UNIQUE index (docs/webhooks.md): the cursor moves in the
-  // same transaction as the rows it covers, so an event at or before it has its rows already, and
-  // a batch planned twice (a fan-out redone) is written once. `id` is null but for test sends.
-  insertDelivery: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at)
-     SELECT @id, @account_id, @live_mode, @endpoint_id, @event_id, @event_seq, @event_type, @event_account_id, @payload,
-       'pending', 0, 0, @next_attempt_ms, @created_at, @created_at
-     FROM webhook_endpoints WHERE id = @endpoint_id AND disabled = 0
-       AND (@event_seq IS NULL OR @event_seq > (SELECT seq FROM webhook_cursor WHERE id = 1))`,
-  // A fan-out batch in one statement (`rows`: a JSON array of [events.seq, endpoint id], in the
-  // order the rows are to be numbered): per row, a statement costs about 14 µs of binding and
-  // lookups, this about 3 µs. The event's columns come from its row; the same conditions as above.
-  insertDeliveries: `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-       status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo)
-     SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL,
-       'pending', 0, 0, IIF(w.fifo = 1, NULL, @next_attempt_ms), @created_at, @created_at, w.fifo
-     FROM json_each(@rows) j
-     JOIN events e ON e.seq = j.value ->> 0
-     JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
-     WHERE e.seq > (SELECT seq FROM webhook_cursor WHERE id = 1)
-     ORDER BY j.key`,
-  // A first-in-first-out endpoint (fifo = 1) gets its rows parked (no schedule) above; this gives
-  // the oldest parked one a schedule (due now) when the endpoint has no head (a pending one with a
-  // schedule): after a fan-out, after its head succeeded or was given up, after a replay. Guarded,
-  // so running it when a head exists changes nothing; both reads are on webhook_deliveries_fifo.
-  promoteNext: `UPDATE webhook_deliveries SET next_attempt_ms = @now_ms
-     WHERE seq = (SELECT seq FROM webhook_deliveries
-         WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1 AND next_attempt_ms IS NULL ORDER BY seq LIMIT 1)
-       AND NOT EXISTS (SELECT 1 FROM webhook_deliveries
-         WHERE endpoint_id = @id AND status = 'pending' AND fifo = 1 AND next_attempt_ms IS NOT NULL)
-       AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = @id AND fifo = 1 AND disabled = 0)`,
-  // Never backwards: a fan-out redone after a crash may end before one already recorded.
-  advanceCursor: 'UPDATE webhook_cursor SET seq = MAX(seq, @seq) WHERE id = 1',
-  // A success ends the endpoint's failing streak (written only for endpoints known to be failing).
-  clearFailing: 'UPDATE webhook_endpoints SET failing_since_ms = NULL, failing_noticed = 0 WHERE id = @id',
-  // A 2xx settles the delivery whatever happened meanwhile, from any state (the one unguarded move
-  // of a bookkeeping flag, docs/architecture.md): its attempt row takes the new count.
-  markSucceeded: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
-       next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
-     WHERE seq = @seq`,
-  insertSucceededAttempt: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
-       duration_ms, response_code, error)
-     SELECT seq, attempts, account_id, live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, NULL
-     FROM webhook_deliveries WHERE seq = @seq`,
-  // The same for many successes with one response code and kind (`seqs`: a JSON array of distinct
-  // seqs; `rows`: [seq, webhook_timestamp, attempted_at, duration_ms] each), two statements a group.
-  markSucceededMany: `UPDATE webhook_deliveries SET status = 'succeeded', attempts = attempts + 1, auto_attempts = auto_attempts + @auto,
-       next_attempt_ms = NULL, last_response_code = @response_code, last_error = NULL, updated_at = @updated_at
-     WHERE seq IN (SELECT value FROM json_each(@seqs))`,
-  insertSucceededAttempts: `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at,
-       duration_ms, response_code, error)
-     SELECT d.seq, d.attempts, d.account_id, d.live_mode, @manual, j.value ->> 1, j.value ->> 2, j.value ->> 3, @response_code, NULL
-     FROM json_each(@rows) j JOIN webhook_deliveries d ON d.seq = j.value ->> 0`,
-} as const;
-export type WriteStatement = keyof typeof WRITE_SQL;
 
 export function webhooksStore(db: Db) {
   const s = preparedOnUse({
@@ -240,57 +165,6 @@ export function webhooksStore(db: Db) {
     failingEndpoints: () => db.prepare('SELECT * FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL AND failing_since_ms <= ? AND disabled = 0'),
     failingIds: () => db.prepare('SELECT id FROM webhook_endpoints WHERE failing_since_ms IS NOT NULL').pluck(),
     setNoticed: () => db.prepare('UPDATE webhook_endpoints SET failing_noticed = 1 WHERE id = ?'),
-    // One new pending delivery per distinct event among the endpoint's deliveries that match (the
-    // event still stored; test sends are not events), in event order; none for an event already
-    // pending on the endpoint (it is sent anyway). One pass over the endpoint's rows: the pending
-    // list is read once (an uncorrelated IN), the grouping keeps one row per event (the rows of an
-    // (endpoint, event) agree on every column copied).
-    // On a first-in-first-out endpoint (@fifo = 1) the rows are parked, after its pending ones.
-    // A bulk replay reads the endpoint's deliveries in slices along (endpoint_id, seq): an index
-    // range each time, so a replay of N deliveries reads each row once.
-    replayScan: () =>
-      db.prepare(
-        `SELECT seq, event_seq, event_type, status, created_at, updated_at FROM webhook_deliveries
-       WHERE endpoint_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?`,
-      ),
-    pendingEventSeqs: () =>
-      db.prepare(`SELECT event_seq FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND event_seq IS NOT NULL`).pluck(),
-    // New deliveries, due now, for the chosen rows' events (deliveries.seq in @seqs), in events order.
-    replay: () =>
-      db.prepare(
-        `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
-       SELECT NULL, d.account_id, d.live_mode, d.endpoint_id, d.event_id, d.event_seq, d.event_type, d.event_account_id, NULL,
-         'pending', 0, 0, IIF(@fifo = 1, NULL, @now_ms), @now, @now, @fifo, @replay_id
-       FROM json_each(@seqs) j JOIN webhook_deliveries d ON d.seq = j.value
-       WHERE EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)
-       ORDER BY d.event_seq`,
-      ),
-    maxDeliverySeq: () => db.prepare('SELECT COALESCE(MAX(seq), 0) FROM webhook_deliveries').pluck(),
-    extendReplay: () =>
-      db.prepare(
-        `UPDATE webhook_replays SET first_seq = COALESCE(first_seq, @first), last_seq = COALESCE(@last, last_seq), total = total + @total WHERE id = @id`,
-      ),
-    // Rows for events the endpoint never had (it was disabled): [events.seq, endpoint id] pairs.
-    insertCatchUp: () =>
-      db.prepare(
-        `INSERT INTO webhook_deliveries (id, account_id, live_mode, endpoint_id, event_id, event_seq, event_type, event_account_id, payload,
-         status, attempts, auto_attempts, next_attempt_ms, created_at, updated_at, fifo, replay_id)
-       SELECT NULL, w.account_id, w.live_mode, w.id, e.id, e.seq, e.type, e.account_id, NULL, 'pending', 0, 0,
-         IIF(w.fifo = 1, NULL, @now_ms), @now, @now, w.fifo, @replay_id
-       FROM json_each(@rows) j
-       JOIN events e ON e.seq = j.value ->> 0
-       JOIN webhook_endpoints w ON w.id = j.value ->> 1 AND w.disabled = 0
-       ORDER BY j.key`,
-      ),
-    insertReplay: () =>
-      db.prepare(
-        `INSERT INTO webhook_replays (id, endpoint_id, first_seq, last_seq, total, filters, created_at)
-       VALUES (@id, @endpoint_id, @first_seq, @last_seq, @total, @filters, @created_at)`,
-      ),
-    replayById: () => db.prepare('SELECT * FROM webhook_replays WHERE id = ?'),
-    replayCounts: () =>
-      db.prepare(`SELECT status, COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ? AND seq BETWEEN ? AND ? AND replay_id = ? GROUP BY status`),
     // Retention: finished deliveries last changed before the cutoff, oldest first (their attempts
     // go with them: ON DELETE CASCADE). Pending ones are kept whatever their age.
     pruneDeliveries: () =>
@@ -301,7 +175,6 @@ export function webhooksStore(db: Db) {
            AND seq < (SELECT MAX(seq) FROM webhook_deliveries)
          ORDER BY seq LIMIT ?)`,
       ),
-    pruneReplays: () => db.prepare('DELETE FROM webhook_replays WHERE created_at < ?'),
     insertDelivery: () => db.prepare(WRITE_SQL.insertDelivery),
     // Seqs only, from the covering partial index: rows are read when they are sent.
     due: () =>
@@ -335,8 +208,9 @@ export function webhooksStore(db: Db) {
     deliveryBySeq: () => db.prepare('SELECT * FROM webhook_deliveries WHERE seq = ?'),
     insertAttempt: () =>
       db.prepare(
-        `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error)
-       VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error)`,
+        `INSERT INTO webhook_attempts (delivery_seq, attempt, account_id, live_mode, manual, webhook_timestamp, attempted_at, duration_ms, response_code, error,
+         response_body)
+       VALUES (@delivery_seq, @attempt, @account_id, @live_mode, @manual, @webhook_timestamp, @attempted_at, @duration_ms, @response_code, @error, @response_body)`,
       ),
     // Guarded by the state the failure was judged from (docs/architecture.md, Lifecycles).
     updateDelivery: () =>
@@ -365,9 +239,12 @@ export function webhooksStore(db: Db) {
   };
 
   return {
+    ...replayStore(db),
+    ...noticeStore(db),
     /** Fills in the public id of rows read elsewhere (status page). */
     withId: (row: DeliveryRow) => withId(row)!,
     seqOfId,
+    ...noticeStore(db),
     insertEndpoint: (
       row: Pick<EndpointRow, 'id' | 'account_id' | 'live_mode' | 'url' | 'description' | 'secret' | 'from_seq' | 'filter_types' | 'created_at' | 'updated_at'> &
         Partial<Pick<EndpointRow, 'metadata'>>,
@@ -441,55 +318,8 @@ export function webhooksStore(db: Db) {
     failingSince: (sinceMs: number) => s.failingEndpoints.all(sinceMs) as EndpointRow[],
     failingIds: () => s.failingIds.all() as string[],
     setNoticed: (id: string) => void s.setNoticed.run(id),
-    /** Inserts the replay's deliveries; their seqs are contiguous (one statement, one writer). */
-    /** `changedSince`: only rows last changed then or later (re-enabling: what its disabling canceled). */
-    /** The highest delivery seq now: where a replay's scan stops (its own rows come after). */
-    maxDeliverySeq: () => s.maxDeliverySeq.get() as number,
-    /** Up to `limit` of the endpoint's deliveries with seq in (afterSeq, uptoSeq], in seq order. */
-    replayScan: (endpointId: string, afterSeq: number, uptoSeq: number, limit: number) =>
-      s.replayScan.all(endpointId, afterSeq, uptoSeq, limit) as Array<
-        Pick<DeliveryRow, 'seq' | 'event_seq' | 'event_type' | 'status' | 'created_at' | 'updated_at'>
-      >,
-    pendingEventSeqs: (endpointId: string) => new Set(s.pendingEventSeqs.all(endpointId) as number[]),
-    /** New pending deliveries of replay `replayId` for the events of the deliveries `sourceSeqs`. */
-    insertReplayed(
-      endpoint: Pick<EndpointRow, 'id' | 'fifo'>,
-      sourceSeqs: number[],
-      at: { nowMs: number; now: string },
-      replayId: string,
-    ): { first: number | null; last: number | null; total: number } {
-      if (sourceSeqs.length === 0) return { first: null, last: null, total: 0 };
-      const r = s.replay.run({ seqs: JSON.stringify(sourceSeqs), fifo: endpoint.fifo, now_ms: at.nowMs, now: at.now, replay_id: replayId });
-      if (r.changes === 0) return { first: null, last: null, total: 0 };
-      // One INSERT … SELECT: its rows took consecutive seqs.
-      const last = Number(r.lastInsertRowid);
-      return { first: last - r.changes + 1, last, total: r.changes };
-    },
-    extendReplay: (id: string, made: { first: number | null; last: number | null; total: number }) =>
-      void s.extendReplay.run({ id, first: made.first, last: made.last, total: made.total }),
-    insertCatchUp(
-      rows: Array<[number, string]>,
-      at: { nowMs: number; now: string },
-      replayId: string,
-    ): { first: number | null; last: number | null; total: number } {
-      if (rows.length === 0) return { first: null, last: null, total: 0 };
-      const r = s.insertCatchUp.run({ rows: JSON.stringify(rows), now_ms: at.nowMs, now: at.now, replay_id: replayId });
-      if (r.changes === 0) return { first: null, last: null, total: 0 };
-      const last = Number(r.lastInsertRowid);
-      return { first: last - r.changes + 1, last, total: r.changes };
-    },
-    insertReplay: (row: ReplayRow) => void s.insertReplay.run(row),
-    replayById: (id: string) => s.replayById.get(id) as ReplayRow | undefined,
-    replayCounts(r: ReplayRow): Record<DeliveryRow['status'], number> {
-      const counts = { pending: 0, succeeded: 0, failed: 0, canceled: 0 };
-      if (r.first_seq === null || r.last_seq === null) return counts;
-      for (const { status, n } of s.replayCounts.all(r.endpoint_id, r.first_seq, r.last_seq, r.id) as Array<{ status: DeliveryRow['status']; n: number }>)
-        counts[status] = n;
-      return counts;
-    },
     /** Deletes up to `limit` finished deliveries last changed before `cutoff` (ISO); how many. */
     prune: (cutoff: string, limit: number) => s.pruneDeliveries.run(cutoff, limit).changes,
-    pruneReplays: (cutoff: string) => void s.pruneReplays.run(cutoff),
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: (s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[]).map((r) => withId(r)!),
       total: (s.deliveryCount.get(endpointId) as { n: number }).n,

@@ -2,7 +2,7 @@ import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { Db } from '../../db/database.js';
 import { startThread } from '../../db/threads.js';
-import { WRITE_SQL, type WriteStatement } from './store.js';
+import { WRITE_SQL, type WriteStatement } from './write-sql.js';
 
 /** One statement of the delivery worker's bookkeeping (a key of `WRITE_SQL`) and its named parameters. */
 export type WriteOp = [statement: WriteStatement, params: Record<string, unknown>];

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
+import { pinOfPem, type CentralPin } from '../system/tls/central-pin.js';
 import type { Db } from '../db/database.js';
 import { centralSide } from './central/sync-store.js';
 import { STATE, syncState } from './shared/state.js';
@@ -61,6 +63,17 @@ export function centralTarget(config: Config, db: Db): { url: string; key: strin
   const url = config.sync.central_url || store.state(STATE.centralUrl) || '';
   const key = config.sync.central_key || store.state(STATE.centralKey) || '';
   return url && key ? { url: url.replace(/\/$/, ''), key } : null;
+}
+
+/**
+ * The certificate the store pins for its central: `sync.central_ca_file`, else what `posd init
+ * --central-ca/--central-fingerprint` stored; none: the system's CAs. A file that cannot be read
+ * throws (the caller says so) rather than falling back to the system's CAs.
+ */
+export function centralPin(config: Config, db: Db): CentralPin | undefined {
+  if (config.sync.central_ca_file) return pinOfPem(readFileSync(config.sync.central_ca_file, 'utf8'));
+  const stored = syncState(db).state(STATE.centralCa);
+  return stored ? pinOfPem(stored) : undefined;
 }
 
 /** Read from the database alone, so `posd sync status` works with the daemon stopped. */

@@ -217,11 +217,16 @@ export function syncAlerts(
     });
   }
   const downFor = s.downSince ? nowMs - Date.parse(s.downSince) : 0;
-  if (!s.connected && downFor > config.sync.alert_link_down_ms) {
+  // A certificate that is not the pinned one is no passing outage (maybe someone else answers for
+  // the central): raised at once.
+  const certRefused = s.lastError !== null && /: tls: the central's certificate/.test(s.lastError);
+  if (!s.connected && (downFor > config.sync.alert_link_down_ms || certRefused)) {
     out.push({
       code: 'sync_link_down',
       message: `no contact with the central for ${ago(downFor)} (since ${s.downSince})${s.waiting ? `; ${s.waiting} record(s) waiting` : ''}${s.lastError ? `: ${plainLinkError(s.lastError)}` : ''}`,
-      fix: `check this box's internet link and that the central at ${s.url ?? '?'} is up; ${whereCentralIsSet(config)}. Sales go on and are pushed once it is back`,
+      fix: certRefused
+        ? `compare the central's CA fingerprint (posd tls ca at the central) with the one pinned here; a central that really changed its CA is pinned again with sync.central_ca_file. Sales go on and are pushed once it is back`
+        : `check this box's internet link and that the central at ${s.url ?? '?'} is up; ${whereCentralIsSet(config)}. Sales go on and are pushed once it is back`,
     });
   }
   return out;

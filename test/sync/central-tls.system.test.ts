@@ -127,6 +127,15 @@ describe('a store joining its central over HTTPS', () => {
       const s = await posd(['sync', 'status', '--data', storeDir, '--json']);
       return typeof s.last_error === 'string' && s.last_error.includes(refused) && s.connected === false;
     });
+    // Raised at once (no sync.alert_link_down_ms wait), in the words the page and the log use.
+    const alerts = (await posd(['sync', 'status', '--data', storeDir, '--json'])).alerts as Array<{ code: string; message: string; fix: string }>;
+    expect(alerts).toContainEqual(
+      expect.objectContaining({
+        code: 'sync_link_down',
+        message: expect.stringContaining("the central's certificate was not accepted"),
+        fix: expect.stringContaining('posd tls ca'),
+      }),
+    );
     await store.kill('SIGTERM');
     const now = await posdExit(['sync', 'now', '--data', storeDir]);
     expect(now.code).toBe(0); // the pin from init: the real central is accepted again

@@ -49,6 +49,7 @@ export function syncCommand(): Command {
         if (opts.json) return printJson(s);
         const lines = [
           `central         ${s.central_url ?? '(none: this box works alone)'}`,
+          ...(s.central_pinned ? [`pinned          SHA-256 ${s.central_pinned}`] : []),
           `store id        ${s.store_id ?? '-'}`,
           `connected       ${s.connected ? 'yes' : 'no'}`,
           `last success    ${s.last_success_at ?? 'never'}`,

@@ -17,6 +17,8 @@ export interface SyncStatus {
   role: 'store' | 'central';
   configured: boolean;
   central_url: string | null;
+  /** SHA-256 fingerprint of the certificate the link trusts alone (null: none pinned, the system's CAs). */
+  central_pinned: string | null;
   store_id: string | null;
   connected: boolean;
   /** Since when the central has not answered (null: it answers, or was never tried). */
@@ -76,6 +78,16 @@ export function centralPin(config: Config, db: Db): CentralPin | undefined {
   return stored ? pinOfPem(stored) : undefined;
 }
 
+/** The pinned fingerprint for the status; an unreadable `sync.central_ca_file` shows as such. */
+function pinnedFingerprint(config: Config, db: Db): string | null {
+  if (!config.sync.central_ca_file) return syncState(db).state(STATE.centralFingerprint) ?? null;
+  try {
+    return centralPin(config, db)?.fingerprint ?? null;
+  } catch {
+    return `unreadable: ${config.sync.central_ca_file}`;
+  }
+}
+
 /** Read from the database alone, so `posd sync status` works with the daemon stopped. */
 export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): SyncStatus {
   const store = storeSide(db);
@@ -101,6 +113,7 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
       role: config.role === 'central' ? 'central' : 'store',
       configured: target !== null,
       central_url: target?.url ?? null,
+      central_pinned: pinnedFingerprint(config, db),
       store_id: store.state(STATE.storeId) ?? null,
       connected,
       link_down_since: downSince,

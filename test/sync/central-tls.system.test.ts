@@ -2,7 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { until } from '../helpers/until.js';
+import { PageClient } from '../helpers/page-client.js';
 import { killStarted, posd, posdExit, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from './e2e/processes.js';
 
 // Issue 39: a store box joins its central over HTTPS and trusts exactly the certificate
@@ -14,6 +17,19 @@ let centralDir: string;
 let ca: { file: string; fingerprint: string };
 let otherCa: { file: string; fingerprint: string };
 let key: string;
+
+/** The store's status page as its manager sees it (password set with the CLI, as a manager does). */
+async function readPage(url: string, data: string): Promise<string> {
+  const pw = 'tls-page-pass-2026';
+  const child = spawn(process.execPath, [join(import.meta.dirname, '../../dist/posd/posd.js'), 'manager', 'set-password', '--password-stdin', '--data', data], {
+    stdio: ['pipe', 'ignore', 'inherit'],
+  });
+  child.stdin.end(`${pw}\n`);
+  await once(child, 'exit');
+  const page = new PageClient(url);
+  expect((await page.login(pw)).status).toBe(303);
+  return (await page.get('/')).text;
+}
 
 beforeAll(async () => {
   requireBuild();
@@ -116,7 +132,7 @@ describe('a store joining its central over HTTPS', () => {
       await trusting.close();
     }
     const ok = await posd(['sync', 'status', '--data', storeDir, '--json']);
-    expect(ok).toMatchObject({ connected: true, records_waiting: 0 });
+    expect(ok).toMatchObject({ connected: true, records_waiting: 0, central_pinned: ca.fingerprint });
 
     // The store is told another CA (as after a man in the middle took the central's address): the
     // running link, `posd sync now` and doctor all refuse it and say why.
@@ -127,6 +143,10 @@ describe('a store joining its central over HTTPS', () => {
       const s = await posd(['sync', 'status', '--data', storeDir, '--json']);
       return typeof s.last_error === 'string' && s.last_error.includes(refused) && s.connected === false;
     });
+    // The page's sync panel shows the refusal and the fingerprint pinned, for the manager to compare.
+    const page = await readPage(store.url, storeDir);
+    expect(page).toContain('the central&#39;s certificate is not the pinned one');
+    expect(page).toMatch(new RegExp(`Central pinned</td><td[^>]*>SHA-256 ${otherCa.fingerprint}</td>`));
     // Raised at once (no sync.alert_link_down_ms wait), in the words the page and the log use.
     const alerts = (await posd(['sync', 'status', '--data', storeDir, '--json'])).alerts as Array<{ code: string; message: string; fix: string }>;
     expect(alerts).toContainEqual(

@@ -143,6 +143,8 @@ export const ConfigSchema = Type.Object({
       central_url: Type.String({ default: '' }),
       /** The store account's own key made at the central; empty: use what `posd init --central-key` stored. */
       central_key: Type.String({ default: '' }),
+      /** The central's CA (or certificate) to pin, a PEM file; empty: what `posd init --central-ca/--central-fingerprint` pinned. */
+      central_ca_file: Type.String({ default: '' }),
       /** Records per push; a batch is applied at the central in one transaction. */
       batch_size: Type.Integer({ minimum: 1, maximum: 5000, default: 500 }),
       /** Payload bytes per push, kept under the central's `http.body_limit_bytes` (1 MiB by default). */

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Config } from './config.js';
-import { publicBaseUrl } from './config.js';
+import { publicBaseUrl, tlsEnabled } from './config.js';
+import { ServerTls } from './system/tls/server-tls.js';
 import { systemClock, type Clock } from './clock.js';
 import { createLogger, type Logger } from './logger.js';
 import { closeHttpApp, createHttpApp, stopOnce } from './api/app.js';
@@ -19,7 +20,7 @@ export interface FrontOptions {
 export interface Front {
   app: ApiApp;
   log: Logger;
-  /** `http://host:port` actually listened on (port 0 resolved). */
+  /** `http://host:port` (or `https://` under TLS) actually listened on (port 0 resolved). */
   url: string;
   /** Resolves false when a step of the stop failed (each is logged). */
   stop(): Promise<boolean>;
@@ -87,10 +88,12 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
   const waiter = new FeedWaiter({ connectionString: pgUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS } as pg.ClientConfig);
   waiter.on('reconnected', () => log.info('the feed LISTEN connection is back; waiting long-polls re-read'));
   let app: ApiApp | undefined;
+  let tls: ServerTls | undefined;
 
   const halt = async (): Promise<boolean> => {
     let clean = true;
     abort.abort();
+    tls?.stop();
     if (app && !(await closeHttpApp(app, config.http.shutdown_grace_ms, log))) clean = false;
     try {
       await waiter.stop();
@@ -118,10 +121,14 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
       });
     }
     const totals = await syncTotals();
-    app = createHttpApp({ config, log, clock, shutdown: abort.signal }, { notFound: frontNotFound });
+    // TLS as a box has it (tls.*): a manager's files (what fronts behind one address share), or a
+    // CA of the front's own in its data folder.
+    if (tlsEnabled(config)) tls = await ServerTls.start(config, clock, log);
+    app = createHttpApp({ config, log, clock, shutdown: abort.signal }, { notFound: frontNotFound, tls: tls?.material });
     const checks = { registry: totals, skewMs: config.sync.record_time_skew_ms };
     frontRoutes(app, { pool, waiter, totals, checks, clock, log, shutdown: abort.signal });
     await app.listen({ host: config.http.host, port: config.http.port });
+    tls?.attach(app.server as never);
     const address = app.server.address();
     url = publicBaseUrl(config, typeof address === 'object' && address ? address.port : config.http.port);
   } catch (err) {
@@ -129,7 +136,7 @@ export async function startFront(opts: FrontOptions): Promise<Front> {
     await halt();
     throw err;
   }
-  log.info({ url, role: config.role, postgres: where, pool_max: config.sync.postgres.pool_max }, 'posd listening');
+  log.info({ url, role: config.role, postgres: where, pool_max: config.sync.postgres.pool_max, tls: tls ? tls.status : 'off' }, 'posd listening');
   releaseYoungGeneration();
 
   const stop = stopOnce(log, halt);

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { databaseFile } from '../db/paths.js';
 import { CliError, cliConfig, openCliDatabase, printJson, withDataOptions, type DataOptions } from './common.js';
@@ -7,6 +7,7 @@ import { systemClock } from '../clock.js';
 import { CentralClient, CentralRefusal } from '../sync/store/transport.js';
 import { joinCentral } from '../sync/store/join.js';
 import { boxCa, caLines } from './tls.js';
+import { normaliseFingerprint, pinOfPem, presentedChain, type CentralPin } from '../system/tls/central-pin.js';
 
 type InitOptions = DataOptions & {
   role: 'store' | 'central';
@@ -14,6 +15,8 @@ type InitOptions = DataOptions & {
   json?: boolean;
   centralUrl?: string;
   centralKey?: string;
+  centralCa?: string;
+  centralFingerprint?: string;
   eventFormats?: 'unified' | 'both';
 };
 
@@ -33,9 +36,11 @@ export function initCommand(): Command {
     )
     .option('--central-url <url>', "the central's base URL (a store that syncs)")
     .option('--central-key <key>', "the store account's live key, made at the central (posd keys create there)")
+    .option('--central-ca <file>', "an https central's CA certificate (PEM, from posd tls ca --pem there): the only certificate the link trusts")
+    .option('--central-fingerprint <sha256>', "the SHA-256 fingerprint of an https central's CA or certificate (posd tls ca there): pinned")
     .option('--json', 'print the ids and keys as one JSON object and nothing else')
     .action(async (opts: InitOptions) => {
-      if (opts.centralUrl || opts.centralKey) {
+      if (opts.centralUrl || opts.centralKey || opts.centralCa || opts.centralFingerprint) {
         // A joining store takes its accounts, event format included, from the central.
         if (opts.eventFormats) throw new CliError('--event-formats is set at the central (posd accounts set there), not when joining it');
         return joinAction(opts);
@@ -109,8 +114,10 @@ async function joinAction(opts: InitOptions): Promise<void> {
       existing.close();
     }
   }
-  // The central is asked first, so a refused key or an unreachable central leaves no data folder behind.
-  const client = new CentralClient(url.origin + url.pathname.replace(/\/$/, ''), opts.centralKey, { timeoutMs: config.sync.request_timeout_ms });
+  // The central is asked first, so a refused key, a certificate that is not the pinned one or an
+  // unreachable central leaves no data folder behind.
+  const pin = await pinForJoin(url, opts, config.sync.request_timeout_ms);
+  const client = new CentralClient(url.origin + url.pathname.replace(/\/$/, ''), opts.centralKey, { timeoutMs: config.sync.request_timeout_ms, pin });
   let snap;
   try {
     snap = await client.bootstrap();
@@ -126,14 +133,19 @@ async function joinAction(opts: InitOptions): Promise<void> {
   await client.close();
   const db = openCliDatabase(config, { create: true });
   try {
-    const joined = joinCentral(db, systemClock, snap, { url: url.toString(), key: opts.centralKey });
-    if (opts.json) return printJson(joined);
+    const joined = joinCentral(db, systemClock, snap, { url: url.toString(), key: opts.centralKey, pin });
+    if (opts.json) return printJson({ ...joined, central_pinned: pin?.fingerprint ?? null });
     process.stdout.write(
       [
         `posd: this box is now store ${joined.store_id} of ${url.origin}`,
         `  organization  ${joined.organization_id}`,
         ...joined.accounts.map((a) => `  account       ${a.id} (${a.live_mode ? 'live' : 'sandbox'}) ${a.name}`),
         `  ${joined.keys} key hashes learned: the keys made at the central work here too.`,
+        pin
+          ? `  pinned        SHA-256 ${pin.fingerprint}: the only certificate this box trusts for its central`
+          : url.protocol === 'https:'
+            ? "  pinned        nothing: the system's CAs vouch for the central (--central-ca or --central-fingerprint pins its own CA)"
+            : '  plain HTTP    the link to the central is not encrypted: use https:// and pin its CA off loopback',
         '',
       ].join('\n'),
     );
@@ -144,6 +156,45 @@ async function joinAction(opts: InitOptions): Promise<void> {
   } finally {
     db.close();
   }
+}
+
+/**
+ * What `--central-ca` and `--central-fingerprint` pin. A fingerprint alone: the central's chain is
+ * read once without trusting it, and the certificate with that fingerprint (its CA, as `posd tls
+ * ca` prints it there, or its server certificate) is kept and is from then on the link's only trust
+ * anchor. Both: the file must have that fingerprint.
+ */
+async function pinForJoin(url: URL, opts: InitOptions, timeoutMs: number): Promise<CentralPin | undefined> {
+  if (!opts.centralCa && !opts.centralFingerprint) return undefined;
+  if (url.protocol !== 'https:') throw new CliError(`--central-ca and --central-fingerprint pin an https:// central; ${url.origin} is plain HTTP`);
+  const wanted = opts.centralFingerprint === undefined ? undefined : normaliseFingerprint(opts.centralFingerprint);
+  if (opts.centralFingerprint !== undefined && !wanted) {
+    throw new CliError(`--central-fingerprint: not a SHA-256 fingerprint (64 hex digits, as posd tls ca prints it): ${opts.centralFingerprint}`);
+  }
+  if (opts.centralCa) {
+    let pin: CentralPin;
+    try {
+      pin = pinOfPem(readFileSync(opts.centralCa, 'utf8'));
+    } catch (err) {
+      throw new CliError(`--central-ca: ${opts.centralCa} is not a readable PEM certificate (${(err as Error).message})`);
+    }
+    if (wanted && wanted !== pin.fingerprint) throw new CliError(`--central-ca: ${opts.centralCa} has the fingerprint ${pin.fingerprint}, not ${wanted}`);
+    return pin;
+  }
+  let chain;
+  try {
+    chain = await presentedChain(url, timeoutMs);
+  } catch (err) {
+    throw new CliError(`cannot reach the central at ${url.origin} over TLS: ${(err as Error).message}`);
+  }
+  const match = chain.find((c) => c.fingerprint256 === wanted);
+  if (!match) {
+    throw new CliError(
+      `the central at ${url.origin} is not the one pinned: none of its certificates has the fingerprint ${wanted} ` +
+        `(it presented ${chain.map((c) => c.fingerprint256).join(', ') || 'none'}); run posd tls ca at the central and compare`,
+    );
+  }
+  return pinOfPem(match.toString());
 }
 
 /** An event format in a merchant's words (spec 6.3). */

@@ -1,7 +1,8 @@
 import Database from 'better-sqlite3';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { centralTarget } from '../sync/status.js';
+import { centralPin, centralTarget } from '../sync/status.js';
+import type { CentralPin } from '../system/tls/central-pin.js';
 import { STATE, syncState } from '../sync/shared/state.js';
 import { centralHoldings, planRejoin } from '../sync/store/rejoin.js';
 import { CentralClient } from '../sync/store/transport.js';
@@ -27,15 +28,17 @@ export async function rejoinNote(config: Config, file: string): Promise<string[]
   try {
     let target: { url: string; key: string } | null;
     let storeId: string | undefined;
+    let pin: CentralPin | undefined;
     try {
       target = centralTarget(config, db);
+      pin = centralPin(config, db);
       storeId = syncState(db).state(STATE.storeId);
     } catch {
       return []; // no sync tables this posd can read: the start migrates and says the rest
     }
     if (!target || !storeId) return [];
     const acked = Number(syncState(db).state(STATE.ackedSeq) ?? 0);
-    const client = new CentralClient(target.url, target.key, { timeoutMs: Math.min(ASK_MS, config.sync.request_timeout_ms) });
+    const client = new CentralClient(target.url, target.key, { timeoutMs: Math.min(ASK_MS, config.sync.request_timeout_ms), pin });
     try {
       const held = await centralHoldings(client, storeId, acked, AbortSignal.timeout(ASK_MS));
       const plan = planRejoin(db, held);

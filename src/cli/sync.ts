@@ -4,7 +4,7 @@ import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, with
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { systemClock } from '../clock.js';
-import { syncStatus, centralTarget } from '../sync/status.js';
+import { syncStatus, centralPin, centralTarget } from '../sync/status.js';
 import { STATE } from '../sync/shared/state.js';
 import { centralSide } from '../sync/central/sync-store.js';
 import { pushAll } from '../sync/store/client.js';
@@ -29,7 +29,13 @@ function clientFor(config: Config, db: Db): { client: CentralClient; storeId: st
   if (config.role !== 'store' || !target || !storeId) {
     throw new CliError('this box does not sync with a central (posd init --central-url URL --central-key KEY)');
   }
-  return { client: new CentralClient(target.url, target.key, { timeoutMs: config.sync.request_timeout_ms }), storeId };
+  let pin;
+  try {
+    pin = centralPin(config, db);
+  } catch (err) {
+    throw new CliError(`sync.central_ca_file: ${(err as Error).message}`);
+  }
+  return { client: new CentralClient(target.url, target.key, { timeoutMs: config.sync.request_timeout_ms, pin }), storeId };
 }
 
 export function syncCommand(): Command {
@@ -43,6 +49,7 @@ export function syncCommand(): Command {
         if (opts.json) return printJson(s);
         const lines = [
           `central         ${s.central_url ?? '(none: this box works alone)'}`,
+          ...(s.central_pinned ? [`pinned          SHA-256 ${s.central_pinned}`] : []),
           `store id        ${s.store_id ?? '-'}`,
           `connected       ${s.connected ? 'yes' : 'no'}`,
           `last success    ${s.last_success_at ?? 'never'}`,

@@ -35,6 +35,7 @@ export const SyncStatusSchema = Type.Object({
   role: Type.Union([Type.Literal('store'), Type.Literal('central')]),
   configured: Type.Boolean(),
   central_url: Nullable(Type.String()),
+  central_pinned: Nullable(Type.String()),
   store_id: Nullable(Type.String()),
   connected: Type.Boolean(),
   link_down_since: Nullable(Type.String()),
@@ -100,6 +101,7 @@ export const syncModule: PosdModule = {
               oldest_waiting_at: st.oldest_waiting_at,
               last_error: st.last_error,
               last_error_at: st.last_error_at,
+              central_pinned: st.central_pinned,
             };
           },
         });

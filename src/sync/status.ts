@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import type { Config } from '../config.js';
+import { pinOfPem, type CentralPin } from '../system/tls/central-pin.js';
 import type { Db } from '../db/database.js';
 import { centralSide } from './central/sync-store.js';
 import { STATE, syncState } from './shared/state.js';
@@ -15,6 +17,8 @@ export interface SyncStatus {
   role: 'store' | 'central';
   configured: boolean;
   central_url: string | null;
+  /** SHA-256 fingerprint of the certificate the link trusts alone (null: none pinned, the system's CAs). */
+  central_pinned: string | null;
   store_id: string | null;
   connected: boolean;
   /** Since when the central has not answered (null: it answers, or was never tried). */
@@ -63,6 +67,27 @@ export function centralTarget(config: Config, db: Db): { url: string; key: strin
   return url && key ? { url: url.replace(/\/$/, ''), key } : null;
 }
 
+/**
+ * The certificate the store pins for its central: `sync.central_ca_file`, else what `posd init
+ * --central-ca/--central-fingerprint` stored; none: the system's CAs. A file that cannot be read
+ * throws (the caller says so) rather than falling back to the system's CAs.
+ */
+export function centralPin(config: Config, db: Db): CentralPin | undefined {
+  if (config.sync.central_ca_file) return pinOfPem(readFileSync(config.sync.central_ca_file, 'utf8'));
+  const stored = syncState(db).state(STATE.centralCa);
+  return stored ? pinOfPem(stored) : undefined;
+}
+
+/** The pinned fingerprint for the status; an unreadable `sync.central_ca_file` shows as such. */
+function pinnedFingerprint(config: Config, db: Db): string | null {
+  if (!config.sync.central_ca_file) return syncState(db).state(STATE.centralFingerprint) ?? null;
+  try {
+    return centralPin(config, db)?.fingerprint ?? null;
+  } catch {
+    return `unreadable: ${config.sync.central_ca_file}`;
+  }
+}
+
 /** Read from the database alone, so `posd sync status` works with the daemon stopped. */
 export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): SyncStatus {
   const store = storeSide(db);
@@ -88,6 +113,7 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
       role: config.role === 'central' ? 'central' : 'store',
       configured: target !== null,
       central_url: target?.url ?? null,
+      central_pinned: pinnedFingerprint(config, db),
       store_id: store.state(STATE.storeId) ?? null,
       connected,
       link_down_since: downSince,
@@ -204,11 +230,16 @@ export function syncAlerts(
     });
   }
   const downFor = s.downSince ? nowMs - Date.parse(s.downSince) : 0;
-  if (!s.connected && downFor > config.sync.alert_link_down_ms) {
+  // A certificate that is not the pinned one is no passing outage (maybe someone else answers for
+  // the central): raised at once.
+  const certRefused = s.lastError !== null && /: tls: the central's certificate/.test(s.lastError);
+  if (!s.connected && (downFor > config.sync.alert_link_down_ms || certRefused)) {
     out.push({
       code: 'sync_link_down',
       message: `no contact with the central for ${ago(downFor)} (since ${s.downSince})${s.waiting ? `; ${s.waiting} record(s) waiting` : ''}${s.lastError ? `: ${plainLinkError(s.lastError)}` : ''}`,
-      fix: `check this box's internet link and that the central at ${s.url ?? '?'} is up; ${whereCentralIsSet(config)}. Sales go on and are pushed once it is back`,
+      fix: certRefused
+        ? `compare the central's CA fingerprint (posd tls ca at the central) with the one pinned here; a central that really changed its CA is pinned again with sync.central_ca_file. Sales go on and are pushed once it is back`
+        : `check this box's internet link and that the central at ${s.url ?? '?'} is up; ${whereCentralIsSet(config)}. Sales go on and are pushed once it is back`,
     });
   }
   return out;

@@ -75,6 +75,8 @@ export interface SyncState {
   oldest_waiting_at: string | null;
   last_error: string | null;
   last_error_at: string | null;
+  /** The central's certificate fingerprint the link trusts alone (null: none pinned). */
+  central_pinned?: string | null;
 }
 
 export interface CentralStore {

@@ -37,10 +37,11 @@ function runBash(script: string, timeoutMs: number, env: NodeJS.ProcessEnv = pro
 }
 
 describe("README's chain walk-through", () => {
-  it('runs as written: the store joins the central, a sale made at the store is at the central, the day reconciles equal', async () => {
+  it('runs as written: the store joins the central over https pinning its CA, a sale made at the store is at the central, the day reconciles equal', async () => {
     const { code, out } = await runBash(walkthrough('chain'), 150_000);
     expect(code, out).toBe(0);
-    expect(out).toMatch(/this box is now store store_\w+ of http:\/\/127\.0\.0\.1:4300/);
+    expect(out).toMatch(/this box is now store store_\w+ of https:\/\/127\.0\.0\.1:4300/);
+    expect(out).toMatch(/pinned {8}SHA-256 ([0-9A-F]{2}:){31}[0-9A-F]{2}: the only certificate/);
     const sale = JSON.parse(out.split('\n').find((l) => l.startsWith('{"id":"in_'))!);
     expect(sale).toMatchObject({ status: 'succeeded', amount_in_cents: 2500 });
     expect(out).toMatch(/: equal \(\d+ totals compared\)/);

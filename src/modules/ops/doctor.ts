@@ -10,7 +10,8 @@ import { runningDaemon } from '../../system/daemon-lock.js';
 import { checkSecretsKey } from '../../system/secret-box.js';
 import { undici } from '../../system/undici.js';
 import { sealedSecretSample, webhookHealth } from '../webhooks/service.js';
-import { centralTarget, plainLinkError, syncStatus } from '../../sync/status.js';
+import { centralPin, centralTarget, plainLinkError, syncStatus } from '../../sync/status.js';
+import { certificateRefusal, isCertificateError, pinnedTls, type CentralPin } from '../../system/tls/central-pin.js';
 
 export interface Check {
   name: string;
@@ -268,10 +269,12 @@ function terminals(db: Database.Database): Check[] {
 }
 
 /** Compares the box's clock with the central's HTTP Date header (second resolution, so 60 s slack). */
-async function clock(url: string, nowMs: () => number): Promise<Check> {
+async function clock(url: string, nowMs: () => number, pin: CentralPin | undefined): Promise<Check> {
   const before = nowMs();
+  // The link's own trust: the pinned certificate when `posd init` pinned one.
+  const agent = new (undici().Agent)({ connect: { timeout: 5000, ...pinnedTls(pin) } });
   try {
-    const res = await undici().request(url, { method: 'HEAD', headersTimeout: 5000, bodyTimeout: 5000 });
+    const res = await undici().request(url, { method: 'HEAD', headersTimeout: 5000, bodyTimeout: 5000, dispatcher: agent });
     await res.body.dump();
     const after = nowMs();
     const date = Date.parse(String(res.headers.date ?? ''));
@@ -285,18 +288,21 @@ async function clock(url: string, nowMs: () => number): Promise<Check> {
       fix: ok ? undefined : 'turn on time sync: timedatectl set-ntp true (sales and receipts carry this clock)',
     };
   } catch (err) {
+    const tls = isCertificateError(err);
     return {
       name: 'clock',
       ok: false,
-      detail: `cannot reach the central at ${url} to compare clocks: ${plainLinkError((err as Error).message)}`,
-      fix: 'check the network and that the central is up',
+      detail: `cannot reach the central at ${url} to compare clocks: ${plainLinkError(tls ? certificateRefusal(err, pin) : (err as Error).message)}`,
+      fix: tls ? 'compare the pinned fingerprint with posd tls ca at the central' : 'check the network and that the central is up',
     };
+  } finally {
+    await agent.close();
   }
 }
 
 export async function runDoctor(config: Config, nowMs: () => number = Date.now): Promise<Check[]> {
   const checks: Check[] = [...dataFolder(config)];
-  let central: string | undefined = config.sync.central_url || undefined;
+  let central: { url: string; pin?: CentralPin } | undefined = config.sync.central_url ? { url: config.sync.central_url } : undefined;
   if (checks[0]?.ok) {
     const db = database(config);
     checks.push(...db);
@@ -308,17 +314,23 @@ export async function runDoctor(config: Config, nowMs: () => number = Date.now):
   }
   const pid = runningDaemon(config);
   checks.push({ name: 'daemon', ok: true, detail: pid ? `running (pid ${pid})` : 'not running' });
-  if (central) checks.push(await clock(central, nowMs));
+  if (central) checks.push(await clock(central.url, nowMs, central.pin));
   return checks;
 }
 
 /** The central this store pushes to, however it joined: the setting, or `posd init --central-url`. */
-function joinedCentral(config: Config): string | undefined {
+function joinedCentral(config: Config): { url: string; pin?: CentralPin } | undefined {
   if (config.role !== 'store') return undefined;
   const db = new Database(databaseFile(config), { readonly: true, fileMustExist: true });
   try {
     const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sync_state'").get();
-    return has ? centralTarget(config, db)?.url : undefined;
+    const url = has ? centralTarget(config, db)?.url : undefined;
+    if (!url) return undefined;
+    try {
+      return { url, pin: centralPin(config, db) };
+    } catch {
+      return { url }; // an unreadable sync.central_ca_file: the check then says the certificate is not trusted
+    }
   } finally {
     db.close();
   }

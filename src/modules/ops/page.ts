@@ -247,6 +247,8 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
         [td('Records waiting'), td(s.records_waiting)],
         [td('Oldest waiting'), tdWhen(s.oldest_waiting_at, now, '', '-')],
         [td('Last error'), s.last_error ? pastError(s.last_error, s.last_error_at, recovered, now) : td('-')],
+        // What a manager compares with posd tls ca at the central when the link refuses it.
+        ...(s.central_pinned ? [[td('Central pinned'), td(`SHA-256 ${s.central_pinned}`)]] : []),
       ],
       '',
     );

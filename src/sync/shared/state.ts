@@ -6,6 +6,9 @@ export const STATE = {
   storeId: 'store_id',
   centralUrl: 'central_url',
   centralKey: 'central_key',
+  /** The central's certificate `posd init` pinned (PEM) and its SHA-256 fingerprint. */
+  centralCa: 'central_ca',
+  centralFingerprint: 'central_fingerprint',
   ackedSeq: 'acked_seq',
   eventsCursor: 'events_cursor',
   feedCursor: 'feed_cursor',

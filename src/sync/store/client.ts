@@ -3,7 +3,7 @@ import { groupCommit } from '../../db/group-commit.js';
 import type { Worker } from '../../api/module.js';
 import { isoTime } from '../../clock.js';
 import { storeSide } from './sync-store.js';
-import { centralTarget, syncStatus } from '../status.js';
+import { centralPin, centralTarget, syncStatus } from '../status.js';
 import { STATE } from '../shared/state.js';
 import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
@@ -125,9 +125,16 @@ export class SyncWorker implements Worker {
       this.ctx.log.info('sync: no central configured (posd init --central-url URL --central-key KEY); working alone');
       return;
     }
-    this.client = new CentralClient(target.url, target.key, { timeoutMs: this.ctx.config.sync.request_timeout_ms });
+    let pin;
+    try {
+      pin = centralPin(this.ctx.config, this.ctx.db);
+    } catch (err) {
+      this.ctx.log.error({ err: errorText(err), file: this.ctx.config.sync.central_ca_file }, 'sync: cannot read sync.central_ca_file; not syncing');
+      return;
+    }
+    this.client = new CentralClient(target.url, target.key, { timeoutMs: this.ctx.config.sync.request_timeout_ms, pin });
     this.ctx.outbox.notifier.on('events', this.onEvents);
-    this.ctx.log.info({ central: target.url, store_id: storeId }, 'sync: pushing to the central');
+    this.ctx.log.info({ central: target.url, store_id: storeId, pinned: pin?.fingerprint ?? null }, 'sync: pushing to the central');
     // Nothing is pushed or pulled before the box agrees with the central on its own records (a box
     // restored from an older backup would reuse seqs the central holds); selling never waits for it.
     const joined = this.rejoinLoop(storeId);

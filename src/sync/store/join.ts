@@ -5,6 +5,7 @@ import { newId } from '../../ids.js';
 import { AccountsService } from '../../accounts/service.js';
 import { STATE, syncState } from '../shared/state.js';
 import type { BootstrapResponse } from '../shared/wire.js';
+import type { CentralPin } from '../../system/tls/central-pin.js';
 
 export interface JoinedStore {
   store_id: string;
@@ -18,7 +19,7 @@ export interface JoinedStore {
  * the hashes of their keys (never the keys), a store id, and where to push and with which key, all
  * in one transaction on an empty database.
  */
-export function joinCentral(db: Db, clock: Clock, snap: BootstrapResponse, central: { url: string; key: string }): JoinedStore {
+export function joinCentral(db: Db, clock: Clock, snap: BootstrapResponse, central: { url: string; key: string; pin?: CentralPin }): JoinedStore {
   const accounts = new AccountsService(db, clock);
   return tx(db, () => {
     if (accounts.isInitialised()) throw new Error('this data folder already holds an installation');
@@ -49,6 +50,10 @@ export function joinCentral(db: Db, clock: Clock, snap: BootstrapResponse, centr
     store.setState(STATE.storeId, storeId);
     store.setState(STATE.centralUrl, central.url.replace(/\/$/, ''));
     store.setState(STATE.centralKey, central.key);
+    if (central.pin) {
+      store.setState(STATE.centralCa, central.pin.ca);
+      store.setState(STATE.centralFingerprint, central.pin.fingerprint);
+    }
     store.setState(STATE.feedCursor, snap.feed_cursor);
     return {
       store_id: storeId,

@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { undici } from '../../system/undici.js';
+import { certificateRefusal, isCertificateError, pinnedTls, type CentralPin } from '../../system/tls/central-pin.js';
 import type { BootstrapResponse, FeedResponse, PushBody, PushResponse, ReceivedResponse, ReconcileResponse } from '../shared/wire.js';
 
 /** The central answered, and said no: `status` and its error body (code, message, applied_seq...). */
@@ -23,7 +24,9 @@ export class CentralUnreachable extends Error {
 
 /**
  * HTTP to the central with undici's `request` (4–5× cheaper than fetch), through one injectable
- * dispatcher. The key travels in X-SECRET-KEY and is never part of an error message.
+ * dispatcher. The key travels in X-SECRET-KEY and is never part of an error message. With a `pin`
+ * (an https central whose CA `posd init` was told), that certificate is the only one its agent
+ * trusts; a central presenting another is refused with `tls: …` in the error.
  */
 export class CentralClient {
   /** The injected dispatcher, or this client's own agent once its first request made it. */
@@ -33,7 +36,7 @@ export class CentralClient {
   constructor(
     private readonly baseUrl: string,
     private readonly key: string,
-    private readonly opts: { timeoutMs: number; dispatcher?: Dispatcher },
+    private readonly opts: { timeoutMs: number; dispatcher?: Dispatcher; pin?: CentralPin },
   ) {
     this.own = !opts.dispatcher;
     this.made = opts.dispatcher;
@@ -41,7 +44,7 @@ export class CentralClient {
 
   private get dispatcher(): Dispatcher {
     const t = this.opts.timeoutMs;
-    this.made ??= new (undici().Agent)({ connect: { timeout: t }, headersTimeout: t, bodyTimeout: t, keepAliveTimeout: 4_000 });
+    this.made ??= new (undici().Agent)({ connect: { timeout: t, ...pinnedTls(this.opts.pin) }, headersTimeout: t, bodyTimeout: t, keepAliveTimeout: 4_000 });
     return this.made;
   }
 
@@ -82,6 +85,7 @@ export class CentralClient {
         ...(extraMs ? { headersTimeout: extraMs + 30_000, bodyTimeout: extraMs + 30_000 } : {}),
       });
     } catch (err) {
+      if (isCertificateError(err)) throw new CentralUnreachable(`${method} ${path}: ${certificateRefusal(err, this.opts.pin)}`);
       throw new CentralUnreachable(`${method} ${path}: ${(err as Error).message}`);
     }
     let text: string;

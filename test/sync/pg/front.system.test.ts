@@ -1,4 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type pg from 'pg';
@@ -475,4 +477,42 @@ describe('posd serve --role central-front', () => {
     expect(await exited).toBe(0);
     expect(performance.now() - t0).toBeLessThan(5000);
   }, 30_000);
+});
+
+describe('a central-front over TLS (issue 39)', () => {
+  test('serves https with a CA of its own data folder; a store joins through it pinning that CA, and one pinning another is refused', async () => {
+    const frontDir = tempDir('posd-front-tls-');
+    const front = await startDaemonProcess(frontDir, {
+      role: 'central-front',
+      sync: { postgres: { url: pgUrl, pool_max: 2 } },
+      http: { host: '127.0.0.1', port: 0, shutdown_grace_ms: 2000 },
+      tls: { mode: 'on' },
+    });
+    try {
+      expect(front.url).toMatch(/^https:\/\//);
+      const ca = join(frontDir, 'tls', 'ca.pem');
+      const d = tempDir('posd-front-tls-store-');
+      const joined = await posdExit(['init', '--central-url', front.url, '--central-key', key, '--central-ca', ca, '--data', d]);
+      expect(joined.code, joined.stderr).toBe(0);
+      expect(joined.stdout).toContain(`pinned        SHA-256 ${new X509Certificate(readFileSync(ca)).fingerprint256}`);
+      // The first front's CA is not this one's: a store pinning it is refused at the handshake.
+      const otherDir = tempDir('posd-front-tls-other-');
+      const other = (await posd(['init', '--data', otherDir, '--json'])).tls_ca.file as string;
+      const refused = await posdExit([
+        'init',
+        '--central-url',
+        front.url,
+        '--central-key',
+        key,
+        '--central-ca',
+        other,
+        '--data',
+        tempDir('posd-front-tls-no-'),
+      ]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain("tls: the central's certificate is not the pinned one");
+    } finally {
+      await front.kill('SIGTERM');
+    }
+  }, 60_000);
 });

@@ -145,6 +145,12 @@ export const ConfigSchema = Type.Object({
       /** No contact with the central for this long raises an alert. */
       alert_link_down_ms: Type.Integer({ minimum: 1000, default: 900_000 }),
       /**
+       * Central: a store box that has not pushed for this long is silent: it raises the central's
+       * verdict, doctor and /metrics. A store pushes only when it has records, so a store closed for
+       * the night is silent too: a day by default (docs/decisions/0225-central-store-view.md).
+       */
+      store_silent_ms: Type.Integer({ minimum: 1000, default: 86_400_000 }),
+      /**
        * Central: receive pushes but do not apply them (the projector does not run). For maintenance
        * and for the crash tests that stop a central between receipt and projection.
        */

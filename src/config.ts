@@ -468,6 +468,38 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /**
+   * Alerts that reach the manager (docs/operations.md, "Alerts"): each condition that turns the
+   * status page red, sent once when it starts and once when it clears, by e-mail and/or a signed
+   * webhook. Neither set: alerts stay on the page, doctor and /metrics.
+   */
+  alerts: Type.Object(
+    {
+      /** The manager's address(es), comma-separated; empty: no e-mail. */
+      email_to: Type.String({ default: '' }),
+      /** The SMTP server for alerts (empty host: no e-mail). */
+      smtp: Type.Object(
+        {
+          host: Type.String({ default: '' }),
+          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+          secure: Type.Boolean({ default: false }),
+          user: Type.String({ default: '' }),
+          password: Type.String({ default: '' }),
+          from: Type.String({ default: 'posd <no-reply@localhost>' }),
+        },
+        { default: {} },
+      ),
+      /** Where alerts are POSTed as signed JSON (through the outbound guard, webhooks.allow_cidrs); empty: none. */
+      webhook_url: Type.String({ default: '' }),
+      /** The Standard Webhooks secret (`whsec_` + base64) the webhook is signed with; required with webhook_url. */
+      webhook_secret: Type.String({ default: '' }),
+      /** How often the conditions are looked at. */
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+      /** Timeout of one e-mail or webhook. */
+      timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
+    },
+    { default: {} },
+  ),
   /** Nightly backups: `dir` empty means `<data_dir>/backups`. */
   backup: Type.Object(
     {
@@ -646,6 +678,9 @@ export function validateConfig(raw: unknown): Config {
   }
   for (const cidr of config.http.own_networks) {
     if (!isCidr(cidr)) throw new ConfigError(`config: http.own_networks: not a CIDR: ${cidr}`);
+  }
+  if (config.alerts.webhook_url && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(config.alerts.webhook_secret)) {
+    throw new ConfigError('config: alerts.webhook_secret: alerts.webhook_url needs a signing secret, whsec_ followed by base64');
   }
   if (Boolean(config.tls.cert_file) !== Boolean(config.tls.key_file)) {
     throw new ConfigError('config: tls.cert_file: tls.cert_file and tls.key_file go together');

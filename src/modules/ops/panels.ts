@@ -150,6 +150,15 @@ function tlsState(ctx: AppContext): StatusView['tls'] {
 /** A stored payment this close to its deadline turns the verdict red (it may yet expire). */
 const STORED_DEADLINE_RED_MS = 3_600_000;
 
+/** Red when a stored payment's deadline is under an hour away (or passed): it may yet expire. */
+export function storedDeadlineProblem(offline: OutageNow | null, now: number): Problem | null {
+  if (offline?.deadline_in_ms == null || offline.deadline_in_ms >= STORED_DEADLINE_RED_MS) return null;
+  return {
+    problem: `a card payment stored offline ${offline.deadline_in_ms > 0 ? `expires in ${age(offline.deadline_in_ms)}` : 'has passed its deadline'} unless it reaches the processor (${localText(offline.next_deadline!, now)})`,
+    fix: 'bring the internet link (or the card processor) back; an expired payment is owed again: collect it from the customer (the outage report lists them)',
+  };
+}
+
 export function statusView(ctx: AppContext, opts: { sandbox?: boolean; stores?: StoreQuery } = {}): StatusView {
   const src = statusSources(ctx);
   const now = ctx.clock.now();
@@ -162,12 +171,8 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean; stores?: 
   } catch {
     // the outage banner shows nothing either; the panels say what they could not read
   }
-  if (offline?.deadline_in_ms != null && offline.deadline_in_ms < STORED_DEADLINE_RED_MS) {
-    verdict.push({
-      problem: `a card payment stored offline ${offline.deadline_in_ms > 0 ? `expires in ${age(offline.deadline_in_ms)}` : 'has passed its deadline'} unless it reaches the processor (${localText(offline.next_deadline!, now)})`,
-      fix: 'bring the internet link (or the card processor) back; an expired payment is owed again: collect it from the customer (the outage report lists them)',
-    });
-  }
+  const deadline = storedDeadlineProblem(offline, now);
+  if (deadline) verdict.push(deadline);
   return {
     generated_at: isoTime(now),
     now_ms: now,

@@ -165,6 +165,12 @@ export const ConfigSchema = Type.Object({
       /** No contact with the central for this long raises an alert. */
       alert_link_down_ms: Type.Integer({ minimum: 1000, default: 900_000 }),
       /**
+       * Central: a store box that has not pushed for this long is silent: it raises the central's
+       * verdict, doctor and /metrics. A store pushes only when it has records, so a store closed for
+       * the night is silent too: a day by default (docs/decisions/0225-central-store-view.md).
+       */
+      store_silent_ms: Type.Integer({ minimum: 1000, default: 86_400_000 }),
+      /**
        * Central: receive pushes but do not apply them (the projector does not run). For maintenance
        * and for the crash tests that stop a central between receipt and projection.
        */
@@ -500,6 +506,38 @@ export const ConfigSchema = Type.Object({
     },
     { default: {} },
   ),
+  /**
+   * Alerts that reach the manager (docs/operations.md, "Alerts"): each condition that turns the
+   * status page red, sent once when it starts and once when it clears, by e-mail and/or a signed
+   * webhook. Neither set: alerts stay on the page, doctor and /metrics.
+   */
+  alerts: Type.Object(
+    {
+      /** The manager's address(es), comma-separated; empty: no e-mail. */
+      email_to: Type.String({ default: '' }),
+      /** The SMTP server for alerts (empty host: no e-mail). */
+      smtp: Type.Object(
+        {
+          host: Type.String({ default: '' }),
+          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
+          secure: Type.Boolean({ default: false }),
+          user: Type.String({ default: '' }),
+          password: Type.String({ default: '' }),
+          from: Type.String({ default: 'posd <no-reply@localhost>' }),
+        },
+        { default: {} },
+      ),
+      /** Where alerts are POSTed as signed JSON (through the outbound guard, webhooks.allow_cidrs); empty: none. */
+      webhook_url: Type.String({ default: '' }),
+      /** The Standard Webhooks secret (`whsec_` + base64) the webhook is signed with; required with webhook_url. */
+      webhook_secret: Type.String({ default: '' }),
+      /** How often the conditions are looked at. */
+      check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
+      /** Timeout of one e-mail or webhook. */
+      timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
+    },
+    { default: {} },
+  ),
   /** Nightly backups: `dir` empty means `<data_dir>/backups`. */
   backup: Type.Object(
     {
@@ -678,6 +716,9 @@ export function validateConfig(raw: unknown): Config {
   }
   for (const cidr of config.http.own_networks) {
     if (!isCidr(cidr)) throw new ConfigError(`config: http.own_networks: not a CIDR: ${cidr}`);
+  }
+  if (config.alerts.webhook_url && !/^whsec_[A-Za-z0-9+/]{16,}={0,2}$/.test(config.alerts.webhook_secret)) {
+    throw new ConfigError('config: alerts.webhook_secret: alerts.webhook_url needs a signing secret, whsec_ followed by base64');
   }
   if (Boolean(config.tls.cert_file) !== Boolean(config.tls.key_file)) {
     throw new ConfigError('config: tls.cert_file: tls.cert_file and tls.key_file go together');

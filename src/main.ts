@@ -14,6 +14,7 @@ import { paymentsCommand } from './cli/payments.js';
 import { outageCommand } from './cli/outage.js';
 import { webhooksCommand } from './cli/webhooks.js';
 import { transfersCommand } from './cli/transfers.js';
+import { storesCommand } from './cli/stores.js';
 
 /** The `posd` command line: parses, loads config, calls into the rest. */
 export function buildProgram(): Command {
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
     paymentsCommand(),
     outageCommand(),
     syncCommand(),
+    storesCommand(),
     reconcileCommand(),
     webhooksCommand(),
     transfersCommand(),

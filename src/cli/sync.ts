@@ -4,7 +4,7 @@ import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, with
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { systemClock } from '../clock.js';
-import { syncStatus, centralPin, centralTarget } from '../sync/status.js';
+import { ago, syncStatus, centralPin, centralTarget, type SyncStatus } from '../sync/status.js';
 import { STATE } from '../sync/shared/state.js';
 import { centralSide } from '../sync/central/sync-store.js';
 import { pushAll } from '../sync/store/client.js';
@@ -38,6 +38,23 @@ function clientFor(config: Config, db: Db): { client: CentralClient; storeId: st
   return { client: new CentralClient(target.url, target.key, { timeoutMs: config.sync.request_timeout_ms, pin }), storeId };
 }
 
+/** A central's side: it pushes to no one; it receives its stores' pushes. */
+function printCentral(s: SyncStatus): void {
+  const c = s.central!;
+  const lines = [
+    `role            central: receives the pushes of its store boxes (posd stores list)`,
+    `stores          ${c.stores}${c.silent ? `, ${c.silent} silent for more than ${ago(c.store_silent_ms)} (posd stores list --state silent)` : ', none silent'}`,
+    ...c.silent_stores.map((x) => `  silent        ${x.store_id} since ${x.since}`),
+    `last push       ${c.last_push_at ?? 'never'} (from any store)`,
+    `held            ${s.held_records}`,
+    `parked          ${s.parked_records}${s.parked_records ? ' (posd sync records)' : ''}`,
+    `skipped         ${s.skipped_records}`,
+    ...s.warnings.map((w) => `warning         ${w}`),
+    ...s.alerts.map((a) => `ALERT           ${a.message}\n                -> ${a.fix}`),
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
 export function syncCommand(): Command {
   const sync = new Command('sync').description('sync between this store and its central');
   withDataOptions(sync.command('status'))
@@ -47,6 +64,7 @@ export function syncCommand(): Command {
       withStore(opts, async (config, db) => {
         const s = syncStatus(config, db);
         if (opts.json) return printJson(s);
+        if (s.central) return printCentral(s);
         const lines = [
           `central         ${s.central_url ?? '(none: this box works alone)'}`,
           ...(s.central_pinned ? [`pinned          SHA-256 ${s.central_pinned}`] : []),
@@ -60,7 +78,6 @@ export function syncCommand(): Command {
           ...s.decisions.slice(0, 5).map((d) => `  ${d.decided_at} ${d.kind} ${d.record_id}: ${d.reason}`),
           `reconciliation  ${s.reconciliation.state}${s.reconciliation.checked_at ? ` (checked ${s.reconciliation.checked_at})` : ''}`,
           ...s.warnings.map((w) => `warning         ${w}`),
-          ...(config.role === 'central' ? [`parked          ${s.parked_records}`, `skipped         ${s.skipped_records}`] : []),
           ...s.alerts.map((a) => `ALERT           ${a.message}\n                -> ${a.fix}`),
         ];
         process.stdout.write(`${lines.join('\n')}\n`);

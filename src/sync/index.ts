@@ -1,7 +1,7 @@
-import { provideStatus, type CentralStore } from '../system/status-sources.js';
+import { provideStatus } from '../system/status-sources.js';
 import { registerStoreOutcomeMetrics } from './central/checks/refusal.js';
-import { isoTime } from '../clock.js';
 import { centralSide } from './central/sync-store.js';
+import { listStores, silentFor } from './central/store-list.js';
 import { Type } from '@sinclair/typebox';
 import type { PosdModule } from '../api/module.js';
 import { Authenticator } from '../api/auth.js';
@@ -53,6 +53,16 @@ export const SyncStatusSchema = Type.Object({
   held_records: Type.Integer(),
   parked_records: Type.Integer(),
   skipped_records: Type.Integer(),
+  central: Type.Union([
+    Type.Object({
+      stores: Type.Integer(),
+      silent: Type.Integer(),
+      silent_stores: Type.Array(Type.Object({ store_id: Type.String(), since: Type.String() })),
+      store_silent_ms: Type.Integer(),
+      last_push_at: Nullable(Type.String()),
+    }),
+    Type.Null(),
+  ]),
   alerts: Type.Array(Type.Object({ code: Type.String(), message: Type.String(), fix: Type.String() })),
   reconciliation: Type.Object({
     state: Type.Union([Type.Literal('never'), Type.Literal('equal'), Type.Literal('different')]),
@@ -87,7 +97,14 @@ export const syncModule: PosdModule = {
   },
   workers(ctx) {
     provideStatus(ctx, { syncAlerts: () => syncStatus(ctx.config, ctx.db, ctx.clock.now()).alerts });
-    if (ctx.config.role === 'central') provideStatus(ctx, { centralStores: () => centralStores(ctx) });
+    if (ctx.config.role === 'central')
+      provideStatus(ctx, {
+        centralStores: (query) =>
+          listStores(ctx.config, ctx.db, ctx.clock.now(), query, {
+            names: accountNames(ctx),
+            received: (id) => pgCoreOf(ctx)?.state.pgReceived.get(id),
+          }),
+      });
     if (ctx.config.role === 'store') {
       // A box that never joined a central shows the panel as "not configured".
       if (syncStatus(ctx.config, ctx.db).configured)
@@ -118,33 +135,13 @@ export const syncModule: PosdModule = {
   },
 };
 
-/** Reconciliation reports older than this are not looked for on the page (the read stays short). */
-const REPORT_WINDOW_MS = 14 * 86_400_000;
-
-/** A central's stores for the status page: the counters of sync_stores, plus two one-row reads each. */
-function centralStores(ctx: AppContext): CentralStore[] {
-  const store = centralSide(ctx.db);
-  const since = isoTime(ctx.clock.now() - REPORT_WINDOW_MS);
-  return store.stores().map((s) => {
-    const newest = store.newestReceived(s.store_id);
-    const report = store.latestReport(s.store_id, since);
-    return {
-      store_id: s.store_id,
-      account_id: s.account_id,
-      live_mode: s.live_mode === 1,
-      // On a chain's core, what the fronts received (PostgreSQL, as last read) is ahead of SQLite's copy.
-      received_seq: Math.max(s.received_seq, pgCoreOf(ctx)?.state.pgReceived.get(s.store_id) ?? 0),
-      applied_seq: s.applied_seq,
-      last_push_at: s.last_push_at,
-      held: s.held_count,
-      parked: s.parked_count,
-      rejected: s.rejected_count,
-      box_waiting: s.box_waiting,
-      box_waiting_since: s.box_waiting_since,
-      lag_ms: newest ? Math.max(0, Date.parse(newest.received_at) - Date.parse(newest.created_at)) : null,
-      reconciliation: { reported_at: report?.received_at ?? null, day: report?.day ?? null },
-    };
-  });
+/** Account names by id: the stores filter matches them as well as store ids. */
+function accountNames(ctx: AppContext): Record<string, string> {
+  return Object.fromEntries(
+    accountsOf(ctx)
+      .accounts()
+      .map((a) => [a.id, a.name ?? '']),
+  );
 }
 
 /** Sync in /metrics, read at scrape time from the same status as doctor and the page. */
@@ -193,13 +190,37 @@ function registerSyncMetrics(ctx: AppContext): void {
       this.set(status().connected ? 1 : 0);
     },
   });
+  if (ctx.config.role === 'central') {
+    // One series per store box (its store id, never its account or name): 1,000 stores are 1,000
+    // series, a few tens of KB per scrape (docs/decisions/0225-central-store-view.md). A store
+    // that never pushed counts from when it joined.
+    m.gauge({
+      name: 'posd_sync_store_silence_seconds',
+      help: "Central: seconds since each store box's last push (since it joined, if it never pushed)",
+      labelNames: ['store'],
+      collect() {
+        this.reset();
+        const now = ctx.clock.now();
+        for (const s of centralSide(ctx.db).stores()) this.set({ store: s.store_id }, Math.round(silentFor(s, now) / 1000));
+      },
+    });
+    m.gauge({
+      name: 'posd_sync_stores',
+      help: 'Central: store boxes by state (silent, attention, new, ok), as on the status page',
+      labelNames: ['state'],
+      collect() {
+        const { counts } = listStores(ctx.config, ctx.db, ctx.clock.now(), { per_page: 1, state: 'silent' });
+        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      },
+    });
+  }
   m.gauge({
     name: 'posd_sync_alerts',
-    help: 'Sync alerts raised now, by code (sync_stalled, sync_link_down, sync_records_parked)',
+    help: 'Sync alerts raised now, by code (sync_stalled, sync_link_down, sync_records_parked, sync_store_silent)',
     labelNames: ['code'],
     collect() {
       this.reset();
-      for (const code of ['sync_stalled', 'sync_link_down', 'sync_records_parked']) this.set({ code }, 0);
+      for (const code of ['sync_stalled', 'sync_link_down', 'sync_records_parked', 'sync_store_silent']) this.set({ code }, 0);
       for (const a of status().alerts) this.set({ code: a.code }, 1);
     },
   });

@@ -8,7 +8,7 @@ import { storeSide } from './store/sync-store.js';
 
 /** A sync problem a manager must hear about: one line, and what to do. */
 export interface SyncAlert {
-  code: 'sync_stalled' | 'sync_link_down' | 'sync_records_parked';
+  code: 'sync_stalled' | 'sync_link_down' | 'sync_records_parked' | 'sync_store_silent';
   message: string;
   fix: string;
 }
@@ -40,6 +40,17 @@ export interface SyncStatus {
   /** Central: records whose applier failed, waiting for an operator; and those an operator skipped. */
   parked_records: number;
   skipped_records: number;
+  /**
+   * Central: its side, described (null on a store): how many store boxes it knows, how many are
+   * silent past sync.store_silent_ms (the first few named, the longest silent first), and the latest push.
+   */
+  central: {
+    stores: number;
+    silent: number;
+    silent_stores: Array<{ store_id: string; since: string }>;
+    store_silent_ms: number;
+    last_push_at: string | null;
+  } | null;
   /** What needs a manager now (docs/sync.md, "Sync that raises its hand"). */
   alerts: SyncAlert[];
   reconciliation: {
@@ -108,6 +119,7 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
     const connected = store.state(STATE.lastAttemptOk) === '1';
     const downSince = connected ? null : (store.state(STATE.linkDownSince) ?? null);
     const lastError = store.state(STATE.lastError) ?? null;
+    const centralSideNow = config.role === 'central' ? centralView(config, db, nowMs) : null;
     return {
       // A central-front has no SQLite domain and never reads this status (src/front.ts).
       role: config.role === 'central' ? 'central' : 'store',
@@ -128,6 +140,7 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
       warnings,
       rejected_records: store.decisionCount(),
       decisions: store.latestDecisions(20),
+      central: centralSideNow,
       held_records: counts.held,
       parked_records: counts.parked,
       skipped_records: counts.skipped,
@@ -142,6 +155,7 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
           lastError,
           parked: counts.parked,
           url: target?.url ?? null,
+          central: centralSideNow,
         },
         nowMs,
       ),
@@ -164,7 +178,18 @@ export function syncStatus(config: Config, db: Db, nowMs: number = Date.now()): 
   })();
 }
 
-function ago(ms: number): string {
+/** How many silent stores `sync status`, doctor and the page name (the rest are counted). */
+const SILENT_NAMED = 5;
+
+function centralView(config: Config, db: Db, nowMs: number): NonNullable<SyncStatus['central']> {
+  const central = centralSide(db);
+  const silentMs = config.sync.store_silent_ms;
+  const silent = central.silentStores(new Date(nowMs - silentMs).toISOString(), SILENT_NAMED);
+  const all = central.storeCount();
+  return { stores: all.n, silent: silent.count, silent_stores: silent.first, store_silent_ms: silentMs, last_push_at: all.last };
+}
+
+export function ago(ms: number): string {
   const m = Math.round(ms / 60_000);
   return m < 1 ? `${Math.round(ms / 1000)} s` : m < 120 ? `${m} min` : `${Math.round(m / 60)} h`;
 }
@@ -206,11 +231,21 @@ export function syncAlerts(
     lastError: string | null;
     parked: number;
     url?: string | null;
+    central?: SyncStatus['central'];
   },
   nowMs: number,
 ): SyncAlert[] {
   const out: SyncAlert[] = [];
   if (config.role === 'central') {
+    const c = s.central;
+    if (c && c.silent > 0) {
+      const named = c.silent_stores.map((x) => `${x.store_id} (since ${x.since}, ${ago(nowMs - Date.parse(x.since))})`).join(', ');
+      out.push({
+        code: 'sync_store_silent',
+        message: `${c.silent} store(s) have not pushed for more than ${ago(c.store_silent_ms)}: ${named}${c.silent > c.silent_stores.length ? `, and ${c.silent - c.silent_stores.length} more` : ''}`,
+        fix: 'check that the store is open and its box is up and online (posd stores show STORE_ID; on the box: posd sync status); a store closed that long is expected: raise sync.store_silent_ms',
+      });
+    }
     if (s.parked > 0) {
       out.push({
         code: 'sync_records_parked',

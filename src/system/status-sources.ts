@@ -79,10 +79,18 @@ export interface SyncState {
   central_pinned?: string | null;
 }
 
+/** A store box as its central sees it: `silent` (no push for sync.store_silent_ms), `attention` (records parked), `new` (never pushed yet), `ok`. */
+export type StoreState = 'silent' | 'attention' | 'new' | 'ok';
+
 export interface CentralStore {
   store_id: string;
   account_id: string;
   live_mode: boolean;
+  state: StoreState;
+  /** When it joined (its first push or bootstrap). */
+  created_at: string;
+  /** How long it has been silent: since its last push, or since it joined when it never pushed. */
+  silent_ms: number;
   /** The highest seq received (what the store's cursor follows) and how far the projector applied. */
   received_seq: number;
   applied_seq: number;
@@ -100,6 +108,27 @@ export interface CentralStore {
   reconciliation: { reported_at: string | null; day: string | null };
 }
 
+export interface StoreQuery {
+  state?: StoreState;
+  /** Part of a store id or of its account's name (case-insensitive). */
+  text?: string;
+  /** 1-based. */
+  page?: number;
+  per_page?: number;
+}
+
+/** One page of a central's stores, with the counts of all of them. */
+export interface StoreListing {
+  total: number;
+  counts: Record<StoreState, number>;
+  /** How many match the filter (the pages split these). */
+  matched: number;
+  page: number;
+  pages: number;
+  per_page: number;
+  stores: CentralStore[];
+}
+
 export interface StatusSources {
   terminals?(): TerminalStatus[];
   commandsInFlight?(): CommandInFlight[];
@@ -111,8 +140,8 @@ export interface StatusSources {
   /** The webhooks area's bulk replay of an endpoint's failed deliveries made since `sinceIso`. */
   replayFailures?(endpointId: string, sinceIso: string): Promise<{ ok: boolean; message: string }>;
   sync?(): SyncState;
-  /** A central's stores: how far each pushed, what waits, how late records arrive, what reconciliation reported. */
-  centralStores?(): CentralStore[];
+  /** A central's stores, counted by state, filtered, sorted by silence and paged: how far each pushed, what waits, how late records arrive, what reconciliation reported. */
+  centralStores?(query: StoreQuery): StoreListing;
   /** Sync problems that need a manager now, on a store or a central (one line each, with what to do). */
   syncAlerts?(): Array<{ code: string; message: string; fix: string }>;
 }

@@ -281,6 +281,7 @@ describe('the status page in a browser, desktop and phone', () => {
         const cells = await row.locator('td').evaluateAll((tds) => tds.map((td) => [td.getAttribute('data-label'), td.textContent]));
         expect(cells.map(([label]) => label)).toEqual([
           'Store',
+          'State',
           'Last push',
           'Waiting at the box',
           'Held here',
@@ -289,14 +290,15 @@ describe('the status page in a browser, desktop and phone', () => {
           'Lag',
           'Reconciliation',
         ]);
-        expect(cells[1][1]).toMatch(/^\d\d:\d\d, (just now|\d+ (s|min) ago)$/);
+        expect(cells[1][1]).toBe('ok');
+        expect(cells[2][1]).toMatch(/^\d\d:\d\d, (just now|\d+ (s|min) ago)$/);
         // The box said at its last push that nothing was left behind it.
-        expect(cells[2][1]).toBe('none');
-        expect(cells[3][1]).toBe('0');
-        expect(cells[4][1]).toBe('none');
+        expect(cells[3][1]).toBe('none');
+        expect(cells[4][1]).toBe('0');
         expect(cells[5][1]).toBe('none');
-        expect(cells[6][1]).toMatch(/^\d+ (s|min)$/);
-        expect(cells[7][1]).toBe('no difference reported');
+        expect(cells[6][1]).toBe('none');
+        expect(cells[7][1]).toMatch(/^\d+ (s|min)$/);
+        expect(cells[8][1]).toBe('no difference reported');
         await localTimes(page);
         await fits(page, width);
         await page.screenshot({ path: join(SHOTS, `central-${width}.png`), fullPage: true });

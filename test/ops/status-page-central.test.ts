@@ -24,7 +24,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 describe("a central's status page", () => {
   it('lists its stores: last push, records waiting, lag, reconciliation; a silent store and parked records in red', async () => {
     const clock = new ManualClock(T0);
-    server = await startTestServer({ config: { role: 'central', sync: { alert_link_down_ms: 15 * 60_000 } }, clock });
+    server = await startTestServer({ config: { role: 'central', sync: { store_silent_ms: 15 * 60_000 } }, clock });
     const db = server.daemon.ctx.db;
     const one = addStoreAccount(server, 'Zona 10');
     const two = addStoreAccount(server, 'Antigua');
@@ -91,24 +91,33 @@ describe("a central's status page", () => {
 
     const z10 = byStore.store_z10;
     expect(text(z10)[0]).toBe('store_z10 · Zona 10');
-    expect(text(z10)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 1 min ago$/);
+    expect(text(z10)[1]).toBe('ok');
+    expect(text(z10)[2]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 1 min ago$/);
     expect(z10).toContain(`datetime="${iso(T0 - 60_000)}"`);
-    expect(text(z10).slice(2)).toEqual(['none', '0', 'none', 'none', '3 s', 'no difference reported']);
+    expect(text(z10).slice(3)).toEqual(['none', '0', 'none', 'none', '3 s', 'no difference reported']);
     expect(z10).not.toContain('class="bad"');
 
     const ant = byStore.store_ant;
     expect(text(ant)[0]).toBe('store_ant · Antigua');
-    expect(text(ant)[1]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
-    expect(ant).toMatch(/<td data-label="Last push" class="bad">/); // silent longer than sync.alert_link_down_ms
+    expect(text(ant)[1]).toBe('silent');
+    expect(text(ant)[2]).toMatch(/^(\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
+    expect(ant).toMatch(/<td data-label="Last push" class="bad">/); // silent longer than sync.store_silent_ms
     // Its own backlog as it said at its last push, in red: the box has gone quiet with records to send.
-    expect(text(ant)[2]).toMatch(/^12, oldest (\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
+    expect(text(ant)[3]).toMatch(/^12, oldest (\d+ \w{3} )?\d\d:\d\d, 2 h ago$/);
     expect(ant).toContain('class="bad" data-box-waiting="12"');
-    expect(text(ant)[3]).toBe('2 (1 parked: posd sync records)');
-    expect(text(ant)[4]).toBe('none');
+    expect(text(ant)[4]).toBe('2 (1 parked: posd sync records)');
     expect(text(ant)[5]).toBe('none');
-    expect(text(ant)[6]).toBe('40 min');
-    expect(text(ant)[7]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
+    expect(text(ant)[6]).toBe('none');
+    expect(text(ant)[7]).toBe('40 min');
+    expect(text(ant)[8]).toMatch(/^differences reported for 2026-06-04 \((\d+ \w{3} )?\d\d:\d\d, 3 h ago\)$/);
     expect(ant).toContain('data-reconciliation="different"');
+    // The silent store raises the verdict, naming it; the counts say one silent, one ok.
+    expect(html).toContain('data-state="problems"');
+    expect(html).toMatch(/<li><span class="problem">sync: 1 store\(s\) have not pushed for more than 15 min: store_ant \(since/);
+    expect(section).toContain('data-count-state="silent" data-count="1"');
+    expect(section).toContain('data-count-state="ok" data-count="1"');
+    // The longest silent first.
+    expect(section.indexOf('data-id="store_ant"')).toBeLessThan(section.indexOf('data-id="store_z10"'));
     // A central with no link of its own has no "sync with central" panel.
     expect(html).not.toContain('id="sync"');
 

@@ -4,13 +4,14 @@ import { NightlyBackup } from './nightly-backup.js';
 import { provideBuiltInSources } from './sources.js';
 import { registerAreaMetrics } from './area-metrics.js';
 import { offlineApiRoutes } from './offline-api.js';
+import { AlertNotifier } from './alerts.js';
 
 export { metrics, type Metrics } from '../../system/metrics.js';
 export { provideStatus, statusSources, type StatusSources } from '../../system/status-sources.js';
 export { backupDatabase, inspectDatabase, backupDir } from '../../system/backup.js';
 export { runningDaemon } from '../../system/daemon-lock.js';
 
-/** Operations: the manager's status page, /metrics and the nightly backup. */
+/** Operations: the manager's status page, /metrics, the nightly backup and the alerts sent to the manager. */
 export const opsModule: PosdModule = {
   name: 'ops',
   // Stored (offline) card payments through /api: what the page shows, and the policy's changes by a named manager.
@@ -22,5 +23,8 @@ export const opsModule: PosdModule = {
     registerAreaMetrics(ctx);
     return opsRoutes(app, ctx);
   },
-  workers: (ctx) => (ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []),
+  workers: (ctx) => {
+    const alerts = new AlertNotifier(ctx);
+    return [...(ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []), ...(alerts.enabled() ? [alerts] : [])];
+  },
 };

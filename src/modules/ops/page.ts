@@ -1,6 +1,6 @@
 import type { Panel, StatusView } from './panels.js';
 import type { SalesTotal } from '../../system/status-sources.js';
-import { age, localDate, money, tdWhen, when } from './time.js';
+import { localDate, money, tdWhen, when } from './time.js';
 
 import { esc } from '../../api/html.js';
 import { sizeText as bytes } from './disk-check.js';
@@ -25,6 +25,7 @@ td,th{overflow-wrap:break-word;vertical-align:top}table.pairs td:last-child,.url
 section#stores,section#outages{grid-column:1/-1}select,input{max-width:100%}
 .stale{color:#8a9096}.stale time{color:inherit}.counts{margin:0 0 .4rem}.endpoint{margin:0 0 .8rem}.endpoint p{margin:.2rem 0}
 time{white-space:nowrap}
+.store-filter{display:flex;flex-wrap:wrap;gap:.4rem;margin:0 0 .5rem}.store-filter input{width:14em}.pager{display:flex;gap:1rem;align-items:center;margin:.5rem 0 0}.pager a{padding:.2rem .5rem}
 @media (max-width:480px){main{padding:.5rem;grid-template-columns:1fr}td,th{font-size:.85rem}section{padding:.6rem .7rem}
 table.stack thead{display:none}table.stack tr{display:block;border-bottom:1px solid #ddd;padding:.25rem 0}
 table.stack td{display:block;border:0;padding:.1rem .2rem}table.stack td[data-label]::before{content:attr(data-label) ": ";color:#687076}
@@ -61,7 +62,7 @@ ${opts.error ? `<p class="error" role="alert">${esc(opts.error)}</p>` : ''}
 
 export { money } from './time.js';
 
-function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => string): string {
+export function panel<T>(id: string, title: string, p: Panel<T>, render: (data: T) => string): string {
   let body: string;
   if (p.state === 'not_configured') body = '<p class="muted">not configured</p>';
   else if (p.state === 'error') body = `<p class="bad">could not read: ${esc(p.message)}</p>`;
@@ -156,47 +157,13 @@ function webhooksPanel(view: StatusView, csrf: string, now: number): string {
   );
 }
 
-function storesPanel(view: StatusView, now: number): string {
-  if (!view.stores) return '';
-  return panel('stores', 'Stores', view.stores, (list) =>
-    table(
-      ['Store', 'Last push', 'Waiting at the box', 'Held here', 'Refused', 'Received, not applied', 'Lag', 'Reconciliation'],
-      list.map((s) => {
-        const account = view.account_names[s.account_id] ?? s.account_id;
-        const stale = s.last_push_at !== null && now - Date.parse(s.last_push_at) > view.store_quiet_ms;
-        return [
-          named(`${s.store_id} · ${account}${s.live_mode ? '' : ' (sandbox)'}`, s.store_id),
-          tdWhen(s.last_push_at, now, stale || s.last_push_at === null ? 'bad' : '', 'never'),
-          // The box's own backlog, as it said at its last push (a box that stopped pushing keeps its last word).
-          s.box_waiting === null
-            ? td('not said', 'muted')
-            : `<td class="${s.box_waiting > 0 && stale ? 'bad' : s.box_waiting > 0 ? '' : 'ok'}" data-box-waiting="${s.box_waiting}">${
-                s.box_waiting === 0 ? 'none' : `${s.box_waiting}${s.box_waiting_since ? `, oldest ${when(s.box_waiting_since, now)}` : ''}`
-              }</td>`,
-          td(
-            `${s.held + s.parked}${s.parked ? ` (${s.parked} parked: posd sync records)` : s.held ? ` (${s.held} held: posd sync held list)` : ''}`,
-            s.parked ? 'bad' : '',
-          ),
-          // Records the central refused (checks, appliers, an operator's review): kept, never applied.
-          `<td class="${s.rejected ? 'bad' : 'ok'}" data-rejected="${s.rejected}">${s.rejected ? `${s.rejected} refused` : 'none'}</td>`,
-          // The projector's lag behind receipt, in the store's seqs (0 once it caught up).
-          td(
-            s.received_seq > s.applied_seq ? `${s.received_seq - s.applied_seq} seqs (applied up to ${s.applied_seq})` : 'none',
-            s.received_seq > s.applied_seq ? 'muted' : '',
-          ),
-          td(s.lag_ms === null ? '-' : age(s.lag_ms), s.lag_ms !== null && s.lag_ms > view.store_quiet_ms ? 'bad' : ''),
-          s.reconciliation.reported_at
-            ? `<td class="bad" data-reconciliation="different">differences reported for ${esc(s.reconciliation.day ?? '?')} (${when(s.reconciliation.reported_at, now)})</td>`
-            : `<td class="ok" data-reconciliation="none">no difference reported</td>`,
-        ];
-      }),
-      'No store has pushed to this central yet.',
-    ),
-  );
-}
-
-/** `extra`: sections of other files (the outage view): `top` after the verdict, `panels` after the page's own. */
-export function statusPage(view: StatusView, csrf: string, notice?: string, extra: { top?: string; panels?: string; manager?: string } = {}): string {
+/** `extra`: sections of other files: `top` after the verdict (the outage view), `first` the first panel (a central's stores), `panels` after the page's own. */
+export function statusPage(
+  view: StatusView,
+  csrf: string,
+  notice?: string,
+  extra: { top?: string; first?: string; panels?: string; manager?: string } = {},
+): string {
   const now = view.now_ms;
   const terminals = panel('terminals', 'Terminals', view.terminals, (list) =>
     table(
@@ -303,7 +270,7 @@ export function statusPage(view: StatusView, csrf: string, notice?: string, extr
     `<header><h1>posd status</h1><form class="inline" method="post" action="/logout">${csrfField(csrf)}${extra.manager ? `<span class="muted">${esc(extra.manager)}</span> ` : ''}<button type="submit">Log out</button></form></header>
 ${verdict(view)}${extra.top ?? ''}
 ${notice ? `<p role="status" class="notice">${esc(notice)}</p>` : ''}
-<main>${storesPanel(view, now)}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${view.stores && view.sync.state === 'not_configured' ? '' : sync}${disk}${invoicing}${extra.panels ?? ''}</main>
+<main>${extra.first ?? ''}${terminals}${commands}${sales}${webhooksPanel(view, csrf, now)}${view.stores && view.sync.state === 'not_configured' ? '' : sync}${disk}${invoicing}${extra.panels ?? ''}</main>
 <p class="muted foot">Updated ${when(view.generated_at, now)}; refreshes every 15 s. Times are this box's: ${esc(view.zone)}. Today is ${esc(localDate(Date.parse(view.day.from)))}, from 00:00.</p>`,
     { refresh: 15 },
   );

@@ -9,7 +9,8 @@ import { databaseFile } from '../../db/paths.js';
 import { schemaVersion } from '../../db/migrate.js';
 import {
   statusSources,
-  type CentralStore,
+  type StoreListing,
+  type StoreQuery,
   type CommandInFlight,
   type FailingEndpoint,
   type SalesTotal,
@@ -76,9 +77,9 @@ export interface StatusView {
   sandbox_sales: Panel<SalesTotal[]> | null;
   /** Account names by id, so the page names accounts instead of showing their ids. */
   account_names: Record<string, string>;
-  /** A central's stores (null on a store box). */
-  stores: Panel<CentralStore[]> | null;
-  /** A store silent longer than this is shown red on a central's page (its sync.alert_link_down_ms). */
+  /** A central's stores, one page of them with the counts of all (null on a store box). */
+  stores: Panel<StoreListing> | null;
+  /** A store silent longer than this is red on a central's page and in its verdict (sync.store_silent_ms). */
   store_quiet_ms: number;
   webhooks: Panel<FailingEndpoint[]>;
   can_replay: boolean;
@@ -149,7 +150,16 @@ function tlsState(ctx: AppContext): StatusView['tls'] {
 /** A stored payment this close to its deadline turns the verdict red (it may yet expire). */
 const STORED_DEADLINE_RED_MS = 3_600_000;
 
-export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): StatusView {
+/** Red when a stored payment's deadline is under an hour away (or passed): it may yet expire. */
+export function storedDeadlineProblem(offline: OutageNow | null, now: number): Problem | null {
+  if (offline?.deadline_in_ms == null || offline.deadline_in_ms >= STORED_DEADLINE_RED_MS) return null;
+  return {
+    problem: `a card payment stored offline ${offline.deadline_in_ms > 0 ? `expires in ${age(offline.deadline_in_ms)}` : 'has passed its deadline'} unless it reaches the processor (${localText(offline.next_deadline!, now)})`,
+    fix: 'bring the internet link (or the card processor) back; an expired payment is owed again: collect it from the customer (the outage report lists them)',
+  };
+}
+
+export function statusView(ctx: AppContext, opts: { sandbox?: boolean; stores?: StoreQuery } = {}): StatusView {
   const src = statusSources(ctx);
   const now = ctx.clock.now();
   const day = localDay(now);
@@ -161,12 +171,8 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
   } catch {
     // the outage banner shows nothing either; the panels say what they could not read
   }
-  if (offline?.deadline_in_ms != null && offline.deadline_in_ms < STORED_DEADLINE_RED_MS) {
-    verdict.push({
-      problem: `a card payment stored offline ${offline.deadline_in_ms > 0 ? `expires in ${age(offline.deadline_in_ms)}` : 'has passed its deadline'} unless it reaches the processor (${localText(offline.next_deadline!, now)})`,
-      fix: 'bring the internet link (or the card processor) back; an expired payment is owed again: collect it from the customer (the outage report lists them)',
-    });
-  }
+  const deadline = storedDeadlineProblem(offline, now);
+  if (deadline) verdict.push(deadline);
   return {
     generated_at: isoTime(now),
     now_ms: now,
@@ -174,8 +180,8 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean } = {}): S
     show_sandbox: sandbox,
     sandbox_sales: sandbox ? read(src.salesBetween && (() => src.salesBetween!(day.from, day.until, false))) : null,
     account_names: accountNames(ctx),
-    stores: ctx.config.role === 'central' ? read(src.centralStores) : null,
-    store_quiet_ms: ctx.config.sync.alert_link_down_ms,
+    stores: ctx.config.role === 'central' ? read(src.centralStores && (() => src.centralStores!(opts.stores ?? {}))) : null,
+    store_quiet_ms: ctx.config.sync.store_silent_ms,
     verdict,
     offline,
     level: verdict.length > 0 ? 'attention' : offline?.offline ? 'offline' : 'good',

@@ -13,7 +13,9 @@ import { adoptSinglePassword, listManagers, managerByName, managerCount, setMana
 import { tx } from '../../db/database.js';
 import { isoTime } from '../../clock.js';
 import { statusView } from './panels.js';
-import { statusSources } from '../../system/status-sources.js';
+import { statusSources, type StoreState } from '../../system/status-sources.js';
+
+const STORE_STATES: StoreState[] = ['silent', 'attention', 'new', 'ok'];
 import { outageRoutes, outageSections } from './outage-routes.js';
 import { accountFormatsPanel } from './formats-panel.js';
 // The page's markup is loaded by the first page view, not at start.
@@ -80,19 +82,29 @@ export async function opsRoutes(app: ApiApp, ctx: AppContext): Promise<void> {
     );
 
     const Query = Type.Object(
-      { notice: Type.Optional(Type.String({ maxLength: 200 })), sandbox: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('0')])) },
+      {
+        notice: Type.Optional(Type.String({ maxLength: 200 })),
+        sandbox: Type.Optional(Type.Union([Type.Literal('1'), Type.Literal('0')])),
+        // A central's stores panel: its filter and page.
+        stores_state: Type.Optional(Type.Union([Type.Literal(''), ...STORE_STATES.map((st) => Type.Literal(st))])),
+        stores_find: Type.Optional(Type.String({ maxLength: 100 })),
+        stores_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+      },
       { additionalProperties: false },
     );
     scope.get('/', { schema: { hide: true, querystring: Query, response: Html } }, async (req, reply) => {
       const session = currentSession(ctx, req);
       if (!session) return showLogin(req, reply, 200);
-      const view = statusView(ctx, { sandbox: req.query.sandbox === '1' });
+      const q = req.query;
+      const stores = { state: q.stores_state || undefined, text: q.stores_find || undefined, page: q.stores_page };
+      const view = statusView(ctx, { sandbox: q.sandbox === '1', stores });
       const extra = await outageSections(ctx, session.csrf);
       return sendHtml(
         reply,
         200,
         (await page()).statusPage(view, session.csrf, req.query.notice, {
           ...extra,
+          first: view.stores ? (await import('./stores-panel.js')).storesPanel(view, stores) : '',
           panels: heldPanel(ctx, session.csrf) + extra.panels + accountFormatsPanel(ctx),
           manager: session.manager_name,
         }),

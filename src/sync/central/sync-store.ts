@@ -81,6 +81,11 @@ export class CentralSideStore extends SyncState {
       getStore: db.prepare('SELECT * FROM sync_stores WHERE store_id = ?'),
       // The counters, not count(*) per outcome: that read every record a store ever pushed.
       listStores: db.prepare('SELECT * FROM sync_stores ORDER BY last_push_at'),
+      // Stores silent since before a time (never pushed: since they joined), the longest first.
+      silent: db.prepare(
+        'SELECT store_id, coalesce(last_push_at, created_at) AS since, count(*) OVER () AS n FROM sync_stores WHERE coalesce(last_push_at, created_at) < ? ORDER BY since, store_id LIMIT ?',
+      ),
+      storeCount: db.prepare('SELECT count(*) AS n, max(last_push_at) AS last FROM sync_stores'),
       insertStore: db.prepare(
         'INSERT INTO sync_stores (store_id, account_id, live_mode, applied_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT(store_id) DO NOTHING',
       ),
@@ -168,6 +173,15 @@ export class CentralSideStore extends SyncState {
   }
   stores(): StoreRow[] {
     return this.s.listStores.all() as StoreRow[];
+  }
+  /** How many stores have been silent since before `beforeIso`, and the first `limit` of them, the longest silent first. */
+  silentStores(beforeIso: string, limit: number): { count: number; first: Array<{ store_id: string; since: string }> } {
+    const rows = this.s.silent.all(beforeIso, limit) as Array<{ store_id: string; since: string; n: number }>;
+    return { count: rows[0]?.n ?? 0, first: rows.map((r) => ({ store_id: r.store_id, since: r.since })) };
+  }
+  /** How many store boxes this central knows, and the latest push of any. */
+  storeCount(): { n: number; last: string | null } {
+    return this.s.storeCount.get() as { n: number; last: string | null };
   }
   /** When the store's newest record was made and when the central received it. */
   newestReceived(storeId: string): { created_at: string; received_at: string } | undefined {

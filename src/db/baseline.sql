@@ -1857,3 +1857,19 @@ BEGIN
   UPDATE list_counts SET n = n - 1 WHERE list = 'transfers_in' AND account_id = OLD.recipient_account_id AND live_mode = OLD.live_mode AND key = ''
     AND OLD.status = 'succeeded' AND OLD.recipient_account_id <> OLD.account_id;
 END;
+CREATE TRIGGER sched_bookings_count_insert AFTER INSERT ON sched_bookings
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('bookings', NEW.account_id, NEW.live_mode, ''), ('bookings', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER sched_bookings_count_update AFTER UPDATE OF account_id, live_mode, status ON sched_bookings
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'bookings' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('bookings', NEW.account_id, NEW.live_mode, ''), ('bookings', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER sched_bookings_count_delete AFTER DELETE ON sched_bookings
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'bookings' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
+

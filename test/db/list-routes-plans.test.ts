@@ -22,6 +22,7 @@ const LISTS = [
   '/class_sessions',
   '/bookings',
   '/bookings?status=confirmed',
+  '/bookings?kind=stay',
   '/checkouts',
   '/contract_templates',
   '/contracts',
@@ -51,6 +52,8 @@ const LISTS = [
 
 /** Lists whose unfiltered (or status-only) Total-Count is read from the counters: no count of the table. */
 const COUNTED = new Set([
+  '/bookings',
+  '/bookings?status=confirmed',
   '/activities',
   '/checkouts',
   '/customers',
@@ -136,6 +139,7 @@ describe('the counters of the other lists agree with the rows (decision 0270)', 
     ['contract_templates', 'contract_templates', null],
     ['subscriptions', 'subscriptions', 'status'],
     ['terminal_commands', 'terminal_commands', 'status'],
+    ['bookings', 'sched_bookings', 'status'],
   ] as const)('%s', (list, table, status) => {
     const db = openDatabase(':memory:');
     db.pragma('foreign_keys = OFF');

@@ -241,3 +241,22 @@ describe('GET /transfers and /withdrawals from the counters and the merged index
     db.close();
   });
 });
+
+describe("an endpoint's deliveries counter", () => {
+  it('agrees with its rows after inserts and pruning', () => {
+    const db = openDatabase(':memory:');
+    db.pragma('foreign_keys = OFF');
+    const insert = db.prepare(
+      `INSERT INTO webhook_deliveries (account_id, live_mode, endpoint_id, event_id, event_type, event_account_id, status, created_at, updated_at)
+       VALUES ('acct_1', 0, ?, ?, 'checkout.paid', 'acct_1', 'succeeded', '2026-01-01', '2026-01-01')`,
+    );
+    for (let i = 0; i < 30; i++) insert.run(`we_${i % 3}`, `evt_${i}`);
+    db.prepare("DELETE FROM webhook_deliveries WHERE endpoint_id = 'we_1' AND seq % 2 = 0").run();
+    for (const endpoint of ['we_0', 'we_1', 'we_2']) {
+      const rows = (db.prepare('SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?').get(endpoint) as { n: number }).n;
+      expect(listCount(db, 'webhook_deliveries', [endpoint], false)).toBe(rows);
+    }
+    expect(listCount(db, 'webhook_deliveries', ['we_1'], false)).toBeLessThan(10);
+    db.close();
+  });
+});

@@ -168,6 +168,12 @@ export async function load(opts: {
   durationSeconds?: number;
   /** Gives each request its own body (a new e-mail, the next prepared checkout). */
   nextBody?: () => string;
+  /**
+   * Seconds of the same load before the measured run, not counted: a server's one-time costs (the
+   * first response compiling its serializer, the JIT) stay out of a steady-state ratio. Give it to
+   * both sides of a comparison.
+   */
+  warmupSeconds?: number;
 }): Promise<LoadResult> {
   const nextBody = opts.nextBody;
   const result = await autocannon({
@@ -177,6 +183,7 @@ export async function load(opts: {
     body: opts.body,
     connections: opts.connections ?? 50,
     duration: opts.durationSeconds ?? Number(process.env.POSD_BENCH_SECONDS ?? 5),
+    ...(opts.warmupSeconds ? { warmup: { connections: opts.connections ?? 50, duration: opts.warmupSeconds } } : {}),
     ...(nextBody ? { requests: [{ setupRequest: (req: autocannon.Request) => ({ ...req, body: nextBody() }) }] } : {}),
   });
   return {

@@ -11,6 +11,9 @@ import { load, startBaseline, startBenchDaemon, type BenchResult } from './lib.j
  * record in one transaction) at 10 connections, against node:http + better-sqlite3 doing the same
  * writes with the same durability (bench/baselines/transfer-server.ts).
  */
+/** One second of the same load first on each side, uncounted (decision 0271). */
+const WARMUP = 1;
+
 export async function run(): Promise<BenchResult[]> {
   // FULL is what a store runs (a sale survives a power cut); NORMAL takes the disk flush out, so
   // what is left is posd's own cost per transfer.
@@ -26,6 +29,7 @@ async function scenario(synchronous: 'FULL' | 'NORMAL'): Promise<BenchResult> {
     headers: { 'content-type': 'application/json' },
     body: body('recipient'),
     connections: 10,
+    warmupSeconds: WARMUP,
   });
   await baseline.stop();
 
@@ -58,6 +62,7 @@ async function scenario(synchronous: 'FULL' | 'NORMAL'): Promise<BenchResult> {
     headers: { 'content-type': 'application/json', 'x-secret-key': daemon.keys.test },
     body: body(recipient),
     connections: 10,
+    warmupSeconds: WARMUP,
   });
   await daemon.stop();
   if (posd.non2xx || posd.errors) throw new Error(`POST /api/transfers answered ${posd.non2xx} non-2xx and ${posd.errors} errors`);

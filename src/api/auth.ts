@@ -68,7 +68,9 @@ export class Authenticator {
       this.cache.clear();
       this.cacheVersion = version;
     }
-    const cacheKey = `${hashKey(key)}|${requestedAccountId ?? ''}`;
+    // Keyed by the key as sent, not its hash: a SHA-256 per request was a twentieth of a GET's CPU
+    // (decision 0271); the header already holds the key in memory for as long as the request lives.
+    const cacheKey = `${key}|${requestedAccountId ?? ''}`;
     const hit = this.cache.get(cacheKey);
     if (hit) return hit;
     const resolved = this.resolve(key, requestedAccountId);

@@ -45,7 +45,7 @@ CREATE TABLE accounts (
   created_at TEXT NOT NULL,
   CHECK (account_id = id)
 ) STRICT;
-CREATE INDEX accounts_parent ON accounts(parent_account_id);
+CREATE INDEX accounts_parent ON accounts(parent_account_id, created_at);
 CREATE INDEX accounts_org ON accounts(organization_id, live_mode);
 
 -- Keys are stored only as SHA-256 hashes: a key is 190 random bits, so a slow hash adds nothing.
@@ -158,7 +158,7 @@ CREATE TABLE products (
   -- (never below 0); at 0 the product is sold out.
   inventory_quantity INTEGER CHECK (inventory_quantity >= 0)
 ) STRICT;
-CREATE INDEX products_account ON products(account_id, live_mode, created_at);
+CREATE INDEX products_account ON products(account_id, live_mode, created_at, id);
 
 CREATE TABLE prices (
   id TEXT PRIMARY KEY,
@@ -243,6 +243,7 @@ CREATE TABLE users (
   created_at TEXT NOT NULL,
   UNIQUE (account_id, email)
 ) STRICT;
+CREATE INDEX users_list ON users(account_id, live_mode, created_at, id);
 
 CREATE TABLE checkouts (
   id TEXT PRIMARY KEY,
@@ -312,6 +313,9 @@ CREATE TABLE intents (
 ) STRICT;
 -- No index by checkout_id: nothing looks intents up by checkout, and every sale would update it.
 CREATE INDEX intents_origin ON intents(origin, created_at);
+-- GET /intents, newest first, and with ?status= (issue 38).
+CREATE INDEX intents_list ON intents(account_id, live_mode, created_at, id);
+CREATE INDEX intents_status ON intents(account_id, live_mode, status, created_at, id);
 
 CREATE TABLE payment_intents (
   id TEXT PRIMARY KEY,
@@ -537,7 +541,7 @@ CREATE TABLE bank_accounts (
   archived_at TEXT,
   CHECK (is_preferred = 0 OR status = 'active')
 ) STRICT;
-CREATE INDEX bank_accounts_account ON bank_accounts(account_id, live_mode, status, created_at);
+CREATE INDEX bank_accounts_account ON bank_accounts(account_id, live_mode, status, created_at, id);
 -- One preferred account per currency is a rule of the data, not only of the code.
 CREATE UNIQUE INDEX bank_accounts_one_preferred ON bank_accounts(account_id, live_mode, currency) WHERE is_preferred = 1;
 
@@ -575,8 +579,9 @@ CREATE TABLE transfers (
   CHECK ((kind = 'withdrawal') = (bank_account_id IS NOT NULL)),
   CHECK ((kind = 'peer') = (status IN ('succeeded', 'in_review', 'cancelled')))
 ) STRICT;
-CREATE INDEX transfers_account ON transfers(account_id, live_mode, created_at);
-CREATE INDEX transfers_recipient ON transfers(recipient_account_id, live_mode, created_at) WHERE recipient_account_id IS NOT NULL;
+CREATE INDEX transfers_account ON transfers(account_id, live_mode, created_at, id);
+CREATE INDEX transfers_kind ON transfers(account_id, live_mode, kind, created_at, id);
+CREATE INDEX transfers_recipient ON transfers(recipient_account_id, live_mode, created_at, id) WHERE recipient_account_id IS NOT NULL;
 
 
 -- ================================================================================================
@@ -828,7 +833,7 @@ CREATE TABLE webhook_endpoints (
   -- JSON object of strings (hosted section 13); '{}' when none.
   metadata TEXT NOT NULL DEFAULT '{}'
 ) STRICT;
-CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode);
+CREATE INDEX webhook_endpoints_account ON webhook_endpoints(account_id, live_mode, created_at);
 
 -- A bulk replay: its deliveries are the endpoint's rows with seq in [first_seq, last_seq].
 CREATE TABLE webhook_replays (
@@ -1181,7 +1186,7 @@ CREATE TABLE sched_services (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX sched_services_account ON sched_services(account_id, live_mode, created_at);
+CREATE INDEX sched_services_account ON sched_services(account_id, live_mode, created_at, id);
 
 CREATE TABLE sched_staff_members (
   id TEXT PRIMARY KEY,
@@ -1196,7 +1201,7 @@ CREATE TABLE sched_staff_members (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX sched_staff_account ON sched_staff_members(account_id, live_mode, created_at);
+CREATE INDEX sched_staff_account ON sched_staff_members(account_id, live_mode, created_at, id);
 
 CREATE TABLE sched_resources (
   id TEXT PRIMARY KEY,
@@ -1212,7 +1217,7 @@ CREATE TABLE sched_resources (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX sched_resources_account ON sched_resources(account_id, live_mode, created_at);
+CREATE INDEX sched_resources_account ON sched_resources(account_id, live_mode, created_at, id);
 CREATE INDEX sched_resources_room_type ON sched_resources(room_type_id);
 
 CREATE TABLE sched_class_sessions (
@@ -1229,7 +1234,7 @@ CREATE TABLE sched_class_sessions (
   cancelled_at TEXT,
   created_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX sched_class_sessions_account ON sched_class_sessions(account_id, live_mode, starts_at);
+CREATE INDEX sched_class_sessions_account ON sched_class_sessions(account_id, live_mode, starts_at, id);
 
 CREATE TABLE sched_booking_series (
   id TEXT PRIMARY KEY,
@@ -1300,7 +1305,8 @@ CREATE TABLE sched_bookings (
   -- such objects to that store, which already runs them; the central learns each step as a record.
   origin_store_id TEXT
 ) STRICT;
-CREATE INDEX sched_bookings_time ON sched_bookings(account_id, live_mode, starts_at);
+CREATE INDEX sched_bookings_time ON sched_bookings(account_id, live_mode, starts_at, created_at, id);
+CREATE INDEX sched_bookings_status ON sched_bookings(account_id, live_mode, status, starts_at, created_at, id);
 CREATE INDEX sched_bookings_session ON sched_bookings(class_session_id, status);
 CREATE INDEX sched_bookings_pending ON sched_bookings(status, hold_expires_at);
 CREATE INDEX sched_bookings_customer ON sched_bookings(customer_id);
@@ -1580,7 +1586,8 @@ CREATE TABLE subscriptions (
   UNIQUE (origin_checkout_id, price_id)
 ) STRICT;
 CREATE INDEX subscriptions_payment_method ON subscriptions(payment_method_id) WHERE payment_method_id IS NOT NULL;
-CREATE INDEX subscriptions_account ON subscriptions(account_id, created_at);
+CREATE INDEX subscriptions_account ON subscriptions(account_id, live_mode, created_at);
+CREATE INDEX subscriptions_status ON subscriptions(account_id, live_mode, status, created_at);
 CREATE INDEX subscriptions_due ON subscriptions(status, current_period_end);
 CREATE INDEX subscriptions_retry ON subscriptions(status, next_retry_at);
 
@@ -1633,7 +1640,7 @@ CREATE TABLE contract_templates (
   service_ids TEXT NOT NULL DEFAULT '[]',
   created_at TEXT NOT NULL
 ) STRICT;
-CREATE INDEX contract_templates_account ON contract_templates(account_id, created_at);
+CREATE INDEX contract_templates_account ON contract_templates(account_id, live_mode, created_at);
 
 CREATE TABLE contracts (
   id TEXT PRIMARY KEY,
@@ -1672,7 +1679,7 @@ CREATE TABLE contracts (
   -- See sched_bookings.origin_store_id.
   origin_store_id TEXT
 ) STRICT;
-CREATE INDEX contracts_account ON contracts(account_id, created_at);
+CREATE INDEX contracts_account ON contracts(account_id, live_mode, created_at);
 CREATE INDEX contracts_open ON contracts(status, created_at);
 CREATE INDEX contracts_customer ON contracts(customer_id, template_id, status);
 
@@ -1718,3 +1725,199 @@ CREATE TABLE backup_runs (
   -- JSON array of what a good backup left out (secrets without backup.passphrase); NULL: nothing.
   left_out TEXT
 ) STRICT;
+
+-- Total-Count of the other lists (list_counts above; decision 0270): every row of an account and
+-- environment, and per status where the list filters on it. A filter not covered here counts its
+-- range through the list's index.
+CREATE TRIGGER intents_count_insert AFTER INSERT ON intents
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('intents', NEW.account_id, NEW.live_mode, ''), ('intents', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER intents_count_update AFTER UPDATE OF account_id, live_mode, status ON intents
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'intents' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('intents', NEW.account_id, NEW.live_mode, ''), ('intents', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER intents_count_delete AFTER DELETE ON intents
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'intents' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
+
+CREATE TRIGGER users_count_insert AFTER INSERT ON users
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('users', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER users_count_update AFTER UPDATE OF account_id, live_mode ON users
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'users' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('users', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER users_count_delete AFTER DELETE ON users
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'users' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
+
+CREATE TRIGGER swaps_count_insert AFTER INSERT ON swaps
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('swaps', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER swaps_count_update AFTER UPDATE OF account_id, live_mode ON swaps
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'swaps' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('swaps', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER swaps_count_delete AFTER DELETE ON swaps
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'swaps' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
+
+CREATE TRIGGER products_count_insert AFTER INSERT ON products
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('products', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER products_count_update AFTER UPDATE OF account_id, live_mode ON products
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'products' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('products', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER products_count_delete AFTER DELETE ON products
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'products' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
+
+CREATE TRIGGER contract_templates_count_insert AFTER INSERT ON contract_templates
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('contract_templates', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contract_templates_count_update AFTER UPDATE OF account_id, live_mode ON contract_templates
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'contract_templates' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('contract_templates', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contract_templates_count_delete AFTER DELETE ON contract_templates
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'contract_templates' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
+
+CREATE TRIGGER contracts_count_insert AFTER INSERT ON contracts
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('contracts', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contracts_count_update AFTER UPDATE OF account_id, live_mode ON contracts
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'contracts' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('contracts', NEW.account_id, NEW.live_mode, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER contracts_count_delete AFTER DELETE ON contracts
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'contracts' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key = '';
+END;
+
+CREATE TRIGGER subscriptions_count_insert AFTER INSERT ON subscriptions
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('subscriptions', NEW.account_id, NEW.live_mode, ''), ('subscriptions', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER subscriptions_count_update AFTER UPDATE OF account_id, live_mode, status ON subscriptions
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'subscriptions' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('subscriptions', NEW.account_id, NEW.live_mode, ''), ('subscriptions', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER subscriptions_count_delete AFTER DELETE ON subscriptions
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'subscriptions' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
+
+CREATE TRIGGER terminal_commands_count_insert AFTER INSERT ON terminal_commands
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('terminal_commands', NEW.account_id, NEW.live_mode, ''), ('terminal_commands', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER terminal_commands_count_update AFTER UPDATE OF account_id, live_mode, status ON terminal_commands
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'terminal_commands' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('terminal_commands', NEW.account_id, NEW.live_mode, ''), ('terminal_commands', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER terminal_commands_count_delete AFTER DELETE ON terminal_commands
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'terminal_commands' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
+
+-- GET /webhook_endpoints/{id}/deliveries: counted per endpoint (its id in account_id, live_mode 0).
+CREATE TRIGGER webhook_deliveries_count_insert AFTER INSERT ON webhook_deliveries
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('webhook_deliveries', NEW.endpoint_id, 0, '')
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER webhook_deliveries_count_delete AFTER DELETE ON webhook_deliveries
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'webhook_deliveries' AND account_id = OLD.endpoint_id AND live_mode = 0 AND key = '';
+END;
+-- GET /transfers and /withdrawals: a sender's transfers per kind (the list's total is their sum),
+-- withdrawals also per status, and, apart, the succeeded peer transfers an account received from
+-- another. One counter row per peer transfer on each side: POST /transfers is a hot write.
+CREATE TRIGGER transfers_count_insert AFTER INSERT ON transfers
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('transfers', NEW.account_id, NEW.live_mode, NEW.kind)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'transfers', NEW.account_id, NEW.live_mode, 'withdrawal/' || NEW.status WHERE NEW.kind = 'withdrawal'
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'transfers_in', NEW.recipient_account_id, NEW.live_mode, ''
+    WHERE NEW.status = 'succeeded' AND NEW.recipient_account_id IS NOT NULL AND NEW.recipient_account_id <> NEW.account_id
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER transfers_count_update AFTER UPDATE OF account_id, live_mode, kind, status, recipient_account_id ON transfers
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'transfers' AND account_id = OLD.account_id AND live_mode = OLD.live_mode
+    AND (key = OLD.kind OR (OLD.kind = 'withdrawal' AND key = 'withdrawal/' || OLD.status));
+  UPDATE list_counts SET n = n - 1 WHERE list = 'transfers_in' AND account_id = OLD.recipient_account_id AND live_mode = OLD.live_mode AND key = ''
+    AND OLD.status = 'succeeded' AND OLD.recipient_account_id <> OLD.account_id;
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('transfers', NEW.account_id, NEW.live_mode, NEW.kind)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'transfers', NEW.account_id, NEW.live_mode, 'withdrawal/' || NEW.status WHERE NEW.kind = 'withdrawal'
+    ON CONFLICT DO UPDATE SET n = n + 1;
+  INSERT INTO list_counts (list, account_id, live_mode, key)
+    SELECT 'transfers_in', NEW.recipient_account_id, NEW.live_mode, ''
+    WHERE NEW.status = 'succeeded' AND NEW.recipient_account_id IS NOT NULL AND NEW.recipient_account_id <> NEW.account_id
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER transfers_count_delete AFTER DELETE ON transfers
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'transfers' AND account_id = OLD.account_id AND live_mode = OLD.live_mode
+    AND (key = OLD.kind OR (OLD.kind = 'withdrawal' AND key = 'withdrawal/' || OLD.status));
+  UPDATE list_counts SET n = n - 1 WHERE list = 'transfers_in' AND account_id = OLD.recipient_account_id AND live_mode = OLD.live_mode AND key = ''
+    AND OLD.status = 'succeeded' AND OLD.recipient_account_id <> OLD.account_id;
+END;
+CREATE TRIGGER sched_bookings_count_insert AFTER INSERT ON sched_bookings
+BEGIN
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('bookings', NEW.account_id, NEW.live_mode, ''), ('bookings', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER sched_bookings_count_update AFTER UPDATE OF account_id, live_mode, status ON sched_bookings
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'bookings' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+  INSERT INTO list_counts (list, account_id, live_mode, key) VALUES ('bookings', NEW.account_id, NEW.live_mode, ''), ('bookings', NEW.account_id, NEW.live_mode, NEW.status)
+    ON CONFLICT DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER sched_bookings_count_delete AFTER DELETE ON sched_bookings
+BEGIN
+  UPDATE list_counts SET n = n - 1 WHERE list = 'bookings' AND account_id = OLD.account_id AND live_mode = OLD.live_mode AND key IN ('', OLD.status);
+END;
+

@@ -29,3 +29,36 @@ export function statementCache(db: Db): (sql: string) => Database.Statement {
     return stmt;
   };
 }
+
+/**
+ * The WHERE term naming a list's accounts: `=` for one account (the usual key), so an index
+ * starting (account_id, live_mode, <the list's order>) hands out the page in order without a sort;
+ * an organization's several accounts keep `json_each` (and the sort that comes with it).
+ * `value` is what to bind to `param`.
+ */
+export function accountTerm(column: string, param: string, accountIds: readonly string[]): { sql: string; value: string } {
+  return accountIds.length === 1
+    ? { sql: `${column} = ${param}`, value: accountIds[0]! }
+    : { sql: `${column} IN (SELECT value FROM json_each(${param}))`, value: JSON.stringify(accountIds) };
+}
+
+/**
+ * A list statement in both forms of `accountTerm`, each prepared on first use: `make` writes the
+ * SQL given how to name the accounts; bind `accountsArg(accountIds)` where it put `param`.
+ */
+export function accountsStatement(
+  db: Db,
+  make: (accounts: (column: string, param: string) => string) => string,
+): (accountIds: readonly string[]) => Database.Statement {
+  let one: Database.Statement | undefined;
+  let many: Database.Statement | undefined;
+  return (accountIds) =>
+    accountIds.length === 1
+      ? (one ??= db.prepare(make((column, param) => `${column} = ${param}`)))
+      : (many ??= db.prepare(make((column, param) => `${column} IN (SELECT value FROM json_each(${param}))`)));
+}
+
+/** What to bind for the accounts of `accountTerm`/`accountsStatement`. */
+export function accountsArg(accountIds: readonly string[]): string {
+  return accountIds.length === 1 ? accountIds[0]! : JSON.stringify(accountIds);
+}

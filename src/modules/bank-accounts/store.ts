@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { accountsArg, accountsStatement } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface BankAccountRow {
@@ -29,14 +30,15 @@ class BankAccountsStore {
            @account_type, @is_preferred, @status, @created_at, @archived_at)`,
       ),
       get: db.prepare('SELECT * FROM bank_accounts WHERE id = ? AND live_mode = ?'),
-      listActive: db.prepare(
-        `SELECT * FROM bank_accounts
-         WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND status = 'active'
-         ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+      listActive: accountsStatement(
+        db,
+        (a) =>
+          `SELECT * FROM bank_accounts WHERE ${a('account_id', '?')} AND live_mode = ? AND status = 'active' ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
       ),
-      countActive: db.prepare(
-        `SELECT count(*) AS n FROM bank_accounts
-         WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? AND status = 'active'`,
+      // An account's own bank accounts are a handful: counted through the index range.
+      countActive: accountsStatement(
+        db,
+        (a) => `SELECT count(*) AS n FROM bank_accounts WHERE ${a('account_id', '?')} AND live_mode = ? AND status = 'active'`,
       ),
       unsetPreferred: db.prepare(
         'UPDATE bank_accounts SET is_preferred = 0 WHERE account_id = ? AND live_mode = ? AND currency = ? AND is_preferred = 1 AND id <> ?',
@@ -53,11 +55,11 @@ class BankAccountsStore {
     return this.s.get.get(id, liveMode ? 1 : 0) as BankAccountRow | undefined;
   }
   listActive(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: BankAccountRow[]; total: number } {
-    const ids = JSON.stringify(accountIds);
+    const ids = accountsArg(accountIds);
     const lm = liveMode ? 1 : 0;
     return {
-      rows: this.s.listActive.all(ids, lm, limit, offset) as BankAccountRow[],
-      total: (this.s.countActive.get(ids, lm) as { n: number }).n,
+      rows: this.s.listActive(accountIds).all(ids, lm, limit, offset) as BankAccountRow[],
+      total: (this.s.countActive(accountIds).get(ids, lm) as { n: number }).n,
     };
   }
   /** Clears the preferred flag of the account's other bank accounts in that currency. */

@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../../db/database.js';
 import type { BookingStatus } from './machine.js';
+import { listCount, statementCache } from '../../db/list-counts.js';
 
 export interface BookingRow {
   id: string;
@@ -163,6 +164,7 @@ export interface TabRow {
 
 /** All SQL of bookings, their occupancy, series and service tabs. */
 export function bookingsStore(db: Db) {
+  const cached = statementCache(db);
   const s = {
     insert: db.prepare(`INSERT INTO sched_bookings (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`),
     update: db.prepare(
@@ -300,10 +302,16 @@ export function bookingsStore(db: Db) {
     insertSeriesRow: (row: SeriesRow) => s.insertSeriesRow.run(row),
     list(f: BookingFilter, limit: number, offset: number): { rows: BookingRow[]; total: number } {
       const { clause, args } = where(f);
-      const rows = db
-        .prepare(`SELECT * FROM sched_bookings WHERE ${clause} ORDER BY starts_at, created_at, id LIMIT ? OFFSET ?`)
-        .all(...args, limit, offset) as BookingRow[];
-      const total = (db.prepare(`SELECT count(*) AS n FROM sched_bookings WHERE ${clause}`).get(...args) as { n: number }).n;
+      const rows = cached(`SELECT * FROM sched_bookings WHERE ${clause} ORDER BY starts_at, created_at, id LIMIT ? OFFSET ?`).all(
+        ...args,
+        limit,
+        offset,
+      ) as BookingRow[];
+      // No filter, or a status only: the counters (decision 0270); any other filter counts its range.
+      const { accountIds, liveMode, status, ...others } = f;
+      const total = Object.values(others).every((v) => v === undefined)
+        ? listCount(db, 'bookings', accountIds, liveMode, status ?? '')
+        : (cached(`SELECT count(*) AS n FROM sched_bookings WHERE ${clause}`).get(...args) as { n: number }).n;
       return { rows, total };
     },
   };

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { accountsArg, accountsStatement, listCount } from '../../db/list-counts.js';
 import type { ContractStatus } from './machine.js';
 import { preparedOnUse } from '../../db/statements.js';
 
@@ -99,13 +100,16 @@ const C_COLS = [
 export class ContractsStore {
   private readonly s;
 
-  constructor(db: Db) {
-    const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live';
+  constructor(private readonly db: Db) {
     this.s = preparedOnUse({
       insertT: () => db.prepare(`INSERT INTO contract_templates (${T_COLS.join(', ')}) VALUES (${T_COLS.map((c) => `@${c}`).join(', ')})`),
       getT: () => db.prepare('SELECT * FROM contract_templates WHERE id = ?'),
-      listT: () => db.prepare(`SELECT * FROM contract_templates WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
-      countT: () => db.prepare(`SELECT count(*) AS n FROM contract_templates WHERE ${scope}`),
+      listT: () =>
+        accountsStatement(
+          db,
+          (a) =>
+            `SELECT * FROM contract_templates WHERE ${a('account_id', '@ids')} AND live_mode = @live ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
+        ),
       insertC: () => db.prepare(`INSERT INTO contracts (${C_COLS.join(', ')}) VALUES (${C_COLS.map((c) => `@${c}`).join(', ')})`),
       saveC: () =>
         db.prepare(
@@ -116,8 +120,12 @@ export class ContractsStore {
       getC: () => db.prepare('SELECT * FROM contracts WHERE id = ?'),
       byToken: () => db.prepare('SELECT * FROM contracts WHERE signing_token = ?'),
       byCheckout: () => db.prepare('SELECT * FROM contracts WHERE checkout_id = ?'),
-      listC: () => db.prepare(`SELECT * FROM contracts WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
-      countC: () => db.prepare(`SELECT count(*) AS n FROM contracts WHERE ${scope}`),
+      listC: () =>
+        accountsStatement(
+          db,
+          (a) =>
+            `SELECT * FROM contracts WHERE ${a('account_id', '@ids')} AND live_mode = @live ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
+        ),
       covering: () =>
         db.prepare(
           `SELECT * FROM contracts WHERE account_id = ? AND customer_id = ? AND template_id = ? AND status = 'signed'
@@ -137,8 +145,8 @@ export class ContractsStore {
     return this.s.getT.get(id) as TemplateRow | undefined;
   }
   templates(ids: string[], live: boolean, limit: number, offset: number): { rows: TemplateRow[]; total: number } {
-    const p = { ids: JSON.stringify(ids), live: live ? 1 : 0 };
-    return { rows: this.s.listT.all({ ...p, limit, offset }) as TemplateRow[], total: (this.s.countT.get(p) as { n: number }).n };
+    const p = { ids: accountsArg(ids), live: live ? 1 : 0 };
+    return { rows: this.s.listT(ids).all({ ...p, limit, offset }) as TemplateRow[], total: listCount(this.db, 'contract_templates', ids, live) };
   }
   insert(r: ContractRow): void {
     this.s.insertC.run(r);
@@ -156,8 +164,8 @@ export class ContractsStore {
     return this.s.byCheckout.get(checkoutId) as ContractRow | undefined;
   }
   list(ids: string[], live: boolean, limit: number, offset: number): { rows: ContractRow[]; total: number } {
-    const p = { ids: JSON.stringify(ids), live: live ? 1 : 0 };
-    return { rows: this.s.listC.all({ ...p, limit, offset }) as ContractRow[], total: (this.s.countC.get(p) as { n: number }).n };
+    const p = { ids: accountsArg(ids), live: live ? 1 : 0 };
+    return { rows: this.s.listC(ids).all({ ...p, limit, offset }) as ContractRow[], total: listCount(this.db, 'contracts', ids, live) };
   }
   covering(accountId: string, customerId: string, templateId: string, now: string): ContractRow | undefined {
     return this.s.covering.get(accountId, customerId, templateId, now) as ContractRow | undefined;

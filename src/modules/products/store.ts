@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { accountsArg, accountsStatement, listCount } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface ProductRow {
@@ -44,7 +45,7 @@ export interface PriceRow {
 export class ProductsStore {
   private readonly stmts;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.stmts = {
       insertProduct: db.prepare(
         `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, page_settings, inventory_quantity, created_at, updated_at)
@@ -69,11 +70,10 @@ export class ProductsStore {
       product: db.prepare('SELECT * FROM products WHERE id = ?'),
       price: db.prepare('SELECT * FROM prices WHERE id = ?'),
       prices: db.prepare('SELECT * FROM prices WHERE product_id = ? ORDER BY created_at, rowid'),
-      list: db.prepare(
-        `SELECT * FROM products WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?
-         ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+      list: accountsStatement(
+        db,
+        (a) => `SELECT * FROM products WHERE ${a('account_id', '?')} AND live_mode = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
       ),
-      count: db.prepare('SELECT count(*) AS n FROM products WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?'),
       // A product learnt from the central: inserted, or brought to the central's newer state.
       upsertProduct: db.prepare(
         `INSERT INTO products (id, account_id, live_mode, name, description, tax_category, status, metadata, created_at, updated_at)
@@ -121,11 +121,9 @@ export class ProductsStore {
     return this.stmts.prices.all(productId) as PriceRow[];
   }
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: ProductRow[]; total: number } {
-    const ids = JSON.stringify(accountIds);
-    const mode = liveMode ? 1 : 0;
     return {
-      rows: this.stmts.list.all(ids, mode, limit, offset) as ProductRow[],
-      total: (this.stmts.count.get(ids, mode) as { n: number }).n,
+      rows: this.stmts.list(accountIds).all(accountsArg(accountIds), liveMode ? 1 : 0, limit, offset) as ProductRow[],
+      total: listCount(this.db, 'products', accountIds, liveMode),
     };
   }
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { accountsArg, accountsStatement, listCount } from '../../db/list-counts.js';
 import type { SubscriptionStatus } from './machine.js';
 import { preparedOnUse } from '../../db/statements.js';
 
@@ -121,8 +122,9 @@ function withDefaults(row: SubscriptionRow): SubscriptionRow {
 export class SubscriptionsStore {
   private readonly s;
 
-  constructor(db: Db) {
-    const scope = 'account_id IN (SELECT value FROM json_each(@ids)) AND live_mode = @live AND (@status IS NULL OR status = @status)';
+  constructor(private readonly db: Db) {
+    const list = (status: string) => (a: (column: string, param: string) => string) =>
+      `SELECT * FROM subscriptions WHERE ${a('account_id', '@ids')} AND live_mode = @live${status} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`;
     this.s = preparedOnUse({
       insert: () => db.prepare(`INSERT INTO subscriptions (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')}) ON CONFLICT DO NOTHING`),
       save: () =>
@@ -152,8 +154,8 @@ export class SubscriptionsStore {
       byPaymentMethod: () =>
         db.prepare('SELECT * FROM subscriptions WHERE payment_method_id = ? AND account_id = ? AND live_mode = ? ORDER BY rowid DESC LIMIT 1'),
       byOrigin: () => db.prepare('SELECT * FROM subscriptions WHERE origin_checkout_id = ? ORDER BY rowid'),
-      list: () => db.prepare(`SELECT * FROM subscriptions WHERE ${scope} ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`),
-      count: () => db.prepare(`SELECT count(*) AS n FROM subscriptions WHERE ${scope}`),
+      list: () => accountsStatement(db, list('')),
+      listOfStatus: () => accountsStatement(db, list(' AND status = @status')),
       due: () =>
         db.prepare(
           `SELECT * FROM subscriptions
@@ -207,8 +209,9 @@ export class SubscriptionsStore {
     return this.s.byOrigin.all(checkoutId) as SubscriptionRow[];
   }
   list(ids: string[], live: boolean, status: string | null, limit: number, offset: number): { rows: SubscriptionRow[]; total: number } {
-    const p = { ids: JSON.stringify(ids), live: live ? 1 : 0, status };
-    return { rows: this.s.list.all({ ...p, limit, offset }) as SubscriptionRow[], total: (this.s.count.get(p) as { n: number }).n };
+    const p = { ids: accountsArg(ids), live: live ? 1 : 0, limit, offset };
+    const rows = (status === null ? this.s.list(ids).all(p) : this.s.listOfStatus(ids).all({ ...p, status })) as SubscriptionRow[];
+    return { rows, total: listCount(this.db, 'subscriptions', ids, live, status ?? '') };
   }
   /** At a central: the store that made this subscription and bills it. */
   setOrigin(id: string, storeId: string): void {

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { accountsArg, accountsStatement, listCount } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 import type { SwapStatus } from './machine.js';
 
@@ -25,7 +26,7 @@ export interface SwapRow {
 export class SwapsStore {
   private readonly stmts;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO swaps (id, account_id, live_mode, status, from_currency, to_currency, amount_in_cents, to_amount_in_cents, network,
@@ -40,10 +41,10 @@ export class SwapsStore {
            to_balance_transaction_id = @to_balance_transaction_id, return_balance_transaction_id = @return_balance_transaction_id, updated_at = @updated_at
          WHERE id = @id AND status = 'pending'`,
       ),
-      list: db.prepare(
-        `SELECT * FROM swaps WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
+      list: accountsStatement(
+        db,
+        (a) => `SELECT * FROM swaps WHERE ${a('account_id', '?')} AND live_mode = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`,
       ),
-      count: db.prepare('SELECT count(*) AS n FROM swaps WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?'),
     };
   }
 
@@ -61,9 +62,8 @@ export class SwapsStore {
     );
   }
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: SwapRow[]; total: number } {
-    const ids = JSON.stringify(accountIds);
-    const rows = this.stmts.list.all(ids, liveMode ? 1 : 0, limit, offset) as SwapRow[];
-    const total = (this.stmts.count.get(ids, liveMode ? 1 : 0) as { n: number }).n;
+    const rows = this.stmts.list(accountIds).all(accountsArg(accountIds), liveMode ? 1 : 0, limit, offset) as SwapRow[];
+    const total = listCount(this.db, 'swaps', accountIds, liveMode);
     return { rows, total };
   }
 }

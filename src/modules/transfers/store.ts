@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { listCount, statementCache } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface TransferRow {
@@ -42,7 +43,10 @@ const SCOPE = `live_mode = @live_mode
 class TransfersStore {
   private readonly s;
 
-  constructor(db: Db) {
+  private readonly cached;
+
+  constructor(private readonly db: Db) {
+    this.cached = statementCache(db);
     this.s = {
       insert: db.prepare(
         `INSERT INTO transfers (id, account_id, live_mode, kind, status, amount_in_cents, currency, recipient_account_id,
@@ -83,10 +87,27 @@ class TransfersStore {
       kind: f.kind ?? null,
       status: f.status ?? null,
     };
-    return {
-      rows: this.s.list.all({ ...params, limit, offset }) as TransferRow[],
-      total: (this.s.count.get(params) as { n: number }).n,
-    };
+    // One account (the usual key): each arm reads its own index in order and SQLite merges the two
+    // (decision 0270); the counts come from the counters. Several accounts keep the OR and its sort.
+    // A status is counted for withdrawals only: any other, like several accounts, takes the general form.
+    if (f.accountIds.length !== 1 || (f.status && f.kind !== 'withdrawal')) {
+      return { rows: this.s.list.all({ ...params, limit, offset }) as TransferRow[], total: (this.s.count.get(params) as { n: number }).n };
+    }
+    const incoming = f.includeIncoming && f.kind !== 'withdrawal';
+    const out = ['account_id = @id', 'live_mode = @live_mode'];
+    if (f.kind) out.push('kind = @kind');
+    if (f.status) out.push('status = @status');
+    const arm = `SELECT * FROM transfers WHERE ${out.join(' AND ')}`;
+    const sql = incoming
+      ? `${arm} UNION ALL SELECT * FROM transfers WHERE recipient_account_id = @id AND live_mode = @live_mode AND status = 'succeeded' AND account_id <> @id${f.kind ? ' AND kind = @kind' : ''}`
+      : arm;
+    const args = { id: f.accountIds[0], live_mode: params.live_mode, kind: params.kind, status: params.status, limit, offset };
+    const used = Object.fromEntries(Object.entries(args).filter(([k]) => sql.includes(`@${k}`) || k === 'limit' || k === 'offset'));
+    const rows = this.cached(`${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(used) as TransferRow[];
+    const sent = (key: string) => listCount(this.db, 'transfers', f.accountIds, f.liveMode, key);
+    const outgoing = f.kind ? sent(f.status ? `${f.kind}/${f.status}` : f.kind) : sent('peer') + sent('withdrawal');
+    const total = outgoing + (incoming ? listCount(this.db, 'transfers_in', f.accountIds, f.liveMode) : 0);
+    return { rows, total };
   }
   setStatus(input: {
     id: string;

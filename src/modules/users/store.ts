@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { accountsArg, accountsStatement, listCount } from '../../db/list-counts.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface UserRow {
@@ -15,7 +16,7 @@ export interface UserRow {
 export class UsersStore {
   private readonly stmts;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.stmts = {
       insert: db.prepare(
         `INSERT INTO users (id, account_id, live_mode, email, name, phone, created_at)
@@ -23,10 +24,10 @@ export class UsersStore {
       ),
       byId: db.prepare('SELECT * FROM users WHERE id = ?'),
       byEmail: db.prepare('SELECT * FROM users WHERE account_id = ? AND email = ?'),
-      list: db.prepare(
-        `SELECT * FROM users WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+      list: accountsStatement(
+        db,
+        (a) => `SELECT * FROM users WHERE ${a('account_id', '?')} AND live_mode = ? ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
       ),
-      count: db.prepare('SELECT count(*) AS n FROM users WHERE account_id IN (SELECT value FROM json_each(?)) AND live_mode = ?'),
     };
   }
 
@@ -40,9 +41,9 @@ export class UsersStore {
     return this.stmts.byEmail.get(accountId, email) as UserRow | undefined;
   }
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: UserRow[]; total: number } {
-    const ids = JSON.stringify(accountIds);
+    const ids = accountsArg(accountIds);
     const mode = liveMode ? 1 : 0;
-    return { rows: this.stmts.list.all(ids, mode, limit, offset) as UserRow[], total: (this.stmts.count.get(ids, mode) as { n: number }).n };
+    return { rows: this.stmts.list(accountIds).all(ids, mode, limit, offset) as UserRow[], total: listCount(this.db, 'users', accountIds, liveMode) };
   }
 }
 

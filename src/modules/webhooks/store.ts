@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.js';
+import { listCount } from '../../db/list-counts.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { preparedOnUse } from '../../db/statements.js';
 import { WRITE_SQL } from './write-sql.js';
@@ -225,7 +226,6 @@ export function webhooksStore(db: Db) {
        WHERE endpoint_id = ? AND status = 'pending'`,
       ),
     deliveriesPage: () => db.prepare('SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?'),
-    deliveryCount: () => db.prepare('SELECT COUNT(*) AS n FROM webhook_deliveries WHERE endpoint_id = ?'),
     attemptsOf: () => db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
   });
 
@@ -322,7 +322,8 @@ export function webhooksStore(db: Db) {
     prune: (cutoff: string, limit: number) => s.pruneDeliveries.run(cutoff, limit).changes,
     deliveriesPage: (endpointId: string, limit: number, offset: number) => ({
       rows: (s.deliveriesPage.all(endpointId, limit, offset) as DeliveryRow[]).map((r) => withId(r)!),
-      total: (s.deliveryCount.get(endpointId) as { n: number }).n,
+      // Kept per endpoint by triggers (decision 0270): the endpoint's id stands where an account's would.
+      total: listCount(db, 'webhook_deliveries', [endpointId], false),
     }),
     attemptsOf: (deliverySeq: number) => s.attemptsOf.all(deliverySeq) as AttemptRow[],
   };

@@ -1,4 +1,5 @@
 import type { Db } from '../../../db/database.js';
+import { accountTerm, listCount } from '../../../db/list-counts.js';
 import type { CommandStatus } from './machine.js';
 import { perDb } from '../../../db/per-db.js';
 
@@ -71,8 +72,9 @@ function makeStore(db: Db) {
   const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
 
   function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
-    const clauses = ['c.account_id IN (SELECT value FROM json_each(@accounts))', 'c.live_mode = @live_mode'];
-    const params: Record<string, unknown> = { accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 };
+    const accounts = accountTerm('c.account_id', '@accounts', accountIds);
+    const clauses = [accounts.sql, 'c.live_mode = @live_mode'];
+    const params: Record<string, unknown> = { accounts: accounts.value, live_mode: liveMode ? 1 : 0 };
     if (f.terminal_id !== undefined) clauses.push('c.terminal_id = @terminal_id'), (params.terminal_id = f.terminal_id);
     if (f.status !== undefined) clauses.push('c.status = @status'), (params.status = f.status);
     if (f.external_id !== undefined) clauses.push('c.external_id = @external_id'), (params.external_id = f.external_id);
@@ -109,7 +111,11 @@ function makeStore(db: Db) {
       }
       return {
         rows: q.rows.all({ ...w.params, limit, offset }) as CommandRowWithTerminal[],
-        total: (q.count.get(w.params) as { n: number }).n,
+        // Unfiltered or by status only: the counters (decision 0270); a terminal or reference counts its rows.
+        total:
+          f.terminal_id === undefined && f.external_id === undefined
+            ? listCount(db, 'terminal_commands', accountIds, liveMode, f.status ?? '')
+            : (q.count.get(w.params) as { n: number }).n,
       };
     },
   };

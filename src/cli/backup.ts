@@ -9,6 +9,8 @@ import { backupDatabase, backupDir, stamp } from '../system/backup.js';
 import { insertBackupRun } from '../modules/ops/store.js';
 import { packBackup } from '../modules/ops/backup-contents.js';
 import type { Config } from '../config.js';
+import { newRecoveryPair, readRecoveryPublic, type RecoveryPair } from '../system/recovery-key.js';
+import { runningDaemon } from '../system/daemon-lock.js';
 
 export type PassphraseOptions = { passphraseFile?: string };
 
@@ -32,12 +34,16 @@ export function backupCommand(): Command {
   return withDataOptions(new Command('backup'))
     .description('copy the database to a file, safely while the daemon runs')
     .option('--to <file>', 'where to write the backup (default <backup.dir>/manual-<time>.db)')
-    .option('--passphrase-file <file>', 'seal the webhook signing key and the settings in the backup under this passphrase (default: backup.passphrase)')
+    .option('--passphrase-file <file>', 'also seal the webhook signing key and the settings under this passphrase (default: backup.passphrase)')
+    .addCommand(recoveryKeyCommand())
     .action(async (opts: DataOptions & PassphraseOptions & { to?: string }) => {
       const config = cliConfig(opts);
       const passphrase = passphraseOf(opts, config);
       const source = databaseFile(config);
       if (!existsSync(source)) throw new CliError(`no database in ${config.data_dir}`);
+      // A box from before recovery keys gets its pair now, shown once here: this backup is complete.
+      const made = readRecoveryPublic(config) ? undefined : newRecoveryPair(config);
+      if (made) process.stdout.write(recoveryKeyLines(made, 'this box had no recovery key; one was made').join('\n'));
       const dest = resolve(opts.to ?? join(backupDir(config), `manual-${stamp(Date.now())}.db`));
       if (existsSync(dest)) throw new CliError(`${dest} already exists; choose another --to`);
       const db = openCliDatabase(config); // refuses a database newer than this posd
@@ -78,7 +84,7 @@ export function backupCommand(): Command {
         if (packed.leftOut.length) {
           process.stdout.write(
             `  left out: ${packed.leftOut.join(', ')}: a box restored from it cannot sign webhooks as before; ` +
-              'set backup.passphrase (POSD_BACKUP_PASSPHRASE) or pass --passphrase-file to seal them in\n',
+              'run posd backup recovery-key and write down the key it shows\n',
           );
         }
       } catch (err) {
@@ -98,5 +104,39 @@ export function backupCommand(): Command {
       } finally {
         db.close();
       }
+    });
+}
+
+/** What a manager is shown of a new pair: the private half, once, and what it is for. */
+export function recoveryKeyLines(pair: RecoveryPair, why: string): string[] {
+  return [
+    `posd: ${why}: ${pair.id}`,
+    `  recovery key  ${pair.recoveryKey}`,
+    '  Write the recovery key down and keep it away from the box: it is shown only now, and posd restore',
+    '  asks for it to bring back the webhook signing key and the settings. The box keeps only its public half.',
+    '',
+  ];
+}
+
+function recoveryKeyCommand(): Command {
+  return withDataOptions(new Command('recovery-key'))
+    .description('make a new recovery key pair: later backups are sealed to it; older backups still need the old key')
+    .option('--json', 'print the key and its id as one JSON object and nothing else')
+    .action((_own: unknown, cmd: Command) => {
+      // `posd backup` has the same --data and --config: commander gives them to it, wherever they stand.
+      const opts = cmd.optsWithGlobals<DataOptions & { json?: boolean }>();
+      const config = cliConfig(opts);
+      if (!existsSync(databaseFile(config))) throw new CliError(`no database in ${config.data_dir}`);
+      const old = readRecoveryPublic(config);
+      const pair = newRecoveryPair(config);
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ recovery_key: pair.recoveryKey, recovery_key_id: pair.id, replaced: old?.id ?? null })}\n`);
+        return;
+      }
+      const lines = recoveryKeyLines(pair, 'a new recovery key pair');
+      if (old) lines.splice(-1, 0, `  Backups made before now are sealed to ${old.id}: keep that key as long as you keep them.`);
+      // The daemon seals each backup to the key file as it is then: the next nightly backup uses this one.
+      if (runningDaemon(config) !== null) lines.splice(-1, 0, '  The running daemon seals its next backup to the new key.');
+      process.stdout.write(lines.join('\n'));
     });
 }

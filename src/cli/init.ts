@@ -7,6 +7,16 @@ import { systemClock } from '../clock.js';
 import { CentralClient, CentralRefusal } from '../sync/store/transport.js';
 import { joinCentral } from '../sync/store/join.js';
 import { boxCa, caLines } from './tls.js';
+import { newRecoveryPair, type RecoveryPair } from '../system/recovery-key.js';
+
+/** The pair's private half in init's words, beside the keys: shown once, never stored. */
+function recoveryLines(pair: RecoveryPair): string[] {
+  return [
+    `  recovery key  ${pair.recoveryKey}`,
+    '  Write the recovery key down, away from the box: posd restore asks for it to bring back the webhook',
+    '  signing key and the settings from a backup. The box keeps only its public half.',
+  ];
+}
 
 type InitOptions = DataOptions & {
   role: 'store' | 'central';
@@ -56,11 +66,14 @@ export function initCommand(): Command {
         const sandbox = accounts.account(inst.sandbox_id)!.event_format;
         // The CA is made now so its fingerprint can be handed to the tills before the first serve.
         const ca = await boxCa(config);
+        const recovery = newRecoveryPair(config);
         if (opts.json)
           return printJson({
             ...inst,
             event_formats: { [inst.account_id]: live, [inst.sandbox_id]: sandbox },
             tls_ca: { file: ca.file, fingerprint: ca.fingerprint },
+            recovery_key: recovery.recoveryKey,
+            recovery_key_id: recovery.id,
           });
         process.stdout.write(
           [
@@ -71,11 +84,12 @@ export function initCommand(): Command {
             `  live key      ${inst.keys.live}`,
             `  test key      ${inst.keys.test}`,
             '  Keys are shown only now: store them somewhere safe.',
+            ...recoveryLines(recovery),
             ...caLines(ca),
             ...(live === 'both'
               ? []
               : [
-                  '  Choose both event formats (posd accounts set ' + inst.account_id + ' --event-formats both) when this account',
+                  `  Choose both event formats (posd accounts set ${inst.account_id} --event-formats both) when this account`,
                   '  continues an existing hosted account, or a shop plugin marks orders paid on payment_intent.succeeded',
                   '  (docs/compatibility.md, "Guides per client").',
                 ]),
@@ -127,13 +141,15 @@ async function joinAction(opts: InitOptions): Promise<void> {
   const db = openCliDatabase(config, { create: true });
   try {
     const joined = joinCentral(db, systemClock, snap, { url: url.toString(), key: opts.centralKey });
-    if (opts.json) return printJson(joined);
+    const recovery = newRecoveryPair(config);
+    if (opts.json) return printJson({ ...joined, recovery_key: recovery.recoveryKey, recovery_key_id: recovery.id });
     process.stdout.write(
       [
         `posd: this box is now store ${joined.store_id} of ${url.origin}`,
         `  organization  ${joined.organization_id}`,
         ...joined.accounts.map((a) => `  account       ${a.id} (${a.live_mode ? 'live' : 'sandbox'}) ${a.name}`),
         `  ${joined.keys} key hashes learned: the keys made at the central work here too.`,
+        ...recoveryLines(recovery),
         '',
       ].join('\n'),
     );

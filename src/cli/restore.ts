@@ -16,6 +16,7 @@ import { checkSecretsKey, keyFingerprint, secretsKeyFile } from '../system/secre
 import { sealedSecretSample } from '../modules/webhooks/service.js';
 import type { Config } from '../config.js';
 import { rejoinNote } from './restore-sync.js';
+import { restoreLosses } from './restore-losses.js';
 import { passphraseOf, type PassphraseOptions } from './backup.js';
 
 export function restoreCommand(): Command {
@@ -25,7 +26,8 @@ export function restoreCommand(): Command {
     .option('--recovery-key-file <file>', 'the recovery key shown by posd init (or posd backup recovery-key); - reads it from standard input')
     .option('--passphrase-file <file>', 'for a backup also sealed under backup.passphrase: that passphrase (default: backup.passphrase)')
     .option('--without-secrets', 'restore a sealed backup without its key: the database and the settings less their secrets')
-    .action(async (file: string, opts: DataOptions & PassphraseOptions & RecoveryOptions & { withoutSecrets?: boolean }) => {
+    .option('--drop-newer', 'restore even though the database here holds stored payments or outage history the backup lacks (it is kept aside)')
+    .action(async (file: string, opts: DataOptions & PassphraseOptions & RecoveryOptions & { withoutSecrets?: boolean; dropNewer?: boolean }) => {
       // On a fresh box the settings file named by --config is what the restore writes.
       const settingsFile = opts.config ?? process.env.POSD_CONFIG;
       const freshSettings = settingsFile !== undefined && !existsSync(settingsFile);
@@ -61,6 +63,11 @@ export function restoreCommand(): Command {
         inspection = repaired;
       }
       dropBundle(staging);
+      const losses = restoreLosses(staging, existsSync(target) ? target : null, opts.dropNewer ?? false);
+      if (losses.refusal) {
+        for (const suffix of ['', '-journal']) rmSync(staging + suffix, { force: true });
+        throw new CliError(`${backup} was not restored: ${losses.refusal}`);
+      }
       fsyncPath(staging);
       if (existsSync(target)) {
         // Fold the log into the file first, so the copy kept aside is the whole current database.
@@ -84,6 +91,7 @@ export function restoreCommand(): Command {
       const lines = [`posd: restored ${backup} (schema ${inspection.schemaVersion}) into ${config.data_dir}`];
       if (rebuild && rebuild.length > 0) lines.push(`  rebuilt from their tables (they disagreed with them in the backup): ${rebuild.join(', ')}`);
       if (kept) lines.push(`  the previous database is kept as ${kept}`);
+      lines.push(...losses.lines);
       if (contents.keyFile !== null) lines.push(`  webhook signing key ${contents.keyFingerprint ?? ''}: ${restoreKeyFile(config, contents.keyFile, at)}`);
       if (contents.settings && Object.keys(contents.settings).length > 0) lines.push(`  settings: ${restoreSettings(config, contents.settings, settingsFile)}`);
       if (contents.recoveryPublic) lines.push(`  recovery key: ${restoreRecoveryPublic(config, Buffer.from(contents.recoveryPublic, 'base64'))}`);

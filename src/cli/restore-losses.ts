@@ -46,7 +46,7 @@ export function restoreLosses(restored: string, current: string | null, dropNewe
     return { lines: [`  stored payments and outage history: not in this backup (${(err as Error).message})`], refusal: null };
   }
   const lines = [
-    `  card payments stored offline and still waiting: ${backup.waiting.length}${backup.waiting.length ? ` (${listed(backup.waiting.map(money))}), forwarded as before` : ''}`,
+    `  card payments stored offline and still waiting: ${backup.waiting.length}${backup.waiting.length ? ` (${listed(backup.waiting.map(money))}), waiting as before` : ''}`,
     `  outage history: ${backup.outages.length} window(s)${backup.outages.length ? ` since ${backup.outages[0].started_at}` : ''}`,
   ];
   if (!current) {

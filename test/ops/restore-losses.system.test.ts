@@ -41,7 +41,7 @@ describe('a restore says what it could not bring back', () => {
     const fresh = await runPosd(['restore', backup, '--data', join(root, 'fresh'), '--without-secrets']);
     expect(fresh.code).toBe(0);
     expect(fresh.stdout).toMatch(
-      /card payments stored offline and still waiting: 1 \(OFF-0001 GTQ 12\.50 stored 2026-12-01T10:00:00\.000Z\), forwarded as before/,
+      /card payments stored offline and still waiting: 1 \(OFF-0001 GTQ 12\.50 stored 2026-12-01T10:00:00\.000Z\), waiting as before/,
     );
     expect(fresh.stdout).toContain('outage history: 1 window(s) since 2026-12-01T10:00:00.000Z');
     expect(fresh.stdout).toContain('no database was here to compare with');

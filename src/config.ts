@@ -547,9 +547,9 @@ export const ConfigSchema = Type.Object({
       /** How many nightly backups to keep (older ones are deleted after a successful backup). */
       keep: Type.Integer({ minimum: 1, maximum: 365, default: 7 }),
       /**
-       * Seals the webhook signing key and the settings inside every backup (scrypt + AES-256-GCM), so
-       * a backup rebuilds the whole box yet a copy of it alone cannot forge deliveries. Usually given
-       * as `POSD_BACKUP_PASSPHRASE`; empty: backups hold the database and the settings without secrets.
+       * Also seals the webhook signing key and the settings inside every backup under this passphrase
+       * (scrypt + AES-256-GCM), beside the recovery key they are always sealed to (recovery-key.ts).
+       * Usually given as `POSD_BACKUP_PASSPHRASE`; kept for boxes set up before recovery keys.
        */
       passphrase: Type.String({ default: '' }),
     },

@@ -1,27 +1,21 @@
 import { Command } from 'commander';
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
-import { isDeepStrictEqual } from 'node:util';
-import { ownerOnlyDir, ownerOnlyFiles } from '../file-modes.js';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import cliProgress from 'cli-progress';
-import Database from 'better-sqlite3';
 import { CliError, cliConfig, openCliDatabase, withDataOptions, type DataOptions } from './common.js';
 import { tx } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
-import { backupDatabase, backupDir, inspectDatabase, repairableIndexes, stamp, type Inspection } from '../system/backup.js';
-import { runningDaemon } from '../system/daemon-lock.js';
+import { backupDatabase, backupDir, stamp } from '../system/backup.js';
 import { insertBackupRun } from '../modules/ops/store.js';
-import { packBackup, PassphraseNeededError, unpackBackup } from '../modules/ops/backup-contents.js';
-import { dropBundle, readBundle, WrongPassphraseError } from '../system/backup-bundle.js';
-import { checkSecretsKey, keyFingerprint, secretsKeyFile } from '../system/secret-box.js';
-import { sealedSecretSample } from '../modules/webhooks/service.js';
+import { packBackup } from '../modules/ops/backup-contents.js';
 import type { Config } from '../config.js';
-import { rejoinNote } from './restore-sync.js';
+import { newRecoveryPair, readRecoveryPublic, type RecoveryPair } from '../system/recovery-key.js';
+import { runningDaemon } from '../system/daemon-lock.js';
 
-type PassphraseOptions = { passphraseFile?: string };
+export type PassphraseOptions = { passphraseFile?: string };
 
 /** The passphrase from --passphrase-file (its first line), else backup.passphrase (POSD_BACKUP_PASSPHRASE). */
-function passphraseOf(opts: PassphraseOptions, config: Config): string | undefined {
+export function passphraseOf(opts: PassphraseOptions, config: Config): string | undefined {
   if (opts.passphraseFile) {
     let text: string;
     try {
@@ -40,12 +34,16 @@ export function backupCommand(): Command {
   return withDataOptions(new Command('backup'))
     .description('copy the database to a file, safely while the daemon runs')
     .option('--to <file>', 'where to write the backup (default <backup.dir>/manual-<time>.db)')
-    .option('--passphrase-file <file>', 'seal the webhook signing key and the settings in the backup under this passphrase (default: backup.passphrase)')
+    .option('--passphrase-file <file>', 'also seal the webhook signing key and the settings under this passphrase (default: backup.passphrase)')
+    .addCommand(recoveryKeyCommand())
     .action(async (opts: DataOptions & PassphraseOptions & { to?: string }) => {
       const config = cliConfig(opts);
       const passphrase = passphraseOf(opts, config);
       const source = databaseFile(config);
       if (!existsSync(source)) throw new CliError(`no database in ${config.data_dir}`);
+      // A box from before recovery keys gets its pair now, shown once here: this backup is complete.
+      const made = readRecoveryPublic(config) ? undefined : newRecoveryPair(config);
+      if (made) process.stdout.write(recoveryKeyLines(made, 'this box had no recovery key; one was made').join('\n'));
       const dest = resolve(opts.to ?? join(backupDir(config), `manual-${stamp(Date.now())}.db`));
       if (existsSync(dest)) throw new CliError(`${dest} already exists; choose another --to`);
       const db = openCliDatabase(config); // refuses a database newer than this posd
@@ -86,7 +84,7 @@ export function backupCommand(): Command {
         if (packed.leftOut.length) {
           process.stdout.write(
             `  left out: ${packed.leftOut.join(', ')}: a box restored from it cannot sign webhooks as before; ` +
-              'set backup.passphrase (POSD_BACKUP_PASSPHRASE) or pass --passphrase-file to seal them in\n',
+              'run posd backup recovery-key and write down the key it shows\n',
           );
         }
       } catch (err) {
@@ -109,149 +107,36 @@ export function backupCommand(): Command {
     });
 }
 
-export function restoreCommand(): Command {
-  return withDataOptions(new Command('restore'))
-    .description('rebuild the box from a backup: database, webhook signing key and settings (the daemon must be stopped)')
-    .argument('<file>', 'a backup made by posd backup or the nightly backup')
-    .option('--passphrase-file <file>', 'the passphrase the backup was sealed with (default: backup.passphrase)')
-    .option('--without-secrets', 'restore a sealed backup without its passphrase: the database and the settings less their secrets')
-    .action(async (file: string, opts: DataOptions & PassphraseOptions & { withoutSecrets?: boolean }) => {
-      // On a fresh box the settings file named by --config is what the restore writes.
-      const settingsFile = opts.config ?? process.env.POSD_CONFIG;
-      const freshSettings = settingsFile !== undefined && !existsSync(settingsFile);
-      const config = freshSettings ? cliConfig({ data: opts.data }, {}, { noFile: true }) : cliConfig(opts);
-      const pid = runningDaemon(config);
-      if (pid !== null) throw new CliError(`posd is running on ${config.data_dir} (pid ${pid}); stop it first (systemctl stop posd), nothing was changed`);
-      const backup = resolve(file);
-      // The full check, index against table included: the backup was checked with quick_check when
-      // made (docs/operations.md, Integrity check). An index that disagrees with its table is rebuilt
-      // from the table in the copy being restored, below; anything else is refused.
-      let inspection: Inspection = inspectDatabase(backup);
-      const rebuild = inspection.ok ? [] : repairableIndexes(inspection.findings ?? []);
-      if (!inspection.ok && rebuild === null) throw new CliError(`${backup} cannot be restored: ${inspection.problem}; nothing was changed`);
-      let contents;
-      try {
-        contents = unpackBackup(readBundle(backup), passphraseOf(opts, config), opts.withoutSecrets);
-      } catch (err) {
-        if (err instanceof PassphraseNeededError) {
-          throw new CliError(
-            `${backup} holds the webhook signing key and the settings sealed under a passphrase: give it with --passphrase-file FILE or POSD_BACKUP_PASSPHRASE ` +
-              '(or --without-secrets to restore without them: webhook deliveries then fail until the key is put back); nothing was changed',
-          );
-        }
-        if (err instanceof WrongPassphraseError) throw new CliError(`wrong passphrase for ${backup}; nothing was changed`);
-        throw err;
+/** What a manager is shown of a new pair: the private half, once, and what it is for. */
+export function recoveryKeyLines(pair: RecoveryPair, why: string): string[] {
+  return [
+    `posd: ${why}: ${pair.id}`,
+    `  recovery key  ${pair.recoveryKey}`,
+    '  Write the recovery key down and keep it away from the box: it is shown only now, and posd restore',
+    '  asks for it to bring back the webhook signing key and the settings. The box keeps only its public half.',
+    '',
+  ];
+}
+
+function recoveryKeyCommand(): Command {
+  return withDataOptions(new Command('recovery-key'))
+    .description('make a new recovery key pair: later backups are sealed to it; older backups still need the old key')
+    .option('--json', 'print the key and its id as one JSON object and nothing else')
+    .action((_own: unknown, cmd: Command) => {
+      // `posd backup` has the same --data and --config: commander gives them to it, wherever they stand.
+      const opts = cmd.optsWithGlobals<DataOptions & { json?: boolean }>();
+      const config = cliConfig(opts);
+      if (!existsSync(databaseFile(config))) throw new CliError(`no database in ${config.data_dir}`);
+      const old = readRecoveryPublic(config);
+      const pair = newRecoveryPair(config);
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ recovery_key: pair.recoveryKey, recovery_key_id: pair.id, replaced: old?.id ?? null })}\n`);
+        return;
       }
-      const target = databaseFile(config);
-      ownerOnlyDir(config.data_dir);
-      const at = stamp(Date.now());
-      let kept: string | undefined;
-      // Staged and cleaned before anything live is touched, so a failure here changes nothing.
-      const staging = `${target}.restoring`;
-      copyFileSync(backup, staging);
-      ownerOnlyFiles(staging);
-      if (rebuild && rebuild.length > 0) {
-        const repaired = rebuildIndexes(staging, rebuild);
-        if (!repaired.ok) {
-          for (const suffix of ['', '-journal']) rmSync(staging + suffix, { force: true });
-          throw new CliError(
-            `${backup} cannot be restored: ${inspection.problem}; after rebuilding ${rebuild.join(', ')}: ${repaired.problem}; nothing was changed`,
-          );
-        }
-        inspection = repaired;
-      }
-      dropBundle(staging);
-      if (existsSync(target)) {
-        // Fold the log into the file first, so the copy kept aside is the whole current database.
-        const current = new Database(target);
-        current.pragma('wal_checkpoint(TRUNCATE)');
-        current.close();
-        kept = `${target}.pre-restore-${at}`;
-        renameSync(target, kept);
-      }
-      // A log left beside the new file would be replayed into it: remove both.
-      rmSync(`${target}-wal`, { force: true });
-      rmSync(`${target}-shm`, { force: true });
-      renameSync(staging, target);
-      const lines = [`posd: restored ${backup} (schema ${inspection.schemaVersion}) into ${config.data_dir}`];
-      if (rebuild && rebuild.length > 0) lines.push(`  rebuilt from their tables (they disagreed with them in the backup): ${rebuild.join(', ')}`);
-      if (kept) lines.push(`  the previous database is kept as ${kept}`);
-      if (contents.keyFile !== null) lines.push(`  webhook signing key ${contents.keyFingerprint ?? ''}: ${restoreKeyFile(config, contents.keyFile, at)}`);
-      if (contents.settings && Object.keys(contents.settings).length > 0) lines.push(`  settings: ${restoreSettings(config, contents.settings, settingsFile)}`);
-      if (contents.leftOut.length) lines.push(`  not in this backup: ${contents.leftOut.join(', ')}`);
-      // Whatever was or was not restored, say now whether webhooks will sign: the first delivery would tell too late.
-      const db = new Database(target, { readonly: true });
-      let check;
-      try {
-        check = checkSecretsKey(config, sealedSecretSample(db));
-      } finally {
-        db.close();
-      }
-      if (!check.ok) lines.push(`  WARNING: ${check.detail}; ${check.fix}`);
-      // A store that synced: the backup is older than what its central holds; say what the next start does about it.
-      lines.push(...(await rejoinNote(config, target)));
-      process.stdout.write(`${lines.join('\n')}\n`);
+      const lines = recoveryKeyLines(pair, 'a new recovery key pair');
+      if (old) lines.splice(-1, 0, `  Backups made before now are sealed to ${old.id}: keep that key as long as you keep them.`);
+      // The daemon seals each backup to the key file as it is then: the next nightly backup uses this one.
+      if (runningDaemon(config) !== null) lines.splice(-1, 0, '  The running daemon seals its next backup to the new key.');
+      process.stdout.write(lines.join('\n'));
     });
-}
-
-/**
- * `REINDEX` of each index in `file` (a copy being restored, never the user's backup), then the full
- * check again: ok only when the file is then whole.
- */
-function rebuildIndexes(file: string, indexes: string[]): Inspection {
-  try {
-    const db = new Database(file, { fileMustExist: true });
-    try {
-      for (const index of indexes) db.exec(`REINDEX "${index.replace(/"/g, '""')}"`);
-    } finally {
-      db.close();
-    }
-  } catch (err) {
-    return { ok: false, problem: (err as Error).message };
-  }
-  return inspectDatabase(file);
-}
-
-/** Puts the backup's key file in place (the one there, if different, kept aside); says what it did. */
-function restoreKeyFile(config: Config, text: string, at: string): string {
-  const file = secretsKeyFile(config);
-  const fingerprint = keyFingerprint(Buffer.from(text.trim(), 'base64'));
-  let note = `restored as ${file}`;
-  if (existsSync(file)) {
-    const current = readFileSync(file, 'utf8');
-    if (current.trim() === text.trim()) return `already in ${file}`;
-    const aside = `${file}.pre-restore-${at}`;
-    renameSync(file, aside);
-    note += `; the previous key is kept as ${aside}`;
-  }
-  const staging = `${file}.restoring`;
-  writeFileSync(staging, text, { mode: 0o600 });
-  ownerOnlyFiles(staging);
-  renameSync(staging, file);
-  if (config.webhooks.secrets_key && keyFingerprint(Buffer.from(config.webhooks.secrets_key, 'base64')) !== fingerprint) {
-    note += '; but the webhooks.secrets_key setting (POSD_WEBHOOKS_SECRETS_KEY) overrides it and is another key: remove that setting';
-  }
-  return note;
-}
-
-/** Writes the backup's settings where serve will read them, never over a different file. */
-function restoreSettings(config: Config, settings: Record<string, unknown>, settingsFile: string | undefined): string {
-  const text = `${JSON.stringify(settings, null, 2)}\n`;
-  if (settingsFile && !existsSync(settingsFile)) {
-    mkdirSync(dirname(resolve(settingsFile)), { recursive: true });
-    writeFileSync(settingsFile, text, { mode: 0o600 });
-    return `written to ${settingsFile}`;
-  }
-  if (settingsFile) {
-    try {
-      if (isDeepStrictEqual(JSON.parse(readFileSync(settingsFile, 'utf8')), settings)) return `the same as ${settingsFile}`;
-    } catch {
-      // unreadable or not JSON: kept, the backup's copy is written beside the data
-    }
-  }
-  const aside = join(config.data_dir, 'posd.json.from-backup');
-  writeFileSync(aside, text, { mode: 0o600 });
-  return settingsFile
-    ? `${settingsFile} differs and is kept; the backup's settings are in ${aside}: compare and merge`
-    : `written to ${aside}: serve with --config ${aside} (or move it to /etc/posd/posd.json)`;
 }

@@ -8,6 +8,16 @@ import { CentralClient, CentralRefusal } from '../sync/store/transport.js';
 import { joinCentral } from '../sync/store/join.js';
 import { boxCa, caLines } from './tls.js';
 import { normaliseFingerprint, pinOfPem, presentedChain, type CentralPin } from '../system/tls/central-pin.js';
+import { newRecoveryPair, type RecoveryPair } from '../system/recovery-key.js';
+
+/** The pair's private half in init's words, beside the keys: shown once, never stored. */
+function recoveryLines(pair: RecoveryPair): string[] {
+  return [
+    `  recovery key  ${pair.recoveryKey}`,
+    '  Write the recovery key down, away from the box: posd restore asks for it to bring back the webhook',
+    '  signing key and the settings from a backup. The box keeps only its public half.',
+  ];
+}
 
 type InitOptions = DataOptions & {
   role: 'store' | 'central';
@@ -61,11 +71,14 @@ export function initCommand(): Command {
         const sandbox = accounts.account(inst.sandbox_id)!.event_format;
         // The CA is made now so its fingerprint can be handed to the tills before the first serve.
         const ca = await boxCa(config);
+        const recovery = newRecoveryPair(config);
         if (opts.json)
           return printJson({
             ...inst,
             event_formats: { [inst.account_id]: live, [inst.sandbox_id]: sandbox },
             tls_ca: { file: ca.file, fingerprint: ca.fingerprint },
+            recovery_key: recovery.recoveryKey,
+            recovery_key_id: recovery.id,
           });
         process.stdout.write(
           [
@@ -76,11 +89,12 @@ export function initCommand(): Command {
             `  live key      ${inst.keys.live}`,
             `  test key      ${inst.keys.test}`,
             '  Keys are shown only now: store them somewhere safe.',
+            ...recoveryLines(recovery),
             ...caLines(ca),
             ...(live === 'both'
               ? []
               : [
-                  '  Choose both event formats (posd accounts set ' + inst.account_id + ' --event-formats both) when this account',
+                  `  Choose both event formats (posd accounts set ${inst.account_id} --event-formats both) when this account`,
                   '  continues an existing hosted account, or a shop plugin marks orders paid on payment_intent.succeeded',
                   '  (docs/compatibility.md, "Guides per client").',
                 ]),
@@ -134,7 +148,8 @@ async function joinAction(opts: InitOptions): Promise<void> {
   const db = openCliDatabase(config, { create: true });
   try {
     const joined = joinCentral(db, systemClock, snap, { url: url.toString(), key: opts.centralKey, pin });
-    if (opts.json) return printJson({ ...joined, central_pinned: pin?.fingerprint ?? null });
+    const recovery = newRecoveryPair(config);
+    if (opts.json) return printJson({ ...joined, central_pinned: pin?.fingerprint ?? null, recovery_key: recovery.recoveryKey, recovery_key_id: recovery.id });
     process.stdout.write(
       [
         `posd: this box is now store ${joined.store_id} of ${url.origin}`,
@@ -146,6 +161,7 @@ async function joinAction(opts: InitOptions): Promise<void> {
           : url.protocol === 'https:'
             ? "  pinned        nothing: the system's CAs vouch for the central (--central-ca or --central-fingerprint pins its own CA)"
             : '  plain HTTP    the link to the central is not encrypted: use https:// and pin its CA off loopback',
+        ...recoveryLines(recovery),
         '',
       ].join('\n'),
     );

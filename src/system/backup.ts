@@ -32,7 +32,8 @@ export interface BackupResult {
   phases: Record<string, number>;
 }
 
-function fsyncPath(path: string): void {
+/** Flushes a file, or a folder's entries, to the disk. */
+export function fsyncPath(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);

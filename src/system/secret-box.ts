@@ -31,7 +31,7 @@ export class KeyMismatchError extends Error {
   constructor(source: string, fingerprint: string) {
     super(
       `secret_key_mismatch: ${source} (key ${fingerprint}) does not match this database: its webhook secrets were sealed with another key; ` +
-        'put back the key of this database (posd restore of a backup made with backup.passphrase brings it back), or roll the endpoint secrets',
+        'put back the key of this database (posd restore of a complete backup brings it back), or roll the endpoint secrets',
     );
     this.name = 'KeyMismatchError';
   }
@@ -44,7 +44,7 @@ export class KeyMismatchError extends Error {
  * as the store. The name of the key's setting and file predate that wider use. The key comes from
  * `webhooks.secrets_key` (base64 of 32 bytes, e.g. from `POSD_WEBHOOKS_SECRETS_KEY`) or, when that is
  * empty, from `webhook-secrets.key` in the data folder, made (mode 0600) on first use. A backup carries
- * the key sealed under `backup.passphrase` (src/system/backup-bundle.ts).
+ * the key sealed to the recovery key (src/system/recovery-key.ts).
  */
 export class SecretBox {
   readonly fingerprint: string;
@@ -130,7 +130,7 @@ export function checkSecretsKey(config: Config, sealed: Array<{ id: string; secr
     return {
       ok: false,
       detail: `${secretsKeyFile(config)} is missing but the database holds endpoint secrets: every delivery will fail`,
-      fix: 'put back the key file of this database: posd restore of a backup made with backup.passphrase brings it back',
+      fix: 'put back the key file of this database: posd restore of a complete backup brings it back',
     };
   }
   let box: SecretBox;
@@ -146,7 +146,7 @@ export function checkSecretsKey(config: Config, sealed: Array<{ id: string; secr
       return {
         ok: false,
         detail: `${found.source} (key ${box.fingerprint}) does not match the database: it cannot open the secret of endpoint ${row.id}`,
-        fix: 'put back the key file of this database (posd restore of a backup made with backup.passphrase), or roll every endpoint secret',
+        fix: 'put back the key file of this database (posd restore of a complete backup), or roll every endpoint secret',
       };
     }
   }

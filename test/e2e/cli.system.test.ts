@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runPosd } from '../helpers/process.js';
 import { startTestServer } from '../helpers/server.js';
 import { openDatabase } from '../../src/db/database.js';
+import { parseRecoveryKey } from '../../src/system/recovery-key.js';
 
 let dir: string;
 beforeEach(() => {
@@ -17,7 +18,19 @@ describe('posd init, keys and accounts', () => {
     const r = await runPosd(['init', '--data', dir, '--json', '--name', 'Tienda Centro']);
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout);
-    expect(Object.keys(out).sort()).toEqual(['account_id', 'event_formats', 'keys', 'organization_id', 'sandbox_id', 'tls_ca']);
+    expect(Object.keys(out).sort()).toEqual([
+      'account_id',
+      'event_formats',
+      'keys',
+      'organization_id',
+      'recovery_key',
+      'recovery_key_id',
+      'sandbox_id',
+      'tls_ca',
+    ]);
+    // Only the public half of the recovery key stays on the box.
+    expect(out.recovery_key).toMatch(/^POSD-RK1-/);
+    expect(out.recovery_key_id).toMatch(/^rk-[0-9a-f]{12}$/);
     expect(out.account_id).toMatch(/^ac_[0-9a-z]{16}$/);
     expect(out.sandbox_id).toMatch(/^sbx_[0-9a-z]{16}$/);
     expect(out.keys.live).toMatch(/^sk_live_/);
@@ -25,6 +38,12 @@ describe('posd init, keys and accounts', () => {
     const db = openDatabase(join(dir, 'posd.db'));
     const dump = JSON.stringify(db.prepare('SELECT * FROM api_keys').all());
     db.close();
+    for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+      if (!statSync(join(dir, name)).isFile()) continue;
+      const bytes = readFileSync(join(dir, name));
+      expect(bytes.includes(parseRecoveryKey(out.recovery_key))).toBe(false);
+      expect(bytes.includes(parseRecoveryKey(out.recovery_key).toString('base64'))).toBe(false);
+    }
     expect(dump).not.toContain(out.keys.live);
     expect(dump).not.toContain(out.keys.test);
 

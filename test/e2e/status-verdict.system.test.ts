@@ -82,4 +82,36 @@ describe('the status page gives a verdict first', () => {
     box.child.kill('SIGTERM');
     expect((await box.exited).code).toBe(0);
   });
+
+  it('red while backups cannot rebuild the box: an upgraded box with no recovery key, until posd backup makes one', { timeout: 300_000 }, async () => {
+    const data = mkdtempSync(join(tmpdir(), 'posd-verdict-'));
+    dirs.push(data);
+    expect((await runPosd(['init', '--data', data, '--json'])).code).toBe(0);
+    // A box made before recovery keys: no public half in its data folder.
+    rmSync(join(data, 'recovery-key.pub'));
+    await setPassword(data, 'open sesame 2026');
+    const box = spawnDaemon(['--data', data, '--port', '0']);
+    daemons.push(box);
+    const [, url] = await box.waitFor(/"url":"(http:\/\/127\.0\.0\.1:\d+)\/api"/, 90_000);
+    const page = new PageClient(url);
+    const form = await page.get('/');
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(form.text)![1];
+    expect((await page.post('/login', { password: 'open sesame 2026', _csrf: csrf })).status).toBe(303);
+    const before = verdictOf((await page.get('/')).text);
+    expect(before.lines).toContainEqual(
+      expect.stringMatching(
+        /^recovery key: no recovery key: backups leave out the webhook signing key and secret settings, and cannot rebuild this box \| What to do: run posd backup recovery-key and write down the key it shows/,
+      ),
+    );
+
+    // The first backup makes the pair, shows its private half once, and is complete.
+    const backup = await runPosd(['backup', '--data', data]);
+    expect(backup.code).toBe(0);
+    expect(backup.stdout).toMatch(/^posd: this box had no recovery key; one was made: rk-[0-9a-f]{12}\n {2}recovery key {2}POSD-RK1-/);
+    expect(backup.stdout).toMatch(/secrets sealed to recovery key rk-[0-9a-f]{12}\)\n$/);
+    expect(verdictOf((await page.get('/')).text)).toEqual({ headline: 'All good', lines: [] });
+
+    box.child.kill('SIGTERM');
+    expect((await box.exited).code).toBe(0);
+  });
 });

@@ -36,13 +36,14 @@ export interface RunResult {
 }
 
 /** Runs the built `posd` command to completion. */
-export async function runPosd(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+export async function runPosd(args: string[], env: Record<string, string> = {}, stdin?: string): Promise<RunResult> {
   assertBuilt();
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (stdin !== undefined) child.stdin!.end(stdin);
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
   const [code] = (await once(child, 'exit')) as [number | null];
   return { code, stdout, stderr };
 }

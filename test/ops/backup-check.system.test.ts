@@ -195,7 +195,7 @@ describe('the integrity check of a backup copy', () => {
     const before = readFileSync(file);
     expect(check(file, 'integrity_check')).toMatch(/missing from index sqlite_autoindex_accounts_1/);
     const target = join(dir, 'target');
-    const r = await runPosd(['restore', file, '--data', target]);
+    const r = await runPosd(['restore', file, '--data', target, '--recovery-key-file', '-'], {}, init.recovery_key);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/\n {2}rebuilt from their tables \(they disagreed with them in the backup\): sqlite_autoindex_accounts_1\n/);

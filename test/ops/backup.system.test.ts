@@ -199,7 +199,10 @@ describe('backups under write load', () => {
     await load.stop();
     expect(b.stderr).toBe('');
     expect(b.code).toBe(0);
-    expect(b.stdout).toMatch(/^posd: backup written to .*manual\.db \(\d+ bytes, integrity checked\)\n {2}holds: database, settings\n$/);
+    // A box made without posd init has no recovery key: the backup makes one and shows it once.
+    expect(b.stdout).toMatch(
+      /^posd: this box had no recovery key; one was made: (rk-[0-9a-f]{12})\n {2}recovery key {2}POSD-RK1-[-0-9A-Z]+\n[\s\S]*posd: backup written to .*manual\.db \(\d+ bytes, integrity checked\)\n {2}holds: database, settings.* \(secrets sealed to recovery key \1\)\n$/,
+    );
     expect(lastBackupRun(server.daemon.ctx.db)).toMatchObject({ file, trigger: 'manual', ok: 1 });
     const notes = notesIn(file);
     for (const text of ackedBefore) expect(notes.has(text)).toBe(true);
@@ -214,17 +217,19 @@ describe('backups under write load', () => {
 });
 
 describe('posd restore', () => {
-  async function madeBackup(dir: string): Promise<string> {
+  /** A backup of a box made by posd init, and the recovery key init showed. */
+  async function madeBackup(dir: string): Promise<{ file: string; recoveryKey: string }> {
     const data = join(dir, 'src');
-    expect((await runPosd(['init', '--data', data, '--json'])).code).toBe(0);
+    const init = await runPosd(['init', '--data', data, '--json']);
+    expect(init.code).toBe(0);
     const file = join(dir, 'good.db');
     expect((await runPosd(['backup', '--data', data, '--to', file])).code).toBe(0);
-    return file;
+    return { file, recoveryKey: JSON.parse(init.stdout).recovery_key };
   }
 
   it('checks the backup first: a damaged file or a newer schema changes nothing', async () => {
     const dir = tmp();
-    const good = await madeBackup(dir);
+    const { file: good } = await madeBackup(dir);
     const target = join(dir, 'target');
     const inst = JSON.parse((await runPosd(['init', '--data', target, '--json'])).stdout);
 
@@ -256,13 +261,13 @@ describe('posd restore', () => {
 
   it('replaces the database, keeps the previous one aside and ignores a stale pid file whose pid was reused', async () => {
     const dir = tmp();
-    const good = await madeBackup(dir);
+    const { file: good, recoveryKey } = await madeBackup(dir);
     const source = JSON.parse((await runPosd(['accounts', 'list', '--data', join(dir, 'src'), '--json'])).stdout);
     const target = join(dir, 'target');
     await runPosd(['init', '--data', target, '--json']);
     // A daemon that died without cleaning up, its pid since given to another live process (this one).
     writeFileSync(join(target, 'posd.pid'), `${process.pid} 1\n`);
-    const r = await runPosd(['restore', good, '--data', target]);
+    const r = await runPosd(['restore', good, '--data', target, '--recovery-key-file', '-'], {}, recoveryKey);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(readdirSync(target).some((n) => n.startsWith('posd.db.pre-restore-'))).toBe(true);

@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
+import { makeRecoveryPair } from '../../src/system/recovery-key.js';
 import { Receiver } from '../helpers/receiver.js';
 import { until } from '../helpers/until.js';
 
@@ -83,7 +84,11 @@ describe('a complete backup', () => {
       const inst = JSON.parse((await runPosd(['init', '--data', boxA, '--config', settingsA, '--json'])).stdout) as {
         sandbox_id: string;
         keys: { test: string };
+        recovery_key: string;
+        recovery_key_id: string;
       };
+      const recoveryFile = join(root, 'recovery.txt');
+      writeFileSync(recoveryFile, `${inst.recovery_key}\n`);
       const a = await serve(['--data', boxA, '--config', settingsA]);
       const created = await request(`${a.url}/api/webhook_endpoints`, {
         method: 'POST',
@@ -93,53 +98,58 @@ describe('a complete backup', () => {
       expect(created.statusCode).toBe(201);
       const { signingSecret } = (await created.body.json()) as { signingSecret: string };
 
-      // Without a passphrase the backup says what it leaves out, and doctor fails on it.
-      const plain = join(root, 'plain.db');
-      const p = await runPosd(['backup', '--data', boxA, '--config', settingsA, '--to', plain]);
-      expect(p.code).toBe(0);
-      expect(p.stdout).toMatch(
-        /holds: database, settings\n {2}left out: the webhook signing key [0-9a-f]{12}: a box restored from it cannot sign webhooks as before; set backup\.passphrase/,
-      );
-      const lastBackup = (await doctor(boxA, settingsA)).get('last backup')!;
-      expect(lastBackup.ok).toBe(false);
-      expect(lastBackup.detail).toMatch(/left out the webhook signing key/);
-
-      // With one, taken beside the running daemon, it holds everything.
-      const passFile = join(root, 'pass.txt');
-      writeFileSync(passFile, 'correct horse battery staple\n');
+      // With no passphrase set anywhere, taken beside the running daemon, it holds everything: sealed to the recovery key.
       const full = join(root, 'full.db');
-      const b = await runPosd(['backup', '--data', boxA, '--config', settingsA, '--to', full, '--passphrase-file', passFile]);
+      const b = await runPosd(['backup', '--data', boxA, '--config', settingsA, '--to', full]);
       expect(b.stderr).toBe('');
       expect(b.code).toBe(0);
-      expect(b.stdout).toMatch(/holds: database, settings, webhook signing key [0-9a-f]{12} \(sealed\)\n$/);
-      expect((await doctor(boxA, settingsA)).get('last backup')!.ok).toBe(true);
-      // The key is not readable from the file without the passphrase.
+      expect(b.stdout).toMatch(
+        new RegExp(`holds: database, settings, webhook signing key [0-9a-f]{12} \\(secrets sealed to recovery key ${inst.recovery_key_id}\\)\n$`),
+      );
+      const checks = await doctor(boxA, settingsA);
+      expect(checks.get('last backup')!.ok).toBe(true);
+      expect(checks.get('recovery key')).toMatchObject({ ok: true, detail: `backups are sealed to recovery key ${inst.recovery_key_id}` });
+      // The key is not readable from the file without the recovery key.
       const keyA = readFileSync(join(boxA, 'webhook-secrets.key'), 'utf8');
       expect(readFileSync(full).includes(Buffer.from(keyA.trim()))).toBe(false);
       await stop(a.d);
 
-      // A fresh box: nothing but the backup file and the passphrase.
+      // A fresh box: nothing but the backup file and the recovery key written down at init.
       const boxC = join(root, 'c');
       const settingsC = join(root, 'etc', 'posd.json');
-      const noPass = await runPosd(['restore', full, '--data', boxC, '--config', settingsC]);
-      expect(noPass.code).toBe(2);
-      expect(noPass.stderr).toMatch(/sealed under a passphrase: give it with --passphrase-file FILE or POSD_BACKUP_PASSPHRASE .*nothing was changed/);
+      const noKey = await runPosd(['restore', full, '--data', boxC, '--config', settingsC]);
+      expect(noKey.code).toBe(2);
+      expect(noKey.stderr).toMatch(
+        new RegExp(`sealed to recovery key ${inst.recovery_key_id}: give the key posd init showed with --recovery-key-file FILE .*nothing was changed`),
+      );
       const wrongFile = join(root, 'wrong.txt');
-      writeFileSync(wrongFile, 'wrong\n');
-      const wrong = await runPosd(['restore', full, '--data', boxC, '--config', settingsC, '--passphrase-file', wrongFile]);
+      writeFileSync(wrongFile, `${makeRecoveryPair().recoveryKey}\n`);
+      const wrong = await runPosd(['restore', full, '--data', boxC, '--config', settingsC, '--recovery-key-file', wrongFile]);
       expect(wrong.code).toBe(2);
-      expect(wrong.stderr).toMatch(/^posd: wrong passphrase for .*full\.db; nothing was changed\n$/);
+      expect(wrong.stderr).toMatch(
+        new RegExp(
+          `^posd: the recovery key given \\(rk-[0-9a-f]{12}\\) is not the one this backup was sealed to \\(${inst.recovery_key_id}\\): .*full\\.db; nothing was changed\n$`,
+        ),
+      );
+      const typo = join(root, 'typo.txt');
+      const groups = inst.recovery_key.split('-');
+      groups[4] = `${groups[4][0] === 'A' ? 'B' : 'A'}${groups[4].slice(1)}`;
+      writeFileSync(typo, `${groups.join('-')}\n`);
+      const mistyped = await runPosd(['restore', full, '--data', boxC, '--config', settingsC, '--recovery-key-file', typo]);
+      expect(mistyped.stderr).toMatch(/does not check out: a character is mistyped/);
       expect(existsSync(join(boxC, 'posd.db'))).toBe(false);
       expect(existsSync(settingsC)).toBe(false);
 
-      // The passphrase from the environment, as the service would have it.
-      const r = await runPosd(['restore', full, '--data', boxC, '--config', settingsC], { POSD_BACKUP_PASSPHRASE: 'correct horse battery staple' });
+      // The recovery key on standard input, as a manager would paste it.
+      const r = await runPosd(['restore', full, '--data', boxC, '--config', settingsC, '--recovery-key-file', '-'], {}, `${inst.recovery_key}\n`);
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
       expect(r.stdout).toMatch(/webhook signing key [0-9a-f]{12}: restored as .*webhook-secrets\.key\n/);
       expect(r.stdout).toContain(`settings: written to ${settingsC}`);
+      expect(r.stdout).toContain(`recovery key: ${inst.recovery_key_id}: later backups are sealed to it`);
       expect(r.stdout).not.toMatch(/WARNING/);
       expect(readFileSync(join(boxC, 'webhook-secrets.key'), 'utf8')).toBe(keyA);
+      expect(readFileSync(join(boxC, 'recovery-key.pub'), 'utf8')).toBe(readFileSync(join(boxA, 'recovery-key.pub'), 'utf8'));
       expect(JSON.parse(readFileSync(settingsC, 'utf8'))).toEqual({ webhooks: { allow_cidrs: ['127.0.0.1/32'], poll_ms: 100 }, backup: { keep: 3 } });
       const restoredDb = new Database(join(boxC, 'posd.db'), { readonly: true });
       // The bundle does not stay in the live database.
@@ -186,6 +196,53 @@ describe('a complete backup', () => {
       expect(lastError).toMatch(/^secret_key_mismatch: .*webhook-secrets\.key \(key [0-9a-f]{12}\) does not match this database/);
       expect(receiver.received.some((x) => x.headers['webhook-id'] === 'msg_mismatched00001')).toBe(false);
       await stop(dd.d);
+    },
+  );
+
+  it(
+    'a passphrase setup keeps working beside the recovery key, and the passphrase is never written back in clear; a new pair leaves old backups to the old key',
+    { timeout: 300_000 },
+    async () => {
+      const root = dir();
+      const boxA = join(root, 'a');
+      const settingsA = join(root, 'a.json');
+      writeFileSync(settingsA, JSON.stringify({ backup: { passphrase: 'correct horse battery staple', keep: 2 } }));
+      const inst = JSON.parse((await runPosd(['init', '--data', boxA, '--config', settingsA, '--json'])).stdout) as {
+        recovery_key: string;
+        recovery_key_id: string;
+      };
+      const file = join(root, 'both.db');
+      const b = await runPosd(['backup', '--data', boxA, '--config', settingsA, '--to', file]);
+      expect(b.code).toBe(0);
+      expect(b.stdout).toContain(`(secrets sealed to recovery key ${inst.recovery_key_id} and backup.passphrase)`);
+      expect(readFileSync(file).includes(Buffer.from('correct horse'))).toBe(false);
+
+      // Restored with the passphrase alone, as a service environment gives it.
+      const boxB = join(root, 'b');
+      const settingsB = join(root, 'etc-b', 'posd.json');
+      const r = await runPosd(['restore', file, '--data', boxB, '--config', settingsB], { POSD_BACKUP_PASSPHRASE: 'correct horse battery staple' });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(readFileSync(settingsB, 'utf8')).not.toContain('correct horse');
+      expect(JSON.parse(readFileSync(settingsB, 'utf8'))).toEqual({ backup: { keep: 2 } });
+
+      // A new pair: later backups are sealed to it, this one still opens only with the key from init.
+      const made = await runPosd(['backup', 'recovery-key', '--data', boxA, '--config', settingsA, '--json']);
+      expect(made.code).toBe(0);
+      const fresh = JSON.parse(made.stdout) as { recovery_key: string; recovery_key_id: string; replaced: string };
+      expect(fresh.replaced).toBe(inst.recovery_key_id);
+      expect(fresh.recovery_key_id).not.toBe(inst.recovery_key_id);
+      const boxC = join(root, 'c');
+      const settingsC = join(root, 'etc-c', 'posd.json');
+      const newKey = await runPosd(['restore', file, '--data', boxC, '--config', settingsC, '--recovery-key-file', '-'], {}, fresh.recovery_key);
+      expect(newKey.code).toBe(2);
+      expect(newKey.stderr).toContain(`is not the one this backup was sealed to (${inst.recovery_key_id})`);
+      const oldKey = await runPosd(['restore', file, '--data', boxC, '--config', settingsC, '--recovery-key-file', '-'], {}, inst.recovery_key);
+      expect(oldKey.stderr).toBe('');
+      expect(oldKey.code).toBe(0);
+      expect(readFileSync(settingsC, 'utf8')).not.toContain('correct horse');
+      const later = await runPosd(['backup', '--data', boxA, '--config', settingsA, '--to', join(root, 'later.db')]);
+      expect(later.stdout).toContain(`secrets sealed to recovery key ${fresh.recovery_key_id} and backup.passphrase`);
     },
   );
 });

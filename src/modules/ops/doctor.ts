@@ -6,6 +6,7 @@ import type { Config } from '../../config.js';
 import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
 import { inspectDatabase } from '../../system/backup.js';
+import { readRecoveryPublic } from '../../system/recovery-key.js';
 import { runningDaemon } from '../../system/daemon-lock.js';
 import { checkSecretsKey } from '../../system/secret-box.js';
 import { undici } from '../../system/undici.js';
@@ -164,7 +165,7 @@ export function recordedChecks(config: Config, db: Database.Database, nowMs: num
               name: 'last backup',
               ok: false,
               detail: `${last!.finished_at} (${last!.file}) left out ${leftOut.join(', ')}: a box restored from it cannot sign webhooks as before`,
-              fix: 'set backup.passphrase (POSD_BACKUP_PASSPHRASE in the service environment), then run posd backup --passphrase-file FILE now',
+              fix: 'run posd backup now: it seals them to the recovery key (making one, shown once, if the box has none)',
             }
           : ageH <= 36
             ? { name: 'last backup', ok: true, detail: `${last!.finished_at} (${last!.file})` }
@@ -176,6 +177,7 @@ export function recordedChecks(config: Config, db: Database.Database, nowMs: num
               },
       );
     }
+    if (has('backup_runs') && config.backup.hour >= 0) out.push(recoveryKeyCheck(config));
     if (has('webhook_endpoints')) {
       out.push({ name: 'webhook signing key', ...checkSecretsKey(config, sealedSecretSample(db)) });
       out.push(webhooks(config, db, nowMs));
@@ -185,6 +187,24 @@ export function recordedChecks(config: Config, db: Database.Database, nowMs: num
     if (has('tax_invoices')) out.push(taxInvoicing(config, db));
   }
   return out;
+}
+
+/** Can a backup made now rebuild the box: is there a key its secrets are sealed to? */
+function recoveryKeyCheck(config: Config): Check {
+  let recovery: ReturnType<typeof readRecoveryPublic>;
+  try {
+    recovery = readRecoveryPublic(config);
+  } catch (err) {
+    return { name: 'recovery key', ok: false, detail: (err as Error).message, fix: 'run posd backup recovery-key and write down the key it shows' };
+  }
+  if (recovery) return { name: 'recovery key', ok: true, detail: `backups are sealed to recovery key ${recovery.id}` };
+  if (config.backup.passphrase) return { name: 'recovery key', ok: true, detail: 'no recovery key; backups are sealed under backup.passphrase' };
+  return {
+    name: 'recovery key',
+    ok: false,
+    detail: 'no recovery key: backups leave out the webhook signing key and secret settings, and cannot rebuild this box',
+    fix: 'run posd backup recovery-key and write down the key it shows (then posd backup)',
+  };
 }
 
 /** Sync: the same alerts the daemon logs and the page shows (records ageing, link down, records parked). */

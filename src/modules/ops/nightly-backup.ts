@@ -40,7 +40,10 @@ export async function recordedBackup(ctx: AppContext, file: string, trigger: 'ni
     const pruned = trigger === 'nightly' ? pruneNightly(backupDir(ctx.config), ctx.config.backup.keep) : [];
     outcome = { ok: true, file, bytes: r.bytes, error: null, pruned, leftOut: packed.leftOut };
     if (packed.leftOut.length)
-      ctx.log.warn({ event: 'backup.incomplete', file, left_out: packed.leftOut }, 'backup left out secrets: set backup.passphrase (POSD_BACKUP_PASSPHRASE)');
+      ctx.log.warn(
+        { event: 'backup.incomplete', file, left_out: packed.leftOut },
+        'backup left out secrets: no recovery key to seal them to (posd backup recovery-key makes one)',
+      );
   } catch (err) {
     outcome = { ok: false, file, bytes: null, error: (err as Error).message, pruned: [], leftOut: [] };
   }

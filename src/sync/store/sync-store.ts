@@ -159,3 +159,12 @@ export class StoreSideStore extends SyncState {
 }
 
 export const storeSide = perDb((db) => new StoreSideStore(db));
+
+/** Every outage window this box recorded (link, start, end), oldest first: its outage history. */
+export function outageHistory(db: Db): Array<{ link: string; started_at: string; ended_at: string | null }> {
+  return db.prepare('SELECT link, started_at, ended_at FROM outage_windows ORDER BY started_at, seq').all() as Array<{
+    link: string;
+    started_at: string;
+    ended_at: string | null;
+  }>;
+}

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { request } from 'undici';
@@ -21,6 +22,7 @@ let storeDir: string;
 let storeKey: string;
 let storeId: string;
 let centralUrl: string;
+let recoveryKeyFile: string;
 /** Amounts of every sale the store answered 201 for: each is unique, so a sale is found by its amount. */
 const sold: number[] = [];
 let nextAmount = 100;
@@ -144,7 +146,11 @@ beforeAll(async () => {
   const proxyPort = await proxy.listen();
   storeDir = tempDir('posd-store-');
   centralUrl = `http://127.0.0.1:${proxyPort}`;
-  storeId = (await posd(['init', '--central-url', centralUrl, '--central-key', storeKey, '--json', '--data', storeDir])).store_id;
+  const joined = await posd(['init', '--central-url', centralUrl, '--central-key', storeKey, '--json', '--data', storeDir]);
+  storeId = joined.store_id;
+  // The recovery key a store joined with --central-url is shown, as posd init shows it: written down.
+  recoveryKeyFile = join(tempDir('posd-recovery-'), 'recovery.txt');
+  writeFileSync(recoveryKeyFile, `${joined.recovery_key}\n`);
   await startStore();
 }, 60_000);
 
@@ -170,7 +176,7 @@ describe('a synced store restored from its own older backup', () => {
     const centralIds = centralDb.prepare('SELECT id FROM sync_received WHERE store_id = ?').all(storeId) as Array<{ id: string }>;
 
     await stopStore();
-    const out = String(await posd(['restore', backup, '--data', storeDir]));
+    const out = String(await posd(['restore', backup, '--data', storeDir, '--recovery-key-file', recoveryKeyFile]));
     const lacking = withStoreDb((db) => {
       const have = new Set((db.prepare('SELECT id FROM sync_outbox').all() as Array<{ id: string }>).map((r) => r.id));
       return centralIds.filter((r) => !have.has(r.id)).length;
@@ -198,7 +204,7 @@ describe('a synced store restored from its own older backup', () => {
 
     proxy.mode = { up: false, cutResponse: 0, delayMs: 0 };
     proxy.cutAll();
-    const out = String(await posd(['restore', backup, '--data', storeDir]));
+    const out = String(await posd(['restore', backup, '--data', storeDir, '--recovery-key-file', recoveryKeyFile]));
     expect(out).toMatch(/the central could not be asked now .*at next start, before it pushes, the store fetches the records the backup lacks/);
     const pushesBefore = proxy.seen.length;
 

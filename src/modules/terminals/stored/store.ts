@@ -297,3 +297,20 @@ function makeStore(db: Db) {
     flagged: (accountId: string, liveMode: boolean) => flagged.all(accountId, liveMode ? 1 : 0) as StoredPaymentRow[],
   };
 }
+
+/** A card stored offline and still waiting (not final), as `posd restore` names it. */
+export interface WaitingStoredPayment {
+  id: string;
+  offline_reference: string;
+  status: string;
+  amount_in_cents: number;
+  currency: string;
+  stored_at: string;
+}
+
+/** Every stored payment not yet final, oldest first: what a restore must not drop unsaid. */
+export function waitingStoredPayments(db: Db): WaitingStoredPayment[] {
+  return db
+    .prepare('SELECT id, offline_reference, status, amount_in_cents, currency, stored_at FROM stored_payments WHERE final = 0 ORDER BY stored_at, seq')
+    .all() as WaitingStoredPayment[];
+}

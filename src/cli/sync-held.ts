@@ -1,3 +1,4 @@
+import { tx } from '../db/database.js';
 import type { Command } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
@@ -34,7 +35,7 @@ export function heldCommands(sync: Command): void {
     .action((id: string, opts: DataOptions & { reason: string }) =>
       run(opts, (db) => {
         const note = reasonOf(opts.reason);
-        const ok = db.transaction(() => centralSide(db).releaseReview(id, note, new Date().toISOString()))();
+        const ok = tx(db, () => centralSide(db).releaseReview(id, note, new Date().toISOString()));
         if (!ok) throw new CliError(`${id} is not held for review (posd sync held list)`);
         process.stdout.write(`${id} released: ${note}; the running central applies it within seconds\n`);
       }),
@@ -50,7 +51,7 @@ export function heldCommands(sync: Command): void {
         const row = store.received(id);
         const account = row && new AccountsService(db, systemClock).account(row.account_id);
         const now = new Date().toISOString();
-        const ok = db.transaction(() => {
+        const ok = tx(db, () => {
           if (!row || !account || !store.rejectReview(id, `review_rejected (payload): ${note}`, note, now)) return false;
           publishRefusal(
             { db, log: pino({ level: 'silent' }) },
@@ -59,7 +60,7 @@ export function heldCommands(sync: Command): void {
             { reason: note, code: 'review_rejected', field: 'payload' },
           );
           return true;
-        })();
+        });
         if (!ok) throw new CliError(`${id} is not held for review (posd sync held list)`);
         process.stdout.write(`${id} rejected: ${note}\n`);
       }),

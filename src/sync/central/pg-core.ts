@@ -34,9 +34,16 @@ import {
 /** Records copied from PostgreSQL's log into the core's SQLite per transaction. */
 export const INGEST_BATCH = 1000;
 /**
+ * How far a store's ingest runs ahead of the projector: past this many records received in the
+ * core's SQLite and not applied yet, the store waits for the projector's slices. Without it the
+ * first cycle of a catch-up copied every store's whole backlog before its first report, and
+ * PostgreSQL's applied figure stood still meanwhile (10-20 s in the issue's run).
+ */
+export const INGEST_AHEAD = 2 * INGEST_BATCH;
+/**
  * The fallback timer: stores behind in PostgreSQL are looked at this often even when no front rang
  * (a lost notification costs this much), the relay copies what no bell rang for (another process's
- * key writes), and a store still catching up reports its outcomes and day totals at most this often.
+ * key writes).
  */
 export const CORE_TICK_MS = 1000;
 
@@ -107,6 +114,8 @@ export class PgCore implements Worker {
   private want: Want = { all: false, behind: false, stores: new Set(), report: false };
   private cycling: Promise<void> | undefined;
   private readonly reporter: CoreReporter;
+  /** Stores whose ingest waits for the projector (INGEST_AHEAD): asked again as its slices make room. */
+  private readonly waiting = new Set<string>();
 
   constructor(private readonly ctx: AppContext) {
     const { url, pool_max: max } = ctx.config.sync.postgres;
@@ -214,7 +223,8 @@ export class PgCore implements Worker {
     feedBell(db).on('rows', onRows);
     relay.start(CORE_TICK_MS);
     onRows();
-    projectorBell(db).onSlice(() => this.poke({ report: true }));
+    this.waiting.clear();
+    projectorBell(db).onSlice(() => this.poke({ report: true, stores: this.roomMade() }));
     const timer = setInterval(() => this.poke({ behind: true }), CORE_TICK_MS);
     timer.unref();
     this.poke({ all: true });
@@ -290,14 +300,34 @@ export class PgCore implements Worker {
     }
   }
 
-  /** Copies one store's records past the core's `received_seq` into its SQLite, in batches, and rings the projector. */
+  /** The waiting stores the projector has caught up with to half of INGEST_AHEAD: their ingest goes on. */
+  private roomMade(): string[] {
+    if (!this.waiting.size) return [];
+    const store = centralSide(this.ctx.db);
+    const ready = [...this.waiting].filter((id) => {
+      const row = store.storeRow(id);
+      return !row || row.received_seq - row.applied_seq < INGEST_AHEAD / 2;
+    });
+    for (const id of ready) this.waiting.delete(id);
+    return ready;
+  }
+
+  /**
+   * Copies one store's records past the core's `received_seq` into its SQLite, in batches, and
+   * rings the projector; no further than INGEST_AHEAD past what the projector applied.
+   */
   private async ingestStore(t: PgStoreRow): Promise<void> {
     const { ctx, pool } = this;
     const store = centralSide(ctx.db);
     for (;;) {
       if (!this.active) return;
-      const after = store.storeRow(t.store_id)?.received_seq ?? 0;
+      const row = store.storeRow(t.store_id);
+      const after = row?.received_seq ?? 0;
       if (t.received_seq <= after) return;
+      if (row && after - row.applied_seq >= INGEST_AHEAD) {
+        this.waiting.add(t.store_id);
+        return;
+      }
       const rows = await readReceived(pool, t.store_id, after, INGEST_BATCH);
       if (!rows.length) return;
       const at = isoTime(ctx.clock.now());

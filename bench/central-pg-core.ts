@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pino from 'pino';
@@ -12,6 +12,7 @@ import { accountsOf } from '../src/accounts/service.js';
 import { applyPush, syncScope } from '../src/sync/central/service.js';
 import { projected, projectorWorker } from '../src/sync/central/projector.js';
 import { pgCoreWorker } from '../src/sync/central/pg-core.js';
+import { centralSide } from '../src/sync/central/sync-store.js';
 import { createPool, migrate, receivePush } from '../src/sync/pg/index.js';
 import type { PushRecord } from '../src/sync/shared/wire.js';
 
@@ -52,7 +53,23 @@ function records(accountId: string): PushRecord[] {
   });
 }
 
-async function viaPostgres(url: string, poolConfig: object): Promise<number> {
+/**
+ * How long PostgreSQL's applied figure trailed the core's own: for each sample of the core's
+ * applied_seq (its SQLite), the time until PostgreSQL said as much; the longest, in ms.
+ */
+function trailMs(samples: ReadonlyArray<{ t: number; core: number; pg: number }>): number {
+  let worst = 0;
+  let j = 0;
+  for (let i = 0; i < samples.length; i++) {
+    // The core's figure only grows: the sample where PostgreSQL caught up only moves forward.
+    j = Math.max(j, i);
+    while (j < samples.length - 1 && samples[j].pg < samples[i].core) j++;
+    worst = Math.max(worst, samples[j].t - samples[i].t);
+  }
+  return worst;
+}
+
+async function viaPostgres(url: string, poolConfig: object): Promise<{ rate: number; trail: number }> {
   const { dir, accountId } = await centralDir();
   const pool = createPool({ ...poolConfig, max: 2 });
   await migrate(pool);
@@ -63,8 +80,10 @@ async function viaPostgres(url: string, poolConfig: object): Promise<number> {
   const workers = [projectorWorker(ctx), pgCoreWorker(ctx)];
   const t0 = performance.now();
   for (const w of workers) await w.start();
+  const samples: Array<{ t: number; core: number; pg: number }> = [];
   for (;;) {
     const row = (await pool.query('SELECT applied_seq FROM sync_stores WHERE store_id = $1', [STORE])).rows[0];
+    samples.push({ t: performance.now(), core: centralSide(ctx.db).storeRow(STORE)?.applied_seq ?? 0, pg: row?.applied_seq ?? 0 });
     if (row.applied_seq === RECORDS) break;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -73,7 +92,7 @@ async function viaPostgres(url: string, poolConfig: object): Promise<number> {
   await pool.end();
   ctx.db.close();
   rmSync(dir, { recursive: true, force: true });
-  return (RECORDS / ms) * 1000;
+  return { rate: (RECORDS / ms) * 1000, trail: trailMs(samples) };
 }
 
 async function viaSqlite(): Promise<number> {
@@ -100,11 +119,11 @@ export async function run(): Promise<BenchResult[]> {
     const config = await cluster.createDatabase('core');
     const url = `postgresql://${cluster.user}@localhost:${cluster.port}/core?host=${encodeURIComponent(cluster.host)}`;
     const sqlite = await viaSqlite();
-    const pg = await viaPostgres(url, config);
+    const { rate: pg, trail } = await viaPostgres(url, config);
     return [
       {
-        scenario: `central-pg-core: ${RECORDS} event records of one store received in PostgreSQL, applied by the core (ingest, project, report)`,
-        metrics: { 'records/s applied (PostgreSQL core)': pg },
+        scenario: `central-pg-core: ${RECORDS} event records of one store received in PostgreSQL, applied by the core (ingest, project, report); load average ${loadavg()[0].toFixed(1)}`,
+        metrics: { 'records/s applied (PostgreSQL core)': pg, "ms PostgreSQL's applied figure trailed the core's (longest)": trail },
         baseline: { 'records/s applied (SQLite central, same records received there)': sqlite },
         ratio: pg / sqlite,
         target: 'printed only (the core adds the copy from PostgreSQL and the report back to the same projector)',

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
-import { CliError } from './cli/common.js';
+import { CliError, isChainRefusal } from './cli/common.js';
+import { LogWriteRefused } from './sync/central/central-log-cli.js';
 import { initCommand } from './cli/init.js';
 import { tlsCommand } from './cli/tls.js';
 import { serveCommand } from './cli/serve.js';
@@ -57,6 +58,11 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof CliError) {
       if (err.message) process.stderr.write(`posd: ${err.message}\n`);
       return err.exitCode;
+    }
+    // A write refused on a chain core's folder (src/cli/common.ts): its message says why and what to use.
+    if (err instanceof LogWriteRefused || isChainRefusal(err)) {
+      process.stderr.write(`posd: ${(err as Error).message}\n`);
+      return 2;
     }
     process.stderr.write(`posd: unexpected error: ${(err as Error).message}\n`);
     return 1;

@@ -3,7 +3,10 @@ import { existsSync } from 'node:fs';
 import { loadConfigLayers, unknownEnvNames, ConfigError, type Config } from '../config.js';
 import { openDatabase, type Db } from '../db/database.js';
 import { databaseFile } from '../db/paths.js';
-import { DatabaseRefusedError } from '../db/migrate.js';
+import { DatabaseRefusedError, migrate } from '../db/migrate.js';
+import { isChainCoreFile, refuseWrites } from '../db/change-capture.js';
+import { runningDaemon } from '../system/daemon-lock.js';
+import { CliLogWriter, LogWriteRefused } from '../sync/central/central-log-cli.js';
 import { AccountsService } from '../accounts/service.js';
 import Database from 'better-sqlite3';
 import { systemClock } from '../clock.js';
@@ -70,14 +73,81 @@ export function requireInstallation(config: Config): void {
 
 export function openCliDatabase(config: Config, opts: { create?: boolean } = {}): Db {
   if (!opts.create) requireInstallation(config);
+  let db: Db;
   try {
-    return openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms });
+    db = openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms, migrate: false });
+    // A chain core's file is migrated by its daemon only: the log's replay expects the leader's schema.
+    if (!isChainCoreFile(db)) migrate(db);
   } catch (err) {
     if (err instanceof DatabaseRefusedError) throw new CliError(err.message);
     const code = (err as NodeJS.ErrnoException).code;
     if (code) throw new CliError(`cannot open the database in ${config.data_dir}: ${code} (${(err as Error).message})`);
     throw err;
   }
+  if (isChainCoreFile(db)) guardChainCore(db, config);
+  return db;
+}
+
+/**
+ * The operator's way for the changes a command makes on a chain core, where one exists (the
+ * command named by its first words).
+ */
+const CHAIN_WAYS: Array<[RegExp, string]> = [
+  [/^webhooks replay/, 'the leading core\'s status page (/ops: each endpoint\'s "Resend the failed")'],
+  [/^payments offline (allow|revoke)/, "the leading core's status page (/ops: POST /ops/offline/allow and /ops/offline/revoke)"],
+];
+
+const CHAIN_REFUSAL = "is a chain core's folder, a projection of the central log";
+
+/** A write refused by guardChainCore's triggers (SQLite's error carries the message). */
+export function isChainRefusal(err: unknown): boolean {
+  return (err as { code?: string }).code === 'SQLITE_CONSTRAINT_TRIGGER' && String((err as Error).message).includes(CHAIN_REFUSAL);
+}
+
+/**
+ * A chain core's file is a projection of the central's log in PostgreSQL (docs/central.md, "One
+ * log"): a command may write it only through that log. With no daemon on the folder and the chain's
+ * PostgreSQL configured, the command takes the lease and appends its writes (CliLogWriter) until its
+ * connection closes; otherwise every write is refused, its error saying why and what to use.
+ */
+function guardChainCore(db: Db, config: Config): void {
+  const command = process.argv
+    .slice(2)
+    .filter((a) => !a.startsWith('-'))
+    .slice(0, 3)
+    .join(' ');
+  let why: string;
+  const pid = runningDaemon(config);
+  if (pid !== null) why = `a daemon (pid ${pid}) serves it`;
+  else if (!config.sync.postgres.url) why = "no sync.postgres.url is configured for this command (give it the core's --config)";
+  else {
+    try {
+      const writer = CliLogWriter.open(db, config.sync.postgres.url);
+      const close = db.close.bind(db);
+      db.close = () => {
+        try {
+          writer.finish();
+        } catch (err) {
+          if (err instanceof LogWriteRefused) throw new CliError(err.message);
+          throw err;
+        } finally {
+          close();
+        }
+        return db;
+      };
+      return;
+    } catch (err) {
+      if (!(err instanceof LogWriteRefused)) throw err;
+      why = err.message;
+    }
+  }
+  const way = CHAIN_WAYS.find(([re]) => re.test(command))?.[1];
+  refuseWrites(
+    db,
+    `${config.data_dir} ${CHAIN_REFUSAL} in PostgreSQL, and ${why}: ` +
+      `a write made here would live in this file only, so nothing was written. ${way ? `Use ${way}, or` : 'To make this change,'} stop every core of the chain ` +
+      "and run the command again with the core's configuration (--config): it then writes through the central log.",
+  );
 }
 
 export function printJson(value: unknown): void {

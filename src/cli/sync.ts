@@ -1,3 +1,4 @@
+import { tx } from '../db/database.js';
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
 import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
@@ -175,7 +176,7 @@ function operatorCommands(sync: Command): void {
         const store = centralSide(db);
         const chosen = opts.all ? store.recordsIn('parked', opts.store ?? null, 1_000_000).map((r) => r.id) : ids;
         if (chosen.length === 0) throw new CliError(opts.all ? 'no parked records' : 'name the records to retry (posd sync records lists them), or --all');
-        const put = db.transaction(() => chosen.filter((id) => store.retry(id)))();
+        const put = tx(db, () => chosen.filter((id) => store.retry(id)));
         const notParked = chosen.filter((id) => !put.includes(id));
         if (notParked.length) process.stderr.write(`posd: not parked, left alone: ${notParked.join(', ')}\n`);
         if (put.length === 0) throw new CliError('nothing to retry');
@@ -208,7 +209,7 @@ function operatorCommands(sync: Command): void {
       withStore(opts, async (config, db) => {
         centralOnly(config);
         if (!opts.reason.trim()) throw new CliError('--reason: say why the record is skipped');
-        const ok = db.transaction(() => centralSide(db).skip(id, opts.reason.trim(), new Date().toISOString()))();
+        const ok = tx(db, () => centralSide(db).skip(id, opts.reason.trim(), new Date().toISOString()));
         if (!ok) throw new CliError(`${id} is not a parked or held record (posd sync records lists them)`);
         process.stdout.write(`${id} skipped: ${opts.reason.trim()}\n`);
       }),

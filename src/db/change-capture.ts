@@ -1,4 +1,4 @@
-import type { Db } from './database.js';
+import { tx, type Db } from './database.js';
 import { perDb } from './per-db.js';
 
 /**
@@ -173,7 +173,13 @@ export function replayChanges(db: Db, changes: readonly RowChange[]): void {
       continue;
     }
     const cols = s.get(table)!.columns;
-    const values = cols.map((c) => row[c] ?? null);
+    // A text value SQLite made with a JSON function in the same statement (a feed row's payload
+    // from json_object) keeps its JSON subtype into the trigger, and json_object embeds it as an
+    // object, not a string: it is stored back as the text it was.
+    const values = cols.map((c) => {
+      const v = row[c] ?? null;
+      return v !== null && typeof v === 'object' ? JSON.stringify(v) : v;
+    });
     if (r.update([...values, ...k]) === 0) r.insert(Array.isArray(key) ? values : [key, ...values]);
   }
 }
@@ -191,4 +197,50 @@ export function snapshotChanges(db: Db): RowChange[] {
     }
   }
   return out;
+}
+
+/**
+ * Refuses every insert, update and delete on this connection with `message` (TEMP triggers: this
+ * connection only). A tool opening a chain core's file while it cannot write through the log gets
+ * the reason as the error of its first write, whatever code made it.
+ */
+export function refuseWrites(db: Db, message: string): void {
+  const raise = `SELECT RAISE(ABORT, '${message.replace(/'/g, "''")}');`;
+  for (const s of shapes(db).values()) {
+    for (const [op, verb] of [
+      ['i', 'INSERT'],
+      ['u', 'UPDATE'],
+      ['d', 'DELETE'],
+    ] as const)
+      db.exec(`CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_refuse_${op}_${s.name}`)} BEFORE ${verb} ON main.${q(s.name)} BEGIN ${raise} END;`);
+  }
+}
+
+/** True when this file holds a place in a chain's central log: it has been a chain core's. */
+export function isChainCoreFile(db: Db): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(LOG_STATE_TABLE) !== undefined;
+}
+
+/**
+ * Replays log entries (in order, contiguous after this file's position) from `start` in one
+ * transaction of about `maxChanges` row changes (at least one entry), moving the file's position
+ * with them; returns the index of the first entry not replayed. The caller sets the commit gate:
+ * a replay is not a write of this connection's own.
+ */
+export function replayEntries(db: Db, entries: ReadonlyArray<{ position: number; changes: string }>, start: number, maxChanges: number): number {
+  let i = start;
+  tx(db, () => {
+    // Checked at the commit: a snapshot lists its tables in name order, not in their references' order.
+    db.pragma('defer_foreign_keys = ON');
+    let changes = 0;
+    while (i < entries.length && (changes === 0 || changes < maxChanges)) {
+      const e = entries[i];
+      const rows = JSON.parse(e.changes) as RowChange[];
+      replayChanges(db, rows);
+      changes += rows.length;
+      setLogPosition(db, e.position);
+      i++;
+    }
+  });
+  return i;
 }

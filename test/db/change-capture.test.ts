@@ -104,6 +104,27 @@ describe('change capture and replay', () => {
     expect(dumpNoRowid(standby, 'webhook_attempts')).toEqual(dumpNoRowid(leader, 'webhook_attempts'));
   });
 
+  test('a text column written from a JSON function (a feed row made with json_object) replays as the same text', () => {
+    const { leader, standby } = pair();
+    leader.pragma('foreign_keys = OFF');
+    standby.pragma('foreign_keys = OFF');
+    startCapture(leader);
+    tx(leader, () => {
+      leader
+        .prepare(
+          `INSERT INTO sync_feed (organization_id, account_id, live_mode, kind, object_id, payload, created_at)
+           VALUES ('org', 'acc', 1, 'api_key', 'key_1', json_object('id', 'key_1', 'n', 2, 'x', json_array(1, 'a')), 'now')`,
+        )
+        .run();
+    });
+    const taken = JSON.parse(takeChanges(leader)!.json) as RowChange[];
+    // The trigger's image embeds the payload as JSON (its subtype), not as a string.
+    expect(typeof (taken[0][2] as Record<string, unknown>).payload).toBe('object');
+    tx(standby, () => replayChanges(standby, taken));
+    expect(dump(standby, 'sync_feed')).toEqual(dump(leader, 'sync_feed'));
+    expect((dump(standby, 'sync_feed')[0] as { payload: string }).payload).toBe('{"id":"key_1","n":2,"x":[1,"a"]}');
+  });
+
   test('a commit gate runs once per outermost transaction, before the commit; one that throws rolls it back', () => {
     const db = openDatabase(':memory:');
     startCapture(db);

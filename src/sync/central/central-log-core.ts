@@ -4,13 +4,12 @@ import { setCommitGate, tx } from '../../db/database.js';
 import {
   ensureLogState,
   logPosition,
-  replayChanges,
+  replayEntries,
   setLogPosition,
   snapshotChanges,
   startCapture,
   stopCapture,
   takeChanges,
-  type RowChange,
 } from '../../db/change-capture.js';
 import { ApiError } from '../../errors.js';
 import type { Readiness } from '../../api/readiness.js';
@@ -145,21 +144,10 @@ export class CentralLog {
       // The gate is this core's own writes' (refused, or appended): a replay is neither.
       setCommitGate(this.db, undefined);
       try {
-        tx(this.db, () => {
-          // Checked at the commit: a snapshot lists its tables in name order, not in their references' order.
-          this.db.pragma('defer_foreign_keys = ON');
-          let changes = 0;
-          while (i < entries.length && (changes === 0 || changes < REPLAY_CHANGES)) {
-            const e = entries[i];
-            const rows = JSON.parse(e.changes) as RowChange[];
-            replayChanges(this.db, rows);
-            changes += rows.length;
-            setLogPosition(this.db, e.position);
-            i++;
-          }
-          // A leader repairing its place replays with its capture on: what that captured is not its own.
-          if (gate === 'leader') takeChanges(this.db);
-        });
+        const from = i;
+        i = replayEntries(this.db, entries, i, REPLAY_CHANGES);
+        // A leader repairing its place replays with its capture on: what that captured is not its own.
+        if (gate === 'leader' && i > from) takeChanges(this.db);
         this.state.position = entries[i - 1].position;
         this.state.replayed += i;
       } finally {

@@ -9,20 +9,19 @@ import { isoTime } from '../../clock.js';
 import { feedBell } from '../../outbox/feed-changes.js';
 import { registerCoreMetrics } from './pg-core-metrics.js';
 import { projectorBell } from './projector-bell.js';
-import { centralSide, type StoreRow } from './sync-store.js';
-import { coreStore, type DecidedRow } from './core-store.js';
+import { centralSide, } from './sync-store.js';
+import { coreStore, } from './core-store.js';
 import { publishFrontRefusals } from './checks/refusal.js';
-import { outcomesOf, publishFor, publishReadModels, publishTotals } from './pg-core-publish.js';
+import { publishFor, publishReadModels, } from './pg-core-publish.js';
+import { CoreReporter } from './pg-core-report.js';
 import {
   allStores,
   behindStores,
   ChannelListener,
   coreFeedSource,
   createPool,
-  dayOf,
   FeedRelay,
   feedMaxPosition,
-  markApplied,
   migrate,
   ProjectorLease,
   projectorLag,
@@ -30,22 +29,24 @@ import {
   RECEIVED_CHANNEL,
   relayGuard,
   storeOf,
-  undecidedSeqs,
   type PgStoreRow,
 } from '../pg/index.js';
 
 /** Records copied from PostgreSQL's log into the core's SQLite per transaction. */
 export const INGEST_BATCH = 1000;
-/** Records whose outcomes go to PostgreSQL per `markApplied`. */
-export const REPORT_BATCH = 2000;
+/**
+ * How far a store's ingest runs ahead of the projector: past this many records received in the
+ * core's SQLite and not applied yet, the store waits for the projector's slices. Without it the
+ * first cycle of a catch-up copied every store's whole backlog before its first report, and
+ * PostgreSQL's applied figure stood still meanwhile (10-20 s in the issue's run).
+ */
+export const INGEST_AHEAD = 2 * INGEST_BATCH;
 /**
  * The fallback timer: stores behind in PostgreSQL are looked at this often even when no front rang
  * (a lost notification costs this much), the relay copies what no bell rang for (another process's
- * key writes), and a store still catching up reports its outcomes and day totals at most this often.
+ * key writes).
  */
 export const CORE_TICK_MS = 1000;
-
-type Reported = Pick<PgStoreRow, 'applied_seq' | 'held_count' | 'rejected_count' | 'parked_count' | 'skipped_count'>;
 
 interface Want {
   all: boolean;
@@ -112,13 +113,10 @@ export class PgCore implements Worker {
   /** Ends the current leadership's wait (stop). */
   private endLeadership: () => void = () => undefined;
   private want: Want = { all: false, behind: false, stores: new Set(), report: false };
-  /** SQLite stores PostgreSQL does not know (pushed to this core directly), not asked again until a full look. */
-  private readonly unknown = new Set<string>();
   private cycling: Promise<void> | undefined;
-  private readonly reported = new Map<string, Reported>();
-  private readonly lastReport = new Map<string, number>();
-  /** The SQLite counters a store's held/parked/skipped outcomes were last aligned for. */
-  private readonly alignedFor = new Map<string, string>();
+  private readonly reporter: CoreReporter;
+  /** Stores whose ingest waits for the projector (INGEST_AHEAD): asked again as its slices make room. */
+  private readonly waiting = new Set<string>();
 
   constructor(private readonly ctx: AppContext) {
     const { url, pool_max: max } = ctx.config.sync.postgres;
@@ -129,6 +127,7 @@ export class PgCore implements Worker {
     const { host, port, public_url } = ctx.config.http;
     this.leaderWorkers = new LeaderWorkers(ctx);
     this.log_ = new CentralLog(ctx, this.pool, url, public_url || `http://${host}:${port}`);
+    this.reporter = new CoreReporter(ctx, this.pool, this.state, () => this.active);
     // Ready once the log is replayed and this core's writes go to it (its loops start just after).
     setReadiness(ctx.db, () => this.log_.readiness());
   }
@@ -217,8 +216,7 @@ export class PgCore implements Worker {
     await listener.start();
     this.state.role = 'leader';
     this.active = true;
-    this.reported.clear();
-    this.alignedFor.clear();
+    this.reporter.reset();
     this.log.info(
       { event: 'sync.core_leader', feed_after: continuesAfter },
       'sync: this core holds the projector lease: it ingests, projects and publishes to PostgreSQL',
@@ -226,7 +224,8 @@ export class PgCore implements Worker {
     feedBell(db).on('rows', onRows);
     relay.start(CORE_TICK_MS);
     onRows();
-    projectorBell(db).onSlice(() => this.poke({ report: true }));
+    this.waiting.clear();
+    projectorBell(db).onSlice(() => this.poke({ report: true, stores: this.roomMade() }));
     const timer = setInterval(() => this.poke({ behind: true }), CORE_TICK_MS);
     timer.unref();
     this.poke({ all: true });
@@ -270,10 +269,10 @@ export class PgCore implements Worker {
       const w = this.want;
       if (!w.all && !w.behind && !w.stores.size && !w.report) return;
       this.want = { all: false, behind: false, stores: new Set(), report: false };
-      if (w.all) this.unknown.clear();
+      if (w.all) this.reporter.unknown.clear();
       try {
         await this.ingest(w);
-        await this.report();
+        await this.reporter.report();
         if (w.behind || w.all) this.state.lag = await projectorLag(this.pool);
       } catch (err) {
         // What was asked is asked again at the next tick (a full look if that was one).
@@ -297,19 +296,39 @@ export class PgCore implements Worker {
     }
     for (const t of targets) {
       this.state.pgReceived.set(t.store_id, t.received_seq);
-      if (!this.reported.has(t.store_id)) this.reported.set(t.store_id, t);
+      if (!this.reporter.reported.has(t.store_id)) this.reporter.reported.set(t.store_id, t);
       await this.ingestStore(t);
     }
   }
 
-  /** Copies one store's records past the core's `received_seq` into its SQLite, in batches, and rings the projector. */
+  /** The waiting stores the projector has caught up with to half of INGEST_AHEAD: their ingest goes on. */
+  private roomMade(): string[] {
+    if (!this.waiting.size) return [];
+    const store = centralSide(this.ctx.db);
+    const ready = [...this.waiting].filter((id) => {
+      const row = store.storeRow(id);
+      return !row || row.received_seq - row.applied_seq < INGEST_AHEAD / 2;
+    });
+    for (const id of ready) this.waiting.delete(id);
+    return ready;
+  }
+
+  /**
+   * Copies one store's records past the core's `received_seq` into its SQLite, in batches, and
+   * rings the projector; no further than INGEST_AHEAD past what the projector applied.
+   */
   private async ingestStore(t: PgStoreRow): Promise<void> {
     const { ctx, pool } = this;
     const store = centralSide(ctx.db);
     for (;;) {
       if (!this.active) return;
-      const after = store.storeRow(t.store_id)?.received_seq ?? 0;
+      const row = store.storeRow(t.store_id);
+      const after = row?.received_seq ?? 0;
       if (t.received_seq <= after) return;
+      if (row && after - row.applied_seq >= INGEST_AHEAD) {
+        this.waiting.add(t.store_id);
+        return;
+      }
       const rows = await readReceived(pool, t.store_id, after, INGEST_BATCH);
       if (!rows.length) return;
       const at = isoTime(ctx.clock.now());
@@ -344,78 +363,6 @@ export class PgCore implements Worker {
       if (rows.length < INGEST_BATCH) return;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-  }
-
-  /**
-   * Reports what the projector decided since the last report, store by store: the day totals of the
-   * days its records fall on, then the outcomes and `applied_seq` (`markApplied`). A store still
-   * catching up reports at most once per tick; one caught up at once. Outcomes an operator changed
-   * later (retry, skip; a held record applied after an upgrade) show as SQLite counters that differ
-   * from PostgreSQL's: then that store's held, parked and skipped records are aligned.
-   */
-  private async report(): Promise<void> {
-    const { ctx, pool } = this;
-    const now = Date.now();
-    for (const s of centralSide(ctx.db).stores()) {
-      if (!this.active) return;
-      let r = this.reported.get(s.store_id);
-      if (!r) {
-        if (this.unknown.has(s.store_id)) continue;
-        const row = await storeOf(pool, s.store_id);
-        // A store PostgreSQL does not know pushed to this core directly: nothing to report there.
-        if (!row) {
-          this.unknown.add(s.store_id);
-          continue;
-        }
-        this.reported.set(s.store_id, (r = row));
-      }
-      const counters = `${s.held_count}/${s.rejected_count}/${s.parked_count}/${s.skipped_count}`;
-      const differ = counters !== `${r.held_count}/${r.rejected_count}/${r.parked_count}/${r.skipped_count}` && this.alignedFor.get(s.store_id) !== counters;
-      const advanced = s.applied_seq > r.applied_seq;
-      if (!differ && !advanced) continue;
-      if (advanced && !differ && s.applied_seq < s.received_seq && now - (this.lastReport.get(s.store_id) ?? 0) < CORE_TICK_MS) continue;
-      this.lastReport.set(s.store_id, now);
-      if (advanced) await this.reportRange(s, r.applied_seq);
-      let fresh = (await storeOf(pool, s.store_id))!;
-      if (`${fresh.held_count}/${fresh.rejected_count}/${fresh.parked_count}/${fresh.skipped_count}` !== counters) {
-        await this.align(s);
-        fresh = (await storeOf(pool, s.store_id))!;
-        this.alignedFor.set(s.store_id, counters);
-      }
-      this.reported.set(s.store_id, fresh);
-      this.state.pgReceived.set(s.store_id, fresh.received_seq);
-    }
-  }
-
-  private async reportRange(s: StoreRow, from: number): Promise<void> {
-    const cs = coreStore(this.ctx.db);
-    const published = new Set<string>();
-    while (from < s.applied_seq) {
-      const rows = cs.decidedRange(s.store_id, from, s.applied_seq, REPORT_BATCH);
-      const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
-      const days = [...new Set(rows.map((x) => dayOf(x.created_at)))].filter((d) => !published.has(d));
-      // Totals first: a crash before the outcomes only repeats both.
-      await publishTotals(this.ctx, this.pool, s.store_id, days);
-      for (const d of days) published.add(d);
-      await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
-      this.state.reported += rows.length;
-      from = upTo;
-    }
-  }
-
-  /** Aligns PostgreSQL's outcomes with the core's for the records either side has held, parked or skipped. */
-  private async align(s: StoreRow): Promise<void> {
-    const cs = coreStore(this.ctx.db);
-    const seqs = new Set([...(await undecidedSeqs(this.pool, s.store_id)), ...cs.undecidedSeqs(s.store_id)]);
-    const rows = [...seqs]
-      .filter((q) => q <= s.applied_seq)
-      .sort((a, b) => a - b)
-      .map((q) => cs.decidedAt(s.store_id, q))
-      .filter((x): x is DecidedRow => x !== undefined);
-    if (!rows.length) return;
-    await publishTotals(this.ctx, this.pool, s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at)))]);
-    await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
-    this.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');
   }
 }
 

@@ -100,3 +100,28 @@ export async function reportCore(pool: pg.Pool, name: string, role: string, posi
     [name, role, position],
   );
 }
+
+/**
+ * For a tool in its own process (src/sync/central/central-log-cli.ts), synchronously: takes the
+ * projector lease on the client's session if free (it is held until that session ends) and, when
+ * taken, moves the epoch naming `leader`. Returns the new epoch, or the leader's name when another
+ * session holds the lease.
+ */
+export function takeLeaseSync(client: SyncPgClient, lock: string, leader: string, timeoutMs: number): { epoch: number } | { leader: string | null } {
+  const [got] = client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS ok', [lock], timeoutMs);
+  if (!got.ok) {
+    const [row] = client.query<{ leader: string | null }>('SELECT leader FROM central_lease WHERE id = 1', [], timeoutMs);
+    return { leader: row?.leader ?? null };
+  }
+  const [row] = client.query<{ epoch: string }>(
+    'UPDATE central_lease SET epoch = epoch + 1, leader = $1, since = now() WHERE id = 1 RETURNING epoch',
+    [leader],
+    timeoutMs,
+  );
+  return { epoch: Number(row.epoch) };
+}
+
+/** The log's last position, synchronously (0: empty). */
+export function logEndSync(client: SyncPgClient, timeoutMs: number): number {
+  return Number(client.query<{ m: string }>('SELECT coalesce(max(position), 0) AS m FROM central_log', [], timeoutMs)[0].m);
+}

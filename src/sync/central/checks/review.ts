@@ -1,3 +1,4 @@
+import { tx } from '../../../db/database.js';
 import type { AppContext } from '../../../context.js';
 import type { PushRecord } from '../../shared/wire.js';
 import { accountsOf } from '../../../accounts/service.js';
@@ -64,7 +65,8 @@ export function countTowardsDay(ctx: AppContext, r: Weighed, storeId: string): v
  */
 export function decideHeld(ctx: Pick<AppContext, 'db' | 'log' | 'clock'>, id: string, decision: 'release' | 'reject', note: string, now: string): boolean {
   const store = centralSide(ctx.db);
-  return ctx.db.transaction(() => {
+  // Through tx: on a chain's core the decision is appended to the central's log before it commits.
+  return tx(ctx.db, () => {
     if (decision === 'release') return store.releaseReview(id, note, now);
     const row = store.received(id);
     const account = row && accountsOf(ctx).account(row.account_id);
@@ -76,5 +78,5 @@ export function decideHeld(ctx: Pick<AppContext, 'db' | 'log' | 'clock'>, id: st
       { reason: note, code: 'review_rejected', field: 'payload' },
     );
     return true;
-  })();
+  });
 }

@@ -1,4 +1,3 @@
-
 import type { Command } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfigInRole, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';

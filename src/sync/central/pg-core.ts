@@ -9,10 +9,10 @@ import { isoTime } from '../../clock.js';
 import { feedBell } from '../../outbox/feed-changes.js';
 import { registerCoreMetrics } from './pg-core-metrics.js';
 import { projectorBell } from './projector-bell.js';
-import { centralSide, } from './sync-store.js';
-import { coreStore, } from './core-store.js';
+import { centralSide } from './sync-store.js';
+import { coreStore } from './core-store.js';
 import { publishFrontRefusals } from './checks/refusal.js';
-import { publishFor, publishReadModels, } from './pg-core-publish.js';
+import { publishFor, publishReadModels } from './pg-core-publish.js';
 import { CoreReporter } from './pg-core-report.js';
 import {
   allStores,

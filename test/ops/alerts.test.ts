@@ -98,8 +98,9 @@ describe('alerts that reach the manager', () => {
 
   it('once per condition, not again after a restart, a failed webhook retried alone, and the all-clear', async () => {
     const { clock, config } = await central(3_600_000);
-    // A fresh box has two conditions (no backup yet, the silent store): the receiver refuses both once.
-    receiver!.replies = [{ status: 503 }, { status: 503 }, { status: 200 }];
+    // A fresh box has three conditions (no backup yet, no recovery key, the silent store): the
+    // receiver refuses each once.
+    receiver!.replies = [{ status: 503 }, { status: 503 }, { status: 503 }, { status: 200 }];
     const notifier = new AlertNotifier(server!.daemon.ctx);
     await notifier.check();
     expect(silentMails(mailbox!)).toHaveLength(1);

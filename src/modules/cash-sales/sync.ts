@@ -83,6 +83,7 @@ export const cashSalePush: PushKind<CashSaleRecord> = {
     const account = accountsOf(ctx).account(record.account_id)!;
     applyStoreCashSale(ctx, account, record.payload);
   },
+  movesMoney: true,
   totals: (p) => {
     const sale = p.sale as { currency?: unknown; amount_in_cents?: unknown } | undefined;
     return typeof sale?.currency === 'string' && typeof sale.amount_in_cents === 'number'

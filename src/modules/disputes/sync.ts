@@ -165,6 +165,7 @@ export const disputePush: PushKind<DisputeRecord> = {
   payload: DisputePayload,
   malformed: 'dispute record without dispute or balance_transactions',
   apply: (ctx, record) => applyStoreDispute(ctx, record.account_id, record.live_mode, record.payload),
+  movesMoney: true,
   totals: (p) => {
     const d = p.dispute as { currency?: unknown; amount_in_cents?: unknown } | undefined;
     return p.change === 'created' && typeof d?.currency === 'string' && typeof d.amount_in_cents === 'number'

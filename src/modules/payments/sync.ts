@@ -179,6 +179,7 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
       const account = accountsOf(ctx).account(record.account_id)!;
       applyStorePayment(ctx, account, record.payload);
     },
+    movesMoney: true,
     totals: (p) => {
       const pa = p.payment_intent as { status?: unknown; currency?: unknown; amount_in_cents?: unknown } | undefined;
       return pa?.status === 'succeeded' && typeof pa.currency === 'string' && typeof pa.amount_in_cents === 'number'
@@ -335,6 +336,7 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
     // A box taking its own record back after a restore (sync/store/rejoin.ts) holds only its own accounts.
     return applyStoreBalancePayment(ctx, merchant, origin.restoring ? null : origin.keyAccountId, record.payload);
   },
+  movesMoney: true,
   totals: paymentPush('balance_payment').totals,
 };
 

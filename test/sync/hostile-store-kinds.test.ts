@@ -112,10 +112,22 @@ function coupon(id: string, accountId: string) {
 /** What must not move: the central's money and every row the kinds below write. */
 const snapshot = () =>
   Object.fromEntries(
-    ['balance_transactions', 'intents', 'checkouts', 'cash_intents', 'balance_payments', 'coupons', 'coupon_redemptions', 'subscriptions'].map((t) => [
-      t,
-      tableRows(central, `SELECT * FROM ${t} ORDER BY rowid`),
-    ]),
+    [
+      'balance_transactions',
+      'intents',
+      'checkouts',
+      'cash_intents',
+      'balance_payments',
+      'coupons',
+      'coupon_redemptions',
+      'subscriptions',
+      'sched_bookings',
+      'disputes',
+      'bank_accounts',
+      'contracts',
+      'accounts',
+      'connected_profiles',
+    ].map((t) => [t, tableRows(central, `SELECT * FROM ${t} ORDER BY rowid`)]),
   );
 
 describe('a hostile store box, kind by kind', () => {
@@ -191,6 +203,83 @@ describe('a hostile store box, kind by kind', () => {
         { row: { id: 'sub_hk1', live_mode: 0, status: 'active', updated_at: now, current_period_end: now }, item_rows: [], invoice_item_rows: [] },
         'inconsistent_payload',
         'payload.row.live_mode',
+      ],
+      [
+        'a booking of the other environment',
+        'booking',
+        {
+          op: 'create',
+          row: { id: 'bk_hk1', live_mode: 0, status: 'confirmed', service_id: 'svc_hk1', updated_at: now },
+          occupancy: [],
+          refs: { services: [], staff_members: [], resources: [] },
+        },
+        'inconsistent_payload',
+        'payload.row.live_mode',
+      ],
+      [
+        'a dispute holding money of a payment the central does not hold',
+        'dispute',
+        {
+          change: 'created',
+          dispute: {
+            id: 'dp_hk1',
+            payment_intent_id: 'pi_nowhere',
+            intent_id: 'int_nowhere',
+            status: 'needs_response',
+            reason: 'fraudulent',
+            amount_in_cents: 1500,
+            currency: 'GTQ',
+            balance_transaction_id: 'txn_hk_dp',
+            created_at: now,
+            updated_at: now,
+          },
+          balance_transactions: [{ id: 'txn_hk_dp', account_id: a.accountId, amount_in_cents: -1500, fee_in_cents: 0, currency: 'GTQ', created_at: now }],
+        },
+        'unknown_reference',
+        'payload.dispute.payment_intent_id',
+      ],
+      [
+        'a withdrawal account made preferred that the central never had',
+        'bank_account',
+        {
+          change: 'preferred_changed',
+          bank_account: {
+            id: 'ba_hk1',
+            number: '000123',
+            holder_name: 'Mallory',
+            currency: 'GTQ',
+            is_preferred: true,
+            status: 'active',
+            live_mode: true,
+            created_at: now,
+          },
+        },
+        'unknown_reference',
+        'payload.bank_account.id',
+      ],
+      [
+        'a contract of the other environment',
+        'contract',
+        {
+          row: { id: 'ctr_hk1', live_mode: 0, template_id: 'ctt_hk1', status: 'sent', body: 'Terms', updated_at: now },
+          template: { id: 'ctt_hk1', body: 'Terms' },
+        },
+        'inconsistent_payload',
+        'payload.row.live_mode',
+      ],
+      [
+        'a child connected under another store’s account',
+        'connected_account',
+        { live_account_id: 'acct_hk_child', sandbox_id: 'acct_hk_childsb', parent_account_id: b.accountId, email: 'child@example.com' },
+        'foreign_reference',
+        'payload.parent_account_id',
+      ],
+      [
+        'another account’s verification',
+        'connected_account_verification',
+        { account_id: b.accountId, status: 'verified', document_errors: {} },
+        'unknown_reference',
+        'payload.account_id',
       ],
     ];
     const before = snapshot();

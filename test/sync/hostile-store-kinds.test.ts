@@ -146,6 +146,26 @@ describe('a hostile store box, kind by kind', () => {
       status: 'succeeded',
       method: 'balance',
     };
+    // Store A's own withdrawal account, archived: it stays archived at the central.
+    const bank = (change: string, status: string, preferred: boolean) => ({
+      change,
+      bank_account: {
+        id: 'ba_hk_a',
+        number: '000123',
+        holder_name: 'Store A',
+        bank_name: 'Banco',
+        bank_code: '01',
+        account_type: 'monetaria',
+        currency: 'GTQ',
+        is_preferred: preferred,
+        status,
+        live_mode: true,
+        created_at: now,
+        archived_at: status === 'archived' ? now : null,
+      },
+    });
+    expect((await push(central, 'store_hk_a', a.key, a.accountId, 'bank_account', bank('created', 'active', true))).outcome).toBe('applied');
+    expect((await push(central, 'store_hk_a', a.key, a.accountId, 'bank_account', bank('archived', 'archived', false))).outcome).toBe('applied');
     const cases: Array<[string, string, Record<string, unknown>, string, string]> = [
       [
         'a cash sale on another store’s checkout',
@@ -256,6 +276,13 @@ describe('a hostile store box, kind by kind', () => {
         },
         'unknown_reference',
         'payload.bank_account.id',
+      ],
+      [
+        'an archived withdrawal account made preferred again',
+        'bank_account',
+        bank('preferred_changed', 'active', true),
+        'transition_not_allowed',
+        'payload.bank_account.status',
       ],
       [
         'a contract of the other environment',

@@ -4,7 +4,7 @@ import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
 import type { PushKind, Rejection, SyncOrigin } from '../../sync/shared/registry.js';
 import { nextState } from '../../lifecycle.js';
-import { ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { bookableRows, ensureBookables } from '../bookables/service.js';
 import { ensureClassSession, findClassSession } from './class-sessions/service.js';
 import { feedsBlockNights } from '../calendar-feeds/service.js';
@@ -12,7 +12,7 @@ import { bookingsStoreOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
 import type { BookingRecord, BookingRefs } from './records.js';
 import { publishBooking } from './feed-apply.js';
-import { bookingMachine, holdsSlot, type BookingEvent } from './machine.js';
+import { bookingMachine, holdsSlot, type BookingEvent, type BookingStatus } from './machine.js';
 import type { BookingRow } from './store.js';
 import { bookingView } from './views.js';
 
@@ -162,7 +162,7 @@ const BOOKING_EVENTS: BookingEvent['type'][] = ['PAID', 'ACCEPT', 'DECLINE', 'CA
 /**
  * What the central's state must allow for a pushed booking (issue 32, at projection): the row is in
  * the record's environment; a booking the central holds is the record's account's and, unless the
- * record is older (the applier skips it), its machine moves it to the record's status in one step
+ * record is older (the applier skips it), its machine moves it to the record's status by its events
  * (a booking ended at the central stays ended); the write's time is neither after its record nor
  * before the store. Which slot it takes is the applier's decision (`slot_unavailable`), which the
  * store answers by cancelling its booking.
@@ -184,7 +184,10 @@ function checkStoreBooking(ctx: AppContext, rec: CheckedRecord & { payload: Book
     if (foreign) return { ...foreign, code: 'booking_id_taken' };
     if (existing.updated_at >= row.updated_at) return null;
     const from = existing.status;
-    if (from !== row.status && !BOOKING_EVENTS.some((type) => nextState(bookingMachine, from, { type }) === row.status)) {
+    if (
+      from !== row.status &&
+      !machineReaches((s) => BOOKING_EVENTS.map((type) => nextState(bookingMachine, s as BookingStatus, { type })), from, row.status)
+    ) {
       return {
         code: 'transition_not_allowed',
         field: 'payload.row.status',

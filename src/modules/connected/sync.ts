@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
 import { CHARGE_CURRENCIES } from '../../money.js';
 import { nextState } from '../../lifecycle.js';
-import { payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { machineReaches, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { verificationMachine, type VerificationEvent, type VerificationStatus } from './machine.js';
 import { ConnectedService } from './service.js';
 import type { ProfileRow } from './store.js';
@@ -186,7 +186,10 @@ function checkStoreVerification(ctx: AppContext, rec: CheckedRecord & { payload:
   const p = svc.profile(child);
   if (p.reviewed_at !== null && p.reviewed_at > (r.reviewed_at ?? rec.created_at)) return null;
   const from = p.verification_status as VerificationStatus;
-  if (from !== r.status && !VERIFICATION_EVENTS.some((type) => nextState(verificationMachine, from, { type }) === r.status)) {
+  if (
+    from !== r.status &&
+    !machineReaches((s) => VERIFICATION_EVENTS.map((type) => nextState(verificationMachine, s as VerificationStatus, { type })), from, r.status)
+  ) {
     return {
       code: 'transition_not_allowed',
       field: 'payload.status',

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
 import { nextState } from '../../lifecycle.js';
-import { ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { contractMachine, type ContractEvent, type ContractStatus } from './machine.js';
 import { randomToken } from '../../ids.js';
 import type { ContractRecord } from './service.js';
@@ -47,7 +47,7 @@ const CONTRACT_EVENTS: ContractEvent['type'][] = ['VIEW', 'SIGN', 'DECLINE', 'EX
  * What the central's state must allow for a pushed contract (issue 32, at projection): the row is
  * in the record's environment; a contract or template the central holds is the record's account's;
  * a held contract, unless the record is older (the applier skips it), moves to the record's status
- * by one step of its machine (signed, declined and expired are final); the change's time is
+ * by its machine (signed, declined and expired are final); the change's time is
  * neither after its record nor before the store.
  */
 function checkStoreContract(ctx: AppContext, rec: CheckedRecord & { payload: ContractRecord }, origin: SyncOrigin): CheckRefusal {
@@ -67,7 +67,10 @@ function checkStoreContract(ctx: AppContext, rec: CheckedRecord & { payload: Con
     if (foreign) return foreign;
     if (existing.updated_at > row.updated_at) return null;
     const from = existing.status as ContractStatus;
-    if (from !== row.status && !CONTRACT_EVENTS.some((type) => nextState(contractMachine, from, { type }) === row.status)) {
+    if (
+      from !== row.status &&
+      !machineReaches((s) => CONTRACT_EVENTS.map((type) => nextState(contractMachine, s as ContractStatus, { type })), from, row.status)
+    ) {
       return {
         code: 'transition_not_allowed',
         field: 'payload.row.status',

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
 import { nextState } from '../../lifecycle.js';
-import { ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { subscriptionMachine, type SubscriptionEvent, type SubscriptionStatus } from './machine.js';
 import { subscriptionDetail } from './document.js';
 import { SubscriptionsStore, type InvoiceItemRow, type SubscriptionItemRow, type SubscriptionRow } from './store.js';
@@ -84,7 +84,7 @@ const EVENTS: SubscriptionEvent[] = [
  * What the central's state must allow for a pushed subscription (issue 32, at projection): the
  * row is in the record's environment; a subscription the central holds is the record's account's
  * and, unless the record is older (the applier skips it), moves from its status to the record's by
- * one step of the machine (each change at the store is its own record); the change's time is
+ * its machine (any run of its events: a final state stays final); the change's time is
  * neither after its record nor before the store.
  */
 function checkStoreSubscription(ctx: AppContext, rec: CheckedRecord & { payload: SubscriptionRecord }, origin: SyncOrigin): CheckRefusal {
@@ -104,7 +104,7 @@ function checkStoreSubscription(ctx: AppContext, rec: CheckedRecord & { payload:
     if (existing.updated_at > row.updated_at) return null;
     const from = existing.status;
     const to = row.status as SubscriptionStatus;
-    if (from !== to && !EVENTS.some((e) => nextState(subscriptionMachine, from, e) === to)) {
+    if (from !== to && !machineReaches((s) => EVENTS.map((e) => nextState(subscriptionMachine, s as SubscriptionStatus, e)), from, to)) {
       return {
         code: 'transition_not_allowed',
         field: 'payload.row.status',

@@ -57,3 +57,22 @@ export function ownerRefusal(
   if (owner.account_id === rec.account_id && Boolean(owner.live_mode) === rec.live_mode) return null;
   return { code: 'foreign_reference', field, reason: `${what} is not one of account ${rec.account_id} at the central` };
 }
+
+/**
+ * Whether an object's machine takes it from `from` to `to` by any run of its events (`next`: the
+ * states one event takes a state to). A store writes a record per change, but one of them may have
+ * been held or refused, so the central accepts any path the machine allows: what is final stays final.
+ */
+export function machineReaches(next: (state: string) => Array<string | null>, from: string, to: string): boolean {
+  const seen = new Set([from]);
+  const queue = [from];
+  while (queue.length > 0) {
+    for (const s of next(queue.shift() as string)) {
+      if (s === null || seen.has(s)) continue;
+      if (s === to) return true;
+      seen.add(s);
+      queue.push(s);
+    }
+  }
+  return from === to;
+}

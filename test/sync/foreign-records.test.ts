@@ -93,8 +93,9 @@ describe('records that reach beyond the pushing store’s accounts', () => {
       refunded_intent_ids: '[]',
       refund_error: null,
       metadata: '{}',
-      created_at: starts,
-      updated_at: starts,
+      // Written now for tomorrow: a booking's own times are never after its record.
+      created_at: new Date().toISOString(),
+      updated_at: new Date().toISOString(),
       origin_store_id: null,
     });
     const refs = (services: unknown[]) => ({ services, staff_members: [], resources: [], class_session: null, series: null });

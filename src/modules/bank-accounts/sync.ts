@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/shared/registry.js';
+import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { accountsOf } from '../../accounts/service.js';
+import { ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { isoTime } from '../../clock.js';
 import { bankAccountsStore, type BankAccountRow } from './store.js';
 import { publishBankAccount } from './service.js';
@@ -54,10 +56,57 @@ export function applyBankAccountState(ctx: AppContext, accountId: string, b: Ban
   return store.get(row.id, b.live_mode);
 }
 
+/**
+ * What the central's state must allow for a pushed bank account fact (issue 32, at projection; the
+ * central pays withdrawals to it): the account is in the record's environment and in one of the
+ * account's currencies; an id the central holds is the record's account's, and one archived there
+ * stays archived; a step other than the creation names an account the central holds, and an archiving says so; the creation's time is neither after its record nor before the store.
+ */
+function checkStoreBankAccount(ctx: AppContext, rec: CheckedRecord & { payload: BankAccountRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const { change, bank_account: b } = rec.payload;
+  const field = 'payload.bank_account.id';
+  if (b.live_mode !== rec.live_mode) {
+    return {
+      code: 'inconsistent_payload',
+      field: 'payload.bank_account.live_mode',
+      reason: `a ${rec.live_mode ? 'live' : 'test'} record carries a bank account of the other environment`,
+    };
+  }
+  if (change === 'archived' && b.status !== 'archived') {
+    return { code: 'inconsistent_payload', field: 'payload.bank_account.status', reason: `an archived bank account is not ${b.status}` };
+  }
+  const currencies = accountsOf(ctx).account(rec.account_id)?.currencies ?? [];
+  if (!currencies.includes(b.currency)) {
+    return {
+      code: 'invalid_currency',
+      field: 'payload.bank_account.currency',
+      reason: `${b.currency} is not a currency of the account (${currencies.join(', ')})`,
+    };
+  }
+  const store = bankAccountsStore(ctx.db);
+  const existing = store.get(b.id, true) ?? store.get(b.id, false);
+  if (existing) {
+    const foreign = ownerRefusal(rec, existing, field, `bank account ${b.id}`);
+    if (foreign) return foreign;
+    if (existing.status === 'archived' && b.status !== 'archived') {
+      return {
+        code: 'transition_not_allowed',
+        field: 'payload.bank_account.status',
+        reason: `bank account ${b.id} is archived at the central; it stays archived`,
+      };
+    }
+  } else if (change !== 'created') {
+    return { code: 'unknown_reference', field, reason: `bank account ${b.id} is not a bank account of account ${rec.account_id} at the central` };
+  }
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.bank_account.created_at', b.created_at);
+}
+
 /** A bank account added, preferred or archived at the store (`bank_account`): the central pays withdrawals to it. */
 export const bankAccountPush: PushKind<BankAccountRecord> = {
   payload: BankAccountPayload,
   malformed: 'bank_account record without bank_account',
+  check: (ctx, record, origin) => checkStoreBankAccount(ctx, record, origin),
   apply: (ctx, record) => applyStoreBankAccount(ctx, record.account_id, record.payload),
   totals: () => null,
 };

@@ -2,7 +2,9 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
-import type { PushKind, Rejection } from '../../sync/shared/registry.js';
+import type { PushKind, Rejection, SyncOrigin } from '../../sync/shared/registry.js';
+import { nextState } from '../../lifecycle.js';
+import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { bookableRows, ensureBookables } from '../bookables/service.js';
 import { ensureClassSession, findClassSession } from './class-sessions/service.js';
 import { feedsBlockNights } from '../calendar-feeds/service.js';
@@ -10,7 +12,7 @@ import { bookingsStoreOf } from './deps.js';
 import { applyEvent } from './lifecycle.js';
 import type { BookingRecord, BookingRefs } from './records.js';
 import { publishBooking } from './feed-apply.js';
-import { holdsSlot } from './machine.js';
+import { bookingMachine, holdsSlot, type BookingEvent, type BookingStatus } from './machine.js';
 import type { BookingRow } from './store.js';
 import { bookingView } from './views.js';
 
@@ -155,6 +157,47 @@ export function applyBookingRejection(ctx: AppContext, rejection: Rejection): vo
   });
 }
 
+const BOOKING_EVENTS: BookingEvent['type'][] = ['PAID', 'ACCEPT', 'DECLINE', 'CANCEL', 'EXPIRE', 'RESCHEDULE', 'CHECK_IN', 'COMPLETE', 'NO_SHOW'];
+
+/**
+ * What the central's state must allow for a pushed booking (issue 32, at projection): the row is in
+ * the record's environment; a booking the central holds is the record's account's and, unless the
+ * record is older (the applier skips it), its machine moves it to the record's status by its events
+ * (a booking ended at the central stays ended); the write's time is neither after its record nor
+ * before the store. Which slot it takes is the applier's decision (`slot_unavailable`), which the
+ * store answers by cancelling its booking.
+ */
+function checkStoreBooking(ctx: AppContext, rec: CheckedRecord & { payload: BookingRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const row = rec.payload.row;
+  if ((row.live_mode === 1) !== rec.live_mode) {
+    return {
+      code: 'inconsistent_payload',
+      field: 'payload.row.live_mode',
+      reason: `a ${rec.live_mode ? 'live' : 'test'} record carries a booking of the other environment`,
+    };
+  }
+  const existing = bookingsStoreOf(ctx).get(row.id);
+  if (existing) {
+    const foreign = ownerRefusal(rec, existing, 'payload.row.id', `booking ${row.id}`);
+    // The code the store already knows for this refusal (docs/sync-protocol.md).
+    if (foreign) return { ...foreign, code: 'booking_id_taken' };
+    if (existing.updated_at >= row.updated_at) return null;
+    const from = existing.status;
+    if (
+      from !== row.status &&
+      !machineReaches((s) => BOOKING_EVENTS.map((type) => nextState(bookingMachine, s as BookingStatus, { type })), from, row.status)
+    ) {
+      return {
+        code: 'transition_not_allowed',
+        field: 'payload.row.status',
+        reason: `booking ${row.id} is ${from} at the central; its machine does not move it to ${row.status}`,
+      };
+    }
+  }
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.row.updated_at', row.updated_at);
+}
+
 /**
  * A booking made or moved at the store (`booking`): written with the store's ids and, when it starts
  * taking time at the central, refused if that time is already taken there (the store then cancels
@@ -163,6 +206,7 @@ export function applyBookingRejection(ctx: AppContext, rejection: Rejection): vo
 export const bookingPush: PushKind<BookingRecord> = {
   payload: BookingPayload,
   malformed: 'booking record without row, occupancy or refs (written by an older posd?)',
+  check: (ctx, record, origin) => checkStoreBooking(ctx, record, origin),
   apply: (ctx, record, origin) => applyStoreBooking(ctx, record.account_id, origin.restoring ? null : origin.storeId, record.payload),
   totals: () => null,
 };

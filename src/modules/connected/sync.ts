@@ -1,6 +1,10 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/shared/registry.js';
+import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { CHARGE_CURRENCIES } from '../../money.js';
+import { nextState } from '../../lifecycle.js';
+import { machineReaches, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { verificationMachine, type VerificationEvent, type VerificationStatus } from './machine.js';
 import { ConnectedService } from './service.js';
 import type { ProfileRow } from './store.js';
 
@@ -110,10 +114,96 @@ export function applyStoreVerification(ctx: AppContext, accountId: string, recor
   return null;
 }
 
+/**
+ * What the central's state must allow for a pushed connection (issue 32, at projection): the
+ * platform it names is the record's account; ids the central holds already are this connection's
+ * (the live child under that platform, the sandbox that child's), never another account; its
+ * currency is one the API offers; its time is neither after its record nor before the store.
+ */
+function checkStoreConnectedAccount(ctx: AppContext, rec: CheckedRecord & { payload: ConnectedAccountRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const r = rec.payload;
+  const accounts = new ConnectedService(ctx).accounts;
+  const platform = accounts.account(rec.account_id);
+  const liveParent = platform?.live_mode ? platform.id : platform?.sandbox_of;
+  if (r.parent_account_id !== liveParent) {
+    return {
+      code: 'foreign_reference',
+      field: 'payload.parent_account_id',
+      reason: `the connection names platform ${r.parent_account_id}, not the record's account ${rec.account_id}`,
+    };
+  }
+  const live = accounts.account(r.live_account_id);
+  if (live && (!live.live_mode || live.parent_account_id !== r.parent_account_id)) {
+    return {
+      code: 'foreign_reference',
+      field: 'payload.live_account_id',
+      reason: `account ${r.live_account_id} exists at the central, not as a child of ${r.parent_account_id}`,
+    };
+  }
+  const sandbox = accounts.account(r.sandbox_id);
+  if (sandbox && sandbox.sandbox_of !== r.live_account_id) {
+    return {
+      code: 'foreign_reference',
+      field: 'payload.sandbox_id',
+      reason: `account ${r.sandbox_id} exists at the central, not as the sandbox of ${r.live_account_id}`,
+    };
+  }
+  if (r.default_currency !== undefined && !(CHARGE_CURRENCIES as readonly string[]).includes(r.default_currency)) {
+    return {
+      code: 'invalid_currency',
+      field: 'payload.default_currency',
+      reason: `${r.default_currency} is not a currency the API offers (${CHARGE_CURRENCIES.join(', ')})`,
+    };
+  }
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.created_at', r.created_at);
+}
+
+const VERIFICATION_EVENTS: VerificationEvent['type'][] = ['DOCUMENTS_MISSING', 'DOCUMENTS_REJECTED', 'DOCUMENTS_ACCEPTED'];
+
+/**
+ * What the central's state must allow for a pushed verification: it is of the record's own account,
+ * a connected child the central holds; unless older than the central's review (the applier skips
+ * it), its status is where the machine takes the child's (a review never returns to `unverified`);
+ * its times are neither after its record nor before the store.
+ */
+function checkStoreVerification(ctx: AppContext, rec: CheckedRecord & { payload: VerificationRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const r = rec.payload;
+  const svc = new ConnectedService(ctx);
+  const child = svc.accounts.account(rec.account_id);
+  if (!child || child.id !== r.account_id || !child.parent_account_id) {
+    return {
+      code: 'unknown_reference',
+      field: 'payload.account_id',
+      reason: `${r.account_id} is not the record's account ${rec.account_id} as a connected child at the central`,
+    };
+  }
+  for (const f of ['reviewed_at', 'verified_at'] as const) {
+    const time = payloadTimeRefusal(ctx, rec, origin, `payload.${f}`, r[f]);
+    if (time) return time;
+  }
+  const p = svc.profile(child);
+  if (p.reviewed_at !== null && p.reviewed_at > (r.reviewed_at ?? rec.created_at)) return null;
+  const from = p.verification_status as VerificationStatus;
+  if (
+    from !== r.status &&
+    !machineReaches((s) => VERIFICATION_EVENTS.map((type) => nextState(verificationMachine, s as VerificationStatus, { type })), from, r.status)
+  ) {
+    return {
+      code: 'transition_not_allowed',
+      field: 'payload.status',
+      reason: `the verification of ${r.account_id} is ${from} at the central; its machine does not move it to ${r.status}`,
+    };
+  }
+  return null;
+}
+
 /** A child connected at the store (`connected_account`): it exists at the central with the same ids (and enters the store key's scope at once). Counted only. */
 export const connectedAccountPush: PushKind<ConnectedAccountRecord> = {
   payload: ConnectedAccountPayload,
   malformed: 'connected_account record without account ids, parent or e-mail',
+  check: (ctx, record, origin) => checkStoreConnectedAccount(ctx, record, origin),
   apply: (ctx, record) => applyStoreConnectedAccount(ctx, record.account_id, record.created_at, record.payload),
   totals: () => null,
 };
@@ -122,6 +212,7 @@ export const connectedAccountPush: PushKind<ConnectedAccountRecord> = {
 export const verificationPush: PushKind<VerificationRecord> = {
   payload: VerificationPayload,
   malformed: 'connected_account_verification record without account_id or status',
+  check: (ctx, record, origin) => checkStoreVerification(ctx, record, origin),
   apply: (ctx, record) => applyStoreVerification(ctx, record.account_id, record.created_at, record.payload),
   totals: () => null,
 };

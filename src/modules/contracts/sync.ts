@@ -1,6 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/shared/registry.js';
+import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { nextState } from '../../lifecycle.js';
+import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { contractMachine, type ContractEvent, type ContractStatus } from './machine.js';
 import { randomToken } from '../../ids.js';
 import type { ContractRecord } from './service.js';
 import { ContractsStore } from './store.js';
@@ -38,11 +41,61 @@ export function applyStoreContract(ctx: AppContext, accountId: string, storeId: 
   return null;
 }
 
+const CONTRACT_EVENTS: ContractEvent['type'][] = ['VIEW', 'SIGN', 'DECLINE', 'EXPIRE'];
+
+/**
+ * What the central's state must allow for a pushed contract (issue 32, at projection): the row is
+ * in the record's environment; a contract or template the central holds is the record's account's;
+ * a held contract, unless the record is older (the applier skips it), moves to the record's status
+ * by its machine (signed, declined and expired are final); the change's time is
+ * neither after its record nor before the store.
+ */
+function checkStoreContract(ctx: AppContext, rec: CheckedRecord & { payload: ContractRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const { row, template } = rec.payload;
+  if ((row.live_mode === 1) !== rec.live_mode) {
+    return {
+      code: 'inconsistent_payload',
+      field: 'payload.row.live_mode',
+      reason: `a ${rec.live_mode ? 'live' : 'test'} record carries a contract of the other environment`,
+    };
+  }
+  const store = new ContractsStore(ctx.db);
+  const existing = store.get(row.id);
+  if (existing) {
+    const foreign = ownerRefusal(rec, existing, 'payload.row.id', `contract ${row.id}`);
+    if (foreign) return foreign;
+    if (existing.updated_at > row.updated_at) return null;
+    const from = existing.status as ContractStatus;
+    if (
+      from !== row.status &&
+      !machineReaches((s) => CONTRACT_EVENTS.map((type) => nextState(contractMachine, s as ContractStatus, { type })), from, row.status)
+    ) {
+      return {
+        code: 'transition_not_allowed',
+        field: 'payload.row.status',
+        reason: `contract ${row.id} is ${from} at the central; its machine does not move it to ${row.status}`,
+      };
+    }
+  } else {
+    const t = store.template(template.id);
+    if (t && t.account_id !== rec.account_id) {
+      return {
+        code: 'foreign_reference',
+        field: 'payload.template.id',
+        reason: `contract template ${t.id} is not one of account ${rec.account_id} at the central`,
+      };
+    }
+  }
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.row.updated_at', row.updated_at);
+}
+
 /** Contracts carry their state after the change (`contract`): a newer state is never overwritten by an older record. Counted only. */
 export const contractPush: PushKind<ContractRecord> = {
   payload: ContractPayload,
   consistent: (p) => p.template.id === p.row.template_id,
   malformed: 'contract record without row or template (written by an older posd?)',
+  check: (ctx, record, origin) => checkStoreContract(ctx, record, origin),
   apply: (ctx, record, origin) => applyStoreContract(ctx, record.account_id, origin.restoring ? null : origin.storeId, record.payload),
   totals: () => null,
 };

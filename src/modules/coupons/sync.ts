@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/shared/registry.js';
+import type { MoneyField, PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { checkoutForPage } from '../checkouts/service.js';
+import { ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { isoTime } from '../../clock.js';
 import type { Coupon } from './schema.js';
 import { CouponsService, codeKey } from './service.js';
@@ -10,8 +12,9 @@ import { couponsStore } from './store.js';
 export const CouponPayload = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  discount_mode: Type.String(),
-  duration: Type.String(),
+  // The table's own values: anything else would stop the applier at a constraint, not at a check.
+  discount_mode: Type.Union([Type.Literal('code'), Type.Literal('bank'), Type.Literal('custom_bins')]),
+  duration: Type.Union([Type.Literal('once'), Type.Literal('repeating'), Type.Literal('forever')]),
   status: Type.String(),
   created_at: Type.String(),
   product_ids: Type.Array(Type.Unknown()),
@@ -117,12 +120,64 @@ export function applyStoreRedemption(
   return null;
 }
 
+/**
+ * What the central's state must allow for a pushed coupon (issue 32, at projection): a coupon the
+ * central holds under that id is the record's account's, and the coupon's creation is neither after
+ * its record nor before the store. What it takes off is checked at receipt (`money`), as the API does.
+ */
+function checkStoreCoupon(ctx: AppContext, rec: CheckedRecord & { payload: Coupon }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const held = couponsStore(ctx.db).get(rec.payload.id, isoTime(ctx.clock.now()));
+  if (held) return ownerRefusal(rec, held, 'payload.id', `coupon ${held.id}`);
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.created_at', rec.payload.created_at);
+}
+
+/**
+ * What the central's state must allow for a pushed redemption: its coupon exists under the
+ * record's account and environment, in the redemption's currency when the coupon takes an amount
+ * off; its checkout, when the central holds it, is the account's; its time is neither after its
+ * record nor before the store. A redemption the central holds already passes (counted once).
+ */
+function checkStoreRedemption(ctx: AppContext, rec: CheckedRecord & { id: string; payload: RedemptionRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const r = rec.payload;
+  const store = couponsStore(ctx.db);
+  if (store.hasRedemption(r.id ?? `coupred_${rec.id}`)) return null;
+  const coupon = store.get(r.coupon_id, isoTime(ctx.clock.now()));
+  if (!coupon || coupon.account_id !== rec.account_id || (coupon.live_mode === 1) !== rec.live_mode) {
+    return {
+      code: 'unknown_reference',
+      field: 'payload.coupon_id',
+      reason: `coupon ${r.coupon_id} is not a coupon of account ${rec.account_id} at the central`,
+    };
+  }
+  if (coupon.currency && r.currency !== undefined && r.currency !== coupon.currency) {
+    return { code: 'invalid_currency', field: 'payload.currency', reason: `redemption in ${r.currency} of coupon ${coupon.id} in ${coupon.currency}` };
+  }
+  const checkout = checkoutForPage(ctx, r.checkout_id);
+  const foreign = checkout && ownerRefusal(rec, checkout, 'payload.checkout_id', `checkout ${checkout.id}`);
+  if (foreign) return foreign;
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.created_at', r.created_at);
+}
+
+/** A coupon's amounts as the API checks them: what it takes off (in its currency) and its minimum. */
+function couponMoney(p: Coupon): MoneyField[] {
+  const m: MoneyField[] = [];
+  if (p.amount_off_in_cents !== null && p.amount_off_in_cents !== undefined)
+    m.push({ field: 'amount_off_in_cents', amount: p.amount_off_in_cents, currency: p.currency ?? undefined });
+  if (p.minimum_amount_in_cents !== null && p.minimum_amount_in_cents !== undefined)
+    m.push({ field: 'minimum_amount_in_cents', amount: p.minimum_amount_in_cents, zero: true });
+  return m;
+}
+
 /** Coupons made at the store keep their ids (`coupon`). Counted only. */
 export const couponPush: PushKind<Coupon> = {
   payload: CouponPayload,
   // A coupon takes an amount or a percentage off, never both.
   consistent: (p) => (typeof p.amount_off_in_cents === 'number') !== (typeof p.percent_off === 'number'),
   malformed: 'coupon record without id, name, discount or status',
+  money: couponMoney,
+  check: (ctx, record, origin) => checkStoreCoupon(ctx, record, origin),
   apply: (ctx, record) => applyStoreCoupon(ctx, record.account_id, record.live_mode, record.payload, record.created_at),
   totals: () => null,
 };
@@ -131,6 +186,9 @@ export const couponPush: PushKind<Coupon> = {
 export const redemptionPush: PushKind<RedemptionRecord> = {
   payload: RedemptionPayload,
   malformed: 'coupon_redemption record without coupon_id, checkout_id or amount_off_in_cents',
+  // What a sale took off: 0 for a percentage of nothing; its currency, when carried, among the account's.
+  money: (p) => [{ field: 'amount_off_in_cents', amount: p.amount_off_in_cents, currency: p.currency, zero: true }],
+  check: (ctx, record, origin) => checkStoreRedemption(ctx, record, origin),
   apply: (ctx, record) => applyStoreRedemption(ctx, record.account_id, record.live_mode, record.payload, record.id, record.created_at),
   totals: (p) =>
     typeof p.currency === 'string' && typeof p.amount_off_in_cents === 'number' ? { currency: p.currency, amount_in_cents: p.amount_off_in_cents } : null,

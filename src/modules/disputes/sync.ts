@@ -1,9 +1,11 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import { Value } from '@sinclair/typebox/value';
-import type { FeedApplier, PushKind } from '../../sync/shared/registry.js';
+import type { FeedApplier, PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { paymentIntentRow } from '../payments/service.js';
+import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import { accountsOf } from '../../accounts/service.js';
-import { SyncedLedgerRow } from '../ledger/schema.js';
 import { hasBalanceTransaction, postBalanceTransaction, type BalanceTransaction } from '../ledger/service.js';
 import { disputeStep, type DisputeOutcome } from './machine.js';
 import type { DisputeView } from './schema.js';
@@ -160,11 +162,66 @@ export const disputeFeed: FeedApplier = (ctx, change) => {
   store.setStatus({ id: d.id, from: existing.status, status: d.status, at: d.updated_at, reversal_balance_transaction_id: d.reversal_balance_transaction_id });
 };
 
+/**
+ * What the central's state must allow for a pushed dispute step (issue 32, at projection): a
+ * dispute the central holds is the record's account's and its machine takes it to the record's
+ * status; a new one opens on a succeeded payment of the record's account and environment, in its
+ * currency, for no more than it; every ledger row is the account's; the step's time is neither
+ * after its record nor before the store. The same step again passes (applied once).
+ */
+function checkStoreDispute(ctx: AppContext, rec: CheckedRecord & { payload: DisputeRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const d = rec.payload.dispute;
+  const existing = disputesStore(ctx.db).byId(d.id);
+  if (existing) {
+    const foreign = ownerRefusal(rec, existing, 'payload.dispute.id', `dispute ${d.id}`);
+    if (foreign) return foreign;
+    if (existing.status === d.status) return null;
+    if (d.status === 'needs_response' || !disputeStep(existing.status, d.status as DisputeOutcome)) {
+      return {
+        code: 'transition_not_allowed',
+        field: 'payload.dispute.status',
+        reason: `dispute ${d.id} is ${existing.status} at the central; ${d.status} does not follow`,
+      };
+    }
+  } else {
+    const field = 'payload.dispute.payment_intent_id';
+    const pa = paymentIntentRow(ctx, [rec.account_id], rec.live_mode, d.payment_intent_id);
+    if (!pa) return { code: 'unknown_reference', field, reason: `payment ${d.payment_intent_id} is not a payment of account ${rec.account_id} at the central` };
+    if (pa.status !== 'succeeded')
+      return { code: 'transition_not_allowed', field, reason: `payment ${pa.id} is ${pa.status} at the central; only a succeeded payment is disputed` };
+    if (pa.currency !== d.currency)
+      return { code: 'invalid_currency', field: 'payload.dispute.currency', reason: `dispute in ${d.currency} of payment ${pa.id} in ${pa.currency}` };
+    if (d.amount_in_cents > pa.amount_in_cents) {
+      return {
+        code: 'dispute_exceeds_payment',
+        field: 'payload.dispute.amount_in_cents',
+        reason: `dispute of ${d.amount_in_cents} cents; payment ${pa.id} is ${pa.amount_in_cents} cents at the central`,
+      };
+    }
+  }
+  const stray = rec.payload.balance_transactions.findIndex((b) => b.account_id !== rec.account_id);
+  if (stray >= 0) {
+    return {
+      code: 'foreign_reference',
+      field: `payload.balance_transactions.${stray}.account_id`,
+      reason: `a ledger row of dispute ${d.id} names another account`,
+    };
+  }
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.dispute.updated_at', d.updated_at);
+}
+
 /** A dispute step made at the store (`dispute`). Only the opening weighs in the totals (a status step holds no new amount). */
 export const disputePush: PushKind<DisputeRecord> = {
   payload: DisputePayload,
   malformed: 'dispute record without dispute or balance_transactions',
+  money: (p) => [
+    { field: 'dispute.amount_in_cents', amount: p.dispute.amount_in_cents, currency: p.dispute.currency },
+    ...p.balance_transactions.flatMap((t, i) => syncedLedgerMoney(`balance_transactions.${i}`, t)),
+  ],
+  check: (ctx, record, origin) => checkStoreDispute(ctx, record, origin),
   apply: (ctx, record) => applyStoreDispute(ctx, record.account_id, record.live_mode, record.payload),
+  movesMoney: true,
   totals: (p) => {
     const d = p.dispute as { currency?: unknown; amount_in_cents?: unknown } | undefined;
     return p.change === 'created' && typeof d?.currency === 'string' && typeof d.amount_in_cents === 'number'

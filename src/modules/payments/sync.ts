@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { newId } from '../../ids.js';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/shared/registry.js';
+import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { inKeyScope, payloadTimeRefusal, type CheckRefusal } from '../../sync/shared/record-checks.js';
 import { accountsOf } from '../../accounts/service.js';
 import { SyncedLedgerRow, syncedLedgerMoney } from '../ledger/schema.js';
 import type { Account } from '../../accounts/service.js';
@@ -179,6 +180,7 @@ function paymentPush(kind: string): PushKind<PaymentRecord> {
       const account = accountsOf(ctx).account(record.account_id)!;
       applyStorePayment(ctx, account, record.payload);
     },
+    movesMoney: true,
     totals: (p) => {
       const pa = p.payment_intent as { status?: unknown; currency?: unknown; amount_in_cents?: unknown } | undefined;
       return pa?.status === 'succeeded' && typeof pa.currency === 'string' && typeof pa.amount_in_cents === 'number'
@@ -228,13 +230,29 @@ const BalancePaymentPayload = Type.Intersect([
 ]);
 
 /**
- * Whether `account` is one the store's key acts for (the key's account, its sandbox, its connected
- * children and theirs): a balance payment pushed by a store may debit only such a payer, never any
- * other account the central holds.
+ * What the central's state must allow for a pushed balance payment (issue 32, at projection): the
+ * payer is an account the central holds, of the pushing store's key (its account, its sandbox, its
+ * connected children), in the merchant's environment and not the merchant itself; its side's time
+ * is neither after the record nor before the store; then as any payment (`checkStorePayment`).
  */
-function inKeyScope(ctx: AppContext, keyAccountId: string, account: Account): boolean {
-  const live = account.sandbox_of ? accountsOf(ctx).account(account.sandbox_of) : account;
-  return !!live && (live.id === keyAccountId || live.parent_account_id === keyAccountId);
+function checkStoreBalancePayment(
+  ctx: AppContext,
+  record: { account_id: string; live_mode: boolean; created_at: string; payload: BalancePaymentRecord },
+  origin: SyncOrigin,
+): CheckRefusal {
+  if (origin.restoring) return null;
+  const p = record.payload;
+  if (paymentsStore(ctx.db).byId(p.payment_intent.id)) return null;
+  const payer = accountsOf(ctx).account(p.payer_account_id);
+  if (!payer || payer.live_mode !== record.live_mode || payer.id === record.account_id || !inKeyScope(ctx, origin.keyAccountId, payer)) {
+    return {
+      code: 'foreign_reference',
+      field: 'payload.payer_account_id',
+      reason: `payer ${p.payer_account_id} is not another account of this store's key in the merchant's environment at the central`,
+    };
+  }
+  const time = payloadTimeRefusal(ctx, record, origin, 'payload.payer.balance_payment.created_at', p.payer?.balance_payment.created_at);
+  return time ?? checkStorePayment(ctx, record);
 }
 
 /**
@@ -329,12 +347,13 @@ export const balancePaymentPush: PushKind<BalancePaymentRecord> = {
   },
   malformed: 'balance_payment record without a consistent payment_intent, checkout and payer side',
   money: (p) => [...paymentMoney(p), ...syncedLedgerMoney('payer.balance_transaction', p.payer?.balance_transaction)],
-  check: (ctx, record) => checkStorePayment(ctx, record),
+  check: (ctx, record, origin) => checkStoreBalancePayment(ctx, record, origin),
   apply(ctx, record, origin) {
     const merchant = accountsOf(ctx).account(record.account_id)!;
     // A box taking its own record back after a restore (sync/store/rejoin.ts) holds only its own accounts.
     return applyStoreBalancePayment(ctx, merchant, origin.restoring ? null : origin.keyAccountId, record.payload);
   },
+  movesMoney: true,
   totals: paymentPush('balance_payment').totals,
 };
 

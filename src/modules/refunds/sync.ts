@@ -155,6 +155,7 @@ export const refundPush: PushKind<RefundRecord> = {
     if (conflict && 'reason' in conflict) return conflict.reason;
     if (conflict) return `payment ${record.payload.refund.payment_intent_id} was already refunded at the central by ${conflict.conflictingRefundId}`;
   },
+  movesMoney: true,
   totals: (p) => {
     const r = p.refund as { currency?: unknown; amount_in_cents?: unknown } | undefined;
     return typeof r?.currency === 'string' && typeof r.amount_in_cents === 'number' ? { currency: r.currency, amount_in_cents: r.amount_in_cents } : null;

@@ -1,6 +1,9 @@
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
-import type { PushKind } from '../../sync/shared/registry.js';
+import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
+import { nextState } from '../../lifecycle.js';
+import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { subscriptionMachine, type SubscriptionEvent, type SubscriptionStatus } from './machine.js';
 import { subscriptionDetail } from './document.js';
 import { SubscriptionsStore, type InvoiceItemRow, type SubscriptionItemRow, type SubscriptionRow } from './store.js';
 
@@ -65,10 +68,58 @@ export function applyStoreSubscription(ctx: AppContext, accountId: string, store
   return null;
 }
 
+/** Every event the machine knows, with each guard's variants: a step is allowed when one of them takes it. */
+const EVENTS: SubscriptionEvent[] = [
+  { type: 'CHARGE_SUCCEEDED' },
+  { type: 'CHARGE_FAILED', finalAttempt: false },
+  { type: 'CHARGE_FAILED', finalAttempt: true },
+  { type: 'CHARGE_FAILED', finalAttempt: false, trial: true },
+  { type: 'PAUSE' },
+  { type: 'RESUME' },
+  { type: 'CANCEL' },
+  { type: 'REACTIVATE', withinPeriod: true },
+];
+
+/**
+ * What the central's state must allow for a pushed subscription (issue 32, at projection): the
+ * row is in the record's environment; a subscription the central holds is the record's account's
+ * and, unless the record is older (the applier skips it), moves from its status to the record's by
+ * its machine (any run of its events: a final state stays final); the change's time is
+ * neither after its record nor before the store.
+ */
+function checkStoreSubscription(ctx: AppContext, rec: CheckedRecord & { payload: SubscriptionRecord }, origin: SyncOrigin): CheckRefusal {
+  if (origin.restoring) return null;
+  const row = rec.payload.row;
+  if ((row.live_mode === 1) !== rec.live_mode) {
+    return {
+      code: 'inconsistent_payload',
+      field: 'payload.row.live_mode',
+      reason: `a ${rec.live_mode ? 'live' : 'test'} record carries a subscription of the other environment`,
+    };
+  }
+  const existing = new SubscriptionsStore(ctx.db).get(row.id);
+  if (existing) {
+    const foreign = ownerRefusal(rec, existing, 'payload.row.id', `subscription ${row.id}`);
+    if (foreign) return foreign;
+    if (existing.updated_at > row.updated_at) return null;
+    const from = existing.status;
+    const to = row.status as SubscriptionStatus;
+    if (from !== to && !machineReaches((s) => EVENTS.map((e) => nextState(subscriptionMachine, s as SubscriptionStatus, e)), from, to)) {
+      return {
+        code: 'transition_not_allowed',
+        field: 'payload.row.status',
+        reason: `subscription ${row.id} is ${from} at the central; its machine does not move it to ${to}`,
+      };
+    }
+  }
+  return payloadTimeRefusal(ctx, rec, origin, 'payload.row.updated_at', row.updated_at);
+}
+
 /** Subscriptions carry their state after the change (`subscription`); the store keeps running their timers. Counted only. */
 export const subscriptionPush: PushKind<SubscriptionRecord> = {
   payload: SubscriptionPayload,
   malformed: 'subscription record without row or items (written by an older posd?)',
+  check: (ctx, record, origin) => checkStoreSubscription(ctx, record, origin),
   apply: (ctx, record, origin) => applyStoreSubscription(ctx, record.account_id, origin.restoring ? null : origin.storeId, record.payload),
   totals: () => null,
 };

@@ -111,6 +111,7 @@ function transferPush(kind: string): PushKind<TransferRecord> {
       ...p.balance_transactions.flatMap((t, i) => syncedLedgerMoney(`balance_transactions.${i}`, t)),
     ],
     apply: (ctx, record) => applyStoreTransfer(ctx, record.account_id, record.payload),
+    movesMoney: true,
     totals: (p) => {
       const t = p.transfer as { currency?: unknown; amount_in_cents?: unknown } | undefined;
       return p.change === 'created' && typeof t?.currency === 'string' && typeof t.amount_in_cents === 'number'

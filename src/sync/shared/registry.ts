@@ -80,6 +80,13 @@ export interface PushKind<P = any> {
   apply(ctx: AppContext, record: Omit<PushRecord, 'payload'> & { payload: P }, origin: SyncOrigin): Refusal;
   /** Default: a top-level `currency` and `amount_in_cents`, as most facts carry. */
   totals?: SyncTotals;
+  /**
+   * The record itself moves money (posts ledger rows, or reports a sale or refund the central's
+   * reports count): only such records are weighed by the review thresholds
+   * (sync/central/checks/review.ts). A record that describes money another record moves (a stored
+   * card payment, whose `terminal_payment` carries the amount) is counted in reconciliation only.
+   */
+  movesMoney?: boolean;
   /** The amounts the record carries, checked at receipt (docs/sync.md, "A central that trusts no box"). */
   money?(payload: P): MoneyField[];
   /**
@@ -201,6 +208,11 @@ export class SyncRegistry {
 
   totalsOf(kind: string, payload: Record<string, unknown>): { currency: string; amount_in_cents: number } | null {
     return (this.totals.get(kind) ?? topLevelTotals)(payload);
+  }
+
+  /** What a record weighs for the review thresholds: its totals when its kind moves money, else null. */
+  weightOf(kind: string, payload: Record<string, unknown>): { currency: string; amount_in_cents: number } | null {
+    return this.kinds_.get(kind)?.movesMoney ? this.totalsOf(kind, payload) : null;
   }
 
   feedApplier(kind: string): FeedApplier | undefined {

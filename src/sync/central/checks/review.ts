@@ -11,9 +11,9 @@ export const REVIEW_PREFIX = 'review: ';
 
 type Weighed = Pick<PushRecord, 'kind' | 'payload' | 'created_at'>;
 
-/** What a record weighs (its reconciliation totals: a sale's or payment's amount), or null. */
+/** What a record weighs (a money-moving kind's reconciliation totals: a sale's or payment's amount), or null. */
 function weightOf(ctx: AppContext, r: Weighed): { currency: string; amount: number } | null {
-  const t = ctx.registry.sync.totalsOf(r.kind, r.payload);
+  const t = ctx.registry.sync.weightOf(r.kind, r.payload);
   return t && t.amount_in_cents > 0 ? { currency: t.currency, amount: t.amount_in_cents } : null;
 }
 

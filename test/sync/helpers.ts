@@ -15,6 +15,8 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import type { PosdModule } from '../../src/api/module.js';
 import { projected } from '../../src/sync/central/projector.js';
 import { syncStatus } from '../../src/sync/status.js';
+import { storeSide } from '../../src/sync/store/sync-store.js';
+import { STATE } from '../../src/sync/shared/state.js';
 import { until } from '../helpers/until.js';
 
 /** A central; `modules` (default: every module) lets a test declare kinds of its own. */
@@ -44,7 +46,11 @@ const centrals = new Set<TestServer>();
  * applied what it received: what "synced" meant when a push was applied before it was answered.
  */
 export async function appliedAtCentral(store: Pick<TestStore, 'daemon'>, timeoutMs = 10_000): Promise<void> {
-  await until('received by the central', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).records_waiting === 0, timeoutMs);
+  const { db, config } = store.daemon.ctx;
+  // An event is waiting too before the push loop copies it into the outbox (its tail): "nothing
+  // waiting" counts only the outbox, so the last event of a sale could still be on its way.
+  const untailed = () => storeSide(db).eventsAfter(Number(storeSide(db).state(STATE.eventsCursor) ?? 0), 1).length;
+  await until('received by the central', () => untailed() === 0 && syncStatus(config, db).records_waiting === 0, timeoutMs);
   for (const c of centrals) await projected(c.daemon.ctx);
 }
 

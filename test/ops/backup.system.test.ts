@@ -191,6 +191,9 @@ describe('backups under write load', () => {
     const data = join(dir, 'data');
     server = await startTestServer({ modules: MODULES_WITH_FIXTURE, dataDir: data, config: UNLIMITED });
     fill(server, 5_000);
+    const backedUpAt = async () =>
+      Number((await (await fetch(`${server!.url}/metrics`)).text()).match(/^posd_backup_last_success_timestamp_seconds (\S+)$/m)?.[1]);
+    expect(await backedUpAt()).toBe(0);
     const load = writeLoad(server, 2);
     await untilAcked(load, 20);
     const ackedBefore = [...load.acked];
@@ -204,6 +207,10 @@ describe('backups under write load', () => {
       /^posd: this box had no recovery key; one was made: (rk-[0-9a-f]{12})\n {2}recovery key {2}POSD-RK1-[-0-9A-Z]+\n[\s\S]*posd: backup written to .*manual\.db \(\d+ bytes, integrity checked\)\n {2}holds: database, settings.* \(secrets sealed to recovery key \1\)\n$/,
     );
     expect(lastBackupRun(server.daemon.ctx.db)).toMatchObject({ file, trigger: 'manual', ok: 1 });
+    // The daemon's /metrics counts a backup another process took (issue 37: it stayed 0).
+    const at = await backedUpAt();
+    expect(Math.abs(at * 1000 - Date.parse(lastBackupRun(server.daemon.ctx.db)!.finished_at))).toBeLessThan(1000);
+    expect(Date.now() / 1000 - at).toBeLessThan(120);
     const notes = notesIn(file);
     for (const text of ackedBefore) expect(notes.has(text)).toBe(true);
     expect((await runPosd(['backup', '--data', data, '--to', file])).code).toBe(2); // never overwrites

@@ -282,6 +282,38 @@ describe('posd restore', () => {
     const now = JSON.parse((await runPosd(['accounts', 'list', '--data', target, '--json'])).stdout);
     expect(now.map((a: { id: string }) => a.id).sort()).toEqual(source.map((a: { id: string }) => a.id).sort());
   });
+
+  it("judges the restored box by the backup it came from, not the old box's run before it (issue 37)", async () => {
+    const dir = tmp();
+    const data = join(dir, 'src');
+    const init = await runPosd(['init', '--data', data, '--json']);
+    // The dead box's log: an older backup that left the signing key out (made before recovery keys).
+    const old = new Database(join(data, 'posd.db'));
+    old
+      .prepare("INSERT INTO backup_runs (file, trigger, started_at, finished_at, bytes, ok, left_out) VALUES (?, 'manual', ?, ?, 1, 1, ?)")
+      .run(
+        '/dead/backups/manual-old.db',
+        new Date(Date.now() - 3_600_000).toISOString(),
+        new Date(Date.now() - 3_600_000).toISOString(),
+        '["the webhook signing key"]',
+      );
+    old.close();
+    const good = join(dir, 'good.db');
+    expect((await runPosd(['backup', '--data', data, '--to', good])).code).toBe(0);
+    const target = join(dir, 'target');
+    await runPosd(['init', '--data', target, '--json']);
+    const r = await runPosd(['restore', good, '--data', target, '--recovery-key-file', '-'], {}, JSON.parse(init.stdout).recovery_key);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`  backup log: ${good} (written `);
+    const doctor = JSON.parse((await runPosd(['doctor', '--data', target, '--json'])).stdout) as {
+      checks: Array<{ name: string; ok: boolean; detail: string }>;
+    };
+    const last = doctor.checks.find((c) => c.name === 'last backup');
+    expect(last).toMatchObject({ ok: true });
+    expect(last?.detail).toContain(good);
+    expect(last?.detail).not.toContain('manual-old');
+  });
 });
 
 describe('nightly backup', () => {

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { printJson, withDataOptions, type DataOptions } from './common.js';
 import { withContext } from './terminals.js';
+import { localStamp as t, zoneName } from '../modules/ops/time.js';
 
 const whole = (v: string) => {
   if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('expected a whole number ≥ 1');
@@ -25,16 +26,19 @@ export function outageCommand(): Command {
       await withContext(opts, (ctx) => {
         const report = { offline_now: outageNow(ctx), outages: outageReports(ctx, { from: opts.since, limit: opts.limit ?? 5 }) };
         if (opts.json) return printJson(report);
-        const out: string[] = [];
+        // Local times, as the page shows them, the zone named once; the JSON keeps ISO UTC.
+        const out: string[] = [`Times in ${zoneName(Date.now())}.`];
         const now = report.offline_now;
         if (now.offline) {
-          out.push(`OFFLINE since ${now.since} (${now.links.map((l) => l.link).join(', ')}); ${now.records_waiting} record(s) waiting for the central`);
+          out.push(
+            `OFFLINE since ${now.since ? t(now.since) : 'unknown'} (${now.links.map((l) => l.link).join(', ')}); ${now.records_waiting} record(s) waiting for the central`,
+          );
           for (const s of now.stored) out.push(`  waiting ${s.status}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
-          if (now.next_deadline) out.push(`  oldest stored payment must be forwarded by ${now.next_deadline}`);
+          if (now.next_deadline) out.push(`  oldest stored payment must be forwarded by ${t(now.next_deadline)}`);
         }
         if (report.outages.length === 0) out.push('No outage recorded.');
         for (const o of report.outages) {
-          out.push('', `Outage ${o.started_at} to ${o.ended_at ?? 'now'} (${o.links.map((l) => l.link).join(', ')})`);
+          out.push('', `Outage ${t(o.started_at)} to ${o.ended_at ? t(o.ended_at) : 'now'} (${o.links.map((l) => l.link).join(', ')})`);
           for (const s of o.sales) out.push(`  sales ${s.method}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
           for (const s of o.stored_payments) out.push(`  stored payments ${s.status}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
           // Every field the JSON has for a sale to collect: the manager works from this text alone.
@@ -43,12 +47,12 @@ export function outageCommand(): Command {
             const card = c.card.last4 ? `${c.card.network ?? 'card'} ••${c.card.last4}` : 'card unknown';
             out.push(
               `  to collect: ${c.external_id ?? c.command_id}${c.description ? ` "${c.description}"` : ''} ${money(c.amount_in_cents, c.currency)}`,
-              `    ${c.status}${c.reason ? ` (${c.reason})` : ''}${c.settled_at ? ` at ${c.settled_at}` : ''}; ${card}; terminal ${c.terminal_id}`,
+              `    ${c.status}${c.reason ? ` (${c.reason})` : ''}${c.settled_at ? ` at ${t(c.settled_at)}` : ''}; ${card}; terminal ${c.terminal_id}`,
               `    checkout ${c.checkout_id} ${c.checkout_status ?? 'gone'}${c.payment_intent_id ? `, payment intent ${c.payment_intent_id}` : ''}${who ? `; ${who}` : ''}`,
             );
           }
           out.push(`  checkouts left open (besides those to collect): ${o.open_checkouts.total}`);
-          for (const c of o.open_checkouts.items) out.push(`    ${c.id} ${c.status} ${money(c.amount_in_cents, c.currency)} since ${c.created_at}`);
+          for (const c of o.open_checkouts.items) out.push(`    ${c.id} ${c.status} ${money(c.amount_in_cents, c.currency)} since ${t(c.created_at)}`);
           out.push(`  reconciliation: ${o.reconciliation.state}`);
         }
         process.stdout.write(`${out.join('\n')}\n`);

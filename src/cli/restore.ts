@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { existsSync, linkSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, mkdirSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, renameSync, rmSync, writeFileSync, copyFileSync, mkdirSync, statSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import { ownerOnlyDir, ownerOnlyFiles } from '../file-modes.js';
 import { dirname, join, resolve } from 'node:path';
@@ -18,6 +18,7 @@ import type { Config } from '../config.js';
 import { rejoinNote } from './restore-sync.js';
 import { restoreLosses } from './restore-losses.js';
 import { passphraseOf, type PassphraseOptions } from './backup.js';
+import { insertBackupRun } from '../modules/ops/store.js';
 
 export function restoreCommand(): Command {
   return withDataOptions(new Command('restore'))
@@ -68,6 +69,7 @@ export function restoreCommand(): Command {
         for (const suffix of ['', '-journal']) rmSync(staging + suffix, { force: true });
         throw new CliError(`${backup} was not restored: ${losses.refusal}`);
       }
+      const logged = logRestoredBackup(staging, backup, contents.leftOut);
       fsyncPath(staging);
       if (existsSync(target)) {
         // Fold the log into the file first, so the copy kept aside is the whole current database.
@@ -96,6 +98,7 @@ export function restoreCommand(): Command {
       if (contents.settings && Object.keys(contents.settings).length > 0) lines.push(`  settings: ${restoreSettings(config, contents.settings, settingsFile)}`);
       if (contents.recoveryPublic) lines.push(`  recovery key: ${restoreRecoveryPublic(config, Buffer.from(contents.recoveryPublic, 'base64'))}`);
       if (contents.leftOut.length) lines.push(`  not in this backup: ${contents.leftOut.join(', ')}`);
+      if (logged) lines.push(`  backup log: ${backup} (written ${logged}) is now this box's last backup; older runs listed are the old box's`);
       // Whatever was or was not restored, say now whether webhooks will sign: the first delivery would tell too late.
       const db = new Database(target, { readonly: true });
       let check;
@@ -109,6 +112,34 @@ export function restoreCommand(): Command {
       lines.push(...(await rejoinNote(config, target)));
       process.stdout.write(`${lines.join('\n')}\n`);
     });
+}
+
+/**
+ * Adds to the restored database's backup log the run that made `backup`: the old box wrote that row
+ * after the copy, so the copy lacks it, and doctor and the page would otherwise judge the box by the
+ * run before (another file, perhaps an incomplete one). Its time is the file's; what it left out is
+ * what this restore lacks. Returns that time, or null for a database without a backup log.
+ */
+function logRestoredBackup(staging: string, backup: string, leftOut: string[]): string | null {
+  const db = new Database(staging);
+  try {
+    if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'backup_runs'").get()) return null;
+    const st = statSync(backup);
+    const written = st.mtime.toISOString();
+    insertBackupRun(db, {
+      file: backup,
+      trigger: /^nightly-/.test(backup.split('/').pop() ?? '') ? 'nightly' : 'manual',
+      started_at: written,
+      finished_at: written,
+      bytes: st.size,
+      ok: 1,
+      error: null,
+      left_out: leftOut.length ? JSON.stringify(leftOut) : null,
+    });
+    return written;
+  } finally {
+    db.close();
+  }
 }
 
 /**

@@ -216,14 +216,23 @@ function operatorCommands(sync: Command): void {
     );
 }
 
+/** "2026-03-02": the local calendar date of `d` (the box's TZ). */
+export function localDate(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
+}
+
 export function reconcileCommand(): Command {
   return withDataOptions(new Command('reconcile'))
     .description("compare this store's totals for one day with the central's (exit 1 on a difference)")
-    .addOption(new Option('--date <day>', 'UTC day YYYY-MM-DD (default today)'))
+    .addOption(new Option('--date <day>', "day YYYY-MM-DD, compared midnight to midnight UTC (default: today's date in the box's time zone)"))
     .option('--json', 'print JSON')
     .action((opts: DataOptions & { date?: string; json?: boolean }) =>
       withStore(opts, async (config, db) => {
-        const day = opts.date ?? new Date().toISOString().slice(0, 10);
+        // Today's date as the store names it, not the UTC date: west of UTC the evening's trading
+        // would otherwise default to tomorrow, a day not begun. The span compared stays that date's
+        // UTC day, the one the central sums (docs/sync.md).
+        const day = opts.date ?? localDate(new Date());
         if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`))) throw new CliError(`--date: not a day: ${day}`);
         const { client } = clientFor(config, db);
         let result;

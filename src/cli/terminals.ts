@@ -4,7 +4,7 @@ import pino from 'pino';
 import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
 import { systemClock } from '../clock.js';
 import { Outbox } from '../outbox/events.js';
-import { ApiError } from '../errors.js';
+import { ApiError, notFound } from '../errors.js';
 import type { AppContext } from '../context.js';
 import { accountsOf, type AccountsService } from '../accounts/service.js';
 
@@ -75,24 +75,27 @@ export function terminalsCommand(): Command {
       }),
     );
   withDataOptions(cmd.command('list'))
-    .description("list an account's terminals")
-    .requiredOption('--account <id>', 'account')
+    .description("list the terminals: every account's on the box, or one account's")
+    .option('--account <id>', 'only this account (default: every account on the box, live and sandbox)')
     .option('--json', 'print JSON')
-    .action((opts: DataOptions & { account: string; json?: boolean }) =>
+    .action((opts: DataOptions & { account?: string; json?: boolean }) =>
       withContext(opts, (ctx, accounts, { listTerminals }) => {
-        const account = accountOf(accounts, opts.account);
-        const { rows } = listTerminals(ctx, { accountIds: [account.id], liveMode: account.live_mode }, 1000, 0);
+        const scope = opts.account ? [accountOf(accounts, opts.account)] : accounts.accounts();
+        const rows = scope.flatMap((a) => listTerminals(ctx, { accountIds: [a.id], liveMode: a.live_mode }, 1000, 0).rows);
         if (opts.json) return printJson(rows);
-        printTable(rows as never, ['id', 'name', 'transport', 'availability', 'last_seen_at', 'model', 'firmware', 'serial_path']);
+        printTable(rows as never, ['id', 'name', 'account_id', 'transport', 'availability', 'last_seen_at', 'model', 'firmware', 'serial_path']);
       }),
     );
   withDataOptions(cmd.command('retire'))
     .description('retire a terminal: its token stops working')
     .argument('<id>')
-    .requiredOption('--account <id>', 'account')
-    .action((id: string, opts: DataOptions & { account: string }) =>
-      withContext(opts, (ctx, accounts, { retireTerminal }) => {
-        retireTerminal(ctx, accountOf(accounts, opts.account), id);
+    .option('--account <id>', "the terminal's account (default: the one the terminal belongs to)")
+    .action((id: string, opts: DataOptions & { account?: string }) =>
+      withContext(opts, (ctx, accounts, { retireTerminal, terminalRow }) => {
+        // A terminal id names its account; --account only narrows (a wrong one answers "No terminal").
+        const accountId = opts.account ?? terminalRow(ctx, id)?.account_id;
+        if (!accountId) throw notFound('terminal', id);
+        retireTerminal(ctx, accountOf(accounts, accountId), id);
         process.stdout.write(`retired ${id}\n`);
       }),
     );

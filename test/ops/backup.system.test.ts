@@ -191,6 +191,9 @@ describe('backups under write load', () => {
     const data = join(dir, 'data');
     server = await startTestServer({ modules: MODULES_WITH_FIXTURE, dataDir: data, config: UNLIMITED });
     fill(server, 5_000);
+    const backedUpAt = async () =>
+      Number((await (await fetch(`${server!.url}/metrics`)).text()).match(/^posd_backup_last_success_timestamp_seconds (\S+)$/m)?.[1]);
+    expect(await backedUpAt()).toBe(0);
     const load = writeLoad(server, 2);
     await untilAcked(load, 20);
     const ackedBefore = [...load.acked];
@@ -204,6 +207,10 @@ describe('backups under write load', () => {
       /^posd: this box had no recovery key; one was made: (rk-[0-9a-f]{12})\n {2}recovery key {2}POSD-RK1-[-0-9A-Z]+\n[\s\S]*posd: backup written to .*manual\.db \(\d+ bytes, integrity checked\)\n {2}holds: database, settings.* \(secrets sealed to recovery key \1\)\n$/,
     );
     expect(lastBackupRun(server.daemon.ctx.db)).toMatchObject({ file, trigger: 'manual', ok: 1 });
+    // The daemon's /metrics counts a backup another process took (issue 37: it stayed 0).
+    const at = await backedUpAt();
+    expect(Math.abs(at * 1000 - Date.parse(lastBackupRun(server.daemon.ctx.db)!.finished_at))).toBeLessThan(1000);
+    expect(Date.now() / 1000 - at).toBeLessThan(120);
     const notes = notesIn(file);
     for (const text of ackedBefore) expect(notes.has(text)).toBe(true);
     expect((await runPosd(['backup', '--data', data, '--to', file])).code).toBe(2); // never overwrites
@@ -274,6 +281,38 @@ describe('posd restore', () => {
     expect(existsSync(join(target, 'posd.db-wal'))).toBe(false);
     const now = JSON.parse((await runPosd(['accounts', 'list', '--data', target, '--json'])).stdout);
     expect(now.map((a: { id: string }) => a.id).sort()).toEqual(source.map((a: { id: string }) => a.id).sort());
+  });
+
+  it("judges the restored box by the backup it came from, not the old box's run before it (issue 37)", async () => {
+    const dir = tmp();
+    const data = join(dir, 'src');
+    const init = await runPosd(['init', '--data', data, '--json']);
+    // The dead box's log: an older backup that left the signing key out (made before recovery keys).
+    const old = new Database(join(data, 'posd.db'));
+    old
+      .prepare("INSERT INTO backup_runs (file, trigger, started_at, finished_at, bytes, ok, left_out) VALUES (?, 'manual', ?, ?, 1, 1, ?)")
+      .run(
+        '/dead/backups/manual-old.db',
+        new Date(Date.now() - 3_600_000).toISOString(),
+        new Date(Date.now() - 3_600_000).toISOString(),
+        '["the webhook signing key"]',
+      );
+    old.close();
+    const good = join(dir, 'good.db');
+    expect((await runPosd(['backup', '--data', data, '--to', good])).code).toBe(0);
+    const target = join(dir, 'target');
+    await runPosd(['init', '--data', target, '--json']);
+    const r = await runPosd(['restore', good, '--data', target, '--recovery-key-file', '-'], {}, JSON.parse(init.stdout).recovery_key);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`  backup log: ${good} (written `);
+    const doctor = JSON.parse((await runPosd(['doctor', '--data', target, '--json'])).stdout) as {
+      checks: Array<{ name: string; ok: boolean; detail: string }>;
+    };
+    const last = doctor.checks.find((c) => c.name === 'last backup');
+    expect(last).toMatchObject({ ok: true });
+    expect(last?.detail).toContain(good);
+    expect(last?.detail).not.toContain('manual-old');
   });
 });
 

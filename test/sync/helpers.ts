@@ -76,7 +76,7 @@ export interface TestStore {
 export async function startStore(
   centralUrl: string,
   key: string,
-  opts: { sync?: Record<string, unknown>; dataDir?: string; clock?: Clock; config?: Record<string, unknown> } = {},
+  opts: { sync?: Record<string, unknown>; dataDir?: string; clock?: Clock; config?: Record<string, unknown>; log?: pino.Logger } = {},
 ): Promise<TestStore> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'posd-store-'));
   const config = validateConfig({
@@ -96,7 +96,7 @@ export async function startStore(
     storeId = joinCentral(db, systemClock, snap, { url: centralUrl, key }).store_id;
     db.close();
   }
-  const daemon = await startDaemon({ config, clock: opts.clock, log: pino({ level: process.env.POSD_TEST_LOG ?? 'silent' }) });
+  const daemon = await startDaemon({ config, clock: opts.clock, log: opts.log ?? pino({ level: process.env.POSD_TEST_LOG ?? 'silent' }) });
   if (!storeId) storeId = (daemon.ctx.db.prepare("SELECT value FROM sync_state WHERE key = 'store_id'").get() as { value: string }).value;
   const self: TestStore = {
     daemon,

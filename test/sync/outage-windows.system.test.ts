@@ -155,11 +155,13 @@ it('records the central and processor windows, merges them into one outage and r
   // Everything pushed, the day not reconciled since the outage ended.
   expect(o.reconciliation).toMatchObject({ state: 'unchecked', records_waiting: 0 });
   // For people: the same checklist in lines.
-  const human = (await runPosd(['outage', 'report', ...since, '--data', store.dataDir])).stdout;
-  expect(human).toContain(`Outage ${iso('09:00')} to ${iso('12:10')} (central, processor)`);
+  // Local times with the zone named, as the page shows them (issue 37: it printed UTC); 09:00Z is 03:00 in Guatemala.
+  const human = (await runPosd(['outage', 'report', ...since, '--data', store.dataDir], { TZ: 'America/Guatemala' })).stdout;
+  expect(human).toMatch(/^Times in America\/Guatemala \(UTC-06:00\)\.\n/);
+  expect(human).toContain('Outage 2026-03-02 03:00 to 2026-03-02 06:10 (central, processor)');
   expect(human).toContain('  stored payments declined: 1 (GTQ 45.00)');
   // Every field of the JSON's sale to collect: description, reason, card, terminal.
-  expect(human).toContain(`  to collect: till-2 "Mesa 2" GTQ 45.00\n    declined (insufficient_funds) at ${iso('12:10')}; `);
+  expect(human).toContain(`  to collect: till-2 "Mesa 2" GTQ 45.00\n    declined (insufficient_funds) at 2026-03-02 06:10; `);
   expect(human).toMatch(
     new RegExp(`; terminal ${o.to_collect[0].terminal_id}\\n    checkout ${charges[1].checkout_id} unpaid, payment intent pa_\\w+; 2234567-8`),
   );

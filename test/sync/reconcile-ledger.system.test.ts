@@ -4,6 +4,7 @@ import { AccountsService } from '../../src/accounts/service.js';
 import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { posdExit, requireBuild } from './e2e/processes.js';
+import { runPosd } from '../helpers/process.js';
 import { addStoreAccount, http, removeDir, startStore, until, type TestStore, appliedAtCentral } from './helpers.js';
 
 /**
@@ -65,6 +66,19 @@ afterAll(async () => {
 });
 
 describe('reconciliation of the ledger and intents', () => {
+  it("takes today's date in the box's time zone when no --date is given (issue 37: it took the UTC date)", async () => {
+    // UTC+14 and UTC-12: at any hour one of them is on another date than UTC.
+    const zones = ['Pacific/Kiritimati', 'Etc/GMT+12'];
+    const localToday = (timeZone: string) =>
+      new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date());
+    expect(zones.some((z) => localToday(z) !== new Date().toISOString().slice(0, 10))).toBe(true);
+    for (const TZ of zones) {
+      const r = await runPosd(['reconcile', '--json', '--data', store.dataDir], { TZ, POSD_LOG_LEVEL: 'warn' });
+      expect(r.stderr).not.toMatch(/failed/);
+      expect(JSON.parse(r.stdout).day).toBe(localToday(TZ));
+    }
+  });
+
   it('compares the rows the store wrote with the rows its records wrote at the central, whatever else each side holds', async () => {
     const { code, result } = await reconcile();
     expect(code).toBe(0);

@@ -1,3 +1,5 @@
+import { createConnection, createServer, type AddressInfo } from 'node:net';
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { tx } from '../../src/db/database.js';
@@ -115,6 +117,52 @@ describe('the store sync worker', () => {
     await until('all pushed', () => saleRows(central).length === 120);
     expect(saleRows(central)).toEqual(Array.from({ length: 120 }, (_, i) => i));
     await until('connected', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).connected);
+  });
+
+  it('logs once when the central answers again after the link went down (issue 37)', async () => {
+    const central = await startCentral({ modules: [...MODULES, testSales], config: BACKDATED });
+    cleanup.push(() => central.stop());
+    const acct = addStoreAccount(central);
+    // A link the test cuts and mends: a TCP relay that drops every connection while down.
+    let down = false;
+    const open = new Set<import('node:net').Socket>();
+    const relay = createServer((c) => {
+      if (down) return c.destroy();
+      open.add(c);
+      c.on('close', () => open.delete(c));
+      const up = createConnection(Number(new URL(central.url).port), '127.0.0.1');
+      c.pipe(up).pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    cleanup.push(() => new Promise<void>((r) => relay.close(() => r())));
+    const lines: Array<{ msg: string; event?: string }> = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l)) });
+    const via = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+    const store = await startStore(via, acct.key, { sync: { central_url: via }, log });
+    cleanup.push(() => removeDir(store.dataDir));
+    cleanup.push(() => store.stop());
+    await until('connected', () => syncStatus(store.daemon.ctx.config, store.daemon.ctx.db).connected);
+    const back = () => lines.filter((l) => l.event === 'sync_link_up');
+    expect(back()).toEqual([]);
+    down = true;
+    for (const c of open) c.destroy();
+    // A request in flight as the link broke may still answer: count from when the loops are failing.
+    const failures = () => lines.filter((l) => / failed$/.test(l.msg)).length;
+    await until('failures logged', () => failures() >= 3);
+    const before = back().length;
+    const failed = failures();
+    await until('one more failure', () => failures() > failed);
+    expect(back()).toHaveLength(before);
+    down = false;
+    sell(store, acct.accountId, 1);
+    await until('the sale at the central', () => saleRows(central).includes(1));
+    await until('the line saying the central is back', () => back().length > before);
+    sell(store, acct.accountId, 2);
+    await until('the second sale at the central', () => saleRows(central).includes(2));
+    expect(back()).toHaveLength(before + 1);
+    expect(back().at(-1)?.msg).toBe('sync: the central answers again');
   });
 
   it('reconciles a day: equal when both sides agree; a lost row at the central is a difference, reported to central operations, never patched', async () => {

@@ -48,13 +48,28 @@ it('posd terminals add, list and retire; the pairing token is shown once and sto
   const table = await runPosd(['terminals', 'list', '--data', dir, '--account', inst.sandbox_id]);
   expect(table.stdout).toContain('Caja 1');
 
-  expect((await runPosd(['terminals', 'retire', t.id, '--data', dir, '--account', inst.sandbox_id])).code).toBe(0);
+  // Issue 37: no --account needed. list shows every account's terminals (live and sandbox) with
+  // their account; retire finds the account from the terminal id.
+  const live = JSON.parse((await runPosd(['terminals', 'add', '--data', dir, '--account', inst.account_id, '--name', 'Caja 3', '--json'])).stdout);
+  const all = JSON.parse((await runPosd(['terminals', 'list', '--data', dir, '--json'])).stdout);
+  expect(all.map((x: { id: string; account_id: string }) => `${x.id} ${x.account_id}`).sort()).toEqual(
+    [`${t.id} ${inst.sandbox_id}`, `${serial.id} ${inst.sandbox_id}`, `${live.id} ${inst.account_id}`].sort(),
+  );
+  expect((await runPosd(['terminals', 'list', '--data', dir])).stdout).toMatch(new RegExp(`Caja 3.*${inst.account_id}`));
+  const wrongAccount = await runPosd(['terminals', 'retire', t.id, '--data', dir, '--account', inst.account_id]);
+  expect(wrongAccount.code).toBe(2);
+  const retired = await runPosd(['terminals', 'retire', t.id, '--data', dir]);
+  expect(retired.stderr).toBe('');
+  expect(retired.code).toBe(0);
   const after = JSON.parse((await runPosd(['terminals', 'list', '--data', dir, '--account', inst.sandbox_id, '--json'])).stdout);
   expect(after.map((x: { id: string }) => x.id)).toEqual([serial.id]);
 
-  const again = await runPosd(['terminals', 'retire', t.id, '--data', dir, '--account', inst.sandbox_id]);
+  const again = await runPosd(['terminals', 'retire', t.id, '--data', dir]);
   expect(again.code).toBe(2);
   expect(again.stderr).toMatch(/^posd: No terminal/);
+  const unknown = await runPosd(['terminals', 'retire', 'term_nope', '--data', dir]);
+  expect(unknown.code).toBe(2);
+  expect(unknown.stderr).toMatch(/^posd: No terminal with id term_nope/);
   const badAccount = await runPosd(['terminals', 'add', '--data', dir, '--account', 'ac_nope', '--name', 'x']);
   expect(badAccount.code).toBe(2);
   const badBaud = await runPosd([

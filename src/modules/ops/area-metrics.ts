@@ -1,12 +1,13 @@
 import type { AppContext } from '../../context.js';
 import { metrics } from '../../system/metrics.js';
 import { statusSources } from '../../system/status-sources.js';
-import { syncOutboxSummary } from './store.js';
+import { lastBackupRun, syncOutboxSummary } from './store.js';
 
 /**
  * Gauges read at scrape time from the same read functions as the status page, so /metrics and the
  * page never disagree: terminals by availability, commands in flight by state, facts recorded for
- * the central. Areas with their own counters (delivery attempts, sync lag) register them with
+ * the central, the last good backup (from the backup log, so one `posd backup` took in another
+ * process counts as well as the nightly one). Areas with their own counters (delivery attempts, sync lag) register them with
  * `metrics(ctx)` themselves.
  */
 export function registerAreaMetrics(ctx: AppContext): void {
@@ -40,6 +41,14 @@ export function registerAreaMetrics(ctx: AppContext): void {
     help: 'Facts recorded for the central in the local sync outbox',
     collect() {
       this.set(syncOutboxSummary(ctx.db).count);
+    },
+  });
+  m.gauge({
+    name: 'posd_backup_last_success_timestamp_seconds',
+    help: 'When the last successful backup (nightly or posd backup) finished; 0: none yet',
+    collect() {
+      const last = lastBackupRun(ctx.db, true);
+      this.set(last ? Date.parse(last.finished_at) / 1000 : 0);
     },
   });
 }

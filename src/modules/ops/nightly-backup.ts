@@ -71,12 +71,10 @@ export class NightlyBackup implements Worker {
   readonly name = 'nightly-backup';
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<BackupOutcome> | undefined;
-  private readonly lastSuccess;
   private readonly failures;
 
   constructor(private readonly ctx: AppContext) {
     const m = metrics(ctx);
-    this.lastSuccess = m.gauge({ name: 'posd_backup_last_success_timestamp_seconds', help: 'When the last successful nightly backup finished' });
     this.failures = m.counter({ name: 'posd_backup_failures_total', help: 'Nightly backups that failed' });
   }
 
@@ -100,7 +98,6 @@ export class NightlyBackup implements Worker {
       const file = join(backupDir(this.ctx.config), `nightly-${stamp(this.ctx.clock.now())}.db`);
       const outcome = await recordedBackup(this.ctx, file, 'nightly');
       if (outcome.ok) {
-        this.lastSuccess.set(this.ctx.clock.now() / 1000);
         this.ctx.log.info({ file, bytes: outcome.bytes, pruned: outcome.pruned }, 'nightly backup done');
       } else {
         this.failures.inc();

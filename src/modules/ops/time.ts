@@ -24,6 +24,18 @@ export function zoneName(nowMs: number): string {
   return `${zone} (UTC${off < 0 ? '-' : '+'}${p(off / 60)}:${p(off % 60)})`;
 }
 
+/**
+ * For the command line: "2026-03-02 03:00" in the box's local time (its TZ), as the page shows
+ * times; the output names the zone once (`zoneName`). Text that is not a time passes through.
+ */
+export function localStamp(iso: string): string {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
 /** "40 s", "5 min", "3 h", "2 d": short enough for a phone's cell. */
 export function age(ms: number): string {
   const s = Math.round(Math.abs(ms) / 1000);

@@ -113,6 +113,8 @@ export class SyncWorker implements Worker {
   private readonly abort = new AbortController();
   private wakePush?: () => void;
   private loops: Promise<void>[] = [];
+  /** When the first failure after a success happened (wall time), for the one "answers again" line. */
+  private downSince: number | null = null;
   private client?: CentralClient;
   private readonly onEvents = () => this.wakePush?.();
 
@@ -191,6 +193,7 @@ export class SyncWorker implements Worker {
         await groupCommit(this.ctx.db, () => tailEvents(this.ctx.db));
         const held = await holdingsAtCursor(this.ctx.db, this.client!, storeId, this.abort.signal);
         const r = await rejoin(this.ctx, held, storeId);
+        this.answered();
         if (r.takenBack || r.moved || r.centralBehind) {
           this.ctx.log.warn(
             {
@@ -224,11 +227,13 @@ export class SyncWorker implements Worker {
     let failures = 0;
     while (!this.stopped) {
       try {
-        await pushAll(this.ctx, this.client!, storeId, {
+        const pushed = await pushAll(this.ctx, this.client!, storeId, {
           signal: this.abort.signal,
           // One line per push at debug level: the chain bench (bench/chain.ts) reads the round trips.
           onBatch: (acked, waiting, pushMs, records) => this.ctx.log.debug({ acked, waiting, push_ms: pushMs, records }, 'sync: pushed'),
         });
+        // Nothing to push sends nothing: only a push the central took says it answers.
+        if (pushed > 0) this.answered();
         failures = 0;
         // Facts without events do not ring the outbox bell: look again soon anyway.
         await this.pause(config.sync.backoff_min_ms, true);
@@ -253,6 +258,7 @@ export class SyncWorker implements Worker {
           applyFeedPage(this.ctx, page);
           noteSuccess(this.ctx, STATE.lastPullOk, page.server_time, t0, this.ctx.clock.now());
         });
+        this.answered();
         failures = 0;
       } catch (err) {
         if (this.stopped) break;
@@ -311,7 +317,20 @@ export class SyncWorker implements Worker {
     }
   }
 
+  /**
+   * The central answers again after a failure: one line, whichever loop saw it first, so the log
+   * that showed the link going down shows it coming back (the alert's `sync_recovered` comes only
+   * after `sync.alert_link_down_ms`).
+   */
+  private answered(): void {
+    if (this.downSince === null) return;
+    const downMs = Date.now() - this.downSince;
+    this.downSince = null;
+    this.ctx.log.info({ event: 'sync_link_up', down_ms: downMs }, 'sync: the central answers again');
+  }
+
   private fail(what: string, err: unknown): void {
+    this.downSince ??= Date.now();
     try {
       noteFailure(this.ctx, err);
     } catch {

@@ -8,7 +8,7 @@ import { errorBody, type MalformedLog } from './http-errors.js';
 
 // Required, not imported: an ES `import` of node:http builds the module's ES facade, which reads every
 // export, among them the lazy `WebSocket`/`MessageEvent`/`CloseEvent` that load node's own bundled
-// undici (~750 KB of source): ~13 MiB of idle RSS for classes posd never uses (decision 0101).
+// undici (~750 KB of source): ~13 MiB of idle RSS for classes posd never uses (decision 0105).
 const require = createRequire(import.meta.url);
 const http = require('node:http') as typeof httpTypes;
 const https = require('node:https') as typeof httpsTypes;

@@ -4,7 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 // it does while a start loads ~480 modules and builds the routes: by the first answer it is 16 MiB
 // (two 8 MiB semi-spaces), pages that stay resident while the box idles. Held at 1 MiB semi-spaces
 // for the start and let grow again once posd answers, a busy box gets the young generation V8 would
-// give it and an idle one keeps ~10 MiB less (docs/decisions/0101-young-generation-at-start.md).
+// give it and an idle one keeps ~10 MiB less (docs/decisions/0105-young-generation-at-start.md).
 // The flag is read at each growth decision, so setting it at run time takes effect.
 
 /** From src/posd.ts, before the program's modules load. */

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DaemonProcess, spawnDaemon } from '../helpers/process.js';
 
-// What keeps an idle box under 100 MB (docs/decisions/0101-young-generation-at-start.md); the bench
+// What keeps an idle box under 100 MB (docs/decisions/0105-young-generation-at-start.md); the bench
 // measures the RSS itself (`npm run bench -- startup`).
 const run = promisify(execFile);
 let dir: string;

@@ -93,19 +93,22 @@ describe('backups under write load', () => {
     const load = writeLoad(server, 4, 'cash_sales');
     await untilAcked(load, 40);
     const ackedBefore = [...load.acked];
-    let firstStepAcks = -1;
-    let lastStepAcks = -1;
+    // Commits, not answers: an answer follows its batch's flush, which the copy's own file work
+    // in the thread pool may hold back past a short backup's last step (docs/commit-pipeline.md).
+    const committed = () => server!.daemon.ctx.db.prepare("SELECT COUNT(*) FROM intents WHERE type = 'cash'").pluck().get() as number;
+    let firstStepCommits = -1;
+    let lastStepCommits = -1;
     const file = join(dir, 'under-load.db');
     await backupDatabase(join(dir, 'data', 'posd.db'), file, {
       onProgress: () => {
-        if (firstStepAcks < 0) firstStepAcks = load.acked.length;
-        lastStepAcks = load.acked.length;
+        if (firstStepCommits < 0) firstStepCommits = committed();
+        lastStepCommits = committed();
       },
     });
-    const ackedDuring = lastStepAcks - firstStepAcks;
+    const committedDuring = lastStepCommits - firstStepCommits;
     await load.stop();
     // The writers really were committing between the copy's steps.
-    expect(ackedDuring).toBeGreaterThan(0);
+    expect(committedDuring).toBeGreaterThan(0);
 
     // Restored by the command line into a fresh data folder, it is whole and holds every acknowledged row.
     const restored = join(dir, 'restored');

@@ -358,7 +358,9 @@ describe('posd serve --role central-front', () => {
       ['unknown record field', 'POST', '/sync/push', { key: bogus, body: { ...good, records: [{ ...good.records[0], colour: 'red' }] } }],
       ['wrong protocol', 'POST', '/sync/push', { key: bogus, body: { ...good, protocol: 2 } }],
       ['not JSON', 'POST', '/sync/push', { key: bogus, raw: '{"protocol":' }],
-      ['too many records', 'POST', '/sync/push', { key: bogus, body: { ...good, records: new Array(5001).fill(good.records[0]) } }],
+      // Small records, so the refusal is the count's and not the body limit's (a 413 may close the
+      // socket before a large body is written: EPIPE at the client, now and then).
+      ['too many records', 'POST', '/sync/push', { key: bogus, body: { ...good, records: new Array(5001).fill({}) } }],
       ['unknown query parameter', 'GET', '/sync/feed?after=0&colour=red', { key: bogus }],
       ['bad wait_ms', 'GET', '/sync/feed?wait_ms=999999', { key: bogus }],
       ['bad day', 'GET', '/sync/reconcile?store_id=st_x&day=yesterday', { key: bogus }],

@@ -55,12 +55,15 @@ export function takenOfflineBetween(ctx: AppContext, fromIso: string, untilIso: 
   return takenOfflineOf(storedPaymentsBetween(ctx, fromIso, untilIso));
 }
 
-/** The account a box's own records go under: its oldest live account that is no sandbox and no connected child (the store key's). */
+/**
+ * The account a box's own records go under: its oldest live account that is no sandbox, one with no
+ * parent first (the store key's; a box whose key is a connected account's holds only that one).
+ */
 function boxAccount(ctx: AppContext): string | undefined {
   return accountsOf(ctx)
     .accounts()
-    .filter((a) => a.live_mode && !a.sandbox_of && !a.parent_account_id)
-    .sort((a, b) => a.created_at.localeCompare(b.created_at))[0]?.id;
+    .filter((a) => a.live_mode && !a.sandbox_of)
+    .sort((a, b) => Number(!!a.parent_account_id) - Number(!!b.parent_account_id) || a.created_at.localeCompare(b.created_at))[0]?.id;
 }
 
 /**

@@ -40,6 +40,7 @@ export function outageCommand(): Command {
         for (const o of report.outages) {
           out.push('', `Outage ${t(o.started_at)} to ${o.ended_at ? t(o.ended_at) : 'now'} (${o.links.map((l) => l.link).join(', ')})`);
           for (const s of o.sales) out.push(`  sales ${s.method}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
+          for (const k of o.taken_offline) out.push(`  taken offline on terminal ${k.terminal_id}: ${k.count} (${money(k.amount_in_cents, k.currency)})`);
           for (const s of o.stored_payments) out.push(`  stored payments ${s.status}: ${s.count} (${money(s.amount_in_cents, s.currency)})`);
           // Every field the JSON has for a sale to collect: the manager works from this text alone.
           for (const c of o.to_collect) {

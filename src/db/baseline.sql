@@ -714,6 +714,8 @@ CREATE TABLE central_stored_payments (
 CREATE INDEX central_stored_payments_account ON central_stored_payments(account_id, live_mode, status);
 -- The central's check that a terminal is one store's (stored/central-checks.ts).
 CREATE INDEX central_stored_payments_terminal ON central_stored_payments(terminal_id);
+-- A store's stored payments in an outage window (ops/outage-central.ts).
+CREATE INDEX central_stored_payments_store_time ON central_stored_payments(origin_store_id, stored_at);
 
 -- At a central: every change of a store's offline policy the store reported (`offline_policy_change`
 -- records), once per id: who, why, the caps before and after (JSON objects), and whether it was an
@@ -990,15 +992,34 @@ CREATE TABLE sync_state (
 -- outage"). link 'central': the sync worker's first unanswered attempt after a success, closed by
 -- the next answer; 'processor': the first stored card payment (a terminal without its processor),
 -- closed by the first forward result or online approval. ended_at NULL: still down. At most one
--- open row per link.
+-- open row per link. reported: 1 once the ended window's `outage_window` record is in the sync
+-- outbox (ops/outage-sync.ts), so the central can serve the report across its stores.
 CREATE TABLE outage_windows (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   link TEXT NOT NULL CHECK (link IN ('central', 'processor')),
   started_at TEXT NOT NULL,
-  ended_at TEXT
+  ended_at TEXT,
+  reported INTEGER NOT NULL DEFAULT 0 CHECK (reported IN (0, 1))
 ) STRICT;
 CREATE UNIQUE INDEX outage_windows_open ON outage_windows(link) WHERE ended_at IS NULL;
 CREATE INDEX outage_windows_time ON outage_windows(started_at);
+CREATE INDEX outage_windows_unreported ON outage_windows(seq) WHERE ended_at IS NOT NULL AND reported = 0;
+
+-- Central side: the outage windows the stores reported (`outage_window` records, ops/outage-sync.ts),
+-- once per store, link and start; what `/api/outage_reports` serves at a central. taken_offline: the
+-- JSON array of what the box stored offline during a processor window, per terminal and currency.
+CREATE TABLE central_outage_windows (
+  id TEXT PRIMARY KEY,
+  origin_store_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
+  link TEXT NOT NULL CHECK (link IN ('central', 'processor')),
+  started_at TEXT NOT NULL,
+  ended_at TEXT NOT NULL,
+  taken_offline TEXT NOT NULL,
+  UNIQUE (origin_store_id, link, started_at)
+) STRICT;
+CREATE INDEX central_outage_windows_time ON central_outage_windows(started_at);
 
 -- Central side: one row per store box (its own store_id, bound to the account whose key pushes).
 CREATE TABLE sync_stores (

@@ -96,3 +96,30 @@ it('each manager has a session of their own; the page audits the override under 
   expect(managerByToken(ctx.db, luisToken)).toBeUndefined();
   expect((await anaPage.get('/')).text).toContain('Log out');
 });
+
+it("the API takes a manager's page session with its CSRF token for a change, audited under their name; the cookie alone is refused", async () => {
+  server = await startTestServer();
+  const ctx = server.daemon.ctx;
+  const hash = await hashPassword('marta password 1');
+  tx(ctx.db, () => addManager(ctx.db, 'Marta Gómez', hash, new Date().toISOString()));
+  const page = new PageClient(server.url);
+  expect((await login(page, 'Marta Gómez', 'marta password 1')).status).toBe(303);
+  const csrf = PageClient.csrf((await page.get('/')).text);
+  const cookie = [...page.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  const patch = (headers: Record<string, string>) =>
+    server!.api('PATCH', '/offline_policy', { headers: { cookie, ...headers }, body: { max_count: 7, reason: 'short-handed tonight' } });
+
+  // The session cookie alone (any page the browser opens could send it): 403, nothing changed.
+  const cookieOnly = await patch({});
+  expect(cookieOnly.status).toBe(403);
+  expect(cookieOnly.body.code).toBe('manager_credential_required');
+  expect((await patch({ 'x-csrf-token': 'not-the-token' })).status).toBe(403);
+  expect((await server.api('GET', '/offline_audit')).body).toEqual([]);
+
+  const ok = await patch({ 'x-csrf-token': csrf });
+  expect(ok.status).toBe(200);
+  expect(ok.body.standing_caps).toMatchObject({ max_count: 7 });
+  expect((await server.api('GET', '/offline_audit')).body).toEqual([
+    expect.objectContaining({ action: 'caps_set', actor: 'Marta Gómez', reason: 'short-handed tonight', after: expect.objectContaining({ max_count: 7 }) }),
+  ]);
+});

@@ -192,3 +192,135 @@ it("refuses a box's impossible policy changes and stored payments with code and 
   const payments = await http('GET', `${central.url}/api/stored_payments`, acct.key);
   expect(payments.body.map((p: { id: string }) => p.id)).toEqual([sp.id]);
 }, 60_000);
+
+it("refuses a box's impossible outage windows with code and field, and serves its honest ones across stores", async () => {
+  const store = addStoreAccount(central, 'Store C');
+  const now = Date.now();
+  const at = iso(now);
+  const min = (m: number) => iso(now - m * 60_000);
+  const C = (payload: Record<string, unknown>, createdAt = at) => push('store_c', store.key, store.accountId, 'outage_window', payload, createdAt);
+  const taken = (extra: Record<string, unknown> = {}) => ({
+    terminal_id: 'trm_c1',
+    account_id: store.accountId,
+    live_mode: true,
+    currency: 'GTQ',
+    count: 2,
+    amount_in_cents: 3000,
+    ...extra,
+  });
+  const win = (extra: Record<string, unknown> = {}) => ({ link: 'processor', started_at: min(40), ended_at: min(30), taken_offline: [taken()], ...extra });
+
+  // The honest processor window first, then a stored payment of its terminal the central now holds.
+  expect((await C(win())).outcome).toBe('applied');
+  const sp = stored(now, { terminal_id: 'trm_c2', stored_at: min(20), forwarded_at: min(15), settled_at: min(10) });
+  expect((await push('store_c', store.key, store.accountId, 'stored_payment', sp, at)).outcome).toBe('applied');
+
+  const cases: Array<[string, Record<string, unknown>, string, string]> = [
+    ['a window that ends before it starts', win({ started_at: min(5), ended_at: min(8) }), 'inconsistent_payload', 'payload.ended_at'],
+    ['a window that ends tomorrow', win({ started_at: min(5), ended_at: iso(now + 86_400_000) }), 'record_in_future', 'payload.ended_at'],
+    ['a window overlapping one reported', win({ started_at: min(35), ended_at: min(25) }), 'inconsistent_payload', 'payload.started_at'],
+    ['the same window ending elsewhere', win({ ended_at: min(29) }), 'inconsistent_payload', 'payload.started_at'],
+    [
+      "another store's terminal",
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ terminal_id: 'trm_b1' })] }),
+      'foreign_reference',
+      'payload.taken_offline.0.terminal_id',
+    ],
+    [
+      "another store's account",
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ account_id: other.accountId })] }),
+      'foreign_reference',
+      'payload.taken_offline.0.account_id',
+    ],
+    [
+      'an account the central never had',
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ account_id: 'acct_nowhere' })] }),
+      'unknown_reference',
+      'payload.taken_offline.0.account_id',
+    ],
+    [
+      'a billion cards on one terminal',
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ count: 1e9 })] }),
+      'invalid_payload',
+      'payload.taken_offline.0.count',
+    ],
+    [
+      'no card, counted',
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ count: 0 })] }),
+      'invalid_payload',
+      'payload.taken_offline.0.count',
+    ],
+    [
+      'two cards worth 1e15 cents',
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ amount_in_cents: 1e15 })] }),
+      'amount_out_of_range',
+      'payload.taken_offline.0.amount_in_cents',
+    ],
+    [
+      'cards in XXX',
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken({ currency: 'XXX' })] }),
+      'invalid_currency',
+      'payload.taken_offline.0.currency',
+    ],
+    [
+      'a terminal listed twice',
+      win({ started_at: min(9), ended_at: min(8), taken_offline: [taken(), taken()] }),
+      'inconsistent_payload',
+      'payload.taken_offline.1',
+    ],
+    [
+      'cards stored with the processor reachable',
+      win({ link: 'central', started_at: min(9), ended_at: min(8) }),
+      'inconsistent_payload',
+      'payload.taken_offline',
+    ],
+    ['a window leaving out a card the central holds', win({ started_at: min(22), ended_at: min(18) }), 'inconsistent_payload', 'payload.taken_offline'],
+  ];
+  for (const [what, payload, code, field] of cases) {
+    const r = await C(payload);
+    expect(r.outcome, what).toBe('rejected');
+    expect(r.reason, what).toContain(`${code} (${field})`);
+    const told = tableRows<{ payload: string }>(central, "SELECT payload FROM sync_feed WHERE kind = 'record_rejected' AND object_id = ?", r.id);
+    expect(JSON.parse(told[0].payload), what).toMatchObject({ code, field, store_id: 'store_c' });
+  }
+  expect(tableRows(central, "SELECT started_at FROM central_outage_windows WHERE origin_store_id = 'store_c'")).toEqual([{ started_at: min(40) }]);
+
+  // The honest ones: the central link's window over the first (one outage), the same window again
+  // (nothing new), and a window listing the stored payment the central holds.
+  expect((await C({ link: 'central', started_at: min(45), ended_at: min(35), taken_offline: [] })).outcome).toBe('applied');
+  expect((await C(win())).outcome).toBe('applied');
+  const second = win({ started_at: min(22), ended_at: min(18), taken_offline: [taken({ terminal_id: 'trm_c2', count: 1, amount_in_cents: 1500 })] });
+  expect((await C(second)).outcome).toBe('applied');
+  expect(tableRows(central, "SELECT count(*) AS n FROM central_outage_windows WHERE origin_store_id = 'store_c'")).toEqual([{ n: 3 }]);
+
+  const res = await http('GET', `${central.url}/api/outage_reports?limit=10`, store.key);
+  expect(res.status).toBe(200);
+  expect(res.body.offline_now).toEqual({ offline: false, silent_stores: [] });
+  expect(res.body.outages).toHaveLength(2);
+  const [late, early] = res.body.outages;
+  expect(early).toMatchObject({
+    store_id: 'store_c',
+    started_at: min(45),
+    ended_at: min(30),
+    links: [
+      { link: 'central', started_at: min(45), ended_at: min(35) },
+      { link: 'processor', started_at: min(40), ended_at: min(30) },
+    ],
+    taken_offline: [taken()],
+    stored_payments: [],
+    open_checkouts: null,
+  });
+  expect(late).toMatchObject({
+    store_id: 'store_c',
+    started_at: min(22),
+    taken_offline: [taken({ terminal_id: 'trm_c2', count: 1, amount_in_cents: 1500 })],
+    stored_payments: [{ status: 'approved', currency: 'GTQ', count: 1, amount_in_cents: 1500 }],
+  });
+  // One store's, by its id; none of another store's key, and none under another store's id.
+  expect((await http('GET', `${central.url}/api/outage_reports?store_id=store_c`, store.key)).body.outages).toHaveLength(2);
+  expect((await http('GET', `${central.url}/api/outage_reports?store_id=store_a`, store.key)).body.outages).toEqual([]);
+  expect((await http('GET', `${central.url}/api/outage_reports`, other.key)).body.outages).toEqual([]);
+  // The OpenAPI describes it.
+  const spec = await http('GET', `${central.url}/openapi.json`, null);
+  expect(spec.body.paths['/outage_reports'].get.parameters.map((p: { name: string }) => p.name)).toContain('store_id');
+}, 60_000);

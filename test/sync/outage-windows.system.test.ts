@@ -152,6 +152,17 @@ it('records the central and processor windows, merges them into one outage and r
       payment_intent_id: expect.stringMatching(/^pa_/),
     }),
   ]);
+  // What was taken offline, per terminal: both cards, whatever became of them.
+  expect(o.taken_offline).toEqual([
+    {
+      terminal_id: o.to_collect[0].terminal_id,
+      account_id: expect.any(String),
+      live_mode: expect.any(Boolean),
+      currency: 'GTQ',
+      count: 2,
+      amount_in_cents: 7500,
+    },
+  ]);
   // Everything pushed, the day not reconciled since the outage ended.
   expect(o.reconciliation).toMatchObject({ state: 'unchecked', records_waiting: 0 });
   // For people: the same checklist in lines.
@@ -159,6 +170,7 @@ it('records the central and processor windows, merges them into one outage and r
   const human = (await runPosd(['outage', 'report', ...since, '--data', store.dataDir], { TZ: 'America/Guatemala' })).stdout;
   expect(human).toMatch(/^Times in America\/Guatemala \(UTC-06:00\)\.\n/);
   expect(human).toContain('Outage 2026-03-02 03:00 to 2026-03-02 06:10 (central, processor)');
+  expect(human).toContain(`  taken offline on terminal ${o.to_collect[0].terminal_id}: 2 (GTQ 75.00)`);
   expect(human).toContain('  stored payments declined: 1 (GTQ 45.00)');
   // Every field of the JSON's sale to collect: description, reason, card, terminal.
   expect(human).toContain(`  to collect: till-2 "Mesa 2" GTQ 45.00\n    declined (insufficient_funds) at 2026-03-02 06:10; `);

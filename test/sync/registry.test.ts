@@ -46,6 +46,7 @@ describe('the sync registry built from the modules', () => {
       'dispute',
       'event',
       'offline_policy_change',
+      'outage_window',
       'reconciliation_report',
       'refund',
       'stored_payment',

@@ -105,8 +105,16 @@ export function setIntentTaxInvoiceUrl(ctx: AppContext, intentId: string, url: s
 }
 
 /** Gross live sales (refunds not subtracted) in [fromIso, untilIso), by method and currency. */
-export function salesByMethod(ctx: AppContext, fromIso: string, untilIso: string, liveMode = true, accountIds: string[] | null = null): SalesTotalRow[] {
-  return salesTotals(ctx.db, fromIso, untilIso, liveMode, accountIds);
+export function salesByMethod(
+  ctx: AppContext,
+  fromIso: string,
+  untilIso: string,
+  liveMode = true,
+  accountIds: string[] | null = null,
+  /** At a central: only the intents one store's records wrote (`origin`); null: all. */
+  originStoreId: string | null = null,
+): SalesTotalRow[] {
+  return salesTotals(ctx.db, fromIso, untilIso, liveMode, accountIds, originStoreId);
 }
 
 /**

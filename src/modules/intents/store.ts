@@ -136,14 +136,30 @@ export interface SalesTotalRow {
  * Succeeded intents of one mode (live by default) in [from, until), by payment method and currency (the status page's
  * "today's sales"). A `payment` intent is named by its payment's method (card, terminal, ...).
  */
-export function salesTotals(db: Db, fromIso: string, untilIso: string, liveMode = true, accountIds: string[] | null = null): SalesTotalRow[] {
+export function salesTotals(
+  db: Db,
+  fromIso: string,
+  untilIso: string,
+  liveMode = true,
+  accountIds: string[] | null = null,
+  origin: string | null = null,
+): SalesTotalRow[] {
   return db
     .prepare(
       `SELECT coalesce(p.method, i.type) AS method, i.currency, count(*) AS count, sum(i.amount_in_cents) AS amount_in_cents
        FROM intents i LEFT JOIN payment_intents p ON p.intent_id = i.id
        WHERE i.live_mode = ? AND i.status = 'succeeded' AND i.created_at >= ? AND i.created_at < ?
          AND (? IS NULL OR i.account_id IN (SELECT value FROM json_each(?)))
+         AND (? IS NULL OR i.origin = ?)
        GROUP BY 1, 2 ORDER BY 1, 2`,
     )
-    .all(liveMode ? 1 : 0, fromIso, untilIso, accountIds && JSON.stringify(accountIds), accountIds && JSON.stringify(accountIds)) as SalesTotalRow[];
+    .all(
+      liveMode ? 1 : 0,
+      fromIso,
+      untilIso,
+      accountIds && JSON.stringify(accountIds),
+      accountIds && JSON.stringify(accountIds),
+      origin,
+      origin,
+    ) as SalesTotalRow[];
 }

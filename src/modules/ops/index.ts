@@ -5,6 +5,7 @@ import { provideBuiltInSources } from './sources.js';
 import { registerAreaMetrics } from './area-metrics.js';
 import { offlineApiRoutes } from './offline-api.js';
 import { AlertNotifier } from './alerts.js';
+import { OutageReporter, outageWindowPush } from './outage-sync.js';
 
 export { metrics, type Metrics } from '../../system/metrics.js';
 export { provideStatus, statusSources, type StatusSources } from '../../system/status-sources.js';
@@ -25,6 +26,13 @@ export const opsModule: PosdModule = {
   },
   workers: (ctx) => {
     const alerts = new AlertNotifier(ctx);
-    return [...(ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []), ...(alerts.enabled() ? [alerts] : [])];
+    return [
+      ...(ctx.config.backup.hour >= 0 ? [new NightlyBackup(ctx)] : []),
+      ...(alerts.enabled() ? [alerts] : []),
+      // A store tells its central of each outage window once it ends (ops/outage-sync.ts).
+      ...(ctx.config.role === 'store' ? [new OutageReporter(ctx)] : []),
+    ];
   },
+  // A store's ended outage windows, kept by its central for the reports across stores.
+  sync: { push: { outage_window: outageWindowPush } },
 };

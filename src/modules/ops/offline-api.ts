@@ -30,6 +30,9 @@ import {
 } from '../terminals/stored/schema.js';
 import { requireManager } from './manager-auth.js';
 import { centralSalesToCollect, outageNow, outageReports, salesToCollect } from './outage.js';
+import { OutageReportsQuery, OutageReportsSchema } from './outage-schema.js';
+import { storeSide } from '../../sync/store/sync-store.js';
+import { STATE } from '../../sync/shared/state.js';
 
 const errors = errorBodies(400, 401, 403, 404, 409, 422, 429);
 const tags = ['offline payments'];
@@ -247,22 +250,24 @@ export function offlineApiRoutes(app: ApiApp, ctx: AppContext): void {
     {
       schema: {
         tags,
-        summary: "The box's outages and their recovery checklist (posd outage report), for the accounts read",
-        querystring: Type.Object({
-          since: Type.Optional(Type.String({ format: 'date-time' })),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50 })),
-        }),
-        response: {
-          200: Type.Object({ offline_now: Type.Record(Type.String(), Type.Unknown()), outages: Type.Array(Type.Record(Type.String(), Type.Unknown())) }),
-          ...errors,
-        },
+        summary: "Outages and their recovery checklist (posd outage report), for the accounts read; at a central, across the stores' reported windows",
+        querystring: OutageReportsQuery,
+        response: { 200: OutageReportsSchema, ...errors },
       },
     },
     async (req) => {
-      // Outage windows are a box's own: a central, which no terminal reaches, has none to report.
-      if (central) throw new ApiError('offline_policy_at_store', { message: 'Outage reports are kept by each store; ask the store box.' });
-      const outages = outageReports(ctx, { from: req.query.since, limit: req.query.limit ?? 5, only: readScope(req) });
-      return { offline_now: outageNow(ctx) as unknown as Record<string, unknown>, outages: outages as unknown as Array<Record<string, unknown>> };
+      const scope = readScope(req);
+      const limit = req.query.limit ?? 5;
+      if (central) {
+        const { centralOfflineNow, centralOutageReports } = await import('./outage-central.js');
+        return {
+          offline_now: centralOfflineNow(ctx, scope),
+          outages: centralOutageReports(ctx, scope, { storeId: req.query.store_id, from: req.query.since, limit }),
+        };
+      }
+      // A box has its own outages only: another store's id finds none.
+      const own = req.query.store_id === undefined || req.query.store_id === storeSide(ctx.db).state(STATE.storeId);
+      return { offline_now: outageNow(ctx), outages: own ? outageReports(ctx, { from: req.query.since, limit, only: scope }) : [] };
     },
   );
 }

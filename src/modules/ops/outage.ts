@@ -72,14 +72,28 @@ export interface SaleToCollect {
   customer: { id: string; full_name: string | null; email: string | null; phone: string | null; tax_id: string | null } | null;
 }
 
+/** What a box took offline in an outage: the cards its terminals stored, per terminal, account and currency. */
+export interface TakenOfflineRow {
+  terminal_id: string;
+  account_id: string;
+  live_mode: boolean;
+  currency: string;
+  count: number;
+  amount_in_cents: number;
+}
+
 export interface OutageReport {
+  /** At a central, the store that reported the outage; null at the store itself. */
+  store_id: string | null;
   started_at: string;
   /** null: still going on. */
   ended_at: string | null;
   links: Array<{ link: OutageLink; started_at: string; ended_at: string | null }>;
   /** Live sales made during the window that succeeded, by method (a card stored offline counts when it was stored: its intent was made then, pending). */
   sales: Array<MoneyCount & { method: string }>;
-  /** The payments stored during the window, by their state now. */
+  /** The cards stored during the window, per terminal (at a central: as the store reported its processor windows). */
+  taken_offline: TakenOfflineRow[];
+  /** The payments stored during the window, by their state now (at a central: those the store reported final). */
   stored_payments: Array<MoneyCount & { status: string }>;
   /** Stored during the window, then declined or expired: the sale is owed (checkout_status says whether still). */
   to_collect: SaleToCollect[];
@@ -150,6 +164,23 @@ const LOOK_BACK_MS = 30 * 86_400_000;
 /** A blip of the central link shorter than this, with no card stored, is no outage worth a report. */
 export const MIN_OUTAGE_MS = 60_000;
 
+/** Link windows (oldest first) merged where they overlap, oldest first. */
+export function mergeWindows<W extends { started_at: string; ended_at: string | null }>(
+  rows: readonly W[],
+): Array<{ started_at: string; ended_at: string | null; links: W[] }> {
+  const merged: Array<{ started_at: string; ended_at: string | null; links: W[] }> = [];
+  for (const w of rows) {
+    const last = merged[merged.length - 1];
+    if (last && (last.ended_at === null || w.started_at <= last.ended_at)) {
+      last.links.push(w);
+      if (last.ended_at !== null && (w.ended_at === null || w.ended_at > last.ended_at)) last.ended_at = w.ended_at;
+    } else {
+      merged.push({ started_at: w.started_at, ended_at: w.ended_at, links: [w] });
+    }
+  }
+  return merged;
+}
+
 /**
  * Outages: the link windows merged where they overlap (the central and the processor usually go
  * down together, over the same uplink), newest first. One going on is always listed; one that is
@@ -160,16 +191,7 @@ export function outageWindows(
   opts: { from?: string; limit?: number } = {},
 ): Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> {
   const rows = storeSide(ctx.db).outagesBetween(opts.from ?? isoTime(ctx.clock.now() - LOOK_BACK_MS), '9999');
-  const merged: Array<{ started_at: string; ended_at: string | null; links: OutageWindowRow[] }> = [];
-  for (const w of rows) {
-    const last = merged[merged.length - 1];
-    if (last && (last.ended_at === null || w.started_at <= last.ended_at)) {
-      last.links.push(w);
-      if (last.ended_at !== null && (w.ended_at === null || w.ended_at > last.ended_at)) last.ended_at = w.ended_at;
-    } else {
-      merged.push({ started_at: w.started_at, ended_at: w.ended_at, links: [w] });
-    }
-  }
+  const merged = mergeWindows(rows);
   const worth = (o: (typeof merged)[number]) =>
     o.ended_at === null || Date.parse(o.ended_at) - Date.parse(o.started_at) >= MIN_OUTAGE_MS || o.links.some((w) => w.link === 'processor');
   return merged
@@ -178,7 +200,29 @@ export function outageWindows(
     .slice(0, opts.limit ?? 20);
 }
 
-function byState(rows: StoredPaymentRow[]): Array<MoneyCount & { status: string }> {
+/** Stored payments grouped per terminal, account and currency: what was taken offline. */
+export function takenOfflineOf(
+  rows: ReadonlyArray<Pick<StoredPaymentRow, 'terminal_id' | 'account_id' | 'live_mode' | 'currency' | 'amount_in_cents'>>,
+): TakenOfflineRow[] {
+  const m = new Map<string, TakenOfflineRow>();
+  for (const r of rows) {
+    const k = `${r.terminal_id}|${r.account_id}|${r.live_mode}|${r.currency}`;
+    const e = m.get(k) ?? {
+      terminal_id: r.terminal_id,
+      account_id: r.account_id,
+      live_mode: r.live_mode === 1,
+      currency: r.currency,
+      count: 0,
+      amount_in_cents: 0,
+    };
+    e.count++;
+    e.amount_in_cents += r.amount_in_cents;
+    m.set(k, e);
+  }
+  return [...m.values()].sort((a, b) => a.terminal_id.localeCompare(b.terminal_id) || a.currency.localeCompare(b.currency));
+}
+
+export function byState(rows: ReadonlyArray<Pick<StoredPaymentRow, 'status' | 'currency' | 'amount_in_cents'>>): Array<MoneyCount & { status: string }> {
   const m = new Map<string, MoneyCount & { status: string }>();
   for (const r of rows) {
     const k = `${r.status} ${r.currency}`;
@@ -190,7 +234,7 @@ function byState(rows: StoredPaymentRow[]): Array<MoneyCount & { status: string 
   return [...m.values()].sort((a, b) => a.status.localeCompare(b.status) || a.currency.localeCompare(b.currency));
 }
 
-function toCollect(
+export function toCollect(
   ctx: AppContext,
   r: StoredPaymentRow | CentralStoredPaymentRow,
   // What the till gave: the command's at the store, what the store reported at a central.
@@ -279,10 +323,12 @@ export function outageReport(
   }
   open.sort((a, b) => a.created_at.localeCompare(b.created_at));
   return {
+    store_id: null,
     started_at: window.started_at,
     ended_at: window.ended_at,
     links: window.links.map((w) => ({ link: w.link, started_at: w.started_at, ended_at: w.ended_at })),
     sales: salesByMethod(ctx, from, until, only?.liveMode ?? true, only?.accountIds ?? null),
+    taken_offline: takenOfflineOf(stored),
     stored_payments: byState(stored),
     to_collect: toCollectRows,
     open_checkouts: { total, items: open },

@@ -86,6 +86,8 @@ export class StoreSideStore extends SyncState {
       // Windows that overlap [from, until): started before its end, and still open or ended after its start.
       outagesBetween: db.prepare('SELECT * FROM outage_windows WHERE started_at < @until AND (ended_at IS NULL OR ended_at > @from) ORDER BY started_at, seq'),
       openOutages: db.prepare('SELECT * FROM outage_windows WHERE ended_at IS NULL ORDER BY started_at'),
+      unreportedOutages: db.prepare('SELECT * FROM outage_windows WHERE ended_at IS NOT NULL AND reported = 0 ORDER BY seq LIMIT ?'),
+      markOutageReported: db.prepare('UPDATE outage_windows SET reported = 1 WHERE seq = ? AND ended_at IS NOT NULL AND reported = 0'),
     };
   }
 
@@ -102,6 +104,14 @@ export class StoreSideStore extends SyncState {
   }
   openOutages(): OutageWindowRow[] {
     return this.s.openOutages.all() as OutageWindowRow[];
+  }
+  /** Ended windows whose `outage_window` record is not in the outbox yet, oldest first. */
+  unreportedOutages(limit: number): OutageWindowRow[] {
+    return this.s.unreportedOutages.all(limit) as OutageWindowRow[];
+  }
+  /** Marks an ended window reported (its record written in the same transaction); false if it was already. */
+  markOutageReported(seq: number): boolean {
+    return this.s.markOutageReported.run(seq).changes > 0;
   }
   outboxAfter(seq: number, limit: number): OutboxRow[] {
     return this.s.outboxAfter.all(seq, limit) as OutboxRow[];

@@ -295,6 +295,39 @@ it('stores 100 card payments through a day without the internet, refuses past th
   // The 25 sales to collect are listed there only, not again as checkouts left open.
   expect(o.open_checkouts).toEqual({ total: 0, items: [] });
   expect(o.reconciliation.state).toBe('equal');
+  expect(o.taken_offline).toEqual(
+    [
+      { terminal_id: terminals.A, account_id: accountId, live_mode: true, currency: 'GTQ', count: PER_TERMINAL, amount_in_cents: expect.any(Number) },
+      { terminal_id: terminals.B, account_id: accountId, live_mode: true, currency: 'GTQ', count: PER_TERMINAL, amount_in_cents: expect.any(Number) },
+    ].sort((a, b) => a.terminal_id.localeCompare(b.terminal_id)),
+  );
+
+  // The central serves the same outage, from the windows the store reported once they ended (its
+  // link to the central, then its terminals' to the processor), beside its other stores'.
+  const storeId = (await posd(['sync', 'status', '--json', '--data', storeDir])).store_id;
+  const centralReports = async () => {
+    const res = await request(`${central.url}/api/outage_reports?store_id=${storeId}`, { headers: { 'x-secret-key': storeKey } });
+    expect(res.statusCode).toBe(200);
+    return (await res.body.json()) as { offline_now: unknown; outages: Array<Record<string, any>> };
+  };
+  await until('the central has both windows of the outage', async () => (await centralReports()).outages[0]?.links.length === 2, 20_000);
+  const atCentralReport = await centralReports();
+  expect(atCentralReport.outages).toHaveLength(1);
+  const co = atCentralReport.outages[0];
+  expect(co).toMatchObject({
+    store_id: storeId,
+    started_at: o.started_at,
+    ended_at: o.ended_at,
+    links: o.links,
+    sales: o.sales,
+    taken_offline: o.taken_offline,
+    stored_payments: o.stored_payments,
+    open_checkouts: null,
+  });
+  const collectOf = (list: Array<Record<string, any>>) =>
+    list.map(({ store_id: _s, ...c }) => c).sort((a, b) => a.stored_payment_id.localeCompare(b.stored_payment_id));
+  expect(collectOf(co.to_collect)).toEqual(collectOf(o.to_collect));
+  expect(co.to_collect.every((c: { store_id: string }) => c.store_id === storeId)).toBe(true);
   // The override is in the audit with who and why.
   const audit = await posd(['payments', 'offline', 'audit', '--account', accountId, '--json', '--data', storeDir]);
   expect(audit[0]).toMatchObject({ action: 'override_allow', actor: 'maria', reason: 'uplink down all day' });

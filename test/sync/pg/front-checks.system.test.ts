@@ -227,3 +227,48 @@ describe('a hostile box pushing through a central-front', () => {
     );
   }, 90_000);
 });
+
+describe("a store's outage windows at a chain on PostgreSQL", () => {
+  test('checked at the front and at the core as at a single central, kept by the core, read from its API', async () => {
+    const t = (minAgo: number) => new Date(Date.now() - minAgo * 60_000).toISOString();
+    const win = (i: string, payload: Record<string, unknown>): Omit<PushRecord, 'seq' | 'prev_seq'> => ({
+      id: `sync_frontoutage${i}`,
+      kind: 'outage_window',
+      account_id: accountId,
+      live_mode: true,
+      payload: { link: 'processor', started_at: t(30), ended_at: t(20), taken_offline: [], ...payload },
+      created_at: new Date().toISOString(),
+    });
+    const taken = { terminal_id: 'trm_front1', account_id: accountId, live_mode: true, currency: 'GTQ', count: 3, amount_in_cents: 4500 };
+    const honestWindow = win('1', { taken_offline: [taken] });
+    const atReceipt = win('2', { started_at: t(15), ended_at: t(12), taken_offline: [{ ...taken, count: 1e9 }] });
+    const atProjection = win('3', { started_at: t(25), ended_at: t(10) });
+    const res = await pushThroughFront([honestWindow, atReceipt, atProjection]);
+    expect(res.status).toBe(200);
+    // The front refuses what needs no state; the core what overlaps the window it applied just before.
+    expect(res.body.rejected).toEqual([{ id: atReceipt.id, code: 'invalid_payload', field: 'payload.taken_offline.0.count', reason: expect.any(String) }]);
+    await until(
+      'the core projected the windows',
+      async () => (await pool.query('SELECT applied_seq FROM sync_stores WHERE store_id = $1', [STORE])).rows[0].applied_seq === seq,
+      30_000,
+    );
+    peek(coreDir, (db) => {
+      const outcome = (id: string) => db.prepare('SELECT outcome, reason FROM sync_received WHERE id = ?').get(id) as { outcome: string; reason: string };
+      expect(outcome(honestWindow.id).outcome).toBe('applied');
+      expect(outcome(atProjection.id)).toEqual({ outcome: 'rejected', reason: expect.stringContaining('inconsistent_payload (payload.started_at)') });
+      expect(db.prepare('SELECT origin_store_id, link, started_at, ended_at FROM central_outage_windows').all()).toEqual([
+        {
+          origin_store_id: STORE,
+          link: 'processor',
+          started_at: (honestWindow.payload as { started_at: string }).started_at,
+          ended_at: (honestWindow.payload as { ended_at: string }).ended_at,
+        },
+      ]);
+    });
+    const reports = await call('GET', core!.url, `/api/outage_reports?store_id=${STORE}`);
+    expect(reports.status).toBe(200);
+    expect(reports.body.outages).toEqual([
+      expect.objectContaining({ store_id: STORE, links: [expect.objectContaining({ link: 'processor' })], taken_offline: [taken], open_checkouts: null }),
+    ]);
+  }, 90_000);
+});

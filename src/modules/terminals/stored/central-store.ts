@@ -61,6 +61,10 @@ export const centralStoredStore = perDb((db: Db) => {
     `SELECT * FROM central_offline_audit WHERE account_id = @account AND live_mode = @live_mode AND origin_store_id = @store
        AND action IN ('override_allow', 'override_revoke') ORDER BY at DESC, rowid DESC LIMIT 1`,
   );
+  // What one store stored offline in a window, as it reported each payment once final (an outage report at the central).
+  const storedDuring = db.prepare(
+    `SELECT * FROM central_stored_payments WHERE origin_store_id = ? AND stored_at >= ? AND stored_at < ? ORDER BY stored_at, id`,
+  );
   const scope = (accountIds: string[], liveMode: boolean) => ({ accounts: JSON.stringify(accountIds), live_mode: liveMode ? 1 : 0 });
   return {
     /** Returns whether it was new (a repeated push changes nothing). */
@@ -84,6 +88,8 @@ export const centralStoredStore = perDb((db: Db) => {
       terminalElsewhere.get({ terminal_id: terminalId, store: storeId, account: accountId, live_mode: liveMode ? 1 : 0 }) as
         | { origin_store_id: string; account_id: string; live_mode: number }
         | undefined,
+    /** The final stored payments one store reported, stored in [from, until), oldest first. */
+    storedDuring: (storeId: string, fromIso: string, untilIso: string) => storedDuring.all(storeId, fromIso, untilIso) as CentralStoredPaymentRow[],
     /** The store's latest override (allowed or revoked) of an account, as it reported it. */
     lastOverride: (storeId: string, accountId: string, liveMode: boolean) =>
       lastOverride.get({ store: storeId, account: accountId, live_mode: liveMode ? 1 : 0 }) as CentralAuditRow | undefined,

@@ -3,6 +3,8 @@ import { userInfo } from 'node:os';
 import { CliError, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
 import { accountOf, withContext } from './terminals.js';
 import { tx } from '../db/database.js';
+import type { AppContext } from '../context.js';
+import { managerByName, managerCount } from '../modules/ops/managers.js';
 
 const cents = (v: string) => {
   if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a whole number of cents');
@@ -28,8 +30,18 @@ function capsFrom(o: CapOpts) {
   return { max_payment_in_cents: o.maxPayment, max_total_in_cents: o.maxTotal, max_count: o.maxCount, max_age_hours: o.maxAgeHours };
 }
 
-/** Who made a change from the shell: --by, else the login name (the audit must name someone). */
-const actor = (by: string | undefined) => by ?? `shell:${userInfo().username}`;
+/**
+ * Who made a change from the shell. Once the box has named managers, `--by` must name one of them,
+ * so every override in the audit names a person the page and the API know; a box with none yet
+ * records `--by`, else the login name.
+ */
+function actor(ctx: AppContext, by: string | undefined): string {
+  if (managerCount(ctx.db) === 0) return by ?? `shell:${userInfo().username}`;
+  if (!by) throw new CliError('--by <manager> is required: name the manager making this change (posd managers list)');
+  const manager = managerByName(ctx.db, by);
+  if (!manager) throw new CliError(`--by ${by}: no manager of that name on this box (posd managers list)`);
+  return manager.name;
+}
 
 async function stored() {
   return {
@@ -75,13 +87,13 @@ export function paymentsCommand(): Command {
     .requiredOption('--reason <text>', 'why (kept in the audit)')
     .option('--terminal <id>', "set this terminal's own caps (the tighter of its and its account's apply)")
     .option('--allowed <yes|no>', 'stored payments allowed at all', yesNo)
-    .option('--by <name>', 'who makes the change (default: the login name)')
+    .option('--by <name>', 'the named manager making the change (required once the box has managers; see posd managers)')
     .action(async (opts: DataOptions & CapOpts & { account: string; reason: string; terminal?: string; allowed?: boolean; by?: string }) => {
       const s = await stored();
       const { findTerminal } = await import('../modules/terminals/service.js');
       await withContext(opts, (ctx, accounts) => {
         const account = accountOf(accounts, opts.account);
-        const change = { actor: actor(opts.by), reason: opts.reason };
+        const change = { actor: actor(ctx, opts.by), reason: opts.reason };
         if (opts.terminal) {
           const terminal = opts.terminal;
           if (!findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, terminal))
@@ -98,12 +110,12 @@ export function paymentsCommand(): Command {
     .requiredOption('--account <id>', 'account')
     .requiredOption('--until <datetime>', 'ISO 8601 end of the override, at most 7 days ahead')
     .requiredOption('--reason <text>', 'why (kept in the audit)')
-    .option('--by <name>', 'who makes the change (default: the login name)')
+    .option('--by <name>', 'the named manager making the change (required once the box has managers; see posd managers)')
     .action(async (opts: DataOptions & CapOpts & { account: string; until: string; reason: string; by?: string }) => {
       const s = await stored();
       await withContext(opts, (ctx, accounts) => {
         const account = accountOf(accounts, opts.account);
-        printJson(tx(ctx.db, () => s.allowOfflineUntil(ctx, account, opts.until, capsFrom(opts), { actor: actor(opts.by), reason: opts.reason })));
+        printJson(tx(ctx.db, () => s.allowOfflineUntil(ctx, account, opts.until, capsFrom(opts), { actor: actor(ctx, opts.by), reason: opts.reason })));
       });
     });
 
@@ -111,12 +123,12 @@ export function paymentsCommand(): Command {
     .description('end the override in force (audited)')
     .requiredOption('--account <id>', 'account')
     .requiredOption('--reason <text>', 'why (kept in the audit)')
-    .option('--by <name>', 'who makes the change (default: the login name)')
+    .option('--by <name>', 'the named manager making the change (required once the box has managers; see posd managers)')
     .action(async (opts: DataOptions & { account: string; reason: string; by?: string }) => {
       const s = await stored();
       await withContext(opts, (ctx, accounts) => {
         const account = accountOf(accounts, opts.account);
-        const n = tx(ctx.db, () => s.revokeOfflineOverrides(ctx, account, { actor: actor(opts.by), reason: opts.reason }));
+        const n = tx(ctx.db, () => s.revokeOfflineOverrides(ctx, account, { actor: actor(ctx, opts.by), reason: opts.reason }));
         if (n === 0) throw new CliError('no override in force');
         process.stdout.write(`revoked ${n}\n`);
       });

@@ -73,3 +73,35 @@ it('adds, lists, gives a token to and removes a named manager; the API audits th
   expect((await api('GET', '/offline_audit')).body.map((a: { actor: string }) => a.actor)).toEqual([name]);
   await daemon.kill('SIGTERM');
 }, 120_000);
+
+it('takes a shell override only under a named manager once the box has managers', async () => {
+  requireBuild();
+  const data = tempDir('posd-managers-shell-');
+  await posd(['init', '--json', '--data', data]);
+  const accounts = (await posd(['accounts', 'list', '--json', '--data', data])) as Array<{ id: string }>;
+  const allow = (by?: string) =>
+    posdExit([
+      'payments',
+      'offline',
+      'allow',
+      '--account',
+      accounts[0].id,
+      '--until',
+      new Date(Date.now() + 3_600_000).toISOString(),
+      '--reason',
+      'uplink down',
+      ...(by ? ['--by', by] : []),
+      '--data',
+      data,
+    ]);
+  expect((await posdWithInput(['managers', 'add', 'Ana', '--password-stdin', '--data', data], 'a long password 1\n')).code).toBe(0);
+  const anonymous = await allow();
+  expect(anonymous.code).not.toBe(0);
+  expect(anonymous.stderr).toContain('--by <manager> is required');
+  const stranger = await allow('maria');
+  expect(stranger.code).not.toBe(0);
+  expect(stranger.stderr).toContain('no manager of that name');
+  expect((await allow('Ana')).code).toBe(0);
+  const audit = (await posd(['payments', 'offline', 'audit', '--account', accounts[0].id, '--json', '--data', data])) as Array<{ actor: string }>;
+  expect(audit.map((a) => a.actor)).toEqual(['Ana']);
+}, 120_000);

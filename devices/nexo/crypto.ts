@@ -42,8 +42,34 @@ interface NexoCryptoClass {
 const requireHere = createRequire(import.meta.url);
 let lib: { NexoCrypto: NexoCryptoClass; instance: InstanceType<NexoCryptoClass> } | undefined;
 
+interface KeyGenerator {
+  deriveKeyMaterial(passphrase: string): unknown;
+}
+
+/**
+ * The library derives the key material again for every message: PBKDF2-SHA1, 4,000 iterations over
+ * 640 bytes, synchronous, 15-70 ms of the event loop each time (docs/decisions/0280-nexo-terminals.md),
+ * twice per round trip. The material depends on the passphrase alone, so it is derived once per
+ * passphrase and kept (the passphrase itself is held in memory anyway). The library's NexoCrypto calls
+ * the generator through its module object, so replacing the static method is enough.
+ */
+function deriveOnce(gen: KeyGenerator): void {
+  const derive = gen.deriveKeyMaterial.bind(gen);
+  const cache = new Map<string, unknown>();
+  gen.deriveKeyMaterial = (passphrase: string) => {
+    let material = cache.get(passphrase);
+    if (material === undefined) {
+      if (cache.size >= 64) cache.clear();
+      material = derive(passphrase);
+      cache.set(passphrase, material);
+    }
+    return material;
+  };
+}
+
 function library() {
   if (!lib) {
+    deriveOnce((requireHere('@adyen/api-library/lib/src/security/nexoDerivedKeyGenerator.js') as { default: KeyGenerator }).default);
     const NexoCrypto = (requireHere('@adyen/api-library/lib/src/security/nexoCrypto.js') as { default: NexoCryptoClass }).default;
     lib = { NexoCrypto, instance: new NexoCrypto() };
   }

@@ -12,6 +12,7 @@
  * abort is too late and the payment ends as it would have.
  */
 import { createServer, type Server } from 'node:https';
+import { performance } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openNexo, sealNexo, type NexoKey } from '../nexo/crypto.js';
@@ -37,6 +38,8 @@ export interface SimulatedPayment {
   amount: number;
   currency: string;
   stage: 'waiting_card' | 'authorizing' | 'done';
+  /** `performance.now()` when its request was opened: benches time posd's hand-off by it. */
+  receivedAt: number;
   abortedTooLate: boolean;
   response?: NexoPaymentResponse;
   header: NexoHeader;
@@ -166,6 +169,7 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       amount: body.PaymentTransaction?.AmountsReq?.RequestedAmount ?? 0,
       currency: body.PaymentTransaction?.AmountsReq?.Currency ?? '',
       stage: 'waiting_card',
+      receivedAt: performance.now(),
       abortedTooLate: false,
       header,
     };

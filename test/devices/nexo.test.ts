@@ -4,7 +4,7 @@
  * messages and back, checked through the library's ObjectSerializer.
  */
 import { createRequire } from 'node:module';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { NexoCryptoError, openNexo, sealNexo, type SecuredMessage } from '../../devices/nexo/crypto.js';
 import {
   abortRequest,
@@ -57,6 +57,18 @@ describe('NexoCrypto', () => {
       const err = wrong(other);
       expect(err).toBeInstanceOf(NexoCryptoError);
       expect((err as NexoCryptoError).wrongKey).toBe(true);
+    }
+  });
+
+  it('derives a key from its passphrase once, not for every message', () => {
+    const nodeCrypto = require('node:crypto') as typeof import('node:crypto');
+    const spy = vi.spyOn(nodeCrypto, 'pbkdf2Sync');
+    try {
+      const key = { ...KEY, passphrase: `derived once ${Math.random()}` };
+      for (let i = 0; i < 5; i++) openNexo(sealNexo(diagnosisRequest(parties), key), key);
+      expect(spy).toHaveBeenCalledTimes(1);
+    } finally {
+      spy.mockRestore();
     }
   });
 

@@ -90,7 +90,7 @@ beforeAll(async () => {
     async () => (await call(posd!.url, key, 'GET', `/terminals/${terminalId}`)).body.availability === 'available',
     20_000,
   );
-}, 60_000);
+}, 180_000);
 
 afterAll(async () => {
   if (posd) await kill9(posd);
@@ -105,6 +105,36 @@ it('lists the nexo terminal like the others, its passphrase sealed at rest', asy
   const listed = await runPosd(['terminals', 'list', '--data', dir]);
   expect(listed.stdout).toContain(`${POIID} at 127.0.0.1:${sim.port}`);
   expect(readFileSync(join(dir, 'posd.db')).includes(Buffer.from(KEY.passphrase))).toBe(false);
+});
+
+it('registration: the manager only, a literal address, the passphrase never on the command line', async () => {
+  const api = await call(posd!.url, key, 'POST', '/terminals', { name: 'Por API', transport: 'nexo' });
+  expect(api.status).toBe(400);
+  const base = [
+    'terminals',
+    'add',
+    '--data',
+    dir,
+    '--account',
+    'sbx_x',
+    '--name',
+    'X',
+    '--kind',
+    'nexo',
+    '--poiid',
+    POIID,
+    '--key-identifier',
+    'k',
+    '--key-version',
+    '1',
+  ];
+  const onArgv = await runPosd([...base, '--address', '127.0.0.1', '--passphrase', KEY.passphrase]);
+  expect(onArgv.code).not.toBe(0);
+  expect(onArgv.stderr).toMatch(/unknown option '--passphrase'/);
+  const account = (await call(posd!.url, key, 'GET', `/terminals/${terminalId}`)).body.account_id;
+  const named = await runPosd([...base.slice(0, 5), account, ...base.slice(6), '--address', 'terminal.local'], {}, 'secret\n');
+  expect(named.code).not.toBe(0);
+  expect(named.stderr).toMatch(/literal IPv4 or IPv6 address/);
 });
 
 it('approve: a PaymentRequest whose SaleTransactionID is the command id, settled once', async () => {
@@ -179,7 +209,7 @@ it('posd killed mid-authorization: the restart recovers the payment by Transacti
   // And the next sale goes as usual.
   sim.mode = 'approve';
   await untilStatus((await charge()).id, 'consumed');
-}, 60_000);
+}, 180_000);
 
 it('a terminal holding another key is refused: unavailable, nothing offered', async () => {
   const c = await charge(wrongKeyTerminalId);

@@ -18,6 +18,7 @@ const KEY = { keyIdentifier: 'posdtest', passphrase: 'correct horse battery stap
 
 let dir: string;
 let sim: NexoSimulator;
+let certs: ReturnType<typeof makeCertificates>;
 let posd: PosdProcess | undefined;
 let env: Record<string, string>;
 let key: string;
@@ -71,7 +72,7 @@ async function untilStatus(id: string, status: string, timeout = 20_000) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'posd-nexo-'));
-  const certs = makeCertificates(dir);
+  certs = makeCertificates(dir);
   sim = await startNexoSimulator({ key: KEY, tls: { key: certs.key, cert: certs.cert }, poiid: POIID, slowMs: 3_000 });
   const inst = JSON.parse((await runPosd(['init', '--data', dir, '--json'])).stdout);
   key = inst.keys.test;
@@ -82,6 +83,7 @@ beforeAll(async () => {
     POSD_HTTP_PORT: String(await freePort()),
     POSD_TERMINALS_NEXO_CA_FILE: certs.ca,
     POSD_TERMINALS_PING_INTERVAL_MS: '1000',
+    POSD_TERMINALS_SERIAL_REOPEN_MAX_MS: '2000',
     POSD_LOG_LEVEL: 'info',
   };
   posd = await startPosd(env);
@@ -222,3 +224,16 @@ it('a terminal holding another key is refused: unavailable, nothing offered', as
   expect([...sim.payments.values()].some((x) => x.saleTransactionId === c.id)).toBe(false);
   expect(await call(posd!.url, key, 'DELETE', `/terminal_session_commands/${c.id}`)).toMatchObject({ status: 200 });
 });
+
+it('health by DiagnosisRequest: a terminal that stops answering goes unavailable, and comes back', async () => {
+  const availability = async () => (await call(posd!.url, key, 'GET', `/terminals/${terminalId}`)).body.availability;
+  expect(await availability()).toBe('available');
+  const port = sim.port;
+  await sim.close();
+  await until('the silent terminal unavailable', async () => (await availability()) === 'unavailable', 30_000);
+  sim = await startNexoSimulator({ key: KEY, tls: { key: certs.key, cert: certs.cert }, poiid: POIID, port });
+  await until('the terminal available again', async () => (await availability()) === 'available', 30_000);
+  expect(sim.requests.Diagnosis).toBeGreaterThan(0);
+  sim.mode = 'approve';
+  await untilStatus((await charge()).id, 'consumed');
+}, 90_000);

@@ -90,8 +90,8 @@ async function diagnose(o: Required<Pick<NexoLinkOptions, 'client' | 'requestTim
 export async function openNexoLink(opts: NexoLinkOptions, offered: readonly string[]): Promise<NexoLink> {
   const o = { client: opts.client, requestTimeoutMs: opts.requestTimeoutMs ?? 10_000 };
   try {
-    const diag = await diagnose(o);
-    if (diag.Response.Result !== 'Success') throw new Error(`DiagnosisResponse ${diag.Response.Result} ${diag.Response.ErrorCondition ?? ''}`);
+    // Any answer under our key will do: a terminal busy with a payment (after a crash) may say Busy.
+    await diagnose(o);
   } catch (err) {
     throw new NexoOpenError(`terminal not reached: ${describe(err)}`, isKeyProblem(err));
   }
@@ -292,11 +292,12 @@ export class NexoLink extends BaseLink<TerminalMessage, ServerMessage> {
     this.healthTimer = this.clock.setTimeout(() => {
       if (this.isDown) return;
       diagnose(this.o).then(
-        (d) => {
+        () => {
           if (this.isDown) return;
-          this.missedHealth = d.Response.Result === 'Success' ? 0 : this.missedHealth + 1;
+          // Any answer under our key is a live terminal, Busy included (one may be mid-payment).
+          this.missedHealth = 0;
           // Counted as traffic: last_seen_at follows the terminal's answers.
-          if (this.missedHealth === 0) this.feed({ type: 'pong' });
+          this.feed({ type: 'pong' });
           this.checkHealth();
         },
         (err) => {

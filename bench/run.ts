@@ -13,6 +13,8 @@ const SCENARIOS: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>
   transfers: () => import('./transfers.js'),
   webhooks: () => import('./webhooks.js'),
   terminals: () => import('./terminals.js'),
+  // A nexo terminal (the simulator) over HTTPS with NexoCrypto, beside a bare sealed HTTPS round trip.
+  'terminals-nexo': () => import('./terminals-nexo.js'),
   // GET /api/account while one paired terminal floods its link (issue 32's frame budget).
   'terminal-flood': () => import('./terminal-flood.js'),
   bookings: () => import('./bookings.js'),

@@ -10,6 +10,9 @@ import { decodeMessage, type MessageInvalid, type MessageParser } from './protoc
 import type { ServerMessage, TerminalMessage } from './protocol/messages.js';
 
 /** Why a link went down; flags by meaning, as node-serialport does. */
+/** The transports a link may run over: posd's own two, and nexo (Terminal API, local: devices/nexo/). */
+export type LinkTransport = 'websocket' | 'serial' | 'nexo';
+
 export interface LinkDown {
   /** The peer or the medium went away (socket closed, port closed or unplugged). */
   disconnected?: true;
@@ -54,7 +57,7 @@ export type LinkEventMap<In> = {
 };
 
 export interface TerminalLink<In extends { type: string }, Out extends { type: string }> extends EventEmitter<LinkEventMap<In>> {
-  readonly transport: 'websocket' | 'serial';
+  readonly transport: LinkTransport;
   readonly isDown: boolean;
   /** Valid messages received so far, pings and pongs included: proof the peer is really there. */
   readonly messagesReceived: number;
@@ -111,7 +114,7 @@ export abstract class BaseLink<In extends { type: string }, Out extends { type: 
   extends EventEmitter<LinkEventMap<In>>
   implements TerminalLink<In, Out>
 {
-  abstract readonly transport: 'websocket' | 'serial';
+  abstract readonly transport: LinkTransport;
   readonly whenDown: Promise<LinkDown>;
   protected readonly clock: Clock;
   private readonly parse: MessageParser<In>;

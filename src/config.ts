@@ -242,6 +242,14 @@ export const ConfigSchema = Type.Object({
       /** Reopening a serial port that went away backs off from 500 ms up to this. */
       serial_reopen_max_ms: Type.Integer({ minimum: 1, default: 30_000 }),
       /**
+       * nexo terminals (docs/terminals-nexo.md): the PEM file of the CA their certificates chain to
+       * (Adyen's terminal CA in production; empty: the system's CAs), posd's SaleID towards them, and
+       * how long a PaymentRequest may wait for its answer.
+       */
+      nexo_ca_file: Type.String({ default: '' }),
+      nexo_sale_id: Type.String({ minLength: 1, maxLength: 64, default: 'posd' }),
+      nexo_payment_timeout_ms: Type.Integer({ minimum: 1_000, default: 180_000 }),
+      /**
        * Stored (store-and-forward) card payments, protocol 2 (docs/stored-payments.md): the box's
        * caps, per account and environment, unless an account has its own. Amounts are cents of the
        * account's default currency.

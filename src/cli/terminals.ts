@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { Command } from 'commander';
 import pino from 'pino';
 import { CliError, cliConfig, openCliDatabase, printJson, printTable, withDataOptions, type DataOptions } from './common.js';
@@ -58,22 +60,32 @@ export function terminalsCommand(): Command {
     .description('register a terminal and print its pairing token (shown once, stored hashed)')
     .requiredOption('--account <id>', 'account (ac_… live, sbx_… sandbox) the terminal charges for')
     .requiredOption('--name <name>', 'terminal name')
+    .option('--kind <kind>', 'websocket, serial or nexo (default: serial with --serial-path, else websocket)')
     .option('--serial-path <path>', 'serial port of a serial terminal, e.g. /dev/ttyUSB0')
     .option('--baud-rate <n>', 'serial baud rate (default 115200)')
+    .option('--address <ip>', 'nexo: the literal IP address of the terminal on the store network')
+    .option('--port <n>', 'nexo: the port of its Terminal API (default 8443)')
+    .option('--poiid <id>', 'nexo: the terminal POIID, e.g. V400m-324688179')
+    .option('--key-identifier <id>', 'nexo: the shared key identifier')
+    .option('--key-version <n>', 'nexo: the shared key version')
+    .option('--passphrase-file <path>', 'nexo: a file holding the key passphrase (else it is prompted for, or read from stdin)')
     .option('--json', 'print JSON')
-    .action((opts: DataOptions & { account: string; name: string; serialPath?: string; baudRate?: string; json?: boolean }) =>
-      withContext(opts, (ctx, accounts, { createTerminal }) => {
+    .action(async (opts: DataOptions & AddOptions) => {
+      if (opts.kind === 'nexo') return addNexo(opts);
+      if (opts.kind !== undefined && opts.kind !== 'websocket' && opts.kind !== 'serial')
+        throw new CliError(`--kind: websocket, serial or nexo, not ${opts.kind}`);
+      return withContext(opts, (ctx, accounts, { createTerminal }) => {
         if (opts.baudRate !== undefined && !/^\d+$/.test(opts.baudRate)) throw new CliError(`--baud-rate: not a number: ${opts.baudRate}`);
         const { terminal, pairingToken } = createTerminal(ctx, accountOf(accounts, opts.account), {
           name: opts.name,
-          transport: opts.serialPath ? 'serial' : 'websocket',
+          transport: (opts.kind as 'websocket' | 'serial' | undefined) ?? (opts.serialPath ? 'serial' : 'websocket'),
           serial_path: opts.serialPath ?? null,
           baud_rate: opts.baudRate === undefined ? null : Number(opts.baudRate),
         });
         if (opts.json) return printJson({ ...terminal, pairing_token: pairingToken });
         process.stdout.write(`${terminal.id}\npairing token: ${pairingToken}\n(shown once; it is stored only as a hash)\n`);
-      }),
-    );
+      });
+    });
   withDataOptions(cmd.command('list'))
     .description("list the terminals: every account's on the box, or one account's")
     .option('--account <id>', 'only this account (default: every account on the box, live and sandbox)')
@@ -83,7 +95,17 @@ export function terminalsCommand(): Command {
         const scope = opts.account ? [accountOf(accounts, opts.account)] : accounts.accounts();
         const rows = scope.flatMap((a) => listTerminals(ctx, { accountIds: [a.id], liveMode: a.live_mode }, 1000, 0).rows);
         if (opts.json) return printJson(rows);
-        printTable(rows as never, ['id', 'name', 'account_id', 'transport', 'availability', 'last_seen_at', 'model', 'firmware', 'serial_path']);
+        printTable(rows.map((r) => ({ ...r, where: r.serial_path ?? (r.nexo ? `${r.nexo.poiid} at ${r.nexo.address}:${r.nexo.port}` : null) })) as never, [
+          'id',
+          'name',
+          'account_id',
+          'transport',
+          'availability',
+          'last_seen_at',
+          'model',
+          'firmware',
+          'where',
+        ]);
       }),
     );
   withDataOptions(cmd.command('retire'))
@@ -100,4 +122,72 @@ export function terminalsCommand(): Command {
       }),
     );
   return cmd;
+}
+
+interface AddOptions {
+  account: string;
+  name: string;
+  kind?: string;
+  serialPath?: string;
+  baudRate?: string;
+  address?: string;
+  port?: string;
+  poiid?: string;
+  keyIdentifier?: string;
+  keyVersion?: string;
+  passphraseFile?: string;
+  json?: boolean;
+}
+
+/** The passphrase from its file, else typed at a prompt (not echoed), else stdin: never from argv, where `ps` shows it. */
+async function readPassphrase(file: string | undefined): Promise<string> {
+  if (file) return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  if (process.stdin.isTTY) {
+    process.stderr.write('key passphrase: ');
+    const rl = createInterface({ input: process.stdin, terminal: true });
+    // Nothing typed is echoed: the prompt was written above, every keystroke is swallowed.
+    (rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput = () => {};
+    const line = await new Promise<string>((resolve) => rl.once('line', resolve));
+    rl.close();
+    process.stderr.write('\n');
+    return line;
+  }
+  let text = '';
+  for await (const chunk of process.stdin) text += chunk;
+  return text.replace(/\r?\n$/, '');
+}
+
+/** `posd terminals add --kind nexo`: only the manager registers a nexo terminal (docs/terminals-nexo.md). */
+async function addNexo(opts: DataOptions & AddOptions): Promise<void> {
+  for (const [flag, value] of [
+    ['--address', opts.address],
+    ['--poiid', opts.poiid],
+    ['--key-identifier', opts.keyIdentifier],
+    ['--key-version', opts.keyVersion],
+  ] as const) {
+    if (!value) throw new CliError(`${flag} is required for a nexo terminal`);
+  }
+  if (opts.serialPath || opts.baudRate) throw new CliError('--serial-path and --baud-rate belong to a serial terminal');
+  for (const [flag, value] of [
+    ['--port', opts.port],
+    ['--key-version', opts.keyVersion],
+  ] as const) {
+    if (value !== undefined && !/^\d+$/.test(value)) throw new CliError(`${flag}: not a number: ${value}`);
+  }
+  const passphrase = await readPassphrase(opts.passphraseFile);
+  await withContext(opts, (ctx, accounts, { createNexoTerminal }) => {
+    const terminal = createNexoTerminal(ctx, accountOf(accounts, opts.account), {
+      name: opts.name,
+      address: opts.address!,
+      port: opts.port === undefined ? 8443 : Number(opts.port),
+      poiid: opts.poiid!,
+      keyIdentifier: opts.keyIdentifier!,
+      keyVersion: Number(opts.keyVersion),
+      passphrase,
+    });
+    if (opts.json) return printJson(terminal);
+    process.stdout.write(
+      `${terminal.id}\nnexo terminal ${terminal.nexo!.poiid} at ${terminal.nexo!.address}:${terminal.nexo!.port} (key passphrase stored encrypted)\n`,
+    );
+  });
 }

@@ -594,9 +594,17 @@ CREATE TABLE terminals (
   account_id TEXT NOT NULL,
   live_mode INTEGER NOT NULL CHECK (live_mode IN (0, 1)),
   name TEXT NOT NULL,
-  transport TEXT NOT NULL CHECK (transport IN ('websocket', 'serial')),
+  transport TEXT NOT NULL CHECK (transport IN ('websocket', 'serial', 'nexo')),
   serial_path TEXT,
   baud_rate INTEGER,
+  -- A nexo terminal (docs/terminals-nexo.md): posd connects to it. The key's passphrase is sealed
+  -- with the box's key (src/system/secret-box.ts), never stored in clear.
+  nexo_address TEXT,
+  nexo_port INTEGER,
+  nexo_poiid TEXT,
+  nexo_key_identifier TEXT,
+  nexo_key_version INTEGER,
+  nexo_passphrase_sealed TEXT,
   token_hash TEXT NOT NULL,
   availability TEXT NOT NULL DEFAULT 'unavailable' CHECK (availability IN ('available', 'unavailable')),
   last_seen_at TEXT,
@@ -604,7 +612,9 @@ CREATE TABLE terminals (
   firmware TEXT,
   created_at TEXT NOT NULL,
   retired_at TEXT,
-  CHECK ((transport = 'serial') = (serial_path IS NOT NULL))
+  CHECK ((transport = 'serial') = (serial_path IS NOT NULL)),
+  CHECK ((transport = 'nexo') = (nexo_address IS NOT NULL AND nexo_port IS NOT NULL AND nexo_poiid IS NOT NULL
+    AND nexo_key_identifier IS NOT NULL AND nexo_key_version IS NOT NULL AND nexo_passphrase_sealed IS NOT NULL))
 ) STRICT;
 CREATE INDEX terminals_account ON terminals(account_id, live_mode, created_at);
 

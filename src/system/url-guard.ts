@@ -222,3 +222,12 @@ export function describeOutboundError(err: unknown): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns: the host name does not resolve';
   return 'unreachable: could not connect';
 }
+
+/**
+ * The guard for nexo terminals (docs/terminals-nexo.md): it admits exactly the registered
+ * terminals' addresses, private ones included, and nothing else private; posd connects to a nexo
+ * terminal only at its registered literal address, checked here before every link is opened.
+ */
+export function terminalAddressGuard(addresses: readonly string[]): UrlGuard {
+  return new UrlGuard(addresses.map((a) => (isIP(a) === 6 ? `${a}/128` : `${a}/32`)));
+}

@@ -24,7 +24,7 @@ function terminals(ctx: AppContext): TerminalStatus[] {
       name: scope.liveMode ? t.name : `${t.name} (sandbox)`,
       account_id: t.account_id,
       available: t.availability === 'available',
-      link: t.transport === 'serial' ? `serial ${t.serial_path}` : t.transport,
+      link: t.transport === 'serial' ? `serial ${t.serial_path}` : t.nexo ? `nexo ${t.nexo.poiid} at ${t.nexo.address}:${t.nexo.port}` : t.transport,
       last_seen_at: t.last_seen_at,
     })),
   );

@@ -2,6 +2,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { Nullable } from '../../api/schemas.js';
 
 export const Transport = Type.Union([Type.Literal('websocket'), Type.Literal('serial')]);
+/** What a terminal is reached by; `nexo` terminals are registered by the manager only (`posd terminals add --kind nexo`). */
+export const LinkKind = Type.Union([Type.Literal('websocket'), Type.Literal('serial'), Type.Literal('nexo')]);
 export const Availability = Type.Union([Type.Literal('available'), Type.Literal('unavailable')]);
 
 export const CreateTerminalBody = Type.Object({
@@ -16,13 +18,15 @@ export const TerminalSchema = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),
-    transport: Transport,
+    transport: LinkKind,
     availability: Availability,
     last_seen_at: Nullable(Type.String({ format: 'date-time' })),
     model: Nullable(Type.String()),
     firmware: Nullable(Type.String()),
     serial_path: Nullable(Type.String()),
     baud_rate: Nullable(Type.Integer()),
+    /** A nexo terminal's address, port and POIID (its key is never shown). */
+    nexo: Nullable(Type.Object({ address: Type.String(), port: Type.Integer(), poiid: Type.String() })),
     account_id: Type.String(),
     live_mode: Type.Boolean(),
     created_at: Type.String({ format: 'date-time' }),

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../../context.js';
 import { awaitHello, type Clock as Scheduler, type HandshakeError, type Hello, type LinkInvalid, type ServerLink } from '../../../../devices/index.js';
-import { authenticateTerminal } from '../service.js';
+import { authenticateTerminal, terminalRow } from '../service.js';
 import { logMalformed, watchFlood } from './budget.js';
 
 /**
@@ -37,6 +37,12 @@ export function awaitTerminalHello(
 /** The hello names a registered terminal, with its token, over its own transport (and port). */
 export function verifyHello(ctx: AppContext, link: ServerLink, hello: Hello, expectedTerminalId: string | undefined): boolean {
   if (expectedTerminalId && hello.terminal_id !== expectedTerminalId) return false;
+  if (link.transport === 'nexo') {
+    // posd opened this link itself, to the registered terminal, and every answer on it was opened
+    // with that terminal's key: no token to present, but it must be pinned to its terminal.
+    const row = expectedTerminalId ? terminalRow(ctx, expectedTerminalId) : undefined;
+    return !!row && !row.retired_at && row.transport === 'nexo';
+  }
   const row = authenticateTerminal(ctx, hello.terminal_id, hello.token);
   return !!row && row.transport === link.transport;
 }

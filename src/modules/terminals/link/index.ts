@@ -4,6 +4,7 @@ import type { AppContext } from '../../../context.js';
 import { MAX_MESSAGE_BYTES, type PortOpener } from '../../../../devices/index.js';
 import { TerminalBridge } from './bridge.js';
 import { SerialPorts } from './serial-ports.js';
+import { NexoTerminals } from './nexo-terminals.js';
 
 export { TerminalBridge } from './bridge.js';
 
@@ -12,6 +13,7 @@ export const TERMINAL_LINK_PATH = '/terminals/link';
 interface Bridging {
   bridge: TerminalBridge;
   serial: SerialPorts;
+  nexo: NexoTerminals;
 }
 
 const bridges = new WeakMap<AppContext, Bridging>();
@@ -32,7 +34,7 @@ function bridging(ctx: AppContext): Bridging {
   if (!b) {
     // Timers follow the injected clock, so dispatch timeouts are tested by moving time, not by sleeping.
     const bridge = new TerminalBridge(ctx, ctx.clock);
-    b = { bridge, serial: new SerialPorts(ctx, bridge, ctx.clock, openers.get(ctx)) };
+    b = { bridge, serial: new SerialPorts(ctx, bridge, ctx.clock, openers.get(ctx)), nexo: new NexoTerminals(ctx, bridge, ctx.clock) };
     bridges.set(ctx, b);
   }
   return b;
@@ -64,10 +66,14 @@ export function terminalWorkers(ctx: AppContext): Worker[] {
   return [
     {
       name: 'terminal-bridge',
-      start: () => bridging(ctx).serial.start(),
+      start: () => {
+        bridging(ctx).serial.start();
+        bridging(ctx).nexo.start();
+      },
       stop: async () => {
         const b = bridging(ctx);
         await b.serial.stop();
+        await b.nexo.stop();
         await b.bridge.stop();
       },
     },

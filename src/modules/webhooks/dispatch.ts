@@ -41,6 +41,8 @@ export interface DispatchHooks {
   record(outcome: Outcome): Promise<void>;
   /** Whether the daemon is stopping: an attempt cut short then is not counted. */
   stopped(): boolean;
+  /** The worker's records' transaction, committed without the disk flush (recorder.ts): held rows' new schedules. */
+  bookkeeping<T>(fn: () => T): T;
 }
 
 /**
@@ -232,7 +234,7 @@ export class Dispatcher {
 
   private reschedule(rows: Array<[number, number]>): void {
     try {
-      this.store.reschedule(rows);
+      this.hooks.bookkeeping(() => this.store.reschedule(rows));
     } catch (err) {
       this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
     }

@@ -131,6 +131,7 @@ export class DeliveryWorker implements Worker {
       kick: () => this.kick(),
       record: (outcome) => this.recorder.record(outcome),
       stopped: () => this.wakeState === 'stopped',
+      bookkeeping,
     });
     this.chores = new Housekeeping(ctx, this.store, () => this.forgetReadAhead());
     this.recorder = new OutcomeRecorder(

@@ -161,11 +161,15 @@ async function throughput(setup: Setup): Promise<BenchResult> {
       const rawCpu = (rawBefore.cpuUsPerOp + rawAfter.cpuUsPerOp) / 2;
       const cpuPerDelivery = (cpu.user + cpu.system) / total;
       return {
-        scenario: `webhook deliveries/s (signed, recorded; ${CONCURRENCY} in flight${setup === 'configured' ? '; filters, throttles, breaker on 5 endpoints' : ''}) vs raw undici POST loop`,
+        scenario:
+          setup === 'configured'
+            ? `webhook deliveries/s (signed, recorded; ${CONCURRENCY} in flight; filters, throttles, breaker on 5 endpoints) vs raw undici POST loop`
+            : // Issue 35's goal is stated with the default settings: one endpoint under the default cap.
+              `webhook deliveries/s (signed, recorded; default settings: ${CONCURRENCY} slots, the endpoint's cap ${p.d.ctx.config.webhooks.endpoint_max_in_flight} in flight) vs raw undici POST loop (${CONCURRENCY} in flight)`,
         metrics: { deliveries_per_s: rate, events: total, emit_us_per_event: emitUs, cpu_us_per_delivery: cpuPerDelivery, cpu_ratio: rawCpu / cpuPerDelivery },
         baseline: { raw_posts_per_s: raw, raw_before: rawBefore.perSecond, raw_after: rawAfter.perSecond, cpu_us_per_post: rawCpu },
         ratio: rate / raw,
-        target: setup === 'configured' ? '>= 0.6' : '>= 0.5',
+        target: '>= 0.6 (issue 35)',
       };
     } finally {
       await p.stop();

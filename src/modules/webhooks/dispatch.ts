@@ -11,6 +11,7 @@ import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { EndpointGates, type GateSettings } from './gates.js';
+import { HeldRows } from './held.js';
 import type { SendableRow, WebhooksStore } from './store.js';
 
 /** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
@@ -29,6 +30,8 @@ interface Target {
 }
 
 const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
+/** While a read of due rows finds only rows a cap holds back, how often the timer looks again (ms). */
+const DRY_RECHECK_MS = 100;
 
 /** What dispatch asks of the worker around it (worker.ts). */
 export interface DispatchHooks {
@@ -38,6 +41,8 @@ export interface DispatchHooks {
   record(outcome: Outcome): Promise<void>;
   /** Whether the daemon is stopping: an attempt cut short then is not counted. */
   stopped(): boolean;
+  /** The worker's records' transaction, committed without the disk flush (recorder.ts): held rows' new schedules. */
+  bookkeeping<T>(fn: () => T): T;
 }
 
 /**
@@ -52,11 +57,7 @@ export class Dispatcher {
   /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
   readonly inflight = new Map<number, Promise<void>>();
 
-  /**
-   * Requests on the wire: the concurrency limit counts these (a slot frees when the answer arrives,
-   * or when the request has been in flight `webhooks.slow_ms`: a hung receiver's requests stay
-   * counted in its endpoint's cap, not in the slots every endpoint shares).
-   */
+  /** Requests on the wire, which the concurrency limit counts (a slot frees at the answer, or after `webhooks.slow_ms`: a hung receiver's requests stay in its endpoint's cap only). */
   sending = 0;
 
   /** When each attempt on the wire started (the clock's ms), and whether its slot was freed as slow. */
@@ -69,6 +70,18 @@ export class Dispatcher {
    * endpoint disabled or deleted, a 410, a manual send. Attempts in flight are never read ahead.
    */
   private ready: SendableRow[] = [];
+
+  /** Rows the in-flight cap held back, kept in memory instead of rescheduled (held.ts, decision 0262). */
+  private readonly kept: HeldRows;
+
+  /** The last read of due rows launched none, and nothing that could change that has happened since. */
+  dry = false;
+
+  /** When a pass last read due rows on news (the timer's next look while `dry` is from there). */
+  private lookedAt = 0;
+
+  /** Attempts launched so far (whether a read of due rows launched any). */
+  private launches = 0;
 
   /** By endpoint id: its URL changes only by a PATCH, its secret by a rotation (both `forgetTarget`). */
   private readonly targets = new Map<string, Target>();
@@ -92,6 +105,7 @@ export class Dispatcher {
     const w = ctx.config.webhooks;
     this.gates = new EndpointGates({ breakerFailures: w.breaker_failures, breakerProbeMs: w.breaker_probe_ms, slowMs: w.slow_ms });
     this.gating = this.gatingOn();
+    this.kept = new HeldRows(w.concurrency * 4, w.concurrency * 16);
   }
 
   /** Stopping: cuts the attempts on the wire short, waits for them, closes the agent. */
@@ -116,35 +130,39 @@ export class Dispatcher {
   }
 
   /**
-   * Fills the free slots from the rows read ahead; when they run out, the next due ones are read
-   * (their seqs from the covering index, the rows of those not in flight in one statement).
+   * Fills the free slots: first from the rows the cap held back in memory (`kept`), then from the
+   * rows read ahead; when they run out, the next due ones are read (their seqs from the covering
+   * index, past those in flight or kept, the rows of the others in one statement), unless the last
+   * read found nothing to send and nothing has changed since (`dry`; `news`: something may have).
    */
-  dispatch(): void {
+  dispatch(news = false): void {
     const max = this.ctx.config.webhooks.concurrency;
     const now = this.ctx.clock.now();
-    let refilled = false;
-    let held: Array<[number, number]> | undefined;
+    if (news) {
+      this.dry = false;
+      this.lookedAt = now;
+    }
+    let refilled = -1;
+    const held: Array<[number, number]> = [];
     if (this.gating) this.gates.newPass();
     this.releaseSlow(now);
+    if (this.kept.size > 0) this.sendKept(now, max, held);
     while (this.sending < max) {
       if (this.ready.length === 0) {
         // Rows a gate held back leave the due window before it is read again.
-        if (held) {
-          this.reschedule(held);
-          held = undefined;
-        }
-        if (refilled) return;
-        refilled = true;
+        if (held.length > 0) this.reschedule(held.splice(0));
+        if (refilled !== -1 || this.dry) break;
+        refilled = this.launches;
         const seqs = this.store
-          .due(now, max * 4 + this.inflight.size)
+          .due(now, max * 4 + this.inflight.size + this.kept.size)
           .map((r) => r.seq)
-          .filter((seq) => !this.inflight.has(seq));
-        if (seqs.length === 0) return;
+          .filter((seq) => !this.inflight.has(seq) && !this.kept.has(seq));
+        if (seqs.length === 0) break;
         this.ready = this.store.sendableMany(seqs);
         continue;
       }
       const row = this.ready.shift()!;
-      if (this.inflight.has(row.seq)) continue;
+      if (this.inflight.has(row.seq) || this.kept.has(row.seq)) continue;
       if (row.status !== 'pending' || row.endpoint_disabled || row.next_attempt_ms === null || row.next_attempt_ms > now) continue;
       if (this.gating) {
         let gate: GateSettings | null;
@@ -158,7 +176,8 @@ export class Dispatcher {
         if (gate || this.gates.breakerOn) {
           const at = this.gates.admit(row.endpoint_id, gate ?? NO_GATE, now);
           if (at !== 0) {
-            (held ??= []).push([row.seq, at]);
+            // Held by the cap: kept in memory, sent when the endpoint's next attempt ends.
+            if (!(this.gates.heldByCap && this.kept.keep(row))) held.push([row.seq, at]);
             continue;
           }
           void this.launch(row, false, now);
@@ -167,7 +186,40 @@ export class Dispatcher {
       }
       void this.launch(row, false);
     }
-    if (held) this.reschedule(held);
+    if (held.length > 0) this.reschedule(held);
+    if (refilled !== -1) this.dry = this.launches === refilled;
+  }
+
+  /** Sends the rows the cap held back, oldest first by endpoint, while their endpoint admits them. */
+  private sendKept(now: number, max: number, held: Array<[number, number]>): void {
+    for (const [endpointId, rows] of this.kept.queues()) {
+      while (rows.length > 0 && this.sending < max) {
+        const row = rows[0];
+        let gate: GateSettings | null = null;
+        let unopened = false;
+        try {
+          gate = this.targetOf(endpointId)?.gate ?? null;
+        } catch {
+          unopened = true;
+        }
+        const gated = !unopened && (gate !== null || this.gates.breakerOn);
+        const at = gated && !this.inflight.has(row.seq) ? this.gates.admit(endpointId, gate ?? NO_GATE, now) : 0;
+        if (at !== 0 && this.gates.heldByCap) break;
+        // Its last kept row taken: the endpoint's next ones are in the database, to be read.
+        if (this.kept.shift(endpointId)) this.dry = false;
+        if (this.inflight.has(row.seq)) continue;
+        if (at !== 0) held.push([row.seq, at]);
+        else void this.launch(row, false, gated ? now : null);
+      }
+    }
+  }
+
+  /** Ms until the next due row not in flight (undefined: none); while `dry` past kept rows, a recheck delay. */
+  nextDueIn(now: number): number | undefined {
+    // The last read sent nothing past a capped endpoint's backlog: look again soon (no read each pass).
+    if (this.dry && this.kept.size > 0) return Math.max(0, this.lookedAt + DRY_RECHECK_MS - now);
+    const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.seq));
+    return next?.next_attempt_ms == null ? undefined : Math.max(0, next.next_attempt_ms - now);
   }
 
   private releaseSlow(now: number): void {
@@ -182,7 +234,7 @@ export class Dispatcher {
 
   private reschedule(rows: Array<[number, number]>): void {
     try {
-      this.store.reschedule(rows);
+      this.hooks.bookkeeping(() => this.store.reschedule(rows));
     } catch (err) {
       this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
     }
@@ -191,11 +243,16 @@ export class Dispatcher {
   /** Drops the rows read ahead (an endpoint changed, a delivery was sent by hand): they are read again. */
   forgetReadAhead(): void {
     this.ready = [];
+    this.kept.clear();
+    this.dry = false;
   }
 
   /** `gatedAt`: the `now` the gates admitted it at (its flight there ends with it); null: not gated. */
   launch(row: SendableRow, manual: boolean, gatedAt: number | null = null): Promise<void> {
     this.sending++;
+    this.launches++;
+    // A failure (a retry scheduled) or a FIFO success (the next made due) changes what is due.
+    let news = true;
     const flight = { at: this.ctx.clock.now(), released: false };
     this.flights.set(row.seq, flight);
     const done = () => {
@@ -206,6 +263,7 @@ export class Dispatcher {
       .then(
         (outcome) => {
           done();
+          news = !outcome || !succeeded(outcome) || this.targets.get(row.endpoint_id)?.fifo !== false;
           if (gatedAt !== null)
             this.gates.finished(row.endpoint_id, gatedAt, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
           // The slot is free now; the outcome commits with the next group.
@@ -221,6 +279,7 @@ export class Dispatcher {
       .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
       .finally(() => {
         if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
+        if (news) this.dry = false;
         this.hooks.kick();
       });
     this.inflight.set(row.seq, p);

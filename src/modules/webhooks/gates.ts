@@ -9,7 +9,7 @@
  * flight after `webhooks.slow_ms`: a hung receiver is noticed long before its timeout. A delivery an
  * endpoint's gate holds back is not attempted: it is rescheduled (its `next_attempt_ms`) to when the
  * gate should let it through, so it leaves the due window and the other endpoints' deliveries take
- * the slots.
+ * the slots; one the cap holds back is first kept in memory, up to a bound (held.ts).
  */
 export interface GateSettings {
   rateLimit: number | null;
@@ -51,6 +51,9 @@ export class EndpointGates {
   private readonly states = new Map<string, State>();
   private pass = 0;
 
+  /** Whether the last `admit` held its row back by the in-flight cap (not the rate limit or breaker). */
+  heldByCap = false;
+
   constructor(private readonly cfg: GateConfig) {}
 
   get breakerOn(): boolean {
@@ -81,6 +84,7 @@ export class EndpointGates {
    */
   admit(id: string, g: GateSettings, now: number): number {
     const s = this.state(id);
+    this.heldByCap = false;
     this.countSlow(s, now);
     if (this.breakerOn && s.openUntil !== 0) {
       if (now < s.openUntil) return s.openUntil;
@@ -89,6 +93,7 @@ export class EndpointGates {
     }
     if (g.maxInFlight !== null && s.flights.length >= g.maxInFlight) {
       s.heldInPass++;
+      this.heldByCap = true;
       return now + Math.max(10, Math.ceil(s.avgMs * Math.ceil(s.heldInPass / g.maxInFlight)));
     }
     if (g.rateLimit !== null) {

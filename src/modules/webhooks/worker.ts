@@ -131,6 +131,7 @@ export class DeliveryWorker implements Worker {
       kick: () => this.kick(),
       record: (outcome) => this.recorder.record(outcome),
       stopped: () => this.wakeState === 'stopped',
+      bookkeeping,
     });
     this.chores = new Housekeeping(ctx, this.store, () => this.forgetReadAhead());
     this.recorder = new OutcomeRecorder(
@@ -186,7 +187,7 @@ export class DeliveryWorker implements Worker {
       const next = wakeNext(this.wakeState, 'RUN');
       if (!next) return;
       this.wakeState = next;
-      this.pass();
+      this.pass(false);
     });
   }
 
@@ -211,18 +212,18 @@ export class DeliveryWorker implements Worker {
     });
   }
 
-  /** Fans out new events (if `eventsMaybe`), fills the free slots, sets the timer. */
-  private pass(): void {
+  /** Fans out new events (if `eventsMaybe`), fills the free slots, sets the timer; `news`: rows may have become due. */
+  private pass(news = true): void {
+    const fresh = news || this.eventsMaybe;
     try {
       if (this.eventsMaybe && !this.fanning) {
         this.eventsMaybe = false;
-        // Rows written on this connection are already there for the dispatch below; those of the
-        // writer thread are sent by the pass that follows their commit.
+        // Rows written on this connection are there for the dispatch below; the writer thread's, after its commit.
         void this.fanOut().then((read) => {
-          if (read > 0) this.kick();
+          if (read > 0) this.wake();
         });
       }
-      this.sender.dispatch();
+      this.sender.dispatch(fresh);
     } catch (err) {
       this.ctx.log.error({ err }, 'webhook delivery pass failed');
     }
@@ -280,7 +281,7 @@ export class DeliveryWorker implements Worker {
       // A fan-out already running may have started before the newest events: run one more after it.
       while (this.fanning) await this.fanning;
       await this.fanOut();
-      this.sender.dispatch();
+      this.sender.dispatch(true);
       if (this.sender.inflight.size === 0) return;
       await Promise.allSettled([...this.sender.inflight.values()]);
     }
@@ -386,8 +387,8 @@ export class DeliveryWorker implements Worker {
     const poll = this.ctx.config.webhooks.poll_ms;
     let delay = poll;
     if (this.sender.sending < this.ctx.config.webhooks.concurrency) {
-      const next = this.store.due(Number.MAX_SAFE_INTEGER, this.sender.inflight.size + 1).find((r) => !this.sender.inflight.has(r.seq));
-      if (next?.next_attempt_ms != null) delay = Math.min(poll, Math.max(0, next.next_attempt_ms - this.ctx.clock.now()));
+      const wait = this.sender.nextDueIn(this.ctx.clock.now());
+      if (wait !== undefined) delay = Math.min(poll, wait);
     }
     // The timer's pass looks for events too: other processes write them without notifying us.
     this.timer = setTimeout(() => {

@@ -12,6 +12,7 @@ import { signedHeaders } from '../webhooks/index.js';
 import { dataFolder, recordedChecks } from './doctor.js';
 import { outageNow } from './outage.js';
 import { storedDeadlineProblem } from './panels.js';
+import { storedNearProblems } from './stored-near.js';
 
 /** One condition that turns the page red, under a key that stays the same while it lasts (its text may change). */
 export interface AlertCondition {
@@ -24,7 +25,8 @@ export interface AlertCondition {
  * What the page's verdict turns red for, each under a stable key: doctor's checks by name (free
  * disk, disk full, backups, the signing key, webhooks, tax invoicing, the data folder), sync's
  * alerts by code (a link down past sync.alert_link_down_ms, records stalled or parked, a central's
- * silent stores) and a stored card payment near its deadline. Not the terminals the page lists as
+ * silent stores), a stored card payment near its deadline, and stored payments near their caps or
+ * window (stored-near.ts). Not the terminals the page lists as
  * disconnected: a terminal switched off at closing would mail every night.
  */
 export function alertConditions(ctx: AppContext, nowMs: number): AlertCondition[] {
@@ -40,6 +42,11 @@ export function alertConditions(ctx: AppContext, nowMs: number): AlertCondition[
     // no stored payments on this box (or unreadable now): the next check looks again
   }
   if (deadline) out.push({ key: 'stored:deadline', ...deadline });
+  try {
+    out.push(...storedNearProblems(ctx, nowMs));
+  } catch {
+    // as above
+  }
   return out;
 }
 

@@ -34,6 +34,10 @@ export function alertConditions(ctx: AppContext, nowMs: number): AlertCondition[
   for (const c of [...dataFolder(ctx.config, diskFullState(ctx.db)), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
     if (!c.ok && c.name !== 'sync') out.push({ key: `check:${c.name}`, problem: `${c.name}: ${c.detail}`, fix: c.fix ?? '' });
   }
+  // A full disk is still a low one: "free disk" does not clear (an all-clear mailed as the disk
+  // fills up) while "disk full" stands in its place.
+  const full = out.find((c) => c.key === 'check:disk full');
+  if (full && !out.some((c) => c.key === 'check:free disk')) out.push({ ...full, key: 'check:free disk' });
   for (const a of syncStatus(ctx.config, ctx.db, nowMs).alerts) out.push({ key: `sync:${a.code}`, problem: `sync: ${a.message}`, fix: a.fix });
   let deadline = null;
   try {
@@ -171,11 +175,25 @@ export class AlertNotifier implements Worker {
     this.timer.unref();
   }
 
+  /** Read from the database once, then kept here: a disk too full to record a send must not send it again. */
+  private state: Announced | undefined;
+
   private announced(): Announced {
+    if (this.state) return this.state;
     try {
-      return JSON.parse(accountsOf(this.ctx).meta(STATE_KEY) ?? '{}') as Announced;
+      this.state = JSON.parse(accountsOf(this.ctx).meta(STATE_KEY) ?? '{}') as Announced;
     } catch {
-      return {};
+      this.state = {};
+    }
+    return this.state;
+  }
+
+  /** Best effort: what was sent stays known in memory; the database has it for a restart once it can write. */
+  private save(state: Announced): void {
+    try {
+      accountsOf(this.ctx).setMeta(STATE_KEY, JSON.stringify(state));
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'alerts: could not record what was sent; kept in memory until the database can');
     }
   }
 
@@ -198,7 +216,7 @@ export class AlertNotifier implements Worker {
     }
     const at = new Date(now).toISOString();
     const state = this.announced();
-    const save = () => accountsOf(this.ctx).setMeta(STATE_KEY, JSON.stringify(state));
+    const save = () => this.save(state);
     for (const ch of this.channels) {
       const sent = (state[ch.name] ??= {});
       const notices: Array<{ n: AlertNotice; done: () => void }> = [

@@ -1,6 +1,9 @@
+import type Database from 'better-sqlite3';
 import type { AppContext } from '../../context.js';
+import type { Config } from '../../config.js';
 import { accountsOf } from '../../accounts/service.js';
-import { storedNearLimits, type NearCap } from '../terminals/stored/service.js';
+import { nextForwardDeadline, storedNearLimits, type NearCap } from '../terminals/stored/service.js';
+import type { Check } from './doctor.js';
 import { localText, money } from './time.js';
 
 /** A red line of the verdict under the key the alerts send it by. */
@@ -46,4 +49,25 @@ export function storedNearProblems(ctx: AppContext, nowMs: number): KeyedProblem
     });
   }
   return out;
+}
+
+/**
+ * Doctor's check of stored card payments, over its read-only connection: what the page's verdict
+ * says of them (near their caps or window, and one within an hour of its deadline).
+ */
+export function storedPaymentsCheck(config: Config, db: Database.Database, nowMs: number): Check | null {
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'stored_payments'").get()) return null;
+  // The reads need the database, the settings and the time alone.
+  const ctx = { db, config, clock: { now: () => nowMs } } as unknown as AppContext;
+  const problems: Array<{ problem: string; fix: string }> = storedNearProblems(ctx, nowMs);
+  const deadline = nextForwardDeadline(ctx);
+  if (deadline && Date.parse(deadline) - nowMs < 3_600_000) {
+    const left = Date.parse(deadline) - nowMs;
+    problems.push({
+      problem: `a card payment stored offline ${left > 0 ? 'expires within the hour' : 'has passed its deadline'} (${deadline}) unless it reaches the processor`,
+      fix: 'bring the internet link (or the card processor) back; an expired payment is owed again (posd outage report lists them)',
+    });
+  }
+  if (!problems.length) return { name: 'stored payments', ok: true, detail: 'none near their caps, window or deadline' };
+  return { name: 'stored payments', ok: false, detail: problems.map((p) => p.problem).join('; '), fix: problems.map((p) => p.fix).join('; ') };
 }

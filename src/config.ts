@@ -543,6 +543,12 @@ export const ConfigSchema = Type.Object({
       check_interval_ms: Type.Integer({ minimum: 10, default: 60_000 }),
       /** Timeout of one e-mail or webhook. */
       timeout_ms: Type.Integer({ minimum: 100, default: 10_000 }),
+      /**
+       * Stored card payments are near their limits (the page turns red, an alert is sent) once they
+       * use this fraction of an account's or terminal's `max_total`/`max_count`, or the oldest has
+       * waited this fraction of its window (`max_age_hours`).
+       */
+      stored_near_fraction: Type.Number({ minimum: 0.05, maximum: 1, default: 0.8 }),
     },
     { default: {} },
   ),

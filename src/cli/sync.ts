@@ -14,6 +14,8 @@ import { reconcileDay } from '../sync/store/reconcile.js';
 import { CentralClient } from '../sync/store/transport.js';
 import { holdingsAtCursor, planRejoin } from '../sync/store/rejoin.js';
 import { heldCommands } from './sync-held.js';
+import { boxZone, dateIn } from '../sync/shared/summary.js';
+import { localStamp } from '../modules/ops/time.js';
 
 /** Past this many waiting records `posd sync now` shows a progress bar (on a terminal). */
 const BAR_FROM = 1000;
@@ -216,23 +218,16 @@ function operatorCommands(sync: Command): void {
     );
 }
 
-/** "2026-03-02": the local calendar date of `d` (the box's TZ). */
-export function localDate(d: Date): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}`;
-}
-
 export function reconcileCommand(): Command {
   return withDataOptions(new Command('reconcile'))
     .description("compare this store's totals for one day with the central's (exit 1 on a difference)")
-    .addOption(new Option('--date <day>', "day YYYY-MM-DD, compared midnight to midnight UTC (default: today's date in the box's time zone)"))
+    .addOption(new Option('--date <day>', "day YYYY-MM-DD, compared midnight to midnight in the box's time zone (default: today)"))
     .option('--json', 'print JSON')
     .action((opts: DataOptions & { date?: string; json?: boolean }) =>
       withStore(opts, async (config, db) => {
-        // Today's date as the store names it, not the UTC date: west of UTC the evening's trading
-        // would otherwise default to tomorrow, a day not begun. The span compared stays that date's
-        // UTC day, the one the central sums (docs/sync.md).
-        const day = opts.date ?? localDate(new Date());
+        // The store's day: the date and its midnight-to-midnight in the box's zone, at both ends
+        // (the central sums the span the store names; docs/sync.md).
+        const day = opts.date ?? dateIn(Date.now(), boxZone());
         if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || Number.isNaN(Date.parse(`${day}T00:00:00Z`))) throw new CliError(`--date: not a day: ${day}`);
         const { client } = clientFor(config, db);
         let result;
@@ -245,11 +240,13 @@ export function reconcileCommand(): Command {
         } finally {
           await client.close();
         }
+        const span = `${result.zone} ${localStamp(result.from)} to ${localStamp(result.until)}`;
         if (opts.json) printJson(result);
-        else if (result.state === 'behind') process.stdout.write(`${day}: the central has not applied every record of that day yet; run posd sync now\n`);
-        else if (result.state === 'equal') process.stdout.write(`${day}: equal (${result.rows.length} totals compared)\n`);
+        else if (result.state === 'behind')
+          process.stdout.write(`${day} (${span}): the central has not applied every record of that day yet; run posd sync now\n`);
+        else if (result.state === 'equal') process.stdout.write(`${day} (${span}): equal (${result.rows.length} totals compared)\n`);
         else {
-          process.stdout.write(`${day}: ${result.differences.length} totals differ\n`);
+          process.stdout.write(`${day} (${span}): ${result.differences.length} totals differ\n`);
           printTable(result.differences as never, ['account_id', 'currency', 'measure', 'store_count', 'central_count', 'store_sum', 'central_sum']);
         }
         if (result.state === 'different') throw new CliError(`${day}: totals differ from the central (reported to central operations)`, 1);

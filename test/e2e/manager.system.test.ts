@@ -164,7 +164,7 @@ describe('errors that name what to fix', () => {
     expect(err).not.toMatch(/listen/);
   });
 
-  it('a misspelt setting stops the start with its path; a bad choice lists the choices', { timeout: 180_000 }, async () => {
+  it('a misspelt setting stops the start with its path; a bad choice lists the choices; a misspelt variable is named', { timeout: 180_000 }, async () => {
     const d = dir();
     const cfg = join(d, 'posd.json');
     writeFileSync(cfg, JSON.stringify({ htp: { port: 8080 } }));
@@ -174,6 +174,11 @@ describe('errors that name what to fix', () => {
     const choice = serve(['--data', join(d, 'data')], { POSD_LOG_LEVEL: 'loud' });
     expect((await choice.exited).code).toBe(2);
     expect(choice.stderr().trim()).toBe('posd: config: log.level: must be one of fatal, error, warn, info, debug, trace, silent (got "loud")');
+    // A misspelt variable is no setting: the start goes on, and says it is ignored and what was meant (issue 37).
+    const env = serve(['--data', join(d, 'data'), '--port', '0'], { POSD_HTP_PORT: '8080' });
+    await env.waitFor(/"url":"http:\/\/127\.0\.0\.1:\d+\/api"/);
+    expect(env.stderr()).toContain('posd: warning: POSD_HTP_PORT is not a setting posd knows; it is ignored (did you mean POSD_HTTP_');
+    await stop(env);
   });
 
   it('the first start prints the keys last, then the status page and the password command; the settings stay at debug', { timeout: 180_000 }, async () => {

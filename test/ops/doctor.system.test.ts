@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPosd } from '../helpers/process.js';
 import { startTestServer } from '../helpers/server.js';
@@ -56,6 +57,38 @@ describe('posd doctor', () => {
     expect(good.report.checks.filter((c) => !c.ok)).toEqual([]);
     expect(good.code).toBe(0);
     expect(good.text).toMatch(/no problems found\n$/);
+  });
+
+  it('checks the stored card payments as the page does: near their caps and their window (issue 37)', async () => {
+    const data = await installed();
+    const inst = JSON.parse((await runPosd(['doctor', '--data', data, '--json'])).stdout) as Report;
+    expect(check(inst, 'stored payments')).toMatchObject({ ok: true });
+    // As a terminal's stored results leave them: 9 of GTQ 500 (90% of the default max_total of
+    // GTQ 5,000), the oldest stored 40 h ago with 8 h left of its 48 h window (83%).
+    const db = new Database(join(data, 'posd.db'));
+    db.pragma('foreign_keys = OFF');
+    const account = (db.prepare('SELECT id FROM accounts WHERE live_mode = 1').get() as { id: string }).id;
+    const now = Date.now();
+    const insert = db.prepare(
+      `INSERT INTO stored_payments (id, account_id, live_mode, terminal_id, command_id, checkout_id, offline_reference, status, final,
+         amount_in_cents, currency, stored_at, forward_by, updated_at)
+       VALUES (?, ?, 1, 'tml_1', ?, ?, ?, 'stored', 0, 50000, 'GTQ', ?, ?, ?)`,
+    );
+    for (let i = 0; i < 9; i++) {
+      const stored = new Date(now - (40 - i) * 3_600_000).toISOString();
+      insert.run(`spay_${i}`, account, `cmd_${i}`, `chk_${i}`, `OFF-${i}`, stored, new Date(Date.parse(stored) + 48 * 3_600_000).toISOString(), stored);
+    }
+    db.close();
+    const near = await doctor(['--data', data], { text: true });
+    expect(near.code).toBe(1);
+    const c = check(near.report, 'stored payments')!;
+    expect(c.ok).toBe(false);
+    expect(c.detail).toContain('near their caps');
+    expect(c.detail).toMatch(/GTQ 4500\.00 of GTQ 5000\.00 stored \(90% of max_total\)/);
+    expect(c.detail).toMatch(/^.*2 card payment\(s\) stored offline used 80% or more of their window/m);
+    expect(c.detail).not.toContain('within the hour');
+    expect(c.fix).toContain('posd payments offline caps');
+    expect(near.text).toMatch(/^FAIL {2}stored payments/m);
   });
 
   it('reports a damaged database and a missing data folder', async () => {

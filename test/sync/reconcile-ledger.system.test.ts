@@ -5,6 +5,7 @@ import { settleCheckoutPayment } from '../../src/modules/payments/service.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { posdExit, requireBuild } from './e2e/processes.js';
 import { runPosd } from '../helpers/process.js';
+import { localDayRange } from '../../src/sync/shared/summary.js';
 import { addStoreAccount, http, removeDir, startStore, until, type TestStore, appliedAtCentral } from './helpers.js';
 
 /**
@@ -66,7 +67,7 @@ afterAll(async () => {
 });
 
 describe('reconciliation of the ledger and intents', () => {
-  it("takes today's date in the box's time zone when no --date is given (issue 37: it took the UTC date)", async () => {
+  it("takes today's date in the box's time zone when no --date is given, and compares it midnight to midnight there (issue 37)", async () => {
     // UTC+14 and UTC-12: at any hour one of them is on another date than UTC.
     const zones = ['Pacific/Kiritimati', 'Etc/GMT+12'];
     const localToday = (timeZone: string) =>
@@ -75,7 +76,11 @@ describe('reconciliation of the ledger and intents', () => {
     for (const TZ of zones) {
       const r = await runPosd(['reconcile', '--json', '--data', store.dataDir], { TZ, POSD_LOG_LEVEL: 'warn' });
       expect(r.stderr).not.toMatch(/failed/);
-      expect(JSON.parse(r.stdout).day).toBe(localToday(TZ));
+      const result = JSON.parse(r.stdout);
+      expect(result.day).toBe(localToday(TZ));
+      // The central (this process, in UTC) summed the span the box named: the day in the box's zone.
+      expect(result).toMatchObject({ zone: TZ, ...localDayRange(localToday(TZ), TZ) });
+      expect(Date.parse(result.from) % 86_400_000).not.toBe(0);
     }
   });
 

@@ -12,6 +12,7 @@ import { signedHeaders } from '../webhooks/index.js';
 import { dataFolder, recordedChecks } from './doctor.js';
 import { outageNow } from './outage.js';
 import { storedDeadlineProblem } from './panels.js';
+import { storedNearProblems } from './stored-near.js';
 
 /** One condition that turns the page red, under a key that stays the same while it lasts (its text may change). */
 export interface AlertCondition {
@@ -24,7 +25,8 @@ export interface AlertCondition {
  * What the page's verdict turns red for, each under a stable key: doctor's checks by name (free
  * disk, disk full, backups, the signing key, webhooks, tax invoicing, the data folder), sync's
  * alerts by code (a link down past sync.alert_link_down_ms, records stalled or parked, a central's
- * silent stores) and a stored card payment near its deadline. Not the terminals the page lists as
+ * silent stores), a stored card payment near its deadline, and stored payments near their caps or
+ * window (stored-near.ts). Not the terminals the page lists as
  * disconnected: a terminal switched off at closing would mail every night.
  */
 export function alertConditions(ctx: AppContext, nowMs: number): AlertCondition[] {
@@ -32,6 +34,10 @@ export function alertConditions(ctx: AppContext, nowMs: number): AlertCondition[
   for (const c of [...dataFolder(ctx.config, diskFullState(ctx.db)), ...recordedChecks(ctx.config, ctx.db, nowMs)]) {
     if (!c.ok && c.name !== 'sync') out.push({ key: `check:${c.name}`, problem: `${c.name}: ${c.detail}`, fix: c.fix ?? '' });
   }
+  // A full disk is still a low one: "free disk" does not clear (an all-clear mailed as the disk
+  // fills up) while "disk full" stands in its place.
+  const full = out.find((c) => c.key === 'check:disk full');
+  if (full && !out.some((c) => c.key === 'check:free disk')) out.push({ ...full, key: 'check:free disk' });
   for (const a of syncStatus(ctx.config, ctx.db, nowMs).alerts) out.push({ key: `sync:${a.code}`, problem: `sync: ${a.message}`, fix: a.fix });
   let deadline = null;
   try {
@@ -40,6 +46,11 @@ export function alertConditions(ctx: AppContext, nowMs: number): AlertCondition[
     // no stored payments on this box (or unreadable now): the next check looks again
   }
   if (deadline) out.push({ key: 'stored:deadline', ...deadline });
+  try {
+    out.push(...storedNearProblems(ctx, nowMs));
+  } catch {
+    // as above
+  }
   return out;
 }
 
@@ -164,11 +175,25 @@ export class AlertNotifier implements Worker {
     this.timer.unref();
   }
 
+  /** Read from the database once, then kept here: a disk too full to record a send must not send it again. */
+  private state: Announced | undefined;
+
   private announced(): Announced {
+    if (this.state) return this.state;
     try {
-      return JSON.parse(accountsOf(this.ctx).meta(STATE_KEY) ?? '{}') as Announced;
+      this.state = JSON.parse(accountsOf(this.ctx).meta(STATE_KEY) ?? '{}') as Announced;
     } catch {
-      return {};
+      this.state = {};
+    }
+    return this.state;
+  }
+
+  /** Best effort: what was sent stays known in memory; the database has it for a restart once it can write. */
+  private save(state: Announced): void {
+    try {
+      accountsOf(this.ctx).setMeta(STATE_KEY, JSON.stringify(state));
+    } catch (err) {
+      this.ctx.log.warn({ err: (err as Error).message }, 'alerts: could not record what was sent; kept in memory until the database can');
     }
   }
 
@@ -191,7 +216,7 @@ export class AlertNotifier implements Worker {
     }
     const at = new Date(now).toISOString();
     const state = this.announced();
-    const save = () => accountsOf(this.ctx).setMeta(STATE_KEY, JSON.stringify(state));
+    const save = () => this.save(state);
     for (const ch of this.channels) {
       const sent = (state[ch.name] ??= {});
       const notices: Array<{ n: AlertNotice; done: () => void }> = [

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import type { DiskFullState } from '../../db/disk-full.js';
 import { diskSpace } from './disk-check.js';
+import { storedPaymentsCheck } from './stored-near.js';
 import type { Config } from '../../config.js';
 import { databaseFile } from '../../db/paths.js';
 import { latestVersion } from '../../db/migrate.js';
@@ -139,7 +140,8 @@ function recorded(config: Config, nowMs: number): Check[] {
   if (!existsSync(file)) return [];
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    return recordedChecks(config, db, nowMs);
+    const stored = storedPaymentsCheck(config, db, nowMs);
+    return [...recordedChecks(config, db, nowMs), ...(stored ? [stored] : [])];
   } finally {
     db.close();
   }

@@ -3,6 +3,7 @@ import { isoTime } from '../../clock.js';
 import { accountsOf } from '../../accounts/service.js';
 import { syncStatus } from '../../sync/status.js';
 import { STATE } from '../../sync/shared/state.js';
+import { boxZone, dateIn } from '../../sync/shared/summary.js';
 import { storeSide, type OutageLink, type OutageWindowRow } from '../../sync/store/sync-store.js';
 import { salesByMethod } from '../intents/service.js';
 import { listCheckouts, getCheckoutIn } from '../checkouts/service.js';
@@ -272,9 +273,10 @@ function reconciliationOf(ctx: AppContext, startedAt: string, endedAt: string | 
   const acked = Number(store.state(STATE.ackedSeq) ?? 0);
   const lastOfWindow = store.lastSeqBefore(endedAt ?? isoTime(nowMs));
   const waiting = Math.max(0, lastOfWindow - acked);
-  // Reconciliation compares whole UTC days (sync/store/reconcile.ts): the days the window touched.
-  const first = startedAt.slice(0, 10);
-  const last = (endedAt ?? isoTime(nowMs)).slice(0, 10);
+  // Reconciliation compares the store's days, local midnight to midnight (sync/store/reconcile.ts): the days the window touched.
+  const zone = boxZone();
+  const first = dateIn(Date.parse(startedAt), zone);
+  const last = dateIn(endedAt ? Date.parse(endedAt) : nowMs, zone);
   const diffs = status.reconciliation.differences.filter((d) => d.day >= first && d.day <= last);
   const checked = status.reconciliation.checked_at;
   const state =

@@ -18,6 +18,7 @@ import {
   type TerminalStatus,
 } from '../../system/status-sources.js';
 import { accountsOf } from '../../accounts/service.js';
+import { storedNearProblems } from './stored-near.js';
 import { age, localText, localizeTimes, zoneName } from './time.js';
 import { lastBackupRun, syncOutboxSummary, type BackupRunRow } from './store.js';
 import { backupDir } from '../../system/backup.js';
@@ -173,6 +174,11 @@ export function statusView(ctx: AppContext, opts: { sandbox?: boolean; stores?: 
   }
   const deadline = storedDeadlineProblem(offline, now);
   if (deadline) verdict.push(deadline);
+  try {
+    for (const { problem, fix } of storedNearProblems(ctx, now)) verdict.push({ problem, fix });
+  } catch {
+    // no stored payments table readable now: the outage banner says what it could not read
+  }
   return {
     generated_at: isoTime(now),
     now_ms: now,

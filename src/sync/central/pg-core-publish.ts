@@ -4,7 +4,7 @@ import type { Db } from '../../db/database.js';
 import { centralSide, type FeedRow } from './sync-store.js';
 import { coreStore, type DecidedRow } from './core-store.js';
 import { originTotals } from '../shared/row-totals.js';
-import { dayRange, toSummary } from '../shared/summary.js';
+import { knownZone, localDayRange, toSummary } from '../shared/summary.js';
 import type { SummaryRow } from '../shared/wire.js';
 import { publishAccounts, publishDayTotals, publishKeys, publishOrganizations, type OutcomeOf } from '../pg/index.js';
 
@@ -37,9 +37,9 @@ export async function publishFor(db: Db, pool: pg.Pool, rows: readonly FeedRow[]
 }
 
 /** The central's own measures of these days of one store, recomputed and published (docs/central.md). */
-export async function publishTotals(ctx: AppContext, pool: pg.Pool, storeId: string, days: readonly string[]): Promise<void> {
+export async function publishTotals(ctx: AppContext, pool: pg.Pool, storeId: string, days: readonly string[], zone = 'UTC'): Promise<void> {
   if (!days.length) return;
-  const rows = days.flatMap((day) => centralMeasures(ctx, storeId, day).map((r) => ({ ...r, day })));
+  const rows = days.flatMap((day) => centralMeasures(ctx, storeId, day, zone).map((r) => ({ ...r, day })));
   await publishDayTotals(pool, storeId, days, rows);
 }
 
@@ -53,8 +53,8 @@ export function outcomesOf(rows: readonly DecidedRow[]): OutcomeOf[] {
  * whose event the central holds), `ledger.<type>`, `ledger.<type>.fee` and
  * `intents.<type>.<status>` (the rows this store's records wrote, dated by their own created_at).
  */
-export function centralMeasures(ctx: AppContext, storeId: string, day: string): SummaryRow[] {
-  const { from, until } = dayRange(day);
+export function centralMeasures(ctx: AppContext, storeId: string, day: string, zone = 'UTC'): SummaryRow[] {
+  const { from, until } = localDayRange(day, knownZone(zone) ? zone : 'UTC');
   return ctx.db.transaction(() => [
     ...centralSide(ctx.db).centralEvents(storeId, from, until).map(toSummary),
     ...originTotals(ctx.registry.sync, ctx.db, from, until, storeId),

@@ -13,7 +13,7 @@ export const REPORT_BATCH = 2000;
  */
 export const REPORT_EVERY_MS = 250;
 
-type Reported = Pick<PgStoreRow, 'applied_seq' | 'held_count' | 'rejected_count' | 'parked_count' | 'skipped_count'>;
+type Reported = Pick<PgStoreRow, 'applied_seq' | 'held_count' | 'rejected_count' | 'parked_count' | 'skipped_count'> & Partial<Pick<PgStoreRow, 'zone'>>;
 
 /**
  * The reporting half of the PostgreSQL core (src/sync/central/pg-core.ts): what the projector
@@ -71,10 +71,10 @@ export class CoreReporter {
       if (!differ && !advanced) continue;
       if (advanced && !differ && s.applied_seq < s.received_seq && now - (this.lastReport.get(s.store_id) ?? 0) < REPORT_EVERY_MS) continue;
       this.lastReport.set(s.store_id, now);
-      if (advanced) await this.reportRange(s, r.applied_seq);
+      if (advanced) await this.reportRange(s, r.applied_seq, r.zone ?? 'UTC');
       let fresh = (await storeOf(pool, s.store_id))!;
       if (`${fresh.held_count}/${fresh.rejected_count}/${fresh.parked_count}/${fresh.skipped_count}` !== counters) {
-        await this.align(s);
+        await this.align(s, fresh.zone ?? 'UTC');
         fresh = (await storeOf(pool, s.store_id))!;
         this.alignedFor.set(s.store_id, counters);
       }
@@ -83,15 +83,16 @@ export class CoreReporter {
     }
   }
 
-  private async reportRange(s: StoreRow, from: number): Promise<void> {
+  /** `zone`: the store's, whose days the fronts totalled its records by at receipt; the core's measures take the same days. */
+  private async reportRange(s: StoreRow, from: number, zone: string): Promise<void> {
     const cs = coreStore(this.ctx.db);
     const published = new Set<string>();
     while (from < s.applied_seq) {
       const rows = cs.decidedRange(s.store_id, from, s.applied_seq, REPORT_BATCH);
       const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
-      const days = [...new Set(rows.map((x) => dayOf(x.created_at)))].filter((d) => !published.has(d));
+      const days = [...new Set(rows.map((x) => dayOf(x.created_at, zone)))].filter((d) => !published.has(d));
       // Totals first: a crash before the outcomes only repeats both.
-      await publishTotals(this.ctx, this.pool, s.store_id, days);
+      await publishTotals(this.ctx, this.pool, s.store_id, days, zone);
       for (const d of days) published.add(d);
       await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
       this.state.reported += rows.length;
@@ -100,7 +101,7 @@ export class CoreReporter {
   }
 
   /** Aligns PostgreSQL's outcomes with the core's for the records either side has held, parked or skipped. */
-  private async align(s: StoreRow): Promise<void> {
+  private async align(s: StoreRow, zone: string): Promise<void> {
     const cs = coreStore(this.ctx.db);
     const seqs = new Set([...(await undecidedSeqs(this.pool, s.store_id)), ...cs.undecidedSeqs(s.store_id)]);
     const rows = [...seqs]
@@ -109,7 +110,7 @@ export class CoreReporter {
       .map((q) => cs.decidedAt(s.store_id, q))
       .filter((x): x is DecidedRow => x !== undefined);
     if (!rows.length) return;
-    await publishTotals(this.ctx, this.pool, s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at)))]);
+    await publishTotals(this.ctx, this.pool, s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at, zone)))], zone);
     await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
     this.ctx.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');
   }

@@ -101,8 +101,8 @@ export function centralRoutes(app: ApiApp, ctx: AppContext): void {
     const { keyAccount } = scopeOf(req);
     const row = centralSide(ctx.db).storeRow(req.query.store_id);
     if (row && row.account_id !== keyAccount.id) throw new ApiError('sync_store_mismatch');
-    const { rows, appliedSeq } = centralSummary(ctx, req.query.store_id, req.query.day);
-    return { day: req.query.day, applied_seq: appliedSeq, rows, server_time: isoTime(ctx.clock.now()) };
+    const { rows, appliedSeq, span, zone } = centralSummary(ctx, req.query.store_id, req.query.day, req.query.zone);
+    return { day: req.query.day, ...span, zone, applied_seq: appliedSeq, rows, server_time: isoTime(ctx.clock.now()) };
   });
 
   // Central operations: which stores push, how far, how recently, and what waits for an applier.

@@ -5,7 +5,7 @@ import { isoTime } from '../../clock.js';
 import { ApiError, invalid } from '../../errors.js';
 import { accountsOf, type AccountsService, type Account } from '../../accounts/service.js';
 import { centralSide, type FeedRow } from './sync-store.js';
-import { dayRange, factTotals, toSummary } from '../shared/summary.js';
+import { factTotals, knownZone, localDayRange, toSummary, type DaySpan } from '../shared/summary.js';
 import { originTotals } from '../shared/row-totals.js';
 import { checkAtReceipt, refusalText, type ReceiptBounds } from './checks/receipt.js';
 import { publishRefusal } from './checks/refusal.js';
@@ -225,11 +225,24 @@ export function bootstrap(ctx: AppContext, accounts: AccountsService, keyAccount
   })();
 }
 
-/** The central's totals of one store's facts, events, ledger rows and intents for one UTC day. */
-export function centralSummary(ctx: AppContext, storeId: string, day: string): { rows: SummaryRow[]; appliedSeq: number } {
+/**
+ * The central's totals of one store's facts, events, ledger rows and intents for one of the store's
+ * days: `day` midnight to midnight in the zone the store named (a zone Intl does not know, or none:
+ * the UTC day), and that span, which the store sums too.
+ */
+export function centralSummary(
+  ctx: AppContext,
+  storeId: string,
+  day: string,
+  zone?: string,
+): { rows: SummaryRow[]; appliedSeq: number; span: DaySpan; zone: string } {
   const store = centralSide(ctx.db);
-  const { from, until } = dayRange(day);
+  const z = zone && knownZone(zone) ? zone : 'UTC';
+  const span = localDayRange(day, z);
+  const { from, until } = span;
   return ctx.db.transaction(() => ({
+    span,
+    zone: z,
     rows: [
       ...factTotals(ctx.registry.sync, store.centralFacts(storeId, from, until)),
       ...store.centralEvents(storeId, from, until).map(toSummary),

@@ -23,10 +23,12 @@ export interface PgStoreRow {
   /** What the box said it still held after its last push (the stores panel). */
   box_waiting: number | null;
   box_waiting_since: string | null;
+  /** The box's zone as its pushes named it (null: UTC): the days of its `sync_day_totals`. */
+  zone: string | null;
 }
 
 const STORE_COLUMNS =
-  'store_id, account_id, live_mode, received_seq, applied_seq, held_count, rejected_count, parked_count, skipped_count, box_waiting, box_waiting_since';
+  'store_id, account_id, live_mode, received_seq, applied_seq, held_count, rejected_count, parked_count, skipped_count, box_waiting, box_waiting_since, zone';
 
 /** Every store (a row per box): the core compares them with its SQLite when it takes the lease. */
 export async function allStores(pool: pg.Pool): Promise<PgStoreRow[]> {

@@ -29,6 +29,7 @@ import { feedAfter, type FeedWaiter } from './feed.js';
 import { receivePush, type ReceiptChecks, type ReceiptScope } from './receipt.js';
 import { scopeOf, type SyncAccountRow } from './read-models.js';
 import { RECEIVED_CHANNEL, type PgStoreRow } from './core.js';
+import { knownZone, localDayRange } from '../shared/summary.js';
 
 const errors = errorBodies(400, 401, 403, 409, 422, 503);
 
@@ -241,16 +242,22 @@ export function frontRoutes(app: ApiApp, deps: FrontDeps): void {
       const { store_id: storeId, day } = req.query;
       return inSnapshot(pool, async (c) => {
         const row = (
-          await c.query<{ account_id: string; applied_seq: number }>('SELECT account_id, applied_seq FROM sync_stores WHERE store_id = $1', [storeId])
+          await c.query<{ account_id: string; applied_seq: number; zone: string | null }>(
+            'SELECT account_id, applied_seq, zone FROM sync_stores WHERE store_id = $1',
+            [storeId],
+          )
         ).rows[0];
         if (row && row.account_id !== keyAccount.id) throw new ApiError('sync_store_mismatch');
+        // The totals' days are the zone the store's pushes named (receipt.ts): that zone's span is
+        // what was summed, whatever zone this request names; the store sums the same span.
+        const zone = row?.zone && knownZone(row.zone) ? row.zone : 'UTC';
         // `records.*` counted at receipt by the fronts; `ledger.*`, `intents.*` and `events` published by the core after projecting.
         const totals = await c.query<SummaryRow>(
           `SELECT account_id, live_mode, currency, measure, count, sum FROM sync_day_totals
            WHERE store_id = $1 AND day = $2::date ORDER BY measure, account_id, live_mode, currency`,
           [storeId, day],
         );
-        return { day, applied_seq: row?.applied_seq ?? 0, rows: totals.rows, server_time: now() };
+        return { day, ...localDayRange(day, zone), zone, applied_seq: row?.applied_seq ?? 0, rows: totals.rows, server_time: now() };
       });
     }),
   );

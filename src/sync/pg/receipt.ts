@@ -5,6 +5,7 @@ import { recordHash, type PushBody, type PushRecord, type PushResponse } from '.
 import { checkAtReceipt, refusalText, type RecordRefusal } from '../central/checks/receipt.js';
 import { assertSeqWithin, recordConflict } from '../central/checks/sequence.js';
 import { inTransaction } from './pool.js';
+import { dateIn, knownZone } from '../shared/summary.js';
 
 /** What a front answers once a push is durably received (the projector applies it later). */
 export interface Receipt {
@@ -108,10 +109,13 @@ export async function receivePush(
       [body.store_id, keyAccount.id, keyAccount.live_mode, now],
     );
     const store = (
-      await c.query<{ account_id: string; received_seq: number }>('SELECT account_id, received_seq FROM sync_stores WHERE store_id = $1 FOR UPDATE', [
-        body.store_id,
-      ])
+      await c.query<{ account_id: string; received_seq: number; zone: string | null }>(
+        'SELECT account_id, received_seq, zone FROM sync_stores WHERE store_id = $1 FOR UPDATE',
+        [body.store_id],
+      )
     ).rows[0];
+    // The records' days are the box's (its zone, as this push or an earlier one named it; else UTC).
+    const zone = body.zone && knownZone(body.zone) ? body.zone : (store.zone ?? 'UTC');
     if (store.account_id !== keyAccount.id) {
       throw new ApiError('sync_store_mismatch', { message: `Store ${body.store_id} pushes for another account; nothing was received.` });
     }
@@ -165,7 +169,7 @@ export async function receivePush(
     if (fresh.length) {
       // The log insert, the day totals and the store's advance in one statement (one round trip):
       // a refusal after it rolls the whole transaction back, so nothing of a refused push is kept.
-      const totals = opts.totals ? dayTotals(fresh, opts.totals) : [];
+      const totals = opts.totals ? dayTotals(fresh, opts.totals, zone) : [];
       const inserted = await c.query<{ id: string }>(
         `WITH ins AS (
            INSERT INTO sync_received (store_id, seq, id, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason, decided_at)
@@ -182,7 +186,7 @@ export async function receivePush(
            DO UPDATE SET count = sync_day_totals.count + excluded.count, sum = sync_day_totals.sum + excluded.sum
          ), advance AS (
            UPDATE sync_stores SET received_seq = GREATEST(received_seq, $18), last_push_at = $10, box_waiting = $19, box_waiting_since = $20,
-             rejected_count = rejected_count + $22 WHERE store_id = $1
+             rejected_count = rejected_count + $22, zone = $23 WHERE store_id = $1
          )
          SELECT id FROM ins`,
         [
@@ -208,6 +212,7 @@ export async function receivePush(
           body.waiting === undefined ? null : (body.waiting_since ?? null),
           fresh.map((f) => (f.refusal ? refusalText(f.refusal) : null)),
           rejected.length,
+          zone,
         ],
       );
       if (inserted.rows.length !== fresh.length) {
@@ -218,21 +223,23 @@ export async function receivePush(
         throw recordConflict(taken.r.id, taken.r.seq, before, held.rows[0]);
       }
     } else {
-      await c.query('UPDATE sync_stores SET last_push_at = $2, box_waiting = $3, box_waiting_since = $4 WHERE store_id = $1', [
+      await c.query('UPDATE sync_stores SET last_push_at = $2, box_waiting = $3, box_waiting_since = $4, zone = $5 WHERE store_id = $1', [
         body.store_id,
         now,
         body.waiting ?? null,
         body.waiting === undefined ? null : (body.waiting_since ?? null),
+        zone,
       ]);
     }
     return { received_seq: last, received: fresh.length, duplicates, rejected, server_time: now.toISOString() };
   });
 }
 
-/** The UTC day of a record's `created_at` ('YYYY-MM-DD'), as reconciliation's day ranges read it. */
-export function dayOf(createdAt: string): string {
-  if (/^\d{4}-\d{2}-\d{2}T[^+]*Z$/.test(createdAt)) return createdAt.slice(0, 10);
+/** The day of a record's `created_at` ('YYYY-MM-DD') in the store's zone (UTC unless said), as reconciliation's day spans read it. */
+export function dayOf(createdAt: string, zone = 'UTC'): string {
   const t = Date.parse(createdAt);
+  if (zone !== 'UTC' && !Number.isNaN(t)) return dateIn(t, zone);
+  if (/^\d{4}-\d{2}-\d{2}T[^+]*Z$/.test(createdAt)) return createdAt.slice(0, 10);
   return Number.isNaN(t) ? createdAt.slice(0, 10) : new Date(t).toISOString().slice(0, 10);
 }
 
@@ -251,13 +258,13 @@ interface DayTotal {
  * computes them at the SQLite central, for the receipt's upsert into `sync_day_totals`. Added in the
  * receipt transaction, which keeps them only if every record was new: each record counts once.
  */
-function dayTotals(fresh: Fresh[], registry: Pick<SyncRegistry, 'totalsOf'>): DayTotal[] {
+function dayTotals(fresh: Fresh[], registry: Pick<SyncRegistry, 'totalsOf'>, zone: string): DayTotal[] {
   const out = new Map<string, DayTotal>();
   for (const { r } of fresh) {
     if (UNCOUNTED_KINDS.has(r.kind)) continue;
     const t = registry.totalsOf(r.kind, r.payload);
     const currency = t?.currency ?? '';
-    const day = dayOf(r.created_at);
+    const day = dayOf(r.created_at, zone);
     const key = `${r.account_id}|${r.live_mode}|${day}|${currency}|${r.kind}`;
     let row = out.get(key);
     if (!row) {

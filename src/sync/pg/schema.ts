@@ -35,8 +35,11 @@ CREATE TABLE IF NOT EXISTS sync_stores (
   created_at timestamptz NOT NULL DEFAULT now(),
   -- What the box said it still held after its last push (records, the oldest one's created_at, as sent).
   box_waiting integer,
-  box_waiting_since text
+  box_waiting_since text,
+  -- The box's time zone as its last push named it (NULL: never named, the UTC day): its day totals' days are this zone's.
+  zone text
 );
+ALTER TABLE sync_stores ADD COLUMN IF NOT EXISTS zone text;
 CREATE INDEX IF NOT EXISTS sync_stores_behind ON sync_stores (store_id) WHERE received_seq > applied_seq;
 
 CREATE TABLE IF NOT EXISTS sync_received (

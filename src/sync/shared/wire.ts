@@ -20,6 +20,9 @@ export const PushRecord = Type.Object({
 });
 export type PushRecord = Static<typeof PushRecord>;
 
+/** An IANA time zone name as a box's Intl resolves it ("America/Guatemala", "UTC"). */
+export const ZoneName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_+\\-/]+$' });
+
 export const PushBody = Type.Object({
   protocol: Type.Literal(SYNC_PROTOCOL),
   store_id: Id,
@@ -31,6 +34,8 @@ export const PushBody = Type.Object({
    */
   waiting: Type.Optional(Type.Integer({ minimum: 0 })),
   waiting_since: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()])),
+  /** The box's time zone, whose days reconciliation compares: a central that totals at receipt (PostgreSQL) sums the records by it. */
+  zone: Type.Optional(ZoneName),
 });
 export type PushBody = Static<typeof PushBody>;
 
@@ -126,6 +131,11 @@ export type BootstrapResponse = Static<typeof BootstrapResponse>;
 export const ReconcileQuery = Type.Object({
   store_id: Id,
   day: Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}$' }),
+  /**
+   * The store's time zone: `day` is that zone's date, midnight to midnight. Absent (a box before
+   * this field), the UTC day.
+   */
+  zone: Type.Optional(ZoneName),
 });
 
 export const SummaryRow = Type.Object({
@@ -140,6 +150,13 @@ export type SummaryRow = Static<typeof SummaryRow>;
 
 export const ReconcileResponse = Type.Object({
   day: Type.String(),
+  /**
+   * The span the central summed, [from, until) in UTC, and the zone it took `day` in. Absent (a
+   * central before these fields), the UTC day: the store then sums that span too.
+   */
+  from: Type.Optional(Type.String()),
+  until: Type.Optional(Type.String()),
+  zone: Type.Optional(Type.String()),
   applied_seq: Seq,
   rows: Type.Array(SummaryRow),
   server_time: Type.String(),

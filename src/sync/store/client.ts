@@ -8,6 +8,7 @@ import { STATE } from '../shared/state.js';
 import { nextBatch, recordAck, resetAck, tailEvents } from './push.js';
 import { applyFeedPage } from './feed.js';
 import { reconcileDay } from './reconcile.js';
+import { boxZone, dateIn } from '../shared/summary.js';
 import { CentralClient, CentralRefusal } from './transport.js';
 import { holdingsAtCursor, rejoin } from './rejoin.js';
 
@@ -276,7 +277,11 @@ export class SyncWorker implements Worker {
       await this.pause(every, false);
       if (this.stopped) break;
       const now = this.ctx.clock.now();
-      for (const day of [isoTime(now - 86_400_000).slice(0, 10), isoTime(now).slice(0, 10)]) {
+      // The store's days, yesterday's and today's, in the box's zone (what the page calls today).
+      const zone = boxZone();
+      const today = dateIn(now, zone);
+      const yesterday = new Date(Date.parse(`${today}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+      for (const day of [yesterday, today]) {
         try {
           const r = await reconcileDay(this.ctx, this.client!, day, this.abort.signal);
           if (r.state === 'different') this.ctx.log.warn({ day, differences: r.differences.length }, 'sync: totals differ from the central');

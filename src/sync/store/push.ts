@@ -4,6 +4,7 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { storeSide } from './sync-store.js';
 import { STATE } from '../shared/state.js';
 import { SYNC_PROTOCOL, type PushBody, type PushResponse } from '../shared/wire.js';
+import { boxZone } from '../shared/summary.js';
 
 /**
  * Copies events made at the store into the sync outbox, after the facts they report (so the central
@@ -55,6 +56,7 @@ export function nextBatch(db: Db, storeId: string, size: number, maxBytes = 512 
     store_id: storeId,
     waiting: rest.n,
     waiting_since: rest.oldest,
+    zone: boxZone(),
     records: rows.map((r) => {
       const rec = {
         seq: r.seq,

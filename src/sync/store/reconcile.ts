@@ -8,13 +8,18 @@ import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { tailEvents } from './push.js';
 import { storeSide, type ReconciliationRow } from './sync-store.js';
 import { STATE } from '../shared/state.js';
-import { dayRange, factTotals, toSummary } from '../shared/summary.js';
+import { boxZone, dayRange, factTotals, toSummary, type DaySpan } from '../shared/summary.js';
 import type { CentralClient } from './transport.js';
 import type { SummaryRow } from '../shared/wire.js';
 import { originTotals } from '../shared/row-totals.js';
 
 export interface ReconcileResult {
   day: string;
+  /** The span compared, [from, until) in UTC: the day in `zone` (the central's answer says which it summed). */
+  from: string;
+  until: string;
+  /** The zone `day` was taken in; 'UTC' when the central summed the UTC day (a central before zones). */
+  zone: string;
   /** `behind`: the central has not applied every record of that day yet, so totals cannot be compared. */
   state: 'equal' | 'different' | 'behind';
   rows: ReconciliationRow[];
@@ -22,11 +27,11 @@ export interface ReconcileResult {
 }
 
 /**
- * The store's own totals for one UTC day: facts by kind (count, amount per currency), events, and
- * the ledger rows and intents written on this box (not those the central's feed brought).
+ * The store's own totals over one day's span: facts by kind (count, amount per currency), events,
+ * and the ledger rows and intents written on this box (not those the central's feed brought).
  */
-export function storeSummary(registry: SyncRegistry, db: Db, day: string): SummaryRow[] {
-  const { from, until } = dayRange(day);
+export function storeSummary(registry: SyncRegistry, db: Db, span: DaySpan): SummaryRow[] {
+  const { from, until } = span;
   const store = storeSide(db);
   return [
     ...factTotals(registry, store.storeFacts(from, until)),
@@ -76,7 +81,10 @@ export function compareSummaries(day: string, mine: SummaryRow[], theirs: Summar
 }
 
 /**
- * Compares one day with the central. Differences are stored (the status shows them) and reported to
+ * Compares one day with the central: the store's day, `day` midnight to midnight in the box's time
+ * zone (docs/sync.md), asked of the central with the zone. The central answers the span it summed;
+ * the store sums that same span, so a central that knows no zones (the UTC day) is still compared
+ * like with like. Differences are stored (the status shows them) and reported to
  * central operations as a `reconciliation_report` record, once per distinct difference; nothing is
  * ever patched.
  */
@@ -85,23 +93,27 @@ export async function reconcileDay(
   client: CentralClient,
   day: string,
   signal?: AbortSignal,
+  zone = boxZone(),
 ): Promise<ReconcileResult> {
   const { db, clock } = ctx;
   const store = storeSide(db);
   const storeId = store.state(STATE.storeId);
   if (!storeId) throw new Error('this box has no store id: run posd init --central-url first');
   tailEvents(db);
-  const { until } = dayRange(day);
-  const central = await client.reconcile(storeId, day, signal);
+  const central = await client.reconcile(storeId, day, zone, signal);
+  const span: DaySpan = central.from && central.until ? { from: central.from, until: central.until } : dayRange(day);
+  const spanZone = central.from && central.until ? (central.zone ?? zone) : 'UTC';
+  const { until } = span;
   const checkedAt = isoTime(clock.now());
   // The store's totals and its last record of the day from one snapshot, taken after the central
   // answered: a sale of that day made while the request was out is not at the central yet, so the
   // day is `behind` then, not different.
   const { mine, lastOfDay } = tx(db, () => {
     while (tailEvents(db) > 0); // every event so far has its record, so an untailed one reads as behind
-    return { mine: storeSummary(ctx.registry.sync, db, day), lastOfDay: lastSeqOfDay(db, until) };
+    return { mine: storeSummary(ctx.registry.sync, db, span), lastOfDay: lastSeqOfDay(db, until) };
   });
-  if (central.applied_seq < lastOfDay) return { day, state: 'behind', rows: [], differences: [] };
+  const said = { day, from: span.from, until: span.until, zone: spanZone };
+  if (central.applied_seq < lastOfDay) return { ...said, state: 'behind', rows: [], differences: [] };
   const rows = compareSummaries(day, mine, central.rows, checkedAt);
   const differences = rows.filter((r) => r.store_count !== r.central_count || r.store_sum !== r.central_sum);
   tx(db, () => {
@@ -128,7 +140,7 @@ export async function reconcileDay(
       }
     }
   });
-  return { day, state: differences.length ? 'different' : 'equal', rows, differences };
+  return { ...said, state: differences.length ? 'different' : 'equal', rows, differences };
 }
 
 function stripTime(r: ReconciliationRow): Omit<ReconciliationRow, 'checked_at'> {

@@ -59,8 +59,8 @@ export class CentralClient {
   bootstrap(signal?: AbortSignal): Promise<BootstrapResponse> {
     return this.call('GET', '/sync/bootstrap', undefined, signal);
   }
-  reconcile(storeId: string, day: string, signal?: AbortSignal): Promise<ReconcileResponse> {
-    return this.call('GET', `/sync/reconcile?store_id=${encodeURIComponent(storeId)}&day=${day}`, undefined, signal);
+  reconcile(storeId: string, day: string, zone: string, signal?: AbortSignal): Promise<ReconcileResponse> {
+    return this.call('GET', `/sync/reconcile?store_id=${encodeURIComponent(storeId)}&day=${day}&zone=${encodeURIComponent(zone)}`, undefined, signal);
   }
 
   /** What the central holds of this store's records after `after` (a restored store rejoining). */

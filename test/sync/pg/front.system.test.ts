@@ -302,6 +302,12 @@ describe('posd serve --role central-front', () => {
     expect(rec.status).toBe(200);
     expect(Value.Check(ReconcileResponse, rec.body)).toBe(true);
     expect(rec.body.applied_seq).toBe(42);
+    // The span summed: the day in the zone the store's pushes named (this store's box runs in UTC).
+    expect(rec.body).toMatchObject({ zone: 'UTC', from: '2026-11-27T00:00:00.000Z', until: '2026-11-28T00:00:00.000Z' });
+    await pool.query("UPDATE sync_stores SET zone = 'Pacific/Auckland' WHERE store_id = 'st_front_kill'");
+    const nz = await call('GET', `${f.url}/sync/reconcile?store_id=st_front_kill&day=${day}&zone=Pacific%2FAuckland`);
+    expect(nz.body).toMatchObject({ zone: 'Pacific/Auckland', from: '2026-11-26T11:00:00.000Z', until: '2026-11-27T11:00:00.000Z' });
+    await pool.query("UPDATE sync_stores SET zone = 'UTC' WHERE store_id = 'st_front_kill'");
     expect(rec.body.rows).toEqual([
       { account_id: LIVE, live_mode: true, currency: 'eur', measure: 'ledger.payment', count: 3, sum: 900 },
       // These test records carry no `sale`: the cash_sale rule counts them with no currency or amount.

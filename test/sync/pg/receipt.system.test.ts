@@ -124,6 +124,26 @@ describe('push receipt on PostgreSQL', () => {
     ]);
   });
 
+  test("day totals are the store's local days: the zone its push names, kept for its pushes that name none", async () => {
+    // 10:30Z and 11:30Z on the 27th are 23:30 on the 27th and 00:30 on the 28th in Auckland (UTC+13 in November).
+    const at = (r: ReturnType<typeof records>[number], iso: string) => ({ ...r, created_at: iso });
+    const [a, b] = records('st_nz', 1, 2);
+    await receivePush(
+      pool,
+      scope,
+      { ...push('st_nz', [at(a, '2026-11-27T10:30:00.000Z'), at(b, '2026-11-27T11:30:00.000Z')]), zone: 'Pacific/Auckland' },
+      { totals },
+    );
+    const [c] = records('st_nz', 3, 3);
+    await receivePush(pool, scope, push('st_nz', [at(c, '2026-11-28T10:59:00.000Z')]), { totals });
+    const t = (await pool.query("SELECT to_char(day, 'YYYY-MM-DD') AS day, count, sum FROM sync_day_totals WHERE store_id = 'st_nz' ORDER BY day")).rows;
+    expect(t).toEqual([
+      { day: '2026-11-27', count: 1, sum: 100 },
+      { day: '2026-11-28', count: 2, sum: 500 },
+    ]);
+    expect((await storeRow('st_nz')) as unknown).toMatchObject({ zone: 'Pacific/Auckland' });
+  });
+
   test('a record resent with changed content is sync_record_conflict; nothing of that push is kept', async () => {
     await receivePush(pool, scope, push('st_c', records('st_c', 1, 10)));
     const changed = records('st_c', 5, 12);

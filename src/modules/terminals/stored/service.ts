@@ -301,6 +301,7 @@ export function openStoredPayments(ctx: AppContext) {
 
 export type { CentralStoredPaymentRow, StoredPaymentRow } from './store.js';
 export { activeOverrideOf, capsOf } from './policy.js';
+export { storedNearLimits, type NearCap, type NearLimits, type NearWindow } from './nearing.js';
 export { allowOfflineUntil, revokeOfflineOverrides } from './changes.js';
 export { setAccountCaps, setTerminalCaps, offlineAudit, type PolicyChange } from './changes.js';
 export { getStoredPayment, listOfflineAudit, listStoredPayments, offlinePolicies } from './views.js';

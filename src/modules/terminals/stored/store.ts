@@ -147,6 +147,7 @@ function makeStore(db: Db) {
        FROM stored_payments WHERE account_id = ? AND live_mode = ? AND final = 0`,
   );
   const due = db.prepare(`SELECT * FROM stored_payments WHERE final = 0 AND status = 'stored' AND forward_by <= ? ORDER BY forward_by`);
+  const open = db.prepare(`SELECT * FROM stored_payments WHERE final = 0 ORDER BY seq`);
   const nextDeadline = db.prepare(`SELECT MIN(forward_by) AS at FROM stored_payments WHERE final = 0 AND status = 'stored'`);
   const list = db.prepare(
     `SELECT * FROM stored_payments WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode
@@ -257,6 +258,8 @@ function makeStore(db: Db) {
     }) => move.run(m).changes === 1,
     setLateOutcome: (id: string, late: string, at: string) => setLate.run(late, at, id),
     openTotals: (accountId: string, liveMode: boolean) => totals.get(accountId, liveMode ? 1 : 0) as OpenTotals,
+    /** Every stored payment not final yet, installation-wide (at most the caps' counts of each account). */
+    open: () => open.all() as StoredPaymentRow[],
     /** Stored payments whose deadline has come, never forwarded. */
     due: (nowIso: string) => due.all(nowIso) as StoredPaymentRow[],
     nextDeadline: () => (nextDeadline.get() as { at: string | null }).at,

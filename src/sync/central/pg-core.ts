@@ -92,7 +92,7 @@ export class PgCore implements Worker {
   readonly name = 'sync-pg-core';
   readonly state = {
     role: 'starting' as 'starting' | 'standby' | 'leader' | 'stopped',
-    lag: { records: 0, stores: 0, perStore: new Map<string, number>() },
+    lag: { records: 0, stores: 0, perStore: new Map<string, number>(), secondsPerStore: new Map<string, number>() },
     /** Records copied from PostgreSQL into the core's SQLite, and outcomes reported back. */
     ingested: 0,
     reported: 0,

@@ -55,11 +55,14 @@ export class CoreReporter {
           await this.report();
         } catch (err) {
           if (this.isActive()) this.ctx.log.error({ err }, 'sync: the core could not report to PostgreSQL; the next slice or tick tries again');
+          this.wanted = false;
           return;
         }
       }
     })().finally(() => {
       this.running = undefined;
+      // Asked between the loop's last look and here: that ask found this chain still running.
+      if (this.wanted && this.isActive()) this.ask();
     });
   }
 

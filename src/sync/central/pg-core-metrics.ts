@@ -4,7 +4,8 @@ import type { PgCore } from './pg-core.js';
 
 /**
  * The core's series on `/metrics` (docs/central.md, "One log"): the projector's lag over every store
- * and per store (the alert `PosdStoreApplyLag` in deploy/prometheus-alerts.yml reads it), whether
+ * and per store, in records and in seconds (the alerts `PosdStoreApplyLag` and `PosdStoreApplyBehind`
+ * in deploy/prometheus-alerts.yml read them), whether
  * this core leads, and its place in the central's log beside the log's end.
  */
 export function registerCoreMetrics(ctx: AppContext, core: PgCore): void {
@@ -32,6 +33,16 @@ export function registerCoreMetrics(ctx: AppContext, core: PgCore): void {
       this.reset();
       if (!leading()) return;
       for (const [store, lag] of core.state.lag.perStore) this.set({ store_id: store }, lag);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_store_lag_seconds',
+    help: 'Per store: how long its oldest record received in PostgreSQL has waited for the leading core to apply it (stores behind only; refreshed each second)',
+    labelNames: ['store_id'],
+    collect() {
+      this.reset();
+      if (!leading()) return;
+      for (const [store, seconds] of core.state.lag.secondsPerStore) this.set({ store_id: store }, seconds);
     },
   });
   m.gauge({

@@ -36,6 +36,41 @@ export class CoreReporter {
     private readonly isActive: () => boolean,
   ) {}
 
+  private wanted = false;
+  private running: Promise<void> | undefined;
+
+  /**
+   * Asks for a report, run on its own chain beside the ingest: a report waiting behind the
+   * ingest's round trips left PostgreSQL's applied figure seconds behind the core's
+   * (docs/decisions/0232-apply-on-the-core-measured.md). One report at a time; asked during one, it
+   * runs again after it. A failed report waits for the next ask (a slice, or the core's tick).
+   */
+  ask(): void {
+    this.wanted = true;
+    if (this.running || !this.isActive()) return;
+    this.running = (async () => {
+      while (this.wanted && this.isActive()) {
+        this.wanted = false;
+        try {
+          await this.report();
+        } catch (err) {
+          if (this.isActive()) this.ctx.log.error({ err }, 'sync: the core could not report to PostgreSQL; the next slice or tick tries again');
+          this.wanted = false;
+          return;
+        }
+      }
+    })().finally(() => {
+      this.running = undefined;
+      // Asked between the loop's last look and here: that ask found this chain still running.
+      if (this.wanted && this.isActive()) this.ask();
+    });
+  }
+
+  /** Resolves once the report in flight (if any) ended. */
+  async settled(): Promise<void> {
+    await this.running;
+  }
+
   /** A new leadership starts from what PostgreSQL says. */
   reset(): void {
     this.reported.clear();
@@ -49,7 +84,7 @@ export class CoreReporter {
    * later (retry, skip; a held record applied after an upgrade) show as SQLite counters that differ
    * from PostgreSQL's: then that store's held, parked and skipped records are aligned.
    */
-  async report(): Promise<void> {
+  private async report(): Promise<void> {
     const { ctx, pool } = this;
     const now = Date.now();
     for (const s of centralSide(ctx.db).stores()) {

@@ -32,15 +32,20 @@ import {
   type PgStoreRow,
 } from '../pg/index.js';
 
-/** Records copied from PostgreSQL's log into the core's SQLite per transaction. */
-export const INGEST_BATCH = 1000;
+/**
+ * Records copied from PostgreSQL's log into the core's SQLite per transaction. Each transaction is
+ * appended to the central log (every row image) while the event loop waits: 1,000 held the loop
+ * about 120 ms (81 ms of it the append), the API's worst wait during a catch-up
+ * (docs/decisions/0232-apply-on-the-core-measured.md).
+ */
+export const INGEST_BATCH = 250;
 /**
  * How far a store's ingest runs ahead of the projector: past this many records received in the
  * core's SQLite and not applied yet, the store waits for the projector's slices. Without it the
  * first cycle of a catch-up copied every store's whole backlog before its first report, and
  * PostgreSQL's applied figure stood still meanwhile (10-20 s in the issue's run).
  */
-export const INGEST_AHEAD = 2 * INGEST_BATCH;
+export const INGEST_AHEAD = 2000;
 /**
  * The fallback timer: stores behind in PostgreSQL are looked at this often even when no front rang
  * (a lost notification costs this much), the relay copies what no bell rang for (another process's
@@ -52,7 +57,6 @@ interface Want {
   all: boolean;
   behind: boolean;
   stores: Set<string>;
-  report: boolean;
 }
 
 /** Resolves after `ms`, or at once when `signal` aborts (its listener removed either way). */
@@ -92,7 +96,7 @@ export class PgCore implements Worker {
   readonly name = 'sync-pg-core';
   readonly state = {
     role: 'starting' as 'starting' | 'standby' | 'leader' | 'stopped',
-    lag: { records: 0, stores: 0, perStore: new Map<string, number>() },
+    lag: { records: 0, stores: 0, perStore: new Map<string, number>(), secondsPerStore: new Map<string, number>() },
     /** Records copied from PostgreSQL into the core's SQLite, and outcomes reported back. */
     ingested: 0,
     reported: 0,
@@ -112,7 +116,7 @@ export class PgCore implements Worker {
   private active = false;
   /** Ends the current leadership's wait (stop). */
   private endLeadership: () => void = () => undefined;
-  private want: Want = { all: false, behind: false, stores: new Set(), report: false };
+  private want: Want = { all: false, behind: false, stores: new Set() };
   private cycling: Promise<void> | undefined;
   private readonly reporter: CoreReporter;
   /** Stores whose ingest waits for the projector (INGEST_AHEAD): asked again as its slices make room. */
@@ -244,6 +248,7 @@ export class PgCore implements Worker {
       relay.stop();
       await listener.stop();
       await this.cycling?.catch(() => undefined);
+      await this.reporter.settled();
       if (!this.stopping.signal.aborted)
         this.log.error(
           { event: 'sync.core_lease_lost' },
@@ -252,9 +257,12 @@ export class PgCore implements Worker {
     }
   }
 
-  /** Asks for a cycle: ingest (every store, the stores behind, or the named ones), then report. */
+  /**
+   * Asks for a report (on its own chain: src/sync/central/pg-core-report.ts) and a cycle: ingest
+   * every store, the stores behind, or the named ones.
+   */
   private poke(w: { all?: boolean; behind?: boolean; stores?: string[]; report?: boolean }): void {
-    if (w.report) this.want.report = true;
+    if (w.report && this.active) this.reporter.ask();
     if (w.all) this.want.all = true;
     if (w.behind) this.want.behind = true;
     for (const s of w.stores ?? []) this.want.stores.add(s);
@@ -267,12 +275,13 @@ export class PgCore implements Worker {
   private async cycle(): Promise<void> {
     while (this.active) {
       const w = this.want;
-      if (!w.all && !w.behind && !w.stores.size && !w.report) return;
-      this.want = { all: false, behind: false, stores: new Set(), report: false };
+      if (!w.all && !w.behind && !w.stores.size) return;
+      this.want = { all: false, behind: false, stores: new Set() };
       if (w.all) this.reporter.unknown.clear();
       try {
         await this.ingest(w);
-        await this.reporter.report();
+        // What the ingest decided itself (a front's refusals) is reported too.
+        this.reporter.ask();
         if (w.behind || w.all) this.state.lag = await projectorLag(this.pool);
       } catch (err) {
         // What was asked is asked again at the next tick (a full look if that was one).

@@ -53,13 +53,23 @@ export async function undecidedSeqs(pool: pg.Pool, storeId: string): Promise<num
   return res.rows.map((r) => r.seq);
 }
 
-/** How far the projector is behind the fronts, over every store and per store behind: records received and not applied. */
-export async function projectorLag(pool: pg.Pool): Promise<{ records: number; stores: number; perStore: Map<string, number> }> {
-  const res = await pool.query<{ store_id: string; lag: string }>(
-    'SELECT store_id, received_seq - applied_seq AS lag FROM sync_stores WHERE received_seq > applied_seq',
+/**
+ * How far the projector is behind the fronts, over every store and per store behind: records
+ * received and not applied, and for how long: the age of each store's oldest record not applied
+ * yet (PostgreSQL's `now()` minus the front's receipt time; by the `(store_id, seq)` key, one row
+ * per store behind).
+ */
+export async function projectorLag(
+  pool: pg.Pool,
+): Promise<{ records: number; stores: number; perStore: Map<string, number>; secondsPerStore: Map<string, number> }> {
+  const res = await pool.query<{ store_id: string; lag: string; seconds: number | null }>(
+    `SELECT s.store_id, s.received_seq - s.applied_seq AS lag,
+       EXTRACT(EPOCH FROM now() - (SELECT r.received_at FROM sync_received r WHERE r.store_id = s.store_id AND r.seq > s.applied_seq ORDER BY r.seq LIMIT 1))::float8 AS seconds
+     FROM sync_stores s WHERE s.received_seq > s.applied_seq`,
   );
   const perStore = new Map(res.rows.map((r) => [r.store_id, Number(r.lag)]));
-  return { records: [...perStore.values()].reduce((a, b) => a + b, 0), stores: perStore.size, perStore };
+  const secondsPerStore = new Map(res.rows.map((r) => [r.store_id, Math.max(0, r.seconds ?? 0)]));
+  return { records: [...perStore.values()].reduce((a, b) => a + b, 0), stores: perStore.size, perStore, secondsPerStore };
 }
 
 /** The transaction advisory lock a relay batch holds shared, and a new leader exclusively while it reads the feed's end. */

@@ -354,6 +354,10 @@ describe('the chain core on PostgreSQL', () => {
     );
     // The lag series is refreshed each second by the leader: it falls to 0 once everything is applied.
     await until('the lag metric says nothing is behind', async () => /posd_sync_projector_lag_records 0\n/.test(await metricsOf(standby!.url)), 10_000);
+    // Lag in time: the series is there, and no store is behind (the store's series went with its backlog).
+    const text = await metricsOf(standby!.url);
+    expect(text).toContain('# TYPE posd_sync_store_lag_seconds gauge');
+    expect(text).not.toMatch(/^posd_sync_store_lag_seconds\{/m);
   }, 90_000);
 
   test('a leader whose lease session is cut (the process alive) stops, waits for the lease again and leads again', async () => {

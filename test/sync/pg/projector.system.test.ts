@@ -10,6 +10,7 @@ import {
   markApplied,
   migrate,
   ProjectorLease,
+  projectorLag,
   publishAccounts,
   publishKeys,
   publishOrganizations,
@@ -98,6 +99,28 @@ describe('the projector reading the received log', () => {
       { outcome: 'skipped', n: 1 },
     ]);
     expect(await storesBehind(pool)).toEqual([]);
+  });
+
+  test('projectorLag: per store behind, the records not applied and the age of the oldest of them', async () => {
+    const minutesAgo = (m: number) => () => new Date(Date.now() - m * 60_000);
+    // Received 30 min ago (seqs 1-5), then 10 min ago (6-8): nothing applied, 30 min behind.
+    await receivePush(pool, scope, push('st_lag', records('st_lag', 1, 5)), { now: minutesAgo(30) });
+    await receivePush(pool, scope, push('st_lag', records('st_lag', 6, 8)), { now: minutesAgo(10) });
+    let lag = await projectorLag(pool);
+    expect(lag.perStore.get('st_lag')).toBe(8);
+    expect(lag.secondsPerStore.get('st_lag')).toBeGreaterThanOrEqual(30 * 60 - 1);
+    expect(lag.secondsPerStore.get('st_lag')).toBeLessThan(31 * 60);
+    // The first push applied: behind by the second push's age.
+    await markApplied(pool, 'st_lag', 5, []);
+    lag = await projectorLag(pool);
+    expect(lag.perStore.get('st_lag')).toBe(3);
+    expect(lag.secondsPerStore.get('st_lag')).toBeGreaterThanOrEqual(10 * 60 - 1);
+    expect(lag.secondsPerStore.get('st_lag')).toBeLessThan(11 * 60);
+    // All applied: the store is not behind, in records or in time.
+    await markApplied(pool, 'st_lag', 8, []);
+    lag = await projectorLag(pool);
+    expect(lag.perStore.has('st_lag')).toBe(false);
+    expect(lag.secondsPerStore.has('st_lag')).toBe(false);
   });
 });
 

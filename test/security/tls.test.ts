@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -179,5 +179,20 @@ describe('renewal and reload', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  it('starts on one PEM bundle of posd tls issue as both files, with no data folder (a central-front)', async () => {
+    const pki = new BoxPki(validateConfig({ data_dir: join(dir, 'chain') }), new SecretBox(Buffer.alloc(32, 3)), Date.now);
+    const issued = await pki.issueFor(['front.example', '127.0.0.1'], 30);
+    const bundle = join(dir, 'front.pem');
+    writeFileSync(bundle, `${issued.chain}${issued.key}`);
+    const nowhere = join(dir, 'no-data-folder');
+    const config = validateConfig({ data_dir: nowhere, tls: { mode: 'on', cert_file: bundle, key_file: bundle } });
+    const tls = await ServerTls.start(config, new ManualClock(Date.now()), pino({ level: 'silent' }));
+    expect(tls.status).toMatchObject({ source: 'files', names: ['DNS:front.example', 'IP Address:127.0.0.1'] });
+    expect(new X509Certificate(tls.material.cert).checkIssued(new X509Certificate((await pki.ensureCa()).pem))).toBe(true);
+    // Nothing was made where a data folder would be (no box key, no CA).
+    expect(existsSync(nowhere)).toBe(false);
+    tls.stop();
   });
 });

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,5 +27,43 @@ describe('posd init and posd tls ca', () => {
     const none = await runPosd(['tls', 'ca', '--data', join(dir, 'nothing')]);
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('posd init');
+  });
+
+  it('posd tls issue writes a certificate of the box CA for the names given, with its key, 0600', async () => {
+    const data = join(dir, 'issuer');
+    expect((await runPosd(['init', '--role', 'central', '--data', data])).code).toBe(0);
+    const out = join(dir, 'lb.pem');
+    const r = await runPosd(['tls', 'issue', '--data', data, '--name', 'central.example,127.0.0.1', 'Central.example', '--days', '30', '--out', out, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    const ca = new X509Certificate(readFileSync(join(data, 'tls', 'ca.pem')));
+    expect(JSON.parse(r.stdout)).toMatchObject({ file: out, names: ['central.example', '127.0.0.1'], ca_fingerprint: ca.fingerprint256 });
+    expect(statSync(out).mode & 0o777).toBe(0o600);
+    const pem = readFileSync(out, 'utf8');
+    // HAProxy's crt bundle: the certificate, then the CA, then the key.
+    expect(pem.match(/-----BEGIN (CERTIFICATE|PRIVATE KEY)-----/g)).toEqual([
+      '-----BEGIN CERTIFICATE-----',
+      '-----BEGIN CERTIFICATE-----',
+      '-----BEGIN PRIVATE KEY-----',
+    ]);
+    const cert = new X509Certificate(pem);
+    expect(cert.verify(ca.publicKey)).toBe(true);
+    expect(cert.subjectAltName).toBe('DNS:central.example, IP Address:127.0.0.1');
+    expect(cert.ca).toBe(false);
+    const days = (Date.parse(cert.validTo) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(29);
+    expect(days).toBeLessThan(31);
+
+    for (const [args, said] of [
+      [['--name', 'not_a_name'], 'not a DNS name or IP address: not_a_name'],
+      [['--name', 'ok.example', '--days', '900'], '--days: a whole number of days from 2 to 398'],
+    ] as const) {
+      const bad = await runPosd(['tls', 'issue', '--data', data, '--out', join(dir, 'bad.pem'), ...args]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain(said);
+    }
+    const none = await runPosd(['tls', 'issue', '--data', join(dir, 'nothing'), '--name', 'x.example', '--out', join(dir, 'bad.pem')]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('posd init');
+    expect(existsSync(join(dir, 'bad.pem'))).toBe(false);
   });
 });

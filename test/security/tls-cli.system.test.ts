@@ -3,7 +3,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runPosd } from '../helpers/process.js';
+import { networkInterfaces } from 'node:os';
+import { Agent, request } from 'undici';
+import { runPosd, spawnDaemon } from '../helpers/process.js';
+import { freePort } from '../terminals/helpers/posd-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'posd-tls-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -66,4 +69,31 @@ describe('posd init and posd tls ca', () => {
     expect(none.stderr).toContain('posd init');
     expect(existsSync(join(dir, 'bad.pem'))).toBe(false);
   });
+
+  it('a fresh install serving off loopback answers only over TLS, to a client trusting the CA file', async () => {
+    const data = join(dir, 'fresh');
+    expect((await runPosd(['init', '--data', data])).code).toBe(0);
+    const port = await freePort();
+    // No TLS setting at all: http.host 0.0.0.0 is what a box serving the shop's network is given.
+    const daemon = spawnDaemon(['--data', data, '--host', '0.0.0.0', '--port', String(port)]);
+    try {
+      await daemon.waitFor(/posd listening/, 30_000);
+      // One of the box's own addresses off loopback (the certificate names its interfaces).
+      const lan = Object.values(networkInterfaces())
+        .flat()
+        .find((i) => i && !i.internal && i.family === 'IPv4')?.address;
+      const host = lan ?? 'localhost';
+      const trusting = new Agent({ connect: { ca: readFileSync(join(data, 'tls', 'ca.pem')) } });
+      const ok = await request(`https://${host}:${port}/healthz`, { dispatcher: trusting });
+      expect(ok.statusCode).toBe(200);
+      await ok.body.text();
+      await trusting.close();
+      // Plain HTTP gets no answer at all, and neither does TLS without the CA.
+      await expect(request(`http://${host}:${port}/healthz`)).rejects.toThrow();
+      await expect(request(`https://${host}:${port}/healthz`)).rejects.toThrow(/self-signed|unable to verify|certificate/i);
+    } finally {
+      daemon.child.kill('SIGTERM');
+      await daemon.exited;
+    }
+  }, 60_000);
 });

@@ -112,6 +112,10 @@ describe('a box listening with TLS', () => {
       config: { ...server.config, http: { ...server.config.http, host: '0.0.0.0' }, tls: { ...server.config.tls, mode: 'off' } },
     });
     expect(off.tls).toMatchObject({ on: false, mode: 'off' });
+    // On the page: green when on, red (class bad) when a setting turned it off.
+    const { statusPage } = await import('../../src/modules/ops/page.js');
+    expect(statusPage(view, 'csrf')).toContain('<td class="ok">on (https, wss)</td>');
+    expect(statusPage(off, 'csrf')).toContain('<td class="bad">off by setting (tls.mode): plain HTTP</td>');
   });
 });
 

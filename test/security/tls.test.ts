@@ -13,6 +13,7 @@ import { BoxPki } from '../../src/system/tls/box-pki.js';
 import { ServerTls } from '../../src/system/tls/server-tls.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TerminalSimulator, webSocketConnector } from '../../devices/simulator/index.js';
+import { caByFingerprint } from '../../devices/websocket/index.js';
 
 const DAY = 86_400_000;
 
@@ -92,6 +93,31 @@ describe('a box listening with TLS', () => {
     const welcome = await sim.start();
     expect(welcome).toMatchObject({ type: 'welcome' });
     await sim.stop();
+  });
+
+  it('links the simulator over wss given only the CA fingerprint posd tls ca prints, and refuses another', async () => {
+    const created = await request(`${server.url}/api/terminals`, {
+      method: 'POST',
+      headers: { 'x-secret-key': server.installation.keys.test, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Pinned' }),
+      dispatcher: trusting,
+    });
+    const terminal = (await created.body.json()) as { id: string; pairing_token: string };
+    const url = `${server.url.replace(/^https/, 'wss')}/terminals/link`;
+    const fingerprint = new X509Certificate(ca).fingerprint256;
+    // Typed as a person might: no colons, lower case.
+    const pinned = await caByFingerprint(url, fingerprint.replace(/:/g, '').toLowerCase());
+    expect(new X509Certificate(pinned).fingerprint256).toBe(fingerprint);
+    const sim = new TerminalSimulator({
+      terminalId: terminal.id,
+      token: terminal.pairing_token,
+      connect: webSocketConnector(url, { ca: pinned, pingIntervalMs: 0 }),
+    });
+    expect(await sim.start()).toMatchObject({ type: 'welcome' });
+    await sim.stop();
+    const other = `${'AB:'.repeat(31)}AB`;
+    await expect(caByFingerprint(url, other)).rejects.toThrow(new RegExp(`presented no certificate with SHA-256 ${other}.*${fingerprint}`));
+    await expect(caByFingerprint(url, 'AB:CD')).rejects.toThrow(/not a SHA-256 fingerprint/);
   });
 
   it("sets the page's cookies Secure", async () => {

@@ -10,6 +10,7 @@ import { MAIN, type BenchResult } from './lib.js';
 import { percentile } from './sync.js';
 import { freePort, inBatches, lineMatching, stop } from './chain.js';
 import { startPgCluster } from '../test/helpers/pg-cluster.js';
+import { plainHaproxyConfig } from '../test/helpers/haproxy-plain.js';
 import { validateConfig } from '../src/config.js';
 import { createContext } from '../src/daemon.js';
 import { AccountsService } from '../src/accounts/service.js';
@@ -95,9 +96,9 @@ export async function run(): Promise<BenchResult[]> {
     await until(async () => (await readyz(0)) === 200, 30_000, 'the first core leads');
     await startCore(1);
     await Promise.all([0, 1].map(startFront));
-    const cfg = readFileSync(join(ROOT, 'deploy/haproxy.cfg'), 'utf8')
+    // Plain on loopback (test/helpers/haproxy-plain.ts): the subject here is the catch-up, not TLS.
+    const cfg = plainHaproxyConfig(readFileSync(join(ROOT, 'deploy/haproxy.cfg'), 'utf8'), ports.lb)
       .replace(/^(\s*)log \/dev\/log local0$/m, '')
-      .replace(/bind 127\.0\.0\.1:8080/, `bind 127.0.0.1:${ports.lb}`)
       .replace(/server front1 127\.0\.0\.1:4301/, `server front1 127.0.0.1:${ports.fronts[0]}`)
       .replace(/server front2 127\.0\.0\.1:4302/, `server front2 127.0.0.1:${ports.fronts[1]}`)
       .replace(/server core1 127\.0\.0\.1:4300/, `server core1 127.0.0.1:${ports.cores[0]}`)

@@ -3,7 +3,8 @@
  * posd-sim: a simulated card terminal on the command line, for demos and manual testing.
  *   node dist/devices/simulator/cli.js --url ws://127.0.0.1:4242/terminals/link --terminal-id T1 --token s3cret
  *   node dist/devices/simulator/cli.js --url wss://192.168.1.20:4242/terminals/link --ca data/tls/ca.pem --terminal-id T1 --token s3cret
- *     (a box off loopback speaks TLS: trust its CA, the file `posd tls ca` names)
+ *     (a box off loopback speaks TLS: trust its CA, the file `posd tls ca` names, or
+ *     --ca-fingerprint with the SHA-256 it prints instead of the file)
  *   node dist/devices/simulator/cli.js --serial /dev/pts/3 --terminal-id T1 --token s3cret --behaviour slow
  *   node dist/devices/simulator/cli.js --url ... --protocol 2 --offline --forward-after 60000 --forward-outcomes approved,declined
  *     (stores charges while offline, then after a minute regains its processor and forwards them,
@@ -14,6 +15,7 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { BEHAVIOURS, type BehaviourName } from './behaviours.js';
 import { serialConnector, webSocketConnector, type Connector } from './connectors.js';
+import { caByFingerprint } from '../websocket/pin.js';
 import { TerminalSimulator, type ForwardDecision } from './simulator.js';
 
 const DECISIONS: readonly ForwardDecision[] = ['approved', 'declined', 'expired'];
@@ -43,6 +45,12 @@ export async function main(argv: string[]): Promise<void> {
     .addOption(new Option('--url <url>', 'WebSocket URL, e.g. ws://127.0.0.1:4242/terminals/link').conflicts('serial'))
     .addOption(new Option('--serial <path>', 'serial port path, e.g. /dev/pts/3'))
     .option('--ca <file>', 'for a wss:// URL: the CA certificate (PEM) to trust, e.g. the box CA `posd tls ca` names')
+    .addOption(
+      new Option(
+        '--ca-fingerprint <sha256>',
+        "for a wss:// URL: the box CA's SHA-256 fingerprint (posd tls ca): its certificate, read from the box, is the only one trusted",
+      ).conflicts('ca'),
+    )
     .option('--baud-rate <n>', 'serial baud rate', ms, 115_200)
     .requiredOption('--terminal-id <id>', 'terminal id announced in hello')
     .requiredOption('--token <token>', 'terminal token announced in hello')
@@ -61,6 +69,7 @@ export async function main(argv: string[]): Promise<void> {
     url?: string;
     serial?: string;
     ca?: string;
+    caFingerprint?: string;
     baudRate: number;
     terminalId: string;
     token: string;
@@ -76,7 +85,14 @@ export async function main(argv: string[]): Promise<void> {
     forwardTwice: boolean;
   }>();
   const connect: Connector = o.url
-    ? webSocketConnector(o.url, o.ca ? { ca: readFileSync(o.ca) } : {})
+    ? webSocketConnector(
+        o.url,
+        o.ca
+          ? { ca: readFileSync(o.ca) }
+          : o.caFingerprint
+            ? { ca: await caByFingerprint(o.url, o.caFingerprint).catch((err: Error) => program.error(`posd-sim: ${err.message}`)) }
+            : {},
+      )
     : o.serial
       ? serialConnector(o.serial, { baudRate: o.baudRate })
       : program.error('one of --url or --serial is required');

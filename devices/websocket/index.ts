@@ -1,1 +1,2 @@
 export * from './ws-link.js';
+export * from './pin.js';

@@ -77,15 +77,20 @@ function processesNaming(path: string): number[] {
 }
 
 describe("README's chain walk-through past one machine (PostgreSQL, the core, two fronts, HAProxy)", () => {
-  it('runs as written: the store joins through HAProxy, its sale is applied at the core, the day reconciles equal, the standby takes over, nothing is left running', async () => {
+  it('runs as written: the store joins through HAProxy over TLS pinning the chain CA, its sale is applied at the core, the day reconciles equal, the standby takes over, nothing is left running', async () => {
     // The block's `mktemp -d` lands in a folder of this test's, so what it started can be found.
     // Traversable by others: as root the block lends its folder to the postgres user.
     const tmp = mkdtempSync(join(tmpdir(), 'posd-walk-'));
     chmodSync(tmp, 0o755);
     try {
-      const { code, out } = await runBash(walkthrough('chain-pg'), 100_000, { ...process.env, TMPDIR: tmp });
+      const { code, out } = await runBash(walkthrough('chain-pg'), 170_000, { ...process.env, TMPDIR: tmp });
       expect(code, out).toBe(0);
-      expect(out).toMatch(/this box is now store store_\w+ of http:\/\/127\.0\.0\.1:8080/);
+      // Over HTTPS through HAProxy, pinning the chain's CA (the core's box CA, which issued the
+      // certificate HAProxy serves); a client with only the system's CAs is refused at the handshake.
+      expect(out).toMatch(/this box is now store store_\w+ of https:\/\/127\.0\.0\.1:8443/);
+      expect(out).toMatch(/pinned {8}SHA-256 ([0-9A-F]{2}:){31}[0-9A-F]{2}: the only certificate/);
+      expect(out).toContain("curl exit 60: refused without the chain's CA\n");
+      expect(out).toMatch(/posd: wrote \S+\/lb\/haproxy\.pem \(certificate, CA and key; mode 0600\)/);
       const sale = JSON.parse(out.split('\n').find((l) => l.startsWith('{"id":"in_'))!);
       expect(sale).toMatchObject({ status: 'succeeded', amount_in_cents: 2500 });
       expect(out).toMatch(/: equal \(\d+ totals compared\)/);
@@ -102,12 +107,13 @@ describe("README's chain walk-through past one machine (PostgreSQL, the core, tw
         .filter((l) => l.startsWith('{"id":"in_'))
         .map((l) => JSON.parse(l));
       expect(sales.map((x) => x.amount_in_cents)).toEqual([2500, 1500]);
+      expect(lists, out).toHaveLength(2);
       const afterFailover = JSON.parse(lists[1]) as Array<{ id: string; amount_in_cents: number }>;
       expect(afterFailover.map((c) => c.id)).toEqual([sales[1].checkout.id, sale.checkout.id]);
 
       // Nothing left: no port open, no process naming the folder (the PostgreSQL server leaves
       // the shell's process group, so only the block's own pg_ctl stop ends it), no socket.
-      for (const port of [8080, 4300, 4301, 4302, 4303, 4242]) expect(await listening(port), `port ${port}`).toBe(false);
+      for (const port of [8443, 4300, 4301, 4302, 4303, 4242]) expect(await listening(port), `port ${port}`).toBe(false);
       expect(processesNaming(tmp)).toEqual([]);
       const [folder] = readdirSync(tmp);
       expect(existsSync(join(tmp, folder, '.s.PGSQL.5432'))).toBe(false);
@@ -125,5 +131,5 @@ describe("README's chain walk-through past one machine (PostgreSQL, the core, tw
       }
       rmSync(tmp, { recursive: true, force: true });
     }
-  }, 120_000);
+  }, 200_000);
 });

@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'undici';
+import { Agent, request } from 'undici';
 import pino from 'pino';
 import { validateConfig, type Config } from '../../src/config.js';
 import { startDaemon, type Daemon } from '../../src/daemon.js';
@@ -63,6 +63,7 @@ export async function startTestServer(
   if (!installation) throw new Error('test server expected a fresh installation');
   const inst = installation;
   const url = daemon.url;
+  let trusting: Agent | undefined;
   const server: TestServer = {
     daemon,
     url,
@@ -78,7 +79,9 @@ export async function startTestServer(
         body = JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await request(`${url}/api${path}`, { method: method as any, headers, body });
+      // Under TLS, the client trusts the box CA and nothing else, as a till given `posd tls ca`'s file.
+      trusting ??= url.startsWith('https://') ? new Agent({ connect: { ca: readFileSync(join(dataDir, 'tls', 'ca.pem')) } }) : undefined;
+      const res = await request(`${url}/api${path}`, { method: method as any, headers, body, dispatcher: trusting });
       const text = await res.body.text();
       let parsed: unknown = text;
       try {
@@ -90,6 +93,7 @@ export async function startTestServer(
     },
     async stop() {
       runningServers.delete(server);
+      await trusting?.close();
       await daemon.stop();
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -13,6 +13,7 @@ import { BoxPki } from '../../src/system/tls/box-pki.js';
 import { ServerTls } from '../../src/system/tls/server-tls.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { TerminalSimulator, webSocketConnector } from '../../devices/simulator/index.js';
+import { caByFingerprint } from '../../devices/websocket/index.js';
 
 const DAY = 86_400_000;
 
@@ -94,6 +95,31 @@ describe('a box listening with TLS', () => {
     await sim.stop();
   });
 
+  it('links the simulator over wss given only the CA fingerprint posd tls ca prints, and refuses another', async () => {
+    const created = await request(`${server.url}/api/terminals`, {
+      method: 'POST',
+      headers: { 'x-secret-key': server.installation.keys.test, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Pinned' }),
+      dispatcher: trusting,
+    });
+    const terminal = (await created.body.json()) as { id: string; pairing_token: string };
+    const url = `${server.url.replace(/^https/, 'wss')}/terminals/link`;
+    const fingerprint = new X509Certificate(ca).fingerprint256;
+    // Typed as a person might: no colons, lower case.
+    const pinned = await caByFingerprint(url, fingerprint.replace(/:/g, '').toLowerCase());
+    expect(new X509Certificate(pinned).fingerprint256).toBe(fingerprint);
+    const sim = new TerminalSimulator({
+      terminalId: terminal.id,
+      token: terminal.pairing_token,
+      connect: webSocketConnector(url, { ca: pinned, pingIntervalMs: 0 }),
+    });
+    expect(await sim.start()).toMatchObject({ type: 'welcome' });
+    await sim.stop();
+    const other = `${'AB:'.repeat(31)}AB`;
+    await expect(caByFingerprint(url, other)).rejects.toThrow(new RegExp(`presented no certificate with SHA-256 ${other}.*${fingerprint}`));
+    await expect(caByFingerprint(url, 'AB:CD')).rejects.toThrow(/not a SHA-256 fingerprint/);
+  });
+
   it("sets the page's cookies Secure", async () => {
     const res = await request(`${server.url}/`, { dispatcher: trusting });
     await res.body.text();
@@ -112,6 +138,10 @@ describe('a box listening with TLS', () => {
       config: { ...server.config, http: { ...server.config.http, host: '0.0.0.0' }, tls: { ...server.config.tls, mode: 'off' } },
     });
     expect(off.tls).toMatchObject({ on: false, mode: 'off' });
+    // On the page: green when on, red (class bad) when a setting turned it off.
+    const { statusPage } = await import('../../src/modules/ops/page.js');
+    expect(statusPage(view, 'csrf')).toContain('<td class="ok">on (https, wss)</td>');
+    expect(statusPage(off, 'csrf')).toContain('<td class="bad">off by setting (tls.mode): plain HTTP</td>');
   });
 });
 
@@ -179,5 +209,20 @@ describe('renewal and reload', () => {
     } finally {
       await server.stop();
     }
+  });
+
+  it('starts on one PEM bundle of posd tls issue as both files, with no data folder (a central-front)', async () => {
+    const pki = new BoxPki(validateConfig({ data_dir: join(dir, 'chain') }), new SecretBox(Buffer.alloc(32, 3)), Date.now);
+    const issued = await pki.issueFor(['front.example', '127.0.0.1'], 30);
+    const bundle = join(dir, 'front.pem');
+    writeFileSync(bundle, `${issued.chain}${issued.key}`);
+    const nowhere = join(dir, 'no-data-folder');
+    const config = validateConfig({ data_dir: nowhere, tls: { mode: 'on', cert_file: bundle, key_file: bundle } });
+    const tls = await ServerTls.start(config, new ManualClock(Date.now()), pino({ level: 'silent' }));
+    expect(tls.status).toMatchObject({ source: 'files', names: ['DNS:front.example', 'IP Address:127.0.0.1'] });
+    expect(new X509Certificate(tls.material.cert).checkIssued(new X509Certificate((await pki.ensureCa()).pem))).toBe(true);
+    // Nothing was made where a data folder would be (no box key, no CA).
+    expect(existsSync(nowhere)).toBe(false);
+    tls.stop();
   });
 });

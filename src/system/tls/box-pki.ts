@@ -25,6 +25,14 @@ export interface CaInfo {
   pem: string;
 }
 
+export interface IssuedCertificate {
+  /** The certificate, then the CA's (PEM). */
+  chain: string;
+  /** Its private key, PKCS#8 PEM, in clear. */
+  key: string;
+  notAfter: number;
+}
+
 export interface ServerMaterial {
   cert: string;
   key: string;
@@ -53,7 +61,7 @@ async function importKey(pem: string): Promise<webcrypto.CryptoKey> {
 }
 
 /** Written beside, then renamed: a crash never leaves half a certificate for the next start. */
-function writeAtomic(file: string, text: string): void {
+export function writeAtomic(file: string, text: string): void {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   writeFileSync(tmp, text, { mode: 0o600 });
   renameSync(tmp, file);
@@ -150,17 +158,29 @@ export class BoxPki {
 
   private async issue(names: string[]): Promise<ServerMaterial> {
     const f = this.files;
+    const { chain, key, notAfter } = await this.issueFor(names, this.config.tls.cert_validity_days, hostname());
+    writeAtomic(f.key, `${this.box.seal(key)}\n`);
+    writeAtomic(f.cert, chain);
+    return { cert: chain, key, notAfter, names };
+  }
+
+  /**
+   * A server certificate for `names` signed by this CA, not kept here: the box's own (above), or one
+   * `posd tls issue` hands to what serves the chain beside the core (HAProxy, fronts, a standby).
+   */
+  async issueFor(names: string[], days: number, commonName = names[0]): Promise<IssuedCertificate> {
+    await this.ensureCa();
+    const f = this.files;
     const caCert = new x509.X509Certificate(readFileSync(f.caCert, 'utf8'));
     const caKey = await importKey(this.box.open(readFileSync(f.caKey, 'utf8').trim()));
     const keys = (await webcrypto.subtle.generateKey(ALG, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
     const at = this.now();
-    const notAfter = at + this.config.tls.cert_validity_days * DAY;
     const cert = await x509.X509CertificateGenerator.create({
       serialNumber: serial(),
-      subject: `CN=${hostname()}`,
+      subject: `CN=${commonName}`,
       issuer: caCert.subject,
       notBefore: new Date(at - DAY),
-      notAfter: new Date(notAfter),
+      notAfter: new Date(at + days * DAY),
       signingAlgorithm: ALG,
       publicKey: keys.publicKey as unknown as CryptoKey,
       signingKey: caKey as unknown as CryptoKey,
@@ -172,13 +192,10 @@ export class BoxPki {
         await x509.AuthorityKeyIdentifierExtension.create(caCert),
       ],
     });
-    const key = keyPem(keys.privateKey);
     // The chain (server, then CA) so a client that pins only the CA still builds the path.
     const chain = `${cert.toString('pem')}\n${caCert.toString('pem')}\n`;
-    writeAtomic(f.key, `${this.box.seal(key)}\n`);
-    writeAtomic(f.cert, chain);
     // Node writes the notAfter it read back (second precision); the parsed one is what renewal compares.
-    return { cert: chain, key, notAfter: Date.parse(new X509Certificate(chain).validTo), names };
+    return { chain, key: keyPem(keys.privateKey), notAfter: Date.parse(new X509Certificate(chain).validTo) };
   }
 }
 

@@ -48,7 +48,8 @@ export class ServerTls extends EventEmitter {
     super();
   }
 
-  static async start(config: Config, clock: Clock, log: Logger, box = SecretBox.fromConfig(config)): Promise<ServerTls> {
+  static async start(config: Config, clock: Clock, log: Logger, box?: SecretBox): Promise<ServerTls> {
+    // Own files need no box key: a central-front has no data folder to keep one in.
     if (config.tls.cert_file) {
       const material = readOwnFiles(config);
       const tls = new ServerTls(config, clock, log, undefined, material, ownStatus(material));
@@ -58,7 +59,7 @@ export class ServerTls extends EventEmitter {
     // Loaded only when TLS is on: the certificate library and its dependencies are ~1 MB of code a
     // loopback box never needs (issue 16's idle memory).
     const { BoxPki } = await import('./box-pki.js');
-    const pki = new BoxPki(config, box, () => clock.now());
+    const pki = new BoxPki(config, box ?? SecretBox.fromConfig(config), () => clock.now());
     const { material, issued } = await pki.ensureServer();
     const ca = await pki.ensureCa();
     if (issued) log.info({ reason: issued, not_after: new Date(material.notAfter).toISOString() }, 'tls: issued the server certificate');

@@ -25,6 +25,7 @@ import {
   type SimulatorProcess,
 } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
+import { plainHaproxyConfig } from '../../helpers/haproxy-plain.js';
 
 /**
  * The chain at scale, every part its own process: one PostgreSQL cluster, the core, three fronts,
@@ -123,9 +124,8 @@ async function call(method: 'GET' | 'POST', url: string, key: string, body?: unk
 function haproxyConfig(): string {
   const src = readFileSync(join(ROOT, 'deploy/haproxy.cfg'), 'utf8');
   const frontLines = ports.fronts.map((p, i) => `    server front${i + 1} 127.0.0.1:${p}`).join('\n');
-  const out = src
+  const out = plainHaproxyConfig(src, ports.lb)
     .replace(/^(\s*)log \/dev\/log local0$/m, '$1log stdout format raw local0')
-    .replace(/bind 127\.0\.0\.1:8080/, `bind 127.0.0.1:${ports.lb}`)
     .replace(/(?:^\s*server front\d+ 127\.0\.0\.1:\d+\n?)+/m, `${frontLines}\n`)
     .replace(/server core1 127\.0\.0\.1:4300/, `server core1 127.0.0.1:${ports.core}`)
     // One core here (killed and restarted on its port): the second core's line points at a port

@@ -9,6 +9,7 @@ import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
 import { killStarted, peek, posd, removeTempDirs, requireBuild, ROOT, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
+import { plainHaproxyConfig } from '../../helpers/haproxy-plain.js';
 
 /**
  * The central's one log (docs/central.md, "One log"), every part its own process: PostgreSQL, two
@@ -76,9 +77,8 @@ async function startCore(i: number): Promise<void> {
 /** deploy/haproxy.cfg with this test's ports: the bind and the two cores (the fronts' lines are left: nothing here syncs). */
 function haproxyConfig(): string {
   const src = readFileSync(join(ROOT, 'deploy/haproxy.cfg'), 'utf8');
-  const out = src
+  const out = plainHaproxyConfig(src, ports.lb)
     .replace(/^(\s*)log \/dev\/log local0$/m, '$1log stdout format raw local0')
-    .replace(/bind 127\.0\.0\.1:8080/, `bind 127.0.0.1:${ports.lb}`)
     .replace(/server core1 127\.0\.0\.1:4300/, `server core1 127.0.0.1:${ports.cores[0]}`)
     .replace(/server core2 127\.0\.0\.1:4303/, `server core2 127.0.0.1:${ports.cores[1]}`);
   expect(out).toContain(`server core1 127.0.0.1:${ports.cores[0]}`);

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { groupCommit } from '../../../db/group-commit.js';
+import { whenDurable } from '../../../db/wal-flush.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
@@ -180,10 +181,14 @@ export class TerminalBridge {
   }
 
   private send(session: Session, msg: ServerMessage): void {
-    session.link.send(msg).catch((err: Error) =>
-      // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
-      this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
-    );
+    // Nothing reaches a terminal that a power cut could still take back: a command read from a batch
+    // whose flush is still running waits for it (at once when none runs: src/db/wal-flush.ts).
+    whenDurable(this.ctx.db)
+      .then(() => session.link.send(msg))
+      .catch((err: Error) =>
+        // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
+        this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
+      );
   }
 
   // ---- Messages ----

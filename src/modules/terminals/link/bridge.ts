@@ -181,14 +181,12 @@ export class TerminalBridge {
   }
 
   private send(session: Session, msg: ServerMessage): void {
-    // Nothing reaches a terminal that a power cut could still take back: a command read from a batch
-    // whose flush is still running waits for it (at once when none runs: src/db/wal-flush.ts).
-    whenDurable(this.ctx.db)
-      .then(() => session.link.send(msg))
-      .catch((err: Error) =>
-        // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
-        this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
-      );
+    // A charge waits for the flush of the batch it was read from, if one still runs (at once when
+    // none does): a card is never charged for a command a power cut could still take back.
+    (msg.type === 'charge' ? whenDurable(this.ctx.db).then(() => session.link.send(msg)) : session.link.send(msg)).catch((err: Error) =>
+      // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
+      this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
+    );
   }
 
   // ---- Messages ----

@@ -57,6 +57,8 @@ export class WalFlusher {
     this.dirty = false;
     this.sync(this.file, (error) => {
       this.inFlight = null;
+      // Not on disk: the next caller flushes again rather than take it for done.
+      if (error) this.dirty = true;
       for (const waiter of group) waiter(error);
       this.start();
     });

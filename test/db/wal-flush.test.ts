@@ -93,6 +93,19 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     await expect(job).rejects.toThrow('EIO');
   });
 
+  it('after a flush that failed, the next caller flushes again instead of taking it for done', async () => {
+    const disk = heldDisk();
+    const flusher = new WalFlusher('f', disk.sync);
+    const commit = flusher.committed();
+    disk.release(new Error('EIO'));
+    await expect(commit).rejects.toThrow('EIO');
+    const again = flusher.whenDurable();
+    expect(await settledState(again)).toBe('pending');
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await again;
+  });
+
   it('whenDurable waits for a flush running or due, and answers at once when none is', async () => {
     const disk = heldDisk();
     const flusher = new WalFlusher('f', disk.sync);

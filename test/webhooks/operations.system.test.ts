@@ -213,6 +213,10 @@ describe('bulk replay', () => {
     const row = store.endpoint(ep.id)!;
     let slices = 0;
     let live: { id: string } | undefined;
+    // The receiver is back before the replay: the worker sends a slice's deliveries as soon as it
+    // is committed, while the next slices are made (each waits for its flush), so what it answers
+    // then is what they get (decision 0272).
+    r.replies = [{ status: 200 }];
     const view = await replayDeliveries(
       s.daemon.ctx.db,
       store,
@@ -236,8 +240,9 @@ describe('bulk replay', () => {
       },
     );
     expect(slices).toBe(3);
-    expect(view).toMatchObject({ total: 7, pending: 7, succeeded: 0, failed: 0 });
-    r.replies = [{ status: 200 }];
+    // Only its own deliveries, some perhaps already sent: the live event's is not counted.
+    expect(view).toMatchObject({ total: 7, failed: 0 });
+    expect(view.pending + view.succeeded).toBe(7);
     await worker.runDue();
     const replayed = await s.api('GET', `/webhook_endpoints/${ep.id}/replays/${view.id}`, { key: s.installation.keys.test });
     expect(replayed.body).toMatchObject({ total: 7, pending: 0, succeeded: 7, failed: 0 });

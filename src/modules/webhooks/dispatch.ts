@@ -12,6 +12,7 @@ import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { EndpointGates, type GateSettings } from './gates.js';
 import type { SendableRow, WebhooksStore } from './store.js';
+import { whenDurable } from '../../db/wal-flush.js';
 
 /** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
 interface Target {
@@ -69,6 +70,14 @@ export class Dispatcher {
    * endpoint disabled or deleted, a 410, a manual send. Attempts in flight are never read ahead.
    */
   private ready: SendableRow[] = [];
+
+  /**
+   * Resolves once everything committed before `ready` was read is on disk (src/db/wal-flush.ts): a
+   * group commit's rows are readable from its commit, a flush before its writers are answered, and
+   * no attempt carries an event a power cut could still take back (decision 0272). Taken at the
+   * read, so writes committed later never hold these rows back.
+   */
+  private readyDurable: Promise<void> = Promise.resolve();
 
   /** By endpoint id: its URL changes only by a PATCH, its secret by a rotation (both `forgetTarget`). */
   private readonly targets = new Map<string, Target>();
@@ -141,6 +150,7 @@ export class Dispatcher {
           .filter((seq) => !this.inflight.has(seq));
         if (seqs.length === 0) return;
         this.ready = this.store.sendableMany(seqs);
+        this.readyDurable = whenDurable(this.ctx.db);
         continue;
       }
       const row = this.ready.shift()!;
@@ -152,7 +162,7 @@ export class Dispatcher {
           gate = this.targetOf(row.endpoint_id)?.gate ?? null;
         } catch {
           // An endpoint whose target cannot be made (its secret does not open): the attempt records why.
-          void this.launch(row, false);
+          void this.launch(row, false, null, this.readyDurable);
           continue;
         }
         if (gate || this.gates.breakerOn) {
@@ -161,11 +171,11 @@ export class Dispatcher {
             (held ??= []).push([row.seq, at]);
             continue;
           }
-          void this.launch(row, false, now);
+          void this.launch(row, false, now, this.readyDurable);
           continue;
         }
       }
-      void this.launch(row, false);
+      void this.launch(row, false, null, this.readyDurable);
     }
     if (held) this.reschedule(held);
   }
@@ -193,8 +203,12 @@ export class Dispatcher {
     this.ready = [];
   }
 
-  /** `gatedAt`: the `now` the gates admitted it at (its flight there ends with it); null: not gated. */
-  launch(row: SendableRow, manual: boolean, gatedAt: number | null = null): Promise<void> {
+  /**
+   * `gatedAt`: the `now` the gates admitted it at (its flight there ends with it); null: not gated.
+   * `durable`: resolves once the row's read is on disk (a flush that failed: no attempt, the
+   * delivery stays due).
+   */
+  launch(row: SendableRow, manual: boolean, gatedAt: number | null = null, durable: Promise<void> = whenDurable(this.ctx.db)): Promise<void> {
     this.sending++;
     const flight = { at: this.ctx.clock.now(), released: false };
     this.flights.set(row.seq, flight);
@@ -202,7 +216,7 @@ export class Dispatcher {
       if (!flight.released) this.sending--;
       this.flights.delete(row.seq);
     };
-    const p = this.attempt(row, manual)
+    const p = this.attempt(row, manual, durable)
       .then(
         (outcome) => {
           done();
@@ -279,7 +293,8 @@ export class Dispatcher {
   }
 
   /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
-  private async attempt(row: SendableRow, manual: boolean): Promise<Outcome | undefined> {
+  private async attempt(row: SendableRow, manual: boolean, durable: Promise<void>): Promise<Outcome | undefined> {
+    await durable;
     const attemptedAt = this.ctx.clock.now();
     const timestamp = Math.floor(attemptedAt / 1000);
     const t0 = performance.now();

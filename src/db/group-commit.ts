@@ -108,7 +108,7 @@ export class GroupCommitter {
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
     if (!this.flusher) return this.settle(batch, outcomes);
-    this.flusher.committed().then(
+    this.flusher.committed(batch.length).then(
       () => this.settle(batch, outcomes),
       (error: unknown) => {
         // Committed, but the disk did not say it holds it: answer no job as done (an

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { afterCommit, GroupCommitter } from '../../src/db/group-commit.js';
 import { type SyncFile, WalFlusher, walFlusherOf, whenDurable } from '../../src/db/wal-flush.js';
+import { until } from '../helpers/until.js';
 
 /** A disk whose flushes end when the test says: each call waits in `pending` until released. */
 function heldDisk() {
@@ -65,7 +66,8 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
 
   it('batches that commit during a flush wait for the next one, which carries them all, in order', async () => {
     const disk = heldDisk();
-    const gc = new GroupCommitter(db, 64, new WalFlusher(`${db.name}-wal`, disk.sync));
+    // A fast disk (every flush takes no time on this clock): the next flush starts at once.
+    const gc = new GroupCommitter(db, 64, new WalFlusher(`${db.name}-wal`, disk.sync, () => 0));
     const order: number[] = [];
     const first = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (10)').run()).then(() => order.push(10));
     expect(await settledState(first)).toBe('pending');
@@ -82,6 +84,34 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     disk.release();
     await Promise.all([second, third]);
     expect(order).toEqual([10, 11, 12]);
+  });
+
+  it('after a slow flush, the next one waits for the writers it answered, or half a flush', async () => {
+    const disk = heldDisk();
+    // Every flush takes 8 ms on this clock: a slow disk.
+    let t = 0;
+    const flusher = new WalFlusher('f', disk.sync, () => (t += 4));
+    const first = [flusher.committed(3)];
+    expect(disk.pending).toHaveLength(1);
+    // Two writers commit during the flush; it ends having answered three.
+    const during = flusher.committed(2);
+    disk.release();
+    await Promise.all(first);
+    // Not started yet: it waits for 2 + 3 commits.
+    expect(disk.pending).toHaveLength(0);
+    const back = [flusher.committed(1), flusher.committed(1)];
+    expect(disk.pending).toHaveLength(0);
+    back.push(flusher.committed(1));
+    // The answered writers are back: it starts at once, carrying all of them.
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await Promise.all([during, ...back]);
+    // It answered five: the next waits for five, and with only one coming, starts half a flush later.
+    const late = flusher.committed(1);
+    expect(disk.pending).toHaveLength(0);
+    await until('the half-flush wait ended', () => disk.pending.length === 1);
+    disk.release();
+    await late;
   });
 
   it('a flush that fails answers the batch with its error', async () => {

@@ -34,8 +34,8 @@ const GATHER_MAX_MS = 10;
  * the writers settle into cohorts taking turns, each write waiting about two flushes (20 writers
  * at 5 ms: about 10 commits a flush, 2,000/s at most). So after a flush of 2 ms or more, the next
  * starts once the commits waiting then plus as many as it answered have arrived, or half its
- * duration (at most 10 ms) later, whichever comes first. A lone writer's next commit starts it at
- * once (it is the one expected); a flush under 2 ms (a fast disk) never waits.
+ * duration (at most 10 ms) later, whichever comes first. A flush that carried one commit (a lone
+ * writer, a terminal's result) and one under 2 ms (a fast disk) never make the next wait.
  */
 export class WalFlusher {
   /** Committed since the last flush started: the next flush must run for them. */
@@ -100,7 +100,7 @@ export class WalFlusher {
       // Not on disk: the next caller flushes again rather than take it for done.
       if (error) this.dirty = true;
       for (const waiter of group) waiter(error);
-      if (!error && tookMs >= GATHER_FROM_MS && answered > 0) {
+      if (!error && tookMs >= GATHER_FROM_MS && answered > 1) {
         // The next flush carries what waits now and the next writes of the writers just answered
         // (above), or what came by half a flush from now.
         this.gatherUntil = this.waitingCommits + answered;

@@ -112,6 +112,15 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     await until('the half-flush wait ended', () => disk.pending.length === 1);
     disk.release();
     await late;
+    // That flush carried one commit (a lone writer): the next commit, with another waiting, goes at once.
+    const alone = flusher.committed(1);
+    expect(disk.pending).toHaveLength(1);
+    const next = flusher.committed(1);
+    disk.release();
+    await alone;
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await next;
   });
 
   it('a flush that fails answers the batch with its error', async () => {

@@ -110,7 +110,7 @@ export async function startBenchDaemon(
   const { dataDir, keys, ids } = opts.data ?? (await initBenchData());
   const inst = { keys, ...ids };
   const child = spawnDelayed(opts.flushDelayMs ?? 0, [MAIN, 'serve', '--data', dataDir, '--port', '0'], {
-    env: { ...process.env, POSD_LOG_LEVEL: 'info', POSD_LOG_FORMAT: 'json', POSD_LIMITS_PER_KEY_PER_SECOND: '10000000', ...env },
+    env: { ...daemonEnv(), POSD_LOG_LEVEL: 'info', POSD_LOG_FORMAT: 'json', POSD_LIMITS_PER_KEY_PER_SECOND: '10000000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.resume();
@@ -194,4 +194,9 @@ export async function load(opts: {
     errors: result.errors,
     non2xx: result.non2xx,
   };
+}
+
+/** The bench's environment without its own POSD_BENCH_* knobs, which the daemon would warn of as unknown settings. */
+function daemonEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('POSD_BENCH_')));
 }

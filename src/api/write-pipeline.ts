@@ -29,6 +29,9 @@ export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
       let result: unknown;
       const committed = groupCommit(db, () => {
         result = (handler as (this: unknown, req: FastifyRequest, reply: FastifyReply) => unknown).call(this, req, reply);
+        // Its failure is the answer, taken below once the batch is on disk: the flush ends a turn
+        // of the loop or more later, and a rejection unheld until then would count as unhandled.
+        if (result instanceof Promise) result.catch(() => {});
       });
       req.committed = committed;
       return committed.then(

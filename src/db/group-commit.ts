@@ -1,6 +1,8 @@
+import type Database from 'better-sqlite3';
 import { commitAudit, tx, type Db } from './database.js';
 import { isDiskFull, noteWrite } from './disk-full.js';
 import { perDb } from './per-db.js';
+import { type WalFlusher, walFlusherOf } from './wal-flush.js';
 
 interface Job {
   fn: () => unknown;
@@ -14,19 +16,32 @@ interface Job {
 
 /**
  * Group commit: the writes of requests that arrive in the same turn of the event loop run in one
- * transaction, each inside its own savepoint, and become durable with one commit (one WAL flush
- * under `synchronous=FULL`). A job that throws rolls back only its savepoint and rejects alone;
- * if the commit itself fails every job of the batch rejects and nothing of it is written. A job's
- * promise resolves only after the commit, so a 2xx still means "on disk".
+ * transaction, each inside its own savepoint, and commit together. A job that throws rolls back
+ * only its savepoint and rejects alone; if the commit itself fails every job of the batch rejects
+ * and nothing of it is written. Under `synchronous=FULL` the batch commits without SQLite's flush
+ * and waits for the WAL's flush off the event loop (src/db/wal-flush.ts), so reads and the next
+ * batch go on meanwhile; a job's promise resolves, and its `afterCommit` signals run, only once the
+ * flush has ended, so a 2xx still means "on disk".
  */
 export class GroupCommitter {
   private queue: Job[] = [];
   private scheduled = false;
+  private readonly flusher: WalFlusher | null;
+  private readonly withoutFlush?: Database.Statement;
+  private readonly withFlush?: Database.Statement;
 
   constructor(
     private readonly db: Db,
     private readonly maxBatch = 64,
-  ) {}
+    flusher: WalFlusher | null = walFlusherOf(db),
+  ) {
+    this.flusher = flusher;
+    if (flusher) {
+      const level = db.pragma('synchronous', { simple: true }) as number;
+      this.withoutFlush = db.prepare('PRAGMA synchronous = NORMAL');
+      this.withFlush = db.prepare(`PRAGMA synchronous = ${level}`);
+    }
+  }
 
   run<T>(fn: () => T): Promise<T> {
     const current = running.get(this.db);
@@ -61,6 +76,7 @@ export class GroupCommitter {
     if (batch.length === 0) return;
     const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     commitAudit.inPipeline = true;
+    this.withoutFlush?.run();
     try {
       tx(this.db, () => {
         for (const job of batch) {
@@ -87,9 +103,26 @@ export class GroupCommitter {
       return;
     } finally {
       commitAudit.inPipeline = false;
+      this.withFlush?.run();
     }
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
+    if (!this.flusher) return this.settle(batch, outcomes);
+    this.flusher.committed(batch.length).then(
+      () => this.settle(batch, outcomes),
+      (error: unknown) => {
+        // Committed, but the disk did not say it holds it: answer no job as done (an
+        // Idempotency-Key's retry finds the stored answer once the disk does).
+        noteWrite(this.db, error);
+        for (const job of batch) {
+          for (const j of job.joined) j.reject(error);
+          job.reject(error);
+        }
+      },
+    );
+  }
+
+  private settle(batch: Job[], outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }>): void {
     batch.forEach((job, i) => {
       const o = outcomes[i];
       if (o.ok) {
@@ -115,8 +148,8 @@ export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
 }
 
 /**
- * Runs `fn` once the caller's writes are durable: after the batch commits when called inside a
- * group-commit job (never, if the job or the commit fails), at once otherwise (the caller's own
+ * Runs `fn` once the caller's writes are durable: after the batch commits and its flush ends when
+ * called inside a group-commit job (never, if the job or the commit fails), at once otherwise (the caller's own
  * transaction has returned). For signals to other parts of the daemon (the terminal bridge) that
  * must never act on a change that may still roll back.
  */

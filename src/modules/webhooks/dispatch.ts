@@ -13,6 +13,7 @@ import { post } from './post.js';
 import { EndpointGates, type GateSettings } from './gates.js';
 import { HeldRows } from './held.js';
 import type { SendableRow, WebhooksStore } from './store.js';
+import { whenDurable } from '../../db/wal-flush.js';
 
 /** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
 interface Target {
@@ -73,15 +74,15 @@ export class Dispatcher {
 
   /** Rows the in-flight cap held back, kept in memory instead of rescheduled (held.ts, decision 0262). */
   private readonly kept: HeldRows;
-
   /** The last read of due rows launched none, and nothing that could change that has happened since. */
   dry = false;
-
   /** When a pass last read due rows on news (the timer's next look while `dry` is from there). */
   private lookedAt = 0;
-
   /** Attempts launched so far (whether a read of due rows launched any). */
   private launches = 0;
+
+  /** On disk: all committed before `ready` was read, so no attempt sends what a power cut could take back (0272). */
+  private readyDurable: Promise<void> = Promise.resolve();
 
   /** By endpoint id: its URL changes only by a PATCH, its secret by a rotation (both `forgetTarget`). */
   private readonly targets = new Map<string, Target>();
@@ -159,6 +160,7 @@ export class Dispatcher {
           .filter((seq) => !this.inflight.has(seq) && !this.kept.has(seq));
         if (seqs.length === 0) break;
         this.ready = this.store.sendableMany(seqs);
+        this.readyDurable = whenDurable(this.ctx.db);
         continue;
       }
       const row = this.ready.shift()!;
@@ -170,7 +172,7 @@ export class Dispatcher {
           gate = this.targetOf(row.endpoint_id)?.gate ?? null;
         } catch {
           // An endpoint whose target cannot be made (its secret does not open): the attempt records why.
-          void this.launch(row, false);
+          void this.launch(row, false, null, this.readyDurable);
           continue;
         }
         if (gate || this.gates.breakerOn) {
@@ -180,11 +182,11 @@ export class Dispatcher {
             if (!(this.gates.heldByCap && this.kept.keep(row))) held.push([row.seq, at]);
             continue;
           }
-          void this.launch(row, false, now);
+          void this.launch(row, false, now, this.readyDurable);
           continue;
         }
       }
-      void this.launch(row, false);
+      void this.launch(row, false, null, this.readyDurable);
     }
     if (held.length > 0) this.reschedule(held);
     if (refilled !== -1) this.dry = this.launches === refilled;
@@ -209,7 +211,7 @@ export class Dispatcher {
         if (this.kept.shift(endpointId)) this.dry = false;
         if (this.inflight.has(row.seq)) continue;
         if (at !== 0) held.push([row.seq, at]);
-        else void this.launch(row, false, gated ? now : null);
+        else void this.launch(row, false, gated ? now : null, this.readyDurable);
       }
     }
   }
@@ -247,8 +249,8 @@ export class Dispatcher {
     this.dry = false;
   }
 
-  /** `gatedAt`: the `now` the gates admitted it at (its flight there ends with it); null: not gated. */
-  launch(row: SendableRow, manual: boolean, gatedAt: number | null = null): Promise<void> {
+  /** `gatedAt`: when the gates admitted it (null: not gated); `durable`: its read on disk (a failed flush: stays due). */
+  launch(row: SendableRow, manual: boolean, gatedAt: number | null = null, durable: Promise<void> = whenDurable(this.ctx.db)): Promise<void> {
     this.sending++;
     this.launches++;
     // A failure (a retry scheduled) or a FIFO success (the next made due) changes what is due.
@@ -259,7 +261,7 @@ export class Dispatcher {
       if (!flight.released) this.sending--;
       this.flights.delete(row.seq);
     };
-    const p = this.attempt(row, manual)
+    const p = this.attempt(row, manual, durable)
       .then(
         (outcome) => {
           done();
@@ -338,7 +340,8 @@ export class Dispatcher {
   }
 
   /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
-  private async attempt(row: SendableRow, manual: boolean): Promise<Outcome | undefined> {
+  private async attempt(row: SendableRow, manual: boolean, durable: Promise<void>): Promise<Outcome | undefined> {
+    await durable;
     const attemptedAt = this.ctx.clock.now();
     const timestamp = Math.floor(attemptedAt / 1000);
     const t0 = performance.now();

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { groupCommit } from '../../../db/group-commit.js';
+import { whenDurable } from '../../../db/wal-flush.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
@@ -180,7 +181,9 @@ export class TerminalBridge {
   }
 
   private send(session: Session, msg: ServerMessage): void {
-    session.link.send(msg).catch((err: Error) =>
+    // A charge waits for the flush of the batch it was read from, if one still runs (at once when
+    // none does): a card is never charged for a command a power cut could still take back.
+    (msg.type === 'charge' ? whenDurable(this.ctx.db).then(() => session.link.send(msg)) : session.link.send(msg)).catch((err: Error) =>
       // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
       this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
     );

@@ -1,0 +1,174 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { afterCommit, GroupCommitter } from '../../src/db/group-commit.js';
+import { type SyncFile, WalFlusher, walFlusherOf, whenDurable } from '../../src/db/wal-flush.js';
+import { until } from '../helpers/until.js';
+
+/** A disk whose flushes end when the test says: each call waits in `pending` until released. */
+function heldDisk() {
+  const pending: Array<(error: Error | null) => void> = [];
+  const files: string[] = [];
+  const sync: SyncFile = (file, done) => {
+    files.push(file);
+    pending.push(done);
+  };
+  return { sync, pending, files, release: (error: Error | null = null) => pending.shift()!(error) };
+}
+
+const settledState = async (p: Promise<unknown>) => {
+  let state = 'pending';
+  p.then(
+    () => (state = 'fulfilled'),
+    () => (state = 'rejected'),
+  );
+  // Two turns of the loop: a group commit runs in the check phase after it is asked for.
+  await new Promise((r) => setImmediate(r));
+  await new Promise((r) => setImmediate(r));
+  return state;
+};
+
+describe('group commit with the flush off the event loop (src/db/wal-flush.ts)', () => {
+  let dir: string;
+  let db: Db;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'posd-wal-flush-'));
+    db = openDatabase(join(dir, 'x.db'));
+    db.exec('CREATE TABLE t (v INTEGER NOT NULL UNIQUE) STRICT');
+  });
+  afterAll(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers a batch, and runs its signals, only once the flush after its commit has ended; reads go on meanwhile', async () => {
+    const disk = heldDisk();
+    const gc = new GroupCommitter(db, 64, new WalFlusher(`${db.name}-wal`, disk.sync));
+    const signals: string[] = [];
+    const job = gc.run(() => {
+      db.prepare('INSERT INTO t (v) VALUES (1)').run();
+      afterCommit(db, () => signals.push('after'));
+      return 'one';
+    });
+    expect(await settledState(job)).toBe('pending');
+    // Committed (a read on the same connection sees it) and the connection back at FULL...
+    expect(db.prepare('SELECT count(*) AS n FROM t WHERE v = 1').get()).toEqual({ n: 1 });
+    expect(db.pragma('synchronous', { simple: true })).toBe(2);
+    // ...but neither answered nor signalled before the disk says it holds it.
+    expect(signals).toEqual([]);
+    expect(disk.files).toEqual([`${db.name}-wal`]);
+    disk.release();
+    await expect(job).resolves.toBe('one');
+    expect(signals).toEqual(['after']);
+  });
+
+  it('batches that commit during a flush wait for the next one, which carries them all, in order', async () => {
+    const disk = heldDisk();
+    // A fast disk (every flush takes no time on this clock): the next flush starts at once.
+    const gc = new GroupCommitter(db, 64, new WalFlusher(`${db.name}-wal`, disk.sync, () => 0));
+    const order: number[] = [];
+    const first = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (10)').run()).then(() => order.push(10));
+    expect(await settledState(first)).toBe('pending');
+    const second = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (11)').run()).then(() => order.push(11));
+    expect(await settledState(second)).toBe('pending');
+    const third = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (12)').run()).then(() => order.push(12));
+    expect(await settledState(third)).toBe('pending');
+    // Three commits, one flush running and one waiting to start.
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await first;
+    expect(disk.pending).toHaveLength(1);
+    expect(order).toEqual([10]);
+    disk.release();
+    await Promise.all([second, third]);
+    expect(order).toEqual([10, 11, 12]);
+  });
+
+  it('after a slow flush, the next one waits for the writers it answered, or half a flush', async () => {
+    const disk = heldDisk();
+    // Every flush takes 8 ms on this clock: a slow disk.
+    let t = 0;
+    const flusher = new WalFlusher('f', disk.sync, () => (t += 4));
+    const first = [flusher.committed(3)];
+    expect(disk.pending).toHaveLength(1);
+    // Two writers commit during the flush; it ends having answered three.
+    const during = flusher.committed(2);
+    disk.release();
+    await Promise.all(first);
+    // Not started yet: it waits for 2 + 3 commits.
+    expect(disk.pending).toHaveLength(0);
+    const back = [flusher.committed(1), flusher.committed(1)];
+    expect(disk.pending).toHaveLength(0);
+    back.push(flusher.committed(1));
+    // The answered writers are back: it starts at once, carrying all of them.
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await Promise.all([during, ...back]);
+    // It answered five: the next waits for five, and with only one coming, starts half a flush later.
+    const late = flusher.committed(1);
+    expect(disk.pending).toHaveLength(0);
+    await until('the half-flush wait ended', () => disk.pending.length === 1);
+    disk.release();
+    await late;
+    // That flush carried one commit (a lone writer): the next commit, with another waiting, goes at once.
+    const alone = flusher.committed(1);
+    expect(disk.pending).toHaveLength(1);
+    const next = flusher.committed(1);
+    disk.release();
+    await alone;
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await next;
+  });
+
+  it('a flush that fails answers the batch with its error', async () => {
+    const disk = heldDisk();
+    const gc = new GroupCommitter(db, 64, new WalFlusher(`${db.name}-wal`, disk.sync));
+    const job = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (20)').run());
+    expect(await settledState(job)).toBe('pending');
+    disk.release(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+    await expect(job).rejects.toThrow('EIO');
+  });
+
+  it('after a flush that failed, the next caller flushes again instead of taking it for done', async () => {
+    const disk = heldDisk();
+    const flusher = new WalFlusher('f', disk.sync);
+    const commit = flusher.committed();
+    disk.release(new Error('EIO'));
+    await expect(commit).rejects.toThrow('EIO');
+    const again = flusher.whenDurable();
+    expect(await settledState(again)).toBe('pending');
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await again;
+  });
+
+  it('whenDurable waits for a flush running or due, and answers at once when none is', async () => {
+    const disk = heldDisk();
+    const flusher = new WalFlusher('f', disk.sync);
+    expect(await settledState(flusher.whenDurable())).toBe('fulfilled');
+    const commit = flusher.committed();
+    const durable = flusher.whenDurable();
+    expect(await settledState(durable)).toBe('pending');
+    disk.release();
+    await Promise.all([commit, durable]);
+    expect(await settledState(flusher.whenDurable())).toBe('fulfilled');
+  });
+
+  it("the daemon's own database flushes its WAL for real; in memory, or at NORMAL, nothing is held", async () => {
+    expect(walFlusherOf(db)?.file).toBe(`${db.name}-wal`);
+    await expect(new GroupCommitter(db).run(() => db.prepare('INSERT INTO t (v) VALUES (30)').run().changes)).resolves.toBe(1);
+    await whenDurable(db);
+    const memory = openDatabase(':memory:');
+    const normal = openDatabase(join(dir, 'normal.db'), { synchronous: 'NORMAL' });
+    try {
+      expect(walFlusherOf(memory)).toBeNull();
+      expect(walFlusherOf(normal)).toBeNull();
+    } finally {
+      memory.close();
+      normal.close();
+    }
+  });
+});

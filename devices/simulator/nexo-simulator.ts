@@ -45,6 +45,8 @@ export interface SimulatedPayment {
   abortedTooLate: boolean;
   /** AbortRequests received for it. */
   aborts: number;
+  /** Its request's connection went away before its answer (the caller gave up, or `drop`). */
+  abandoned: boolean;
   response?: NexoPaymentResponse;
   header: NexoHeader;
 }
@@ -196,6 +198,7 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       receivedAt: performance.now(),
       abortedTooLate: false,
       aborts: 0,
+      abandoned: false,
       header,
     };
     payments.set(serviceId, p);
@@ -208,6 +211,11 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       respond(res, header, 'PaymentResponse', p.response);
     };
     (p as SimulatedPayment & { answer?: () => void }).answer = answer;
+    res.on('close', () => {
+      if (sent) return;
+      p.abandoned = true;
+      poke();
+    });
     // `timeout` never ends (TransactionStatus says InProgress); `manual` waits for the test.
     if (sim.mode === 'timeout' || sim.mode === 'manual') return;
     after(half, () => {

@@ -7,7 +7,9 @@
  * Modes: `approve`, `decline`, `slow` (a card flow long enough to cancel in: `slowMs`, half waiting
  * for the card, half authorizing), `timeout` (the payment never ends), `drop` (the connection is cut
  * while authorizing; the payment is approved anyway), `wrong_key` (the terminal holds another
- * key: it cannot open posd's messages and answers with a clear Reject, as Adyen's terminals do).
+ * key: it cannot open posd's messages and answers with a clear Reject, as Adyen's terminals do),
+ * `manual` (the test moves each payment: `authorize`, then `complete` with its outcome; an
+ * AbortRequest is only recorded, as by a terminal that takes its time to stop).
  * An AbortRequest stops a payment still waiting for the card (`Aborted`); once it is authorizing the
  * abort is too late and the payment ends as it would have.
  */
@@ -18,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openNexo, sealNexo, type NexoKey } from '../nexo/crypto.js';
 import type { NexoHeader, NexoPaymentResponse } from '../nexo/messages.js';
 
-export const NEXO_MODES = ['approve', 'decline', 'slow', 'timeout', 'drop', 'wrong_key'] as const;
+export const NEXO_MODES = ['approve', 'decline', 'slow', 'timeout', 'drop', 'wrong_key', 'manual'] as const;
 export type NexoMode = (typeof NEXO_MODES)[number];
 
 export interface NexoSimulatorOptions {
@@ -41,6 +43,10 @@ export interface SimulatedPayment {
   /** `performance.now()` when its request was opened: benches time posd's hand-off by it. */
   receivedAt: number;
   abortedTooLate: boolean;
+  /** AbortRequests received for it. */
+  aborts: number;
+  /** Its request's connection went away before its answer (the caller gave up, or `drop`). */
+  abandoned: boolean;
   response?: NexoPaymentResponse;
   header: NexoHeader;
 }
@@ -60,6 +66,10 @@ export interface NexoSimulator {
   approvedCount(saleTransactionId: string): number;
   /** Resolves once a payment for this sale transaction reaches `stage`. */
   reached(saleTransactionId: string, stage: SimulatedPayment['stage']): Promise<SimulatedPayment>;
+  /** `manual`: the card is read, the payment is authorizing (an abort is now too late). */
+  authorize(saleTransactionId: string): void;
+  /** `manual`: the payment ends with this outcome and its PaymentResponse is sent. */
+  complete(saleTransactionId: string, outcome: 'approved' | 'declined' | 'canceled'): void;
   close(): Promise<void>;
 }
 
@@ -99,11 +109,27 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
         };
         check();
       }),
+    authorize: (tx) => {
+      const p = open(tx);
+      p.stage = 'authorizing';
+      poke();
+    },
+    complete: (tx, outcome) => {
+      const p = open(tx);
+      finish(p, outcome);
+      (p as SimulatedPayment & { answer?: () => void }).answer?.();
+    },
     close: async () => {
       for (const t of timers) clearTimeout(t);
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
+  };
+
+  const open = (tx: string): SimulatedPayment => {
+    const p = [...payments.values()].find((x) => x.saleTransactionId === tx && x.stage !== 'done');
+    if (!p) throw new Error(`no open payment for ${tx}`);
+    return p;
   };
 
   const after = (ms: number, fn: () => void) => {
@@ -121,7 +147,7 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
     res.end(JSON.stringify(sealNexo(clear, sim.mode === 'wrong_key' ? WRONG_KEY : opts.key)));
   };
 
-  const finish = (p: SimulatedPayment, aborted: boolean) => {
+  const finish = (p: SimulatedPayment, outcome: 'approved' | 'declined' | 'canceled') => {
     if (p.stage === 'done') return;
     p.stage = 'done';
     transactionSeq++;
@@ -130,8 +156,8 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       POIData: { POITransactionID: { TransactionID: `SIM${String(transactionSeq).padStart(6, '0')}.${p.serviceId}`, TimeStamp: new Date().toISOString() } },
     };
     const card = { PaymentInstrumentData: { CardData: { PaymentBrand: 'mc', MaskedPan: '541333 **** 9999' } } };
-    if (aborted) p.response = { ...base, Response: { Result: 'Failure', ErrorCondition: 'Aborted' } };
-    else if (sim.mode === 'decline')
+    if (outcome === 'canceled') p.response = { ...base, Response: { Result: 'Failure', ErrorCondition: 'Aborted' } };
+    else if (outcome === 'declined')
       p.response = {
         ...base,
         Response: { Result: 'Failure', ErrorCondition: 'Refusal', AdditionalResponse: 'refusalReason=05%20:%20Not%20approved' },
@@ -171,6 +197,8 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       stage: 'waiting_card',
       receivedAt: performance.now(),
       abortedTooLate: false,
+      aborts: 0,
+      abandoned: false,
       header,
     };
     payments.set(serviceId, p);
@@ -183,14 +211,20 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       respond(res, header, 'PaymentResponse', p.response);
     };
     (p as SimulatedPayment & { answer?: () => void }).answer = answer;
-    if (sim.mode === 'timeout') return; // never ends; TransactionStatus says InProgress
+    res.on('close', () => {
+      if (sent) return;
+      p.abandoned = true;
+      poke();
+    });
+    // `timeout` never ends (TransactionStatus says InProgress); `manual` waits for the test.
+    if (sim.mode === 'timeout' || sim.mode === 'manual') return;
     after(half, () => {
       if (p.stage !== 'waiting_card') return;
       p.stage = 'authorizing';
       poke();
       if (sim.mode === 'drop') req.socket.destroy();
       after(half, () => {
-        finish(p, false);
+        finish(p, sim.mode === 'decline' ? 'declined' : 'approved');
         answer();
       });
     });
@@ -198,8 +232,12 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
 
   const onAbort = (res: ServerResponse, body: ReferenceBody) => {
     const p = payments.get(body.MessageReference?.ServiceID ?? '');
-    if (p?.stage === 'waiting_card') {
-      finish(p, true);
+    if (p) p.aborts++;
+    poke();
+    if (sim.mode === 'manual') {
+      // recorded only: the test decides when and how the payment ends
+    } else if (p?.stage === 'waiting_card') {
+      finish(p, 'canceled');
       (p as SimulatedPayment & { answer?: () => void }).answer?.();
     } else if (p?.stage === 'authorizing') p.abortedTooLate = true;
     // Adyen answers an AbortRequest with an empty 200: the payment's own answer says what happened.

@@ -3,7 +3,6 @@
  * (devices/simulator/nexo-simulator.ts) over real HTTPS, every message under NexoCrypto with the
  * shared key, the terminal registered by `posd terminals add --kind nexo` with its passphrase on stdin.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startNexoSimulator, type NexoSimulator } from '../../devices/simulator/nexo-simulator.js';
 import { runPosd } from '../helpers/process.js';
 import { until } from '../helpers/until.js';
+import { makeNexoCertificates } from './helpers/nexo-certs.js';
 import { call, freePort, kill9, startPosd, type PosdProcess } from './helpers/posd-process.js';
 
 const POIID = 'V400m-324688179';
@@ -18,22 +18,12 @@ const KEY = { keyIdentifier: 'posdtest', passphrase: 'correct horse battery stap
 
 let dir: string;
 let sim: NexoSimulator;
-let certs: ReturnType<typeof makeCertificates>;
+let certs: ReturnType<typeof makeNexoCertificates>;
 let posd: PosdProcess | undefined;
 let env: Record<string, string>;
 let key: string;
 let terminalId: string;
 let wrongKeyTerminalId: string;
-
-/** A test CA and a terminal certificate named as Adyen names its terminals (POIID first). */
-function makeCertificates(into: string): { ca: string; key: string; cert: string } {
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: into, stdio: 'ignore' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=posd test terminal CA');
-  ssl('req', ...ec, '-keyout', 'terminal.key', '-out', 'terminal.csr', '-subj', `/CN=${POIID.toLowerCase()}.test.terminal.adyen.com`);
-  ssl('x509', '-req', '-in', 'terminal.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'terminal.pem', '-days', '1');
-  return { ca: join(into, 'ca.pem'), key: readFileSync(join(into, 'terminal.key'), 'utf8'), cert: readFileSync(join(into, 'terminal.pem'), 'utf8') };
-}
 
 async function addNexo(account: string, name: string, passphrase: string): Promise<string> {
   const args = ['terminals', 'add', '--data', dir, '--account', account, '--name', name, '--kind', 'nexo', '--address', '127.0.0.1'];
@@ -72,7 +62,7 @@ async function untilStatus(id: string, status: string, timeout = 20_000) {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'posd-nexo-'));
-  certs = makeCertificates(dir);
+  certs = makeNexoCertificates(dir, POIID);
   sim = await startNexoSimulator({ key: KEY, tls: { key: certs.key, cert: certs.cert }, poiid: POIID, slowMs: 3_000 });
   const inst = JSON.parse((await runPosd(['init', '--data', dir, '--json'])).stdout);
   key = inst.keys.test;

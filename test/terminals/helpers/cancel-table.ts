@@ -32,7 +32,11 @@ export interface TableTerminal {
   release(): Promise<void>;
 }
 
-export function cancelTable(open: () => Promise<TableTerminal>): void {
+/**
+ * `reportsAuthorizing`: the transport tells posd a charge is authorizing, so issue 15's row applies
+ * (nexo has no such message: docs/terminals-nexo.md says why the row is not its to run).
+ */
+export function cancelTable(open: () => Promise<TableTerminal>, { reportsAuthorizing = true } = {}): void {
   let t: TableTerminal | undefined;
   afterEach(async () => {
     await t?.release();
@@ -95,30 +99,30 @@ export function cancelTable(open: () => Promise<TableTerminal>): void {
     expect(done.canceled_at).toBeNull();
   });
 
-  it('a canceled result after authorizing is not believed at once: the command stays open, posd asks its status, and the answer settles it (issue 15)', async (ctx) => {
-    const t = await start();
-    // nexo has no authorizing message: docs/terminals-nexo.md says why this row does not apply.
-    if (!t.claimCanceled) return ctx.skip();
-    const id = await t.dispatched();
-    await t.authorizing(id);
-    await t.api('DELETE', `/terminal_session_commands/${id}`);
-    await t.cancelSeen(id);
-    // Firmware that claims a cancel it cannot have made: recorded, not acknowledged, checked.
-    const claimed = await t.claimCanceled(id);
-    expect(await t.get(id)).toMatchObject({ status: 'cancel_requested', final: false, canceled_at: null, checkout_status: 'payment_in_progress' });
-    expect(claimed.acked).toBe(0);
-    // What really happened: the charge went through.
-    const done = await t.settle(id, 'approved');
-    expect(done).toMatchObject({ status: 'consumed', final: true, canceled_at: null, checkout_status: 'paid' });
+  if (reportsAuthorizing)
+    it('a canceled result after authorizing is not believed at once: the command stays open, posd asks its status, and the answer settles it (issue 15)', async () => {
+      const t = await start();
+      if (!t.claimCanceled) throw new Error('a transport that reports authorizing gives claimCanceled');
+      const id = await t.dispatched();
+      await t.authorizing(id);
+      await t.api('DELETE', `/terminal_session_commands/${id}`);
+      await t.cancelSeen(id);
+      // Firmware that claims a cancel it cannot have made: recorded, not acknowledged, checked.
+      const claimed = await t.claimCanceled(id);
+      expect(await t.get(id)).toMatchObject({ status: 'cancel_requested', final: false, canceled_at: null, checkout_status: 'payment_in_progress' });
+      expect(claimed.acked).toBe(0);
+      // What really happened: the charge went through.
+      const done = await t.settle(id, 'approved');
+      expect(done).toMatchObject({ status: 'consumed', final: true, canceled_at: null, checkout_status: 'paid' });
 
-    // And when the answer to the status request repeats the cancel, it is believed.
-    const second = await t.dispatched();
-    await t.authorizing(second);
-    await t.claimCanceled(second);
-    expect((await t.get(second)).status).toBe('dispatched');
-    const confirmed = await t.settle(second, 'canceled');
-    expect(confirmed).toMatchObject({ status: 'canceled', final: true, checkout_status: 'unpaid' });
-  });
+      // And when the answer to the status request repeats the cancel, it is believed.
+      const second = await t.dispatched();
+      await t.authorizing(second);
+      await t.claimCanceled(second);
+      expect((await t.get(second)).status).toBe('dispatched');
+      const confirmed = await t.settle(second, 'canceled');
+      expect(confirmed).toMatchObject({ status: 'canceled', final: true, checkout_status: 'unpaid' });
+    });
 
   it('canceled + DELETE again: 200, unchanged', async () => {
     const t = await start();

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { smtpSettings } from './ops-sections.js';
 
 /** Settings of the selling areas: terminals, reports, connected accounts, subscriptions, contracts, accounts, events. */
 export const commerceSections = {
@@ -111,17 +112,7 @@ export const commerceSections = {
   contracts: Type.Object(
     {
       /** The SMTP server that carries signing links, codes and reminders by e-mail (empty host: e-mail off). */
-      smtp: Type.Object(
-        {
-          host: Type.String({ default: '' }),
-          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
-          secure: Type.Boolean({ default: false }),
-          user: Type.String({ default: '' }),
-          password: Type.String({ default: '' }),
-          from: Type.String({ default: 'posd <no-reply@localhost>' }),
-        },
-        { default: {} },
-      ),
+      smtp: smtpSettings(),
       /** A messaging gateway: POST {to, text} as JSON with a bearer key (empty url: messaging off). */
       messaging: Type.Object(
         { url: Type.String({ default: '' }), api_key: Type.String({ default: '' }), timeout_ms: Type.Integer({ minimum: 1, default: 5000 }) },

@@ -178,17 +178,7 @@ export const opsSections = {
       /** The manager's address(es), comma-separated; empty: no e-mail. */
       email_to: Type.String({ default: '' }),
       /** The SMTP server for alerts (empty host: no e-mail). */
-      smtp: Type.Object(
-        {
-          host: Type.String({ default: '' }),
-          port: Type.Integer({ minimum: 1, maximum: 65535, default: 587 }),
-          secure: Type.Boolean({ default: false }),
-          user: Type.String({ default: '' }),
-          password: Type.String({ default: '' }),
-          from: Type.String({ default: 'posd <no-reply@localhost>' }),
-        },
-        { default: {} },
-      ),
+      smtp: smtpSettings(),
       /** Where alerts are POSTed as signed JSON (through the outbound guard, webhooks.allow_cidrs); empty: none. */
       webhook_url: Type.String({ default: '' }),
       /** The Standard Webhooks secret (`whsec_` + base64) the webhook is signed with; required with webhook_url. */

@@ -125,8 +125,16 @@ describe('a full disk', () => {
       expect(refused?.status).toBe(507);
       expect(refused?.body.code).toBe('disk_full');
       expect(refused?.body.message).toContain(data);
-      // More refusals, then the process is still there: no unhandled rejection ended it.
-      for (let n = 0; n < 5; n++) expect((await sale(1000 + n)).status).toBe(507);
+      // More refusals, then the process is still there: no unhandled rejection ended it. A sale may
+      // still fit in the pages a refused write gave back (seen in CI): acknowledged, and kept below.
+      let refusals = 0;
+      for (let n = 0; n < 5; n++) {
+        const res = await sale(1000 + n);
+        expect([201, 507]).toContain(res.status);
+        if (res.status === 201) acknowledged.push((res.body.checkout as { id: string }).id);
+        else refusals++, expect(res.body.code).toBe('disk_full');
+      }
+      expect(refusals).toBeGreaterThan(0);
       expect(box.child.exitCode).toBeNull();
       await box.waitFor(/"msg":"disk full: writes are refused/);
 

@@ -4,7 +4,7 @@ import { isoTime } from '../../clock.js';
 import { publicBaseUrl } from '../../config.js';
 import type { PushKind, Rejection, SyncOrigin } from '../../sync/shared/registry.js';
 import { nextState } from '../../lifecycle.js';
-import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { transitionRefusal, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { bookableRows, ensureBookables } from '../bookables/service.js';
 import { ensureClassSession, findClassSession } from './class-sessions/service.js';
 import { feedsBlockNights } from '../calendar-feeds/service.js';
@@ -183,17 +183,9 @@ function checkStoreBooking(ctx: AppContext, rec: CheckedRecord & { payload: Book
     // The code the store already knows for this refusal (docs/sync-protocol.md).
     if (foreign) return { ...foreign, code: 'booking_id_taken' };
     if (existing.updated_at >= row.updated_at) return null;
-    const from = existing.status;
-    if (
-      from !== row.status &&
-      !machineReaches((s) => BOOKING_EVENTS.map((type) => nextState(bookingMachine, s as BookingStatus, { type })), from, row.status)
-    ) {
-      return {
-        code: 'transition_not_allowed',
-        field: 'payload.row.status',
-        reason: `booking ${row.id} is ${from} at the central; its machine does not move it to ${row.status}`,
-      };
-    }
+    const next = (s: string) => BOOKING_EVENTS.map((type) => nextState(bookingMachine, s as BookingStatus, { type }));
+    const refused = transitionRefusal(`booking ${row.id}`, next, existing.status, row.status);
+    if (refused) return refused;
   }
   return payloadTimeRefusal(ctx, rec, origin, 'payload.row.updated_at', row.updated_at);
 }

@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
 import { CHARGE_CURRENCIES } from '../../money.js';
 import { nextState } from '../../lifecycle.js';
-import { machineReaches, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { transitionRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { verificationMachine, type VerificationEvent, type VerificationStatus } from './machine.js';
 import { ConnectedService } from './service.js';
 import type { ProfileRow } from './store.js';
@@ -185,18 +185,8 @@ function checkStoreVerification(ctx: AppContext, rec: CheckedRecord & { payload:
   }
   const p = svc.profile(child);
   if (p.reviewed_at !== null && p.reviewed_at > (r.reviewed_at ?? rec.created_at)) return null;
-  const from = p.verification_status as VerificationStatus;
-  if (
-    from !== r.status &&
-    !machineReaches((s) => VERIFICATION_EVENTS.map((type) => nextState(verificationMachine, s as VerificationStatus, { type })), from, r.status)
-  ) {
-    return {
-      code: 'transition_not_allowed',
-      field: 'payload.status',
-      reason: `the verification of ${r.account_id} is ${from} at the central; its machine does not move it to ${r.status}`,
-    };
-  }
-  return null;
+  const next = (s: string) => VERIFICATION_EVENTS.map((type) => nextState(verificationMachine, s as VerificationStatus, { type }));
+  return transitionRefusal(`the verification of ${r.account_id}`, next, p.verification_status, r.status, 'payload.status');
 }
 
 /** A child connected at the store (`connected_account`): it exists at the central with the same ids (and enters the store key's scope at once). Counted only. */

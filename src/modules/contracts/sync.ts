@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
 import { nextState } from '../../lifecycle.js';
-import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { transitionRefusal, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { contractMachine, type ContractEvent, type ContractStatus } from './machine.js';
 import { randomToken } from '../../ids.js';
 import type { ContractRecord } from './service.js';
@@ -66,17 +66,9 @@ function checkStoreContract(ctx: AppContext, rec: CheckedRecord & { payload: Con
     const foreign = ownerRefusal(rec, existing, 'payload.row.id', `contract ${row.id}`);
     if (foreign) return foreign;
     if (existing.updated_at > row.updated_at) return null;
-    const from = existing.status as ContractStatus;
-    if (
-      from !== row.status &&
-      !machineReaches((s) => CONTRACT_EVENTS.map((type) => nextState(contractMachine, s as ContractStatus, { type })), from, row.status)
-    ) {
-      return {
-        code: 'transition_not_allowed',
-        field: 'payload.row.status',
-        reason: `contract ${row.id} is ${from} at the central; its machine does not move it to ${row.status}`,
-      };
-    }
+    const next = (s: string) => CONTRACT_EVENTS.map((type) => nextState(contractMachine, s as ContractStatus, { type }));
+    const refused = transitionRefusal(`contract ${row.id}`, next, existing.status, row.status);
+    if (refused) return refused;
   } else {
     const t = store.template(template.id);
     if (t && t.account_id !== rec.account_id) {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../../context.js';
 import type { PushKind, SyncOrigin } from '../../sync/shared/registry.js';
 import { nextState } from '../../lifecycle.js';
-import { machineReaches, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
+import { transitionRefusal, ownerRefusal, payloadTimeRefusal, type CheckRefusal, type CheckedRecord } from '../../sync/shared/record-checks.js';
 import { subscriptionMachine, type SubscriptionEvent, type SubscriptionStatus } from './machine.js';
 import { subscriptionDetail } from './document.js';
 import { SubscriptionsStore, type InvoiceItemRow, type SubscriptionItemRow, type SubscriptionRow } from './store.js';
@@ -102,15 +102,9 @@ function checkStoreSubscription(ctx: AppContext, rec: CheckedRecord & { payload:
     const foreign = ownerRefusal(rec, existing, 'payload.row.id', `subscription ${row.id}`);
     if (foreign) return foreign;
     if (existing.updated_at > row.updated_at) return null;
-    const from = existing.status;
-    const to = row.status as SubscriptionStatus;
-    if (from !== to && !machineReaches((s) => EVENTS.map((e) => nextState(subscriptionMachine, s as SubscriptionStatus, e)), from, to)) {
-      return {
-        code: 'transition_not_allowed',
-        field: 'payload.row.status',
-        reason: `subscription ${row.id} is ${from} at the central; its machine does not move it to ${to}`,
-      };
-    }
+    const next = (s: string) => EVENTS.map((e) => nextState(subscriptionMachine, s as SubscriptionStatus, e));
+    const refused = transitionRefusal(`subscription ${row.id}`, next, existing.status, row.status);
+    if (refused) return refused;
   }
   return payloadTimeRefusal(ctx, rec, origin, 'payload.row.updated_at', row.updated_at);
 }

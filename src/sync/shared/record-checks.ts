@@ -76,3 +76,18 @@ export function machineReaches(next: (state: string) => Array<string | null>, fr
   }
   return from === to;
 }
+
+/**
+ * The refusal of a pushed status that the object's machine cannot reach from the central's
+ * (`what`: how the reason names the object, e.g. "booking bk_1"); null when `to` is reachable.
+ */
+export function transitionRefusal(
+  what: string,
+  next: (state: string) => Array<string | null>,
+  from: string,
+  to: string,
+  field = 'payload.row.status',
+): CheckRefusal {
+  if (from === to || machineReaches(next, from, to)) return null;
+  return { code: 'transition_not_allowed', field, reason: `${what} is ${from} at the central; its machine does not move it to ${to}` };
+}

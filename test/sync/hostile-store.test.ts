@@ -4,6 +4,7 @@ import { addStoreAccount, appliedAtCentral, http, pairStoreAndCentral, pushAndPr
 import { applyHeldRecords, projected } from '../../src/sync/central/projector.js';
 import { centralSide } from '../../src/sync/central/sync-store.js';
 import { tableRows } from './replay.js';
+import { forgedCashSale, wireRecord, type OutboxRow, type WireRecord } from './wire-records.js';
 
 // Issue 32: a store box is untrusted input. Each class of hostile record a compromised or buggy box
 // could push (measured applied before: a 1e12-cent payment, 1e15 and 2^53+1 cash sales, currency
@@ -15,7 +16,7 @@ let central: TestServer;
 let store: TestStore;
 let acct: ReturnType<typeof addStoreAccount>;
 let other: ReturnType<typeof addStoreAccount>;
-let template: { kind: string; account_id: string; live_mode: boolean; payload: Record<string, any>; created_at: string };
+let template: WireRecord;
 
 beforeAll(async () => {
   ({ central, store, acct } = await pairStoreAndCentral(cleanup));
@@ -23,8 +24,7 @@ beforeAll(async () => {
   const sale = await http('POST', `${store.url}/api/cash_sales`, acct.key, { amount_in_cents: 1500, currency: 'GTQ', description: 'Honest' });
   expect(sale.status).toBe(201);
   await appliedAtCentral(store);
-  const row = store.daemon.ctx.db.prepare("SELECT * FROM sync_outbox WHERE kind = 'cash_sale' ORDER BY seq LIMIT 1").get() as Record<string, any>;
-  template = { kind: row.kind, account_id: row.account_id, live_mode: row.live_mode === 1, payload: JSON.parse(row.payload), created_at: row.created_at };
+  template = wireRecord(store.daemon.ctx.db.prepare("SELECT * FROM sync_outbox WHERE kind = 'cash_sale' ORDER BY seq LIMIT 1").get() as OutboxRow);
 }, 60_000);
 afterAll(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
@@ -32,23 +32,8 @@ afterAll(async () => {
 
 let n = 0;
 /** A cash sale like the template under fresh ids, with `change` applied to its payload. */
-function cashSale(change: (p: Record<string, any>) => void = () => {}, over: Record<string, unknown> = {}) {
-  const i = ++n;
-  const p = structuredClone(template.payload);
-  p.sale.id = `int_hostile${i}`;
-  p.sale.checkout.id = `chk_hostile${i}`;
-  p.cash_intent.id = `ci_hostile${i}`;
-  p.cash_intent.intent_id = p.sale.id;
-  change(p);
-  return {
-    id: `sync_hostile${i}`,
-    kind: template.kind,
-    account_id: template.account_id,
-    live_mode: template.live_mode,
-    payload: p,
-    created_at: new Date().toISOString(),
-    ...over,
-  };
+function cashSale(change?: (p: Record<string, any>) => void, over: Record<string, unknown> = {}) {
+  return forgedCashSale(template, 'hostile', ++n, change, over as Partial<WireRecord>);
 }
 
 /** What must not move: the central's money and the rows a sale writes. */

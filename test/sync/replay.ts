@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { TestServer } from '../helpers/server.js';
 import { pushAndProject, type TestStore } from './helpers.js';
+import { wireRecord } from './wire-records.js';
 
 type Box = Pick<TestServer, 'daemon'> | Pick<TestStore, 'daemon'>;
 
@@ -32,16 +33,7 @@ export async function replayAtCentral(
   // Reversed: newer states reach the central before older ones, which must then change nothing.
   if (opts.reverse) rows.reverse();
   const tag = randomBytes(4).toString('hex');
-  const records = rows.map((r, i) => ({
-    seq: i + 1,
-    prev_seq: i,
-    id: `sync_replay_${tag}_${i}`,
-    kind: r.kind,
-    account_id: r.account_id,
-    live_mode: r.live_mode === 1,
-    payload: JSON.parse(r.payload),
-    created_at: r.created_at,
-  }));
+  const records = rows.map((r, i) => ({ seq: i + 1, prev_seq: i, ...wireRecord({ ...r, id: `sync_replay_${tag}_${i}` }) }));
   const res = await pushAndProject(central, key, { store_id: `store_replay${tag}`, records });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body.applied).toBe(records.length);

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { ChaosProxy } from './chaos-proxy.js';
+import { wireRecord, type OutboxRow } from '../wire-records.js';
 import { until } from '../helpers.js';
 import { killStarted, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from './processes.js';
 
@@ -45,36 +46,12 @@ async function call(method: 'GET' | 'POST', url: string, key: string | null, bod
 /** A push sent by the test straight to the central (not through the store's proxy). */
 const push = (body: unknown, key: string | null = storeKey) => call('POST', `${central.url}/sync/push`, key, body);
 
-interface OutboxRow {
-  seq: number;
-  id: string;
-  kind: string;
-  account_id: string;
-  live_mode: number;
-  payload: string;
-  created_at: string;
-}
-
 /** The store's outbox rows after `seq` as the store pushes them (docs/sync-protocol.md), chained from `seq`. */
 function recordsAfter(seq: number) {
   const rows = storeDb
     .prepare('SELECT seq, id, kind, account_id, live_mode, payload, created_at FROM sync_outbox WHERE seq > ? ORDER BY seq')
     .all(seq) as OutboxRow[];
-  let prev = seq;
-  return rows.map((r) => {
-    const rec = {
-      seq: r.seq,
-      prev_seq: prev,
-      id: r.id,
-      kind: r.kind,
-      account_id: r.account_id,
-      live_mode: r.live_mode === 1,
-      payload: JSON.parse(r.payload),
-      created_at: r.created_at,
-    };
-    prev = r.seq;
-    return rec;
-  });
+  return rows.map((r, i) => ({ seq: r.seq, prev_seq: i ? rows[i - 1].seq : seq, ...wireRecord(r) }));
 }
 type PushRecord = ReturnType<typeof recordsAfter>[number];
 

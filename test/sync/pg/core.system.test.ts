@@ -10,6 +10,7 @@ import { killStarted, peek, posd, removeTempDirs, requireBuild, startDaemonProce
 import { createPool, FeedWaiter, keyByHash, migrate, receivePush, scopeOf, type ReceiptScope } from '../../../src/sync/pg/index.js';
 import type { PushRecord } from '../../../src/sync/shared/wire.js';
 import { tailEvents } from '../../../src/sync/store/push.js';
+import { wireRecord, type OutboxRow } from '../wire-records.js';
 
 // The chain's core (`role: central` with sync.postgres.url) in its own process against a real
 // PostgreSQL cluster: records a front would receive (receivePush, then the front's NOTIFY) are
@@ -109,29 +110,8 @@ beforeAll(async () => {
   const storeDb = new Database(join(storeDir, 'posd.db'));
   tailEvents(storeDb);
   storeDb.close();
-  const outbox = peek(
-    storeDir,
-    (db) =>
-      db.prepare('SELECT * FROM sync_outbox ORDER BY seq').all() as Array<{
-        seq: number;
-        id: string;
-        account_id: string;
-        live_mode: number;
-        kind: string;
-        payload: string;
-        created_at: string;
-      }>,
-  );
-  records = outbox.map((r, i) => ({
-    seq: r.seq,
-    prev_seq: i ? outbox[i - 1].seq : 0,
-    id: r.id,
-    kind: r.kind,
-    account_id: r.account_id,
-    live_mode: r.live_mode === 1,
-    payload: JSON.parse(r.payload),
-    created_at: r.created_at,
-  }));
+  const outbox = peek(storeDir, (db) => db.prepare('SELECT * FROM sync_outbox ORDER BY seq').all() as OutboxRow[]);
+  records = outbox.map((r, i) => ({ seq: r.seq, prev_seq: i ? outbox[i - 1].seq : 0, ...wireRecord(r) }));
   const accounts = [...new Map(records.map((r) => [r.account_id, { id: r.account_id, live_mode: r.live_mode }])).values()];
   scope = { keyAccount: { id: accountId, live_mode: true }, accounts };
 }, 120_000);

@@ -9,6 +9,7 @@ import { killStarted, peek, posd, removeTempDirs, requireBuild, startDaemonProce
 import { createPool, migrate } from '../../../src/sync/pg/index.js';
 import type { PushRecord } from '../../../src/sync/shared/wire.js';
 import { tailEvents } from '../../../src/sync/store/push.js';
+import { forgedCashSale, wireRecord, type OutboxRow } from '../wire-records.js';
 
 // Issue 32 at a chain on PostgreSQL: a hostile box pushing through a central-front is refused
 // exactly as at a single SQLite central (the same receipt checks, src/sync/central/checks/receipt.ts):
@@ -51,23 +52,8 @@ async function pushThroughFront(recs: Array<Omit<PushRecord, 'seq' | 'prev_seq'>
 
 let n = 0;
 /** A cash sale like the box's own under fresh ids, with `change` applied to its payload. */
-function cashSale(change: (p: Record<string, any>) => void = () => {}, over: Partial<PushRecord> = {}): Omit<PushRecord, 'seq' | 'prev_seq'> {
-  const i = ++n;
-  const p = structuredClone(template.payload) as Record<string, any>;
-  p.sale.id = `int_fronthostile${i}`;
-  p.sale.checkout.id = `chk_fronthostile${i}`;
-  p.cash_intent.id = `ci_fronthostile${i}`;
-  p.cash_intent.intent_id = p.sale.id;
-  change(p);
-  return {
-    id: `sync_fronthostile${i}`,
-    kind: template.kind,
-    account_id: template.account_id,
-    live_mode: template.live_mode,
-    payload: p,
-    created_at: new Date().toISOString(),
-    ...over,
-  };
+function cashSale(change?: (p: Record<string, any>) => void, over: Partial<PushRecord> = {}): Omit<PushRecord, 'seq' | 'prev_seq'> {
+  return forgedCashSale(template, 'fronthostile', ++n, change, over);
 }
 
 const coreMoney = () =>
@@ -103,16 +89,7 @@ beforeAll(async () => {
   tailEvents(storeDb);
   storeDb.close();
   const outbox = peek(storeDir, (db) => db.prepare('SELECT * FROM sync_outbox ORDER BY seq').all() as Array<Record<string, any>>);
-  honest = outbox.map((r) => ({
-    seq: 0,
-    prev_seq: 0,
-    id: r.id,
-    kind: r.kind,
-    account_id: r.account_id,
-    live_mode: r.live_mode === 1,
-    payload: JSON.parse(r.payload),
-    created_at: r.created_at,
-  }));
+  honest = outbox.map((r) => ({ seq: 0, prev_seq: 0, ...wireRecord(r as OutboxRow) }));
   template = honest.find((r) => r.kind === 'cash_sale')!;
   // The front knows the key once the core has published its read models.
   await until('the core published the key', async () => (await pool.query('SELECT count(*)::int AS n FROM sync_keys')).rows[0].n > 0, 30_000);

@@ -10,7 +10,7 @@
  * test/devices/nexo-messages.test.ts checks these shapes through that serializer.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Card, Charge, Result } from '../protocol/messages.js';
+import type { Card, Charge, ForwardResult, Result } from '../protocol/messages.js';
 
 export type NexoCategory = 'Payment' | 'Abort' | 'TransactionStatus' | 'Diagnosis' | 'Reversal';
 
@@ -156,10 +156,54 @@ function cardOf(r: NexoPaymentResponse): Card | null {
   return { network: data.PaymentBrand.slice(0, 32), last4 };
 }
 
+/**
+ * A Response's `AdditionalResponse` as key/value pairs. Adyen sends it URL-encoded (`a=1&b=2`), or
+ * as base64 of a JSON object when the terminal is set to; anything else reads as nothing.
+ */
+export function additionalResponse(text: string | undefined): Record<string, string> {
+  if (!text) return {};
+  const trimmed = text.trim();
+  if (!trimmed.includes('=') || /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed)) {
+    try {
+      const json = JSON.parse(Buffer.from(trimmed, 'base64').toString('utf8')) as { additionalData?: Record<string, unknown> } & Record<string, unknown>;
+      const data = json?.additionalData && typeof json.additionalData === 'object' ? json.additionalData : json;
+      if (data && typeof data === 'object') return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, String(v)]));
+    } catch {
+      // not base64 JSON: read as a query string below
+    }
+  }
+  return Object.fromEntries(new URLSearchParams(trimmed));
+}
+
+/**
+ * Whether the terminal approved this payment offline, without its processor (Adyen's store and
+ * forward, or offline EMV): it says so with `offline=true` in the AdditionalResponse. Such an
+ * approval is posd's `stored` outcome (protocol 2): the card is charged when the terminal forwards it.
+ */
+export function approvedOffline(r: NexoPaymentResponse): boolean {
+  return r.Response.Result === 'Success' && additionalResponse(r.Response.AdditionalResponse).offline?.toLowerCase() === 'true';
+}
+
+/** The terminal's reference of an offline approval (how posd names it when its outcome comes): its POI transaction, else the command. */
+export function offlineReferenceOf(commandId: string, r: NexoPaymentResponse): string {
+  return (r.POIData?.POITransactionID?.TransactionID || commandId).slice(0, 128);
+}
+
 /** A PaymentResponse as posd's `result` for `commandId`. */
 export function resultOfPayment(commandId: string, r: NexoPaymentResponse): Result {
   const base = { type: 'result' as const, command_id: commandId };
   const res = r.Response;
+  if (approvedOffline(r)) {
+    return {
+      ...base,
+      outcome: 'stored',
+      offline_reference: offlineReferenceOf(commandId, r),
+      card: cardOf(r),
+      authorization_code: null,
+      processor_reference: null,
+      reason: null,
+    };
+  }
   if (res.Result === 'Success') {
     return {
       ...base,
@@ -197,4 +241,29 @@ export function statusAnswer(commandId: string, r: NexoTransactionStatusResponse
   if (res.ErrorCondition === 'InProgress') return { kind: 'in_progress' };
   if (res.ErrorCondition === 'NotFound') return { kind: 'not_found' };
   return { kind: 'retry', detail: `status answer ${res.Result} ${res.ErrorCondition ?? ''}`.trim() };
+}
+
+/**
+ * What a TransactionStatusResponse says of a payment the terminal approved offline (`stored`), as
+ * posd's `forward_result`: approved once the kept answer is a Success no longer marked offline,
+ * declined when it became a refusal or another failure; null while it is still only stored, or when
+ * the answer does not name this payment.
+ */
+export function forwardOfStatus(commandId: string, offlineReference: string, r: NexoTransactionStatusResponse): ForwardResult | null {
+  const a = statusAnswer(commandId, r);
+  if (a.kind !== 'result') return null;
+  const base = { type: 'forward_result' as const, offline_reference: offlineReference, command_id: commandId };
+  const { result } = a;
+  if (result.outcome === 'stored') return null;
+  if (result.outcome === 'approved') {
+    return {
+      ...base,
+      outcome: 'approved',
+      authorization_code: result.authorization_code ?? null,
+      card: result.card ?? null,
+      processor_reference: result.processor_reference ?? null,
+      reason: null,
+    };
+  }
+  return { ...base, outcome: 'declined', card: result.card ?? null, reason: result.reason ?? 'declined' };
 }

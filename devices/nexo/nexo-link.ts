@@ -13,6 +13,9 @@
  *   a second PaymentRequest from here.
  * - Health: a DiagnosisRequest every `healthIntervalMs` in place of pings; `maxMissedHealth`
  *   unanswered in a row, or an answer under another key, take the link down.
+ * - A payment the terminal approved offline (`offline=true`) → `result` `stored`. Every
+ *   `storedPollMs` each of this terminal's stored payments still waiting (`storedPayments`) is asked
+ *   for by TransactionStatusRequest; once its kept answer is no longer offline → `forward_result`.
  *
  * `openNexoLink` runs the recovery a WebSocket terminal does with its hello: before the link exists,
  * every command posd may have handed this terminal is asked for by TransactionStatusRequest, and
@@ -26,6 +29,7 @@ import { isKeyProblem, type NexoClient } from './client.js';
 import {
   abortRequest,
   diagnosisRequest,
+  forwardOfStatus,
   paymentRequest,
   resultOfPayment,
   statusAnswer,
@@ -51,6 +55,10 @@ export interface NexoLinkOptions {
   ackProbeMs?: number;
   /** Period of TransactionStatusRequests for a payment whose answer was lost. */
   statusPollMs?: number;
+  /** This terminal's payments approved offline whose outcome posd still waits for (read at each round). */
+  storedPayments?: () => ReadonlyArray<{ commandId: string; offlineReference: string }>;
+  /** Period of the TransactionStatusRequests that learn what became of them; 0 disables. */
+  storedPollMs?: number;
 }
 
 /** The terminal could not be reached, or answered under another key: the link is not opened. */
@@ -130,6 +138,7 @@ export async function openNexoLink(opts: NexoLinkOptions, offered: readonly stri
 export class NexoLink extends BaseLink<TerminalMessage, ServerMessage> {
   readonly transport = 'nexo' as const;
   private readonly o: Required<Omit<NexoLinkOptions, 'clock' | 'terminalId'>>;
+  private storedTimer: TimerHandle | undefined;
   /** PaymentRequests waiting for their answer, by command id. */
   private readonly inflight = new Map<string, AbortController>();
   /** Commands whose payment answer was lost (or is being recovered), polled by TransactionStatusRequest. */
@@ -149,8 +158,11 @@ export class NexoLink extends BaseLink<TerminalMessage, ServerMessage> {
       maxMissedHealth: opts.maxMissedHealth ?? 3,
       ackProbeMs: opts.ackProbeMs ?? 1_000,
       statusPollMs: opts.statusPollMs ?? 2_000,
+      storedPayments: opts.storedPayments ?? (() => []),
+      storedPollMs: opts.storedPollMs ?? 60_000,
     };
     this.scheduleHealth();
+    this.scheduleStored();
   }
 
   /** A message from the terminal's side, through the same parser and counters as the other transports. */
@@ -190,6 +202,7 @@ export class NexoLink extends BaseLink<TerminalMessage, ServerMessage> {
 
   protected onDown(_reason: LinkDown): void {
     this.clock.clearTimeout(this.healthTimer);
+    this.clock.clearTimeout(this.storedTimer);
     for (const t of this.timers) this.clock.clearTimeout(t);
     for (const t of this.watched.values()) this.clock.clearTimeout(t);
     this.timers.clear();
@@ -285,6 +298,43 @@ export class NexoLink extends BaseLink<TerminalMessage, ServerMessage> {
       this.feed({ type: 'result', command_id: commandId, outcome: 'error', reason: 'unknown_command' });
     }
     return a;
+  }
+
+  /**
+   * One round: each stored payment still waiting is asked for, one after the other (a terminal
+   * answers one request at a time); an outcome is fed as `forward_result`, which the bridge commits
+   * before anything else. The list is read again each round, so a settled payment drops out.
+   */
+  private scheduleStored(): void {
+    if (this.o.storedPollMs <= 0) return;
+    this.storedTimer = this.clock.setTimeout(() => {
+      if (this.isDown) return;
+      void this.pollStored().finally(() => {
+        if (!this.isDown) this.scheduleStored();
+      });
+    }, this.o.storedPollMs);
+  }
+
+  private async pollStored(): Promise<void> {
+    let waiting: ReadonlyArray<{ commandId: string; offlineReference: string }>;
+    try {
+      waiting = this.o.storedPayments();
+    } catch {
+      return;
+    }
+    for (const { commandId, offlineReference } of waiting) {
+      if (this.isDown) return;
+      // Its own payment request still open (just stored): its answer is on its way.
+      if (this.inflight.has(commandId)) continue;
+      try {
+        const answer = await this.o.client.post(transactionStatusRequest(this.o.client.parties, commandId), this.o.requestTimeoutMs);
+        const r = (answer?.SaleToPOIResponse as Record<string, unknown> | undefined)?.TransactionStatusResponse as NexoTransactionStatusResponse | undefined;
+        const forward = r?.Response ? forwardOfStatus(commandId, offlineReference, r) : null;
+        if (forward && !this.isDown) this.feed(forward);
+      } catch (err) {
+        this.failed(err, 'status of a stored payment');
+      }
+    }
   }
 
   private scheduleHealth(): void {

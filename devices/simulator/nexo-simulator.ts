@@ -9,7 +9,10 @@
  * while authorizing; the payment is approved anyway), `wrong_key` (the terminal holds another
  * key: it cannot open posd's messages and answers with a clear Reject, as Adyen's terminals do),
  * `manual` (the test moves each payment: `authorize`, then `complete` with its outcome; an
- * AbortRequest is only recorded, as by a terminal that takes its time to stop).
+ * AbortRequest is only recorded, as by a terminal that takes its time to stop), `offline` (it
+ * cannot reach its processor: it approves offline, `offline=true` in the AdditionalResponse as
+ * Adyen's terminals do, and keeps the payment until `forward` says what the processor answered;
+ * TransactionStatusRequest then repeats that outcome).
  * An AbortRequest stops a payment still waiting for the card (`Aborted`); once it is authorizing the
  * abort is too late and the payment ends as it would have.
  */
@@ -20,7 +23,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openNexo, sealNexo, type NexoKey } from '../nexo/crypto.js';
 import type { NexoHeader, NexoPaymentResponse } from '../nexo/messages.js';
 
-export const NEXO_MODES = ['approve', 'decline', 'slow', 'timeout', 'drop', 'wrong_key', 'manual'] as const;
+export const NEXO_MODES = ['approve', 'decline', 'slow', 'timeout', 'drop', 'wrong_key', 'manual', 'offline'] as const;
 export type NexoMode = (typeof NEXO_MODES)[number];
 
 export interface NexoSimulatorOptions {
@@ -49,6 +52,8 @@ export interface SimulatedPayment {
   abandoned: boolean;
   response?: NexoPaymentResponse;
   header: NexoHeader;
+  /** `offline` mode: approved offline (`stored`), then what the processor answered when forwarded. */
+  offline?: 'stored' | 'approved' | 'declined';
 }
 
 export interface NexoSimulator {
@@ -70,6 +75,8 @@ export interface NexoSimulator {
   authorize(saleTransactionId: string): void;
   /** `manual`: the payment ends with this outcome and its PaymentResponse is sent. */
   complete(saleTransactionId: string, outcome: 'approved' | 'declined' | 'canceled'): void;
+  /** `offline`: the processor is back and answered this payment approved offline; its kept answer now says so. */
+  forward(saleTransactionId: string, outcome: 'approved' | 'declined'): void;
   close(): Promise<void>;
 }
 
@@ -119,6 +126,22 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       finish(p, outcome);
       (p as SimulatedPayment & { answer?: () => void }).answer?.();
     },
+    forward: (tx, outcome) => {
+      const p = [...payments.values()].find((x) => x.saleTransactionId === tx && x.offline === 'stored');
+      if (!p?.response) throw new Error(`no payment approved offline for ${tx}`);
+      p.offline = outcome;
+      const r = p.response;
+      const additional = `offline=false&unconfirmedBatchCount=${[...payments.values()].filter((x) => x.offline === 'stored').length}`;
+      p.response =
+        outcome === 'approved'
+          ? {
+              ...r,
+              Response: { Result: 'Success', AdditionalResponse: additional },
+              PaymentResult: { ...r.PaymentResult, PaymentAcquirerData: { ApprovalCode: String(200000 + transactionSeq++) } },
+            }
+          : { ...r, Response: { Result: 'Failure', ErrorCondition: 'Refusal', AdditionalResponse: `${additional}&refusalReason=05%20:%20Not%20approved` } };
+      poke();
+    },
     close: async () => {
       for (const t of timers) clearTimeout(t);
       server.closeAllConnections();
@@ -163,7 +186,15 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
         Response: { Result: 'Failure', ErrorCondition: 'Refusal', AdditionalResponse: 'refusalReason=05%20:%20Not%20approved' },
         PaymentResult: card,
       };
-    else {
+    else if (sim.mode === 'offline') {
+      p.offline = 'stored';
+      const batch = [...payments.values()].filter((x) => x.offline === 'stored').length;
+      p.response = {
+        ...base,
+        Response: { Result: 'Success', AdditionalResponse: `offline=true&offlineAuthCode=Offline%20approved&unconfirmedBatchCount=${batch}` },
+        PaymentResult: { ...card, AmountsResp: { Currency: p.currency, AuthorizedAmount: p.amount } },
+      };
+    } else {
       p.response = {
         ...base,
         Response: { Result: 'Success' },

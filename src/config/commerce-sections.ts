@@ -37,11 +37,13 @@ export const commerceSections = {
       /**
        * nexo terminals (docs/terminals-nexo.md): the PEM file of the CA their certificates chain to
        * (Adyen's terminal CA in production; empty: the system's CAs), posd's SaleID towards them, and
-       * how long a PaymentRequest may wait for its answer.
+       * how long a PaymentRequest may wait for its answer; how often a payment a nexo terminal
+       * approved offline is asked for (TransactionStatusRequest) until its outcome is known (0: never).
        */
       nexo_ca_file: Type.String({ default: '' }),
       nexo_sale_id: Type.String({ minLength: 1, maxLength: 64, default: 'posd' }),
       nexo_payment_timeout_ms: Type.Integer({ minimum: 1_000, default: 180_000 }),
+      nexo_stored_poll_ms: Type.Integer({ minimum: 0, default: 60_000 }),
       /**
        * Stored (store-and-forward) card payments, protocol 2 (docs/stored-payments.md): the box's
        * caps, per account and environment, unless an account has its own. Amounts are cents of the

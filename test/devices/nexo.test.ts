@@ -8,7 +8,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { NexoCryptoError, openNexo, sealNexo, type SecuredMessage } from '../../devices/nexo/crypto.js';
 import {
   abortRequest,
+  additionalResponse,
   diagnosisRequest,
+  forwardOfStatus,
   paymentRequest,
   paymentServiceId,
   resultOfPayment,
@@ -152,5 +154,48 @@ describe('posd commands as nexo messages', () => {
     expect(statusAnswer(charge.command_id, { Response: { Result: 'Failure', ErrorCondition: 'InProgress' } })).toEqual({ kind: 'in_progress' });
     expect(statusAnswer(charge.command_id, { Response: { Result: 'Failure', ErrorCondition: 'NotFound' } })).toEqual({ kind: 'not_found' });
     expect(statusAnswer(charge.command_id, { Response: { Result: 'Failure', ErrorCondition: 'Busy' } })).toMatchObject({ kind: 'retry' });
+  });
+
+  it('an approval marked offline in its AdditionalResponse is a stored payment, named by its POI transaction', () => {
+    const offline = { Result: 'Success' as const, AdditionalResponse: 'offline=true&offlineAuthCode=Offline%20approved&unconfirmedBatchCount=3' };
+    expect(additionalResponse(offline.AdditionalResponse)).toMatchObject({ offline: 'true', offlineAuthCode: 'Offline approved', unconfirmedBatchCount: '3' });
+    // Adyen's other form: base64 of a JSON object (additionalData inside, or flat).
+    const b64 = Buffer.from(JSON.stringify({ additionalData: { offline: 'true' } })).toString('base64');
+    expect(additionalResponse(b64)).toEqual({ offline: 'true' });
+    expect(resultOfPayment(charge.command_id, { ...base, Response: offline })).toEqual({
+      type: 'result',
+      command_id: charge.command_id,
+      outcome: 'stored',
+      offline_reference: 'ABC123.psp',
+      card: { network: 'mc', last4: '9999' },
+      authorization_code: null,
+      processor_reference: null,
+      reason: null,
+    });
+    expect(resultOfPayment(charge.command_id, { ...base, Response: { Result: 'Success', AdditionalResponse: b64 } }).outcome).toBe('stored');
+    expect(resultOfPayment(charge.command_id, { ...base, Response: { Result: 'Success', AdditionalResponse: 'offline=false' } }).outcome).toBe('approved');
+
+    // Its outcome, from the terminal's kept answer: still offline, approved, refused.
+    const status = (Response: NexoPaymentResponse['Response']) => ({
+      Response: { Result: 'Success' as const },
+      RepeatedMessageResponse: { RepeatedResponseMessageBody: { PaymentResponse: { ...base, Response } } },
+    });
+    expect(forwardOfStatus(charge.command_id, 'ABC123.psp', status(offline))).toBeNull();
+    expect(forwardOfStatus(charge.command_id, 'ABC123.psp', status({ Result: 'Success', AdditionalResponse: 'offline=false' }))).toEqual({
+      type: 'forward_result',
+      offline_reference: 'ABC123.psp',
+      command_id: charge.command_id,
+      outcome: 'approved',
+      authorization_code: '123456',
+      card: { network: 'mc', last4: '9999' },
+      processor_reference: 'ABC123.psp',
+      reason: null,
+    });
+    expect(forwardOfStatus(charge.command_id, 'ABC123.psp', status({ Result: 'Failure', ErrorCondition: 'Refusal' }))).toMatchObject({
+      outcome: 'declined',
+      reason: 'declined',
+    });
+    expect(forwardOfStatus('tsc_another', 'ABC123.psp', status({ Result: 'Success' }))).toBeNull();
+    expect(forwardOfStatus(charge.command_id, 'ABC123.psp', { Response: { Result: 'Failure', ErrorCondition: 'NotFound' } })).toBeNull();
   });
 });

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import type { AppContext } from '../../context.js';
 import type { Config } from '../../config.js';
 import { accountsOf } from '../../accounts/service.js';
-import { nextForwardDeadline, storedNearLimits, type NearCap } from '../terminals/stored/service.js';
+import { nextForwardDeadline, openOverCapPayments, storedNearLimits, type NearCap } from '../terminals/stored/service.js';
 import type { Check } from './doctor.js';
 import { localText, money } from './time.js';
 
@@ -23,7 +23,8 @@ function capText(c: NearCap, names: Map<string, string>): string {
 
 /**
  * Stored card payments near their caps or their window (`alerts.stored_near_fraction`, 80% by
- * default): two conditions, `stored:caps` and `stored:window`, red on the page and sent as alerts.
+ * default): two conditions, `stored:caps` and `stored:window`, red on the page and sent as alerts;
+ * and a third, `stored:over_cap`, while a payment stored over a cap waits for its outcome.
  * Near a cap, the terminals soon refuse cards offline; near the window, the payment expires
  * unforwarded and the sale is owed again.
  */
@@ -46,6 +47,20 @@ export function storedNearProblems(ctx: AppContext, nowMs: number): KeyedProblem
       key: 'stored:window',
       problem: `${w.count} card payment(s) stored offline used ${Math.round(fraction * 100)}% or more of their window to be forwarded; the oldest expires ${localText(w.forward_by, nowMs)} unless it reaches the processor`,
       fix: 'bring the internet link (or the card processor) back before then; an expired payment is owed again (the outage report lists them)',
+    });
+  }
+  // A terminal that never hears posd's policy (nexo: its offline limits are set on the terminal)
+  // can store a card over posd's caps. It is kept and flagged; the manager hears of it at once.
+  const over = openOverCapPayments(ctx);
+  if (over.length) {
+    const list = over
+      .slice(0, 5)
+      .map((p) => `${p.id} on terminal ${p.terminal_id}, ${money(p.amount_in_cents, p.currency)} (over ${(JSON.parse(p.over_cap!) as string[]).join(', ')})`)
+      .join('; ');
+    out.push({
+      key: 'stored:over_cap',
+      problem: `${over.length} card payment(s) stored offline over posd's caps, still waiting for their outcome: ${list}${over.length > 5 ? '; …' : ''}`,
+      fix: "the terminal decided alone: set its own offline limits to posd's caps (for a nexo terminal, in its vendor's settings); posd payments offline flagged lists them",
     });
   }
   return out;

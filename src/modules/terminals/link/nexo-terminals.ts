@@ -4,6 +4,7 @@ import type { Clock as Scheduler, TimerHandle } from '../../../../devices/index.
 import { terminalAddressGuard } from '../../../system/url-guard.js';
 import { hasNexoTerminals, nexoKeyOf, nexoTerminals, recordAvailability, terminalRow } from '../service.js';
 import { commandContext, openCommands } from '../commands/service.js';
+import { waitingStoredOfTerminal } from '../stored/service.js';
 import type { TerminalRow } from '../store.js';
 import type { TerminalBridge } from './bridge.js';
 
@@ -120,6 +121,9 @@ export class NexoTerminals {
           paymentTimeoutMs: cfg.nexo_payment_timeout_ms,
           healthIntervalMs: cfg.ping_interval_ms,
           maxMissedHealth: cfg.max_missed_pings,
+          // Payments it approved offline: their outcome is asked for until the terminal knows it.
+          storedPayments: () => waitingStoredOfTerminal(this.ctx, row.id),
+          storedPollMs: cfg.nexo_stored_poll_ms,
         },
         offered,
       );

@@ -261,6 +261,18 @@ export function storedPaymentOfCommand(ctx: AppContext, commandId: string): Stor
   return storedPaymentsStore(ctx.db).byCommand(commandId);
 }
 
+/** A terminal's stored payments whose outcome posd still waits for (a nexo link asks the terminal for them). */
+export function waitingStoredOfTerminal(ctx: AppContext, terminalId: string): Array<{ commandId: string; offlineReference: string }> {
+  return storedPaymentsStore(ctx.db)
+    .openOfTerminal(terminalId)
+    .map((r) => ({ commandId: r.command_id, offlineReference: r.offline_reference }));
+}
+
+/** Stored payments over a cap, still waiting: the terminal decided alone (a nexo terminal never hears posd's caps). */
+export function openOverCapPayments(ctx: AppContext): StoredPaymentRow[] {
+  return storedPaymentsStore(ctx.db).openOverCap();
+}
+
 export function flaggedStoredPayments(ctx: AppContext, account: Pick<Account, 'id' | 'live_mode'>): StoredPaymentRow[] {
   return storedPaymentsStore(ctx.db).flagged(account.id, account.live_mode);
 }

@@ -148,6 +148,8 @@ function makeStore(db: Db) {
   );
   const due = db.prepare(`SELECT * FROM stored_payments WHERE final = 0 AND status = 'stored' AND forward_by <= ? ORDER BY forward_by`);
   const open = db.prepare(`SELECT * FROM stored_payments WHERE final = 0 ORDER BY seq`);
+  const openOfTerminal = db.prepare(`SELECT * FROM stored_payments WHERE terminal_id = ? AND final = 0 ORDER BY seq`);
+  const openOverCap = db.prepare(`SELECT * FROM stored_payments WHERE final = 0 AND over_cap IS NOT NULL ORDER BY seq`);
   const nextDeadline = db.prepare(`SELECT MIN(forward_by) AS at FROM stored_payments WHERE final = 0 AND status = 'stored'`);
   const list = db.prepare(
     `SELECT * FROM stored_payments WHERE account_id IN (SELECT value FROM json_each(@accounts)) AND live_mode = @live_mode
@@ -298,6 +300,10 @@ function makeStore(db: Db) {
     auditOf: (accountId: string, liveMode: boolean, limit: number) => auditOf.all(accountId, liveMode ? 1 : 0, limit) as OfflineAuditRow[],
     /** Stored payments the manager must look at: over a cap when they arrived, or a late contradicting outcome. */
     flagged: (accountId: string, liveMode: boolean) => flagged.all(accountId, liveMode ? 1 : 0) as StoredPaymentRow[],
+    /** One terminal's stored payments not final yet, oldest first. */
+    openOfTerminal: (terminalId: string) => openOfTerminal.all(terminalId) as StoredPaymentRow[],
+    /** Stored payments over a cap when they arrived and still waiting for their outcome. */
+    openOverCap: () => openOverCap.all() as StoredPaymentRow[],
   };
 }
 

@@ -6,13 +6,55 @@ import { perDb } from './per-db.js';
 /** Flushes a file to the disk, off the event loop; calls back once it is there (or failed). */
 export type SyncFile = (file: string, done: (error: Error | null) => void) => void;
 
-/** `fdatasync` of the file in libuv's thread pool (open, flush, close: no descriptor outlives it). */
-export const syncFileOffLoop: SyncFile = (file, done) => {
-  open(file, 'r', (openError, fd) => {
-    if (openError) return done(openError);
-    fdatasync(fd, (syncError) => close(fd, () => done(syncError)));
-  });
-};
+/** How often a kept descriptor checks that its database is still open (and closes once it is not). */
+const DESCRIPTOR_CHECK_MS = 1000;
+
+/**
+ * `fdatasync` of the file in libuv's thread pool, on a descriptor opened at the first flush and
+ * kept while `alive()` says the database is open (checked every second once opened; the timer
+ * never holds the process). One trip to the thread pool a flush: opening and closing the file each
+ * time made three, and each waited for the event loop between them, so under load a 5 ms flush
+ * began and was answered milliseconds late (decision 0275). Kept open, the descriptor also hears of
+ * every write-back error since the first flush; one opened afresh hears only of later ones. A flush
+ * that fails closes it, and the next opens the file again.
+ */
+export function syncFileOffLoop(alive: () => boolean = () => true): SyncFile {
+  let fd: number | null = null;
+  let busy = false;
+  let check: NodeJS.Timeout | null = null;
+  const drop = () => {
+    if (fd === null) return;
+    close(fd, () => {});
+    fd = null;
+  };
+  const checkAlive = () => {
+    if (busy || alive()) return;
+    clearInterval(check!);
+    check = null;
+    drop();
+  };
+  const flush = (done: (error: Error | null) => void) => {
+    busy = true;
+    fdatasync(fd!, (error) => {
+      busy = false;
+      if (error) drop();
+      else check ??= setInterval(checkAlive, DESCRIPTOR_CHECK_MS).unref();
+      done(error);
+    });
+  };
+  return (file, done) => {
+    if (fd !== null) return flush(done);
+    busy = true;
+    open(file, 'r', (error, opened) => {
+      busy = false;
+      if (error) return done(error);
+      // Two flushes asked at once before the first opened (not a WalFlusher's way): one is kept.
+      if (fd === null) fd = opened;
+      else close(opened, () => {});
+      flush(done);
+    });
+  };
+}
 
 /** A flush shorter than this is a fast disk: the next one starts at once, nothing is gathered. */
 const GATHER_FROM_MS = 2;
@@ -51,7 +93,7 @@ export class WalFlusher {
 
   constructor(
     readonly file: string,
-    private readonly sync: SyncFile = syncFileOffLoop,
+    private readonly sync: SyncFile = syncFileOffLoop(),
     private readonly now: () => number = performance.now.bind(performance),
   ) {}
 
@@ -121,7 +163,10 @@ export const walFlusherOf = perDb((db: Db): WalFlusher | null => {
   if (db.memory || db.readonly) return null;
   if (db.pragma('journal_mode', { simple: true }) !== 'wal') return null;
   if ((db.pragma('synchronous', { simple: true }) as number) < 2) return null;
-  return new WalFlusher(`${db.name}-wal`);
+  return new WalFlusher(
+    `${db.name}-wal`,
+    syncFileOffLoop(() => db.open),
+  );
 });
 
 /**

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +17,16 @@ function heldDisk() {
   };
   return { sync, pending, files, release: (error: Error | null = null) => pending.shift()!(error) };
 }
+
+/** This process's descriptors open on `file` (Linux: /proc/self/fd). */
+const descriptorsOn = (file: string) =>
+  readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`).replace(/ \(deleted\)$/, '') === file;
+    } catch {
+      return false;
+    }
+  }).length;
 
 const settledState = async (p: Promise<unknown>) => {
   let state = 'pending';
@@ -170,5 +180,19 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
       memory.close();
       normal.close();
     }
+  });
+
+  it('keeps one descriptor on the WAL across flushes, and closes it once the database is closed', async () => {
+    const own = openDatabase(join(dir, 'kept.db'));
+    const wal = `${own.name}-wal`;
+    own.exec('CREATE TABLE k (v INTEGER) STRICT');
+    const gc = new GroupCommitter(own);
+    // Before any flush the flusher holds nothing (SQLite's own descriptor is the one counted).
+    const sqlites = descriptorsOn(wal);
+    for (let i = 0; i < 5; i++) await gc.run(() => own.prepare('INSERT INTO k (v) VALUES (?)').run(i));
+    await Promise.all([1, 2, 3].map((v) => gc.run(() => own.prepare('INSERT INTO k (v) VALUES (?)').run(v))));
+    expect(descriptorsOn(wal)).toBe(sqlites + 1);
+    own.close();
+    await until("the flusher closed its descriptor on the closed database's WAL", () => descriptorsOn(wal) === 0);
   });
 });

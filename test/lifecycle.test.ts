@@ -32,4 +32,17 @@ describe('src/lifecycle.ts', () => {
     expect(isFinalState(checkoutMachine, 'unpaid')).toBe(false);
     expect(nextState(checkoutMachine, 'paid', { type: 'PAYMENT_FAILED' })).toBeNull();
   });
+
+  it('answers a type-only event from memory, and asks the guards again for an event with data', () => {
+    // A type-only CHARGE_FAILED is not a final attempt: its answer is remembered for that type...
+    expect(nextState(subscriptionMachine, 'past_due', { type: 'CHARGE_FAILED' } as never)).toBe('past_due');
+    expect(nextState(subscriptionMachine, 'past_due', { type: 'CHARGE_FAILED' } as never)).toBe('past_due');
+    // ...and never given to the same type carrying data its guard reads.
+    expect(nextState(subscriptionMachine, 'past_due', { type: 'CHARGE_FAILED', finalAttempt: true })).toBe('canceled');
+    // A refusal is remembered as a refusal, and the initial state stays the machine's.
+    expect(nextState(checkoutMachine, 'paid', { type: 'PAYMENT_FAILED' })).toBeNull();
+    expect(nextState(checkoutMachine, 'paid', { type: 'PAYMENT_FAILED' })).toBeNull();
+    expect(initialState(checkoutMachine)).toBe('unpaid');
+    expect(initialState(checkoutMachine)).toBe('unpaid');
+  });
 });

@@ -38,6 +38,13 @@ describe('coupons in checkout creation and payment', () => {
     const grown = updateCheckout(ctx, account, ch.id, { items: [{ name: 'Corte', amount_in_cents: 10000, quantity: 2 }] });
     expect(grown.amount_in_cents).toBe(20000 - 2000 - 1000);
     expect(checkoutCoupons(ctx, ch.id)).toHaveLength(2);
+    // In the order they were applied, whichever order their ids sort in: both orders are checked.
+    const byPosition = () => ctx.db.prepare('SELECT coupon_id FROM checkout_coupons WHERE checkout_id = ? ORDER BY position').pluck().all(ch.id);
+    const applied = byPosition();
+    expect(checkoutCoupons(ctx, ch.id).map((c) => c.coupon_id)).toEqual(applied);
+    ctx.db.prepare('UPDATE checkout_coupons SET position = 1 - position WHERE checkout_id = ?').run(ch.id);
+    expect(checkoutCoupons(ctx, ch.id).map((c) => c.coupon_id)).toEqual([...applied].reverse());
+    ctx.db.prepare('UPDATE checkout_coupons SET position = 1 - position WHERE checkout_id = ?').run(ch.id);
 
     expect((await s.api('GET', '/coupons?status=all')).body.find((c: any) => c.name === 'MENOS20').times_redeemed).toBe(0);
     settleCheckoutPayment(ctx, account, { checkoutId: ch.id, method: 'card', outcome: 'succeeded' });

@@ -30,7 +30,9 @@ const sql = perDb(function prepare(db: Db) {
       `INSERT INTO checkout_coupons (checkout_id, coupon_id, account_id, live_mode, code, automatic, amount_off_in_cents, position)
        VALUES (@checkout_id, @coupon_id, @account_id, @live_mode, @code, @automatic, @amount_off_in_cents, @position)`,
     ),
-    list: db.prepare('SELECT * FROM checkout_coupons WHERE checkout_id = ? ORDER BY position'),
+    // Ordered here, not by SQLite: an ORDER BY the key's index cannot give builds a temporary b-tree,
+    // about 15 us even for no rows, and every paid checkout (a cash sale twice) asks (decision 0245).
+    list: db.prepare('SELECT * FROM checkout_coupons WHERE checkout_id = ?'),
   };
 });
 
@@ -54,8 +56,14 @@ export function recordCheckoutCoupons(ctx: AppContext, account: Account, checkou
   });
 }
 
+/** A checkout's coupon rows in the order they were applied. */
+function rowsOf(ctx: AppContext, checkoutId: string): Row[] {
+  const rows = sql(ctx.db).list.all(checkoutId) as Row[];
+  return rows.length > 1 ? rows.sort((a, b) => a.position - b.position) : rows;
+}
+
 export function checkoutCoupons(ctx: AppContext, checkoutId: string): AppliedCoupon[] {
-  return (sql(ctx.db).list.all(checkoutId) as Row[]).map((r) => ({
+  return rowsOf(ctx, checkoutId).map((r) => ({
     coupon_id: r.coupon_id,
     name: r.code ?? '',
     display_name: null,
@@ -66,7 +74,9 @@ export function checkoutCoupons(ctx: AppContext, checkoutId: string): AppliedCou
 
 /** The codes typed for this checkout, to price it again after a change. */
 export function checkoutCouponCodes(ctx: AppContext, checkoutId: string): string[] {
-  return (sql(ctx.db).list.all(checkoutId) as Row[]).filter((r) => r.code !== null).map((r) => r.code!);
+  return rowsOf(ctx, checkoutId)
+    .filter((r) => r.code !== null)
+    .map((r) => r.code!);
 }
 
 /** Prices a checkout's lines with its coupons: the amount to charge and what to record. */

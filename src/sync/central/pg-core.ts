@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
-import { tx } from '../../db/database.js';
 import { LeaderWorkers, setPgCore } from './pg-core-slot.js';
 import { CentralLog } from './central-log-core.js';
 import { setReadiness } from '../../api/readiness.js';
@@ -11,9 +10,10 @@ import { registerCoreMetrics } from './pg-core-metrics.js';
 import { projectorBell } from './projector-bell.js';
 import { centralSide } from './sync-store.js';
 import { coreStore } from './core-store.js';
-import { publishFrontRefusals } from './checks/refusal.js';
 import { publishFor, publishReadModels } from './pg-core-publish.js';
 import { CoreReporter } from './pg-core-report.js';
+import { ingestBatch, type IngestBatch } from './core-ingest.js';
+import { projectorThreadOf } from './projector-host.js';
 import {
   allStores,
   behindStores,
@@ -340,35 +340,33 @@ export class PgCore implements Worker {
       }
       const rows = await readReceived(pool, t.store_id, after, INGEST_BATCH);
       if (!rows.length) return;
-      const at = isoTime(ctx.clock.now());
-      tx(ctx.db, () =>
-        publishFrontRefusals(
-          ctx,
-          t,
-          coreStore(ctx.db).ingest(
-            t,
-            rows.map((r) => ({
-              id: r.id,
-              seq: r.seq,
-              account_id: r.account_id,
-              live_mode: r.live_mode ? 1 : 0,
-              kind: r.kind,
-              hash: r.hash,
-              payload: r.payload,
-              created_at: r.created_at,
-              // The front's time of receipt: the status page's lag is the box's, not the ingest's.
-              received_at: r.received_at,
-              // A front's refusal at receipt is decided: kept, never applied, told to the box here.
-              outcome: r.outcome,
-              reason: r.reason,
-            })),
-            at,
-          ),
-          at,
-        ),
-      );
+      const batch: IngestBatch = {
+        store: t,
+        at: isoTime(ctx.clock.now()),
+        rows: rows.map((r) => ({
+          id: r.id,
+          seq: r.seq,
+          account_id: r.account_id,
+          live_mode: r.live_mode ? 1 : 0,
+          kind: r.kind,
+          hash: r.hash,
+          payload: r.payload,
+          created_at: r.created_at,
+          // The front's time of receipt: the status page's lag is the box's, not the ingest's.
+          received_at: r.received_at,
+          // A front's refusal at receipt is decided: kept, never applied, told to the box here.
+          outcome: r.outcome,
+          reason: r.reason,
+        })),
+      };
+      // On the projector's thread (its transaction and append off this loop) while it runs.
+      const thread = projectorThreadOf(ctx);
+      if (thread) await thread.ingest(batch);
+      else {
+        ingestBatch(ctx, batch);
+        projectorBell(ctx.db).ring();
+      }
       this.state.ingested += rows.length;
-      projectorBell(ctx.db).ring();
       if (rows.length < INGEST_BATCH) return;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

@@ -172,12 +172,17 @@ export class Projector implements Worker {
 }
 
 /** The running projector of each database, for tests and the bench (`projectorOf(db)?.idle()`). */
-const projectors = perDb(() => ({ current: undefined as Projector | undefined }));
+const projectors = perDb(() => ({ current: undefined as Pick<Projector, 'idle'> | undefined }));
 
 export function projectorWorker(ctx: AppContext): Projector {
   const p = new Projector(ctx);
   projectors(ctx.db).current = p;
   return p;
+}
+
+/** A projector running elsewhere (a chain core's thread: src/sync/central/projector-host.ts) that `projected` waits for. */
+export function setProjectorOf(ctx: Pick<AppContext, 'db'>, p: Pick<Projector, 'idle'>): void {
+  projectors(ctx.db).current = p;
 }
 
 /** Resolves once the projector of this central applied everything received so far. */

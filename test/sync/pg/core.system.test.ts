@@ -321,7 +321,12 @@ describe('the chain core on PostgreSQL', () => {
     standby = await startDaemonProcess(standbyDir, coreConfig());
     const metricsOf = async (base: string) => (await request(`${base}/metrics`)).body.text();
     await until('the standby says it is not the leader', async () => /posd_sync_projector_leader 0/.test(await metricsOf(standby!.url)), 10_000);
-    expect(await metricsOf(core!.url)).toMatch(/posd_sync_projector_leader 1/);
+    const leaderText = await metricsOf(core!.url);
+    expect(leaderText).toMatch(/posd_sync_projector_leader 1/);
+    // The leader projects on its own thread (its slices appended from that thread's connection); a standby runs none.
+    expect(leaderText).toMatch(/posd_sync_projector_thread 1\n/);
+    expect(Number(/posd_central_log_thread_entries (\d+)/.exec(leaderText)?.[1])).toBeGreaterThan(0);
+    expect(await metricsOf(standby!.url)).toMatch(/posd_sync_projector_thread 0\n/);
 
     await core!.kill('SIGKILL');
     core = undefined;
@@ -329,6 +334,9 @@ describe('the chain core on PostgreSQL', () => {
     const third = part(2);
     await receive(third);
     await until('the new leader applied the last part', async () => (await pgStore()).applied_seq === pushed, 30_000);
+    const taken = await metricsOf(standby!.url);
+    expect(taken).toMatch(/posd_sync_projector_thread 1\n/);
+    expect(Number(/posd_central_log_thread_entries (\d+)/.exec(taken)?.[1])).toBeGreaterThan(0);
     expect(pushed).toBe(records[records.length - 1].seq);
     // Its data folder was copied before any record came: it applied the whole log from PostgreSQL,
     // each record once, and PostgreSQL's outcomes did not move.

@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import type { Config } from './config.js';
 import { systemClock } from './clock.js';
 import { createLogger } from './logger.js';
-import { openDatabase, setCommitGate } from './db/database.js';
+import { openDatabase, setCommitGate, setWriteTurn } from './db/database.js';
 import { databaseFile } from './db/paths.js';
 import { logPosition, replayEntries, setLogPosition, startCapture, stopCapture, takeChanges } from './db/change-capture.js';
 import { Outbox } from './outbox/events.js';
@@ -27,9 +27,14 @@ import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-
  * write lock gives them. The daemon's event loop answers `/api` meanwhile; what the slices ring
  * (the report, the feed relay, webhooks) is told to it by message.
  */
+/** A slice on the thread: at most this many records or this long, or until a daemon write waits. */
+const THREAD_SLICE_RECORDS = 1000;
+const THREAD_SLICE_MS = 200;
+
 const port = parentPort!;
 const start = workerData as ThreadStart;
 const post = (m: ThreadOut) => port.postMessage(m);
+const turnFlags = new Int32Array(start.turn);
 
 /** The thread's log lines go to the daemon's logger (its destination, its redaction). */
 const lines = new Writable({
@@ -112,8 +117,12 @@ function repairSoon(): void {
 startCapture(db);
 takeChanges(db);
 setCommitGate(db, append);
+// The daemon's writes go first: no slice starts while one of its transactions waits (src/db/database.ts).
+setWriteTurn(db, { flags: turnFlags, side: 'second' });
 
-const projector = projectorWorker(ctx);
+// Off the loop a slice may grow (each append and commit then carries more records) until a write
+// of the daemon's waits for the lock: it ends after its current record.
+const projector = projectorWorker(ctx, { records: THREAD_SLICE_RECORDS, ms: THREAD_SLICE_MS, yieldNow: () => Atomics.load(turnFlags, 0) > 0 });
 projectorBell(db).onSlice((storeId) => post({ sliced: storeId }));
 feedBell(db).on('rows', (orgs: Array<string | null>) => post({ feed: orgs }));
 ctx.outbox.notifier.on('events', () => post({ events: true }));

@@ -329,6 +329,7 @@ export class PgCore implements Worker {
   private async ingestStore(t: PgStoreRow): Promise<void> {
     const { ctx, pool } = this;
     const store = centralSide(ctx.db);
+    let ahead: { after: number; rows: ReturnType<typeof readReceived> } | undefined;
     for (;;) {
       if (!this.active) return;
       const row = store.storeRow(t.store_id);
@@ -338,8 +339,15 @@ export class PgCore implements Worker {
         this.waiting.add(t.store_id);
         return;
       }
-      const rows = await readReceived(pool, t.store_id, after, INGEST_BATCH);
+      const rows = await (ahead?.after === after ? ahead.rows : readReceived(pool, t.store_id, after, INGEST_BATCH));
+      ahead = undefined;
       if (!rows.length) return;
+      const last = rows[rows.length - 1].seq;
+      // While the thread writes this batch, the next one is read from PostgreSQL (dropped if unused).
+      if (projectorThreadOf(ctx) && rows.length === INGEST_BATCH && last < t.received_seq) {
+        ahead = { after: last, rows: readReceived(pool, t.store_id, last, INGEST_BATCH) };
+        ahead.rows.catch(() => undefined);
+      }
       const batch: IngestBatch = {
         store: t,
         at: isoTime(ctx.clock.now()),

@@ -2,6 +2,7 @@ import { Worker as Thread } from 'node:worker_threads';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { feedBell } from '../../outbox/feed-changes.js';
+import { setWriteTurn } from '../../db/database.js';
 import { projectorBell } from './projector-bell.js';
 import { setProjectorOf } from './projector.js';
 import { pgCoreOf } from './pg-core-slot.js';
@@ -24,6 +25,8 @@ export interface ThreadStart {
   /** The lease's epoch this leadership appends under (the fence). */
   epoch: number;
   appendTimeoutMs: number;
+  /** The write turn's flags shared with the daemon's connection (src/db/database.ts `WriteTurn`). */
+  turn: SharedArrayBuffer;
 }
 
 /** Messages to the thread. */
@@ -89,7 +92,8 @@ export class ThreadProjector implements Worker {
   async start(): Promise<void> {
     const { ctx } = this;
     const link = this.link();
-    const data: ThreadStart = { config: ctx.config, url: link.url, epoch: link.epoch, appendTimeoutMs: link.appendTimeoutMs };
+    const turn = new SharedArrayBuffer(8);
+    const data: ThreadStart = { config: ctx.config, url: link.url, epoch: link.epoch, appendTimeoutMs: link.appendTimeoutMs, turn };
     const thread = new Thread(this.program, { workerData: data });
     this.thread = thread;
     const started = new Promise<void>((resolve, reject) => {
@@ -104,6 +108,7 @@ export class ThreadProjector implements Worker {
     thread.on('error', (err) => ctx.log.error({ err }, 'sync: the projector thread failed'));
     thread.once('exit', () => {
       this.thread = undefined;
+      setWriteTurn(ctx.db, undefined);
       link.running(false);
       for (const done of this.idles.values()) done();
       this.idles.clear();
@@ -113,6 +118,8 @@ export class ThreadProjector implements Worker {
       projectorBell(ctx.db).listen(undefined);
     });
     await started;
+    // The daemon's writes (an /api request's) go first: the thread starts no slice while one waits.
+    setWriteTurn(ctx.db, { flags: new Int32Array(turn), side: 'first' });
     link.running(true);
     projectorBell(ctx.db).listen(() => this.thread?.postMessage({ ring: true } satisfies ThreadIn));
     setProjectorOf(ctx, this);

@@ -150,7 +150,8 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       setLeaderWorkers(ctx, () => {
         const made = first ?? modules.flatMap((m) => m.workers?.(ctx) ?? []).filter((w) => w.name !== 'sync-pg-core');
         first = undefined;
-        // The projector runs on its own thread, off the loop that answers /api (src/projector-thread.ts).
+        // With sync.postgres.projector_thread the projector runs on its own thread, off the loop that answers /api.
+        if (!config.sync.postgres.projector_thread) return made;
         return made.map((w) => (w.name === 'sync-projector' ? coreProjector(ctx, new URL('./projector-thread.js', import.meta.url)) : w));
       });
       workers = workers.filter((w) => w.name === 'sync-pg-core');

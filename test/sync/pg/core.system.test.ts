@@ -34,7 +34,8 @@ let scope: ReceiptScope;
 /** How far the records were received so far (the three parts of the tests, in order). */
 let pushed = 0;
 
-const coreConfig = () => ({ role: 'central', limits: { per_key_per_second: 100_000 }, sync: { postgres: { url, pool_max: 4 } } });
+// The projector's thread on (sync.postgres.projector_thread): these tests run the core through it.
+const coreConfig = () => ({ role: 'central', limits: { per_key_per_second: 100_000 }, sync: { postgres: { url, pool_max: 4, projector_thread: true } } });
 
 async function call(method: 'GET' | 'POST', base: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await request(`${base}${path}`, {

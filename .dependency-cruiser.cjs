@@ -17,8 +17,8 @@ const PLUMBING = [
   ['api', '^src/api/'],
   ['sync', '^src/sync/'],
 ];
-/** The composition roots: they put the layers and the modules together, so nothing below imports them (posd.ts, the command, runs main). */
-const COMPOSITION = '^src/(posd|main|daemon|front)\\.ts$';
+/** The composition roots: they put the layers and the modules together, so nothing below imports them (posd.ts, the command, runs main; projector-thread.ts is a chain core's projector thread). */
+const COMPOSITION = '^src/(posd|main|daemon|front|projector-thread)\\.ts$';
 const plumbingOrder = PLUMBING.map(([name, path], i) => ({
   name: `plumbing-order-${name}`,
   severity: 'error',
@@ -51,7 +51,7 @@ module.exports = {
       name: 'lower-layers-below-modules',
       severity: 'error',
       comment: 'The plumbing under the modules (db, outbox, events, accounts, api, sync, system and the root files) never imports a module: modules declare what they add (see src/api/module.ts). The composition roots (main, daemon, and front for a central-front) put them together.',
-      from: { path: '^src/(db|outbox|events|accounts|api|sync|system)/|^src/[^/]+\\.ts$', pathNot: '^src/(posd|main|daemon|front)\\.ts$' },
+      from: { path: '^src/(db|outbox|events|accounts|api|sync|system)/|^src/[^/]+\\.ts$', pathNot: '^src/(posd|main|daemon|front|projector-thread)\\.ts$' },
       to: { path: '^src/modules/', dependencyTypesNot: ['type-only'] },
     },
     {

@@ -177,8 +177,8 @@ export async function probeSales(url: string, key: string, going: () => boolean,
       headers: { 'x-secret-key': key, 'content-type': 'application/json' },
       body: JSON.stringify({ amount_in_cents: 100 + (i++ % 500), currency: 'GTQ' }),
     });
-    await res.body.text();
-    if (res.statusCode !== 201) throw new Error(`cash sale at the central answered ${res.statusCode}`);
+    const body = await res.body.text();
+    if (res.statusCode !== 201) throw new Error(`cash sale at the central answered ${res.statusCode}: ${body.slice(0, 300)}`);
     const ms = performance.now() - t0;
     out.push(ms);
     if (ms < 20) await new Promise((r) => setTimeout(r, 20 - ms));

@@ -16,7 +16,8 @@ const OUT = 'dist/posd';
 const started = performance.now();
 rmSync(OUT, { recursive: true, force: true });
 await build({
-  input: { posd: 'dist/src/posd.js' },
+  // The chain core's projector thread (src/projector-thread.ts) is a second entry, beside posd.js.
+  input: { posd: 'dist/src/posd.js', 'projector-thread': 'dist/src/projector-thread.js' },
   platform: 'node',
   external: [/\.node$/, 'better-sqlite3', 'serialport', /^@serialport\//, 'pino', 'pino-pretty', 'thread-stream', 'pdfkit'],
   output: {

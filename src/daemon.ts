@@ -15,6 +15,7 @@ import type { AppContext } from './context.js';
 import { MODULES, buildRegistry } from './modules/index.js';
 import { AccountsService, initInstallation, type Installation } from './accounts/service.js';
 import { setLeaderWorkers } from './sync/central/pg-core-slot.js';
+import { coreProjector } from './sync/central/projector-host.js';
 import { acquireDaemonLock } from './system/daemon-lock.js';
 import { tlsEnabled } from './config.js';
 import { ServerTls } from './system/tls/server-tls.js';
@@ -149,7 +150,9 @@ export async function startDaemon(opts: DaemonOptions): Promise<Daemon> {
       setLeaderWorkers(ctx, () => {
         const made = first ?? modules.flatMap((m) => m.workers?.(ctx) ?? []).filter((w) => w.name !== 'sync-pg-core');
         first = undefined;
-        return made;
+        // With sync.postgres.projector_thread the projector runs on its own thread, off the loop that answers /api.
+        if (!config.sync.postgres.projector_thread) return made;
+        return made.map((w) => (w.name === 'sync-projector' ? coreProjector(ctx, new URL('./projector-thread.js', import.meta.url)) : w));
       });
       workers = workers.filter((w) => w.name === 'sync-pg-core');
     }

@@ -177,6 +177,12 @@ export const coreSections = {
           url: Type.String({ default: '' }),
           /** Connections this process keeps open at most. */
           pool_max: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+          /**
+           * The leading core runs its projector and the ingest's writes on a thread of their own
+           * (src/projector-thread.ts), off the event loop that answers /api. Off until a quiet
+           * box's bench says it pays (docs/decisions/0233-projector-thread.md).
+           */
+          projector_thread: Type.Boolean({ default: false }),
         },
         { default: {} },
       ),

@@ -232,6 +232,9 @@ export function replayEntries(db: Db, entries: ReadonlyArray<{ position: number;
   tx(db, () => {
     // Checked at the commit: a snapshot lists its tables in name order, not in their references' order.
     db.pragma('defer_foreign_keys = ON');
+    // Another connection of the same core (its projector's thread) may have replayed some already.
+    const at = logPosition(db);
+    while (i < entries.length && entries[i].position <= at) i++;
     let changes = 0;
     while (i < entries.length && (changes === 0 || changes < maxChanges)) {
       const e = entries[i];

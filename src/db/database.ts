@@ -43,13 +43,73 @@ export function tx<T>(db: Db, fn: () => T): T {
     const origin = writeOrigin.getStore();
     if (origin) commitAudit.outsidePipeline.add(origin);
   }
-  const gate = !db.inTransaction ? gates.get(db) : undefined;
-  if (!gate) return runnerOf(db).immediate(fn) as T;
-  return runnerOf(db).immediate(() => {
-    const value = fn();
-    gate();
-    return value;
-  }) as T;
+  const outermost = !db.inTransaction;
+  const gate = outermost ? gates.get(db) : undefined;
+  const run = () =>
+    !gate
+      ? (runnerOf(db).immediate(fn) as T)
+      : (runnerOf(db).immediate(() => {
+          const value = fn();
+          gate();
+          return value;
+        }) as T);
+  const turn = outermost ? turns.get(db) : undefined;
+  return turn ? inTurn(turn, run) : run();
+}
+
+/**
+ * Two connections to one file from two threads of one process (a chain core's daemon and its
+ * projector thread, src/projector-thread.ts) take SQLite's write lock in turns instead of through
+ * SQLite's busy handler, which sleeps in growing steps (up to 100 ms) and can miss every gap
+ * between the other thread's back-to-back transactions. `flags[0]`: the first side's transactions
+ * waiting or running; `flags[1]`: 1 while the second side's runs. The first side (the daemon,
+ * answering /api) goes first: the second starts none while the first waits, and the first waits
+ * (its thread blocked, as in the busy handler) only for the transaction the second is running.
+ */
+export interface WriteTurn {
+  flags: Int32Array;
+  side: 'first' | 'second';
+}
+
+const turns = new WeakMap<Db, WriteTurn>();
+
+export function setWriteTurn(db: Db, turn: WriteTurn | undefined): void {
+  if (turn) turns.set(db, turn);
+  else turns.delete(db);
+}
+
+/** How long one wait for the other side lasts at most before looking again. */
+const TURN_WAIT_MS = 100;
+/** The first side waits no longer than this in all (a second side that ended mid-transaction): SQLite's lock decides then. */
+const TURN_GIVE_UP_MS = 5000;
+
+function inTurn<T>(turn: WriteTurn, run: () => T): T {
+  const f = turn.flags;
+  if (turn.side === 'first') {
+    Atomics.add(f, 0, 1);
+    try {
+      const deadline = Date.now() + TURN_GIVE_UP_MS;
+      while (Atomics.load(f, 1) === 1 && Date.now() < deadline) Atomics.wait(f, 1, 1, TURN_WAIT_MS);
+      return run();
+    } finally {
+      Atomics.sub(f, 0, 1);
+      Atomics.notify(f, 0);
+    }
+  }
+  for (;;) {
+    Atomics.store(f, 1, 1);
+    const waiting = Atomics.load(f, 0);
+    if (waiting === 0) break;
+    Atomics.store(f, 1, 0);
+    Atomics.notify(f, 1);
+    Atomics.wait(f, 0, waiting, TURN_WAIT_MS);
+  }
+  try {
+    return run();
+  } finally {
+    Atomics.store(f, 1, 0);
+    Atomics.notify(f, 1);
+  }
 }
 
 /**

@@ -16,6 +16,7 @@ import type { Readiness } from '../../api/readiness.js';
 import { metrics } from '../../system/metrics.js';
 import { appendEntry, entriesAfter, entriesAfterSync, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
 import { SyncPgClient, SyncQueryError } from '../pg/sync-client.js';
+import type { LogLink } from './projector-host.js';
 
 /** Entries a follower reads per query, and replays per transaction at most. */
 const FOLLOW_BATCH = 200;
@@ -41,7 +42,17 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  *   lost may have committed, so the core re-reads the log before its next write.
  */
 export class CentralLog {
-  readonly state = { role: 'standby' as 'standby' | 'leader', position: 0, end: 0, leader: null as string | null, replayed: 0, appended: 0 };
+  readonly state = {
+    role: 'standby' as 'standby' | 'leader',
+    position: 0,
+    end: 0,
+    leader: null as string | null,
+    replayed: 0,
+    appended: 0,
+    /** Whether the projector's thread runs (src/sync/central/projector-host.ts), and the entries it appended. */
+    thread: false,
+    threadAppended: 0,
+  };
   private epoch = 0;
   private client: SyncPgClient | undefined;
   /** An append's outcome is unknown: the log is re-read before the next write. */
@@ -209,7 +220,8 @@ export class CentralLog {
       throw new ApiError('central_log_unavailable');
     }
     const client = this.client!;
-    const next = this.state.position + 1;
+    // The projector's thread appends from its own connection too: the file's figure, read under the write lock.
+    const next = logPosition(this.db) + 1;
     let appended: boolean;
     const started = performance.now();
     try {
@@ -235,6 +247,29 @@ export class CentralLog {
     this.state.appended++;
   }
 
+  /** What the projector's thread of this leadership appends with (src/sync/central/projector-host.ts). */
+  threadLink(): LogLink {
+    if (this.state.role !== 'leader') throw new Error('the projector thread starts only on the leading core');
+    return {
+      epoch: this.epoch,
+      url: this.url,
+      appendTimeoutMs: APPEND_TIMEOUT_MS,
+      appendedByThread: (position, ms) => {
+        this.appendSeconds.observe(ms / 1000);
+        if (position > this.state.position) this.state.position = position;
+        this.state.appended++;
+        this.state.threadAppended++;
+      },
+      running: (on) => {
+        this.state.thread = on;
+      },
+      fenced: () => {
+        this.state.leader = null;
+        this.ctx.log.error({ event: 'sync.core_fenced' }, 'sync: another core moved the lease epoch: this core no longer leads and refuses writes');
+      },
+    };
+  }
+
   private repairing: Promise<void> | undefined;
 
   /** Replays what the log holds past this core's place (its own append whose answer was lost), then writes go on. */
@@ -245,7 +280,7 @@ export class CentralLog {
         try {
           await yieldToLoop();
           if (this.state.role !== 'leader') return;
-          const entries = entriesAfterSync(this.client!, this.state.position, FOLLOW_BATCH, APPEND_TIMEOUT_MS);
+          const entries = entriesAfterSync(this.client!, logPosition(this.db), FOLLOW_BATCH, APPEND_TIMEOUT_MS);
           if (entries.length) this.replay(entries);
           if (entries.length < FOLLOW_BATCH) {
             this.unsure = false;
@@ -266,6 +301,7 @@ export class CentralLog {
     const now = Date.now();
     if (!force && now - this.lastReport < REPORT_MS) return;
     this.lastReport = now;
+    if (this.state.role === 'leader') this.state.position = logPosition(this.db);
     await reportCore(this.pool, this.name, this.state.role, this.state.position);
     if (this.state.role === 'standby') {
       this.state.leader = await leaderOf(this.pool);

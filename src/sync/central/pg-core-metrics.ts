@@ -6,7 +6,7 @@ import type { PgCore } from './pg-core.js';
  * The core's series on `/metrics` (docs/central.md, "One log"): the projector's lag over every store
  * and per store, in records and in seconds (the alerts `PosdStoreApplyLag` and `PosdStoreApplyBehind`
  * in deploy/prometheus-alerts.yml read them), whether
- * this core leads, and its place in the central's log beside the log's end.
+ * this core leads and runs its projector's thread, and its place in the central's log beside the log's end.
  */
 export function registerCoreMetrics(ctx: AppContext, core: PgCore): void {
   const m = metrics(ctx);
@@ -50,6 +50,20 @@ export function registerCoreMetrics(ctx: AppContext, core: PgCore): void {
     help: '1 while this core holds the projector lease (it projects and publishes to PostgreSQL), 0 on a standby',
     collect() {
       this.set(leading() ? 1 : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_sync_projector_thread',
+    help: "1 while the leading core's projector runs on its own thread (off the event loop that answers /api), 0 otherwise",
+    collect() {
+      this.set(core.log_.state.thread ? 1 : 0);
+    },
+  });
+  m.gauge({
+    name: 'posd_central_log_thread_entries',
+    help: "Entries of the central's log appended by this core's projector thread since the process started (its slices)",
+    collect() {
+      this.set(core.log_.state.threadAppended);
     },
   });
   m.gauge({

@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
 import { perDb } from '../../db/per-db.js';
+import type { LogLink } from './projector-host.js';
 
 // The PostgreSQL core of a central that runs one, held apart from its code: the core and
 // node-postgres load only when a central with `sync.postgres.url` starts its workers, never at a
@@ -9,6 +10,8 @@ import { perDb } from '../../db/per-db.js';
 /** What the status page and metrics read of a running core (src/sync/central/pg-core.ts PgCore). */
 export interface RunningCore {
   readonly state: { readonly pgReceived: ReadonlyMap<string, number> };
+  /** Its place in the central's log, which the projector's thread appends through (projector-host.ts). */
+  readonly log_: { threadLink(): LogLink };
 }
 
 const cores = perDb(() => ({ current: undefined as RunningCore | undefined, leaderWorkers: (() => []) as () => Worker[] }));

@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
-import { tx } from '../../db/database.js';
 import { LeaderWorkers, setPgCore } from './pg-core-slot.js';
 import { CentralLog } from './central-log-core.js';
 import { setReadiness } from '../../api/readiness.js';
@@ -11,9 +10,10 @@ import { registerCoreMetrics } from './pg-core-metrics.js';
 import { projectorBell } from './projector-bell.js';
 import { centralSide } from './sync-store.js';
 import { coreStore } from './core-store.js';
-import { publishFrontRefusals } from './checks/refusal.js';
 import { publishFor, publishReadModels } from './pg-core-publish.js';
 import { CoreReporter } from './pg-core-report.js';
+import { ingestBatch, type IngestBatch } from './core-ingest.js';
+import { projectorThreadOf } from './projector-host.js';
 import {
   allStores,
   behindStores,
@@ -329,6 +329,7 @@ export class PgCore implements Worker {
   private async ingestStore(t: PgStoreRow): Promise<void> {
     const { ctx, pool } = this;
     const store = centralSide(ctx.db);
+    let ahead: { after: number; rows: ReturnType<typeof readReceived> } | undefined;
     for (;;) {
       if (!this.active) return;
       const row = store.storeRow(t.store_id);
@@ -338,37 +339,42 @@ export class PgCore implements Worker {
         this.waiting.add(t.store_id);
         return;
       }
-      const rows = await readReceived(pool, t.store_id, after, INGEST_BATCH);
+      const rows = await (ahead?.after === after ? ahead.rows : readReceived(pool, t.store_id, after, INGEST_BATCH));
+      ahead = undefined;
       if (!rows.length) return;
-      const at = isoTime(ctx.clock.now());
-      tx(ctx.db, () =>
-        publishFrontRefusals(
-          ctx,
-          t,
-          coreStore(ctx.db).ingest(
-            t,
-            rows.map((r) => ({
-              id: r.id,
-              seq: r.seq,
-              account_id: r.account_id,
-              live_mode: r.live_mode ? 1 : 0,
-              kind: r.kind,
-              hash: r.hash,
-              payload: r.payload,
-              created_at: r.created_at,
-              // The front's time of receipt: the status page's lag is the box's, not the ingest's.
-              received_at: r.received_at,
-              // A front's refusal at receipt is decided: kept, never applied, told to the box here.
-              outcome: r.outcome,
-              reason: r.reason,
-            })),
-            at,
-          ),
-          at,
-        ),
-      );
+      const last = rows[rows.length - 1].seq;
+      // While the thread writes this batch, the next one is read from PostgreSQL (dropped if unused).
+      if (projectorThreadOf(ctx) && rows.length === INGEST_BATCH && last < t.received_seq) {
+        ahead = { after: last, rows: readReceived(pool, t.store_id, last, INGEST_BATCH) };
+        ahead.rows.catch(() => undefined);
+      }
+      const batch: IngestBatch = {
+        store: t,
+        at: isoTime(ctx.clock.now()),
+        rows: rows.map((r) => ({
+          id: r.id,
+          seq: r.seq,
+          account_id: r.account_id,
+          live_mode: r.live_mode ? 1 : 0,
+          kind: r.kind,
+          hash: r.hash,
+          payload: r.payload,
+          created_at: r.created_at,
+          // The front's time of receipt: the status page's lag is the box's, not the ingest's.
+          received_at: r.received_at,
+          // A front's refusal at receipt is decided: kept, never applied, told to the box here.
+          outcome: r.outcome,
+          reason: r.reason,
+        })),
+      };
+      // On the projector's thread (its transaction and append off this loop) while it runs.
+      const thread = projectorThreadOf(ctx);
+      if (thread) await thread.ingest(batch);
+      else {
+        ingestBatch(ctx, batch);
+        projectorBell(ctx.db).ring();
+      }
       this.state.ingested += rows.length;
-      projectorBell(ctx.db).ring();
       if (rows.length < INGEST_BATCH) return;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

@@ -30,6 +30,16 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 /** The store the projector is in the middle of (between two of its slices), per database. */
 const projecting = perDb(() => ({ store: null as string | null }));
 
+/** How long a slice may grow, and what ends it early (a chain core's thread: a daemon write waiting). */
+export interface SliceLimits {
+  records: number;
+  ms: number;
+  /** True when another writer waits for the write lock: the slice ends after its current record. */
+  yieldNow?: () => boolean;
+}
+
+const LOOP_SLICE: SliceLimits = { records: SLICE_RECORDS, ms: SLICE_MS };
+
 /**
  * The central's projector: applies the records pushes received (`sync_received`, outcome
  * `received`) with the kinds' appliers, each store in its own order. A pass visits the stores with
@@ -51,7 +61,10 @@ export class Projector implements Worker {
   /** Slices committed so far (for `idle`: a pass that committed none made no progress). */
   private slices = 0;
 
-  constructor(private readonly ctx: AppContext) {}
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly limits: SliceLimits = LOOP_SLICE,
+  ) {}
 
   start(): void {
     if (this.ctx.config.sync.projector_paused) {
@@ -149,7 +162,7 @@ export class Projector implements Worker {
             if (n) projectorBell(ctx.db).sliced(s.store_id);
           }
           if (s.received_seq > s.applied_seq) {
-            projectSlice(ctx, s.store_id);
+            projectSlice(ctx, s.store_id, this.limits);
             this.slices++;
             projectorBell(ctx.db).sliced(s.store_id);
             moved = true;
@@ -172,12 +185,17 @@ export class Projector implements Worker {
 }
 
 /** The running projector of each database, for tests and the bench (`projectorOf(db)?.idle()`). */
-const projectors = perDb(() => ({ current: undefined as Projector | undefined }));
+const projectors = perDb(() => ({ current: undefined as Pick<Projector, 'idle'> | undefined }));
 
-export function projectorWorker(ctx: AppContext): Projector {
-  const p = new Projector(ctx);
+export function projectorWorker(ctx: AppContext, limits?: SliceLimits): Projector {
+  const p = new Projector(ctx, limits);
   projectors(ctx.db).current = p;
   return p;
+}
+
+/** A projector running elsewhere (a chain core's thread: src/sync/central/projector-host.ts) that `projected` waits for. */
+export function setProjectorOf(ctx: Pick<AppContext, 'db'>, p: Pick<Projector, 'idle'>): void {
+  projectors(ctx.db).current = p;
 }
 
 /** Resolves once the projector of this central applied everything received so far. */
@@ -186,17 +204,18 @@ export async function projected(ctx: Pick<AppContext, 'db'>): Promise<void> {
 }
 
 /**
- * One slice of one store: its records past `applied_seq`, in seq order, up to SLICE_RECORDS or
- * SLICE_MS, applied in one transaction that moves the cursor over them. Returns how many were
- * decided. A transient database error rolls the slice back whole and propagates.
+ * One slice of one store: its records past `applied_seq`, in seq order, up to `limits` (on the
+ * event loop SLICE_RECORDS or SLICE_MS), applied in one transaction that moves the cursor over
+ * them. Returns how many were decided. A transient database error rolls the slice back whole and
+ * propagates.
  */
-export function projectSlice(ctx: AppContext, storeId: string): number {
+export function projectSlice(ctx: AppContext, storeId: string, limits: SliceLimits = LOOP_SLICE): number {
   const store = centralSide(ctx.db);
   const accounts = accountsOf(ctx);
   return tx(ctx.db, () => {
     const row = store.storeRow(storeId);
     if (!row || row.received_seq <= row.applied_seq) return 0;
-    const rows = store.receivedAfter(storeId, row.applied_seq, SLICE_RECORDS);
+    const rows = store.receivedAfter(storeId, row.applied_seq, limits.records);
     if (!rows.length) return 0;
     const keyAccount = accounts.account(row.account_id);
     const byId = new Map<string, Account>();
@@ -209,7 +228,7 @@ export function projectSlice(ctx: AppContext, storeId: string): number {
     let seq = row.applied_seq;
     let n = 0;
     for (const r of rows) {
-      if (n > 0 && performance.now() - started >= SLICE_MS) break;
+      if (n > 0 && (performance.now() - started >= limits.ms || limits.yieldNow?.())) break;
       if (r.outcome === 'received') {
         // A child connected at the store enters the key's scope when its `connected_account`
         // record is applied, possibly earlier in this slice: an unknown account is looked up again.

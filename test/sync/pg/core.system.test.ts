@@ -35,7 +35,8 @@ let scope: ReceiptScope;
 /** How far the records were received so far (the three parts of the tests, in order). */
 let pushed = 0;
 
-const coreConfig = () => ({ role: 'central', limits: { per_key_per_second: 100_000 }, sync: { postgres: { url, pool_max: 4 } } });
+// The projector's thread on (sync.postgres.projector_thread): these tests run the core through it.
+const coreConfig = () => ({ role: 'central', limits: { per_key_per_second: 100_000 }, sync: { postgres: { url, pool_max: 4, projector_thread: true } } });
 
 async function call(method: 'GET' | 'POST', base: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await request(`${base}${path}`, {
@@ -301,7 +302,11 @@ describe('the chain core on PostgreSQL', () => {
     standby = await startDaemonProcess(standbyDir, coreConfig());
     const metricsOf = async (base: string) => (await request(`${base}/metrics`)).body.text();
     await until('the standby says it is not the leader', async () => /posd_sync_projector_leader 0/.test(await metricsOf(standby!.url)), 10_000);
-    expect(await metricsOf(core!.url)).toMatch(/posd_sync_projector_leader 1/);
+    const leaderText = await metricsOf(core!.url);
+    expect(leaderText).toMatch(/posd_sync_projector_leader 1/);
+    // The leader projects on its own thread; a standby runs none.
+    expect(leaderText).toMatch(/posd_sync_projector_thread 1\n/);
+    expect(await metricsOf(standby!.url)).toMatch(/posd_sync_projector_thread 0\n/);
 
     await core!.kill('SIGKILL');
     core = undefined;
@@ -309,6 +314,10 @@ describe('the chain core on PostgreSQL', () => {
     const third = part(2);
     await receive(third);
     await until('the new leader applied the last part', async () => (await pgStore()).applied_seq === pushed, 30_000);
+    // Its slices and ingest were appended to the log from its projector thread's connection.
+    const taken = await metricsOf(standby!.url);
+    expect(taken).toMatch(/posd_sync_projector_thread 1\n/);
+    expect(Number(/posd_central_log_thread_entries (\d+)/.exec(taken)?.[1])).toBeGreaterThan(0);
     expect(pushed).toBe(records[records.length - 1].seq);
     // Its data folder was copied before any record came: it applied the whole log from PostgreSQL,
     // each record once, and PostgreSQL's outcomes did not move.

@@ -117,7 +117,7 @@ describe('posd commands as nexo messages', () => {
 
   const base: Omit<NexoPaymentResponse, 'Response'> = {
     SaleData: { SaleTransactionID: { TransactionID: charge.command_id } },
-    POIData: { POITransactionID: { TransactionID: 'ABC123.psp' } },
+    POIData: { POITransactionID: { TransactionID: 'ABC123.psp', TimeStamp: '2026-12-07T12:00:05.000Z' } },
     PaymentResult: {
       PaymentInstrumentData: { CardData: { PaymentBrand: 'mc', MaskedPan: '541333 **** 9999' } },
       PaymentAcquirerData: { ApprovalCode: '123456' },
@@ -132,6 +132,7 @@ describe('posd commands as nexo messages', () => {
       authorization_code: '123456',
       card: { network: 'mc', last4: '9999' },
       processor_reference: 'ABC123.psp',
+      processor_reference_at: '2026-12-07T12:00:05.000Z',
       reason: null,
     });
     expect(resultOfPayment(charge.command_id, { ...base, Response: { Result: 'Failure', ErrorCondition: 'Aborted' } }).outcome).toBe('canceled');

@@ -197,3 +197,19 @@ it('without the payment POITransactionID, an unreferenced refund: a PaymentReque
   expect(sim.approvedCount(created.body.id)).toBe(1);
   expect(reversalsOf(created.body.id)).toHaveLength(0);
 });
+
+it('a retired terminal refunds nothing: its payments answer 422 terminal_refund_unavailable', async () => {
+  sim.reversalMode = 'decline';
+  const unrefunded = await paidSale();
+  const declined = await paidSale();
+  const created = await refund(declined.intentId);
+  await untilRefund(created.body.id, 'failed');
+  expect((await api('DELETE', `/terminals/${terminalId}`)).status).toBe(200);
+  for (const paid of [unrefunded, declined]) {
+    const res = await refund(paid.intentId);
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('terminal_refund_unavailable');
+  }
+  expect(reversalsOf(created.body.id)).toHaveLength(1);
+  expect(sim.reversedCount(unrefunded.poi!.TransactionID!)).toBe(0);
+});

@@ -51,7 +51,7 @@ export function refundPaymentIntent(
     const store = refundsStore(ctx.db);
     const existing = store.byPaymentIntent(pa.id);
     if (existing) {
-      const again = retryTerminalRefund(ctx, existing, pa.customer_id);
+      const again = retryTerminalRefund(ctx, existing, pa);
       if (again) return again;
       throw new ApiError('already_refunded', { extra: { refund_id: existing.id } });
     }

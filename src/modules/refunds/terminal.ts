@@ -75,14 +75,15 @@ export function queueTerminalRefund(
 }
 
 /** A failed terminal refund asked for again: a new request (attempt) of the same refund. In the caller's transaction. */
-export function retryTerminalRefund(ctx: AppContext, refund: RefundRow, customerId: string | null): RefundAnswer | undefined {
+export function retryTerminalRefund(ctx: AppContext, refund: RefundRow, pa: PaymentIntentRow): RefundAnswer | undefined {
   const store = refundsStore(ctx.db);
   const t = store.terminalOf(refund.id);
   if (!t || t.status !== 'failed') return undefined;
+  if (nexoPaymentOf(ctx, pa)?.retired !== false) throw new ApiError('terminal_refund_unavailable');
   move(ctx, t, { type: 'RETRY' }, { attempt: t.attempt + 1, failure_reason: null });
   store.settle({ id: refund.id, status: 'pending', fee_returned_in_cents: 0, balance_transaction_id: null });
   signalTerminalRefund(ctx, t.terminal_id);
-  return refundView(ctx, { ...refund, status: 'pending' }, customerId);
+  return refundView(ctx, { ...refund, status: 'pending' }, pa.customer_id);
 }
 
 export function terminalRefundFailure(ctx: AppContext, refundId: string): string | null {

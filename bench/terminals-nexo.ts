@@ -4,6 +4,8 @@
  * the terminal opening the PaymentRequest (p50, p99), one charge at a time, each settled before the
  * next. Baseline in the same run: a bare HTTPS round trip of a sealed DiagnosisRequest from this
  * process to the same simulator (undici, the same CA), which is the floor of what posd adds to.
+ * Then refunds of those charges (docs/terminals-nexo.md "Refunds"): from sending POST /api/refunds
+ * to the terminal opening the ReversalRequest, one at a time, each answered before the next.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -83,6 +85,8 @@ export async function run(): Promise<BenchResult[]> {
     return (await res.body.json()) as Record<string, unknown>;
   };
   const fromRequest: number[] = [];
+  const refundFromRequest: number[] = [];
+  const paid: string[] = [];
   try {
     while ((await api('GET', `/terminals/${terminalId}`)).availability !== 'available') await new Promise((r) => setTimeout(r, 50));
     let n = 0;
@@ -92,7 +96,17 @@ export async function run(): Promise<BenchResult[]> {
       const p = await sim.reached(cmd.id as string, 'waiting_card');
       fromRequest.push(p.receivedAt - t0);
       await sim.reached(cmd.id as string, 'done');
-      while ((await api('GET', `/terminal_session_commands/${cmd.id}`)).final !== true) await new Promise((r) => setTimeout(r, 5));
+      let c: Record<string, unknown>;
+      while ((c = await api('GET', `/terminal_session_commands/${cmd.id}`)).final !== true) await new Promise((r) => setTimeout(r, 5));
+      paid.push(c.checkout_id as string);
+    }
+    for (const until = performance.now() + durationMs; performance.now() < until && paid.length > 0; ) {
+      const checkout = await api('GET', `/checkouts/${paid.shift()}`);
+      const t0 = performance.now();
+      const refund = await api('POST', '/refunds', { intent_id: (checkout.latest_intent as { id: string }).id });
+      const r = await sim.reachedReversal(refund.id as string, 'processing');
+      refundFromRequest.push(r.receivedAt - t0);
+      while ((await api('GET', `/refunds/${refund.id}`)).status === 'pending') await new Promise((r) => setTimeout(r, 5));
     }
   } finally {
     await daemon.stop();
@@ -100,6 +114,7 @@ export async function run(): Promise<BenchResult[]> {
     rmSync(certDir, { recursive: true, force: true });
   }
   const posd = summary(fromRequest);
+  const refunds = summary(refundFromRequest);
   const base = summary(raw);
   return [
     {
@@ -109,6 +124,13 @@ export async function run(): Promise<BenchResult[]> {
       // posd's hand-off (an API commit, then a sealed POST) over one bare sealed round trip.
       ratio: base.p99 / Math.max(posd.p99, 1e-3),
       target: 'printed only: the first measure of this transport (decision 0280)',
+    },
+    {
+      scenario: 'POST /api/refunds -> ReversalRequest opened by the nexo terminal that took the payment',
+      metrics: { 'from request p50 ms': refunds.p50, 'from request p99 ms': refunds.p99, refunds: refunds.n },
+      baseline: { 'sealed HTTPS round trip p50 ms': base.p50, 'sealed HTTPS round trip p99 ms': base.p99 },
+      ratio: base.p99 / Math.max(refunds.p99, 1e-3),
+      target: 'printed only: the first measure of terminal refunds (decision 0281)',
     },
   ];
 }

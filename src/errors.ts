@@ -65,6 +65,10 @@ export const ERRORS = {
   checkout_not_modifiable: { status: 422, message: 'Only an unpaid checkout may change.' },
   checkout_expired: { status: 422, message: 'The checkout has expired and can no longer be paid.' },
   already_refunded: { status: 422, message: 'This payment intent has already been refunded.' },
+  terminal_refund_unavailable: {
+    status: 422,
+    message: 'The nexo terminal that took this payment is retired: the refund must be carried out by that terminal (docs/terminals-nexo.md).',
+  },
   // The hosted service refunds only in full (hosted-api.md section 8; docs/compatibility.md).
   partial_refund_unsupported: { status: 422, message: 'Refunds are always of the whole payment; amount_in_cents, when sent, must be the payment amount.' },
   payment_not_succeeded: { status: 422, message: 'Only a succeeded payment intent can be refunded or invoiced.' },

@@ -3,3 +3,4 @@ export * from './crypto.js';
 export * from './messages.js';
 export * from './client.js';
 export * from './nexo-link.js';
+export * from './refunds.js';

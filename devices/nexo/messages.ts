@@ -79,7 +79,7 @@ export function freshServiceId(): string {
   return randomBytes(8).readBigUInt64BE().toString(36).slice(-10).padStart(10, '0');
 }
 
-function header(p: NexoParties, category: NexoCategory, serviceId: string): NexoHeader {
+export function header(p: NexoParties, category: NexoCategory, serviceId: string): NexoHeader {
   return {
     ProtocolVersion: '3.0',
     MessageClass: 'Service',
@@ -211,6 +211,7 @@ export function resultOfPayment(commandId: string, r: NexoPaymentResponse): Resu
       authorization_code: r.PaymentResult?.PaymentAcquirerData?.ApprovalCode?.slice(0, 64) ?? null,
       card: cardOf(r),
       processor_reference: r.POIData?.POITransactionID?.TransactionID?.slice(0, 128) ?? null,
+      processor_reference_at: r.POIData?.POITransactionID?.TimeStamp?.slice(0, 64) ?? null,
       reason: null,
     };
   }

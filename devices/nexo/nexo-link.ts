@@ -165,6 +165,14 @@ export class NexoLink extends BaseLink<TerminalMessage, ServerMessage> {
     this.scheduleStored();
   }
 
+  /**
+   * The terminal's client while the link is up: refunds (devices/nexo/refunds.ts) go over it, so
+   * they stop when the link goes down and resume with the next opening.
+   */
+  get refundClient(): NexoClient | undefined {
+    return this.isDown ? undefined : this.o.client;
+  }
+
   /** A message from the terminal's side, through the same parser and counters as the other transports. */
   feed(msg: TerminalMessage): void {
     this.receiveText(JSON.stringify(msg));

@@ -52,6 +52,8 @@ const resultFields = {
   authorization_code: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
   card: Type.Optional(Nullable(Card)),
   processor_reference: Type.Optional(Nullable(Type.String({ maxLength: 128 }))),
+  // When the terminal timestamped its reference (nexo's POITransactionID.TimeStamp): a refund names both.
+  processor_reference_at: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
   reason: Type.Optional(Nullable(Type.String({ maxLength: 256 }))),
   // Version 2, required with outcome `stored` (checked by the parser): the terminal's reference.
   offline_reference: Type.Optional(Nullable(OfflineReference)),

@@ -15,6 +15,11 @@
  * TransactionStatusRequest then repeats that outcome).
  * An AbortRequest stops a payment still waiting for the card (`Aborted`); once it is authorizing the
  * abort is too late and the payment ends as it would have.
+ *
+ * Refunds: a PaymentRequest with `PaymentType` `Refund` runs as a payment does (its `paymentType`
+ * says which); a `ReversalRequest` reverses the approved payment its `OriginalPOITransaction` names,
+ * once, as `reversalMode` says: `approve`, `decline`, `timeout` (never ends until the test calls
+ * `completeReversal`), `drop` (the connection is cut, the reversal is approved anyway).
  */
 import { createServer, type Server } from 'node:https';
 import { performance } from 'node:perf_hooks';
@@ -22,9 +27,12 @@ import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openNexo, sealNexo, type NexoKey } from '../nexo/crypto.js';
 import type { NexoHeader, NexoPaymentResponse } from '../nexo/messages.js';
+import type { NexoReversalResponse } from '../nexo/refunds.js';
 
 export const NEXO_MODES = ['approve', 'decline', 'slow', 'timeout', 'drop', 'wrong_key', 'manual', 'offline'] as const;
 export type NexoMode = (typeof NEXO_MODES)[number];
+export const NEXO_REVERSAL_MODES = ['approve', 'decline', 'timeout', 'drop'] as const;
+export type NexoReversalMode = (typeof NEXO_REVERSAL_MODES)[number];
 
 export interface NexoSimulatorOptions {
   key: NexoKey;
@@ -32,6 +40,7 @@ export interface NexoSimulatorOptions {
   tls: { key: string | Buffer; cert: string | Buffer };
   poiid: string;
   mode?: NexoMode;
+  reversalMode?: NexoReversalMode;
   slowMs?: number;
   host?: string;
   port?: number;
@@ -50,15 +59,35 @@ export interface SimulatedPayment {
   aborts: number;
   /** Its request's connection went away before its answer (the caller gave up, or `drop`). */
   abandoned: boolean;
+  /** `Normal` for a charge, `Refund` for an unreferenced refund. */
+  paymentType: string;
   response?: NexoPaymentResponse;
   header: NexoHeader;
   /** `offline` mode: approved offline (`stored`), then what the processor answered when forwarded. */
   offline?: 'stored' | 'approved' | 'declined';
 }
 
+export interface SimulatedReversal {
+  serviceId: string;
+  /** The SaleTransactionID of the request (posd's refund id). */
+  saleTransactionId: string;
+  /** The POITransactionID of the payment it reverses, as the request named it. */
+  original: string;
+  originalAt: string;
+  stage: 'processing' | 'done';
+  /** `performance.now()` when its request was opened. */
+  receivedAt: number;
+  abandoned: boolean;
+  response?: NexoReversalResponse;
+  header: NexoHeader;
+}
+
 export interface NexoSimulator {
   readonly port: number;
   mode: NexoMode;
+  reversalMode: NexoReversalMode;
+  /** Answers carry no POIData.POITransactionID (a terminal that does not give one): no reversal is possible. */
+  withoutPoiTransaction: boolean;
   /** `slow`'s card flow, ms: the first half waiting for the card, the second authorizing. */
   slowMs: number;
   /** Messages it could not open (another key): each answered with a clear Reject. */
@@ -67,6 +96,14 @@ export interface NexoSimulator {
   readonly payments: Map<string, SimulatedPayment>;
   /** Requests received, by nexo category (Payment, Abort, TransactionStatus, Diagnosis). */
   readonly requests: Record<string, number>;
+  /** Every ReversalRequest received, by ServiceID, in order. */
+  readonly reversals: Map<string, SimulatedReversal>;
+  /** Successful reversals of a payment (by its POITransactionID.TransactionID): a double refund shows here. */
+  reversedCount(poiTransactionId: string): number;
+  /** Resolves once a reversal requested under this SaleTransactionID reaches `stage`. */
+  reachedReversal(saleTransactionId: string, stage: SimulatedReversal['stage']): Promise<SimulatedReversal>;
+  /** `timeout`: the open reversal of this SaleTransactionID ends with this outcome. */
+  completeReversal(saleTransactionId: string, outcome: 'approved' | 'declined'): void;
   /** Approved payments per SaleTransactionID: a double charge shows here. */
   approvedCount(saleTransactionId: string): number;
   /** Resolves once a payment for this sale transaction reaches `stage`. */
@@ -84,6 +121,10 @@ interface PaymentBody {
   SaleData?: { SaleTransactionID?: { TransactionID?: string } };
   PaymentTransaction?: { AmountsReq?: { Currency?: string; RequestedAmount?: number } };
 }
+interface ReversalBody {
+  SaleData?: { SaleTransactionID?: { TransactionID?: string } };
+  OriginalPOITransaction?: { POITransactionID?: { TransactionID?: string; TimeStamp?: string } };
+}
 interface ReferenceBody {
   MessageReference?: { ServiceID?: string };
 }
@@ -92,6 +133,7 @@ const WRONG_KEY: NexoKey = { keyIdentifier: 'other', passphrase: 'not the shared
 
 export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<NexoSimulator> {
   const payments = new Map<string, SimulatedPayment>();
+  const reversals = new Map<string, SimulatedReversal>();
   const requests: Record<string, number> = {};
   const waiters: Array<() => void> = [];
   const timers = new Set<NodeJS.Timeout>();
@@ -101,10 +143,29 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
   const sim: NexoSimulator = {
     port: 0,
     mode: opts.mode ?? 'approve',
+    reversalMode: opts.reversalMode ?? 'approve',
+    withoutPoiTransaction: false,
     slowMs: opts.slowMs ?? 4_000,
     rejected: 0,
     payments,
     requests,
+    reversals,
+    reversedCount: (original) => [...reversals.values()].filter((r) => r.original === original && r.response?.Response.Result === 'Success').length,
+    reachedReversal: (tx, stage) =>
+      new Promise((resolve) => {
+        const check = () => {
+          const r = [...reversals.values()].find((x) => x.saleTransactionId === tx && (stage === 'processing' || x.stage === 'done'));
+          if (r) resolve(r);
+          else waiters.push(check);
+        };
+        check();
+      }),
+    completeReversal: (tx, outcome) => {
+      const r = [...reversals.values()].find((x) => x.saleTransactionId === tx && x.stage !== 'done');
+      if (!r) throw new Error(`no open reversal for ${tx}`);
+      endReversal(r, outcome);
+      (r as SimulatedReversal & { answer?: () => void }).answer?.();
+    },
     approvedCount: (tx) => [...payments.values()].filter((p) => p.saleTransactionId === tx && p.response?.Response.Result === 'Success').length,
     reached: (tx, stage) =>
       new Promise((resolve) => {
@@ -178,6 +239,7 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       SaleData: { SaleTransactionID: { TransactionID: p.saleTransactionId, TimeStamp: new Date().toISOString() } },
       POIData: { POITransactionID: { TransactionID: `SIM${String(transactionSeq).padStart(6, '0')}.${p.serviceId}`, TimeStamp: new Date().toISOString() } },
     };
+    if (sim.withoutPoiTransaction) delete (base as { POIData?: unknown }).POIData;
     const card = { PaymentInstrumentData: { CardData: { PaymentBrand: 'mc', MaskedPan: '541333 **** 9999' } } };
     if (outcome === 'canceled') p.response = { ...base, Response: { Result: 'Failure', ErrorCondition: 'Aborted' } };
     else if (outcome === 'declined')
@@ -230,6 +292,7 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
       abortedTooLate: false,
       aborts: 0,
       abandoned: false,
+      paymentType: (body as { PaymentData?: { PaymentType?: string } }).PaymentData?.PaymentType ?? 'Normal',
       header,
     };
     payments.set(serviceId, p);
@@ -276,7 +339,80 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
     res.end();
   };
 
+  const endReversal = (r: SimulatedReversal, outcome: 'approved' | 'declined') => {
+    if (r.stage === 'done') return;
+    r.stage = 'done';
+    transactionSeq++;
+    const base = {
+      OriginalPOITransaction: { POITransactionID: { TransactionID: r.original } },
+      POIData: { POITransactionID: { TransactionID: `SIM${String(transactionSeq).padStart(6, '0')}.${r.serviceId}`, TimeStamp: new Date().toISOString() } },
+    };
+    r.response =
+      outcome === 'approved' ? { ...base, Response: { Result: 'Success' } } : { ...base, Response: { Result: 'Failure', ErrorCondition: 'Refusal' } };
+    poke();
+  };
+
+  const onReversal = (req: IncomingMessage, res: ServerResponse, header: NexoHeader, body: ReversalBody) => {
+    const original = body.OriginalPOITransaction?.POITransactionID?.TransactionID ?? '';
+    const refuse = (condition: string) =>
+      respond(res, header, 'ReversalResponse', {
+        Response: { Result: 'Failure', ErrorCondition: condition },
+        OriginalPOITransaction: { POITransactionID: { TransactionID: original } },
+      });
+    // A ServiceID is used once; a payment is reversed once; only an approved payment is reversed.
+    if (reversals.has(header.ServiceID)) return refuse('NotAllowed');
+    const paid = [...payments.values()].find(
+      (p) => p.response?.Response.Result === 'Success' && p.response.POIData?.POITransactionID?.TransactionID === original,
+    );
+    const r: SimulatedReversal = {
+      serviceId: header.ServiceID,
+      saleTransactionId: body.SaleData?.SaleTransactionID?.TransactionID ?? '',
+      original,
+      originalAt: body.OriginalPOITransaction?.POITransactionID?.TimeStamp ?? '',
+      stage: 'processing',
+      receivedAt: performance.now(),
+      abandoned: false,
+      header,
+    };
+    if (!paid || sim.reversedCount(original) > 0) return refuse(paid ? 'NotAllowed' : 'NotFound');
+    reversals.set(header.ServiceID, r);
+    poke();
+    let sent = false;
+    const answer = () => {
+      if (sent) return;
+      sent = true;
+      respond(res, header, 'ReversalResponse', r.response);
+    };
+    (r as SimulatedReversal & { answer?: () => void }).answer = answer;
+    res.on('close', () => {
+      if (sent) return;
+      r.abandoned = true;
+      poke();
+    });
+    if (sim.reversalMode === 'timeout') return;
+    after(50, () => {
+      if (sim.reversalMode === 'drop') req.socket.destroy();
+      after(sim.reversalMode === 'drop' ? 50 : 0, () => {
+        endReversal(r, sim.reversalMode === 'decline' ? 'declined' : 'approved');
+        answer();
+      });
+    });
+  };
+
   const onStatus = (res: ServerResponse, header: NexoHeader, body: ReferenceBody) => {
+    const reversal = reversals.get(body.MessageReference?.ServiceID ?? '');
+    if (reversal) {
+      if (reversal.stage !== 'done')
+        return respond(res, header, 'TransactionStatusResponse', { Response: { Result: 'Failure', ErrorCondition: 'InProgress' } });
+      return respond(res, header, 'TransactionStatusResponse', {
+        Response: { Result: 'Success' },
+        MessageReference: { MessageCategory: 'Reversal', SaleID: reversal.header.SaleID, ServiceID: reversal.serviceId },
+        RepeatedMessageResponse: {
+          MessageHeader: { ...reversal.header, MessageType: 'Response' },
+          RepeatedResponseMessageBody: { ReversalResponse: reversal.response },
+        },
+      });
+    }
     const p = payments.get(body.MessageReference?.ServiceID ?? '');
     if (!p) return respond(res, header, 'TransactionStatusResponse', { Response: { Result: 'Failure', ErrorCondition: 'NotFound' } });
     if (p.stage !== 'done') return respond(res, header, 'TransactionStatusResponse', { Response: { Result: 'Failure', ErrorCondition: 'InProgress' } });
@@ -320,6 +456,7 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
         PaymentRequest: PaymentBody;
         AbortRequest: ReferenceBody;
         TransactionStatusRequest: ReferenceBody;
+        ReversalRequest: ReversalBody;
       };
       const header = msg.MessageHeader as NexoHeader;
       requests[header.MessageCategory] = (requests[header.MessageCategory] ?? 0) + 1;
@@ -335,6 +472,8 @@ export async function startNexoSimulator(opts: NexoSimulatorOptions): Promise<Ne
           return onAbort(res, msg.AbortRequest);
         case 'TransactionStatus':
           return onStatus(res, header, msg.TransactionStatusRequest);
+        case 'Reversal':
+          return onReversal(req, res, header, msg.ReversalRequest);
         case 'Diagnosis':
           return respond(res, header, 'DiagnosisResponse', { Response: { Result: 'Success' }, POIStatus: { GlobalStatus: 'OK' } });
         default:

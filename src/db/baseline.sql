@@ -443,6 +443,26 @@ CREATE TABLE refunds (
   created_at TEXT NOT NULL
 ) STRICT;
 
+-- A refund the nexo terminal that took the payment carries out (docs/terminals-nexo.md "Refunds"):
+-- the refund stays `pending` until the terminal answers. status is written from
+-- src/modules/refunds/terminal-machine.ts only; `sent`: the terminal may hold request `attempt`
+-- (its ServiceID derives from refund id and attempt), so its status is asked before anything else.
+-- kind `reversal` names the payment's POITransactionID (poi_transaction_id/_at); `refund_payment`
+-- is an unreferenced refund (the card presented again).
+CREATE TABLE terminal_refunds (
+  refund_id TEXT PRIMARY KEY REFERENCES refunds(id),
+  terminal_id TEXT NOT NULL REFERENCES terminals(id),
+  kind TEXT NOT NULL CHECK (kind IN ('reversal', 'refund_payment')),
+  poi_transaction_id TEXT,
+  poi_transaction_at TEXT,
+  status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'succeeded', 'failed')),
+  attempt INTEGER NOT NULL,
+  failure_reason TEXT,
+  terminal_reference TEXT,
+  updated_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX terminal_refunds_open ON terminal_refunds(terminal_id, status);
+
 -- Disputes (chargebacks) on card payments (src/modules/disputes/): a payment is disputed once. The
 -- hold is the negative ledger `dispute` row made on opening; a won dispute's return is the positive one.
 CREATE TABLE disputes (

@@ -19,6 +19,15 @@ import {
   type NexoPaymentResponse,
 } from '../../devices/nexo/messages.js';
 import type { Charge } from '../../devices/protocol/messages.js';
+import {
+  answerOfRefundPayment,
+  answerOfReversal,
+  refundPaymentRequest,
+  refundServiceId,
+  refundStatusRequest,
+  reversalRequest,
+  type TerminalRefund,
+} from '../../devices/nexo/refunds.js';
 
 const require = createRequire(import.meta.url);
 const KEY = { keyIdentifier: 'posdtest', passphrase: 'correct horse battery staple', keyVersion: 3 };
@@ -119,7 +128,7 @@ describe('posd commands as nexo messages', () => {
 
   const base: Omit<NexoPaymentResponse, 'Response'> = {
     SaleData: { SaleTransactionID: { TransactionID: charge.command_id } },
-    POIData: { POITransactionID: { TransactionID: 'ABC123.psp' } },
+    POIData: { POITransactionID: { TransactionID: 'ABC123.psp', TimeStamp: '2026-12-07T12:00:05.000Z' } },
     PaymentResult: {
       PaymentInstrumentData: { CardData: { PaymentBrand: 'mc', MaskedPan: '541333 **** 9999' } },
       PaymentAcquirerData: { ApprovalCode: '123456' },
@@ -134,6 +143,7 @@ describe('posd commands as nexo messages', () => {
       authorization_code: '123456',
       card: { network: 'mc', last4: '9999' },
       processor_reference: 'ABC123.psp',
+      processor_reference_at: '2026-12-07T12:00:05.000Z',
       reason: null,
     });
     expect(resultOfPayment(charge.command_id, { ...base, Response: { Result: 'Failure', ErrorCondition: 'Aborted' } }).outcome).toBe('canceled');
@@ -197,5 +207,72 @@ describe('posd commands as nexo messages', () => {
     });
     expect(forwardOfStatus('tsc_another', 'ABC123.psp', status({ Result: 'Success' }))).toBeNull();
     expect(forwardOfStatus(charge.command_id, 'ABC123.psp', { Response: { Result: 'Failure', ErrorCondition: 'NotFound' } })).toBeNull();
+  });
+});
+
+describe('refunds as nexo messages', () => {
+  const original = { TransactionID: 'ABC123.psp', TimeStamp: '2026-12-07T12:00:05.000Z' };
+  const reversal: TerminalRefund = { refundId: 're_0123456789', attempt: 1, kind: 'reversal', original, amountInCents: 12_345, currency: 'GTQ' };
+  const unreferenced: TerminalRefund = { ...reversal, kind: 'refund_payment', original: null };
+
+  it('a referenced refund is a ReversalRequest naming the POITransactionID, an unreferenced one a Refund PaymentRequest, as the library models them', () => {
+    const { ObjectSerializer } = require('@adyen/api-library/lib/src/typings/terminal/models.js');
+    const now = new Date('2026-12-08T09:00:00Z');
+    const rev = reversalRequest(parties, reversal, now);
+    expect(rev.SaleToPOIRequest.MessageHeader).toMatchObject({ MessageCategory: 'Reversal', ServiceID: refundServiceId(reversal) });
+    expect(rev.SaleToPOIRequest.ReversalRequest).toEqual({
+      SaleData: { SaleTransactionID: { TransactionID: 're_0123456789', TimeStamp: now.toISOString() } },
+      OriginalPOITransaction: { POITransactionID: original },
+      ReversalReason: 'MerchantCancel',
+    });
+    const pay = refundPaymentRequest(parties, unreferenced, now);
+    expect(pay.SaleToPOIRequest.PaymentRequest).toMatchObject({
+      PaymentTransaction: { AmountsReq: { Currency: 'GTQ', RequestedAmount: 123.45 } },
+      PaymentData: { PaymentType: 'Refund' },
+    });
+    // Each attempt of a refund has its own ServiceID, the same after a restart.
+    expect(refundServiceId({ ...reversal, attempt: 2 })).not.toBe(refundServiceId(reversal));
+    expect(refundServiceId(reversal)).toMatch(/^[0-9a-z]{10}$/);
+    const statusOfReversal = refundStatusRequest(parties, reversal);
+    expect(statusOfReversal.SaleToPOIRequest.TransactionStatusRequest.MessageReference).toEqual({
+      MessageCategory: 'Reversal',
+      SaleID: 'posd',
+      ServiceID: refundServiceId(reversal),
+    });
+    expect(refundStatusRequest(parties, unreferenced).SaleToPOIRequest.TransactionStatusRequest.MessageReference.MessageCategory).toBe('Payment');
+    for (const msg of [rev, pay, statusOfReversal]) {
+      const typed = ObjectSerializer.deserialize(JSON.parse(JSON.stringify(msg)), 'TerminalApiRequest');
+      expect(ObjectSerializer.serialize(typed, 'TerminalApiRequest')).toEqual(msg);
+    }
+  });
+
+  it('ReversalResponses and Refund PaymentResponses become the refund outcome', () => {
+    const named = { OriginalPOITransaction: { POITransactionID: { TransactionID: original.TransactionID } } };
+    expect(answerOfReversal(reversal, { ...named, Response: { Result: 'Success' }, POIData: { POITransactionID: { TransactionID: 'REV1.psp' } } })).toEqual({
+      kind: 'succeeded',
+      reference: 'REV1.psp',
+    });
+    expect(answerOfReversal(reversal, { ...named, Response: { Result: 'Failure', ErrorCondition: 'Refusal' } })).toEqual({
+      kind: 'failed',
+      reason: 'declined',
+    });
+    expect(answerOfReversal(reversal, { ...named, Response: { Result: 'Failure', ErrorCondition: 'NotAllowed' } })).toEqual({
+      kind: 'failed',
+      reason: 'nexo_Failure_NotAllowed',
+    });
+    expect(answerOfReversal(reversal, { ...named, Response: { Result: 'Failure', ErrorCondition: 'Busy' } })).toEqual({ kind: 'busy' });
+    // An answer about another payment settles nothing.
+    expect(
+      answerOfReversal(reversal, { OriginalPOITransaction: { POITransactionID: { TransactionID: 'OTHER.psp' } }, Response: { Result: 'Success' } }).kind,
+    ).toBe('unknown');
+    const sale = { SaleData: { SaleTransactionID: { TransactionID: 're_0123456789' } } };
+    expect(answerOfRefundPayment(unreferenced, { ...sale, Response: { Result: 'Success' } })).toEqual({ kind: 'succeeded', reference: null });
+    expect(answerOfRefundPayment(unreferenced, { ...sale, Response: { Result: 'Failure', ErrorCondition: 'Aborted' } })).toEqual({
+      kind: 'failed',
+      reason: 'canceled_on_terminal',
+    });
+    expect(answerOfRefundPayment(unreferenced, { SaleData: { SaleTransactionID: { TransactionID: 'tsc_x' } }, Response: { Result: 'Success' } }).kind).toBe(
+      'unknown',
+    );
   });
 });

@@ -22,6 +22,7 @@ const RefundSchema = Type.Object({
   reason: NS,
   balance_transaction_id: NS,
   created_at: Type.String(),
+  failure_reason: Type.Optional(NS),
   // Hosted section 8.
   customer: Type.Union([Type.Object({ id: Type.String(), email: NS, full_name: NS }), Type.Null()]),
   user_id: NS,

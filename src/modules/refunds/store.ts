@@ -16,6 +16,21 @@ export interface RefundRow {
   created_at: string;
 }
 
+export type TerminalRefundStatus = 'queued' | 'sent' | 'succeeded' | 'failed';
+
+export interface TerminalRefundRow {
+  refund_id: string;
+  terminal_id: string;
+  kind: 'reversal' | 'refund_payment';
+  poi_transaction_id: string | null;
+  poi_transaction_at: string | null;
+  status: TerminalRefundStatus;
+  attempt: number;
+  failure_reason: string | null;
+  terminal_reference: string | null;
+  updated_at: string;
+}
+
 /** All SQL of refunds. */
 export class RefundsStore {
   private readonly stmts;
@@ -30,6 +45,23 @@ export class RefundsStore {
       ),
       byId: db.prepare('SELECT * FROM refunds WHERE id = ?'),
       byPaymentIntent: db.prepare('SELECT * FROM refunds WHERE payment_intent_id = ?'),
+      settle: db.prepare(
+        `UPDATE refunds SET status = @status, fee_returned_in_cents = @fee_returned_in_cents, balance_transaction_id = @balance_transaction_id
+         WHERE id = @id`,
+      ),
+      insertTerminal: db.prepare(
+        `INSERT INTO terminal_refunds (refund_id, terminal_id, kind, poi_transaction_id, poi_transaction_at, status, attempt, failure_reason,
+           terminal_reference, updated_at)
+         VALUES (@refund_id, @terminal_id, @kind, @poi_transaction_id, @poi_transaction_at, @status, @attempt, @failure_reason,
+           @terminal_reference, @updated_at)`,
+      ),
+      updateTerminal: db.prepare(
+        `UPDATE terminal_refunds SET status = @status, attempt = @attempt, failure_reason = @failure_reason,
+           terminal_reference = @terminal_reference, updated_at = @updated_at
+         WHERE refund_id = @refund_id`,
+      ),
+      terminalOf: db.prepare('SELECT * FROM terminal_refunds WHERE refund_id = ?'),
+      openOfTerminal: db.prepare(`SELECT * FROM terminal_refunds WHERE terminal_id = ? AND status IN ('queued', 'sent') ORDER BY updated_at, refund_id`),
     };
   }
 
@@ -41,6 +73,22 @@ export class RefundsStore {
   }
   byPaymentIntent(id: string): RefundRow | undefined {
     return this.stmts.byPaymentIntent.get(id) as RefundRow | undefined;
+  }
+  settle(row: Pick<RefundRow, 'id' | 'status' | 'fee_returned_in_cents' | 'balance_transaction_id'>): void {
+    this.stmts.settle.run(row);
+  }
+  insertTerminal(row: TerminalRefundRow): void {
+    this.stmts.insertTerminal.run(row);
+  }
+  updateTerminal(row: TerminalRefundRow): void {
+    this.stmts.updateTerminal.run(row);
+  }
+  terminalOf(refundId: string): TerminalRefundRow | undefined {
+    return this.stmts.terminalOf.get(refundId) as TerminalRefundRow | undefined;
+  }
+  /** The terminal's refunds not yet answered, oldest first. */
+  openOfTerminal(terminalId: string): TerminalRefundRow[] {
+    return this.stmts.openOfTerminal.all(terminalId) as TerminalRefundRow[];
   }
 }
 

@@ -196,3 +196,8 @@ export function hasNexoTerminals(ctx: AppContext): boolean {
 export function nexoKeyOf(ctx: AppContext, row: TerminalRow): { keyIdentifier: string; keyVersion: number; passphrase: string } {
   return { keyIdentifier: row.nexo_key_identifier!, keyVersion: row.nexo_key_version!, passphrase: secretBoxOf(ctx).open(row.nexo_passphrase_sealed!) };
 }
+
+/** After the caller's commit: a refund for `terminalId` to carry out was queued (the nexo link side listens). */
+export function signalTerminalRefund(ctx: AppContext, terminalId: string): void {
+  afterCommit(ctx.db, () => terminalSignals(ctx).emit('refund', terminalId));
+}

@@ -12,6 +12,8 @@ export type TerminalSignalMap = {
   retired: [terminalId: string];
   /** A command of this terminal changed through the API (new, superseded, cancel requested). */
   command: [terminalId: string, commandId: string, effects: Array<{ type: string }>];
+  /** A refund for this terminal to carry out was queued (a nexo terminal's, docs/terminals-nexo.md). */
+  refund: [terminalId: string];
 };
 
 const signals = new WeakMap<AppContext, EventEmitter<TerminalSignalMap>>();

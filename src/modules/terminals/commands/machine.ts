@@ -23,6 +23,8 @@ export interface TerminalOutcome {
   authorization_code: string | null;
   card: { network: string; last4: string } | null;
   processor_reference: string | null;
+  /** When the terminal timestamped its reference (nexo's POITransactionID): a terminal refund names both. */
+  processor_reference_at?: string | null;
   reason: string | null;
   /** The terminal's reference of a stored payment; absent before protocol 2. */
   offline_reference?: string | null;

@@ -304,3 +304,23 @@ export function cancelUntakenCommandsOfTerminal(ctx: AppContext, terminalId: str
   const at = isoTime(ctx.clock.now());
   for (const row of commandsStore(ctx.db).untakenPending(terminalId)) applyInTx(ctx, row, { type: 'CANCEL', at });
 }
+
+/**
+ * The terminal command that took a checkout's payment, for a refund carried out by that terminal:
+ * its terminal, the terminal's transport, and the reference (and time) the terminal gave the payment.
+ */
+export function terminalPaymentOfCheckout(
+  ctx: AppContext,
+  checkoutId: string,
+): { terminalId: string; transport: string; retired: boolean; reference: string | null; referenceAt: string | null } | undefined {
+  const row = commandsStore(ctx.db).consumedOfCheckout(checkoutId);
+  if (!row) return undefined;
+  const result = commandContext(row).result;
+  return {
+    terminalId: row.terminal_id,
+    transport: row.transport,
+    retired: row.retired_at !== null,
+    reference: result?.processor_reference ?? null,
+    referenceAt: result?.processor_reference_at ?? null,
+  };
+}

@@ -69,6 +69,10 @@ function makeStore(db: Db) {
   const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 LIMIT 1`);
   const open = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.final = 0 ORDER BY c.seq`);
   const ofCheckout = db.prepare(`SELECT c.external_id, c.description FROM terminal_commands c WHERE c.checkout_id = ? ORDER BY c.seq DESC LIMIT 1`);
+  const consumedOfCheckout = db.prepare(
+    `SELECT c.*, t.transport, t.retired_at FROM terminal_commands c JOIN terminals t ON t.id = c.terminal_id
+     WHERE c.checkout_id = ? AND c.status = 'consumed' ORDER BY c.seq DESC LIMIT 1`,
+  );
   const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
 
   function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
@@ -99,6 +103,8 @@ function makeStore(db: Db) {
     /** The till's reference and description for a checkout it sent to a terminal (the latest command). */
     ofCheckout: (checkoutId: string) => ofCheckout.get(checkoutId) as Pick<CommandRow, 'external_id' | 'description'> | undefined,
     openOfTerminal: (terminalId: string) => openOfTerminal.all(terminalId) as CommandRow[],
+    consumedOfCheckout: (checkoutId: string) =>
+      consumedOfCheckout.get(checkoutId) as (CommandRow & { transport: string; retired_at: string | null }) | undefined,
     list(accountIds: string[], liveMode: boolean, f: CommandFilters, limit: number, offset: number) {
       const w = where(accountIds, liveMode, f);
       let q = listCache.get(w.sql);

@@ -264,6 +264,7 @@ export class TerminalBridge {
       authorization_code: r.authorization_code ?? null,
       card: r.card ?? null,
       processor_reference: r.processor_reference ?? null,
+      processor_reference_at: r.processor_reference_at ?? null,
       reason: r.reason ?? null,
       offline_reference: r.offline_reference ?? null,
     };

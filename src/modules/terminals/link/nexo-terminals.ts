@@ -7,6 +7,7 @@ import { commandContext, openCommands } from '../commands/service.js';
 import { waitingStoredOfTerminal } from '../stored/service.js';
 import type { TerminalRow } from '../store.js';
 import type { TerminalBridge } from './bridge.js';
+import { NexoRefunds } from './nexo-refunds.js';
 
 type NexoDriver = typeof import('../../../../devices/nexo/index.js');
 
@@ -34,12 +35,15 @@ export class NexoTerminals {
   private driver: Promise<NexoDriver> | undefined;
   private rescan: TimerHandle | undefined;
   private running = false;
+  private readonly refunds: NexoRefunds;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly bridge: TerminalBridge,
     private readonly scheduler: Scheduler,
-  ) {}
+  ) {
+    this.refunds = new NexoRefunds(ctx, scheduler);
+  }
 
   start(): void {
     this.running = true;
@@ -49,6 +53,7 @@ export class NexoTerminals {
   async stop(): Promise<void> {
     this.running = false;
     this.scheduler.clearTimeout(this.rescan);
+    this.refunds.stopAll();
     await Promise.all([...this.kept.keys()].map((id) => this.release(id)));
   }
 
@@ -75,6 +80,7 @@ export class NexoTerminals {
     const k = this.kept.get(id);
     if (!k) return;
     this.kept.delete(id);
+    this.refunds.stop(id);
     k.stopped = true;
     this.scheduler.clearTimeout(k.timer);
     await k.link?.close('nexo terminal released');
@@ -135,6 +141,8 @@ export class NexoTerminals {
       k.retryMs = FIRST_RETRY_MS;
       this.ctx.log.info({ terminal_id: row.id, poiid: row.nexo_poiid, recovered: offered.length }, 'nexo terminal reached');
       this.bridge.acceptLink(link, row.id);
+      // Refunds of payments this terminal took go over the same link (nexo-refunds.ts).
+      this.refunds.attach(row.id, driver, link);
       void link.whenDown.then((d) => {
         k.link = undefined;
         this.ctx.log.warn({ terminal_id: row.id, reason: d.detail }, 'nexo terminal link down');

@@ -1,34 +1,19 @@
-import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Agent } from 'undici';
 import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
 import { deliveryBody } from './body.js';
-import { deliveryHeaders, signedHeaders, secretKey } from '../../system/standard-webhooks.js';
+import { deliveryHeaders, signedHeaders } from '../../system/standard-webhooks.js';
 import type { SecretBox } from '../../system/secret-box.js';
-import { hostOf, type UrlGuard } from '../../system/url-guard.js';
+import type { UrlGuard } from '../../system/url-guard.js';
 import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
 import { AttemptDeadlines } from './deadlines.js';
 import { post } from './post.js';
 import { EndpointGates, type GateSettings } from './gates.js';
 import { HeldRows } from './held.js';
+import { Targets, type Target } from './targets.js';
 import type { SendableRow, WebhooksStore } from './store.js';
 import { whenDurable } from '../../db/wal-flush.js';
-
-/** An endpoint's URL parsed once, whether it names a refused literal address, and its signing key. */
-interface Target {
-  origin: string;
-  path: string;
-  refused: string | null;
-  key: Buffer;
-  /** The key a rotation replaced, signing beside `key` until `previousUntil` (Unix ms). */
-  previous: Buffer | null;
-  previousUntil: number;
-  /** The endpoint's throttle and cap (gates.ts); null: none. */
-  gate: GateSettings | null;
-  /** First-in-first-out delivery: a success of its makes the next in its order due. */
-  fifo: boolean;
-}
 
 const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
 /** While a read of due rows finds only rows a cap holds back, how often the timer looks again (ms). */
@@ -76,7 +61,7 @@ export class Dispatcher {
   private readonly kept: HeldRows;
   /** The last read of due rows launched none, and nothing that could change that has happened since. */
   dry = false;
-  /** When a pass last read due rows on news (the timer's next look while `dry` is from there). */
+  /** When a pass last read due rows (the timer's next look while `dry` is from there). */
   private lookedAt = 0;
   /** Attempts launched so far (whether a read of due rows launched any). */
   private launches = 0;
@@ -84,8 +69,7 @@ export class Dispatcher {
   /** On disk: all committed before `ready` was read, so no attempt sends what a power cut could take back (0272). */
   private readyDurable: Promise<void> = Promise.resolve();
 
-  /** By endpoint id: its URL changes only by a PATCH, its secret by a rotation (both `forgetTarget`). */
-  private readonly targets = new Map<string, Target>();
+  private readonly targets: Targets;
 
   private readonly gates: EndpointGates;
 
@@ -99,10 +83,11 @@ export class Dispatcher {
     private readonly ctx: AppContext,
     private readonly store: WebhooksStore,
     readonly guard: UrlGuard,
-    private readonly box: SecretBox,
+    box: SecretBox,
     private readonly hooks: DispatchHooks,
   ) {
     this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
+    this.targets = new Targets(ctx, store, guard, box);
     const w = ctx.config.webhooks;
     this.gates = new EndpointGates({ breakerFailures: w.breaker_failures, breakerProbeMs: w.breaker_probe_ms, slowMs: w.slow_ms });
     this.gating = this.gatingOn();
@@ -139,10 +124,7 @@ export class Dispatcher {
   dispatch(news = false): void {
     const max = this.ctx.config.webhooks.concurrency;
     const now = this.ctx.clock.now();
-    if (news) {
-      this.dry = false;
-      this.lookedAt = now;
-    }
+    if (news) this.dry = false;
     let refilled = -1;
     const held: Array<[number, number]> = [];
     if (this.gating) this.gates.newPass();
@@ -154,10 +136,17 @@ export class Dispatcher {
         if (held.length > 0) this.reschedule(held.splice(0));
         if (refilled !== -1 || this.dry) break;
         refilled = this.launches;
-        const seqs = this.store
-          .due(now, max * 4 + this.inflight.size + this.kept.size)
-          .map((r) => r.seq)
-          .filter((seq) => !this.inflight.has(seq) && !this.kept.has(seq));
+        // The timer's look past a capped backlog (`nextDueIn`) counts from the last read, whatever
+        // made it: a read when the kept rows ran out is a look too.
+        this.lookedAt = now;
+        const seqs: number[] = [];
+        for (const r of this.store.due(now, max * 4 + this.inflight.size + this.kept.size)) {
+          if (this.inflight.has(r.seq) || this.kept.has(r.seq)) continue;
+          // Its endpoint's cap is full and no more of its rows are kept: the gates would hold it
+          // back and it would be rescheduled, so that is done from the index entry, unread.
+          if (this.gating && this.capFull(r.endpoint_id)) held.push([r.seq, this.gates.admit(r.endpoint_id, this.targetOf(r.endpoint_id)!.gate!, now)]);
+          else seqs.push(r.seq);
+        }
         if (seqs.length === 0) break;
         this.ready = this.store.sendableMany(seqs);
         this.readyDurable = whenDurable(this.ctx.db);
@@ -216,6 +205,18 @@ export class Dispatcher {
     }
   }
 
+  /** Whether the endpoint's in-flight cap holds its next row back and the kept rows have no room for it. */
+  private capFull(endpointId: string): boolean {
+    if (!this.kept.full(endpointId)) return false;
+    let cap: number | null | undefined;
+    try {
+      cap = this.targetOf(endpointId)?.gate?.maxInFlight;
+    } catch {
+      return false;
+    }
+    return cap != null && this.gates.inFlight(endpointId) >= cap;
+  }
+
   /** Ms until the next due row not in flight (undefined: none); while `dry` past kept rows, a recheck delay. */
   nextDueIn(now: number): number | undefined {
     // The last read sent nothing past a capped endpoint's backlog: look again soon (no read each pass).
@@ -265,7 +266,7 @@ export class Dispatcher {
       .then(
         (outcome) => {
           done();
-          news = !outcome || !succeeded(outcome) || this.targets.get(row.endpoint_id)?.fifo !== false;
+          news = !outcome || !succeeded(outcome) || this.targets.cached(row.endpoint_id)?.fifo !== false;
           if (gatedAt !== null)
             this.gates.finished(row.endpoint_id, gatedAt, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
           // The slot is free now; the outcome commits with the next group.
@@ -290,7 +291,7 @@ export class Dispatcher {
 
   /** A rotation changed the endpoint's secret, or a PATCH its gates or FIFO: it is read again. */
   forgetTarget(endpointId: string): void {
-    this.targets.delete(endpointId);
+    this.targets.forget(endpointId);
     this.gating = this.gatingOn();
   }
 
@@ -310,33 +311,7 @@ export class Dispatcher {
 
   /** The endpoint's parsed URL and key, cached (undefined if the endpoint is gone). */
   targetOf(endpointId: string): Target | undefined {
-    let t = this.targets.get(endpointId);
-    if (t) return t;
-    const ep = this.store.endpoint(endpointId);
-    if (!ep) return undefined;
-    const u = new URL(ep.url);
-    const host = hostOf(u);
-    // A literal address never reaches the socket's lookup, so it is checked here.
-    const refused = isIP(host) && !this.guard.addressAllowed(host) ? `address_refused: ${host} is a private, local or metadata address` : null;
-    t = {
-      origin: u.origin,
-      path: u.search ? `${u.pathname}${u.search}` : u.pathname,
-      refused,
-      key: secretKey(this.box.open(ep.secret)),
-      previous: ep.previous_secret === null ? null : secretKey(this.box.open(ep.previous_secret)),
-      previousUntil: ep.previous_secret_expires_ms ?? 0,
-      gate: this.gateOf(ep.rate_limit, ep.max_in_flight),
-      fifo: ep.fifo === 1,
-    };
-    if (this.targets.size >= 1000) this.targets.clear();
-    this.targets.set(endpointId, t);
-    return t;
-  }
-
-  /** The endpoint's own settings, or the default cap where it names none; null: no gate. */
-  private gateOf(rateLimit: number | null, maxInFlight: number | null): GateSettings | null {
-    const cap = maxInFlight ?? (this.ctx.config.webhooks.endpoint_max_in_flight || null);
-    return rateLimit === null && cap === null ? null : { rateLimit, maxInFlight: cap };
+    return this.targets.of(endpointId);
   }
 
   /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */

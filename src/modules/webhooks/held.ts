@@ -40,6 +40,11 @@ export class HeldRows {
     return true;
   }
 
+  /** Whether a row of this endpoint would not be kept (a bound is reached). */
+  full(endpointId: string): boolean {
+    return this.seqs.size >= this.total || (this.byEndpoint.get(endpointId)?.length ?? 0) >= this.perEndpoint;
+  }
+
   /** Each endpoint's kept rows, oldest first (the arrays are live: take rows with `shift`). */
   queues(): MapIterator<[string, SendableRow[]]> {
     return this.byEndpoint.entries();

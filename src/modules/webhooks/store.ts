@@ -2,6 +2,7 @@ import type { Db } from '../../db/database.js';
 import { listCount } from '../../db/list-counts.js';
 import { DeliveryIds } from './delivery-ids.js';
 import { preparedOnUse } from '../../db/statements.js';
+import { limitedAll } from '../../db/limited.js';
 import { WRITE_SQL } from './write-sql.js';
 import { noticeStore } from './notice-store.js';
 import { replayStore, type ReplayRow, type ReplayFilter } from './replay-store.js';
@@ -102,6 +103,13 @@ export interface EventRowLite {
   type: string;
 }
 
+/** A due delivery as the due index has it. */
+export interface DueRow {
+  seq: number;
+  next_attempt_ms: number;
+  endpoint_id: string;
+}
+
 // Only what an attempt reads: the rows are read for every attempt, and each column is a copy.
 const SENDABLE = `d.seq, d.account_id, d.endpoint_id, d.event_id, d.event_type, d.event_account_id, d.payload, d.status,
   d.next_attempt_ms, w.disabled AS endpoint_disabled, e.payload AS event_payload`;
@@ -124,7 +132,6 @@ export function webhooksStore(db: Db) {
     activeEndpoints: () => db.prepare('SELECT * FROM webhook_endpoints WHERE disabled = 0'),
     maxSeq: () => db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM events'),
     cursor: () => db.prepare('SELECT seq FROM webhook_cursor WHERE id = 1'),
-    eventsAfter: () => db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT ?'),
     eventsBetween: () => db.prepare('SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? AND seq <= ? AND live_mode = ? ORDER BY seq'),
     setFilterTypes: () => db.prepare('UPDATE webhook_endpoints SET filter_types = ?, updated_at = ? WHERE id = ?'),
     setGates: () => db.prepare('UPDATE webhook_endpoints SET rate_limit = ?, max_in_flight = ?, updated_at = ? WHERE id = ?'),
@@ -177,14 +184,6 @@ export function webhooksStore(db: Db) {
          ORDER BY seq LIMIT ?)`,
       ),
     insertDelivery: () => db.prepare(WRITE_SQL.insertDelivery),
-    // Seqs only, from the covering partial index: rows are read when they are sent.
-    due: () =>
-      db.prepare(
-        `SELECT d.seq, d.next_attempt_ms FROM webhook_deliveries d
-       JOIN webhook_endpoints w ON w.id = d.endpoint_id
-       WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
-       ORDER BY d.next_attempt_ms LIMIT ?`,
-      ),
     sendable: () =>
       db.prepare(
         `SELECT ${SENDABLE}
@@ -229,6 +228,16 @@ export function webhooksStore(db: Db) {
     attemptsOf: () => db.prepare('SELECT * FROM webhook_attempts WHERE delivery_seq = ? ORDER BY attempt'),
   });
 
+  // Run once a pass and once an emitted event: the limit written into the SQL (limited.ts).
+  const eventsAfter = limitedAll<[number], EventRowLite>(db, 'SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT');
+  // Seqs and endpoints only, from the covering partial index: rows are read when they are sent.
+  const due = limitedAll<[number], DueRow>(
+    db,
+    `SELECT d.seq, d.next_attempt_ms, d.endpoint_id FROM webhook_deliveries d
+     JOIN webhook_endpoints w ON w.id = d.endpoint_id
+     WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
+     ORDER BY d.next_attempt_ms LIMIT`,
+  );
   const ids = new DeliveryIds(s.idsKey.get() as Buffer);
   /** The row's seq for a public id: a stored one (older rows, test sends), else a derived one. */
   const seqOfId = (id: string): number | undefined =>
@@ -266,7 +275,7 @@ export function webhooksStore(db: Db) {
     },
     maxEventSeq: () => (s.maxSeq.get() as { seq: number }).seq,
     cursor: () => (s.cursor.get() as { seq: number }).seq,
-    eventsAfter: (seq: number, limit: number) => s.eventsAfter.all(seq, limit) as EventRowLite[],
+    eventsAfter: (seq: number, limit: number) => eventsAfter(limit, seq),
     insertDelivery: (row: {
       /** Null: derived from the seq. */
       id: string | null;
@@ -281,7 +290,7 @@ export function webhooksStore(db: Db) {
       next_attempt_ms: number | null;
       created_at: string;
     }) => s.insertDelivery.run(row).changes > 0,
-    due: (nowMs: number, limit: number) => s.due.all(nowMs, limit) as Array<{ seq: number; next_attempt_ms: number }>,
+    due: (nowMs: number, limit: number) => due(limit, nowMs),
     sendable: (seq: number) => s.sendable.get(seq) as SendableRow | undefined,
     sendableMany: (seqs: number[]) => s.sendableMany.all(JSON.stringify(seqs)) as SendableRow[],
     delivery(id: string): DeliveryRow | undefined {

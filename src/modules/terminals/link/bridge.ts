@@ -14,13 +14,13 @@ import {
   type ServerLink,
   type ServerMessage,
   type TerminalMessage,
-  type TimerHandle,
 } from '../../../../devices/index.js';
 import { markAllUnavailable, recordAvailability, recordHello, terminalRow } from '../service.js';
 import { StoredPaymentLink } from '../stored/link.js';
 import { awaitTerminalHello, verifyHello } from './handshake.js';
 import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
+import { StatusTimers } from './status-timers.js';
 import { terminalSignals } from '../signals.js';
 import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands, type AppliedEvent } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
@@ -42,7 +42,8 @@ export type BridgeEvents = {
  */
 export class TerminalBridge {
   readonly sessions = new Map<string, Session>();
-  private readonly timers = new Map<string, TimerHandle>();
+  /** No news of an offered command for `dispatch_timeout_ms`: ask the terminal its status. */
+  private readonly timers: StatusTimers;
   private readonly scheduler: Scheduler;
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
@@ -61,6 +62,11 @@ export class TerminalBridge {
     scheduler: Scheduler,
   ) {
     this.scheduler = scheduler;
+    this.timers = new StatusTimers(
+      scheduler,
+      () => this.cfg.dispatch_timeout_ms,
+      (commandId) => this.guard('a status request', () => this.onTimeout(commandId), { command_id: commandId }),
+    );
     this.stored = new StoredPaymentLink(ctx, scheduler, {
       sessions: () => this.sessions.values(),
       send: (session, msg) => this.send(session as Session, msg),
@@ -105,7 +111,7 @@ export class TerminalBridge {
     signals.on('command', this.onSignal);
     signals.on('retired', this.onRetired);
     for (const row of openCommands(this.ctx)) {
-      if (commandContext(row).offered) this.armTimer(row.id);
+      if (commandContext(row).offered) this.timers.arm(row.id);
     }
     this.stored.start();
   }
@@ -115,8 +121,7 @@ export class TerminalBridge {
     const signals = terminalSignals(this.ctx);
     signals.off('command', this.onSignal);
     signals.off('retired', this.onRetired);
-    for (const t of this.timers.values()) this.scheduler.clearTimeout(t);
-    this.timers.clear();
+    this.timers.clearAll();
     this.stored.stop();
     await Promise.all([...this.sessions.values()].map((s) => s.link.close('posd stopping')));
   }
@@ -247,7 +252,7 @@ export class TerminalBridge {
     const row = this.ownCommand(session, commandId);
     if (!row) return undefined;
     const applied = applyTerminalEvent(this.ctx, commandId, event);
-    if (applied && applied.row.final === 0) this.armTimer(commandId);
+    if (applied && applied.row.final === 0) this.timers.arm(commandId);
     return applied;
   }
 
@@ -275,7 +280,7 @@ export class TerminalBridge {
         ? applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() })
         : applyTerminalEvent(this.ctx, row.id, { type: 'RESULT', at: this.nowIso(), ...outcome }),
     );
-    if (applied?.row.final === 1) this.clearTimer(row.id);
+    if (applied?.row.final === 1) this.timers.clear(row.id);
     if (applied?.changed?.effects.some((e) => e.type === 'requestStatus')) {
       // Not acknowledged: the terminal keeps the result, and its answer to the status request
       // (that result again, or what really happened) settles the command.
@@ -284,7 +289,7 @@ export class TerminalBridge {
         'terminal reported canceled after authorizing; asking its status before believing it',
       );
       this.send(session, { type: 'status_request', command_id: row.id });
-      this.armTimer(row.id);
+      this.timers.arm(row.id);
       return;
     }
     if (applied?.changed) {
@@ -340,7 +345,7 @@ export class TerminalBridge {
       show_post_payment_screens: row.show_post_payment_screens === 1,
       tax_id: row.tax_id,
     });
-    this.armTimer(row.id);
+    this.timers.arm(row.id);
   }
 
   private onCommandChanged(terminalId: string, commandId: string, effects: Array<{ type: string }>): void {
@@ -353,23 +358,8 @@ export class TerminalBridge {
 
   // ---- Status timers ----
 
-  private armTimer(commandId: string): void {
-    this.clearTimer(commandId);
-    this.timers.set(
-      commandId,
-      this.scheduler.setTimeout(() => this.guard('a status request', () => this.onTimeout(commandId), { command_id: commandId }), this.cfg.dispatch_timeout_ms),
-    );
-  }
-
-  private clearTimer(commandId: string): void {
-    const t = this.timers.get(commandId);
-    if (t) this.scheduler.clearTimeout(t);
-    this.timers.delete(commandId);
-  }
-
   /** No news for dispatch_timeout: ask. Never decide on our own while the terminal may still charge. */
   private onTimeout(commandId: string): void {
-    this.timers.delete(commandId);
     if (!this.started) return;
     const row = commandRow(this.ctx, commandId);
     if (!row || row.final === 1) return;
@@ -378,6 +368,6 @@ export class TerminalBridge {
       this.ctx.log.info({ terminal_id: row.terminal_id, command_id: commandId }, 'no news from terminal: asking its status');
       this.send(session, { type: 'status_request', command_id: commandId });
     }
-    this.armTimer(commandId);
+    this.timers.arm(commandId);
   }
 }

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { groupCommit } from '../../../db/group-commit.js';
+import { afterCommit, groupCommit, inGroupCommit } from '../../../db/group-commit.js';
 import { whenDurable } from '../../../db/wal-flush.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
@@ -21,6 +21,7 @@ import { awaitTerminalHello, verifyHello } from './handshake.js';
 import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { StatusTimers } from './status-timers.js';
+import { chargeOf } from './charge.js';
 import { terminalSignals } from '../signals.js';
 import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands, type AppliedEvent } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
@@ -48,6 +49,7 @@ export class TerminalBridge {
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
     this.onCommandChanged(terminalId, commandId, effects);
+  private readonly onCreated = (terminalId: string, commandId: string) => this.offerInCommit(terminalId, commandId);
   private readonly onRetired = (terminalId: string) => {
     const s = this.sessions.get(terminalId);
     if (s) void s.link.close('terminal retired');
@@ -109,6 +111,7 @@ export class TerminalBridge {
     markAllUnavailable(this.ctx);
     const signals = terminalSignals(this.ctx);
     signals.on('command', this.onSignal);
+    signals.on('created', this.onCreated);
     signals.on('retired', this.onRetired);
     for (const row of openCommands(this.ctx)) {
       if (commandContext(row).offered) this.timers.arm(row.id);
@@ -120,6 +123,7 @@ export class TerminalBridge {
     this.started = false;
     const signals = terminalSignals(this.ctx);
     signals.off('command', this.onSignal);
+    signals.off('created', this.onCreated);
     signals.off('retired', this.onRetired);
     this.timers.clearAll();
     this.stored.stop();
@@ -328,24 +332,47 @@ export class TerminalBridge {
 
   /** Hands the terminal its one current command if it has not been offered yet. */
   pump(session: Session): void {
-    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return;
-    const row = currentCommandOf(this.ctx, session.terminalId);
-    if (row?.status !== 'pending' || commandContext(row).offered) return;
-    // Written before it is sent: after a crash the command is known to be possibly held.
-    const applied = applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() });
-    if (!applied?.changed) return;
-    this.send(session, {
-      type: 'charge',
-      command_id: row.id,
-      amount_in_cents: row.amount_in_cents,
-      currency: row.currency,
-      installments: row.installments ?? 1,
-      description: row.description,
-      print_receipt: row.print_receipt === 1,
-      show_post_payment_screens: row.show_post_payment_screens === 1,
-      tax_id: row.tax_id,
-    });
+    const row = this.offerCurrent(session);
+    if (!row) return;
+    this.send(session, chargeOf(row));
     this.timers.arm(row.id);
+  }
+
+  /** Marks the terminal's current command (if `only`, that one) offered: written before it is sent. */
+  private offerCurrent(session: Session, only?: string): CommandRow | undefined {
+    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return undefined;
+    const row = currentCommandOf(this.ctx, session.terminalId);
+    if (row?.status !== 'pending' || commandContext(row).offered || (only !== undefined && row.id !== only)) return undefined;
+    return applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() })?.changed ? row : undefined;
+  }
+
+  /**
+   * A command being created in a group commit (the API's POST) is offered in that commit, its charge
+   * sent once the batch is on disk: not after an OFFER commit and a flush of its own (decision
+   * 0278). Outside a group commit, or with the terminal away or busy, the `command` signal pumps.
+   */
+  private offerInCommit(terminalId: string, commandId: string): void {
+    const session = this.sessions.get(terminalId);
+    if (!session || !inGroupCommit(this.ctx.db)) return;
+    const fields = { terminal_id: terminalId, command_id: commandId };
+    // A failure rolls back the offer's savepoint alone: the command is created, and pumped after.
+    this.guard(
+      'offering a new command',
+      () => {
+        const row = this.offerCurrent(session, commandId);
+        if (!row) return;
+        const sendCharge = () => {
+          // Unless a savepoint around it rolled back (a joined write that failed after the command).
+          if (commandRow(this.ctx, row.id)?.offered !== 1) return;
+          this.timers.arm(row.id);
+          // Replaced or down meanwhile: the next hello's reconciliation offers it again.
+          if (this.sessions.get(terminalId) !== session) return;
+          session.link.send(chargeOf(row)).catch((err: Error) => this.ctx.log.warn({ ...fields, err: err.message }, 'send to terminal failed'));
+        };
+        afterCommit(this.ctx.db, () => this.guard('sending a charge', sendCharge, fields));
+      },
+      fields,
+    );
   }
 
   private onCommandChanged(terminalId: string, commandId: string, effects: Array<{ type: string }>): void {

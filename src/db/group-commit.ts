@@ -148,6 +148,14 @@ export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
 }
 
 /**
+ * Whether the caller runs inside a job of a group commit on `db`: its writes commit with the batch,
+ * and what it hands `afterCommit` runs once the batch is on disk.
+ */
+export function inGroupCommit(db: Db): boolean {
+  return running.has(db);
+}
+
+/**
  * Runs `fn` once the caller's writes are durable: after the batch commits and its flush ends when
  * called inside a group-commit job (never, if the job or the commit fails), at once otherwise (the caller's own
  * transaction has returned). For signals to other parts of the daemon (the terminal bridge) that

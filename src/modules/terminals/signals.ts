@@ -10,6 +10,11 @@ export type TerminalSignalMap = {
   registered: [terminalId: string];
   /** A terminal was retired: close its link, stop its port. */
   retired: [terminalId: string];
+  /**
+   * A command was just written, inside the transaction that creates it (not committed yet): the
+   * bridge may offer it to the terminal in that same commit and send the charge once it is on disk.
+   */
+  created: [terminalId: string, commandId: string];
   /** A command of this terminal changed through the API (new, superseded, cancel requested). */
   command: [terminalId: string, commandId: string, effects: Array<{ type: string }>];
   /** A refund for this terminal to carry out was queued (a nexo terminal's, docs/terminals-nexo.md). */

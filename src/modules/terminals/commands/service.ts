@@ -151,6 +151,8 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
       snapshot: initial.snapshot,
       created_at: now,
     });
+    // The charge rides on this commit: no commit and flush of its own before it leaves (issue 38).
+    terminalSignals(ctx).emit('created', terminal.id, id);
     return { id, created: true };
   });
   if (result.created) afterCommit(ctx.db, () => terminalSignals(ctx).emit('command', terminal.id, result.id, []));

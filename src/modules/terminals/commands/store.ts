@@ -61,10 +61,14 @@ function makeStore(db: Db) {
        cancellation_requested_at = @cancellation_requested_at, canceled_at = @canceled_at, updated_at = @updated_at
      WHERE id = @id`,
   );
-  const untakenPending = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq`);
+  // `final = 0` (true of every pending command) lets both read the open index: the terminal's open
+  // commands in order, not every command it ever had sorted on each charge.
+  const untakenPending = db.prepare(
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq`,
+  );
   const offeredOpen = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 ORDER BY c.seq LIMIT 1`);
   const newestUntaken = db.prepare(
-    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq DESC LIMIT 1`,
+    `SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.status = 'pending' AND c.offered = 0 ORDER BY c.seq DESC LIMIT 1`,
   );
   const takenOpen = db.prepare(`SELECT 1 FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 AND c.offered = 1 LIMIT 1`);
   const open = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.final = 0 ORDER BY c.seq`);

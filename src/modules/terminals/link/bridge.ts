@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { groupCommit } from '../../../db/group-commit.js';
+import { afterCommit, groupCommit, inGroupCommit } from '../../../db/group-commit.js';
 import { whenDurable } from '../../../db/wal-flush.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
@@ -14,13 +14,14 @@ import {
   type ServerLink,
   type ServerMessage,
   type TerminalMessage,
-  type TimerHandle,
 } from '../../../../devices/index.js';
 import { markAllUnavailable, recordAvailability, recordHello, terminalRow } from '../service.js';
 import { StoredPaymentLink } from '../stored/link.js';
 import { awaitTerminalHello, verifyHello } from './handshake.js';
 import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
+import { StatusTimers } from './status-timers.js';
+import { chargeOf } from './charge.js';
 import { terminalSignals } from '../signals.js';
 import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands, type AppliedEvent } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
@@ -42,11 +43,13 @@ export type BridgeEvents = {
  */
 export class TerminalBridge {
   readonly sessions = new Map<string, Session>();
-  private readonly timers = new Map<string, TimerHandle>();
+  /** No news of an offered command for `dispatch_timeout_ms`: ask the terminal its status. */
+  private readonly timers: StatusTimers;
   private readonly scheduler: Scheduler;
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
     this.onCommandChanged(terminalId, commandId, effects);
+  private readonly onCreated = (terminalId: string, commandId: string) => this.offerInCommit(terminalId, commandId);
   private readonly onRetired = (terminalId: string) => {
     const s = this.sessions.get(terminalId);
     if (s) void s.link.close('terminal retired');
@@ -61,6 +64,11 @@ export class TerminalBridge {
     scheduler: Scheduler,
   ) {
     this.scheduler = scheduler;
+    this.timers = new StatusTimers(
+      scheduler,
+      () => this.cfg.dispatch_timeout_ms,
+      (commandId) => this.guard('a status request', () => this.onTimeout(commandId), { command_id: commandId }),
+    );
     this.stored = new StoredPaymentLink(ctx, scheduler, {
       sessions: () => this.sessions.values(),
       send: (session, msg) => this.send(session as Session, msg),
@@ -103,9 +111,10 @@ export class TerminalBridge {
     markAllUnavailable(this.ctx);
     const signals = terminalSignals(this.ctx);
     signals.on('command', this.onSignal);
+    signals.on('created', this.onCreated);
     signals.on('retired', this.onRetired);
     for (const row of openCommands(this.ctx)) {
-      if (commandContext(row).offered) this.armTimer(row.id);
+      if (commandContext(row).offered) this.timers.arm(row.id);
     }
     this.stored.start();
   }
@@ -114,9 +123,9 @@ export class TerminalBridge {
     this.started = false;
     const signals = terminalSignals(this.ctx);
     signals.off('command', this.onSignal);
+    signals.off('created', this.onCreated);
     signals.off('retired', this.onRetired);
-    for (const t of this.timers.values()) this.scheduler.clearTimeout(t);
-    this.timers.clear();
+    this.timers.clearAll();
     this.stored.stop();
     await Promise.all([...this.sessions.values()].map((s) => s.link.close('posd stopping')));
   }
@@ -247,7 +256,7 @@ export class TerminalBridge {
     const row = this.ownCommand(session, commandId);
     if (!row) return undefined;
     const applied = applyTerminalEvent(this.ctx, commandId, event);
-    if (applied && applied.row.final === 0) this.armTimer(commandId);
+    if (applied && applied.row.final === 0) this.timers.arm(commandId);
     return applied;
   }
 
@@ -276,7 +285,7 @@ export class TerminalBridge {
         ? applyTerminalEvent(this.ctx, row.id, { type: 'NOT_HELD', at: this.nowIso() })
         : applyTerminalEvent(this.ctx, row.id, { type: 'RESULT', at: this.nowIso(), ...outcome }),
     );
-    if (applied?.row.final === 1) this.clearTimer(row.id);
+    if (applied?.row.final === 1) this.timers.clear(row.id);
     if (applied?.changed?.effects.some((e) => e.type === 'requestStatus')) {
       // Not acknowledged: the terminal keeps the result, and its answer to the status request
       // (that result again, or what really happened) settles the command.
@@ -285,7 +294,7 @@ export class TerminalBridge {
         'terminal reported canceled after authorizing; asking its status before believing it',
       );
       this.send(session, { type: 'status_request', command_id: row.id });
-      this.armTimer(row.id);
+      this.timers.arm(row.id);
       return;
     }
     if (applied?.changed) {
@@ -324,24 +333,47 @@ export class TerminalBridge {
 
   /** Hands the terminal its one current command if it has not been offered yet. */
   pump(session: Session): void {
-    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return;
+    const row = this.offerCurrent(session);
+    if (!row) return;
+    this.send(session, chargeOf(row));
+    this.timers.arm(row.id);
+  }
+
+  /** Marks the terminal's current command (if `only`, that one) offered: written before it is sent. */
+  private offerCurrent(session: Session, only?: string): CommandRow | undefined {
+    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return undefined;
     const row = currentCommandOf(this.ctx, session.terminalId);
-    if (row?.status !== 'pending' || commandContext(row).offered) return;
-    // Written before it is sent: after a crash the command is known to be possibly held.
-    const applied = applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() });
-    if (!applied?.changed) return;
-    this.send(session, {
-      type: 'charge',
-      command_id: row.id,
-      amount_in_cents: row.amount_in_cents,
-      currency: row.currency,
-      installments: row.installments ?? 1,
-      description: row.description,
-      print_receipt: row.print_receipt === 1,
-      show_post_payment_screens: row.show_post_payment_screens === 1,
-      tax_id: row.tax_id,
-    });
-    this.armTimer(row.id);
+    if (row?.status !== 'pending' || commandContext(row).offered || (only !== undefined && row.id !== only)) return undefined;
+    return applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() })?.changed ? row : undefined;
+  }
+
+  /**
+   * A command being created in a group commit (the API's POST) is offered in that commit, its charge
+   * sent once the batch is on disk: not after an OFFER commit and a flush of its own (decision
+   * 0278). Outside a group commit, or with the terminal away or busy, the `command` signal pumps.
+   */
+  private offerInCommit(terminalId: string, commandId: string): void {
+    const session = this.sessions.get(terminalId);
+    if (!session || !inGroupCommit(this.ctx.db)) return;
+    const fields = { terminal_id: terminalId, command_id: commandId };
+    // A failure rolls back the offer's savepoint alone: the command is created, and pumped after.
+    this.guard(
+      'offering a new command',
+      () => {
+        const row = this.offerCurrent(session, commandId);
+        if (!row) return;
+        const sendCharge = () => {
+          // Unless a savepoint around it rolled back (a joined write that failed after the command).
+          if (commandRow(this.ctx, row.id)?.offered !== 1) return;
+          this.timers.arm(row.id);
+          // Replaced or down meanwhile: the next hello's reconciliation offers it again.
+          if (this.sessions.get(terminalId) !== session) return;
+          session.link.send(chargeOf(row)).catch((err: Error) => this.ctx.log.warn({ ...fields, err: err.message }, 'send to terminal failed'));
+        };
+        afterCommit(this.ctx.db, () => this.guard('sending a charge', sendCharge, fields));
+      },
+      fields,
+    );
   }
 
   private onCommandChanged(terminalId: string, commandId: string, effects: Array<{ type: string }>): void {
@@ -354,23 +386,8 @@ export class TerminalBridge {
 
   // ---- Status timers ----
 
-  private armTimer(commandId: string): void {
-    this.clearTimer(commandId);
-    this.timers.set(
-      commandId,
-      this.scheduler.setTimeout(() => this.guard('a status request', () => this.onTimeout(commandId), { command_id: commandId }), this.cfg.dispatch_timeout_ms),
-    );
-  }
-
-  private clearTimer(commandId: string): void {
-    const t = this.timers.get(commandId);
-    if (t) this.scheduler.clearTimeout(t);
-    this.timers.delete(commandId);
-  }
-
   /** No news for dispatch_timeout: ask. Never decide on our own while the terminal may still charge. */
   private onTimeout(commandId: string): void {
-    this.timers.delete(commandId);
     if (!this.started) return;
     const row = commandRow(this.ctx, commandId);
     if (!row || row.final === 1) return;
@@ -379,6 +396,6 @@ export class TerminalBridge {
       this.ctx.log.info({ terminal_id: row.terminal_id, command_id: commandId }, 'no news from terminal: asking its status');
       this.send(session, { type: 'status_request', command_id: commandId });
     }
-    this.armTimer(commandId);
+    this.timers.arm(commandId);
   }
 }

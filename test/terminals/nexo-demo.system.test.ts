@@ -92,8 +92,9 @@ it('posd-nexo-sim --mode offline approves offline; SIGUSR2 forwards, and posd le
   });
   const id = created.body.id as string;
   await until('stored', async () => (await server.api('GET', `/terminal_session_commands/${id}`)).body.status === 'stored', 20_000);
-  expect(out).toContain(`"sale_transaction_id":"${id}"`);
-  expect(out).toMatch(/"event":"payment_done".*"outcome":"approved_offline"/);
+  // The simulator prints what it saw every 100 ms, so posd may hold the answer before the pipe does.
+  await until('the payment printed', () => out.includes(`"sale_transaction_id":"${id}"`));
+  await until('the offline approval printed', () => /"event":"payment_done".*"outcome":"approved_offline"/.test(out));
 
   sim.kill('SIGUSR2');
   await until('consumed', async () => (await server.api('GET', `/terminal_session_commands/${id}`)).body.status === 'consumed', 20_000);

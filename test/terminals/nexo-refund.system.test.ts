@@ -163,6 +163,28 @@ it('no answer: the refund stays pending while the terminal says InProgress, then
   sim.reversalMode = 'approve';
 });
 
+it('a charge created while a refund is on the terminal is not sent until the refund settles, then charged once', async () => {
+  sim.reversalMode = 'timeout';
+  const paid = await paidSale();
+  const created = await refund(paid.intentId);
+  await sim.reachedReversal(created.body.id, 'processing');
+  const c = await api('POST', '/terminal_session_commands', { terminal_id: terminalId, external_id: `refund-${++sale}`, amount_in_cents: 2_500 });
+  expect(c.status).toBe(201);
+  const requestsOf = () => [...sim.payments.values()].filter((p) => p.saleTransactionId === c.body.id);
+  // The refund is asked for by status, more than once: the charge stays queued, never offered meanwhile.
+  const statusBefore = sim.requests.TransactionStatus ?? 0;
+  await until('two status requests', () => (sim.requests.TransactionStatus ?? 0) >= statusBefore + 2, 20_000);
+  expect(requestsOf()).toHaveLength(0);
+  expect((await api('GET', `/terminal_session_commands/${c.body.id}`)).body.status).toBe('pending');
+  sim.completeReversal(created.body.id, 'approved');
+  await untilRefund(created.body.id, 'succeeded');
+  await until(`command ${c.body.id} consumed`, async () => (await api('GET', `/terminal_session_commands/${c.body.id}`)).body.status === 'consumed', 20_000);
+  expect(requestsOf()).toHaveLength(1);
+  expect(sim.approvedCount(c.body.id)).toBe(1);
+  expect(reversalsOf(created.body.id)).toHaveLength(1);
+  sim.reversalMode = 'approve';
+});
+
 it('posd killed mid-refund: the restart asks the terminal by TransactionStatusRequest; one reversal, one refund', async () => {
   sim.reversalMode = 'timeout';
   const paid = await paidSale();

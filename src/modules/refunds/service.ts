@@ -13,7 +13,7 @@ import { nexoPaymentOf, queueTerminalRefund, retryTerminalRefund, terminalRefund
 
 export type { Refund, RefundView } from './views.js';
 export type { RefundAnswer } from './money-back.js';
-export { applyTerminalRefund, openTerminalRefunds, type OpenTerminalRefund, type TerminalRefundNews } from './terminal.js';
+export { applyTerminalRefund, openTerminalRefunds, terminalRefundInFlight, type OpenTerminalRefund, type TerminalRefundNews } from './terminal.js';
 
 /**
  * The payment intent a refund names: `payment_intent_id` (hosted), or `intent_id` holding the

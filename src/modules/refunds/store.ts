@@ -62,6 +62,7 @@ export class RefundsStore {
       ),
       terminalOf: db.prepare('SELECT * FROM terminal_refunds WHERE refund_id = ?'),
       openOfTerminal: db.prepare(`SELECT * FROM terminal_refunds WHERE terminal_id = ? AND status IN ('queued', 'sent') ORDER BY updated_at, refund_id`),
+      sentOfTerminal: db.prepare(`SELECT 1 FROM terminal_refunds WHERE terminal_id = ? AND status = 'sent' LIMIT 1`),
     };
   }
 
@@ -89,6 +90,10 @@ export class RefundsStore {
   /** The terminal's refunds not yet answered, oldest first. */
   openOfTerminal(terminalId: string): TerminalRefundRow[] {
     return this.stmts.openOfTerminal.all(terminalId) as TerminalRefundRow[];
+  }
+  /** Whether the terminal may hold one of its refund requests: sent, its answer not yet in. */
+  hasSentOfTerminal(terminalId: string): boolean {
+    return this.stmts.sentOfTerminal.get(terminalId) !== undefined;
   }
 }
 

@@ -118,6 +118,14 @@ export function openTerminalRefunds(ctx: AppContext, terminalId: string): OpenTe
   });
 }
 
+/**
+ * Whether a refund request may be on the terminal now (`sent`: its answer, or its status, not yet
+ * in): the terminal runs one transaction at a time, so its charges wait (terminals/link/offer.ts).
+ */
+export function terminalRefundInFlight(ctx: AppContext, terminalId: string): boolean {
+  return refundsStore(ctx.db).hasSentOfTerminal(terminalId);
+}
+
 function move(ctx: AppContext, t: TerminalRefundRow, event: TerminalRefundEvent, patch: Partial<TerminalRefundRow> = {}): TerminalRefundRow | undefined {
   const to = nextState(terminalRefundMachine, t.status, event);
   if (!to) return undefined;

@@ -22,6 +22,7 @@ import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { StatusTimers } from './status-timers.js';
 import { chargeOf } from './charge.js';
+import { offerCurrentCommand } from './offer.js';
 import { terminalSignals } from '../signals.js';
 import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands, type AppliedEvent } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
@@ -339,12 +340,10 @@ export class TerminalBridge {
     this.timers.arm(row.id);
   }
 
-  /** Marks the terminal's current command (if `only`, that one) offered: written before it is sent. */
+  /** Marks the terminal's current command (if `only`, that one) offered: written before it is sent (offer.ts). */
   private offerCurrent(session: Session, only?: string): CommandRow | undefined {
     if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return undefined;
-    const row = currentCommandOf(this.ctx, session.terminalId);
-    if (row?.status !== 'pending' || commandContext(row).offered || (only !== undefined && row.id !== only)) return undefined;
-    return applyTerminalEvent(this.ctx, row.id, { type: 'OFFER', at: this.nowIso() })?.changed ? row : undefined;
+    return offerCurrentCommand(this.ctx, session.terminalId, only);
   }
 
   /**

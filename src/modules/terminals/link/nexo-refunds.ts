@@ -1,6 +1,6 @@
 import type { AppContext } from '../../../context.js';
 import type { Clock as Scheduler, TimerHandle } from '../../../../devices/index.js';
-import { applyTerminalRefund, openTerminalRefunds, type OpenTerminalRefund } from '../../refunds/service.js';
+import { applyTerminalRefund, openTerminalRefunds, type OpenTerminalRefund, type TerminalRefundNews } from '../../refunds/service.js';
 import { terminalHasTakenCommand } from '../commands/service.js';
 import { terminalSignals } from '../signals.js';
 
@@ -31,7 +31,9 @@ interface Runner {
  *   kept answer settles it, InProgress waits, NotFound (never held) lets the same request go again.
  *   Never a second request before the terminal has said what became of the first: no double refund.
  *
- * A new request waits while the terminal holds a charge (a terminal runs one transaction at a time).
+ * A new request waits while the terminal holds a charge (a terminal runs one transaction at a time);
+ * a charge waits while a request is `sent` (offer.ts), and a request leaving `sent` wakes the bridge
+ * (`onSettled`) to offer it.
  */
 export class NexoRefunds {
   private readonly runners = new Map<string, Runner>();
@@ -40,6 +42,8 @@ export class NexoRefunds {
   constructor(
     private readonly ctx: AppContext,
     private readonly scheduler: Scheduler,
+    /** A request left `sent`: the terminal's held charge may be offered now. */
+    private readonly onSettled: (terminalId: string) => void,
   ) {
     // A refund queued through the API goes out now, not at the next round.
     terminalSignals(ctx).on('refund', this.onRefund);
@@ -130,18 +134,18 @@ export class NexoRefunds {
     const log = { terminal_id: terminalId, refund_id: r.refundId, attempt: r.attempt };
     switch (a.kind) {
       case 'succeeded':
-        applyTerminalRefund(this.ctx, r.refundId, { type: 'SUCCEED', attempt: r.attempt, reference: a.reference });
+        this.settle(terminalId, r, { type: 'SUCCEED', attempt: r.attempt, reference: a.reference });
         this.ctx.log.info(log, 'nexo refund succeeded');
         return true;
       case 'failed':
-        applyTerminalRefund(this.ctx, r.refundId, { type: 'FAIL', attempt: r.attempt, reason: a.reason });
+        this.settle(terminalId, r, { type: 'FAIL', attempt: r.attempt, reason: a.reason });
         this.ctx.log.warn({ ...log, reason: a.reason }, 'nexo refund failed');
         return true;
       case 'busy':
-        applyTerminalRefund(this.ctx, r.refundId, { type: 'BUSY', attempt: r.attempt });
+        this.settle(terminalId, r, { type: 'BUSY', attempt: r.attempt });
         return false;
       case 'not_found':
-        applyTerminalRefund(this.ctx, r.refundId, { type: 'NOT_HELD', attempt: r.attempt });
+        this.settle(terminalId, r, { type: 'NOT_HELD', attempt: r.attempt });
         this.ctx.log.warn(log, 'nexo refund request not held by the terminal; it goes again');
         return false;
       case 'in_progress':
@@ -149,6 +153,17 @@ export class NexoRefunds {
       case 'unknown':
         this.ctx.log.warn({ ...log, reason: a.detail }, 'nexo refund answer not understood; asking its status');
         return false;
+    }
+  }
+
+  /** Commits the terminal's word, then wakes the bridge: the terminal is free for a held charge. */
+  private settle(terminalId: string, r: OpenTerminalRefund, news: TerminalRefundNews): void {
+    if (!applyTerminalRefund(this.ctx, r.refundId, news)) return;
+    try {
+      this.onSettled(terminalId);
+    } catch (err) {
+      // The refund stands; the held charge goes at the terminal's next hello or the command's next change.
+      this.ctx.log.error({ err, terminal_id: terminalId }, 'nexo refunds: offering the held charge failed');
     }
   }
 }

@@ -42,7 +42,11 @@ export class NexoTerminals {
     private readonly bridge: TerminalBridge,
     private readonly scheduler: Scheduler,
   ) {
-    this.refunds = new NexoRefunds(ctx, scheduler);
+    // A refund's settling frees the terminal: a charge held back meanwhile (offer.ts) is offered now.
+    this.refunds = new NexoRefunds(ctx, scheduler, (terminalId) => {
+      const session = bridge.sessions.get(terminalId);
+      if (session) bridge.pump(session);
+    });
   }
 
   start(): void {

@@ -1,44 +1,17 @@
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runBash, walkthrough } from '../helpers/walkthrough.js';
 
 // Issue 16: the README's central-and-store walk-through works exactly as written. The block is read
 // from README.md and run by bash, unchanged, in the project folder (the built daemon, real
 // processes, real files, real ports). Issue 19 step 6: the same for the chain past one machine
 // (PostgreSQL, the core, two fronts, HAProxy).
-function walkthrough(name: string): string {
-  const readme = readFileSync('README.md', 'utf8');
-  const m = new RegExp(`<!-- walkthrough:${name} -->\n\`\`\`sh\n([\\s\\S]*?)\n\`\`\``).exec(readme);
-  if (!m) throw new Error(`README.md has no walkthrough:${name} block`);
-  return m[1];
-}
-
-function runBash(script: string, timeoutMs: number, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    // Its own process group, so a failure mid-way still stops the daemons it started.
-    const child = spawn('bash', ['-e', '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      try {
-        process.kill(-child.pid!, 'SIGTERM');
-      } catch {
-        // the group is gone already: the block stopped its daemons itself
-      }
-      resolve({ code, out });
-    });
-  });
-}
-
 describe("README's chain walk-through", () => {
   it('runs as written: the store joins the central over https pinning its CA, a sale made at the store is at the central, the day reconciles equal', async () => {
-    const { code, out } = await runBash(walkthrough('chain'), 150_000);
+    const { code, out } = await runBash(walkthrough('README.md', 'chain'), 150_000);
     expect(code, out).toBe(0);
     expect(out).toMatch(/this box is now store store_\w+ of https:\/\/127\.0\.0\.1:4300/);
     expect(out).toMatch(/pinned {8}SHA-256 ([0-9A-F]{2}:){31}[0-9A-F]{2}: the only certificate/);
@@ -83,7 +56,7 @@ describe("README's chain walk-through past one machine (PostgreSQL, the core, tw
     const tmp = mkdtempSync(join(tmpdir(), 'posd-walk-'));
     chmodSync(tmp, 0o755);
     try {
-      const { code, out } = await runBash(walkthrough('chain-pg'), 170_000, { ...process.env, TMPDIR: tmp });
+      const { code, out } = await runBash(walkthrough('README.md', 'chain-pg'), 170_000, { ...process.env, TMPDIR: tmp });
       expect(code, out).toBe(0);
       // Over HTTPS through HAProxy, pinning the chain's CA (the core's box CA, which issued the
       // certificate HAProxy serves); a client with only the system's CAs is refused at the handshake.

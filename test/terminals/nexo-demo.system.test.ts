@@ -5,7 +5,7 @@
  * And the simulator's command line in `offline` mode: an offline approval, forwarded on SIGUSR2.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
@@ -14,34 +14,8 @@ import { createNexoTerminal } from '../../src/modules/terminals/service.js';
 import { storedPaymentOfCommand } from '../../src/modules/terminals/stored/service.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { until } from '../helpers/until.js';
+import { runBash, walkthrough } from '../helpers/walkthrough.js';
 import { FAST_TERMINALS } from './helpers/harness.js';
-
-function walkthrough(name: string): string {
-  const page = readFileSync('docs/terminals-nexo.md', 'utf8');
-  const m = new RegExp(`<!-- walkthrough:${name} -->\n\`\`\`sh\n([\\s\\S]*?)\n\`\`\``).exec(page);
-  if (!m) throw new Error(`docs/terminals-nexo.md has no walkthrough:${name} block`);
-  return m[1];
-}
-
-function runBash(script: string, timeoutMs: number, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    // Its own process group, so a failure mid-way still stops the processes it started.
-    const child = spawn('bash', ['-e', '-c', script], { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      try {
-        process.kill(-child.pid!, 'SIGTERM');
-      } catch {
-        // the group is gone already: the block stopped what it started
-      }
-      resolve({ code, out });
-    });
-  });
-}
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -51,7 +25,7 @@ afterEach(async () => {
 it('the demo walk-through runs as written: the simulated terminal registered as it printed takes a card sale', async () => {
   const tmp = mkdtempSync(join(tmpdir(), 'posd-nexo-demo-'));
   cleanup.push(() => rmSync(tmp, { recursive: true, force: true }));
-  const { code, out } = await runBash(walkthrough('nexo-demo'), 90_000, { ...process.env, TMPDIR: tmp });
+  const { code, out } = await runBash(walkthrough('docs/terminals-nexo.md', 'nexo-demo'), 90_000, { ...process.env, TMPDIR: tmp });
   expect(code, out).toBe(0);
   // What it printed is what the block then ran.
   expect(out).toMatch(/posd terminals add --account <account id> --name "Demo terminal" --kind nexo --address 127\.0\.0\.1 --port 18443/);

@@ -1,8 +1,11 @@
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
+import { afterCommit, inGroupCommit } from '../../../db/group-commit.js';
 import { terminalRefundInFlight } from '../../refunds/service.js';
-import { applyTerminalEvent, commandContext, currentCommandOf } from '../commands/service.js';
+import { applyTerminalEvent, commandContext, commandOffered, currentCommandOf } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
+import { chargeOf } from './charge.js';
+import type { Session } from './session.js';
 
 /**
  * Marks the terminal's current command (if `only`, that one) offered, written before its charge is
@@ -16,4 +19,46 @@ export function offerCurrentCommand(ctx: AppContext, terminalId: string, only?: 
   if (row?.status !== 'pending' || commandContext(row).offered || (only !== undefined && row.id !== only)) return undefined;
   if (terminalRefundInFlight(ctx, terminalId)) return undefined;
   return applyTerminalEvent(ctx, row.id, { type: 'OFFER', at: isoTime(ctx.clock.now()) })?.changed ? row : undefined;
+}
+
+/** What offering in a creating commit needs of the bridge (bridge.ts). */
+export interface CommitOffers {
+  /** The terminal's session if it is attached and its link up. */
+  liveSession(terminalId: string): Session | undefined;
+  /** The terminal's session now, live or not (a replaced link is not the one offered on). */
+  session(terminalId: string): Session | undefined;
+  armStatusTimer(commandId: string): void;
+  guard(what: string, fn: () => void, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * A command being created in a group commit (the API's POST) is offered in that commit (decision
+ * 0278), its charge written to the link in the turn the batch's flush ends, before the batch's other
+ * signals and answers, and that flush starts without a gathering wait (decision 0291). Outside a group
+ * commit, or with the terminal away or busy, nothing happens here: the `command` signal pumps.
+ */
+export function offerInCreatingCommit(ctx: AppContext, bridge: CommitOffers, terminalId: string, commandId: string): void {
+  const session = bridge.liveSession(terminalId);
+  if (!session || !inGroupCommit(ctx.db)) return;
+  const fields = { terminal_id: terminalId, command_id: commandId };
+  // A failure rolls back the offer's savepoint alone: the command is created, and pumped after.
+  bridge.guard(
+    'offering a new command',
+    () => {
+      const row = offerCurrentCommand(ctx, terminalId, commandId);
+      if (!row) return;
+      const charge = chargeOf(row);
+      const sendCharge = () => {
+        // Unless a savepoint around it rolled back (a joined write that failed after the command).
+        if (!commandOffered(ctx, row.id)) return;
+        // Replaced or down meanwhile: the next hello's reconciliation offers it again.
+        if (bridge.session(terminalId) === session) {
+          session.link.send(charge).catch((err: Error) => ctx.log.warn({ ...fields, err: err.message }, 'send to terminal failed'));
+        }
+        bridge.armStatusTimer(row.id);
+      };
+      afterCommit(ctx.db, () => bridge.guard('sending a charge', sendCharge, fields), { first: true });
+    },
+    fields,
+  );
 }

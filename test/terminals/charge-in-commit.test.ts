@@ -138,3 +138,26 @@ it("commits a terminal's ack, progress and result through the group commit: none
     bridgeOf(s.daemon.ctx).events.off('handled', onHandled);
   }
 });
+
+it("offers the next command after a result through the group commit: its charge leaves once that commit's flush ends", async () => {
+  const { id: terminalId, t } = await attachedTerminal();
+  const first = await s.api('POST', '/terminal_session_commands', { body: { terminal_id: terminalId, external_id: 'pump-a', amount_in_cents: 1500 } });
+  await t.next('charge', (c) => c.command_id === first.body.id);
+  await t.ack(first.body.id);
+  // The terminal is busy: the next command waits, pending, for the result.
+  const next = await s.api('POST', '/terminal_session_commands', { body: { terminal_id: terminalId, external_id: 'pump-b', amount_in_cents: 1600 } });
+  expect(next.status).toBe(201);
+  const offered = () => s.daemon.ctx.db.prepare('SELECT offered FROM terminal_commands WHERE id = ?').pluck().get(next.body.id);
+  expect(offered()).toBe(0);
+  holdFlushes();
+  await t.result(first.body.id, 'approved');
+  await until("the result's flush started", () => held.length === 1);
+  held.shift()!(null);
+  await t.next('result_ack', (a) => a.command_id === first.body.id);
+  // The OFFER is committed in a group commit whose flush is held: no charge leaves before it ends.
+  await until('the next command offered and its flush started', () => offered() === 1 && held.length === 1);
+  await turns(20);
+  expect(t.count('charge', next.body.id)).toBe(0);
+  held.shift()!(null);
+  expect(await t.next('charge', (c) => c.command_id === next.body.id)).toMatchObject({ amount_in_cents: 1600 });
+});

@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
 import { groupCommit } from '../../../db/group-commit.js';
-import { whenDurable } from '../../../db/wal-flush.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
@@ -21,12 +20,10 @@ import { awaitTerminalHello, verifyHello } from './handshake.js';
 import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { StatusTimers } from './status-timers.js';
-import { chargeOf } from './charge.js';
-import { offerCurrentCommand, offerInCreatingCommit, type CommitOffers } from './offer.js';
+import { offerInCreatingCommit, pumpInGroupCommit, type CommitOffers } from './offer.js';
 import { applyNews, commitNews, ownCommand } from './news.js';
 import { terminalSignals } from '../signals.js';
 import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands } from '../commands/service.js';
-import type { CommandRow } from '../commands/store.js';
 import type { TerminalOutcome } from '../commands/machine.js';
 
 export type BridgeEvents = {
@@ -200,10 +197,9 @@ export class TerminalBridge {
     );
   }
 
+  /** Frames other than a charge (a charge leaves from its OFFER's group commit once durable: offer.ts). */
   private send(session: Session, msg: ServerMessage): void {
-    // A charge waits for the flush of the batch it was read from, if one still runs (at once when
-    // none does): a card is never charged for a command a power cut could still take back.
-    (msg.type === 'charge' ? whenDurable(this.ctx.db).then(() => session.link.send(msg)) : session.link.send(msg)).catch((err: Error) =>
+    session.link.send(msg).catch((err: Error) =>
       // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
       this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
     );
@@ -324,18 +320,12 @@ export class TerminalBridge {
     this.pump(session);
   }
 
-  /** Hands the terminal its one current command if it has not been offered yet. */
+  /** Hands the terminal its one current command if it has not been offered yet (offer.ts). */
   pump(session: Session): void {
-    const row = this.offerCurrent(session);
-    if (!row) return;
-    this.send(session, chargeOf(row));
-    this.timers.arm(row.id);
-  }
-
-  /** Marks the terminal's current command (if `only`, that one) offered: written before it is sent (offer.ts). */
-  private offerCurrent(session: Session, only?: string): CommandRow | undefined {
-    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return undefined;
-    return offerCurrentCommand(this.ctx, session.terminalId, only);
+    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return;
+    pumpInGroupCommit(this.ctx, this.commitOffers, session).catch((err: Error) =>
+      this.ctx.log.error({ err, terminal_id: session.terminalId }, 'terminal bridge: offering a command failed'),
+    );
   }
 
   private onCommandChanged(terminalId: string, commandId: string, effects: Array<{ type: string }>): void {

@@ -10,6 +10,8 @@ interface Job {
   reject: (error: unknown) => void;
   /** What the job asked to run once its writes are durable (`afterCommit`): signals to other parts. */
   after: Array<() => void>;
+  /** Run before anything else of the batch once it is durable (`afterCommit(…, { first: true })`). */
+  first: Array<() => void>;
   /** Writes that joined this job's batch from inside it (`groupCommit` called while it ran). */
   joined: Array<{ value: unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
 }
@@ -58,7 +60,7 @@ export class GroupCommitter {
       });
     }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], joined: [] });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], first: [], joined: [] });
       this.schedule();
     });
   }
@@ -86,6 +88,7 @@ export class GroupCommitter {
             outcomes.push({ ok: true, value: tx(this.db, job.fn) });
           } catch (error) {
             job.after = [];
+            job.first = [];
             for (const j of job.joined.splice(0)) j.reject(error);
             outcomes.push({ ok: false, error });
           } finally {
@@ -108,7 +111,11 @@ export class GroupCommitter {
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
     if (!this.flusher) return this.settle(batch, outcomes);
-    this.flusher.committed(batch.length).then(
+    const durable = this.flusher.committed(batch.length);
+    // Someone waits on this batch alone (a terminal's charge): its flush starts now, not after a
+    // gathering wait for other writers (decision 0291).
+    if (batch.some((job) => job.first.length > 0)) this.flusher.flushNow();
+    durable.then(
       () => this.settle(batch, outcomes),
       (error: unknown) => {
         // Committed, but the disk did not say it holds it: answer no job as done (an
@@ -123,6 +130,11 @@ export class GroupCommitter {
   }
 
   private settle(batch: Job[], outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }>): void {
+    // What leaves the box first (a terminal's charge frame), in the turn the flush ended: before
+    // the batch's other signals and answers.
+    batch.forEach((job, i) => {
+      if (outcomes[i].ok) for (const fn of job.first) fn();
+    });
     batch.forEach((job, i) => {
       const o = outcomes[i];
       if (o.ok) {
@@ -159,10 +171,13 @@ export function inGroupCommit(db: Db): boolean {
  * Runs `fn` once the caller's writes are durable: after the batch commits and its flush ends when
  * called inside a group-commit job (never, if the job or the commit fails), at once otherwise (the caller's own
  * transaction has returned). For signals to other parts of the daemon (the terminal bridge) that
- * must never act on a change that may still roll back.
+ * must never act on a change that may still roll back. `first`: for a frame to a device that waits on
+ * this batch alone (a terminal's charge): it runs before the batch's other signals and answers, and
+ * the batch's flush starts without gathering (decision 0291).
  */
-export function afterCommit(db: Db, fn: () => void): void {
+export function afterCommit(db: Db, fn: () => void, opts: { first?: boolean } = {}): void {
   const job = running.get(db);
-  if (job) job.after.push(fn);
-  else fn();
+  if (!job) return fn();
+  if (opts.first) job.first.push(fn);
+  else job.after.push(fn);
 }

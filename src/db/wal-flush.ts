@@ -121,6 +121,20 @@ export class WalFlusher {
     });
   }
 
+  /** A commit waiting for the next flush asked it not to gather (`flushNow`). */
+  private urgent = false;
+
+  /**
+   * The commits waiting now go in the next flush without a gathering wait (ended if one runs, not
+   * begun when the running flush ends): a commit someone waits on alone (a terminal's charge,
+   * decision 0291) must not wait half a flush for writers that may not come.
+   */
+  flushNow(): void {
+    if (this.waiting.length === 0) return;
+    this.urgent = true;
+    if (this.gatherTimer) this.endGather();
+  }
+
   private endGather(): void {
     clearTimeout(this.gatherTimer!);
     this.gatherTimer = null;
@@ -131,6 +145,7 @@ export class WalFlusher {
     if (this.inFlight || this.gatherTimer || this.waiting.length === 0) return;
     const group = this.waiting.splice(0);
     this.inFlight = group;
+    this.urgent = false;
     this.inFlightCommits = this.waitingCommits;
     this.waitingCommits = 0;
     this.dirty = false;
@@ -142,7 +157,7 @@ export class WalFlusher {
       // Not on disk: the next caller flushes again rather than take it for done.
       if (error) this.dirty = true;
       for (const waiter of group) waiter(error);
-      if (!error && tookMs >= GATHER_FROM_MS && answered > 1) {
+      if (!error && !this.urgent && tookMs >= GATHER_FROM_MS && answered > 1) {
         // The next flush carries what waits now and the next writes of the writers just answered
         // (above), or what came by half a flush from now.
         this.gatherUntil = this.waitingCommits + answered;

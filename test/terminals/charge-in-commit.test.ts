@@ -108,3 +108,56 @@ it('never sends a charge for a command whose write rolled back after it was offe
   expect(next.status).toBe(201);
   expect(await t.next('charge')).toMatchObject({ command_id: next.body.id });
 });
+
+it("commits a terminal's ack, progress and result through the group commit: none flushes on the event loop", async () => {
+  const { id: terminalId, t } = await attachedTerminal();
+  const post = await s.api('POST', '/terminal_session_commands', { body: { terminal_id: terminalId, external_id: 'news-1', amount_in_cents: 1500 } });
+  const id = post.body.id as string;
+  await t.next('charge');
+  const handled: string[] = [];
+  const onHandled = (_terminal: string, msg: { type: string }) => handled.push(msg.type);
+  bridgeOf(s.daemon.ctx).events.on('handled', onHandled);
+  try {
+    holdFlushes();
+    await t.ack(id);
+    await t.progress(id, 'authorizing');
+    await t.result(id, 'approved');
+    const status = () => s.daemon.ctx.db.prepare('SELECT status FROM terminal_commands WHERE id = ?').pluck().get(id);
+    // All three committed, in the order they came, while the first flush they wait on is held...
+    await until('the result committed', () => status() === 'consumed');
+    expect(held).toHaveLength(1);
+    // ...and none is taken as done before the disk holds it (an ack of its own would have flushed inline).
+    await turns(20);
+    expect(handled).toEqual([]);
+    expect(t.count('result_ack', id)).toBe(0);
+    releaseFlushes();
+    expect(await t.next('result_ack')).toMatchObject({ command_id: id });
+    await until('all three handled', () => handled.length === 3);
+    expect(handled).toEqual(['ack', 'progress', 'result']);
+  } finally {
+    bridgeOf(s.daemon.ctx).events.off('handled', onHandled);
+  }
+});
+
+it("offers the next command after a result through the group commit: its charge leaves once that commit's flush ends", async () => {
+  const { id: terminalId, t } = await attachedTerminal();
+  const first = await s.api('POST', '/terminal_session_commands', { body: { terminal_id: terminalId, external_id: 'pump-a', amount_in_cents: 1500 } });
+  await t.next('charge', (c) => c.command_id === first.body.id);
+  await t.ack(first.body.id);
+  // The terminal is busy: the next command waits, pending, for the result.
+  const next = await s.api('POST', '/terminal_session_commands', { body: { terminal_id: terminalId, external_id: 'pump-b', amount_in_cents: 1600 } });
+  expect(next.status).toBe(201);
+  const offered = () => s.daemon.ctx.db.prepare('SELECT offered FROM terminal_commands WHERE id = ?').pluck().get(next.body.id);
+  expect(offered()).toBe(0);
+  holdFlushes();
+  await t.result(first.body.id, 'approved');
+  await until("the result's flush started", () => held.length === 1);
+  held.shift()!(null);
+  await t.next('result_ack', (a) => a.command_id === first.body.id);
+  // The OFFER is committed in a group commit whose flush is held: no charge leaves before it ends.
+  await until('the next command offered and its flush started', () => offered() === 1 && held.length === 1);
+  await turns(20);
+  expect(t.count('charge', next.body.id)).toBe(0);
+  held.shift()!(null);
+  expect(await t.next('charge', (c) => c.command_id === next.body.id)).toMatchObject({ amount_in_cents: 1600 });
+});

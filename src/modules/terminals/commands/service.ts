@@ -282,6 +282,11 @@ export function commandRow(ctx: AppContext, id: string): CommandRowWithTerminal 
   return commandsStore(ctx.db).byId(id);
 }
 
+/** Whether the command exists and is committed as offered (its OFFER's savepoint did not roll back). */
+export function commandOffered(ctx: AppContext, id: string): boolean {
+  return commandsStore(ctx.db).isOffered(id);
+}
+
 /**
  * The one command a terminal should be working on: the oldest open command it was offered (it may
  * hold it), else the newest pending one (older pending ones were superseded by it).

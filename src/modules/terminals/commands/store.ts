@@ -77,6 +77,7 @@ function makeStore(db: Db) {
     `SELECT c.*, t.transport, t.retired_at FROM terminal_commands c JOIN terminals t ON t.id = c.terminal_id
      WHERE c.checkout_id = ? AND c.status = 'consumed' ORDER BY c.seq DESC LIMIT 1`,
   );
+  const isOffered = db.prepare(`SELECT offered FROM terminal_commands WHERE id = ?`).pluck();
   const openOfTerminal = db.prepare(`SELECT c.* FROM terminal_commands c WHERE c.terminal_id = ? AND c.final = 0 ORDER BY c.seq`);
 
   function where(accountIds: string[], liveMode: boolean, f: CommandFilters) {
@@ -94,6 +95,8 @@ function makeStore(db: Db) {
   return {
     insert: (row: Omit<CommandRow, 'seq' | 'updated_at' | 'cancellation_requested_at' | 'canceled_at'>) => insert.run(row),
     byId: (id: string) => byId.get(id) as CommandRowWithTerminal | undefined,
+    /** Whether the command exists and is marked offered: one column, read before a charge leaves. */
+    isOffered: (id: string) => isOffered.get(id) === 1,
     byExternalId: (accountId: string, externalId: string) => byExternal.get(accountId, externalId) as CommandRowWithTerminal | undefined,
     update: (row: Pick<CommandRow, 'id' | 'status' | 'final' | 'offered' | 'snapshot' | 'cancellation_requested_at' | 'canceled_at' | 'updated_at'>) =>
       update.run(row),

@@ -1,6 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { afterCommit, groupCommit, inGroupCommit } from '../../../db/group-commit.js';
-import { whenDurable } from '../../../db/wal-flush.js';
+import { groupCommit } from '../../../db/group-commit.js';
 import type WebSocket from 'ws';
 import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
@@ -21,12 +20,11 @@ import { awaitTerminalHello, verifyHello } from './handshake.js';
 import { linkBudget, logMalformed } from './budget.js';
 import { scheduleHeartbeat, touch, type Session } from './session.js';
 import { StatusTimers } from './status-timers.js';
-import { chargeOf } from './charge.js';
-import { offerCurrentCommand } from './offer.js';
+import { offerInCreatingCommit, pumpInGroupCommit, type CommitOffers } from './offer.js';
+import { applyNews, commitNews, ownCommand } from './news.js';
 import { terminalSignals } from '../signals.js';
-import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands, type AppliedEvent } from '../commands/service.js';
-import type { CommandRow } from '../commands/store.js';
-import type { CommandEvent, TerminalOutcome } from '../commands/machine.js';
+import { applyTerminalEvent, commandContext, commandRow, currentCommandOf, openCommands } from '../commands/service.js';
+import type { TerminalOutcome } from '../commands/machine.js';
 
 export type BridgeEvents = {
   /** A message from a terminal was fully handled (committed, answered): tests and benchmarks wait on it. */
@@ -50,7 +48,16 @@ export class TerminalBridge {
   private started = false;
   private readonly onSignal = (terminalId: string, commandId: string, effects: Array<{ type: string }>) =>
     this.onCommandChanged(terminalId, commandId, effects);
-  private readonly onCreated = (terminalId: string, commandId: string) => this.offerInCommit(terminalId, commandId);
+  private readonly onCreated = (terminalId: string, commandId: string) => offerInCreatingCommit(this.ctx, this.commitOffers, terminalId, commandId);
+  private readonly commitOffers: CommitOffers = {
+    liveSession: (id) => {
+      const s = this.sessions.get(id);
+      return s && !s.link.isDown ? s : undefined;
+    },
+    session: (id) => this.sessions.get(id),
+    armStatusTimer: (id) => this.timers.arm(id),
+    guard: (what, fn, fields) => this.guard(what, fn, fields),
+  };
   private readonly onRetired = (terminalId: string) => {
     const s = this.sessions.get(terminalId);
     if (s) void s.link.close('terminal retired');
@@ -190,10 +197,9 @@ export class TerminalBridge {
     );
   }
 
+  /** Frames other than a charge (a charge leaves from its OFFER's group commit once durable: offer.ts). */
   private send(session: Session, msg: ServerMessage): void {
-    // A charge waits for the flush of the batch it was read from, if one still runs (at once when
-    // none does): a card is never charged for a command a power cut could still take back.
-    (msg.type === 'charge' ? whenDurable(this.ctx.db).then(() => session.link.send(msg)) : session.link.send(msg)).catch((err: Error) =>
+    session.link.send(msg).catch((err: Error) =>
       // A lost send is recovered from state: the status timer, or the next hello's reconciliation.
       this.ctx.log.warn({ terminal_id: session.terminalId, type: msg.type, err: err.message }, 'send to terminal failed'),
     );
@@ -224,10 +230,10 @@ export class TerminalBridge {
         break;
       }
       case 'ack':
-        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
+        await commitNews(this.ctx, this.timers, session, msg.command_id, { type: 'TAKEN', at: this.nowIso() });
         break;
       case 'progress':
-        this.onNews(session, msg.command_id, { type: 'TAKEN', at: this.nowIso(), stage: msg.stage });
+        await commitNews(this.ctx, this.timers, session, msg.command_id, { type: 'TAKEN', at: this.nowIso(), stage: msg.stage });
         break;
       case 'result':
         await this.onResult(session, msg);
@@ -243,31 +249,13 @@ export class TerminalBridge {
     return isoTime(this.ctx.clock.now());
   }
 
-  /** The command must exist and belong to this terminal; anything else is logged and ignored. */
-  private ownCommand(session: Session, commandId: string): CommandRow | undefined {
-    const row = commandRow(this.ctx, commandId);
-    if (!row || row.terminal_id !== session.terminalId) {
-      this.ctx.log.warn({ terminal_id: session.terminalId, command_id: commandId }, 'message about a command this terminal does not have; ignored');
-      return undefined;
-    }
-    return row;
-  }
-
-  private onNews(session: Session, commandId: string, event: CommandEvent): AppliedEvent | undefined {
-    const row = this.ownCommand(session, commandId);
-    if (!row) return undefined;
-    const applied = applyTerminalEvent(this.ctx, commandId, event);
-    if (applied && applied.row.final === 0) this.timers.arm(commandId);
-    return applied;
-  }
-
   /**
    * Commit the outcome, THEN acknowledge it: a crash in between makes the terminal resend it. The
    * outcome joins the next group commit with the API's writes, so a terminal's result never costs
    * the box a flush of its own.
    */
   private async onResult(session: Session, r: Omit<Result, 'type'> & { type?: 'result' }): Promise<void> {
-    const row = this.ownCommand(session, r.command_id);
+    const row = ownCommand(this.ctx, session, r.command_id);
     if (!row) return;
     const outcome: TerminalOutcome = {
       outcome: r.outcome,
@@ -318,7 +306,7 @@ export class TerminalBridge {
     await Promise.all(hello.unacknowledged_results.map((r) => this.onResult(session, r)));
     const reported = new Set(hello.unacknowledged_results.map((r) => r.command_id));
     const held = hello.current_command_id;
-    if (held && !reported.has(held)) this.onNews(session, held, { type: 'TAKEN', at: this.nowIso() });
+    if (held && !reported.has(held)) applyNews(this.ctx, this.timers, session, held, { type: 'TAKEN', at: this.nowIso() });
     for (const row of openCommands(this.ctx, session.terminalId)) {
       if (row.id === held || reported.has(row.id)) continue;
       const c = commandContext(row);
@@ -332,46 +320,11 @@ export class TerminalBridge {
     this.pump(session);
   }
 
-  /** Hands the terminal its one current command if it has not been offered yet. */
+  /** Hands the terminal its one current command if it has not been offered yet (offer.ts). */
   pump(session: Session): void {
-    const row = this.offerCurrent(session);
-    if (!row) return;
-    this.send(session, chargeOf(row));
-    this.timers.arm(row.id);
-  }
-
-  /** Marks the terminal's current command (if `only`, that one) offered: written before it is sent (offer.ts). */
-  private offerCurrent(session: Session, only?: string): CommandRow | undefined {
-    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return undefined;
-    return offerCurrentCommand(this.ctx, session.terminalId, only);
-  }
-
-  /**
-   * A command being created in a group commit (the API's POST) is offered in that commit, its charge
-   * sent once the batch is on disk: not after an OFFER commit and a flush of its own (decision
-   * 0278). Outside a group commit, or with the terminal away or busy, the `command` signal pumps.
-   */
-  private offerInCommit(terminalId: string, commandId: string): void {
-    const session = this.sessions.get(terminalId);
-    if (!session || !inGroupCommit(this.ctx.db)) return;
-    const fields = { terminal_id: terminalId, command_id: commandId };
-    // A failure rolls back the offer's savepoint alone: the command is created, and pumped after.
-    this.guard(
-      'offering a new command',
-      () => {
-        const row = this.offerCurrent(session, commandId);
-        if (!row) return;
-        const sendCharge = () => {
-          // Unless a savepoint around it rolled back (a joined write that failed after the command).
-          if (commandRow(this.ctx, row.id)?.offered !== 1) return;
-          this.timers.arm(row.id);
-          // Replaced or down meanwhile: the next hello's reconciliation offers it again.
-          if (this.sessions.get(terminalId) !== session) return;
-          session.link.send(chargeOf(row)).catch((err: Error) => this.ctx.log.warn({ ...fields, err: err.message }, 'send to terminal failed'));
-        };
-        afterCommit(this.ctx.db, () => this.guard('sending a charge', sendCharge, fields));
-      },
-      fields,
+    if (session.link.isDown || this.sessions.get(session.terminalId) !== session) return;
+    pumpInGroupCommit(this.ctx, this.commitOffers, session).catch((err: Error) =>
+      this.ctx.log.error({ err, terminal_id: session.terminalId }, 'terminal bridge: offering a command failed'),
     );
   }
 

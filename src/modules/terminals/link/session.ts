@@ -1,4 +1,5 @@
 import type { AppContext } from '../../../context.js';
+import { groupCommit } from '../../../db/group-commit.js';
 import type { Clock as Scheduler, ServerLink, TimerHandle } from '../../../../devices/index.js';
 import { recordSeen } from '../service.js';
 import type { LinkSession } from '../stored/link.js';
@@ -16,7 +17,11 @@ const SEEN_WRITE_EVERY_MS = 1_000;
 
 type Guard = (what: string, fn: () => void, fields?: Record<string, unknown>) => void;
 
-/** last_seen_at follows the link's traffic, pings included (the link counts every valid message). */
+/**
+ * last_seen_at follows the link's traffic, pings included (the link counts every valid message). It
+ * is written through the group commit: it joins whatever else commits in that turn and its flush is
+ * off the event loop (decision 0291).
+ */
 export function scheduleHeartbeat(ctx: AppContext, scheduler: Scheduler, session: Session, guard: Guard): void {
   const every = ctx.config.terminals.ping_interval_ms;
   if (every <= 0) return;
@@ -32,5 +37,7 @@ export function touch(ctx: AppContext, scheduler: Scheduler, session: Session, f
   const now = scheduler.now();
   if (!force && now - session.lastSeenWritten < SEEN_WRITE_EVERY_MS) return;
   session.lastSeenWritten = now;
-  recordSeen(ctx, session.terminalId, now);
+  groupCommit(ctx.db, () => recordSeen(ctx, session.terminalId, now)).catch((err: Error) =>
+    ctx.log.warn({ terminal_id: session.terminalId, err: err.message }, 'recording when a terminal was last seen failed'),
+  );
 }

@@ -81,12 +81,4 @@ describe('the data version behind the WAL header', () => {
     read();
     expect(asked()).toBe(2);
   });
-
-  test('a closed connection throws as the pragma does', () => {
-    const { db } = fileDb();
-    const read = dataVersionReader(db);
-    read();
-    db.close();
-    expect(() => read()).toThrow(/not open/);
-  });
 });

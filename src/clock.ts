@@ -10,6 +10,15 @@ export type { Clock, TimerHandle } from '../devices/clock.js';
 /** Wall time, and timers that do not keep a finished process alive. */
 export const systemClock: Clock = realClock();
 
+/** The last instant formatted: a write formats its one `now` for each row and event it makes. */
+let lastMs = Number.NaN;
+let lastIso = '';
+
+/** `ms` as an ISO 8601 UTC timestamp; the same instant as the last call is not formatted again (0246). */
 export function isoTime(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastMs) {
+    lastIso = new Date(ms).toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
 }

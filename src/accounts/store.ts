@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { perDb } from '../db/per-db.js';
+import { dataVersionReader } from '../db/data-version.js';
 import { ringFeed } from '../outbox/feed-changes.js';
 import { preparedOnUse } from '../db/statements.js';
 
@@ -45,10 +46,12 @@ export class AccountsStore {
   private readonly stmts;
   /** Bumped by every write here; with SQLite's data_version it tells caches when to forget. */
   private writes = 0;
-  private readonly dataVersion;
+  private readonly dataVersion: () => number;
+  /** The last version given, kept so an unchanged one is not a new string per request. */
+  private versionOf: [writes: number, dataVersion: number, version: string] = [-1, -1, ''];
 
   constructor(private readonly db: Db) {
-    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.dataVersion = dataVersionReader(db);
     this.stmts = preparedOnUse({
       insertOrg: () => db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (@id, @name, @created_at)'),
       getOrg: () => db.prepare('SELECT * FROM organizations WHERE id = ?'),
@@ -149,7 +152,9 @@ export class AccountsStore {
    * by another connection (`posd keys revoke` beside the running daemon).
    */
   changeVersion(): string {
-    return `${this.writes}:${this.dataVersion.get() as number}`;
+    const dv = this.dataVersion();
+    if (dv !== this.versionOf[1] || this.writes !== this.versionOf[0]) this.versionOf = [this.writes, dv, `${this.writes}:${dv}`];
+    return this.versionOf[2];
   }
 
   keyByHash(hash: string): KeyRow | undefined {

@@ -13,6 +13,7 @@ import { IdempotencyStore, registerIdempotency } from './idempotency.js';
 import { RollingLimiter, WindowLimiter } from './rate-limit.js';
 import { createValidatorCompiler, fieldErrors, unknownFields } from './validation.js';
 import { lazySerializerFactory } from './lazy-serializer.js';
+import { lazyRequestLogger } from './request-logger.js';
 import { lazyOpenApi } from './openapi.js';
 import { writeRoutesInPipeline, holdUntilCommitted } from './write-pipeline.js';
 import { normaliseBody, noteWrapper } from './body-forms.js';
@@ -166,6 +167,7 @@ export function createHttpApp(
     loggerInstance: base.log,
     // Per-request lines would dominate the log of a busy till; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: lazyRequestLogger,
     bodyLimit: config.http.body_limit_bytes,
     return503OnClosing: true,
     forceCloseConnections: 'idle',

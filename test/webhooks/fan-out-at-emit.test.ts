@@ -93,6 +93,27 @@ describe('fan-out in the emitting transaction', () => {
     await arrivalOf(ev.id);
   });
 
+  it('moves the cursor alone (no endpoint takes the event) with the emitting transaction, and back with it', () => {
+    const live = () => s.daemon.ctx.outbox.emit({ type: 'intent.succeeded', accountId: s.installation.account_id, liveMode: true, payload: { id: 'in_live' } });
+    let inside = 0;
+    const ev = tx(s.daemon.ctx.db, () => {
+      const e = live();
+      inside = cursor();
+      return e;
+    });
+    expect(inside).toBe(ev.seq);
+    expect(rowsOf(ev.id)).toHaveLength(0);
+    expect(cursor()).toBe(ev.seq);
+    expect(() =>
+      tx(s.daemon.ctx.db, () => {
+        live();
+        expect(cursor()).toBeGreaterThan(ev.seq);
+        throw new Error('the change fails');
+      }),
+    ).toThrow('the change fails');
+    expect(cursor()).toBe(ev.seq);
+  });
+
   it('commits the event when its fan-out fails there, and the pass fans it out once', async () => {
     const db = s.daemon.ctx.db;
     db.exec(`CREATE TEMP TRIGGER refuse_deliveries BEFORE INSERT ON main.webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);

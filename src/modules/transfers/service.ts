@@ -37,14 +37,14 @@ export function debitOrRefuse(ctx: AppContext, input: Parameters<typeof postBala
 type PeerEventType = 'transfer.sent' | 'transfer.received' | 'transfer.pending' | 'transfer.in_review' | 'transfer.cancelled';
 
 /** A `transfer.*` event to one side: the recipient's `transfer.received`, the sender's others. */
-function emitPeer(ctx: AppContext, row: TransferRow, type: PeerEventType): void {
+function emitPeer(ctx: AppContext, row: TransferRow, type: PeerEventType, names = accountNames(ctx)): void {
   const viewer = type === 'transfer.received' ? row.recipient_account_id! : row.account_id;
   ctx.outbox.emit({
     type,
     accountId: viewer,
     liveMode: row.live_mode === 1,
     objectId: row.id,
-    payload: transferEventPayload(row, type, viewer, accountNames(ctx)),
+    payload: transferEventPayload(row, type, viewer, names),
   });
 }
 
@@ -87,6 +87,7 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
   const id = newId('tr');
   const note = input.note?.trim() || null;
   const held = heldForReview(ctx, input.amount_in_cents);
+  const names = accountNames(ctx, [sender, recipient]);
   return tx(ctx.db, () => {
     const at = isoTime(ctx.clock.now());
     const debit = debitOrRefuse(ctx, {
@@ -123,12 +124,12 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
     };
     if (held) {
       // The evaluation sends it to a reviewer: `transfer.pending` (evaluated), then `transfer.in_review`.
-      emitPeer(ctx, evaluating, 'transfer.pending');
+      emitPeer(ctx, evaluating, 'transfer.pending', names);
       const row: TransferRow = { ...evaluating, status: nextState(peerTransferMachine, 'pending', { type: 'review' })! };
       store.insert(row);
-      emitPeer(ctx, row, 'transfer.in_review');
+      emitPeer(ctx, row, 'transfer.in_review', names);
       syncPeer(ctx, row, 'created', [debit], at);
-      return transferView(ctx, row, [sender.id]);
+      return transferView(ctx, row, [sender.id], names);
     }
     const credit = creditRecipient(ctx, evaluating, sender.name);
     const row: TransferRow = {
@@ -137,10 +138,10 @@ export function createTransfer(ctx: AppContext, sender: Account, input: CreateTr
       recipient_balance_transaction_id: credit.id,
     };
     store.insert(row);
-    emitPeer(ctx, row, 'transfer.sent');
-    emitPeer(ctx, row, 'transfer.received');
+    emitPeer(ctx, row, 'transfer.sent', names);
+    emitPeer(ctx, row, 'transfer.received', names);
     syncPeer(ctx, row, 'created', [debit, credit], at);
-    return transferView(ctx, row, [sender.id]);
+    return transferView(ctx, row, [sender.id], names);
   });
 }
 
@@ -235,5 +236,6 @@ export function listTransfers(
   offset: number,
 ): { rows: TransferView[]; total: number } {
   const { rows, total } = transfersStore(ctx.db).list({ ...scope, kind: filter.kind, status: filter.status, includeIncoming: true }, limit, offset);
-  return { rows: rows.map((r) => transferView(ctx, r, scope.accountIds)), total };
+  const names = accountNames(ctx);
+  return { rows: rows.map((r) => transferView(ctx, r, scope.accountIds, names)), total };
 }

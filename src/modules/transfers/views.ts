@@ -22,16 +22,25 @@ export function bankAccountOf(ctx: AppContext, row: TransferRow): Bank {
  * The unified transfer form, from the side of `viewerIds`: the sender sees an outgoing transfer and
  * its debit row, the recipient an incoming one and its credit row.
  */
-export function transferView(ctx: AppContext, row: TransferRow, viewerIds: readonly string[]): TransferView {
-  return transferViewOf(row, viewerIds, bankAccountOf(ctx, row), accountNames(ctx));
+export function transferView(ctx: AppContext, row: TransferRow, viewerIds: readonly string[], names = accountNames(ctx)): TransferView {
+  return transferViewOf(row, viewerIds, bankAccountOf(ctx, row), names);
 }
 
 /** An account's name for a transfer's `sender`/`recipient` (null when this box does not know it). */
 export type AccountNames = (accountId: string) => string | null;
-export const accountNames =
-  (ctx: AppContext): AccountNames =>
-  (id) =>
-    accountsOf(ctx).account(id)?.name ?? null;
+/**
+ * Names read from the accounts table, each once per function made, after those of `known`: a new
+ * transfer's two accounts are at hand, and its two events and its answer name them six times
+ * (decision 0246).
+ */
+export function accountNames(ctx: AppContext, known: ReadonlyArray<{ id: string; name: string }> = []): AccountNames {
+  const names = new Map<string, string | null>(known.map((a) => [a.id, a.name]));
+  return (id) => {
+    let name = names.get(id);
+    if (name === undefined) names.set(id, (name = accountsOf(ctx).account(id)?.name ?? null));
+    return name;
+  };
+}
 
 /**
  * The hosted service's name of a peer transfer that reached its recipient is `completed` (hosted

@@ -244,8 +244,8 @@ export class DeliveryWorker implements Worker {
    * the pass the commit wakes finds them due, without a fan-out transaction of its own between
    * (docs/webhooks.md, "Event to first attempt"). Only when it is the next event past the cursor:
    * older ones (written by another process, or a fan-out that failed) are the pass's, in order. In
-   * a savepoint: if it fails, nothing of it is written, the event commits anyway, and the pass
-   * fans it out as before.
+   * a savepoint (the cursor's move alone is one statement, atomic as it is: 0246): if it fails,
+   * nothing of it is written, the event commits anyway, and the pass fans it out as before.
    */
   private fanOutAtEmit(seq: number): void {
     if (!this.running) return;
@@ -261,7 +261,7 @@ export class DeliveryWorker implements Worker {
       }
       const batch = planFanOutOf(this.store, next, (id) => this.parentOf(id), this.ctx.clock.now());
       this.runOps ??= writeOps(this.ctx.db);
-      tx(this.ctx.db, () => this.runOps!(batch.ops));
+      batch.ops.length === 1 ? this.runOps(batch.ops) : tx(this.ctx.db, () => this.runOps!(batch.ops));
       this.atEmitThisTurn++;
       this.fannedAtEmit++;
       this.afterEmit();

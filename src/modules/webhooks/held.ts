@@ -40,6 +40,11 @@ export class HeldRows {
     return true;
   }
 
+  /** Whether rows of this endpoint are kept (its cap is full). */
+  holds(endpointId: string): boolean {
+    return this.byEndpoint.has(endpointId);
+  }
+
   /** Whether a row of this endpoint would not be kept (a bound is reached). */
   full(endpointId: string): boolean {
     return this.seqs.size >= this.total || (this.byEndpoint.get(endpointId)?.length ?? 0) >= this.perEndpoint;

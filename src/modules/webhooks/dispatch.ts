@@ -150,7 +150,9 @@ export class Dispatcher {
           if (this.inflight.has(r.seq) || this.kept.has(r.seq)) continue;
           // Its endpoint's cap is full and no more of its rows are kept: the gates would hold it
           // back and it would be rescheduled, so that is done from the index entry, unread.
-          if (this.gating && this.capFull(r.endpoint_id)) held.push([r.seq, this.gates.admit(r.endpoint_id, this.targetOf(r.endpoint_id)!.gate!, now)]);
+          // Its time counts the kept rows ahead of it: due again when they have gone, not before.
+          if (this.gating && this.capFull(r.endpoint_id))
+            held.push([r.seq, this.gates.admit(r.endpoint_id, this.targetOf(r.endpoint_id)!.gate!, now, this.kept.count(r.endpoint_id))]);
           else seqs.push(r.seq);
         }
         if (seqs.length === 0) break;

@@ -40,6 +40,11 @@ export class HeldRows {
     return true;
   }
 
+  /** Rows of this endpoint kept. */
+  count(endpointId: string): number {
+    return this.byEndpoint.get(endpointId)?.length ?? 0;
+  }
+
   /** Whether rows of this endpoint are kept (its cap is full). */
   holds(endpointId: string): boolean {
     return this.byEndpoint.has(endpointId);

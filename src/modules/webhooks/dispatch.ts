@@ -376,7 +376,7 @@ export class Dispatcher {
               ),
             ),
           },
-          signal: deadline.signal,
+          deadline,
           bodyLimit: 64 * 1024,
         });
         return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()), answer.excerpt);

@@ -1,18 +1,39 @@
-import { setMaxListeners } from 'node:events';
 import { TimeoutError } from './outcome.js';
 
 /** Attempts started within this many ms share one deadline. */
 export const GROUP_MS = 100;
 
+/** An attempt's limit: `watch` is called once with the reason when it passes (or at once if it has). */
 export interface Deadline {
-  readonly signal: AbortSignal;
+  readonly reason: Error | null;
+  watch(onAbort: (reason: Error) => void): void;
+  unwatch(onAbort: (reason: Error) => void): void;
 }
 
-interface Group extends Deadline {
-  openedAt: number;
-  controller: AbortController;
-  pending: number;
-  timer: NodeJS.Timeout;
+/** A group's attempts told of its end: a Set, where an AbortSignal's listeners cost about 1% of a delivery (decision 0264). */
+class Group implements Deadline {
+  reason: Error | null = null;
+  pending = 0;
+  timer: NodeJS.Timeout | undefined;
+  private readonly watchers = new Set<(reason: Error) => void>();
+
+  constructor(readonly openedAt: number) {}
+
+  watch(onAbort: (reason: Error) => void): void {
+    if (this.reason) onAbort(this.reason);
+    else this.watchers.add(onAbort);
+  }
+
+  unwatch(onAbort: (reason: Error) => void): void {
+    this.watchers.delete(onAbort);
+  }
+
+  abort(reason: Error): void {
+    if (this.reason) return;
+    this.reason = reason;
+    for (const w of this.watchers) w(reason);
+    this.watchers.clear();
+  }
 }
 
 /**
@@ -33,13 +54,10 @@ export class AttemptDeadlines {
     let g = this.open;
     if (!g || nowMs - g.openedAt >= GROUP_MS) {
       if (g && g.pending === 0) this.drop(g);
-      const controller = new AbortController();
-      // One listener per attempt in the group: many more than EventTarget's warning threshold.
-      setMaxListeners(0, controller.signal);
-      const ng: Group = { openedAt: nowMs, controller, signal: controller.signal, pending: 0, timer: undefined as unknown as NodeJS.Timeout };
+      const ng = new Group(nowMs);
       ng.timer = setTimeout(() => {
         this.live.delete(ng);
-        ng.controller.abort(new TimeoutError());
+        ng.abort(new TimeoutError());
       }, GROUP_MS + this.timeoutMs);
       ng.timer.unref();
       this.live.add(ng);
@@ -59,7 +77,7 @@ export class AttemptDeadlines {
   abortAll(): void {
     for (const g of this.live) {
       clearTimeout(g.timer);
-      g.controller.abort();
+      g.abort(new Error('aborted'));
     }
     this.live.clear();
     this.open = undefined;

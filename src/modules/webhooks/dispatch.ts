@@ -126,6 +126,12 @@ export class Dispatcher {
     const now = this.ctx.clock.now();
     if (news) this.dry = false;
     let refilled = -1;
+    // Endpoints whose rows this pass's read launched (see `dry` below).
+    const readFor = new Set<string>();
+    const send = (row: SendableRow, gatedAt: number | null) => {
+      if (refilled !== -1) readFor.add(row.endpoint_id);
+      void this.launch(row, false, gatedAt, this.readyDurable);
+    };
     const held: Array<[number, number]> = [];
     if (this.gating) this.gates.newPass();
     this.releaseSlow(now);
@@ -144,7 +150,9 @@ export class Dispatcher {
           if (this.inflight.has(r.seq) || this.kept.has(r.seq)) continue;
           // Its endpoint's cap is full and no more of its rows are kept: the gates would hold it
           // back and it would be rescheduled, so that is done from the index entry, unread.
-          if (this.gating && this.capFull(r.endpoint_id)) held.push([r.seq, this.gates.admit(r.endpoint_id, this.targetOf(r.endpoint_id)!.gate!, now)]);
+          // Its time counts the kept rows ahead of it: due again when they have gone, not before.
+          if (this.gating && this.capFull(r.endpoint_id))
+            held.push([r.seq, this.gates.admit(r.endpoint_id, this.targetOf(r.endpoint_id)!.gate!, now, this.kept.count(r.endpoint_id))]);
           else seqs.push(r.seq);
         }
         if (seqs.length === 0) break;
@@ -161,7 +169,7 @@ export class Dispatcher {
           gate = this.targetOf(row.endpoint_id)?.gate ?? null;
         } catch {
           // An endpoint whose target cannot be made (its secret does not open): the attempt records why.
-          void this.launch(row, false, null, this.readyDurable);
+          send(row, null);
           continue;
         }
         if (gate || this.gates.breakerOn) {
@@ -171,14 +179,18 @@ export class Dispatcher {
             if (!(this.gates.heldByCap && this.kept.keep(row))) held.push([row.seq, at]);
             continue;
           }
-          void this.launch(row, false, now, this.readyDurable);
+          send(row, now);
           continue;
         }
       }
-      void this.launch(row, false, null, this.readyDurable);
+      send(row, null);
     }
     if (held.length > 0) this.reschedule(held);
-    if (refilled !== -1) this.dry = this.launches === refilled;
+    // Dry: reading again now would launch nothing new. So when the read launched nothing, and also
+    // when it launched only rows of endpoints now at their cap with rows kept: another read would
+    // meet the same rows and reschedule their backlog again at every attempt's end (decision 0264).
+    // Those endpoints' kept rows running out, news, or the timer's look make the next read.
+    if (refilled !== -1) this.dry = this.launches === refilled || [...readFor].every((id) => this.kept.holds(id));
   }
 
   /** Sends the rows the cap held back, oldest first by endpoint, while their endpoint admits them. */
@@ -217,10 +229,14 @@ export class Dispatcher {
     return cap != null && this.gates.inFlight(endpointId) >= cap;
   }
 
-  /** Ms until the next due row not in flight (undefined: none); while `dry` past kept rows, a recheck delay. */
+  /** Ms until the next due row not in flight (undefined: none); while rows are kept, a recheck delay. */
   nextDueIn(now: number): number | undefined {
-    // The last read sent nothing past a capped endpoint's backlog: look again soon (no read each pass).
-    if (this.dry && this.kept.size > 0) return Math.max(0, this.lookedAt + DRY_RECHECK_MS - now);
+    // Rows a cap holds back wait in memory: the head of the due order is theirs and their endpoints'
+    // backlogs, which only an attempt ending moves (it kicks a pass of its own, which reads again
+    // once the kept rows run out). Looking at once would find them due, read, and reschedule the
+    // backlog past the kept rows again and again (decision 0264): look past it every
+    // DRY_RECHECK_MS from the last read instead, whether or not that read sent anything.
+    if (this.kept.size > 0) return Math.max(0, this.lookedAt + DRY_RECHECK_MS - now);
     const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.seq));
     return next?.next_attempt_ms == null ? undefined : Math.max(0, next.next_attempt_ms - now);
   }
@@ -360,7 +376,7 @@ export class Dispatcher {
               ),
             ),
           },
-          signal: deadline.signal,
+          deadline,
           bodyLimit: 64 * 1024,
         });
         return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()), answer.excerpt);

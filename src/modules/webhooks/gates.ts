@@ -80,9 +80,10 @@ export class EndpointGates {
 
   /**
    * 0: send it now (counted as in flight until `finished` with the same `now`); otherwise the time
-   * to reschedule it to.
+   * to reschedule it to. `ahead`: rows of the endpoint already waiting in memory before this one
+   * (held.ts), which its cap sends first.
    */
-  admit(id: string, g: GateSettings, now: number): number {
+  admit(id: string, g: GateSettings, now: number, ahead = 0): number {
     const s = this.state(id);
     this.heldByCap = false;
     this.countSlow(s, now);
@@ -94,7 +95,7 @@ export class EndpointGates {
     if (g.maxInFlight !== null && s.flights.length >= g.maxInFlight) {
       s.heldInPass++;
       this.heldByCap = true;
-      return now + Math.max(10, Math.ceil(s.avgMs * Math.ceil(s.heldInPass / g.maxInFlight)));
+      return now + Math.max(10, Math.ceil(s.avgMs * Math.ceil((ahead + s.heldInPass) / g.maxInFlight)));
     }
     if (g.rateLimit !== null) {
       // A PATCH may have lowered the limit: only the newest `rateLimit` admissions matter.

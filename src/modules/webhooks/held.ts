@@ -40,6 +40,16 @@ export class HeldRows {
     return true;
   }
 
+  /** Rows of this endpoint kept. */
+  count(endpointId: string): number {
+    return this.byEndpoint.get(endpointId)?.length ?? 0;
+  }
+
+  /** Whether rows of this endpoint are kept (its cap is full). */
+  holds(endpointId: string): boolean {
+    return this.byEndpoint.has(endpointId);
+  }
+
   /** Whether a row of this endpoint would not be kept (a bound is reached). */
   full(endpointId: string): boolean {
     return this.seqs.size >= this.total || (this.byEndpoint.get(endpointId)?.length ?? 0) >= this.perEndpoint;

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import type { Deadline } from './deadlines.js';
 import { ANSWER_EXCERPT_BYTES } from '../../system/signed-post.js';
 
 /** What a delivery needs of an answer: its status and, for a retry, its `Retry-After`. */
@@ -15,7 +16,7 @@ export interface PostRequest {
   headers: Record<string, string>;
   body: string;
   /** Aborts the request (the whole-attempt deadline, or the worker stopping). */
-  signal: AbortSignal;
+  deadline: Deadline;
   /** Bytes of the answer's body read at most; past that the connection is dropped. */
   bodyLimit: number;
 }
@@ -50,9 +51,9 @@ class PostHandler {
   private received = 0;
   private readonly kept: Buffer[] = [];
   private settled = false;
-  private readonly onAbort = () => {
-    this.reason = (this.req.signal.reason as Error | undefined) ?? new Error('aborted');
-    this.abort?.(this.reason);
+  private readonly onAbort = (reason: Error) => {
+    this.reason = reason;
+    this.abort?.(reason);
   };
 
   constructor(
@@ -60,8 +61,8 @@ class PostHandler {
     private readonly resolve: (a: PostAnswer) => void,
     private readonly reject: (err: Error) => void,
   ) {
-    if (req.signal.aborted) this.reason = (req.signal.reason as Error | undefined) ?? new Error('aborted');
-    else req.signal.addEventListener('abort', this.onAbort);
+    if (req.deadline.reason) this.reason = req.deadline.reason;
+    else req.deadline.watch(this.onAbort);
   }
 
   onConnect(abort: (reason?: Error) => void): void {
@@ -104,7 +105,7 @@ class PostHandler {
   private finish(err: Error | null): void {
     if (this.settled) return;
     this.settled = true;
-    this.req.signal.removeEventListener('abort', this.onAbort);
+    this.req.deadline.unwatch(this.onAbort);
     if (this.statusCode !== 0) {
       const excerpt = this.kept.length === 0 ? null : (this.kept.length === 1 ? this.kept[0] : Buffer.concat(this.kept)).toString('utf8');
       this.resolve({ statusCode: this.statusCode, retryAfter: this.retryAfter, excerpt });

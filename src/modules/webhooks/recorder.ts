@@ -6,9 +6,15 @@ import { applyFailure, succeeded, successOps, type Outcome } from './outcome.js'
 import type { WebhooksStore } from './store.js';
 import type { BookkeepingWriter, WriteOp } from './writer.js';
 
-/** Outcomes are committed together: after this many, or this long after the first of a group. */
-const FLUSH_BATCH = 256;
+/**
+ * Outcomes are committed together: after this many, or this long after the first of a group
+ * (`FLUSH_DELAY_MS` when an outcome in it is waited for: a failure's retry schedule, a FIFO
+ * endpoint's next delivery, a manual send's answer; `QUIET_DELAY_MS` when it holds only automatic
+ * successes outside a FIFO order, whose record nothing waits for: fewer, larger commits, decision 0264).
+ */
+const FLUSH_BATCH = 512;
 const FLUSH_DELAY_MS = 5;
+const QUIET_DELAY_MS = 20;
 
 /**
  * A transaction for the delivery worker's own records on the daemon's connection, committed without
@@ -48,6 +54,8 @@ export class OutcomeRecorder {
   private outcomes: Array<{ outcome: Outcome; done: () => void }> = [];
   private flushScheduled = false;
   private flushTimer: NodeJS.Timeout | undefined;
+  /** The group's timer is the short one (an outcome in it is waited for). */
+  private prompt = false;
 
   constructor(
     private readonly ctx: AppContext,
@@ -73,14 +81,18 @@ export class OutcomeRecorder {
       if (this.outcomes.length >= FLUSH_BATCH || (this.idle() && !this.flushScheduled)) {
         clearTimeout(this.flushTimer);
         this.flushScheduled = true;
+        this.prompt = true;
         setImmediate(() => this.flush());
         return;
       }
-      if (this.flushScheduled) return;
+      const waitedFor = !succeeded(outcome) || outcome.manual || this.fifo(outcome.endpointId);
+      if (this.flushScheduled && (this.prompt || !waitedFor)) return;
+      if (this.flushScheduled) clearTimeout(this.flushTimer);
       this.flushScheduled = true;
+      this.prompt = waitedFor;
       // A few milliseconds of grouping spare many commits when deliveries stream; an attempt's slot
       // is already free, so this delays only the record (and the re-sending of a crashed group).
-      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+      this.flushTimer = setTimeout(() => this.flush(), waitedFor ? FLUSH_DELAY_MS : QUIET_DELAY_MS);
     });
   }
 

@@ -76,7 +76,7 @@ describe('a hung endpoint beside a healthy one, default settings', () => {
     expect(hung.holding).toBe(cfg.endpoint_max_in_flight);
     expect(hung.maxActive).toBe(cfg.endpoint_max_in_flight);
     expect(worker.inFlightOf(hungId)).toBe(cfg.endpoint_max_in_flight);
-    // The rows its cap holds back wait in memory (decision 0265): none was rescheduled ahead of the clock.
+    // The rows its cap holds back wait in memory (decision 0262): none was rescheduled ahead of the clock.
     const ahead = s.daemon.ctx.db
       .prepare(`SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ? AND status = 'pending' AND next_attempt_ms > ?`)
       .pluck()

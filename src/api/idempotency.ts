@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.js';
-import { groupCommit } from '../db/group-commit.js';
+import { groupCommit, groupCommitUnflushed } from '../db/group-commit.js';
+import { whenDurable } from '../db/wal-flush.js';
 import { ApiError } from '../errors.js';
 import { isoTime, type Clock } from '../clock.js';
-import { runsInPipeline } from './write-pipeline.js';
 
 interface IdemRow {
   fingerprint: string;
@@ -125,28 +125,21 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (key.length < 1 || key.length > 255) throw new ApiError('idempotency_key_invalid');
     const scope = `${req.auth.keyAccount?.id ?? req.auth.organizationId}:${req.auth.account?.id ?? '*'}`;
     const fingerprint = fingerprintOf(req);
-    const replay = (stored: IdemRow) => {
+    // The claim joins the next group commit, and the request goes on once that batch committed:
+    // the flush of the request's own write covers it. It need not be on disk before that write, as
+    // a power cut before that flush takes both and nothing was answered; waiting for a flush of its
+    // own made every keyed write wait for two flushes in a row (decision 0287).
+    const stored = await groupCommitUnflushed(store.db, () => store.begin(scope, key, fingerprint));
+    if (stored) {
+      // The stored answer is replayed only once it is on disk (its own request's batch may still
+      // be flushing).
+      await whenDurable(store.db);
       reply.header('Idempotent-Replayed', 'true');
       if (stored.content_type) reply.header('content-type', stored.content_type);
       const codec = codecOf(req);
       const response = stored.response && codec ? codec.open(stored.response) : stored.response;
       return reply.code(stored.status_code ?? 200).send(response ?? '');
-    };
-    if (runsInPipeline(req)) {
-      // The claim commits in the write's own job (src/api/write-pipeline.ts): one commit and one
-      // flush for both. It need not be on disk before the write runs: a power cut before that
-      // flush takes both, and nothing was answered. A claim made and flushed on its own first made
-      // every keyed request wait for two flushes in a row (decision 0287).
-      req.firstInCommit = () => {
-        const stored = store.begin(scope, key, fingerprint);
-        if (stored) return () => replay(stored);
-        req.idempotency = { scope, key, store };
-        return undefined;
-      };
-      return;
     }
-    const stored = await groupCommit(store.db, () => store.begin(scope, key, fingerprint));
-    if (stored) return replay(stored);
     req.idempotency = { scope, key, store };
   });
 

@@ -6,26 +6,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set on write routes: settles once the group commit that ran the handler is durable. */
     committed?: Promise<unknown>;
-    /**
-     * Set by a hook before the handler (an Idempotency-Key's claim, src/api/idempotency.ts): runs
-     * first in the handler's own group-commit job, so what it writes commits and flushes with the
-     * handler's writes. When it returns an answer, the handler is not called and that answer is
-     * sent once the job's batch is on disk.
-     */
-    firstInCommit?: () => (() => unknown) | undefined;
   }
-}
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Set by `writeRoutesInPipeline` on the routes whose handler it runs in a group-commit job. */
-    writePipeline?: boolean;
-  }
-}
-
-/** Whether the request's route runs its handler in a group-commit job (so `firstInCommit` runs). */
-export function runsInPipeline(req: FastifyRequest): boolean {
-  return (req.routeOptions.config as { writePipeline?: boolean } | undefined)?.writePipeline === true;
 }
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -44,14 +25,9 @@ export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (methods.every((m) => READS.has(m))) return;
     const handler = route.handler;
-    const pipelined = function pipelined(this: unknown, req: FastifyRequest, reply: FastifyReply) {
+    route.handler = function pipelined(this: unknown, req: FastifyRequest, reply: FastifyReply) {
       let result: unknown;
-      let answer: (() => unknown) | undefined;
       const committed = groupCommit(db, () => {
-        const first = req.firstInCommit;
-        req.firstInCommit = undefined;
-        answer = first?.();
-        if (answer) return;
         result = (handler as (this: unknown, req: FastifyRequest, reply: FastifyReply) => unknown).call(this, req, reply);
         // Its failure is the answer, taken below once the batch is on disk: the flush ends a turn
         // of the loop or more later, and a rejection unheld until then would count as unhandled.
@@ -59,23 +35,17 @@ export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
       });
       req.committed = committed;
       return committed.then(
-        () => (answer ? answer() : result),
+        () => result,
         (error) => {
-          // The batch failed (a full disk), or what ran first in the job refused (an Idempotency-Key
-          // in use): its error is the answer, so the answer must not wait
+          // The batch failed (a full disk): its error is the answer, so the answer must not wait
           // on the failed commit again (that second failure would get fastify's own error shape),
           // and the handler's promise, failing with it, must not end the process as unhandled.
           req.committed = undefined;
-          // Nothing of the job was written, an Idempotency-Key's claim made in it included: there
-          // is no claim of this request's to release (another request may hold the key by now).
-          req.idempotency = undefined;
           if (result instanceof Promise) result.catch(() => {});
           throw error;
         },
       );
     } as RouteOptions['handler'];
-    route.handler = pipelined;
-    route.config = { ...route.config, writePipeline: true };
   };
 }
 

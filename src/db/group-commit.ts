@@ -12,6 +12,8 @@ interface Job {
   after: Array<() => void>;
   /** Writes that joined this job's batch from inside it (`groupCommit` called while it ran). */
   joined: Array<{ value: unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+  /** Answered once the batch committed, not after its flush (`groupCommitUnflushed`). */
+  unflushed?: boolean;
 }
 
 /**
@@ -43,7 +45,8 @@ export class GroupCommitter {
     }
   }
 
-  run<T>(fn: () => T): Promise<T> {
+  /** `unflushed`: answered once the batch committed, before its flush (see `groupCommitUnflushed`). */
+  run<T>(fn: () => T, unflushed = false): Promise<T> {
     const current = running.get(this.db);
     if (current) {
       // Called from inside a job of the batch running now (a write route's handler runs in one,
@@ -58,7 +61,7 @@ export class GroupCommitter {
       });
     }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], joined: [] });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], joined: [], unflushed });
       this.schedule();
     });
   }
@@ -71,10 +74,10 @@ export class GroupCommitter {
 
   private flush(): void {
     this.scheduled = false;
-    const batch = this.queue.splice(0, this.maxBatch);
+    let batch = this.queue.splice(0, this.maxBatch);
     if (this.queue.length) this.schedule();
     if (batch.length === 0) return;
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    let outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     commitAudit.inPipeline = true;
     this.withoutFlush?.run();
     try {
@@ -108,6 +111,16 @@ export class GroupCommitter {
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
     if (!this.flusher) return this.settle(batch, outcomes);
+    if (batch.some((job) => job.unflushed)) {
+      this.settle(
+        batch.filter((job) => job.unflushed),
+        outcomes.filter((_, i) => batch[i].unflushed),
+      );
+      outcomes = outcomes.filter((_, i) => !batch[i].unflushed);
+      batch = batch.filter((job) => !job.unflushed);
+      // Left for the next flush: none starts for these commits alone.
+      if (batch.length === 0) return this.flusher.uncovered();
+    }
     this.flusher.committed(batch.length).then(
       () => this.settle(batch, outcomes),
       (error: unknown) => {
@@ -145,6 +158,17 @@ const running = new WeakMap<Db, Job>();
  */
 export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
   return committers(db).run(fn);
+}
+
+/**
+ * Like `groupCommit`, but resolves once the batch has committed, without waiting for its flush, and
+ * no flush starts for it alone: the next commit's flush covers it. For a write that need not be on
+ * disk before the caller's next one (an Idempotency-Key's claim before the request's write: a
+ * power cut before that write's flush takes both, and nothing was answered). Whatever answers
+ * from what it returns must wait for `whenDurable` first.
+ */
+export function groupCommitUnflushed<T>(db: Db, fn: () => T): Promise<T> {
+  return committers(db).run(fn, true);
 }
 
 /**

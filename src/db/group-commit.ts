@@ -112,14 +112,19 @@ export class GroupCommitter {
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
     if (!this.flusher) return this.settle(batch, outcomes);
     if (batch.some((job) => job.unflushed)) {
+      const early = batch.filter((job) => job.unflushed);
+      // Left for the next flush: none starts for these commits alone...
+      this.flusher.uncovered();
+      // ...but for their `afterCommit` signals, which still wait for the disk.
+      const signals = early.flatMap((job) => job.after.splice(0));
+      if (signals.length) this.flusher.whenDurable().then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
       this.settle(
-        batch.filter((job) => job.unflushed),
+        early,
         outcomes.filter((_, i) => batch[i].unflushed),
       );
       outcomes = outcomes.filter((_, i) => !batch[i].unflushed);
       batch = batch.filter((job) => !job.unflushed);
-      // Left for the next flush: none starts for these commits alone.
-      if (batch.length === 0) return this.flusher.uncovered();
+      if (batch.length === 0) return;
     }
     this.flusher.committed(batch.length).then(
       () => this.settle(batch, outcomes),
@@ -147,6 +152,9 @@ export class GroupCommitter {
   }
 }
 
+/** A flush that failed: noted as a write error (signals waiting for it never run). */
+const noteWriteOf = (db: Db) => (error: unknown) => noteWrite(db, error);
+
 const committers = perDb((db) => new GroupCommitter(db));
 /** The job a batch is running now, per database: where `afterCommit` files what it is given. */
 const running = new WeakMap<Db, Job>();
@@ -165,7 +173,8 @@ export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
  * no flush starts for it alone: the next commit's flush covers it. For a write that need not be on
  * disk before the caller's next one (an Idempotency-Key's claim before the request's write: a
  * power cut before that write's flush takes both, and nothing was answered). Whatever answers
- * from what it returns must wait for `whenDurable` first.
+ * from what it returns must wait for `whenDurable` first; its `afterCommit` signals wait for a
+ * flush as everywhere.
  */
 export function groupCommitUnflushed<T>(db: Db, fn: () => T): Promise<T> {
   return committers(db).run(fn, true);

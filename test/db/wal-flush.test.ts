@@ -97,6 +97,16 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     await write;
     expect(disk.pending).toHaveLength(0);
     expect(await settledState(flusher.whenDurable())).toBe('fulfilled');
+    // Its afterCommit signals still wait for the disk: a flush starts for them.
+    const signals: string[] = [];
+    await gc.run(() => {
+      db.prepare('INSERT INTO t (v) VALUES (8)').run();
+      afterCommit(db, () => signals.push('after'));
+    }, true);
+    expect(signals).toEqual([]);
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await until('the signal ran', () => signals.length === 1);
   });
 
   it('batches that commit during a flush wait for the next one, which carries them all, in order', async () => {

@@ -15,7 +15,9 @@ import { initBenchData, startBaseline, startBenchDaemon, type BenchDaemon, type 
  * 4,000/s ceiling if that is lower: issue 38); cash sales and transfers also beside their raw baselines under the same delay. Then the p99 of a
  * GET /account made alongside 20 connections creating checkouts at 5 ms (goal: < 20 ms).
  *
- * `npm run bench -- flush`; POSD_BENCH_FLUSH_MS=0,5 picks the delays, POSD_BENCH_FLUSH_PATHS=transfers,refunds the paths.
+ * `npm run bench -- flush`; POSD_BENCH_FLUSH_MS=0,5 picks the delays, POSD_BENCH_FLUSH_PATHS=transfers,refunds the paths;
+ * POSD_BENCH_FLUSH_KEYED=1 sends each measured request with an Idempotency-Key of its own, as a till
+ * retrying over a flaky network does (decision 0287).
  */
 
 const CONNECTIONS = 20;
@@ -174,7 +176,15 @@ interface Measured {
   errors: number;
 }
 
-async function measure(url: string, headers: Record<string, string>, next: (i: number) => { path: string; body: string }, amount?: number): Promise<Measured> {
+const KEYED = process.env.POSD_BENCH_FLUSH_KEYED === '1';
+
+async function measure(
+  url: string,
+  headers: Record<string, string>,
+  next: (i: number) => { path: string; body: string },
+  amount?: number,
+  keyed = false,
+): Promise<Measured> {
   let i = 0;
   const result = await autocannon({
     url,
@@ -186,7 +196,7 @@ async function measure(url: string, headers: Record<string, string>, next: (i: n
       {
         setupRequest: (req: autocannon.Request) => {
           const n = next(i++);
-          return { ...req, path: n.path, body: n.body };
+          return { ...req, path: n.path, body: n.body, ...(keyed ? { headers: { ...headers, 'idempotency-key': `bench-${runId}-${i}` } } : {}) };
         },
       },
     ],
@@ -207,7 +217,7 @@ async function measurePath(p: Path, delayMs: number): Promise<Measured> {
   }
   const d = await startBenchDaemon({}, { data, flushDelayMs: delayMs });
   try {
-    const m = await measure(d.url, headersFor(d), (i) => p.next(prepared, i), p.amount);
+    const m = await measure(d.url, headersFor(d), (i) => p.next(prepared, i), p.amount, KEYED);
     if (m.non2xx || m.errors) throw new Error(`${p.name} at ${delayMs} ms: ${m.non2xx} non-2xx, ${m.errors} errors`);
     return m;
   } finally {
@@ -264,7 +274,7 @@ export async function run(): Promise<BenchResult[]> {
       const r = raw.get(ms);
       if (ms !== delays[0]) {
         results.push({
-          scenario: `${p.name}, ${CONNECTIONS} connections, flush ${ms} ms vs ${delays[0]} ms`,
+          scenario: `${p.name}${KEYED ? ' with Idempotency-Key' : ''}, ${CONNECTIONS} connections, flush ${ms} ms vs ${delays[0]} ms`,
           metrics: { 'req/s': m.rps, 'p99 ms': m.p99 },
           baseline: { [`req/s at ${delays[0]} ms`]: zero.rps, [`p99 ms at ${delays[0]} ms`]: zero.p99 },
           ratio: m.rps / zero.rps,

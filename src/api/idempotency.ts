@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.js';
-import { groupCommit } from '../db/group-commit.js';
+import { groupCommit, groupCommitUnflushed } from '../db/group-commit.js';
+import { whenDurable } from '../db/wal-flush.js';
 import { ApiError } from '../errors.js';
 import { isoTime, type Clock } from '../clock.js';
 
@@ -124,9 +125,15 @@ export function registerIdempotency(app: FastifyInstance, store: IdempotencyStor
     if (key.length < 1 || key.length > 255) throw new ApiError('idempotency_key_invalid');
     const scope = `${req.auth.keyAccount?.id ?? req.auth.organizationId}:${req.auth.account?.id ?? '*'}`;
     const fingerprint = fingerprintOf(req);
-    // The claim is a write: it joins the next group commit rather than paying a flush of its own.
-    const stored = await groupCommit(store.db, () => store.begin(scope, key, fingerprint));
+    // The claim joins the next group commit, and the request goes on once that batch committed:
+    // the flush of the request's own write covers it. It need not be on disk before that write, as
+    // a power cut before that flush takes both and nothing was answered; waiting for a flush of its
+    // own made every keyed write wait for two flushes in a row (decision 0287).
+    const stored = await groupCommitUnflushed(store.db, () => store.begin(scope, key, fingerprint));
     if (stored) {
+      // The stored answer is replayed only once it is on disk (its own request's batch may still
+      // be flushing).
+      await whenDurable(store.db);
       reply.header('Idempotent-Replayed', 'true');
       if (stored.content_type) reply.header('content-type', stored.content_type);
       const codec = codecOf(req);

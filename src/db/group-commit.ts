@@ -14,6 +14,8 @@ interface Job {
   first: Array<() => void>;
   /** Writes that joined this job's batch from inside it (`groupCommit` called while it ran). */
   joined: Array<{ value: unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
+  /** Answered once the batch committed, not after its flush (`groupCommitUnflushed`). */
+  unflushed?: boolean;
 }
 
 /**
@@ -45,7 +47,8 @@ export class GroupCommitter {
     }
   }
 
-  run<T>(fn: () => T): Promise<T> {
+  /** `unflushed`: answered once the batch committed, before its flush (see `groupCommitUnflushed`). */
+  run<T>(fn: () => T, unflushed = false): Promise<T> {
     const current = running.get(this.db);
     if (current) {
       // Called from inside a job of the batch running now (a write route's handler runs in one,
@@ -60,7 +63,7 @@ export class GroupCommitter {
       });
     }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], first: [], joined: [] });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, after: [], first: [], joined: [], unflushed });
       this.schedule();
     });
   }
@@ -73,10 +76,10 @@ export class GroupCommitter {
 
   private flush(): void {
     this.scheduled = false;
-    const batch = this.queue.splice(0, this.maxBatch);
+    let batch = this.queue.splice(0, this.maxBatch);
     if (this.queue.length) this.schedule();
     if (batch.length === 0) return;
-    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    let outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
     commitAudit.inPipeline = true;
     this.withoutFlush?.run();
     try {
@@ -111,6 +114,21 @@ export class GroupCommitter {
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
     if (!this.flusher) return this.settle(batch, outcomes);
+    if (batch.some((job) => job.unflushed)) {
+      const early = batch.filter((job) => job.unflushed);
+      // Left for the next flush: none starts for these commits alone...
+      this.flusher.uncovered();
+      // ...but for their `afterCommit` signals, which still wait for the disk.
+      const signals = batch.flatMap((job, i) => (job.unflushed && outcomes[i].ok ? [...job.first.splice(0), ...job.after.splice(0)] : []));
+      if (signals.length) this.flusher.whenDurable().then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
+      this.settle(
+        early,
+        outcomes.filter((_, i) => batch[i].unflushed),
+      );
+      outcomes = outcomes.filter((_, i) => !batch[i].unflushed);
+      batch = batch.filter((job) => !job.unflushed);
+      if (batch.length === 0) return;
+    }
     const durable = this.flusher.committed(batch.length);
     // Someone waits on this batch alone (a terminal's charge): its flush starts now, not after a
     // gathering wait for other writers (decision 0291).
@@ -146,6 +164,9 @@ export class GroupCommitter {
   }
 }
 
+/** A flush that failed: noted as a write error (signals waiting for it never run). */
+const noteWriteOf = (db: Db) => (error: unknown) => noteWrite(db, error);
+
 const committers = perDb((db) => new GroupCommitter(db));
 /** The job a batch is running now, per database: where `afterCommit` files what it is given. */
 const running = new WeakMap<Db, Job>();
@@ -157,6 +178,18 @@ const running = new WeakMap<Db, Job>();
  */
 export function groupCommit<T>(db: Db, fn: () => T): Promise<T> {
   return committers(db).run(fn);
+}
+
+/**
+ * Like `groupCommit`, but resolves once the batch has committed, without waiting for its flush, and
+ * no flush starts for it alone: the next commit's flush covers it. For a write that need not be on
+ * disk before the caller's next one (an Idempotency-Key's claim before the request's write: a
+ * power cut before that write's flush takes both, and nothing was answered). Whatever answers
+ * from what it returns must wait for `whenDurable` first; its `afterCommit` signals wait for a
+ * flush as everywhere.
+ */
+export function groupCommitUnflushed<T>(db: Db, fn: () => T): Promise<T> {
+  return committers(db).run(fn, true);
 }
 
 /**

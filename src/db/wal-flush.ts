@@ -109,6 +109,14 @@ export class WalFlusher {
     return durable;
   }
 
+  /**
+   * After a commit made without a flush that nothing waits for yet (`groupCommitUnflushed`): the
+   * next flush covers it, and none starts for it alone.
+   */
+  uncovered(): void {
+    this.dirty = true;
+  }
+
   /** Resolves once everything committed so far is on disk (at once when nothing waits for a flush). */
   whenDurable(): Promise<void> {
     if (!this.dirty && !this.inFlight) return Promise.resolve();

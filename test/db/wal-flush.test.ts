@@ -74,6 +74,41 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     expect(signals).toEqual(['after']);
   });
 
+  it('a write committed unflushed is answered at its commit and starts no flush; the next write waits for one that covers both', async () => {
+    const disk = heldDisk();
+    const flusher = new WalFlusher(`${db.name}-wal`, disk.sync);
+    const gc = new GroupCommitter(db, 64, flusher);
+    const claim = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (5)').run().changes, true);
+    expect(await settledState(claim)).toBe('fulfilled');
+    await expect(claim).resolves.toBe(1);
+    expect(disk.pending).toHaveLength(0);
+    // Not on disk yet: whoever must wait for it (a replayed answer) gets a flush.
+    const durable = flusher.whenDurable();
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await durable;
+    // The claim then the write: one flush, started after the write's commit, covers both.
+    const nextClaim = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (6)').run(), true);
+    await nextClaim;
+    const write = gc.run(() => db.prepare('INSERT INTO t (v) VALUES (7)').run());
+    expect(await settledState(write)).toBe('pending');
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await write;
+    expect(disk.pending).toHaveLength(0);
+    expect(await settledState(flusher.whenDurable())).toBe('fulfilled');
+    // Its afterCommit signals still wait for the disk: a flush starts for them.
+    const signals: string[] = [];
+    await gc.run(() => {
+      db.prepare('INSERT INTO t (v) VALUES (8)').run();
+      afterCommit(db, () => signals.push('after'));
+    }, true);
+    expect(signals).toEqual([]);
+    expect(disk.pending).toHaveLength(1);
+    disk.release();
+    await until('the signal ran', () => signals.length === 1);
+  });
+
   it('batches that commit during a flush wait for the next one, which carries them all, in order', async () => {
     const disk = heldDisk();
     // A fast disk (every flush takes no time on this clock): the next flush starts at once.

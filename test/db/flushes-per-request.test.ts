@@ -1,0 +1,122 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type SyncFile, walFlusherOf } from '../../src/db/wal-flush.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { until } from '../helpers/until.js';
+import { fund } from '../transfers/money-helpers.js';
+import { rows } from '../money/helpers.js';
+
+// A write request waits for one flush of the WAL, with or without an Idempotency-Key: a request
+// that waits for two in a row (the key's claim flushed before the work, then the work's commit)
+// can reach at most half the rate on a slow disk (issue 38, decision 0287). Counted on the daemon's
+// own flusher with a disk that counts its flushes (and, in the last test, holds them).
+let s: TestServer;
+let flushes = 0;
+let held: Array<(error: Error | null) => void> | null = null;
+let bank: string;
+
+beforeAll(async () => {
+  s = await startTestServer();
+  fund(s.daemon.ctx, s.installation.sandbox_id, 10_000_000);
+  const flusher = walFlusherOf(s.daemon.ctx.db) as unknown as { sync: SyncFile };
+  const disk = flusher.sync;
+  flusher.sync = (file, done) => {
+    flushes++;
+    if (held) held.push(done);
+    else disk(file, done);
+  };
+  bank = (
+    await s.api('POST', '/bank_accounts', {
+      body: { holder_name: 'Tienda', number: '0123456789', bank_name: 'Banrural', currency: 'GTQ', account_type: 'monetaria' },
+    })
+  ).body.id;
+});
+afterEach(() => {
+  const waiting = held ?? [];
+  held = null;
+  while (waiting.length) waiting.shift()!(null);
+});
+afterAll(() => s.stop());
+
+const checkoutBody = { items: [{ name: 'Coffee', amount_in_cents: 1500, quantity: 2 }], currency: 'GTQ' };
+const scenarios: Record<string, (i: number) => [string, unknown]> = {
+  checkouts: () => ['/checkouts', checkoutBody],
+  customers: (i) => ['/customers', { email: `c${i}@example.com` }],
+  products: (i) => ['/products', { product: { name: `Item ${i}`, prices_attributes: [{ amount_in_cents: 1000, currency: 'GTQ' }] } }],
+  withdrawals: () => ['/withdrawals', { amount_in_cents: 1, currency: 'GTQ', bank_account_id: bank }],
+};
+let n = 0;
+
+/** Flushes per request over `count` requests sent one after the other. */
+async function flushesPerRequest(next: (i: number) => [string, unknown], count: number, key?: string): Promise<number> {
+  const before = flushes;
+  for (let i = 0; i < count; i++) {
+    const [path, body] = next(n++);
+    const r = await s.api('POST', path, { body, headers: key ? { 'idempotency-key': `${key}-${n}` } : {} });
+    expect(r.status, r.text).toBeLessThan(300);
+  }
+  return (flushes - before) / count;
+}
+
+describe('flushes a write request waits for, sent one at a time', () => {
+  for (const [name, next] of Object.entries(scenarios)) {
+    it(`${name}: one, without and with an Idempotency-Key`, async () => {
+      expect(await flushesPerRequest(next, 5)).toBe(1);
+      expect(await flushesPerRequest(next, 5, name)).toBe(1);
+    });
+  }
+
+  it('a replay of a stored answer waits for one flush, a reused key for none', async () => {
+    const [path, body] = scenarios.checkouts(0);
+    const headers = { 'idempotency-key': 'replayed' };
+    const first = await s.api('POST', path, { body, headers });
+    const before = flushes;
+    const replay = await s.api('POST', path, { body, headers });
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    expect(replay.body.id).toBe(first.body.id);
+    const reused = await s.api('POST', path, { body: { ...checkoutBody, currency: 'USD' }, headers });
+    expect(reused.status).toBe(422);
+    expect(flushes - before).toBe(1);
+  });
+});
+
+it("flushes a key's claim with the write, and answers only once that flush ended", async () => {
+  held = [];
+  const flushesBefore = flushes;
+  const before = rows(s, 'SELECT count(*) AS n FROM checkouts')[0].n as number;
+  let answered = false;
+  const post = s.api('POST', '/checkouts', { body: checkoutBody, headers: { 'idempotency-key': 'claim-with-write' } }).then((r) => {
+    answered = true;
+    return r;
+  });
+  await until("the write's batch committed and its flush started", () => held!.length === 1);
+  // No flush ran for the claim alone: this one covers the claim and the checkout, whose commit
+  // stored the key's answer.
+  expect(rows(s, 'SELECT count(*) AS n FROM checkouts')[0].n).toBe(before + 1);
+  expect(rows(s, "SELECT state FROM idempotency_keys WHERE key = 'claim-with-write'")).toEqual([{ state: 'done' }]);
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  expect(answered).toBe(false);
+  held!.shift()!(null);
+  const r = await post;
+  expect(r.status).toBe(201);
+  expect(held).toEqual([]);
+  expect(flushes - flushesBefore).toBe(1);
+});
+
+it('replays a stored answer only after a flush that started after the replay read it', async () => {
+  const headers = { 'idempotency-key': 'replay-after-flush' };
+  const first = await s.api('POST', '/checkouts', { body: checkoutBody, headers });
+  expect(first.status).toBe(201);
+  held = [];
+  let answered = false;
+  const replay = s.api('POST', '/checkouts', { body: checkoutBody, headers }).then((r) => {
+    answered = true;
+    return r;
+  });
+  await until('the replay waits for a flush', () => held!.length === 1);
+  for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  expect(answered).toBe(false);
+  held!.shift()!(null);
+  const r = await replay;
+  expect(r.headers['idempotent-replayed']).toBe('true');
+  expect(r.body.id).toBe(first.body.id);
+});

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Db } from '../db/database.js';
 import { groupCommit } from '../db/group-commit.js';
+import { logHeld } from '../db/log-hold.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,4 +59,18 @@ export async function holdUntilCommitted(req: FastifyRequest, _reply: FastifyRep
     await committed;
   }
   return payload;
+}
+
+/**
+ * An `onSend` hook after `holdUntilCommitted`: on a chain's leading core a write's answer leaves
+ * only once the central's log holds what the file holds (src/db/log-hold.ts); a write committed
+ * outside the pipeline is covered too. Nothing waits elsewhere.
+ */
+export function holdUntilLogged(db: Db): (req: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown> {
+  return async (req, _reply, payload) => {
+    if (READS.has(req.method)) return payload;
+    const held = logHeld(db);
+    if (held) await held;
+    return payload;
+  };
 }

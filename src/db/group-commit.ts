@@ -3,6 +3,7 @@ import { commitAudit, tx, type Db } from './database.js';
 import { isDiskFull, noteWrite } from './disk-full.js';
 import { perDb } from './per-db.js';
 import { type WalFlusher, walFlusherOf } from './wal-flush.js';
+import { logHeld } from './log-hold.js';
 
 interface Job {
   fn: () => unknown;
@@ -107,9 +108,26 @@ export class GroupCommitter {
     }
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
-    if (!this.flusher) return this.settle(batch, outcomes);
+    // On a chain's leading core the batch is answered once the central's log holds it too.
+    const held = () => logHeld(this.db);
+    if (!this.flusher) {
+      const h = held();
+      if (!h) return this.settle(batch, outcomes);
+      h.then(
+        () => this.settle(batch, outcomes),
+        (error: unknown) => this.fail(batch, error),
+      );
+      return;
+    }
     this.flusher.committed(batch.length).then(
-      () => this.settle(batch, outcomes),
+      () => {
+        const h = held();
+        if (!h) return this.settle(batch, outcomes);
+        h.then(
+          () => this.settle(batch, outcomes),
+          (error: unknown) => this.fail(batch, error),
+        );
+      },
       (error: unknown) => {
         // Committed, but the disk did not say it holds it: answer no job as done (an
         // Idempotency-Key's retry finds the stored answer once the disk does).
@@ -120,6 +138,14 @@ export class GroupCommitter {
         }
       },
     );
+  }
+
+  /** Committed, but its entry not known to be in the central's log: no job answered as done. */
+  private fail(batch: Job[], error: unknown): void {
+    for (const job of batch) {
+      for (const j of job.joined) j.reject(error);
+      job.reject(error);
+    }
   }
 
   private settle(batch: Job[], outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }>): void {

@@ -1,3 +1,4 @@
+import { logHeld } from '../../db/log-hold.js';
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import { centralSide, type StoreRow } from './sync-store.js';
@@ -127,6 +128,7 @@ export class CoreReporter {
       const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
       const days = [...new Set(rows.map((x) => dayOf(x.created_at, zone)))].filter((d) => !published.has(d));
       // Totals first: a crash before the outcomes only repeats both.
+      await logHeld(this.ctx.db);
       await publishTotals(this.ctx, this.pool, s.store_id, days, zone);
       for (const d of days) published.add(d);
       await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
@@ -145,6 +147,7 @@ export class CoreReporter {
       .map((q) => cs.decidedAt(s.store_id, q))
       .filter((x): x is DecidedRow => x !== undefined);
     if (!rows.length) return;
+    await logHeld(this.ctx.db);
     await publishTotals(this.ctx, this.pool, s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at, zone)))], zone);
     await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
     this.ctx.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');

@@ -7,6 +7,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set on write routes: settles once the group commit that ran the handler is durable. */
     committed?: Promise<unknown>;
+    /** True once a write route's handler ran in the pipeline: its group commit held it for the central's log. */
+    pipelined?: boolean;
   }
 }
 
@@ -35,6 +37,7 @@ export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
         if (result instanceof Promise) result.catch(() => {});
       });
       req.committed = committed;
+      req.pipelined = true;
       return committed.then(
         () => result,
         (error) => {
@@ -63,12 +66,14 @@ export async function holdUntilCommitted(req: FastifyRequest, _reply: FastifyRep
 
 /**
  * An `onSend` hook after `holdUntilCommitted`: on a chain's leading core a write's answer leaves
- * only once the central's log holds what the file holds (src/db/log-hold.ts); a write committed
- * outside the pipeline is covered too. Nothing waits elsewhere.
+ * only once the central's log holds what the file holds (src/db/log-hold.ts). For a write not run
+ * in the pipeline (a route's own scope, an error before it): the pipeline's own group commit held
+ * the others at the position they committed at. Nothing waits elsewhere.
  */
 export function holdUntilLogged(db: Db): (req: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown> {
-  return async (req, _reply, payload) => {
-    if (READS.has(req.method)) return payload;
+  return async (req, reply, payload) => {
+    // A refusal (4xx, 5xx) acknowledges no write.
+    if (READS.has(req.method) || req.pipelined || reply.statusCode >= 400) return payload;
     const held = logHeld(db);
     if (held) await held;
     return payload;

@@ -108,36 +108,27 @@ export class GroupCommitter {
     }
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
-    // On a chain's leading core the batch is answered once the central's log holds it too.
-    const held = () => logHeld(this.db);
-    if (!this.flusher) {
-      const h = held();
-      if (!h) return this.settle(batch, outcomes);
-      h.then(
+    // On a chain's leading core the batch is answered once the central's log holds it too: the
+    // position it committed at, read now, appended while the flush runs (src/db/log-hold.ts).
+    const held = logHeld(this.db);
+    held?.catch(() => undefined);
+    const answer = () => {
+      if (!held) return this.settle(batch, outcomes);
+      held.then(
         () => this.settle(batch, outcomes),
         (error: unknown) => this.fail(batch, error),
       );
-      return;
-    }
-    this.flusher.committed(batch.length).then(
-      () => {
-        const h = held();
-        if (!h) return this.settle(batch, outcomes);
-        h.then(
-          () => this.settle(batch, outcomes),
-          (error: unknown) => this.fail(batch, error),
-        );
-      },
-      (error: unknown) => {
-        // Committed, but the disk did not say it holds it: answer no job as done (an
-        // Idempotency-Key's retry finds the stored answer once the disk does).
-        noteWrite(this.db, error);
-        for (const job of batch) {
-          for (const j of job.joined) j.reject(error);
-          job.reject(error);
-        }
-      },
-    );
+    };
+    if (!this.flusher) return answer();
+    this.flusher.committed(batch.length).then(answer, (error: unknown) => {
+      // Committed, but the disk did not say it holds it: answer no job as done (an
+      // Idempotency-Key's retry finds the stored answer once the disk does).
+      noteWrite(this.db, error);
+      for (const job of batch) {
+        for (const j of job.joined) j.reject(error);
+        job.reject(error);
+      }
+    });
   }
 
   /** Committed, but its entry not known to be in the central's log: no job answered as done. */

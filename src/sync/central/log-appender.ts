@@ -47,6 +47,9 @@ export class LogAppender {
   /** Entries appended and round trips made (the status page's and the bench's figures). */
   entries = 0;
   trips = 0;
+  /** Time spent in appends (ms) and the changes' text they carried (characters). */
+  tripMs = 0;
+  chars = 0;
 
   constructor(
     private readonly db: Db,
@@ -174,7 +177,10 @@ export class LogAppender {
       await new Promise((r) => setTimeout(r, RETRY_MS));
       return;
     }
-    this.observe(performance.now() - started);
+    const ms = performance.now() - started;
+    this.observe(ms);
+    this.tripMs += ms;
+    for (const e of batch) this.chars += e.changes.length;
     this.advance(batch[batch.length - 1].position, batch.length);
   }
 

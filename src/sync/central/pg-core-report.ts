@@ -125,12 +125,15 @@ export class CoreReporter {
     const published = new Set<string>();
     while (from < s.applied_seq) {
       const rows = cs.decidedRange(s.store_id, from, s.applied_seq, REPORT_BATCH);
+      // The outcomes just read go out once the central's log holds them (src/db/log-hold.ts).
+      const held = logHeld(this.ctx.db);
+      held?.catch(() => undefined);
       const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
       const days = [...new Set(rows.map((x) => dayOf(x.created_at, zone)))].filter((d) => !published.has(d));
       // Totals first: a crash before the outcomes only repeats both.
-      await logHeld(this.ctx.db);
       await publishTotals(this.ctx, this.pool, s.store_id, days, zone);
       for (const d of days) published.add(d);
+      await held;
       await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
       this.state.reported += rows.length;
       from = upTo;

@@ -70,11 +70,18 @@ export async function appendEntries(
   epoch: number,
   entries: ReadonlyArray<{ position: number; id: string; changes: string; count: number }>,
 ): Promise<boolean> {
+  // One row of parameters per entry: each text goes as it is (an array parameter would be
+  // escaped into an array literal and parsed back: about a third slower, measured).
+  const params: unknown[] = [epoch];
+  const rows = entries.map((e) => {
+    const k = params.push(e.position, e.id, e.changes, e.count) - 4;
+    return `($${k + 1}::bigint, $${k + 2}::text, $${k + 3}::text, $${k + 4}::int)`;
+  });
   const res = await pool.query(
     `WITH lease AS (SELECT epoch FROM central_lease WHERE id = 1 AND epoch = $1 FOR SHARE)
      INSERT INTO central_log (position, epoch, id, changes, count)
-     SELECT e.position, lease.epoch, e.id, e.changes, e.count FROM lease, unnest($2::bigint[], $3::text[], $4::text[], $5::int[]) AS e(position, id, changes, count)`,
-    [epoch, entries.map((e) => e.position), entries.map((e) => e.id), entries.map((e) => e.changes), entries.map((e) => e.count)],
+     SELECT e.position, lease.epoch, e.id, e.changes, e.count FROM lease, (VALUES ${rows.join(', ')}) AS e(position, id, changes, count)`,
+    params,
   );
   return res.rowCount === entries.length;
 }

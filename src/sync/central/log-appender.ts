@@ -5,8 +5,9 @@ import { ApiError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { appendEntries, entryIdsBetween } from '../pg/central-log.js';
 
-/** Entries sent in one append at most (the batch grows with the queue up to this). */
-const APPEND_BATCH = 500;
+/** Entries sent in one append at most (the batch grows with the queue up to this), and their changes' size. */
+const APPEND_BATCH = 100;
+const APPEND_CHARS = 4_000_000;
 /** An acknowledgement waits this long at most for its entry's append (then 503; the entry may still land). */
 const HOLD_TIMEOUT_MS = 5000;
 /** After a failed append whose outcome is still unknown, the next look at the log. */
@@ -74,10 +75,16 @@ export class LogAppender {
   ring(): void {
     this.wanted = true;
     if (this.running || this.stopped) return;
-    this.running = this.loop().finally(() => {
-      this.running = undefined;
-      if (this.wanted && !this.stopped) this.ring();
-    });
+    this.running = this.loop()
+      .catch((err: unknown) => {
+        // The file's list broke its order (never seen): no acknowledgement can be made sure of.
+        this.log.error({ err }, 'sync: the appender cannot read the entries to append; this core refuses writes');
+        this.fence('sync: the central log appender stopped');
+      })
+      .finally(() => {
+        this.running = undefined;
+        if (this.wanted && !this.stopped) this.ring();
+      });
   }
 
   /** The log hold of this leadership (src/db/log-hold.ts): the file's position now, appended. */
@@ -137,12 +144,14 @@ export class LogAppender {
       this.wanted = false;
       for (;;) {
         if (this.stopped || this.failure) return;
-        const batch = pendingEntries(this.db, this.appended, APPEND_BATCH);
-        if (!batch.length) break;
+        const read = pendingEntries(this.db, this.appended, APPEND_BATCH);
+        if (!read.length) break;
+        let chars = 0;
+        const batch = read.filter((e, i) => (chars += e.changes.length) <= APPEND_CHARS || i === 0);
         if (batch[0].position !== this.appended + 1)
           throw new Error(`the file's first entry not appended is ${batch[0].position}, the log holds this leadership's to ${this.appended}`);
         await this.send(batch);
-        if (batch.length === APPEND_BATCH) this.wanted = true;
+        if (batch.length < read.length || read.length === APPEND_BATCH) this.wanted = true;
       }
     }
   }

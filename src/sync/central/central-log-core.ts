@@ -304,7 +304,11 @@ export class CentralLog {
   private fenced(): void {
     this.state.leader = null;
     this.standbyGate();
+    this.onFenced();
   }
+
+  /** What the core does when its appends are fenced: ends this leadership (it steps down, then decides its entries). */
+  onFenced: () => void = () => undefined;
 
   private leaderGate(): void {
     setCommitGate(this.db, () => this.queue());

@@ -74,7 +74,8 @@ export class LogAppender {
   /** A transaction committed an entry (or may have): the next append carries it. */
   ring(): void {
     this.wanted = true;
-    if (this.running || this.stopped) return;
+    // Fenced: nothing more is sent (nor rung again: a loop that ends at once would ring itself forever).
+    if (this.running || this.stopped || this.failure) return;
     this.running = this.loop()
       .catch((err: unknown) => {
         // The file's list broke its order (never seen): no acknowledgement can be made sure of.
@@ -83,7 +84,7 @@ export class LogAppender {
       })
       .finally(() => {
         this.running = undefined;
-        if (this.wanted && !this.stopped) this.ring();
+        if (this.wanted && !this.stopped && !this.failure) this.ring();
       });
   }
 

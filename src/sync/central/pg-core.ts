@@ -132,6 +132,8 @@ export class PgCore implements Worker {
     const { host, port, public_url } = ctx.config.http;
     this.leaderWorkers = new LeaderWorkers(ctx);
     this.log_ = new CentralLog(ctx, this.pool, url, public_url || `http://${host}:${port}`);
+    // Fenced (another core moved the epoch): this leadership ends; the core decides its entries as it steps down.
+    this.log_.onFenced = () => this.endLeadership();
     this.reporter = new CoreReporter(ctx, this.pool, this.state, () => this.active);
     // Ready once the log is replayed and this core's writes go to it (its loops start just after).
     setReadiness(ctx.db, () => this.log_.readiness());

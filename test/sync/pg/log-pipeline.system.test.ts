@@ -204,4 +204,49 @@ describe('the leading core appends its log after the commit, and acknowledges no
       throw new Error(`tables differ: ${differ.join('\n')}`);
     });
   }, 90_000);
+
+  test('a leader whose append finds the epoch moved and another entry at its position refuses the write, steps down and undoes it', async () => {
+    const leader = (await readyz(0)).status === 200 ? 0 : 1;
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT 1 FROM central_lease WHERE id = 1 FOR UPDATE');
+      const fenced = makeProduct(leader, 'Fenced');
+      await until(
+        'the write committed at the leader, not appended',
+        () => productsNamed(dirs[leader], 'Fenced').length === 1 && pending(dirs[leader]).length > 0,
+        10_000,
+      );
+      const tail = pending(dirs[leader]).at(-1)!;
+      // Another core (this test) moves the epoch and writes the log at that position first.
+      await client.query('UPDATE central_lease SET epoch = epoch + 1 WHERE id = 1');
+      await client.query(
+        "INSERT INTO central_log (position, epoch, id, changes, count) SELECT $1, epoch, 'another-core', '[]', 0 FROM central_lease WHERE id = 1",
+        [pending(dirs[leader])[0].position],
+      );
+      await client.query('COMMIT');
+      const answer = await fenced.answer;
+      expect(answer.status, JSON.stringify(answer.body)).toBe(503);
+      expect(answer.body.code).toBe('central_standby');
+      expect(Number((await pool.query('SELECT count(*) AS n FROM central_log WHERE id = $1', [tail.id])).rows[0].n)).toBe(0);
+    } finally {
+      client.release();
+    }
+    await until(
+      'the fenced core undid its write and holds no entry the log lacks',
+      () => productsNamed(dirs[leader], 'Fenced').length === 0 && pending(dirs[leader]).length === 0,
+      20_000,
+    );
+    // Some core leads again and writes; both files end equal.
+    await until('a core leads again', async () => (await readyz(0)).status === 200 || (await readyz(1)).status === 200, 20_000);
+    const next = (await readyz(0)).status === 200 ? 0 : 1;
+    const made = await makeProduct(next, 'After-fence').answer;
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    await until(
+      'both files hold the write made after the fence',
+      () => productsNamed(dirs[0], 'After-fence').length === 1 && productsNamed(dirs[1], 'After-fence').length === 1,
+      20_000,
+    );
+    await until('both files equal, table for table', () => digest(dirs[0]) === digest(dirs[1]), 20_000);
+  }, 90_000);
 });

@@ -1,4 +1,7 @@
 import type { AppContext } from '../../context.js';
+import type { Account } from '../../accounts/service.js';
+import { isoTime } from '../../clock.js';
+import { newId } from '../../ids.js';
 import { appendSyncRecord } from '../../outbox/sync-records.js';
 import { postBalanceTransaction } from '../ledger/service.js';
 import { balancePaymentOf, type PaymentIntentRow } from '../payments/service.js';
@@ -7,6 +10,24 @@ import { refundsStore, type RefundRow } from './store.js';
 import { refundEventPayload, refundViewOf, toRefund, type RefundView } from './views.js';
 
 export type RefundAnswer = RefundView & { failure_reason: string | null };
+
+/** A new refund of the whole of `pa`, not yet on the ledger: `succeeded` once money-back posts it, `pending` while a terminal carries it. */
+export function newRefundRow(ctx: AppContext, account: Account, pa: PaymentIntentRow, status: 'succeeded' | 'pending', reason: string | null): RefundRow {
+  return {
+    id: newId('re'),
+    account_id: account.id,
+    live_mode: account.live_mode ? 1 : 0,
+    payment_intent_id: pa.id,
+    intent_id: pa.intent_id,
+    status,
+    amount_in_cents: pa.amount_in_cents,
+    fee_returned_in_cents: 0,
+    currency: pa.currency,
+    reason,
+    balance_transaction_id: null,
+    created_at: isoTime(ctx.clock.now()),
+  };
+}
 
 /**
  * The hosted answer of a refund: its row with the paying customer (and that customer's user), and

@@ -1,14 +1,12 @@
 import type { AppContext } from '../../context.js';
-import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
-import { newId } from '../../ids.js';
 import { ApiError, invalid, notFound } from '../../errors.js';
 import type { Account } from '../../accounts/service.js';
 import { paymentIntentRow } from '../payments/service.js';
 import { disputeOfPayment } from '../disputes/service.js';
-import { refundsStore, type RefundRow } from './store.js';
+import { refundsStore } from './store.js';
 import { intentRow } from '../intents/service.js';
-import { refundMoneyBack, refundView, type RefundAnswer } from './money-back.js';
+import { newRefundRow, refundMoneyBack, refundView, type RefundAnswer } from './money-back.js';
 import { nexoPaymentOf, queueTerminalRefund, retryTerminalRefund, terminalRefundFailure } from './terminal.js';
 
 export type { Refund, RefundView } from './views.js';
@@ -62,20 +60,7 @@ export function refundPaymentIntent(
 
     const terminal = nexoPaymentOf(ctx, pa);
     if (terminal) return queueTerminalRefund(ctx, account, pa, terminal, opts.reason ?? null);
-    const row: RefundRow = {
-      id: newId('re'),
-      account_id: account.id,
-      live_mode: account.live_mode ? 1 : 0,
-      payment_intent_id: pa.id,
-      intent_id: pa.intent_id,
-      status: 'succeeded',
-      amount_in_cents: pa.amount_in_cents,
-      fee_returned_in_cents: 0,
-      currency: pa.currency,
-      reason: opts.reason ?? null,
-      balance_transaction_id: null,
-      created_at: isoTime(ctx.clock.now()),
-    };
+    const row = newRefundRow(ctx, account, pa, 'succeeded', opts.reason ?? null);
     return refundMoneyBack(ctx, { accountId: account.id, liveMode: account.live_mode, accountName: account.name }, pa, row, true);
   });
 }

@@ -2,14 +2,13 @@ import type { AppContext } from '../../context.js';
 import { isoTime } from '../../clock.js';
 import { tx } from '../../db/database.js';
 import { ApiError } from '../../errors.js';
-import { newId } from '../../ids.js';
 import { initialState, nextState } from '../../lifecycle.js';
 import type { Account } from '../../accounts/service.js';
 import { accountsOf } from '../../accounts/service.js';
 import { paymentIntentRow, type PaymentIntentRow } from '../payments/service.js';
 import { terminalPaymentOfCheckout } from '../terminals/commands/service.js';
 import { signalTerminalRefund } from '../terminals/service.js';
-import { refundMoneyBack, refundView, type RefundAnswer } from './money-back.js';
+import { newRefundRow, refundMoneyBack, refundView, type RefundAnswer } from './money-back.js';
 import { refundsStore, type RefundRow, type TerminalRefundRow } from './store.js';
 import { terminalRefundMachine, type TerminalRefundEvent } from './terminal-machine.js';
 
@@ -40,21 +39,7 @@ export function queueTerminalRefund(
   reason: string | null,
 ): RefundAnswer {
   if (terminal.retired) throw new ApiError('terminal_refund_unavailable');
-  const now = isoTime(ctx.clock.now());
-  const row: RefundRow = {
-    id: newId('re'),
-    account_id: account.id,
-    live_mode: account.live_mode ? 1 : 0,
-    payment_intent_id: pa.id,
-    intent_id: pa.intent_id,
-    status: 'pending',
-    amount_in_cents: pa.amount_in_cents,
-    fee_returned_in_cents: 0,
-    currency: pa.currency,
-    reason,
-    balance_transaction_id: null,
-    created_at: now,
-  };
+  const row = newRefundRow(ctx, account, pa, 'pending', reason);
   const store = refundsStore(ctx.db);
   store.insert(row);
   const referenced = terminal.reference !== null && terminal.referenceAt !== null;
@@ -68,7 +53,7 @@ export function queueTerminalRefund(
     attempt: 1,
     failure_reason: null,
     terminal_reference: null,
-    updated_at: now,
+    updated_at: row.created_at,
   });
   signalTerminalRefund(ctx, terminal.terminalId);
   return refundView(ctx, row, pa.customer_id);

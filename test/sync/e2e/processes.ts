@@ -94,9 +94,24 @@ export async function startDaemonProcess(dataDir: string, config: Record<string,
   const child = tracked(spawn(process.execPath, [MAIN, 'serve'], { env: { ...process.env, POSD_CONFIG: file }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+  // The last log lines, told with the stderr when the daemon dies on its own (not by `kill`): a
+  // test then fails on what killed it, not only on a refused connection.
+  const recent: string[] = [];
+  let killing = false;
+  const kill = child.kill.bind(child);
+  child.kill = (signal?: NodeJS.Signals | number) => {
+    killing = true;
+    return kill(signal);
+  };
+  child.once('exit', (code, signal) => {
+    if (killing) return;
+    console.error(`posd daemon (${dataDir}) exited on its own: code ${code}, signal ${signal}\n${stderr}\n${recent.join('\n')}`);
+  });
   const url = await new Promise<string>((resolveUrl, reject) => {
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
+      recent.push(line.slice(0, 2000));
+      if (recent.length > 20) recent.shift();
       if (process.env.POSD_E2E_LOG) appendFileSync(join(dataDir, 'daemon.log'), `${line}\n`);
       try {
         const msg = JSON.parse(line);

@@ -1,4 +1,5 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Db } from './database.js';
 
 /**
@@ -9,13 +10,14 @@ import type { Db } from './database.js';
  */
 const HEADER_BYTES = 48;
 
-const closeOnCollect = new FinalizationRegistry<number>((fd) => {
-  try {
-    closeSync(fd);
-  } catch {
-    // Already closed: nothing to free.
-  }
-});
+/**
+ * The `-shm` files this process reads, one descriptor per file (by path and inode), never closed.
+ * Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's own
+ * included: with its `-shm` locks gone, another process opening the database takes itself for the
+ * first, truncates the WAL index under this one's mapping, and this process dies of SIGBUS (it
+ * did, in the chain's tests). SQLite's how-to-corrupt page, 2.2.
+ */
+const walIndexes = new Map<string, { fd: number; dev: number; ino: number }>();
 
 /**
  * `PRAGMA data_version` of a connection (it moves when another connection, in this process or
@@ -33,7 +35,6 @@ export function dataVersionReader(db: Db): () => number {
   const ask = () => pragma.get() as number;
   const fd = walIndexOf(db);
   if (fd === undefined) return ask;
-  closeOnCollect.register(db, fd);
   const kept = Buffer.alloc(HEADER_BYTES);
   const read = Buffer.alloc(HEADER_BYTES);
   let version: number | undefined;
@@ -56,12 +57,23 @@ export function dataVersionReader(db: Db): () => number {
   };
 }
 
-/** The connection's `-shm` file opened for reading, or undefined when it has none to watch. */
+/**
+ * The connection's `-shm` file opened for reading (the descriptor this process already has for it,
+ * when it has one), or undefined when it has none to watch. A `-shm` file replaced since (the
+ * database removed and made again) gets a descriptor of its own; the old one stays open.
+ */
 function walIndexOf(db: Db): number | undefined {
   if (db.memory || !db.open) return undefined;
   try {
     if (String(db.pragma('journal_mode', { simple: true })).toLowerCase() !== 'wal') return undefined;
-    return openSync(`${db.name}-shm`, 'r');
+    const path = resolve(`${db.name}-shm`);
+    const now = statSync(path);
+    const known = walIndexes.get(path);
+    if (known && known.dev === now.dev && known.ino === now.ino) return known.fd;
+    const fd = openSync(path, 'r');
+    const opened = fstatSync(fd);
+    walIndexes.set(path, { fd, dev: opened.dev, ino: opened.ino });
+    return fd;
   } catch {
     return undefined;
   }

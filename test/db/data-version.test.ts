@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { dataVersionReader } from '../../src/db/data-version.js';
@@ -80,5 +82,42 @@ describe('the data version behind the WAL header', () => {
     read();
     read();
     expect(asked()).toBe(2);
+  });
+
+  test('a second connection’s reader, closed and collected, leaves SQLite’s locks on the -shm file held', async () => {
+    const { file, db } = fileDb();
+    dataVersionReader(db)();
+    const shm = statSync(`${file}-shm`);
+    const held = () =>
+      readFileSync('/proc/locks', 'utf8')
+        .split('\n')
+        .filter((line) => line.includes(' POSIX ') && line.split(/\s+/)[4] === String(process.pid) && line.split(/\s+/)[5]?.endsWith(`:${shm.ino}`)).length;
+    expect(held()).toBeGreaterThan(0);
+    const shmFds = () =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === `${file}-shm`;
+        } catch {
+          return false;
+        }
+      }).length;
+    const before = shmFds();
+    (() => {
+      // Not kept in `dbs`: nothing holds it once closed, so a collection can free what it had.
+      const other = openDatabase(file, { migrate: false });
+      const read = dataVersionReader(other);
+      read();
+      other.close();
+    })();
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    for (let i = 0; i < 3; i++) {
+      gc();
+      await new Promise((r) => setImmediate(r));
+    }
+    // Closing any descriptor of the file would have dropped them all (SIGBUS at the next process's open).
+    expect(held()).toBeGreaterThan(0);
+    // One descriptor per file, whatever number of connections read it.
+    expect(shmFds()).toBe(before);
   });
 });

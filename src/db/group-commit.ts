@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3';
 import { commitAudit, tx, type Db } from './database.js';
 import { isDiskFull, noteWrite } from './disk-full.js';
 import { perDb } from './per-db.js';
-import { type WalFlusher, walFlusherOf, whenDurable } from './wal-flush.js';
+import { type WalFlusher, walFlusherOf } from './wal-flush.js';
 import { logHeld } from './log-hold.js';
 
 interface Job {
@@ -132,7 +132,8 @@ export class GroupCommitter {
       this.flusher.uncovered();
       // ...but for their `afterCommit` signals, which still wait for the disk (and the log).
       const signals = batch.flatMap((job, i) => (job.unflushed && outcomes[i].ok ? [...job.first.splice(0), ...job.after.splice(0)] : []));
-      if (signals.length) whenDurable(this.db).then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
+      if (signals.length)
+        (held ? Promise.all([this.flusher.whenDurable(), held]) : this.flusher.whenDurable()).then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
       this.settle(
         early,
         outcomes.filter((_, i) => batch[i].unflushed),

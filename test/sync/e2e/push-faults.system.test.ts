@@ -328,6 +328,11 @@ describe('forged and malformed pushes to a central process', () => {
     });
     const outbox = storeDb.prepare('SELECT seq, id FROM sync_outbox ORDER BY seq').all();
     expect(centralDb.prepare('SELECT seq, id FROM sync_received WHERE store_id = ? ORDER BY seq').all(storeId)).toEqual(outbox);
+    // Received is acknowledged; applied follows on the central's projector, a moment later.
+    await until(
+      'the central applied what it received',
+      () => (centralDb.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(storeId) as { applied_seq: number }).applied_seq >= last,
+    );
     expect(centralDb.prepare('SELECT count(*) AS n, sum(amount_in_cents) AS sum FROM cash_intents').get()).toEqual({
       n: SALES + 1,
       sum: Array.from({ length: SALES }, (_, i) => 1000 + i).reduce((a, b) => a + b, 5000),

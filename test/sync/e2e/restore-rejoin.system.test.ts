@@ -73,7 +73,9 @@ async function synced(): Promise<void> {
       const tailed = withStoreDb(
         (db) => db.prepare("SELECT (SELECT count(*) FROM events) = (SELECT count(*) FROM sync_outbox WHERE kind = 'event') AS ok").get() as { ok: number },
       );
-      return s.records_waiting === 0 && tailed.ok === 1 && s.acked_seq > 0;
+      // The central acknowledges what it received; its projector applies it a moment later.
+      const applied = centralDb.prepare('SELECT applied_seq FROM sync_stores WHERE store_id = ?').get(storeId) as { applied_seq: number } | undefined;
+      return s.records_waiting === 0 && tailed.ok === 1 && s.acked_seq > 0 && (applied?.applied_seq ?? 0) >= s.acked_seq;
     },
     20_000,
   );

@@ -15,6 +15,7 @@ import { accountsOf } from '../src/accounts/service.js';
 import { applyPush, syncScope } from '../src/sync/central/service.js';
 import { projected, projectorWorker } from '../src/sync/central/projector.js';
 import { centralSide } from '../src/sync/central/sync-store.js';
+import { pgCoreOf } from '../src/sync/central/pg-core-slot.js';
 import { createPool, migrate, receivePush } from '../src/sync/pg/index.js';
 import type { PushRecord } from '../src/sync/shared/wire.js';
 
@@ -83,6 +84,12 @@ interface CoreRun {
   /** The core's event loop during the catch-up: how late a timer ran, p99 and longest, in ms. */
   loopP99: number;
   loopMax: number;
+  /** CPU of this process (the core, its threads, the probes) per record applied, in µs; the log's round trips and entries. */
+  cpuPerRecord: number;
+  trips: number;
+  entries: number;
+  tripMs: number;
+  tripKb: number;
 }
 
 /**
@@ -100,6 +107,7 @@ async function viaPostgres(url: string, poolConfig: object): Promise<CoreRun> {
   const projector_thread = process.env.POSD_BENCH_PROJECTOR_THREAD === '1';
   const config = validateConfig({ data_dir: dir, role: 'central', http: { host: '127.0.0.1', port: 0 }, sync: { postgres: { url, projector_thread } } });
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const daemon = await startDaemon({ config, log: pino({ level: 'silent' }) });
   const samples: Array<{ t: number; core: number; pg: number }> = [];
   let draining = true;
@@ -125,11 +133,30 @@ async function viaPostgres(url: string, poolConfig: object): Promise<CoreRun> {
     loop.disable();
   }
   const ms = samples[samples.length - 1].t - t0;
+  const cpu = process.cpuUsage(cpu0);
+  // Before this change (0276) each entry was its own round trip: the appender's count where there is one.
+  const appender = (pgCoreOf(daemon.ctx)?.log_ as { appending?: { trips: number; tripMs: number; chars: number } } | undefined)?.appending;
+  const entries = Number((await pool.query('SELECT count(*) AS n FROM central_log')).rows[0].n);
+  const trips = appender?.trips ?? entries;
+  const tripMs = appender ? appender.tripMs / appender.trips : Number.NaN;
+  const tripKb = appender ? appender.chars / appender.trips / 1000 : Number.NaN;
   const idle = await probeSales(daemon.url, key, () => false, 2000);
   await daemon.stop();
   await pool.end();
   rmSync(dir, { recursive: true, force: true });
-  return { rate: (RECORDS / ms) * 1000, trail: trailMs(samples), busy, idle, loopP99: loop.percentile(99) / 1e6, loopMax: loop.max / 1e6 };
+  return {
+    rate: (RECORDS / ms) * 1000,
+    trail: trailMs(samples),
+    busy,
+    idle,
+    loopP99: loop.percentile(99) / 1e6,
+    loopMax: loop.max / 1e6,
+    cpuPerRecord: (cpu.user + cpu.system) / RECORDS,
+    trips,
+    entries,
+    tripMs,
+    tripKb,
+  };
 }
 
 async function viaSqlite(): Promise<number> {
@@ -157,11 +184,19 @@ export async function run(): Promise<BenchResult[]> {
     const url = `postgresql://${cluster.user}@localhost:${cluster.port}/core?host=${encodeURIComponent(cluster.host)}`;
     const sqlite = await viaSqlite();
     const load = loadavg()[0].toFixed(1);
-    const { rate: pg, trail, busy, idle, loopP99, loopMax } = await viaPostgres(url, config);
+    const { rate: pg, trail, busy, idle, loopP99, loopMax, cpuPerRecord, trips, entries, tripMs, tripKb } = await viaPostgres(url, config);
     return [
       {
         scenario: `central-pg-core: ${RECORDS} event records of one store received in PostgreSQL, applied by the core (ingest, project, report); load average ${load}`,
-        metrics: { 'records/s applied (PostgreSQL core)': pg, "ms PostgreSQL's applied figure trailed the core's (longest)": trail },
+        metrics: {
+          'records/s applied (PostgreSQL core)': pg,
+          "ms PostgreSQL's applied figure trailed the core's (longest)": trail,
+          'CPU µs per record (this process: the core, its threads, the probes)': cpuPerRecord,
+          'appends to the central log (round trips)': trips,
+          'entries appended': entries,
+          'ms per append (the appender; NaN before it)': tripMs,
+          'kB of changes per append': tripKb,
+        },
         baseline: { 'records/s applied (SQLite central, same records received there)': sqlite },
         ratio: pg / sqlite,
         target: '>= 8,000 records/s applied on one core (issue 33); printed only',

@@ -97,7 +97,10 @@ export const ERRORS = {
   sync_push_at_core: { status: 503, message: "This central is a chain's core: pushes go to its central-front processes; nothing was received." },
   // A chain's central past one machine (docs/central.md): the central-front processes
   central_standby: { status: 503, message: 'This core is a standby: writes go to the leading core; nothing was written.' },
-  central_log_unavailable: { status: 503, message: 'The central could not write the change to its log (PostgreSQL); nothing was written. Retry shortly.' },
+  central_log_unavailable: {
+    status: 503,
+    message: 'The central could not confirm the change in its log (PostgreSQL) in time; it may still be written. Retry with the same Idempotency-Key.',
+  },
   sync_database_unavailable: { status: 503, message: "The central's sync database (PostgreSQL) does not answer; nothing was received or read. Retry shortly." },
   central_front_only: {
     status: 421,

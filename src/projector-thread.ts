@@ -6,7 +6,7 @@ import { systemClock } from './clock.js';
 import { createLogger } from './logger.js';
 import { openDatabase, setCommitGate, setWriteTurn } from './db/database.js';
 import { databaseFile } from './db/paths.js';
-import { logPosition, replayEntries, setLogPosition, startCapture, stopCapture, takeChanges } from './db/change-capture.js';
+import { queueEntry, startCapture, stopCapture, takeChanges } from './db/change-capture.js';
 import { Outbox } from './outbox/events.js';
 import { feedBell } from './outbox/feed-changes.js';
 import { ApiError } from './errors.js';
@@ -14,17 +14,15 @@ import { MODULES, buildRegistry } from './modules/index.js';
 import { projectorWorker } from './sync/central/projector.js';
 import { projectorBell } from './sync/central/projector-bell.js';
 import { ingestBatch } from './sync/central/core-ingest.js';
-import { appendEntry, entriesAfterSync } from './sync/pg/central-log.js';
-import { SyncPgClient } from './sync/pg/sync-client.js';
 import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-host.js';
 
 /**
  * The leading chain core's projector on a thread of its own (docs/central.md, "The projector's
  * thread"; started by src/sync/central/projector-host.ts): a composition root like the daemon,
  * with its own connection to the core's SQLite file, its own capture triggers and commit gate. Each
- * slice it commits is appended to the central's log first, at the position read from the file
- * inside the slice's transaction: this connection and the daemon's append in the order SQLite's
- * write lock gives them. The daemon's event loop answers `/api` meanwhile; what the slices ring
+ * slice it commits keeps its entry in the file at the position read inside the slice's transaction
+ * (this connection and the daemon's queue in the order SQLite's write lock gives them); the
+ * daemon's appender sends it to the central's log after the commit. The daemon's event loop answers `/api` meanwhile; what the slices ring
  * (the report, the feed relay, webhooks) is told to it by message.
  */
 /** A slice on the thread: at most this many records or this long, or until a daemon write waits. */
@@ -57,66 +55,24 @@ const ctx = {
   bootId: randomUUID(),
   shutdown: abort.signal,
 };
-const client = new SyncPgClient(start.url);
-/** An append's outcome is unknown (a lost answer): the log is re-read before this thread's next write. */
-let unsure = false;
-let repairing = false;
+const share = new Float64Array(start.share);
 
-function append(): void {
+/**
+ * The thread's commit gate: its slice's changes kept in the file as the entry at the next position
+ * (read inside the transaction: the daemon's connection queues too, in the write lock's order);
+ * the daemon's appender sends it once told, after the commit. Refused once the appender was fenced.
+ */
+function queue(): void {
   const changes = takeChanges(db);
   if (!changes) return;
-  if (unsure) {
-    repairSoon();
-    throw new ApiError('central_log_unavailable');
-  }
-  // The daemon's connection appends too: the file's own figure, read under the write lock.
-  const next = logPosition(db) + 1;
-  let appended: boolean;
-  const started = performance.now();
-  try {
-    appended = appendEntry(client, next, start.epoch, changes.json, changes.count, start.appendTimeoutMs);
-  } catch (err) {
-    unsure = true;
-    repairSoon();
-    log.error({ err: { message: (err as Error).message } }, 'sync: the projector thread could not append to the central log; its slice is refused');
-    throw new ApiError('central_log_unavailable');
-  }
-  if (!appended) {
-    post({ fenced: true });
-    throw new ApiError('central_standby', { message: 'This core no longer leads the central: nothing was written.' });
-  }
-  setLogPosition(db, next);
-  post({ appended: next, ms: performance.now() - started });
-}
-
-/** Replays what the log holds past this file's place (an append whose answer was lost), then slices go on. */
-function repairSoon(): void {
-  if (repairing) return;
-  repairing = true;
-  setImmediate(() => {
-    try {
-      const entries = entriesAfterSync(client, logPosition(db), 200, start.appendTimeoutMs);
-      setCommitGate(db, undefined);
-      try {
-        let i = 0;
-        while (i < entries.length) i = replayEntries(db, entries, i, 5000);
-        takeChanges(db);
-      } finally {
-        setCommitGate(db, append);
-      }
-      if (entries.length < 200) unsure = false;
-    } catch (err) {
-      log.warn({ err }, 'sync: the central log is not readable yet; the projector thread waits');
-    } finally {
-      repairing = false;
-      if (unsure) setTimeout(repairSoon, 500);
-    }
-  });
+  if (share[1] === 1) throw new ApiError('central_standby', { message: 'This core no longer leads the central: nothing was written.' });
+  const position = queueEntry(db, changes, randomUUID(), share[0]);
+  queueMicrotask(() => post({ queued: position }));
 }
 
 startCapture(db);
 takeChanges(db);
-setCommitGate(db, append);
+setCommitGate(db, queue);
 // The daemon's writes go first: no slice starts while one of its transactions waits (src/db/database.ts).
 setWriteTurn(db, { flags: turnFlags, side: 'second' });
 
@@ -147,7 +103,6 @@ async function stop(): Promise<void> {
   await projector.stop();
   setCommitGate(db, undefined);
   stopCapture(db);
-  await client.close();
   db.close();
   post({ stopped: true });
   port.close();

@@ -15,7 +15,7 @@ import { createValidatorCompiler, fieldErrors, unknownFields } from './validatio
 import { lazySerializerFactory } from './lazy-serializer.js';
 import { lazyRequestLogger } from './request-logger.js';
 import { lazyOpenApi } from './openapi.js';
-import { writeRoutesInPipeline, holdUntilCommitted } from './write-pipeline.js';
+import { writeRoutesInPipeline, holdUntilCommitted, holdUntilLogged } from './write-pipeline.js';
 import { normaliseBody, noteWrapper } from './body-forms.js';
 import type { ApiApp, PosdModule } from './module.js';
 import type { Logger } from '../logger.js';
@@ -351,6 +351,7 @@ export async function buildApp(ctx: AppContext, modules: readonly PosdModule[], 
       // Every write route runs in the one commit pipeline and answers after its commit.
       api.addHook('onRoute', writeRoutesInPipeline(ctx.db));
       api.addHook('onSend', holdUntilCommitted);
+      api.addHook('onSend', holdUntilLogged(ctx.db));
       for (const m of modules) if (m.api) await m.api(api, ctx);
     },
     { prefix: '/api' },

@@ -1,11 +1,14 @@
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Db } from '../db/database.js';
 import { groupCommit } from '../db/group-commit.js';
+import { logHeld } from '../db/log-hold.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set on write routes: settles once the group commit that ran the handler is durable. */
     committed?: Promise<unknown>;
+    /** True once a write route's handler ran in the pipeline: its group commit held it for the central's log. */
+    pipelined?: boolean;
   }
 }
 
@@ -34,6 +37,7 @@ export function writeRoutesInPipeline(db: Db): (route: RouteOptions) => void {
         if (result instanceof Promise) result.catch(() => {});
       });
       req.committed = committed;
+      req.pipelined = true;
       return committed.then(
         () => result,
         (error) => {
@@ -58,4 +62,20 @@ export async function holdUntilCommitted(req: FastifyRequest, _reply: FastifyRep
     await committed;
   }
   return payload;
+}
+
+/**
+ * An `onSend` hook after `holdUntilCommitted`: on a chain's leading core a write's answer leaves
+ * only once the central's log holds what the file holds (src/db/log-hold.ts). For a write not run
+ * in the pipeline (a route's own scope, an error before it): the pipeline's own group commit held
+ * the others at the position they committed at. Nothing waits elsewhere.
+ */
+export function holdUntilLogged(db: Db): (req: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown> {
+  return async (req, reply, payload) => {
+    // A refusal (4xx, 5xx) acknowledges no write.
+    if (READS.has(req.method) || req.pipelined || reply.statusCode >= 400) return payload;
+    const held = logHeld(db);
+    if (held) await held;
+    return payload;
+  };
 }

@@ -17,6 +17,12 @@ export type RowChange = [table: string, key: number | unknown[], row: Record<str
 
 /** This table (the core's place in the log) and SQLite's own are never captured. */
 export const LOG_STATE_TABLE = 'central_log_state';
+/**
+ * The leader's entries committed here but not yet appended to the central's log (their position,
+ * id, changes and the row images before them, to undo them): never captured either. Emptied as the
+ * appender's acknowledgements come (src/sync/central/log-appender.ts); a standby holds none.
+ */
+export const PENDING_TABLE = 'central_log_pending';
 
 interface TableShape {
   name: string;
@@ -31,8 +37,8 @@ const q = (id: string) => `"${id.replace(/"/g, '""')}"`;
 
 function tableShapes(db: Db): TableShape[] {
   const tables = db
-    .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> ? ORDER BY name")
-    .all(LOG_STATE_TABLE) as Array<{ name: string; sql: string }>;
+    .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN (?, ?) ORDER BY name")
+    .all(LOG_STATE_TABLE, PENDING_TABLE) as Array<{ name: string; sql: string }>;
   return tables.map((t) => {
     const cols = db.prepare(`SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`).all(t.name) as Array<{
       name: string;
@@ -61,7 +67,8 @@ const shapes = perDb((db: Db) => new Map(tableShapes(db).map((s) => [s.name, s])
 /** The core's place in the log, in its own file: moved in the same transaction as what it replays or appends. */
 export function ensureLogState(db: Db): void {
   db.exec(`CREATE TABLE IF NOT EXISTS ${LOG_STATE_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL) STRICT;
-    INSERT OR IGNORE INTO ${LOG_STATE_TABLE} (id, position) VALUES (1, 0);`);
+    INSERT OR IGNORE INTO ${LOG_STATE_TABLE} (id, position) VALUES (1, 0);
+    CREATE TABLE IF NOT EXISTS ${PENDING_TABLE} (position INTEGER PRIMARY KEY, id TEXT NOT NULL, changes TEXT NOT NULL, count INTEGER NOT NULL, undo TEXT NOT NULL) STRICT;`);
 }
 
 export function logPosition(db: Db): number {
@@ -76,8 +83,8 @@ function keyOf(s: TableShape, row: 'NEW' | 'OLD'): string {
   return s.pk.length ? `json_array(${s.pk.map((c) => `${row}.${q(c)}`).join(', ')})` : `${row}.rowid`;
 }
 
-function imageOf(s: TableShape): string {
-  return `json_object(${s.columns.map((c) => `'${c}', ${s.blobs.has(c) ? `hex(NEW.${q(c)})` : `NEW.${q(c)}`}`).join(', ')})`;
+function imageOf(s: TableShape, row: 'NEW' | 'OLD' = 'NEW'): string {
+  return `json_object(${s.columns.map((c) => `'${c}', ${s.blobs.has(c) ? `hex(${row}.${q(c)})` : `${row}.${q(c)}`}`).join(', ')})`;
 }
 
 /**
@@ -87,17 +94,19 @@ function imageOf(s: TableShape): string {
  */
 export function startCapture(db: Db): void {
   ensureLogState(db);
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS posd_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, k TEXT NOT NULL, img TEXT)');
+  // `prior`: the row with that key before the change (null: there was none), to undo an entry.
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS posd_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, k TEXT NOT NULL, img TEXT, prior TEXT)');
   for (const s of shapes(db).values()) {
     if (s.columns.length > 60) throw new Error(`table ${s.name} has ${s.columns.length} columns: too many for one json_object image`);
     const t = `'${s.name.replace(/'/g, "''")}'`;
-    const ins = (key: string, img: string) => `INSERT INTO temp.posd_changes (tbl, k, img) VALUES (${t}, ${key}, ${img});`;
+    const ins = (key: string, img: string, prior: string) => `INSERT INTO temp.posd_changes (tbl, k, img, prior) VALUES (${t}, ${key}, ${img}, ${prior});`;
+    const moved = `${keyOf(s, 'OLD')} IS NOT ${keyOf(s, 'NEW')}`;
     db.exec(`
-      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_i_${s.name}`)} AFTER INSERT ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'NEW'), imageOf(s))} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_i_${s.name}`)} AFTER INSERT ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'NEW'), imageOf(s), 'NULL')} END;
       CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_u_${s.name}`)} AFTER UPDATE ON main.${q(s.name)} BEGIN
-        INSERT INTO temp.posd_changes (tbl, k, img) SELECT ${t}, ${keyOf(s, 'OLD')}, NULL WHERE ${keyOf(s, 'OLD')} IS NOT ${keyOf(s, 'NEW')};
-        ${ins(keyOf(s, 'NEW'), imageOf(s))} END;
-      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_d_${s.name}`)} AFTER DELETE ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'OLD'), 'NULL')} END;`);
+        INSERT INTO temp.posd_changes (tbl, k, img, prior) SELECT ${t}, ${keyOf(s, 'OLD')}, NULL, ${imageOf(s, 'OLD')} WHERE ${moved};
+        ${ins(keyOf(s, 'NEW'), imageOf(s), `CASE WHEN ${moved} THEN NULL ELSE ${imageOf(s, 'OLD')} END`)} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_d_${s.name}`)} AFTER DELETE ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'OLD'), 'NULL', imageOf(s, 'OLD'))} END;`);
   }
 }
 
@@ -111,17 +120,111 @@ export function stopCapture(db: Db): void {
 /**
  * The changes captured since the last take, as the log's JSON text (an array of RowChange), and
  * forgets them: null when nothing changed. Built by concatenation: the images are JSON already.
+ * `undo`: the same keys with the rows before each change, in capture order (undone in reverse).
  */
-export function takeChanges(db: Db): { json: string; count: number } | null {
-  const rows = db.prepare('SELECT tbl, k, img FROM temp.posd_changes ORDER BY id').raw().all() as Array<[string, string, string | null]>;
+export function takeChanges(db: Db): { json: string; count: number; undo: string } | null {
+  const rows = db.prepare('SELECT tbl, k, img, prior FROM temp.posd_changes ORDER BY id').raw().all() as Array<[string, string, string | null, string | null]>;
   if (!rows.length) return null;
   db.prepare('DELETE FROM temp.posd_changes').run();
   let json = '[';
+  let undo = '[';
   for (let i = 0; i < rows.length; i++) {
-    const [tbl, k, img] = rows[i];
-    json += `${i ? ',' : ''}[${JSON.stringify(tbl)},${k},${img ?? 'null'}]`;
+    const [tbl, k, img, prior] = rows[i];
+    const t = JSON.stringify(tbl);
+    json += `${i ? ',' : ''}[${t},${k},${img ?? 'null'}]`;
+    undo += `${i ? ',' : ''}[${t},${k},${prior ?? 'null'}]`;
   }
-  return { json: `${json}]`, count: rows.length };
+  return { json: `${json}]`, count: rows.length, undo: `${undo}]` };
+}
+
+/** An entry committed here and not yet appended (src/sync/central/log-appender.ts). */
+export interface PendingEntry {
+  position: number;
+  id: string;
+  changes: string;
+  count: number;
+}
+
+/**
+ * In a leader's transaction, at its end: its changes as the entry at the next position, kept in
+ * the file until appended (the commit does not wait for the central's log), and the position
+ * moved. Entries appended through `appended` are removed meanwhile (not captured themselves).
+ */
+export function queueEntry(db: Db, changes: { json: string; count: number; undo: string }, id: string, appended: number): number {
+  const next = logPosition(db) + 1;
+  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE position <= ?`).run(appended);
+  db.prepare(`INSERT INTO ${PENDING_TABLE} (position, id, changes, count, undo) VALUES (?, ?, ?, ?, ?)`).run(
+    next,
+    id,
+    changes.json,
+    changes.count,
+    changes.undo,
+  );
+  setLogPosition(db, next);
+  return next;
+}
+
+/** The entries not yet appended past `after`, in order, at most `limit`. */
+export function pendingEntries(db: Db, after: number, limit: number): PendingEntry[] {
+  return db
+    .prepare(`SELECT position, id, changes, count FROM ${PENDING_TABLE} WHERE position > ? ORDER BY position LIMIT ?`)
+    .all(after, limit) as PendingEntry[];
+}
+
+/** The first entry not yet appended, or undefined (none: the file is all in the log). */
+export function firstPending(db: Db): { position: number; id: string } | undefined {
+  // A core's file from before the list (never had one) holds none.
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(PENDING_TABLE)) return undefined;
+  return db.prepare(`SELECT position, id FROM ${PENDING_TABLE} ORDER BY position LIMIT 1`).get() as { position: number; id: string } | undefined;
+}
+
+/** The positions and ids of every entry not yet appended, in order. */
+export function pendingIds(db: Db): Array<{ position: number; id: string }> {
+  return db.prepare(`SELECT position, id FROM ${PENDING_TABLE} ORDER BY position`).all() as Array<{ position: number; id: string }>;
+}
+
+/** Forgets the entries the log holds (through `upTo`), in the caller's transaction. */
+export function dropPending(db: Db, upTo: number): void {
+  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE position <= ?`).run(upTo);
+}
+
+/**
+ * Undoes the entries not appended from `from` on and moves the file's position back before them:
+ * another leader wrote the log at those positions (they were never acknowledged). Every key they
+ * touched gets back the row it had before the first of them. The schema's own triggers fire on
+ * those writes (a count moved twice, a feed row made): the images are written again and what the
+ * triggers made beside them is deleted, until a pass makes nothing new. In the caller's
+ * transaction; returns how many entries were undone.
+ */
+export function undoPending(db: Db, from: number): number {
+  const undos = db.prepare(`SELECT undo FROM ${PENDING_TABLE} WHERE position >= ? ORDER BY position`).pluck().all(from) as string[];
+  const priors = new Map<string, RowChange>();
+  for (const undo of undos)
+    for (const change of JSON.parse(undo) as RowChange[]) {
+      const id = `${change[0]}\u0000${JSON.stringify(change[1])}`;
+      if (!priors.has(id)) priors.set(id, change);
+    }
+  const capturing = db.prepare("SELECT 1 FROM sqlite_temp_master WHERE name = 'posd_changes'").get() !== undefined;
+  if (!capturing) startCapture(db);
+  takeChanges(db);
+  db.pragma('defer_foreign_keys = ON');
+  try {
+    for (let pass = 0; pass < 5; pass++) {
+      replayChanges(db, [...priors.values()]);
+      const made = takeChanges(db);
+      const extra = made
+        ? (JSON.parse(made.json) as RowChange[]).filter(([t, k]) => !priors.has(`${t}\u0000${JSON.stringify(k)}`)).map(([t, k]): RowChange => [t, k, null])
+        : [];
+      if (!extra.length && pass > 0) break;
+      replayChanges(db, extra);
+      takeChanges(db);
+    }
+  } finally {
+    if (!capturing) stopCapture(db);
+  }
+  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE position >= ?`).run(from);
+  setLogPosition(db, Math.min(logPosition(db), from - 1));
+  return undos.length;
 }
 
 interface Replayer {

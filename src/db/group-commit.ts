@@ -3,6 +3,7 @@ import { commitAudit, tx, type Db } from './database.js';
 import { isDiskFull, noteWrite } from './disk-full.js';
 import { perDb } from './per-db.js';
 import { type WalFlusher, walFlusherOf } from './wal-flush.js';
+import { logHeld } from './log-hold.js';
 
 interface Job {
   fn: () => unknown;
@@ -113,14 +114,26 @@ export class GroupCommitter {
     }
     const refused = outcomes.find((o) => !o.ok && isDiskFull(o.error));
     noteWrite(this.db, refused && !refused.ok ? refused.error : undefined);
-    if (!this.flusher) return this.settle(batch, outcomes);
+    // On a chain's leading core the batch is answered once the central's log holds it too: the
+    // position it committed at, read now, appended while the flush runs (src/db/log-hold.ts).
+    const held = logHeld(this.db);
+    held?.catch(() => undefined);
+    const answer = (jobs: Job[], outs: typeof outcomes) => {
+      if (!held) return this.settle(jobs, outs);
+      held.then(
+        () => this.settle(jobs, outs),
+        (error: unknown) => this.fail(jobs, error),
+      );
+    };
+    if (!this.flusher) return answer(batch, outcomes);
     if (batch.some((job) => job.unflushed)) {
       const early = batch.filter((job) => job.unflushed);
       // Left for the next flush: none starts for these commits alone...
       this.flusher.uncovered();
-      // ...but for their `afterCommit` signals, which still wait for the disk.
+      // ...but for their `afterCommit` signals, which still wait for the disk (and the log).
       const signals = batch.flatMap((job, i) => (job.unflushed && outcomes[i].ok ? [...job.first.splice(0), ...job.after.splice(0)] : []));
-      if (signals.length) this.flusher.whenDurable().then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
+      if (signals.length)
+        (held ? Promise.all([this.flusher.whenDurable(), held]) : this.flusher.whenDurable()).then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
       this.settle(
         early,
         outcomes.filter((_, i) => batch[i].unflushed),
@@ -133,18 +146,25 @@ export class GroupCommitter {
     // Someone waits on this batch alone (a terminal's charge): its flush starts now, not after a
     // gathering wait for other writers (decision 0291).
     if (batch.some((job) => job.first.length > 0)) this.flusher.flushNow();
+    const settled = batch;
+    const settledOutcomes = outcomes;
     durable.then(
-      () => this.settle(batch, outcomes),
+      () => answer(settled, settledOutcomes),
       (error: unknown) => {
         // Committed, but the disk did not say it holds it: answer no job as done (an
         // Idempotency-Key's retry finds the stored answer once the disk does).
         noteWrite(this.db, error);
-        for (const job of batch) {
-          for (const j of job.joined) j.reject(error);
-          job.reject(error);
-        }
+        this.fail(settled, error);
       },
     );
+  }
+
+  /** Committed, but not known to be durable (on disk, or in the central's log): no job answered as done. */
+  private fail(batch: Job[], error: unknown): void {
+    for (const job of batch) {
+      for (const j of job.joined) j.reject(error);
+      job.reject(error);
+    }
   }
 
   private settle(batch: Job[], outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }>): void {

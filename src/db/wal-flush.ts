@@ -2,6 +2,7 @@ import { close, fdatasync, open } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import type { Db } from './database.js';
 import { perDb } from './per-db.js';
+import { logHeld } from './log-hold.js';
 
 /** Flushes a file to the disk, off the event loop; calls back once it is there (or failed). */
 export type SyncFile = (file: string, done: (error: Error | null) => void) => void;
@@ -193,10 +194,15 @@ export const walFlusherOf = perDb((db: Db): WalFlusher | null => {
 });
 
 /**
- * Resolves once every commit made so far on `db` is on disk. For what leaves the box (a push to the
+ * Resolves once every commit made so far on `db` is on disk (and, on a chain's leading core, in
+ * the central's log: src/db/log-hold.ts). For what leaves the box (a push to the
  * central, a webhook, a frame to a terminal, a mail): nothing goes out that a power cut could still
  * take back.
  */
 export function whenDurable(db: Db): Promise<void> {
-  return walFlusherOf(db)?.whenDurable() ?? Promise.resolve();
+  // On a chain's leading core, also in the central's log (src/db/log-hold.ts).
+  const held = logHeld(db);
+  const flushed = walFlusherOf(db)?.whenDurable();
+  if (!held) return flushed ?? Promise.resolve();
+  return flushed ? Promise.all([flushed, held]).then(() => undefined) : held;
 }

@@ -1,6 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { openDatabase, setCommitGate, tx, type Db } from '../../src/db/database.js';
 import {
+  ensureLogState,
+  pendingEntries,
+  queueEntry,
+  undoPending,
   logPosition,
   replayChanges,
   setLogPosition,
@@ -146,5 +150,48 @@ describe('change capture and replay', () => {
     // The position moved with the first commit only (the refused one rolled back its own move).
     expect(logPosition(db)).toBe(1);
     setCommitGate(db, undefined);
+  });
+
+  test("a leader's entries not appended are undone, last first, to the rows before them (the schema's count triggers too)", () => {
+    const db = openDatabase(':memory:');
+    ensureLogState(db);
+    startCapture(db);
+    takeChanges(db);
+    let n = 0;
+    setCommitGate(db, () => {
+      const changes = takeChanges(db);
+      if (changes) queueEntry(db, changes, `e${++n}`, 0);
+    });
+    const now = '2026-01-01T00:00:00Z';
+    const product = db.prepare(
+      "INSERT INTO products (id, account_id, live_mode, name, tax_category, status, created_at, updated_at) VALUES (?, 'ac_1', 0, ?, 'good', 'active', ?, ?)",
+    );
+    tx(db, () => {
+      product.run('prod_kept', 'Kept', now, now);
+      db.prepare("INSERT INTO meta (key, value) VALUES ('a', '1'), ('b', '1')").run();
+    });
+    expect(db.prepare("SELECT n FROM list_counts WHERE list = 'products'").pluck().all()).toEqual([1]);
+    const tables = ['products', 'meta', 'list_counts'];
+    const rows = () => tables.map((t) => JSON.stringify(db.prepare(`SELECT * FROM "${t}" ORDER BY 1, 2`).all())).join('\n');
+    const kept = rows();
+    const position = logPosition(db);
+    tx(db, () => {
+      product.run('prod_gone', 'Gone', now, now);
+      db.prepare("UPDATE meta SET value = '2' WHERE key = 'a'").run();
+    });
+    tx(db, () => {
+      db.prepare("UPDATE products SET live_mode = 1, name = 'Moved' WHERE id = 'prod_kept'").run();
+      db.prepare("DELETE FROM meta WHERE key = 'a'").run();
+      db.prepare("UPDATE meta SET key = 'z' WHERE key = 'b'").run();
+      db.prepare("DELETE FROM products WHERE id = 'prod_gone'").run();
+    });
+    expect(pendingEntries(db, position, 10).map((e) => e.id)).toEqual(['e2', 'e3']);
+    expect(rows()).not.toBe(kept);
+    setCommitGate(db, undefined);
+    stopCapture(db);
+    expect(tx(db, () => undoPending(db, position + 1))).toBe(2);
+    expect(rows()).toBe(kept);
+    expect(logPosition(db)).toBe(position);
+    expect(pendingEntries(db, 0, 10).map((e) => e.id)).toEqual(['e1']);
   });
 });

@@ -1,3 +1,4 @@
+import { whenDurable } from '../../db/wal-flush.js';
 import type { Transporter } from 'nodemailer';
 import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
@@ -29,6 +30,8 @@ export class ContractDelivery {
   async email(m: Message): Promise<void> {
     const c = this.ctx.config.contracts.smtp;
     if (!c.host) throw new Error('e-mail is not configured (contracts.smtp.host)');
+    // What it says is on disk (and, on a chain's leading core, in the central's log) first.
+    await whenDurable(this.ctx.db);
     // Loaded by the first e-mail, not at start.
     const { default: nodemailer } = await import('nodemailer');
     this.transport ??= nodemailer.createTransport({
@@ -45,6 +48,7 @@ export class ContractDelivery {
   async message(m: Message): Promise<void> {
     const c = this.ctx.config.contracts.messaging;
     if (!c.url) throw new Error('messaging is not configured (contracts.messaging.url)');
+    await whenDurable(this.ctx.db);
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (c.api_key) headers.authorization = `Bearer ${c.api_key}`;
     const res = await undici().request(c.url, {

@@ -1,3 +1,4 @@
+import { whenDurable } from '../../db/wal-flush.js';
 import type { Dispatcher } from 'undici';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
@@ -185,6 +186,8 @@ export class NoticeSender implements Worker {
       const due = this.store.dueNotices(this.ctx.clock.now(), BATCH).filter((n) => !this.sending.has(n.seq));
       if (due.length === 0) return;
       for (const n of due) this.sending.add(n.seq);
+      // Nothing leaves that a power cut (or, on a chain's leading core, a lost append) could take back.
+      await whenDurable(this.ctx.db).catch(() => undefined);
       await Promise.all(due.map((n) => this.send(n).finally(() => this.sending.delete(n.seq))));
       if (due.length < BATCH) return;
     }

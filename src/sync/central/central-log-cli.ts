@@ -1,7 +1,17 @@
 import { hostname } from 'node:os';
 import { setCommitGate, tx, type Db } from '../../db/database.js';
-import { logPosition, replayEntries, setLogPosition, startCapture, stopCapture, takeChanges } from '../../db/change-capture.js';
-import { appendEntry, entriesAfterSync, logEndSync, takeLeaseSync } from '../pg/central-log.js';
+import {
+  dropPending,
+  firstPending,
+  logPosition,
+  pendingIds,
+  replayEntries,
+  setLogPosition,
+  startCapture,
+  stopCapture,
+  takeChanges,
+} from '../../db/change-capture.js';
+import { appendEntry, entriesAfterSync, entryIdsSync, logEndSync, takeLeaseSync } from '../pg/central-log.js';
 import { PROJECTOR_LOCK } from '../pg/projector.js';
 import { SyncPgClient, SyncQueryError } from '../pg/sync-client.js';
 
@@ -44,6 +54,15 @@ export class CliLogWriter {
         throw new LogWriteRefused(`PostgreSQL did not answer (${(err as Error).message})`);
       }
       if (!('epoch' in lease)) throw new LogWriteRefused(`a core leads the chain${lease.leader ? ` (${lease.leader})` : ''}`);
+      // Entries its core committed and the log holds are forgotten; any other is decided by the core's next start.
+      const first = firstPending(db);
+      if (first) {
+        const ids = pendingIds(db);
+        const logged = entryIdsSync(client, first.position, ids[ids.length - 1].position, QUERY_TIMEOUT_MS);
+        if (ids.some((e) => logged.get(e.position) !== e.id))
+          throw new LogWriteRefused('this folder holds entries its core had not appended to the central log yet (start the core once to decide them)');
+        tx(db, () => dropPending(db, ids[ids.length - 1].position));
+      }
       const writer = new CliLogWriter(db, client, lease.epoch);
       writer.catchUp();
       if (logEndSync(client, QUERY_TIMEOUT_MS) === 0) throw new LogWriteRefused('the central log is empty: no core has led yet (start one first)');

@@ -1,21 +1,29 @@
 import type pg from 'pg';
+import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { setCommitGate, tx } from '../../db/database.js';
+import { setLogHold } from '../../db/log-hold.js';
 import {
+  dropPending,
   ensureLogState,
+  firstPending,
+  pendingIds,
   logPosition,
+  queueEntry,
   replayEntries,
   setLogPosition,
   snapshotChanges,
   startCapture,
   stopCapture,
   takeChanges,
+  undoPending,
 } from '../../db/change-capture.js';
 import { ApiError } from '../../errors.js';
 import type { Readiness } from '../../api/readiness.js';
 import { metrics } from '../../system/metrics.js';
-import { appendEntry, entriesAfter, entriesAfterSync, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
-import { SyncPgClient, SyncQueryError } from '../pg/sync-client.js';
+import { appendEntry, entriesAfter, entryIdsBetween, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
+import { SyncPgClient } from '../pg/sync-client.js';
+import { LogAppender, newAppendShare } from './log-appender.js';
 import type { LogLink } from './projector-host.js';
 
 /** Entries a follower reads per query, and replays per transaction at most. */
@@ -25,8 +33,8 @@ const REPLAY_CHANGES = 5000;
 /** How often an idle follower looks for new entries, and how often every core reports its place. */
 export const FOLLOW_IDLE_MS = 50;
 const REPORT_MS = 1000;
-/** An append that takes longer fails the write (the append may still commit: the log is re-read first). */
-const APPEND_TIMEOUT_MS = 5000;
+/** The snapshot's append at a new log's start: longer than this fails the takeover. */
+const SNAPSHOT_TIMEOUT_MS = 60_000;
 
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -37,9 +45,11 @@ const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
  *   the leader, so no request, worker or tool of this process changes the file behind the log;
  * - when it takes the lease it moves the epoch (the fence), replays the log to its end (a new log
  *   begins with a snapshot of the first leader's file), then captures its own writes: every
- *   outermost transaction appends its row changes at the next position before it commits. An
- *   append that fails rolls the transaction back (the request answers 503); one whose answer was
- *   lost may have committed, so the core re-reads the log before its next write.
+ *   outermost transaction keeps its row changes as the entry at the next position in the file and
+ *   commits; the appender (src/sync/central/log-appender.ts) sends the waiting entries in one
+ *   round trip while the next commit, and every acknowledgement waits for its entry's append
+ *   (src/db/log-hold.ts). Entries a crash or a lost lease left unappended are decided against the
+ *   log before anything else is replayed or written (`reconcile`).
  */
 export class CentralLog {
   readonly state = {
@@ -55,8 +65,8 @@ export class CentralLog {
   };
   private epoch = 0;
   private client: SyncPgClient | undefined;
-  /** An append's outcome is unknown: the log is re-read before the next write. */
-  private unsure = false;
+  /** This leadership's group commit of the log (undefined while a standby). */
+  private appender: LogAppender | undefined;
   private following: Promise<void> | undefined;
   private stopFollowing = new AbortController();
   private lastReport = 0;
@@ -135,6 +145,8 @@ export class CentralLog {
 
   /** Replays every entry past this core's position, batch by batch; returns how many. */
   async catchUp(signal?: AbortSignal): Promise<number> {
+    // Entries this file holds and the log does not yet: nothing past them is replayed until decided.
+    if ((await this.reconcile()) === 'ahead') return 0;
     let n = 0;
     for (;;) {
       if (signal?.aborted) return n;
@@ -145,6 +157,51 @@ export class CentralLog {
       if (entries.length < FOLLOW_BATCH) return n;
       await yieldToLoop();
     }
+  }
+
+  /**
+   * The file's entries not appended (a leader that crashed, or lost its lease, before their
+   * append) against the log: the same entry at its position (its id) is dropped from the list;
+   * another entry there (another core led and wrote) undoes the file's tail from there, last first,
+   * from the rows before each; past the log's end they are kept ('ahead'): a core that takes the
+   * lease appends them (they were never acknowledged: keeping them is harmless), a standby waits
+   * for the log to reach them.
+   */
+  private async reconcile(): Promise<'clean' | 'ahead'> {
+    const first = firstPending(this.db);
+    if (!first) return 'clean';
+    const filePosition = logPosition(this.db);
+    const ids = await entryIdsBetween(this.pool, first.position, filePosition);
+    const pending = pendingIds(this.db);
+    let same = first.position - 1;
+    let other: number | undefined;
+    for (const e of pending) {
+      if (!ids.has(e.position)) break;
+      if (ids.get(e.position) !== e.id) {
+        other = e.position;
+        break;
+      }
+      same = e.position;
+    }
+    const gate = this.state.role;
+    setCommitGate(this.db, undefined);
+    try {
+      tx(this.db, () => {
+        dropPending(this.db, same);
+        if (other !== undefined) {
+          const undone = undoPending(this.db, other);
+          this.ctx.log.warn(
+            { event: 'sync.core_undid_tail', from: other, entries: undone },
+            'sync: another core wrote the central log where this core had entries not appended; they were undone (never acknowledged)',
+          );
+        }
+      });
+    } finally {
+      if (gate === 'leader') this.leaderGate();
+      else this.standbyGate();
+    }
+    this.state.position = logPosition(this.db);
+    return firstPending(this.db) ? 'ahead' : 'clean';
   }
 
   /** Replays entries (in order, contiguous after this core's position) in transactions of about REPLAY_CHANGES changes. */
@@ -170,8 +227,9 @@ export class CentralLog {
 
   /**
    * Takes over after the lease was won: the epoch moved (waiting out the old leader's appends in
-   * flight), the log replayed to its end, a snapshot appended when the log is empty, then this
-   * core's own writes captured and appended. Returns the replayed entry count.
+   * flight), the file's entries not appended decided (src above), the log replayed to its end, a
+   * snapshot appended when the log is empty, the entries this file still holds past the log's end
+   * appended, then this core's own writes captured and queued. Returns the replayed entry count.
    */
   async takeOver(): Promise<number> {
     this.epoch = await takeEpoch(this.pool, this.name);
@@ -179,121 +237,117 @@ export class CentralLog {
     const replayed = await this.catchUp();
     this.state.end = await logEnd(this.pool);
     this.client ??= new SyncPgClient(this.url);
-    this.unsure = false;
+    const ahead = firstPending(this.db);
     if (this.state.end === 0 && this.state.position === 0) {
       const snapshot = snapshotChanges(this.db);
       if (snapshot.length) {
-        if (!appendEntry(this.client, 1, this.epoch, JSON.stringify(snapshot), snapshot.length, 60_000))
+        if (!appendEntry(this.client, 1, this.epoch, JSON.stringify(snapshot), snapshot.length, SNAPSHOT_TIMEOUT_MS))
           throw new Error('fenced while writing the log snapshot');
         // Not a write of its own: the snapshot is in the log already (the standby gate is still on).
         setCommitGate(this.db, undefined);
         tx(this.db, () => setLogPosition(this.db, 1));
         this.state.position = 1;
       }
-    } else if (this.state.end !== this.state.position) {
+    } else if (ahead ? this.state.end !== ahead.position - 1 : this.state.end !== this.state.position) {
       throw new Error(`the log ends at ${this.state.end} but this core replayed to ${this.state.position}`);
+    }
+    const share = newAppendShare();
+    share.figures[0] = ahead ? ahead.position - 1 : this.state.position;
+    this.appender = new LogAppender(
+      this.db,
+      this.pool,
+      this.epoch,
+      share,
+      this.ctx.log,
+      () => this.fenced(),
+      (ms) => this.appendSeconds.observe(ms / 1000),
+    );
+    if (ahead) {
+      // Never acknowledged, and this core now holds the lease: they go into the log first.
+      await this.appender.whenAppended(logPosition(this.db));
+      this.ctx.log.info(
+        { event: 'sync.core_appended_tail', from: ahead.position, to: this.appender.appended },
+        'sync: entries this core committed but had not appended before it stopped are now in the central log',
+      );
+      this.state.end = this.appender.appended;
     }
     startCapture(this.db);
     takeChanges(this.db);
     this.state.role = 'leader';
     this.leaderGate();
+    const appender = this.appender;
+    setLogHold(this.db, () => appender.hold());
     return replayed;
   }
 
-  /** Back to a standby (the lease lost or given up): capture off, writes refused. */
+  /** Back to a standby (the lease lost or given up): capture off, writes refused, acknowledgements in wait failed. */
   async stepDown(): Promise<void> {
     stopCapture(this.db);
     this.standbyGate();
+    setLogHold(this.db, undefined);
+    const appender = this.appender;
+    this.appender = undefined;
+    if (appender) {
+      await appender.stop();
+      // The entries the log holds leave the file's list (a standby holds none the log has).
+      setCommitGate(this.db, undefined);
+      try {
+        tx(this.db, () => dropPending(this.db, appender.appended));
+      } finally {
+        this.standbyGate();
+      }
+    }
     this.state.leader = await leaderOf(this.pool).catch(() => null);
   }
 
-  private leaderGate(): void {
-    setCommitGate(this.db, () => this.append());
+  /** The appender found the epoch moved, or another core's entry at its position: no write of this core's any more. */
+  private fenced(): void {
+    this.state.leader = null;
+    this.standbyGate();
+    this.onFenced();
   }
 
-  /** The commit gate of a leader: this transaction's changes at the next position, or the transaction fails. */
-  private append(): void {
+  /** What the core does when its appends are fenced: ends this leadership (it steps down, then decides its entries). */
+  onFenced: () => void = () => undefined;
+
+  private leaderGate(): void {
+    setCommitGate(this.db, () => this.queue());
+  }
+
+  /**
+   * The commit gate of a leader: this transaction's changes as an entry kept in the file, at the
+   * next position; the commit does not wait for PostgreSQL, every acknowledgement does (the hold).
+   */
+  private queue(): void {
     const changes = takeChanges(this.db);
     if (!changes) return;
-    if (this.unsure) {
-      this.repairSoon();
-      throw new ApiError('central_log_unavailable');
-    }
-    const client = this.client!;
-    // The projector's thread appends from its own connection too: the file's figure, read under the write lock.
-    const next = logPosition(this.db) + 1;
-    let appended: boolean;
-    const started = performance.now();
-    try {
-      appended = appendEntry(client, next, this.epoch, changes.json, changes.count, APPEND_TIMEOUT_MS);
-      this.appendSeconds.observe((performance.now() - started) / 1000);
-    } catch (err) {
-      // Not known whether it committed (a lost answer, a taken position): read the log again first.
-      this.unsure = true;
-      this.repairSoon();
-      this.ctx.log.error(
-        { err: err instanceof SyncQueryError ? { message: err.message, code: err.code } : err },
-        'sync: appending to the central log failed; the write is refused',
-      );
-      throw new ApiError('central_log_unavailable');
-    }
-    if (!appended) {
-      this.state.leader = null;
-      this.ctx.log.error({ event: 'sync.core_fenced' }, 'sync: another core moved the lease epoch: this core no longer leads and refuses writes');
-      throw new ApiError('central_standby', { message: 'This core no longer leads the central: writes go to the leading core; nothing was written.' });
-    }
-    setLogPosition(this.db, next);
-    this.state.position = next;
+    const appender = this.appender!;
+    if (appender.failed) throw appender.failed;
+    queueEntry(this.db, changes, randomUUID(), appender.appended);
     this.state.appended++;
+    // After the commit (the transaction's synchronous end): the appender reads what committed.
+    queueMicrotask(() => appender.ring());
   }
 
-  /** What the projector's thread of this leadership appends with (src/sync/central/projector-host.ts). */
+  /** What the projector's thread of this leadership queues with (src/sync/central/projector-host.ts). */
   threadLink(): LogLink {
-    if (this.state.role !== 'leader') throw new Error('the projector thread starts only on the leading core');
+    const appender = this.appender;
+    if (this.state.role !== 'leader' || !appender) throw new Error('the projector thread starts only on the leading core');
     return {
-      epoch: this.epoch,
-      url: this.url,
-      appendTimeoutMs: APPEND_TIMEOUT_MS,
-      appendedByThread: (position, ms) => {
-        this.appendSeconds.observe(ms / 1000);
-        if (position > this.state.position) this.state.position = position;
-        this.state.appended++;
+      share: appender.share.figures.buffer as SharedArrayBuffer,
+      queued: () => {
         this.state.threadAppended++;
+        appender.ring();
       },
       running: (on) => {
         this.state.thread = on;
       },
-      fenced: () => {
-        this.state.leader = null;
-        this.ctx.log.error({ event: 'sync.core_fenced' }, 'sync: another core moved the lease epoch: this core no longer leads and refuses writes');
-      },
     };
   }
 
-  private repairing: Promise<void> | undefined;
-
-  /** Replays what the log holds past this core's place (its own append whose answer was lost), then writes go on. */
-  private repairSoon(): void {
-    if (this.repairing) return;
-    this.repairing = (async () => {
-      for (;;) {
-        try {
-          await yieldToLoop();
-          if (this.state.role !== 'leader') return;
-          const entries = entriesAfterSync(this.client!, logPosition(this.db), FOLLOW_BATCH, APPEND_TIMEOUT_MS);
-          if (entries.length) this.replay(entries);
-          if (entries.length < FOLLOW_BATCH) {
-            this.unsure = false;
-            return;
-          }
-        } catch (err) {
-          this.ctx.log.warn({ err }, 'sync: the central log is not readable yet; writes stay refused');
-          await new Promise((r) => setTimeout(r, 500));
-        }
-      }
-    })().finally(() => {
-      this.repairing = undefined;
-    });
+  /** The leader's group commit of the log (its figures), while leading. */
+  get appending(): LogAppender | undefined {
+    return this.appender;
   }
 
   /** Publishes this core's place in the log at most once a second (`force`: now). */
@@ -301,7 +355,8 @@ export class CentralLog {
     const now = Date.now();
     if (!force && now - this.lastReport < REPORT_MS) return;
     this.lastReport = now;
-    if (this.state.role === 'leader') this.state.position = logPosition(this.db);
+    // A leader's place is what the log holds of it.
+    if (this.state.role === 'leader') this.state.position = this.appender?.appended ?? logPosition(this.db);
     await reportCore(this.pool, this.name, this.state.role, this.state.position);
     if (this.state.role === 'standby') {
       this.state.leader = await leaderOf(this.pool);
@@ -311,6 +366,8 @@ export class CentralLog {
 
   async close(): Promise<void> {
     await this.stopFollow();
+    setLogHold(this.db, undefined);
+    await this.appender?.stop();
     await this.client?.close();
     this.client = undefined;
   }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/database.js';
+import { logHeld } from '../../db/log-hold.js';
 import { centralSide, type FeedRow } from './sync-store.js';
 import { coreStore, type DecidedRow } from './core-store.js';
 import { originTotals } from '../shared/row-totals.js';
@@ -10,12 +11,17 @@ import { publishAccounts, publishDayTotals, publishKeys, publishOrganizations, t
 
 // What the PostgreSQL core (pg-core.ts) publishes to PostgreSQL: read models, day totals, outcomes.
 
+// Each reads first, then waits for the central's log to hold what it read (src/db/log-hold.ts:
+// a chain's leading core publishes nothing a failover could take back), then publishes.
+
 /** Every organization, account and key the core holds, published (a new leader starts with them). */
 export async function publishReadModels(db: Db, pool: pg.Pool): Promise<void> {
   const cs = coreStore(db);
-  await publishOrganizations(pool, cs.organizations());
-  await publishAccounts(pool, cs.accounts());
-  await publishKeys(pool, cs.keys());
+  const [orgs, accounts, keys] = [cs.organizations(), cs.accounts(), cs.keys()];
+  await logHeld(db);
+  await publishOrganizations(pool, orgs);
+  await publishAccounts(pool, accounts);
+  await publishKeys(pool, keys);
 }
 
 /** The read models a batch of feed rows announces (accounts with their sandboxes, keys, their organizations), published before it. */
@@ -31,15 +37,18 @@ export async function publishFor(db: Db, pool: pg.Pool, rows: readonly FeedRow[]
   }
   if (!orgs.size) return;
   const cs = coreStore(db);
-  await publishOrganizations(pool, cs.organizations([...orgs]));
-  if (accounts.size) await publishAccounts(pool, cs.accounts([...accounts]));
-  if (keys.size) await publishKeys(pool, cs.keys([...keys]));
+  const read = { orgs: cs.organizations([...orgs]), accounts: accounts.size ? cs.accounts([...accounts]) : [], keys: keys.size ? cs.keys([...keys]) : [] };
+  await logHeld(db);
+  await publishOrganizations(pool, read.orgs);
+  if (accounts.size) await publishAccounts(pool, read.accounts);
+  if (keys.size) await publishKeys(pool, read.keys);
 }
 
 /** The central's own measures of these days of one store, recomputed and published (docs/central.md). */
 export async function publishTotals(ctx: AppContext, pool: pg.Pool, storeId: string, days: readonly string[], zone = 'UTC'): Promise<void> {
   if (!days.length) return;
   const rows = days.flatMap((day) => centralMeasures(ctx, storeId, day, zone).map((r) => ({ ...r, day })));
+  await logHeld(ctx.db);
   await publishDayTotals(pool, storeId, days, rows);
 }
 

@@ -1,3 +1,4 @@
+import { logHeld } from '../../db/log-hold.js';
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import { centralSide, type StoreRow } from './sync-store.js';
@@ -124,11 +125,15 @@ export class CoreReporter {
     const published = new Set<string>();
     while (from < s.applied_seq) {
       const rows = cs.decidedRange(s.store_id, from, s.applied_seq, REPORT_BATCH);
+      // The outcomes just read go out once the central's log holds them (src/db/log-hold.ts).
+      const held = logHeld(this.ctx.db);
+      held?.catch(() => undefined);
       const upTo = rows.length < REPORT_BATCH ? s.applied_seq : rows[rows.length - 1].seq;
       const days = [...new Set(rows.map((x) => dayOf(x.created_at, zone)))].filter((d) => !published.has(d));
       // Totals first: a crash before the outcomes only repeats both.
       await publishTotals(this.ctx, this.pool, s.store_id, days, zone);
       for (const d of days) published.add(d);
+      await held;
       await markApplied(this.pool, s.store_id, upTo, outcomesOf(rows));
       this.state.reported += rows.length;
       from = upTo;
@@ -145,6 +150,7 @@ export class CoreReporter {
       .map((q) => cs.decidedAt(s.store_id, q))
       .filter((x): x is DecidedRow => x !== undefined);
     if (!rows.length) return;
+    await logHeld(this.ctx.db);
     await publishTotals(this.ctx, this.pool, s.store_id, [...new Set(rows.map((x) => dayOf(x.created_at, zone)))], zone);
     await markApplied(this.pool, s.store_id, s.applied_seq, outcomesOf(rows));
     this.ctx.log.info({ store_id: s.store_id, records: rows.length }, 'sync: outcomes changed at the core (retry, skip, held applied) reported to PostgreSQL');

@@ -1,3 +1,4 @@
+import { logHeld } from '../../db/log-hold.js';
 import type pg from 'pg';
 import type { AppContext } from '../../context.js';
 import type { Worker } from '../../api/module.js';
@@ -131,6 +132,8 @@ export class PgCore implements Worker {
     const { host, port, public_url } = ctx.config.http;
     this.leaderWorkers = new LeaderWorkers(ctx);
     this.log_ = new CentralLog(ctx, this.pool, url, public_url || `http://${host}:${port}`);
+    // Fenced (another core moved the epoch): this leadership ends; the core decides its entries as it steps down.
+    this.log_.onFenced = () => this.endLeadership();
     this.reporter = new CoreReporter(ctx, this.pool, this.state, () => this.active);
     // Ready once the log is replayed and this core's writes go to it (its loops start just after).
     setReadiness(ctx.db, () => this.log_.readiness());
@@ -211,7 +214,14 @@ export class PgCore implements Worker {
     // Positions in PostgreSQL are this core's feed seqs: never hand out one PostgreSQL holds.
     const continuesAfter = coreStore(db).feedPast(await feedMaxPosition(pool));
     await publishReadModels(this.ctx.db, pool);
-    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, { beforeBatch: (rows) => publishFor(db, pool, rows), guard: relayGuard(await lease.pid()) });
+    const relay = new FeedRelay(pool, coreFeedSource(db), 1000, {
+      // What a feed row says leaves for PostgreSQL once the central's log holds it (src/db/log-hold.ts).
+      beforeBatch: async (rows) => {
+        await logHeld(db);
+        await publishFor(db, pool, rows);
+      },
+      guard: relayGuard(await lease.pid()),
+    });
     const relayFailed = (err: unknown) => this.log.warn({ err }, 'sync: relaying the feed to PostgreSQL failed; the next ring or tick tries again');
     const onRows = () => void relay.poke().catch(relayFailed);
     const listener = new ChannelListener(this.client, RECEIVED_CHANNEL);

@@ -20,11 +20,8 @@ export function projectorThreadOf(ctx: Pick<AppContext, 'db'>): ThreadProjector 
 /** What the daemon hands the projector's thread (src/projector-thread.ts) at its start. */
 export interface ThreadStart {
   config: AppContext['config'];
-  /** PostgreSQL, for the thread's own synchronous connection (its appends). */
-  url: string;
-  /** The lease's epoch this leadership appends under (the fence). */
-  epoch: number;
-  appendTimeoutMs: number;
+  /** The leadership's appender figures (src/sync/central/log-appender.ts `AppendShare`): appended through, fenced. */
+  share: SharedArrayBuffer;
   /** The write turn's flags shared with the daemon's connection (src/db/database.ts `WriteTurn`). */
   turn: SharedArrayBuffer;
 }
@@ -40,20 +37,16 @@ export type ThreadOut =
   | { sliced: string }
   | { feed: Array<string | null> }
   | { events: true }
-  | { appended: number; ms: number }
-  | { fenced: true }
+  | { queued: number }
   | { idle: number }
   | { ingested: number; error?: string };
 
 /** What the host needs of the leading core's place in the log (src/sync/central/central-log-core.ts). */
 export interface LogLink {
-  readonly epoch: number;
-  readonly url: string;
-  readonly appendTimeoutMs: number;
-  /** An append of the thread's moved the log: the core's figures follow. */
-  appendedByThread(position: number, ms: number): void;
-  /** The thread found the epoch moved: another core leads. */
-  fenced(): void;
+  /** The appender's figures, shared with the thread's commit gate. */
+  readonly share: SharedArrayBuffer;
+  /** The thread committed an entry: the appender sends it. */
+  queued(position: number): void;
   /** The thread started (true) or ended (false). */
   running(on: boolean): void;
 }
@@ -93,7 +86,7 @@ export class ThreadProjector implements Worker {
     const { ctx } = this;
     const link = this.link();
     const turn = new SharedArrayBuffer(8);
-    const data: ThreadStart = { config: ctx.config, url: link.url, epoch: link.epoch, appendTimeoutMs: link.appendTimeoutMs, turn };
+    const data: ThreadStart = { config: ctx.config, share: link.share, turn };
     const thread = new Thread(this.program, { workerData: data });
     this.thread = thread;
     const started = new Promise<void>((resolve, reject) => {
@@ -131,8 +124,7 @@ export class ThreadProjector implements Worker {
     if ('sliced' in m) projectorBell(ctx.db).sliced(m.sliced);
     else if ('feed' in m) feedBell(ctx.db).emit('rows', m.feed);
     else if ('events' in m) ctx.outbox.notifier.emit('events');
-    else if ('appended' in m) link.appendedByThread(m.appended, m.ms);
-    else if ('fenced' in m) link.fenced();
+    else if ('queued' in m) link.queued(m.queued);
     else if ('stopped' in m) void this.thread?.terminate();
     else if ('ingested' in m) {
       const p = this.ingests.get(m.ingested);

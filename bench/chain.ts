@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createServer, type AddressInfo } from 'node:net';
 import pino from 'pino';
 import { MAIN, type BenchResult } from './lib.js';
 import { cpuSeconds, feedDelays, getJson, percentile, probeSales, rawBaseline } from './sync.js';
@@ -14,6 +13,9 @@ import { createCashSale } from '../src/modules/cash-sales/service.js';
 import { tailEvents } from '../src/sync/store/push.js';
 import { STATE } from '../src/sync/shared/state.js';
 import { storeSide } from '../src/sync/store/sync-store.js';
+import { freePort } from '../test/helpers/free-port.js';
+
+export { freePort };
 
 const run$ = promisify(execFile);
 const posd = async (args: string[]) => JSON.parse((await run$(process.execPath, [MAIN, ...args, '--json'])).stdout);
@@ -208,17 +210,6 @@ export async function inBatches(n: number, width: number, fn: (i: number) => Pro
       while (next < n) await fn(next++);
     }),
   );
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export function lineMatching(child: ChildProcess, re: RegExp): Promise<RegExpMatchArray> {

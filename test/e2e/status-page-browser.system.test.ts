@@ -10,6 +10,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAIN, runPosd, spawnDaemon, type DaemonProcess } from '../helpers/process.js';
 import { until } from '../helpers/until.js';
+import { freePort } from '../helpers/free-port.js';
 
 // Issue 16, "a status page with a verdict first", its details: times in the box's zone with their
 // age, till names instead of ids, no clipped columns at 390 px, failing deliveries one line per
@@ -61,15 +62,6 @@ function dir(): string {
   const d = mkdtempSync(join(tmpdir(), 'posd-statuspage-'));
   dirs.push(d);
   return d;
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const { port } = s.address() as AddressInfo;
-  s.close();
-  await once(s, 'close');
-  return port;
 }
 
 async function serve(args: string[], env: Record<string, string>): Promise<{ d: DaemonProcess; url: string }> {

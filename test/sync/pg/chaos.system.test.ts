@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type pg from 'pg';
@@ -26,6 +26,7 @@ import {
 } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
 import { plainHaproxyConfig } from '../../helpers/haproxy-plain.js';
+import { freePort } from '../../helpers/free-port.js';
 
 /**
  * The chain at scale, every part its own process: one PostgreSQL cluster, the core, three fronts,
@@ -84,14 +85,6 @@ const storeConfig = () => ({
   limits,
   sync: { batch_size: 10, backoff_min_ms: 20, backoff_max_ms: 300, feed_wait_ms: 1000, request_timeout_ms: 3000, reconcile_interval_ms: 0 },
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 async function call(method: 'GET' | 'POST', url: string, key: string, body?: unknown, idempotencyKey?: string): Promise<{ status: number; body: any }> {
   const res = await request(url, {

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { request } from 'undici';
@@ -7,6 +6,7 @@ import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
 import { killStarted, peek, posd, posdExit, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
+import { freePort } from '../../helpers/free-port.js';
 
 /**
  * `posd` commands that write a chain core's SQLite file (docs/central.md, "One log"): the file is a
@@ -31,14 +31,6 @@ const coreConfig = (i: number) => ({
   sync: { postgres: { url: pgUrl, pool_max: 2 } },
 });
 const configOf = (i: number) => join(dirs[i], 'test-config.json');
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 const readyz = (i: number) =>
   request(`http://127.0.0.1:${ports[i]}/readyz`)

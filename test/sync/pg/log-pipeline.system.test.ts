@@ -1,4 +1,3 @@
-import net from 'node:net';
 import type pg from 'pg';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -6,6 +5,7 @@ import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
 import { killStarted, peek, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
+import { freePort } from '../../helpers/free-port.js';
 
 /**
  * The leading core's group commit of the central's log (docs/central.md, "One log"), with real
@@ -22,14 +22,6 @@ let key: string;
 const dirs: string[] = [];
 const cores: Array<DaemonProcess | undefined> = [undefined, undefined];
 const ports: number[] = [];
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 const coreConfig = (i: number) => ({
   role: 'central',

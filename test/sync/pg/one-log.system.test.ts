@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { request } from 'undici';
@@ -10,6 +9,7 @@ import { until } from '../helpers.js';
 import { killStarted, peek, posd, removeTempDirs, requireBuild, ROOT, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
 import { plainHaproxyConfig } from '../../helpers/haproxy-plain.js';
+import { freePort } from '../../helpers/free-port.js';
 
 /**
  * The central's one log (docs/central.md, "One log"), every part its own process: PostgreSQL, two
@@ -38,14 +38,6 @@ const coreConfig = (i: number) => ({
   http: { host: '127.0.0.1', port: ports.cores[i], shutdown_grace_ms: 500 },
   sync: { postgres: { url: pgUrl, pool_max: 4 } },
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 async function call(method: 'GET' | 'POST', url: string, body?: unknown, idempotencyKey?: string): Promise<{ status: number; body: any }> {
   const res = await request(url, {

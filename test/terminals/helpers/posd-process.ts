@@ -1,20 +1,9 @@
 /** posd as a separate process (`node dist/posd/posd.js serve`, the built command), for crash and restart tests. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { request } from 'undici';
 import { assertBuilt, MAIN } from '../../helpers/process.js';
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../helpers/free-port.js';
 
 export interface PosdProcess {
   proc: ChildProcess;

@@ -12,13 +12,16 @@ import { type SyncFile, WalFlusher } from '../../src/db/wal-flush.js';
 // temporary file, one `pwrite` per page (28 of a cash sale's 35 page writes, decision 0292). On
 // the daemon's connection it stays in memory until the batch commits.
 
-/** Deleted files this process holds open now: SQLite's temporary files (unlinked at open, or O_TMPFILE). */
+/**
+ * SQLite's temporary files this process holds open now: named `etilqs_…` and unlinked at open, or
+ * made with O_TMPFILE (`/var/tmp/#<inode> (deleted)`).
+ */
 function openTemporaryFiles(): string[] {
   const found: string[] = [];
   for (const fd of readdirSync('/proc/self/fd')) {
     try {
       const target = readlinkSync(`/proc/self/fd/${fd}`);
-      if (/etilqs_|\(deleted\)$/.test(target)) found.push(target);
+      if (/etilqs_|\/#\d+ \(deleted\)$/.test(target)) found.push(target);
     } catch {
       // closed between the listing and the read
     }
@@ -49,11 +52,12 @@ describe.runIf(process.platform === 'linux')('a group commit keeps its statement
   it('opens no temporary file while a batch of 40 savepoints changes ~400 pages', async () => {
     const gc = new GroupCommitter(db, 64, new WalFlusher(`${db.name}-wal`, disk));
     const insert = db.prepare('INSERT INTO t (k, v) VALUES (?, ?)');
+    const before = new Set(openTemporaryFiles());
     const seen: string[][] = [];
     const jobs = Array.from({ length: 40 }, (_, j) =>
       gc.run(() => {
         for (let i = 0; i < 10; i++) insert.run(randomBytes(10).toString('hex'), 'y'.repeat(60));
-        if (j >= 30) seen.push(openTemporaryFiles());
+        if (j >= 30) seen.push(openTemporaryFiles().filter((f) => !before.has(f)));
         return j;
       }),
     );

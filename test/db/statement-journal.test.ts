@@ -9,7 +9,7 @@ import { type SyncFile, WalFlusher } from '../../src/db/wal-flush.js';
 
 // Each job of a group commit runs in a savepoint, so SQLite keeps the content a page had before
 // each job that changes it in the statement journal; past 64 KiB that journal spilled to a deleted
-// temporary file, one `pwrite` per page (28 of a cash sale's 35 page writes, decision 0292). On
+// temporary file, two `pwrite`s per page (28 of a cash sale's 35 page writes, decision 0292). On
 // the daemon's connection it stays in memory until the batch commits.
 
 /**

@@ -113,7 +113,7 @@ const GATHER_MAX_MS = 10;
  */
 const SERIAL_FACTOR = 1.5;
 const SERIAL_SIGNS = 3;
-const SERIAL_FOR_MS = 10_000;
+const SERIAL_FOR_MS = 1000;
 
 interface Flight {
   waiters: Array<(error: Error | null) => void>;
@@ -142,7 +142,7 @@ interface Flight {
  * its own flush and a share of the next start. A disk that runs concurrent flushes one after the
  * other (its cache flushes serialised) would make each wait for those before it: when flushes
  * started beside another take half as long again as it, three times in a row, flushes go one at a
- * time for ten seconds, then overlap again.
+ * time for a second, then overlap again.
  *
  * One at a time (a fast disk, or one found serial), gathering (decision 0273): the writers a slow
  * flush just answered send their next writes within a turn or two of the loop. Started at the

@@ -9,8 +9,10 @@ export type SyncFile = (file: string, done: (error: Error | null) => void) => vo
 /** How often a kept descriptor checks that its database is still open (and closes once it is not). */
 const DESCRIPTOR_CHECK_MS = 1000;
 
-/** Flushes of one WAL that may run at once (libuv's thread pool has four threads). */
-export const FLUSHES_AT_ONCE = 4;
+/** libuv's thread pool: the size set before it started (src/posd.ts sets eight), four by default. */
+const POOL_THREADS = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+/** Flushes of one WAL that may run at once: the pool's threads less two for other work, at most six. */
+export const FLUSHES_AT_ONCE = Math.min(6, Math.max(1, POOL_THREADS - 2));
 
 /**
  * `fdatasync` of the file in libuv's thread pool, on descriptors opened at the first flush and

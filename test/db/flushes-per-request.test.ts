@@ -153,14 +153,15 @@ describe('writers at once on a slow disk (decision 0298)', () => {
             }),
           );
         // Ten writers: the first batch's flush starts at once; the clock standing still, the rest
-        // wait for a quarter of a flush. Ten more commit meanwhile.
+        // wait for the spacing (the last flush over the flushes allowed at once). Ten more commit
+        // meanwhile.
         const early = wave('early');
         await until('the early writers committed', () => count() === before + 10);
         const late = wave('late');
         await until('the late writers committed', () => count() === before + 20);
         expect(held).toHaveLength(1);
-        // A quarter of the last flush later, the next flush starts beside the running one.
-        t += 3;
+        // A whole flush later the spacing has passed: the next flush starts beside the running one.
+        t += 10;
         await until('a second flush started beside the first', () => held!.length === 2);
         for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
         expect(answered).toEqual([]);

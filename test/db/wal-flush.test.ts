@@ -390,4 +390,54 @@ describe('flushes side by side on a slow disk (decision 0298)', () => {
     s.disk.release();
     await Promise.all([third, fourth]);
   });
+
+  it('on a disk of random flush times, some failing, answers no commit before a flush that started after it ended, and none stays waiting', async () => {
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    // Commits made so far, and the most of them a flush that ended well started after.
+    let commits = 0;
+    let covered = 0;
+    let running = 0;
+    let mostRunning = 0;
+    const disk: SyncFile = (_file, done) => {
+      const covers = commits;
+      mostRunning = Math.max(mostRunning, ++running);
+      setTimeout(
+        () => {
+          running--;
+          const failed = random() < 0.03;
+          if (!failed) covered = Math.max(covered, covers);
+          done(failed ? new Error('EIO') : null);
+        },
+        2 + random() * 8,
+      );
+    };
+    const flusher = new WalFlusher('f', disk, undefined, 6);
+    let early = 0;
+    let settled = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        for (let i = 0; i < 40; i++) {
+          const mine = commits++;
+          const durable = flusher.committed();
+          if (random() < 0.05) flusher.flushNow();
+          await durable.then(
+            () => {
+              if (mine >= covered) early++;
+            },
+            () => {},
+          );
+          settled++;
+          if (random() < 0.3) await new Promise((r) => setTimeout(r, random() * 3));
+        }
+      }),
+    );
+    expect(settled).toBe(800);
+    expect(early).toBe(0);
+    expect(mostRunning).toBeGreaterThan(1);
+    expect(mostRunning).toBeLessThanOrEqual(6);
+  });
 });

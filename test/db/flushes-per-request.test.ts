@@ -120,3 +120,61 @@ it('replays a stored answer only after a flush that started after the replay rea
   expect(r.headers['idempotent-replayed']).toBe('true');
   expect(r.body.id).toBe(first.body.id);
 });
+
+describe('writers at once on a slow disk (decision 0298)', () => {
+  const tables: Record<string, string> = { customers: 'customers', products: 'products', checkouts: 'checkouts' };
+  for (const name of Object.keys(tables)) {
+    it(`${name}: flushes run side by side, and no write is answered before its flush and every earlier one ended`, async () => {
+      const flusher = walFlusherOf(s.daemon.ctx.db) as unknown as { now: () => number };
+      const clock = flusher.now;
+      // The flusher's clock moves only when the test says.
+      let t = 0;
+      flusher.now = () => t;
+      const count = () => rows(s, `SELECT count(*) AS n FROM ${tables[name]}`)[0].n as number;
+      try {
+        held = [];
+        const send = () => {
+          const [path, body] = scenarios[name](n++);
+          return s.api('POST', path, { body });
+        };
+        // One flush of 10 ms first: from then on the disk is known slow.
+        const first = send();
+        await until('the first flush started', () => held!.length === 1);
+        t += 10;
+        held!.shift()!(null);
+        expect((await first).status).toBeLessThan(300);
+        const before = count();
+        const answered: string[] = [];
+        const wave = (label: string) =>
+          Array.from({ length: 10 }, () =>
+            send().then((r) => {
+              answered.push(label);
+              return r;
+            }),
+          );
+        // Ten writers: the first batch's flush starts at once; the clock standing still, the rest
+        // wait for the spacing (the last flush over the flushes allowed at once). Ten more commit
+        // meanwhile.
+        const early = wave('early');
+        await until('the early writers committed', () => count() === before + 10);
+        const late = wave('late');
+        await until('the late writers committed', () => count() === before + 20);
+        expect(held).toHaveLength(1);
+        // A whole flush later the spacing has passed: the next flush starts beside the running one.
+        t += 10;
+        await until('a second flush started beside the first', () => held!.length === 2);
+        for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+        expect(answered).toEqual([]);
+        // The later flush ends first: its writers wait for the earlier one.
+        held!.pop()!(null);
+        for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+        expect(answered).toEqual([]);
+        held!.shift()!(null);
+        for (const r of await Promise.all([...early, ...late])) expect(r.status, r.text).toBeLessThan(300);
+        expect(answered).toHaveLength(20);
+      } finally {
+        flusher.now = clock;
+      }
+    });
+  }
+});

@@ -1,10 +1,10 @@
-import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { afterCommit, GroupCommitter } from '../../src/db/group-commit.js';
-import { type SyncFile, WalFlusher, walFlusherOf, whenDurable } from '../../src/db/wal-flush.js';
+import { FLUSHES_AT_ONCE, type SyncFile, syncFileOffLoop, WalFlusher, walFlusherOf, whenDurable } from '../../src/db/wal-flush.js';
 import { until } from '../helpers/until.js';
 
 /** A disk whose flushes end when the test says: each call waits in `pending` until released. */
@@ -15,7 +15,14 @@ function heldDisk() {
     files.push(file);
     pending.push(done);
   };
-  return { sync, pending, files, release: (error: Error | null = null) => pending.shift()!(error) };
+  return {
+    sync,
+    pending,
+    files,
+    release: (error: Error | null = null) => pending.shift()!(error),
+    /** Ends the flush that started `i`-th among those still pending. */
+    releaseAt: (i: number, error: Error | null = null) => pending.splice(i, 1)[0](error),
+  };
 }
 
 /** This process's descriptors open on `file` (Linux: /proc/self/fd). */
@@ -135,7 +142,8 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     const disk = heldDisk();
     // Every flush takes 8 ms on this clock: a slow disk.
     let t = 0;
-    const flusher = new WalFlusher('f', disk.sync, () => (t += 4));
+    // One flush at a time (a fast disk, or one that runs flushes one after the other).
+    const flusher = new WalFlusher('f', disk.sync, () => (t += 4), 1);
     const first = [flusher.committed(3)];
     expect(disk.pending).toHaveLength(1);
     // Two writers commit during the flush; it ends having answered three.
@@ -217,7 +225,7 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     }
   });
 
-  it('keeps one descriptor on the WAL across flushes, and closes it once the database is closed', async () => {
+  it('keeps its set of descriptors on the WAL across flushes, and closes them once the database is closed', async () => {
     const own = openDatabase(join(dir, 'kept.db'));
     const wal = `${own.name}-wal`;
     own.exec('CREATE TABLE k (v INTEGER) STRICT');
@@ -226,8 +234,210 @@ describe('group commit with the flush off the event loop (src/db/wal-flush.ts)',
     const sqlites = descriptorsOn(wal);
     for (let i = 0; i < 5; i++) await gc.run(() => own.prepare('INSERT INTO k (v) VALUES (?)').run(i));
     await Promise.all([1, 2, 3].map((v) => gc.run(() => own.prepare('INSERT INTO k (v) VALUES (?)').run(v))));
-    expect(descriptorsOn(wal)).toBe(sqlites + 1);
+    expect(descriptorsOn(wal)).toBe(sqlites + FLUSHES_AT_ONCE);
     own.close();
-    await until("the flusher closed its descriptor on the closed database's WAL", () => descriptorsOn(wal) === 0);
+    await until("the flusher closed its descriptors on the closed database's WAL", () => descriptorsOn(wal) === 0);
+  });
+
+  it('runs flushes side by side, each on a descriptor of its own set, and closes the set once the database is closed', async () => {
+    const file = join(dir, 'plain');
+    writeFileSync(file, 'x');
+    let open = true;
+    const sync = syncFileOffLoop(() => open, 3);
+    const flush = () => new Promise<Error | null>((resolve) => sync(file, resolve));
+    // Four asked at once: three run, the fourth waits for a descriptor; all succeed.
+    expect(await Promise.all([flush(), flush(), flush(), flush()])).toEqual([null, null, null, null]);
+    expect(descriptorsOn(file)).toBe(3);
+    expect(await flush()).toBeNull();
+    expect(descriptorsOn(file)).toBe(3);
+    open = false;
+    await until('the set closed with its database', () => descriptorsOn(file) === 0);
+  });
+});
+
+describe('flushes side by side on a slow disk (decision 0298)', () => {
+  /** A flusher on a held disk and a clock the test moves, allowing four flushes at once. */
+  function slowFlusher() {
+    const disk = heldDisk();
+    const clock = { t: 0 };
+    const flusher = new WalFlusher('f', disk.sync, () => clock.t, 4);
+    return { disk, clock, flusher };
+  }
+  /** One flush of `ms` on the clock that answered one commit: the disk is known slow from then on. */
+  async function afterSlowFlush(s: ReturnType<typeof slowFlusher>, ms = 8) {
+    const first = s.flusher.committed();
+    s.clock.t += ms;
+    s.disk.release();
+    await first;
+  }
+
+  it('starts the next flush beside the running one a quarter of a flush later, and answers them in order', async () => {
+    const s = slowFlusher();
+    await afterSlowFlush(s);
+    const order: string[] = [];
+    const a = s.flusher.committed(2).then(() => order.push('a'));
+    expect(s.disk.pending).toHaveLength(1);
+    // A quarter of the last flush (8 ms) later, the next commit's flush starts at once beside it.
+    s.clock.t += 2;
+    const b = s.flusher.committed().then(() => order.push('b'));
+    expect(s.disk.pending).toHaveLength(2);
+    // Sooner than that, a commit waits for the spacing: its flush starts on a timer.
+    s.clock.t += 1;
+    const c = s.flusher.committed().then(() => order.push('c'));
+    expect(s.disk.pending).toHaveLength(2);
+    s.clock.t += 1;
+    await until("the spacing wait ended and c's flush started", () => s.disk.pending.length === 3);
+    // The newest flush ends first: nothing is answered before the ones started earlier are.
+    s.disk.releaseAt(2);
+    s.disk.releaseAt(1);
+    expect(await settledState(Promise.race([a, b, c]))).toBe('pending');
+    s.clock.t += 8;
+    s.disk.release();
+    await Promise.all([a, b, c]);
+    expect(order).toEqual(['a', 'b', 'c']);
+    // whenDurable joins the newest flight while it runs, and answers after the older ones.
+    const d = s.flusher.committed();
+    const durable = s.flusher.whenDurable();
+    expect(await settledState(durable)).toBe('pending');
+    s.disk.release();
+    await Promise.all([d, durable]);
+  });
+
+  it('runs at most four at once; a charge (flushNow) skips the spacing wait, not the limit', async () => {
+    const s = slowFlusher();
+    await afterSlowFlush(s);
+    const all: Array<Promise<void>> = [];
+    for (let i = 0; i < 4; i++) {
+      all.push(s.flusher.committed());
+      s.clock.t += 2;
+    }
+    expect(s.disk.pending).toHaveLength(4);
+    all.push(s.flusher.committed());
+    s.flusher.flushNow();
+    expect(s.disk.pending).toHaveLength(4);
+    s.disk.release();
+    // A flush ended: the fifth starts in that turn.
+    await all[0];
+    expect(s.disk.pending).toHaveLength(4);
+    s.clock.t += 8;
+    while (s.disk.pending.length) s.disk.release();
+    await Promise.all(all);
+    // Right after a start, a charge's commit goes beside it at once.
+    const plain = s.flusher.committed();
+    const charge = s.flusher.committed();
+    expect(s.disk.pending).toHaveLength(1);
+    s.flusher.flushNow();
+    expect(s.disk.pending).toHaveLength(2);
+    s.disk.release();
+    s.disk.release();
+    await Promise.all([plain, charge]);
+  });
+
+  it('a flush that fails beside others answers only its own waiters with the error; the next caller flushes again', async () => {
+    const s = slowFlusher();
+    await afterSlowFlush(s);
+    const a = s.flusher.committed();
+    s.clock.t += 2;
+    const b = s.flusher.committed();
+    expect(s.disk.pending).toHaveLength(2);
+    s.disk.releaseAt(1, new Error('EIO'));
+    s.clock.t += 8;
+    s.disk.release();
+    await a;
+    await expect(b).rejects.toThrow('EIO');
+    const again = s.flusher.whenDurable();
+    expect(s.disk.pending).toHaveLength(1);
+    s.disk.release();
+    await again;
+  });
+
+  it('goes one flush at a time once flushes started beside another take half as long again, three times in a row', async () => {
+    const s = slowFlusher();
+    await afterSlowFlush(s, 4);
+    // A disk that runs them one after the other: a flush started 2 ms after another (of 4 ms)
+    // ends 4 ms after it, having taken 6.
+    for (let i = 0; i < 3; i++) {
+      const older = s.flusher.committed();
+      s.clock.t += 2;
+      const beside = s.flusher.committed();
+      expect(s.disk.pending).toHaveLength(2);
+      s.clock.t += 2;
+      s.disk.release();
+      await older;
+      s.clock.t += 4;
+      s.disk.release();
+      await beside;
+    }
+    // Found serial: a commit during a flush waits for it, then (one commit answered) goes at once.
+    const first = s.flusher.committed();
+    s.clock.t += 2;
+    const second = s.flusher.committed();
+    expect(s.disk.pending).toHaveLength(1);
+    s.clock.t += 4;
+    s.disk.release();
+    await first;
+    expect(s.disk.pending).toHaveLength(1);
+    s.clock.t += 4;
+    s.disk.release();
+    await second;
+    // A second later flushes overlap again.
+    s.clock.t += 1000;
+    const third = s.flusher.committed();
+    s.clock.t += 2;
+    const fourth = s.flusher.committed();
+    expect(s.disk.pending).toHaveLength(2);
+    s.disk.release();
+    s.disk.release();
+    await Promise.all([third, fourth]);
+  });
+
+  it('on a disk of random flush times, some failing, answers no commit before a flush that started after it ended, and none stays waiting', async () => {
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    // Commits made so far, and the most of them a flush that ended well started after.
+    let commits = 0;
+    let covered = 0;
+    let running = 0;
+    let mostRunning = 0;
+    const disk: SyncFile = (_file, done) => {
+      const covers = commits;
+      mostRunning = Math.max(mostRunning, ++running);
+      setTimeout(
+        () => {
+          running--;
+          const failed = random() < 0.03;
+          if (!failed) covered = Math.max(covered, covers);
+          done(failed ? new Error('EIO') : null);
+        },
+        2 + random() * 8,
+      );
+    };
+    const flusher = new WalFlusher('f', disk, undefined, 6);
+    let early = 0;
+    let settled = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        for (let i = 0; i < 40; i++) {
+          const mine = commits++;
+          const durable = flusher.committed();
+          if (random() < 0.05) flusher.flushNow();
+          await durable.then(
+            () => {
+              if (mine >= covered) early++;
+            },
+            () => {},
+          );
+          settled++;
+          if (random() < 0.3) await new Promise((r) => setTimeout(r, random() * 3));
+        }
+      }),
+    );
+    expect(settled).toBe(800);
+    expect(early).toBe(0);
+    expect(mostRunning).toBeGreaterThan(1);
+    expect(mostRunning).toBeLessThanOrEqual(6);
   });
 });

@@ -138,13 +138,15 @@ export async function startBenchDaemon(
 /** Starts a baseline server script (compiled, in bench/baselines) in its own process; it prints its port. */
 export async function startBaseline(script: string, env: Record<string, string> = {}, flushDelayMs = 0): Promise<{ url: string; stop(): Promise<void> }> {
   const path = fileURLToPath(new URL(`./baselines/${script}.js`, import.meta.url));
-  const child = spawnDelayed(flushDelayMs, [path], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const dir = mkdtempSync(join(tmpdir(), 'posd-baseline-'));
+  const child = spawnDelayed(flushDelayMs, [path], { env: { ...process.env, ...env, BASELINE_DIR: dir }, stdio: ['ignore', 'pipe', 'inherit'] });
   const [, port] = await waitForOutput(child, /port (\d+)/);
   return {
     url: `http://127.0.0.1:${port}`,
     async stop() {
       stopTraced(child);
       await new Promise((r) => child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

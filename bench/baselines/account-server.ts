@@ -1,15 +1,13 @@
 import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { baselineFile } from './data-file.js';
 
 /**
  * The raw limit for GET /api/account: plain node:http and better-sqlite3 doing what posd must do
  * at least (hash the key, look it up, read the account, answer JSON), and nothing else.
  */
-const db = new Database(join(mkdtempSync(join(tmpdir(), 'posd-baseline-')), 'b.db'));
+const db = new Database(baselineFile());
 db.pragma('journal_mode = WAL');
 db.exec(`CREATE TABLE keys (hash TEXT PRIMARY KEY, account_id TEXT NOT NULL);
          CREATE TABLE accounts (id TEXT PRIMARY KEY, name TEXT, country TEXT, default_currency TEXT, created_at TEXT);`);

@@ -1,9 +1,7 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { baselineFile } from './data-file.js';
 
 /**
  * The raw limit for POST /api/bookings: plain node:http and better-sqlite3 reading a JSON body, then
@@ -11,7 +9,7 @@ import Database from 'better-sqlite3';
  * booking and its occupancy, with posd's `synchronous` setting (BASELINE_SYNCHRONOUS, FULL by
  * default). No keys, no validation library, no customers, no sync record.
  */
-const db = new Database(join(mkdtempSync(join(tmpdir(), 'posd-baseline-')), 'b.db'));
+const db = new Database(baselineFile());
 db.pragma('journal_mode = WAL');
 db.pragma(`synchronous = ${process.env.BASELINE_SYNCHRONOUS ?? 'FULL'}`);
 db.exec(`CREATE TABLE bookings (id TEXT PRIMARY KEY, staff TEXT NOT NULL, starts_at TEXT NOT NULL, ends_at TEXT NOT NULL) STRICT;

@@ -1,16 +1,14 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { baselineFile } from './data-file.js';
 
 /**
  * The raw limit for POST /api/cash_sales: plain node:http and better-sqlite3 reading a JSON body and
  * committing one row per request in its own transaction, with posd's `synchronous` setting
  * (BASELINE_SYNCHRONOUS, FULL by default). No keys, no validation library, no events.
  */
-const db = new Database(join(mkdtempSync(join(tmpdir(), 'posd-baseline-')), 'b.db'));
+const db = new Database(baselineFile());
 db.pragma('journal_mode = WAL');
 db.pragma(`synchronous = ${process.env.BASELINE_SYNCHRONOUS ?? 'FULL'}`);
 db.exec('CREATE TABLE sales (id TEXT PRIMARY KEY, amount_in_cents INTEGER NOT NULL, currency TEXT NOT NULL, created_at TEXT NOT NULL) STRICT');

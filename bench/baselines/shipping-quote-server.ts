@@ -1,16 +1,14 @@
 import { createServer } from 'node:http';
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { baselineFile } from './data-file.js';
 
 /**
  * The raw limit for POST /api/store_shipping: node:http and better-sqlite3 doing the least a quote
  * needs (hash the key, find the account, read its catalogue, parse the body, pick the options priced
  * in the currency, apply a regional rate found in a map and the free threshold, answer JSON).
  */
-const db = new Database(join(mkdtempSync(join(tmpdir(), 'posd-baseline-')), 'b.db'));
+const db = new Database(baselineFile());
 db.pragma('journal_mode = WAL');
 db.exec(`CREATE TABLE keys (hash TEXT PRIMARY KEY, account_id TEXT NOT NULL);
          CREATE TABLE shipping (account_id TEXT PRIMARY KEY, catalogue TEXT NOT NULL);`);

@@ -1,16 +1,14 @@
 import { createServer } from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { baselineFile } from './data-file.js';
 
 /**
  * The raw limit for POST /api/transfers: node:http and better-sqlite3 (WAL, synchronous=FULL like
  * posd's default, or NORMAL when BASELINE_SYNCHRONOUS says so) doing what a transfer must do at least, in one IMMEDIATE transaction: read both running
  * balances, append the two ledger rows, the transfer, two events and a sync record; answer JSON.
  */
-const db = new Database(join(mkdtempSync(join(tmpdir(), 'posd-baseline-')), 'b.db'));
+const db = new Database(baselineFile());
 db.pragma('journal_mode = WAL');
 db.pragma(`synchronous = ${process.env.BASELINE_SYNCHRONOUS === 'NORMAL' ? 'NORMAL' : 'FULL'}`);
 db.exec(`

@@ -13,6 +13,7 @@ import { EndpointGates, type GateSettings } from './gates.js';
 import { HeldRows } from './held.js';
 import { Targets, type Target } from './targets.js';
 import type { SendableRow, WebhooksStore } from './store.js';
+import { DueReader } from './due-reader.js';
 import { whenDurable } from '../../db/wal-flush.js';
 
 const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
@@ -39,13 +40,10 @@ export interface DispatchHooks {
 export class Dispatcher {
   /** Made by the first delivery (undici is loaded then, not at start: issue 16). */
   private agentMade: Agent | undefined;
-
   /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
   readonly inflight = new Map<number, Promise<void>>();
-
   /** Requests on the wire, which the concurrency limit counts (a slot frees at the answer, or after `webhooks.slow_ms`: a hung receiver's requests stay in its endpoint's cap only). */
   sending = 0;
-
   /** When each attempt on the wire started (the clock's ms), and whether its slot was freed as slow. */
   private readonly flights = new Map<number, { at: number; released: boolean }>();
 
@@ -61,6 +59,8 @@ export class Dispatcher {
   private readonly kept: HeldRows;
   /** The last read of due rows launched none, and nothing that could change that has happened since. */
   dry = false;
+  /** Reads due rows on from where the last read ended (due-reader.ts). */
+  private readonly dueRows: DueReader;
   /** When a pass last read due rows (the timer's next look while `dry` is from there). */
   private lookedAt = 0;
   /** Attempts launched so far (whether a read of due rows launched any). */
@@ -70,12 +70,9 @@ export class Dispatcher {
   private readyDurable: Promise<void> = Promise.resolve();
 
   private readonly targets: Targets;
-
   private readonly gates: EndpointGates;
-
   /** Whether any endpoint has a gate (or the default cap) or the breaker is on: otherwise dispatch never looks at them. */
   private gating: boolean;
-
   /** The whole-attempt limit, one timer shared by the attempts started close together. */
   private readonly deadlines: AttemptDeadlines;
 
@@ -88,6 +85,7 @@ export class Dispatcher {
   ) {
     this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
     this.targets = new Targets(ctx, store, guard, box);
+    this.dueRows = new DueReader(store);
     const w = ctx.config.webhooks;
     this.gates = new EndpointGates({ breakerFailures: w.breaker_failures, breakerProbeMs: w.breaker_probe_ms, slowMs: w.slow_ms });
     this.gating = this.gatingOn();
@@ -124,7 +122,10 @@ export class Dispatcher {
   dispatch(news = false): void {
     const max = this.ctx.config.webhooks.concurrency;
     const now = this.ctx.clock.now();
-    if (news) this.dry = false;
+    if (news) {
+      this.dry = false;
+      this.dueRows.restart();
+    }
     let refilled = -1;
     // Endpoints whose rows this pass's read launched (see `dry` below).
     const readFor = new Set<string>();
@@ -146,7 +147,7 @@ export class Dispatcher {
         // made it: a read when the kept rows ran out is a look too.
         this.lookedAt = now;
         const seqs: number[] = [];
-        for (const r of this.store.due(now, max * 4 + this.inflight.size + this.kept.size)) {
+        for (const r of this.dueRows.read(now, max * 4, this.inflight.size + this.kept.size)) {
           if (this.inflight.has(r.seq) || this.kept.has(r.seq)) continue;
           // Its endpoint's cap is full and no more of its rows are kept: the gates would hold it
           // back and it would be rescheduled, so that is done from the index entry, unread.
@@ -237,6 +238,8 @@ export class Dispatcher {
     // backlog past the kept rows again and again (decision 0264): look past it every
     // DRY_RECHECK_MS from the last read instead, whether or not that read sent anything.
     if (this.kept.size > 0) return Math.max(0, this.lookedAt + DRY_RECHECK_MS - now);
+    // Rows read ahead were due when read and are not in flight: no need to read the index again.
+    if (this.ready.length > 0) return 0;
     const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.seq));
     return next?.next_attempt_ms == null ? undefined : Math.max(0, next.next_attempt_ms - now);
   }
@@ -255,6 +258,8 @@ export class Dispatcher {
     try {
       this.hooks.bookkeeping(() => this.store.reschedule(rows));
     } catch (err) {
+      // Still due where they were, before where the next read would go on from.
+      this.dueRows.restart();
       this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
     }
   }
@@ -264,6 +269,7 @@ export class Dispatcher {
     this.ready = [];
     this.kept.clear();
     this.dry = false;
+    this.dueRows.restart();
   }
 
   /** `gatedAt`: when the gates admitted it (null: not gated); `durable`: its read on disk (a failed flush: stays due). */
@@ -298,7 +304,10 @@ export class Dispatcher {
       .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
       .finally(() => {
         if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
-        if (news) this.dry = false;
+        if (news) {
+          this.dry = false;
+          this.dueRows.restart();
+        }
         this.hooks.kick();
       });
     this.inflight.set(row.seq, p);

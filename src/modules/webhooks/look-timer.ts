@@ -2,17 +2,19 @@ import { performance } from 'node:perf_hooks';
 
 /**
  * The delivery worker's one timer for its next look at the table (worker.ts), armed after each
- * pass. A look already armed stands when it fires no later than the one asked for and not much
- * sooner (by at most half the delay asked): while deliveries stream, each pass asked for the same
- * look (the poll, or the recheck past a capped backlog) again, and re-arming it cost a
- * `clearTimeout` and a `setTimeout` at every pass, about two a delivery. A look that stands fires
- * early by at most half its delay, a pass that finds nothing new (decision 0296). One armed much
- * sooner (a row that was due, since sent) is replaced, as before.
+ * pass. While every slot is busy each pass asks for the same periodic look (`webhooks.poll_ms`),
+ * and re-arming it cost a `clearTimeout` and a `setTimeout` at every pass: a periodic look already
+ * armed, no later than the one asked for, stands (it fires at most one poll after it was armed,
+ * where re-arming it at every pass kept it from firing while deliveries streamed). Any other look
+ * (the next retry, the recheck past a capped backlog, decision 0264) replaces the armed one, as
+ * before (decision 0296).
  */
 export class LookTimer {
   private timer: NodeJS.Timeout | undefined;
   /** When the armed look fires (`performance.now()` ms); Infinity when none is armed. */
   private at = Number.POSITIVE_INFINITY;
+  /** Whether the armed look is the periodic one. */
+  private periodic = false;
 
   constructor(private readonly fire: () => void) {}
 
@@ -21,15 +23,17 @@ export class LookTimer {
     return this.at <= performance.now() + ms;
   }
 
-  /** A look in `delay` ms, unless one is armed for then or up to `delay / 2` sooner. */
-  arm(delay: number): void {
+  /** A look in `delay` ms; `periodic`: the poll, which one armed no later satisfies. */
+  arm(delay: number, periodic = false): void {
     const at = performance.now() + delay;
-    if (this.at <= at && at - this.at <= delay / 2) return;
+    if (periodic && this.periodic && this.at <= at) return;
     clearTimeout(this.timer);
     this.at = at;
+    this.periodic = periodic;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.at = Number.POSITIVE_INFINITY;
+      this.periodic = false;
       this.fire();
     }, delay);
     this.timer.unref();
@@ -39,5 +43,6 @@ export class LookTimer {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.at = Number.POSITIVE_INFINITY;
+    this.periodic = false;
   }
 }

@@ -395,6 +395,6 @@ export class DeliveryWorker implements Worker {
       const wait = this.sender.nextDueIn(this.ctx.clock.now());
       if (wait !== undefined) delay = Math.min(poll, wait);
     }
-    this.look.arm(delay);
+    this.look.arm(delay, delay === poll);
   }
 }

@@ -1,23 +1,26 @@
-import { performance } from 'node:perf_hooks';
-import type { Agent } from 'undici';
-import { undici } from '../../system/undici.js';
 import type { AppContext } from '../../context.js';
-import { deliveryBody } from './body.js';
-import { deliveryHeaders, signedHeaders } from '../../system/standard-webhooks.js';
 import type { SecretBox } from '../../system/secret-box.js';
 import type { UrlGuard } from '../../system/url-guard.js';
-import { describe, retryAfterMs, succeeded, type Outcome } from './outcome.js';
-import { AttemptDeadlines } from './deadlines.js';
-import { post } from './post.js';
+import { succeeded, type Outcome } from './outcome.js';
+import { Attempts } from './attempt.js';
 import { EndpointGates, type GateSettings } from './gates.js';
 import { HeldRows } from './held.js';
 import { Targets, type Target } from './targets.js';
 import type { SendableRow, WebhooksStore } from './store.js';
+import { DueReader } from './due-reader.js';
 import { whenDurable } from '../../db/wal-flush.js';
 
 const NO_GATE: GateSettings = { rateLimit: null, maxInFlight: null };
 /** While a read of due rows finds only rows a cap holds back, how often the timer looks again (ms). */
 const DRY_RECHECK_MS = 100;
+
+/** An attempt launched: when it started (the clock's ms), whether its slot was freed as slow, when its gates admitted it (null: not gated). */
+interface Flight {
+  at: number;
+  released: boolean;
+  gatedAt: number | null;
+  launched: Promise<void> | undefined;
+}
 
 /** What dispatch asks of the worker around it (worker.ts). */
 export interface DispatchHooks {
@@ -37,17 +40,12 @@ export interface DispatchHooks {
  * it is made.
  */
 export class Dispatcher {
-  /** Made by the first delivery (undici is loaded then, not at start: issue 16). */
-  private agentMade: Agent | undefined;
-
   /** Deliveries being attempted or waiting for their outcome to commit (never sent twice at once). */
   readonly inflight = new Map<number, Promise<void>>();
-
   /** Requests on the wire, which the concurrency limit counts (a slot frees at the answer, or after `webhooks.slow_ms`: a hung receiver's requests stay in its endpoint's cap only). */
   sending = 0;
-
   /** When each attempt on the wire started (the clock's ms), and whether its slot was freed as slow. */
-  private readonly flights = new Map<number, { at: number; released: boolean }>();
+  private readonly flights = new Map<number, Flight>();
 
   /**
    * Due deliveries read ahead (at most 4 x concurrency, in due order), sent as slots free up. Only
@@ -61,6 +59,8 @@ export class Dispatcher {
   private readonly kept: HeldRows;
   /** The last read of due rows launched none, and nothing that could change that has happened since. */
   dry = false;
+  /** Reads due rows on from where the last read ended (due-reader.ts). */
+  private readonly dueRows: DueReader;
   /** When a pass last read due rows (the timer's next look while `dry` is from there). */
   private lookedAt = 0;
   /** Attempts launched so far (whether a read of due rows launched any). */
@@ -70,14 +70,11 @@ export class Dispatcher {
   private readyDurable: Promise<void> = Promise.resolve();
 
   private readonly targets: Targets;
-
   private readonly gates: EndpointGates;
-
   /** Whether any endpoint has a gate (or the default cap) or the breaker is on: otherwise dispatch never looks at them. */
   private gating: boolean;
-
-  /** The whole-attempt limit, one timer shared by the attempts started close together. */
-  private readonly deadlines: AttemptDeadlines;
+  /** The HTTP attempts (attempt.ts). */
+  private readonly attempts: Attempts;
 
   constructor(
     private readonly ctx: AppContext,
@@ -86,8 +83,9 @@ export class Dispatcher {
     box: SecretBox,
     private readonly hooks: DispatchHooks,
   ) {
-    this.deadlines = new AttemptDeadlines(ctx.config.webhooks.timeout_ms);
+    this.attempts = new Attempts(ctx, guard, (id) => this.targetOf(id), hooks.stopped);
     this.targets = new Targets(ctx, store, guard, box);
+    this.dueRows = new DueReader(store);
     const w = ctx.config.webhooks;
     this.gates = new EndpointGates({ breakerFailures: w.breaker_failures, breakerProbeMs: w.breaker_probe_ms, slowMs: w.slow_ms });
     this.gating = this.gatingOn();
@@ -96,23 +94,12 @@ export class Dispatcher {
 
   /** Stopping: cuts the attempts on the wire short, waits for them, closes the agent. */
   async close(): Promise<void> {
-    this.deadlines.abortAll();
+    this.attempts.abortAll();
     await Promise.allSettled([...this.inflight.values()]);
   }
 
   async closeAgent(): Promise<void> {
-    await this.agentMade?.close().catch(() => undefined);
-  }
-
-  private agent(): Agent {
-    const t = this.ctx.config.webhooks.timeout_ms;
-    this.agentMade ??= new (undici().Agent)({
-      connect: { lookup: this.guard.lookup(), timeout: t },
-      headersTimeout: t,
-      bodyTimeout: t,
-      connections: this.ctx.config.webhooks.concurrency,
-    });
-    return this.agentMade;
+    await this.attempts.closeAgent();
   }
 
   /**
@@ -124,7 +111,10 @@ export class Dispatcher {
   dispatch(news = false): void {
     const max = this.ctx.config.webhooks.concurrency;
     const now = this.ctx.clock.now();
-    if (news) this.dry = false;
+    if (news) {
+      this.dry = false;
+      this.dueRows.restart();
+    }
     let refilled = -1;
     // Endpoints whose rows this pass's read launched (see `dry` below).
     const readFor = new Set<string>();
@@ -146,7 +136,7 @@ export class Dispatcher {
         // made it: a read when the kept rows ran out is a look too.
         this.lookedAt = now;
         const seqs: number[] = [];
-        for (const r of this.store.due(now, max * 4 + this.inflight.size + this.kept.size)) {
+        for (const r of this.dueRows.read(now, max * 4, this.inflight.size + this.kept.size)) {
           if (this.inflight.has(r.seq) || this.kept.has(r.seq)) continue;
           // Its endpoint's cap is full and no more of its rows are kept: the gates would hold it
           // back and it would be rescheduled, so that is done from the index entry, unread.
@@ -237,6 +227,8 @@ export class Dispatcher {
     // backlog past the kept rows again and again (decision 0264): look past it every
     // DRY_RECHECK_MS from the last read instead, whether or not that read sent anything.
     if (this.kept.size > 0) return Math.max(0, this.lookedAt + DRY_RECHECK_MS - now);
+    // Rows read ahead were due when read and are not in flight: no need to read the index again.
+    if (this.ready.length > 0) return 0;
     const next = this.store.due(Number.MAX_SAFE_INTEGER, this.inflight.size + 1).find((r) => !this.inflight.has(r.seq));
     return next?.next_attempt_ms == null ? undefined : Math.max(0, next.next_attempt_ms - now);
   }
@@ -255,6 +247,8 @@ export class Dispatcher {
     try {
       this.hooks.bookkeeping(() => this.store.reschedule(rows));
     } catch (err) {
+      // Still due where they were, before where the next read would go on from.
+      this.dueRows.restart();
       this.ctx.log.error({ err }, 'rescheduling webhook deliveries held back failed');
     }
   }
@@ -264,45 +258,53 @@ export class Dispatcher {
     this.ready = [];
     this.kept.clear();
     this.dry = false;
+    this.dueRows.restart();
   }
 
   /** `gatedAt`: when the gates admitted it (null: not gated); `durable`: its read on disk (a failed flush: stays due). */
   launch(row: SendableRow, manual: boolean, gatedAt: number | null = null, durable: Promise<void> = whenDurable(this.ctx.db)): Promise<void> {
     this.sending++;
     this.launches++;
+    const flight: Flight = { at: this.ctx.clock.now(), released: false, gatedAt, launched: undefined };
+    this.flights.set(row.seq, flight);
+    flight.launched = this.run(row, manual, durable, flight);
+    this.inflight.set(row.seq, flight.launched);
+    return flight.launched;
+  }
+
+  /** A launched attempt to its end: its slot freed at the answer, its outcome recorded, then out of `inflight`. */
+  private async run(row: SendableRow, manual: boolean, durable: Promise<void>, flight: Flight): Promise<void> {
+    const gatedAt = flight.gatedAt;
     // A failure (a retry scheduled) or a FIFO success (the next made due) changes what is due.
     let news = true;
-    const flight = { at: this.ctx.clock.now(), released: false };
-    this.flights.set(row.seq, flight);
-    const done = () => {
-      if (!flight.released) this.sending--;
-      this.flights.delete(row.seq);
-    };
-    const p = this.attempt(row, manual, durable)
-      .then(
-        (outcome) => {
-          done();
-          news = !outcome || !succeeded(outcome) || this.targets.cached(row.endpoint_id)?.fifo !== false;
-          if (gatedAt !== null)
-            this.gates.finished(row.endpoint_id, gatedAt, !!outcome && succeeded(outcome), true, outcome?.durationMs ?? 0, this.ctx.clock.now());
-          // The slot is free now; the outcome commits with the next group.
-          this.hooks.kick();
-          return outcome ? this.hooks.record(outcome) : undefined;
-        },
-        (err) => {
-          done();
-          if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, false, true, 0, this.ctx.clock.now());
-          throw err;
-        },
-      )
-      .catch((err) => this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record'))
-      .finally(() => {
-        if (this.inflight.get(row.seq) === p) this.inflight.delete(row.seq);
-        if (news) this.dry = false;
-        this.hooks.kick();
-      });
-    this.inflight.set(row.seq, p);
-    return p;
+    try {
+      let outcome: Outcome | undefined;
+      try {
+        outcome = await this.attempts.make(row, manual, durable);
+      } catch (err) {
+        // Its read is not on disk (a failed flush): not sent, still due.
+        if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, false, true, 0, this.ctx.clock.now());
+        throw err;
+      } finally {
+        if (!flight.released) this.sending--;
+        this.flights.delete(row.seq);
+      }
+      const ok = outcome !== undefined && succeeded(outcome);
+      news = !ok || this.targets.cached(row.endpoint_id)?.fifo !== false;
+      if (gatedAt !== null) this.gates.finished(row.endpoint_id, gatedAt, ok, true, outcome?.durationMs ?? 0, this.ctx.clock.now());
+      // The slot is free now; the outcome commits with the next group.
+      this.hooks.kick();
+      if (outcome) await this.hooks.record(outcome);
+    } catch (err) {
+      this.ctx.log.error({ err, deliverySeq: row.seq }, 'webhook attempt failed to record');
+    } finally {
+      if (this.inflight.get(row.seq) === flight.launched) this.inflight.delete(row.seq);
+      if (news) {
+        this.dry = false;
+        this.dueRows.restart();
+      }
+      this.hooks.kick();
+    }
   }
 
   /** A rotation changed the endpoint's secret, or a PATCH its gates or FIFO: it is read again. */
@@ -328,64 +330,5 @@ export class Dispatcher {
   /** The endpoint's parsed URL and key, cached (undefined if the endpoint is gone). */
   targetOf(endpointId: string): Target | undefined {
     return this.targets.of(endpointId);
-  }
-
-  /** One HTTP attempt. Undefined when the daemon is stopping: that attempt is not counted. */
-  private async attempt(row: SendableRow, manual: boolean, durable: Promise<void>): Promise<Outcome | undefined> {
-    await durable;
-    const attemptedAt = this.ctx.clock.now();
-    const timestamp = Math.floor(attemptedAt / 1000);
-    const t0 = performance.now();
-    const out = (responseCode: number | null, error: string | null, retryAfterMs: number | null = null, responseBody: string | null = null): Outcome => ({
-      deliverySeq: row.seq,
-      endpointId: row.endpoint_id,
-      manual,
-      timestamp,
-      attemptedAt,
-      durationMs: Math.round(performance.now() - t0),
-      responseCode,
-      error,
-      retryAfterMs,
-      responseBody,
-    });
-    try {
-      const payload = row.payload ?? row.event_payload;
-      if (payload === null) return out(null, 'event_missing: the event is no longer stored');
-      const body = deliveryBody(row, payload);
-      const target = this.targetOf(row.endpoint_id);
-      if (!target) return out(null, 'endpoint_missing: the endpoint was deleted');
-      if (target.refused) return out(null, target.refused);
-      // One limit for the whole attempt (connect, headers, body), besides the agent's per-phase ones.
-      const deadline = this.deadlines.join(performance.now());
-      try {
-        // Straight to the agent with the parsed origin and path: `request(url)` parses the URL again.
-        const answer = await post(this.agent(), {
-          origin: target.origin,
-          path: target.path,
-          body,
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'posd-webhooks/1',
-            ...deliveryHeaders(
-              signedHeaders(
-                target.key,
-                row.event_id,
-                timestamp,
-                body,
-                target.previous !== null && attemptedAt < target.previousUntil ? target.previous : undefined,
-              ),
-            ),
-          },
-          deadline,
-          bodyLimit: 64 * 1024,
-        });
-        return out(answer.statusCode, null, retryAfterMs(answer.retryAfter, this.ctx.clock.now()), answer.excerpt);
-      } finally {
-        this.deadlines.leave(deadline);
-      }
-    } catch (err) {
-      if (this.hooks.stopped()) return undefined;
-      return out(null, describe(err, this.ctx.config.webhooks.timeout_ms));
-    }
   }
 }

@@ -62,8 +62,8 @@ export class OutcomeRecorder {
     private readonly store: WebhooksStore,
     private readonly writer: BookkeepingWriter,
     private readonly bookkeeping: <T>(fn: () => T) => T,
-    /** Called after a 410 disabled an endpoint (its pending deliveries are canceled). */
-    private readonly onEndpointDisabled: () => void,
+    /** Rows read ahead may be stale or rows read past due again: a 410 disabled an endpoint (its pending deliveries canceled), or a group failed to commit. */
+    private readonly reread: () => void,
     /** Endpoints in a failing streak (worker.ts): their successes end it, failures add to it. */
     private readonly failing: Set<string> = new Set(),
     /** Whether an endpoint delivers first-in-first-out: its success makes the next one due. */
@@ -134,7 +134,7 @@ export class OutcomeRecorder {
             if (!outcome.manual) this.failing.add(outcome.endpointId);
           }
         });
-        if (failed.some(({ outcome }) => outcome.responseCode === 410)) this.onEndpointDisabled();
+        if (failed.some(({ outcome }) => outcome.responseCode === 410)) this.reread();
       } catch (err) {
         this.ctx.log.error({ err }, 'recording failed webhook attempts failed; they will be sent again');
       }
@@ -143,7 +143,11 @@ export class OutcomeRecorder {
     if (ops.length > 0) {
       this.writer
         .write(ops)
-        .catch((err) => this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again'))
+        .catch((err) => {
+          // Still due, before where the dispatcher's next read of due rows would go on from.
+          this.reread();
+          this.ctx.log.error({ err }, 'recording webhook attempts failed; they will be sent again');
+        })
         .finally(() => {
           for (const done of written) done();
         });

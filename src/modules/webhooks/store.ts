@@ -231,12 +231,30 @@ export function webhooksStore(db: Db) {
   // Run once a pass and once an emitted event: the limit written into the SQL (limited.ts).
   const eventsAfter = limitedAll<[number], EventRowLite>(db, 'SELECT seq, account_id, live_mode, type FROM events WHERE seq > ? ORDER BY seq LIMIT');
   // Seqs and endpoints only, from the covering partial index: rows are read when they are sent.
+  // The due order is the index's own: (next_attempt_ms, endpoint_id, seq), so a read can go on
+  // from the last row another read returned (`dueAfter`).
   const due = limitedAll<[number], DueRow>(
     db,
     `SELECT d.seq, d.next_attempt_ms, d.endpoint_id FROM webhook_deliveries d
      JOIN webhook_endpoints w ON w.id = d.endpoint_id
      WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND w.disabled = 0
-     ORDER BY d.next_attempt_ms LIMIT`,
+     ORDER BY d.next_attempt_ms, d.endpoint_id, d.seq LIMIT`,
+  );
+  // Past a row in two ranges of the index (one row-value range over all three columns scans the
+  // rows of the same time and endpoint before it: a fan-out batch's thousands).
+  const dueSameKey = limitedAll<[number, string, number], DueRow>(
+    db,
+    `SELECT d.seq, d.next_attempt_ms, d.endpoint_id FROM webhook_deliveries d
+     JOIN webhook_endpoints w ON w.id = d.endpoint_id
+     WHERE d.status = 'pending' AND d.next_attempt_ms = ? AND d.endpoint_id = ? AND d.seq > ? AND w.disabled = 0
+     ORDER BY d.seq LIMIT`,
+  );
+  const dueAfterKey = limitedAll<[number, number, string], DueRow>(
+    db,
+    `SELECT d.seq, d.next_attempt_ms, d.endpoint_id FROM webhook_deliveries d
+     JOIN webhook_endpoints w ON w.id = d.endpoint_id
+     WHERE d.status = 'pending' AND d.next_attempt_ms <= ? AND (d.next_attempt_ms, d.endpoint_id) > (?, ?) AND w.disabled = 0
+     ORDER BY d.next_attempt_ms, d.endpoint_id, d.seq LIMIT`,
   );
   const ids = new DeliveryIds(s.idsKey.get() as Buffer);
   /** The row's seq for a public id: a stored one (older rows, test sends), else a derived one. */
@@ -291,6 +309,12 @@ export function webhooksStore(db: Db) {
       created_at: string;
     }) => s.insertDelivery.run(row).changes > 0,
     due: (nowMs: number, limit: number) => due(limit, nowMs),
+    /** The due rows after `after` in the due order (`after` itself due by `nowMs`). */
+    dueAfter(nowMs: number, limit: number, after: DueRow): DueRow[] {
+      const rows = dueSameKey(limit, after.next_attempt_ms, after.endpoint_id, after.seq);
+      if (rows.length < limit) rows.push(...dueAfterKey(limit - rows.length, nowMs, after.next_attempt_ms, after.endpoint_id));
+      return rows;
+    },
     sendable: (seq: number) => s.sendable.get(seq) as SendableRow | undefined,
     sendableMany: (seqs: number[]) => s.sendableMany.all(JSON.stringify(seqs)) as SendableRow[],
     delivery(id: string): DeliveryRow | undefined {

@@ -9,6 +9,7 @@ import { InlineWriter, ThreadWriter, writeOps, type BookkeepingWriter, type Writ
 import { Dispatcher } from './dispatch.js';
 import { Housekeeping } from './housekeeping.js';
 import { wakeNext, type WakeState } from './wake-machine.js';
+import { LookTimer } from './look-timer.js';
 import { tx } from '../../db/database.js';
 import { webhooksStore, type DeliveryRow, type WebhooksStore } from './store.js';
 
@@ -39,9 +40,7 @@ export class DeliveryWorker implements Worker {
   readonly name = 'webhook-delivery';
 
   private readonly store: WebhooksStore;
-
   private readonly accounts: AccountsService;
-
   private readonly parents = new Map<string, string | null>();
 
   /**
@@ -57,7 +56,11 @@ export class DeliveryWorker implements Worker {
    */
   private eventsMaybe = true;
 
-  private timer: NodeJS.Timeout | undefined;
+  /** The next look at the table; it looks for events too: other processes write them without notifying us. */
+  private readonly look = new LookTimer(() => {
+    this.chores.run();
+    this.wake();
+  });
 
   /** Where fan-outs and successes are committed (a thread with its own connection, unless in memory). */
   readonly writer: BookkeepingWriter;
@@ -96,7 +99,6 @@ export class DeliveryWorker implements Worker {
   private atEmitThisTurn = 0;
 
   private timerScheduled = false;
-
   /** Removes the emit hook (`fanOutAtEmit`). */
   private unhookEmit: (() => void) | undefined;
 
@@ -165,7 +167,7 @@ export class DeliveryWorker implements Worker {
     this.wakeState = wakeNext(this.wakeState, 'STOP') ?? this.wakeState;
     this.ctx.outbox.notifier.off('events', this.onEvents);
     this.unhookEmit?.();
-    clearTimeout(this.timer);
+    this.look.clear();
     await this.sender.close();
     if (this.fanning) await this.fanning.catch(() => undefined);
     await this.writer.close();
@@ -382,19 +384,17 @@ export class DeliveryWorker implements Worker {
   }
 
   private scheduleTimer(): void {
-    clearTimeout(this.timer);
-    if (!this.running) return;
+    if (!this.running) return this.look.clear();
+    // A pass is queued (an attempt ended meanwhile): it fills the slot and sets the look after itself.
+    if (this.wakeState === 'queued') return;
+    // A look due now stands, and none computed now could be sooner: no read of the next due row.
+    if (this.look.armedWithin(1)) return;
     const poll = this.ctx.config.webhooks.poll_ms;
     let delay = poll;
     if (this.sender.sending < this.ctx.config.webhooks.concurrency) {
       const wait = this.sender.nextDueIn(this.ctx.clock.now());
       if (wait !== undefined) delay = Math.min(poll, wait);
     }
-    // The timer's pass looks for events too: other processes write them without notifying us.
-    this.timer = setTimeout(() => {
-      this.chores.run();
-      this.wake();
-    }, delay);
-    this.timer.unref();
+    this.look.arm(delay, delay === poll);
   }
 }

@@ -181,7 +181,7 @@ export async function run(): Promise<BenchResult[]> {
   const cluster = await startPgCluster();
   try {
     const config = await cluster.createDatabase('core');
-    const url = `postgresql://${cluster.user}@localhost:${cluster.port}/core?host=${encodeURIComponent(cluster.host)}`;
+    const url = cluster.url('core');
     const sqlite = await viaSqlite();
     const load = loadavg()[0].toFixed(1);
     const { rate: pg, trail, busy, idle, loopP99, loopMax, cpuPerRecord, trips, entries, tripMs, tripKb } = await viaPostgres(url, config);

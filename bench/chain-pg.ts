@@ -40,7 +40,7 @@ export async function run(): Promise<BenchResult[]> {
   const n = Number(process.env.POSD_BENCH_CHAINPG_N ?? 10);
   const sales = Number(process.env.POSD_BENCH_CHAINPG_SALES ?? 10_000);
   const cluster = await startPgCluster();
-  const pgUrl = `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.host)}&port=${cluster.port}`;
+  const pgUrl = cluster.url();
   const pool = createPool({ ...cluster.config(), max: 2 });
   await migrate(pool);
   const tmp = mkdtempSync(join(tmpdir(), 'posd-bench-chainpg-'));

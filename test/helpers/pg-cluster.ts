@@ -22,6 +22,8 @@ export interface PgCluster {
   database: string;
   /** node-postgres settings for a client or pool of this cluster (`database` overridable). */
   config(database?: string): pg.ClientConfig;
+  /** The same as a URL, as posd's `sync.postgres.url` takes it (the socket folder as `host`). */
+  url(database?: string): string;
   /** A fresh database, for a test that wants tables of its own. */
   createDatabase(name: string): Promise<pg.ClientConfig>;
   /** Stops the server (fast shutdown: sessions cut) and keeps its folder, for `resume`: an outage. */
@@ -128,6 +130,7 @@ export async function startPgCluster(): Promise<PgCluster> {
     user,
     database: 'postgres',
     config,
+    url: (database = 'postgres') => `postgresql://${user}@/${database}?host=${encodeURIComponent(dir)}&port=${port}`,
     async createDatabase(name) {
       const c = new pg.Client(config());
       await c.connect();

@@ -81,6 +81,14 @@ export async function posdExit(args: string[]): Promise<{ code: number; stdout: 
   }
 }
 
+/** A central's folder as a chain's first core starts from it: `posd init --role central`, an account and its live key. */
+export async function chainCentralFolder(dir: string, accountName = 'Zona 10'): Promise<{ organizationId: string; accountId: string; key: string }> {
+  const organizationId = (await posd(['init', '--role', 'central', '--name', 'Chain', '--json', '--data', dir])).organization_id as string;
+  const accountId = (await posd(['accounts', 'create', '--name', accountName, '--organization', organizationId, '--json', '--data', dir])).account_id as string;
+  const key = (await posd(['keys', 'create', '--account', accountId, '--env', 'live', '--json', '--data', dir])).key as string;
+  return { organizationId, accountId, key };
+}
+
 export interface DaemonProcess {
   url: string;
   child: ChildProcess;

@@ -162,7 +162,7 @@ beforeAll(async () => {
     })(),
   ]);
   cluster = c;
-  pgUrl = `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.host)}&port=${cluster.port}`;
+  pgUrl = cluster.url();
   pool = createPool({ ...cluster.config(), max: 4 });
 
   coreDir = tempDir('posd-chain-core-');

@@ -4,7 +4,18 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
-import { killStarted, peek, posd, posdExit, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
+import {
+  chainCentralFolder,
+  killStarted,
+  peek,
+  posd,
+  posdExit,
+  removeTempDirs,
+  requireBuild,
+  startDaemonProcess,
+  tempDir,
+  type DaemonProcess,
+} from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
 import { freePort } from '../../helpers/free-port.js';
 
@@ -44,13 +55,11 @@ beforeAll(async () => {
   requireBuild();
   ports = [await freePort(), await freePort()];
   cluster = await startPgCluster();
-  pgUrl = `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.host)}&port=${cluster.port}`;
+  pgUrl = cluster.url();
   pool = createPool({ ...cluster.config(), max: 2 });
   dirs.push(tempDir('posd-cliw-a-'), tempDir('posd-cliw-b-'));
-  organization = (await posd(['init', '--role', 'central', '--name', 'Chain', '--json', '--data', dirs[0]])).organization_id;
   // Before the first core starts, the folder is no chain core's yet: its first leader's snapshot carries this.
-  const account = (await posd(['accounts', 'create', '--name', 'Zona 10', '--organization', organization, '--json', '--data', dirs[0]])).account_id;
-  key = (await posd(['keys', 'create', '--account', account, '--env', 'live', '--json', '--data', dirs[0]])).key;
+  ({ organizationId: organization, key } = await chainCentralFolder(dirs[0]));
   cores[0] = await startDaemonProcess(dirs[0], coreConfig(0));
   await until('core A leads', async () => (await readyz(0)) === 200, 20_000);
   cores[1] = await startDaemonProcess(dirs[1], coreConfig(1));

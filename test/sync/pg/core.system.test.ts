@@ -82,7 +82,7 @@ async function whileCoreStopped(args: string[]): Promise<any> {
 beforeAll(async () => {
   requireBuild();
   cluster = await startPgCluster();
-  url = `postgresql://${cluster.user}@localhost:${cluster.port}/postgres?host=${encodeURIComponent(cluster.host)}`;
+  url = cluster.url();
   pool = createPool({ ...cluster.config(), max: 4 });
   await migrate(pool);
 

@@ -65,7 +65,7 @@ const coreMoney = () =>
 beforeAll(async () => {
   requireBuild();
   cluster = await startPgCluster();
-  url = `postgresql://${cluster.user}@localhost:${cluster.port}/postgres?host=${encodeURIComponent(cluster.host)}`;
+  url = cluster.url();
   pool = createPool({ ...cluster.config(), max: 2 });
   await migrate(pool);
   coreDir = tempDir('posd-core-');

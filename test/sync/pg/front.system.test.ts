@@ -119,7 +119,7 @@ async function received(store: string): Promise<Array<{ seq: number; id: string 
 beforeAll(async () => {
   requireBuild();
   cluster = await startPgCluster();
-  pgUrl = `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.host)}&port=${cluster.port}`;
+  pgUrl = cluster.url();
   pool = createPool({ ...cluster.config(), max: 4 });
   await migrate(pool);
   key = makeKey('sk_live_');

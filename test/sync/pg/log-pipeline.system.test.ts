@@ -3,7 +3,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
-import { killStarted, peek, posd, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
+import { chainCentralFolder, killStarted, peek, removeTempDirs, requireBuild, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
 import { freePort } from '../../helpers/free-port.js';
 
@@ -95,13 +95,10 @@ beforeAll(async () => {
   requireBuild();
   ports.push(await freePort(), await freePort());
   cluster = await startPgCluster();
-  pgUrl = `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.host)}&port=${cluster.port}`;
+  pgUrl = cluster.url();
   pool = createPool({ ...cluster.config(), max: 3 });
   dirs.push(tempDir('posd-pipeline-a-'), tempDir('posd-pipeline-b-'));
-  const inst = await posd(['init', '--role', 'central', '--name', 'Chain', '--json', '--data', dirs[0]]);
-  const account = (await posd(['accounts', 'create', '--name', 'Zona 10', '--organization', inst.organization_id, '--json', '--data', dirs[0]]))
-    .account_id as string;
-  key = (await posd(['keys', 'create', '--account', account, '--env', 'live', '--json', '--data', dirs[0]])).key;
+  key = (await chainCentralFolder(dirs[0])).key;
   await startCore(0);
   await until('the first core leads', async () => (await readyz(0)).status === 200, 20_000);
 }, 120_000);

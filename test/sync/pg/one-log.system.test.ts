@@ -6,7 +6,17 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startPgCluster, type PgCluster } from '../../helpers/pg-cluster.js';
 import { until } from '../helpers.js';
-import { killStarted, peek, posd, removeTempDirs, requireBuild, ROOT, startDaemonProcess, tempDir, type DaemonProcess } from '../e2e/processes.js';
+import {
+  chainCentralFolder,
+  killStarted,
+  peek,
+  removeTempDirs,
+  requireBuild,
+  ROOT,
+  startDaemonProcess,
+  tempDir,
+  type DaemonProcess,
+} from '../e2e/processes.js';
 import { createPool } from '../../../src/sync/pg/index.js';
 import { plainHaproxyConfig } from '../../helpers/haproxy-plain.js';
 import { freePort } from '../../helpers/free-port.js';
@@ -83,13 +93,10 @@ beforeAll(async () => {
   requireBuild();
   ports = { lb: await freePort(), cores: [await freePort(), await freePort()] };
   cluster = await startPgCluster();
-  pgUrl = `postgresql://${cluster.user}@/${cluster.database}?host=${encodeURIComponent(cluster.host)}&port=${cluster.port}`;
+  pgUrl = cluster.url();
   pool = createPool({ ...cluster.config(), max: 2 });
   dirs.push(tempDir('posd-onelog-a-'), tempDir('posd-onelog-b-'));
-  const inst = await posd(['init', '--role', 'central', '--name', 'Chain', '--json', '--data', dirs[0]]);
-  const account = (await posd(['accounts', 'create', '--name', 'Zona 10', '--organization', inst.organization_id, '--json', '--data', dirs[0]]))
-    .account_id as string;
-  key = (await posd(['keys', 'create', '--account', account, '--env', 'live', '--json', '--data', dirs[0]])).key;
+  key = (await chainCentralFolder(dirs[0])).key;
   await startCore(0);
   await until('the first core leads', async () => (await readyz(0)).status === 200, 20_000);
   // The second core: an empty data folder, no copy of anything; all it has comes from the log.

@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import { tx, type Db } from './database.js';
 import { perDb } from './per-db.js';
 
@@ -64,6 +65,27 @@ function tableShapes(db: Db): TableShape[] {
 
 const shapes = perDb((db: Db) => new Map(tableShapes(db).map((s) => [s.name, s])));
 
+/**
+ * The statements run at every commit of a leader (take the changes, queue the entry, move the
+ * position), prepared once per connection on first use: preparing them at each commit cost the
+ * projector's thread about 5 µs a record (docs/decisions/0283-where-a-records-cpu-goes.md). Made
+ * lazily because their tables come and go (the temp table with the capture, the pending list with
+ * the log state); SQLite prepares a statement again itself when the schema changed.
+ */
+const statements = perDb(() => new Map<string, Statement>());
+function cached(db: Db, sql: string, mode?: 'pluck' | 'raw'): Statement {
+  const all = statements(db);
+  const key = mode ? `${mode}:${sql}` : sql;
+  let st = all.get(key);
+  if (!st) {
+    st = db.prepare(sql);
+    if (mode === 'pluck') st.pluck();
+    else if (mode === 'raw') st.raw();
+    all.set(key, st);
+  }
+  return st;
+}
+
 /** The core's place in the log, in its own file: moved in the same transaction as what it replays or appends. */
 export function ensureLogState(db: Db): void {
   db.exec(`CREATE TABLE IF NOT EXISTS ${LOG_STATE_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), position INTEGER NOT NULL) STRICT;
@@ -72,11 +94,11 @@ export function ensureLogState(db: Db): void {
 }
 
 export function logPosition(db: Db): number {
-  return db.prepare(`SELECT position FROM ${LOG_STATE_TABLE} WHERE id = 1`).pluck().get() as number;
+  return cached(db, `SELECT position FROM ${LOG_STATE_TABLE} WHERE id = 1`, 'pluck').get() as number;
 }
 
 export function setLogPosition(db: Db, position: number): void {
-  db.prepare(`UPDATE ${LOG_STATE_TABLE} SET position = ? WHERE id = 1`).run(position);
+  cached(db, `UPDATE ${LOG_STATE_TABLE} SET position = ? WHERE id = 1`).run(position);
 }
 
 function keyOf(s: TableShape, row: 'NEW' | 'OLD'): string {
@@ -123,9 +145,9 @@ export function stopCapture(db: Db): void {
  * `undo`: the same keys with the rows before each change, in capture order (undone in reverse).
  */
 export function takeChanges(db: Db): { json: string; count: number; undo: string } | null {
-  const rows = db.prepare('SELECT tbl, k, img, prior FROM temp.posd_changes ORDER BY id').raw().all() as Array<[string, string, string | null, string | null]>;
+  const rows = cached(db, 'SELECT tbl, k, img, prior FROM temp.posd_changes ORDER BY id', 'raw').all() as Array<[string, string, string | null, string | null]>;
   if (!rows.length) return null;
-  db.prepare('DELETE FROM temp.posd_changes').run();
+  cached(db, 'DELETE FROM temp.posd_changes').run();
   let json = '[';
   let undo = '[';
   for (let i = 0; i < rows.length; i++) {
@@ -152,8 +174,8 @@ export interface PendingEntry {
  */
 export function queueEntry(db: Db, changes: { json: string; count: number; undo: string }, id: string, appended: number): number {
   const next = logPosition(db) + 1;
-  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE position <= ?`).run(appended);
-  db.prepare(`INSERT INTO ${PENDING_TABLE} (position, id, changes, count, undo) VALUES (?, ?, ?, ?, ?)`).run(
+  cached(db, `DELETE FROM ${PENDING_TABLE} WHERE position <= ?`).run(appended);
+  cached(db, `INSERT INTO ${PENDING_TABLE} (position, id, changes, count, undo) VALUES (?, ?, ?, ?, ?)`).run(
     next,
     id,
     changes.json,
@@ -166,9 +188,10 @@ export function queueEntry(db: Db, changes: { json: string; count: number; undo:
 
 /** The entries not yet appended past `after`, in order, at most `limit`. */
 export function pendingEntries(db: Db, after: number, limit: number): PendingEntry[] {
-  return db
-    .prepare(`SELECT position, id, changes, count FROM ${PENDING_TABLE} WHERE position > ? ORDER BY position LIMIT ?`)
-    .all(after, limit) as PendingEntry[];
+  return cached(db, `SELECT position, id, changes, count FROM ${PENDING_TABLE} WHERE position > ? ORDER BY position LIMIT ?`).all(
+    after,
+    limit,
+  ) as PendingEntry[];
 }
 
 /** The first entry not yet appended, or undefined (none: the file is all in the log). */
@@ -185,7 +208,7 @@ export function pendingIds(db: Db): Array<{ position: number; id: string }> {
 
 /** Forgets the entries the log holds (through `upTo`), in the caller's transaction. */
 export function dropPending(db: Db, upTo: number): void {
-  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE position <= ?`).run(upTo);
+  cached(db, `DELETE FROM ${PENDING_TABLE} WHERE position <= ?`).run(upTo);
 }
 
 /**

@@ -23,7 +23,7 @@ export const coreStore = perDb((db: Db) => {
     // (checked after: an ignored row must be that same record).
     insertReceived: db.prepare(
       `INSERT OR IGNORE INTO sync_received (id, store_id, seq, account_id, live_mode, kind, hash, payload, created_at, received_at, outcome, reason, decided_at)
-       VALUES (@id, @store_id, @seq, @account_id, @live_mode, @kind, @hash, @payload, @created_at, @received_at, @outcome, @reason, @decided_at)`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     receivedAt: db.prepare('SELECT id FROM sync_received WHERE store_id = ? AND seq = ?'),
     insertStore: db.prepare(
@@ -81,14 +81,26 @@ export const coreStore = perDb((db: Db) => {
       const rejected: Array<Omit<ReceivedRow, 'store_id' | 'outcome' | 'reason'> & { reason: string }> = [];
       for (const r of rows) {
         const refused = r.outcome === 'rejected';
-        const row = {
-          ...r,
-          store_id: store.store_id,
-          outcome: refused ? 'rejected' : 'received',
-          reason: refused ? (r.reason ?? 'rejected at receipt') : null,
-        };
-        if (s.insertReceived.run({ ...row, decided_at: refused ? at : null }).changes) {
-          if (refused) rejected.push({ ...r, reason: row.reason as string });
+        const reason = refused ? (r.reason ?? 'rejected at receipt') : null;
+        // Bound by position, the row not copied: no object spreads and no bind by name per record
+        // (docs/decisions/0283-where-a-records-cpu-goes.md).
+        const inserted = s.insertReceived.run(
+          r.id,
+          store.store_id,
+          r.seq,
+          r.account_id,
+          r.live_mode,
+          r.kind,
+          r.hash,
+          r.payload,
+          r.created_at,
+          r.received_at,
+          refused ? 'rejected' : 'received',
+          reason,
+          refused ? at : null,
+        ).changes;
+        if (inserted) {
+          if (refused) rejected.push({ ...r, reason: reason as string });
           continue;
         }
         const there = s.receivedAt.get(store.store_id, r.seq) as { id: string } | undefined;

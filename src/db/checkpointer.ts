@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Db } from './database.js';
 import { startThread, type ThreadDatabase } from './threads.js';
+import { checkpointGate } from './checkpoint-gate.js';
 
 /** SQLite's own default: a commit that leaves the WAL past this many pages checkpoints it. */
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
@@ -38,7 +39,7 @@ export interface Checkpointer {
  * any checkpoint, and the checkpoint syncs with the same setting. A thread that fails hands the
  * work back to the daemon's connection, so the WAL never grows without bound.
  */
-export function startCheckpointer(db: Db, opts: ThreadDatabase & { intervalMs: number; log: Logger }): Checkpointer {
+export function startCheckpointer(db: Db, opts: ThreadDatabase & { intervalMs: number; log: Logger; holdMaxMs?: number }): Checkpointer {
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   const inline = () => db.open && db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
   // threads/checkpoint.cjs: its connection syncs as the daemon's does (`synchronous`).
@@ -47,6 +48,11 @@ export function startCheckpointer(db: Db, opts: ThreadDatabase & { intervalMs: n
     busyTimeoutMs: opts.busyTimeoutMs,
     synchronous: opts.synchronous,
     intervalMs: opts.intervalMs,
+    // Read before each checkpoint: put off while a charge's batch is between its commit and its
+    // frame (src/db/checkpoint-gate.ts).
+    gate: checkpointGate(db).buffer,
+    // The longest a checkpoint waits for them: one interval (a test sets more).
+    holdMaxMs: opts.holdMaxMs ?? opts.intervalMs,
   });
   // The HTTP server keeps the process alive; the checkpointer must not.
   worker.unref();

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { commitAudit, tx, type Db } from './database.js';
 import { isDiskFull, noteWrite } from './disk-full.js';
+import { holdCheckpoints } from './checkpoint-gate.js';
 import { perDb } from './per-db.js';
 import { type WalFlusher, walFlusherOf } from './wal-flush.js';
 import { logHeld } from './log-hold.js';
@@ -17,6 +18,8 @@ interface Job {
   joined: Array<{ value: unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }>;
   /** Answered once the batch committed, not after its flush (`groupCommitUnflushed`). */
   unflushed?: boolean;
+  /** Set by a `first` signal: ends this job's hold on checkpoints (decision 0288); idempotent. */
+  release?: () => void;
 }
 
 /**
@@ -91,6 +94,7 @@ export class GroupCommitter {
             // Nested: a savepoint, so one job's failure leaves the others' writes in place.
             outcomes.push({ ok: true, value: tx(this.db, job.fn) });
           } catch (error) {
+            job.release?.();
             job.after = [];
             job.first = [];
             for (const j of job.joined.splice(0)) j.reject(error);
@@ -104,6 +108,7 @@ export class GroupCommitter {
       // A full disk fails the commit (nothing of the batch is written); the next batch retries it.
       noteWrite(this.db, error);
       for (const job of batch) {
+        job.release?.();
         for (const j of job.joined) j.reject(error);
         job.reject(error);
       }
@@ -132,8 +137,12 @@ export class GroupCommitter {
       this.flusher.uncovered();
       // ...but for their `afterCommit` signals, which still wait for the disk (and the log).
       const signals = batch.flatMap((job, i) => (job.unflushed && outcomes[i].ok ? [...job.first.splice(0), ...job.after.splice(0)] : []));
+      const released = () => early.forEach((job) => job.release?.());
       if (signals.length)
-        (held ? Promise.all([this.flusher.whenDurable(), held]) : this.flusher.whenDurable()).then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db));
+        (held ? Promise.all([this.flusher.whenDurable(), held]) : this.flusher.whenDurable())
+          .then(() => signals.forEach((fn) => fn()), noteWriteOf(this.db))
+          .finally(released);
+      else released();
       this.settle(
         early,
         outcomes.filter((_, i) => batch[i].unflushed),
@@ -162,6 +171,7 @@ export class GroupCommitter {
   /** Committed, but not known to be durable (on disk, or in the central's log): no job answered as done. */
   private fail(batch: Job[], error: unknown): void {
     for (const job of batch) {
+      job.release?.();
       for (const j of job.joined) j.reject(error);
       job.reject(error);
     }
@@ -171,7 +181,11 @@ export class GroupCommitter {
     // What leaves the box first (a terminal's charge frame), in the turn the flush ended: before
     // the batch's other signals and answers.
     batch.forEach((job, i) => {
-      if (outcomes[i].ok) for (const fn of job.first) fn();
+      try {
+        if (outcomes[i].ok) for (const fn of job.first) fn();
+      } finally {
+        job.release?.();
+      }
     });
     batch.forEach((job, i) => {
       const o = outcomes[i];
@@ -231,6 +245,9 @@ export function inGroupCommit(db: Db): boolean {
 export function afterCommit(db: Db, fn: () => void, opts: { first?: boolean } = {}): void {
   const job = running.get(db);
   if (!job) return fn();
-  if (opts.first) job.first.push(fn);
-  else job.after.push(fn);
+  if (opts.first) {
+    job.first.push(fn);
+    // No checkpoint starts from now until the frame has left (decision 0288).
+    job.release ??= holdCheckpoints(db);
+  } else job.after.push(fn);
 }

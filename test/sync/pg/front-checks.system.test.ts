@@ -123,6 +123,9 @@ describe('a hostile box pushing through a central-front', () => {
     expect(res.body.applied).toBe(cases.length);
     expect(res.body.rejected).toEqual(cases.map(([, r, code, field]) => ({ id: r.id, code, field, reason: expect.any(String) })));
     const pgRows = (await pool.query('SELECT id, outcome, reason FROM sync_received WHERE store_id = $1 ORDER BY seq', [STORE])).rows;
+    // The front's log lines reach its stdout on their own time, not before its answer.
+    const logged = (id: string) => new RegExp(`"event":"sync.record_rejected".*"store_id":"${STORE}".*"record_id":"${id}"`).test(frontLog);
+    await until('the front logged every refusal', () => cases.every(([, r]) => logged(r.id)), 10_000).catch(() => undefined);
     for (const [i, [what, , code, field]] of cases.entries()) {
       expect(pgRows[i].outcome, what).toBe('rejected');
       expect(pgRows[i].reason, what).toContain(`${code} (${field})`);

@@ -3,7 +3,7 @@ import { tx } from '../../src/db/database.js';
 import type { TestServer } from '../helpers/server.js';
 import { connectWsTerminal, type ScriptedTerminal } from '../terminals/helpers/scripted-terminal.js';
 import { posdExit, requireBuild } from './e2e/processes.js';
-import { addStoreAccount, http, removeDir, startCentral, startStore, type TestStore, appliedAtCentral } from './helpers.js';
+import { addStoreAccount, http, removeDir, startCentral, startStore, type TestStore, appliedAtCentral, until } from './helpers.js';
 
 /**
  * Cards stored offline at a store, as the central learns them, over real HTTP (the store's sync
@@ -161,8 +161,16 @@ it('the central learns each stored card once it is final, never while it waits, 
   tx(central.daemon.ctx.db, () => apply(central.daemon.ctx, push as never, { storeId: store.storeId, keyAccountId: record.account_id }));
   expect(central.daemon.ctx.db.prepare('SELECT COUNT(*) AS n FROM central_stored_payments').get()).toEqual({ n: 3 });
 
-  // Reconciliation compares the records (count and amount) and the intents on both sides.
-  const done = await reconcile();
+  // Reconciliation compares the records (count and amount) and the intents on both sides; "not
+  // compared yet" (exit 2) while the central has still to apply a record of the day.
+  const done = await until(
+    'the day compared',
+    async () => {
+      const r = await reconcile();
+      return r.code === 2 ? undefined : r;
+    },
+    20_000,
+  );
   expect(done.code, done.stderr).toBe(0);
   expect(done.result.state).toBe('equal');
   const row = (measure: string) => done.result.rows.find((r: { measure: string; currency: string }) => r.measure === measure && r.currency === 'GTQ');

@@ -2,6 +2,7 @@ import type { Db } from '../db/database.js';
 import { toStoredEvent, type StoredEvent } from '../outbox/events.js';
 import { perDb } from '../db/per-db.js';
 import { listCount } from '../db/list-counts.js';
+import { DEEP, deepPage } from '../db/deep-pages.js';
 
 export interface EventFeedQuery {
   accountIds: string[];
@@ -69,8 +70,12 @@ class EventFeed {
       params.until = q.until;
     }
     // Without a filter the count is kept in list_counts by the table's triggers: no count of the outbox.
-    const total = filter === 'none' && !dated ? listCount(this.db, 'events', q.accountIds, q.liveMode) : (s.count.get(params) as { n: number }).n;
-    const rows = s.rows.all({ ...params, limit: q.limit, offset: q.offset }) as Parameters<typeof toStoredEvent>[0][];
+    const count = () => (filter === 'none' && !dated ? listCount(this.db, 'events', q.accountIds, q.liveMode) : (s.count.get(params) as { n: number }).n);
+    type EventRow = Parameters<typeof toStoredEvent>[0];
+    const deep = q.offset >= DEEP ? deepPage<EventRow>(this.db, s.rows.source, params, q.limit, q.offset, count) : undefined;
+    if (deep) return { rows: deep.rows.map(toStoredEvent), total: deep.total! };
+    const total = count();
+    const rows = s.rows.all({ ...params, limit: q.limit, offset: q.offset }) as EventRow[];
     return { rows: rows.map(toStoredEvent), total };
   }
 }

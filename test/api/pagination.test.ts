@@ -94,3 +94,48 @@ describe('list pagination headers (gaps.md)', () => {
     }
   });
 });
+
+describe('deep pages (decision 0300)', () => {
+  it('a walk by the Link header through a 2,500-product list gives each row once, in order, also across a write', async () => {
+    const db = s.daemon.ctx.db;
+    const sandbox = s.installation.sandbox_id;
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
+       INSERT INTO products (id, account_id, live_mode, name, tax_category, status, created_at, updated_at)
+       SELECT 'prod_deep' || i, ?, 0, 'Deep ' || i, 'good', 'active', strftime('%Y-%m-%dT%H:%M:%fZ', '2025-01-01', '+' || (i / 2) || ' seconds'),
+         '2025-01-01T00:00:00.000Z' FROM n`,
+    ).run(sandbox);
+    const expected = () =>
+      (db.prepare('SELECT id FROM products WHERE account_id = ? AND live_mode = 0 ORDER BY created_at DESC, id DESC').all(sandbox) as { id: string }[]).map(
+        (r) => r.id,
+      );
+    let want = expected();
+    expect(want.length).toBeGreaterThanOrEqual(2500);
+    let path = '/products?items=50&page=21';
+    let page = 21;
+    while (path) {
+      const r = await s.api('GET', path);
+      expect(r.status).toBe(200);
+      expect(r.body.map((p: { id: string }) => p.id)).toEqual(want.slice((page - 1) * 50, page * 50));
+      expect(r.headers['total-count']).toBe(String(want.length));
+      if (page === 30) {
+        // A product made mid-walk shifts every later page by one; the next page must show it.
+        const made = await s.api('POST', '/products', {
+          body: { product: { name: 'Mid-walk', prices_attributes: [{ amount_in_cents: 100, currency: 'GTQ' }] } },
+        });
+        expect(made.status).toBe(201);
+        want = expected();
+      }
+      const next = links(r.headers.link as string).next;
+      path = next ? `${next.pathname.replace(/^\/api/, '')}${next.search}` : '';
+      page += 1;
+    }
+    expect(page - 1).toBe(Math.ceil(want.length / 50));
+    // The last page, reached by its link from the first.
+    const first = await s.api('GET', '/products?items=50');
+    const last = links(first.headers.link as string).last;
+    const end = await s.api('GET', `${last.pathname.replace(/^\/api/, '')}${last.search}`);
+    const n = Number(last.searchParams.get('page'));
+    expect(end.body.map((p: { id: string }) => p.id)).toEqual(want.slice((n - 1) * 50, n * 50));
+  });
+});

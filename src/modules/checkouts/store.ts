@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { listCount, statementCache } from '../../db/list-counts.js';
+import { DEEP, deepPage } from '../../db/deep-pages.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface CheckoutRow {
@@ -84,16 +85,15 @@ export class CheckoutsStore {
     if (filter.until !== undefined) parts.push('created_at <= @until'), (args.until = filter.until);
     if (filter.customerIds) parts.push('customer_id IN (SELECT value FROM json_each(@customers))'), (args.customers = JSON.stringify(filter.customerIds));
     const where = parts.join(' AND ');
-    const rows = this.cached(`SELECT * FROM checkouts WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all({
-      ...args,
-      limit,
-      offset,
-    }) as CheckoutRow[];
     const counted = filter.from === undefined && filter.until === undefined && !filter.customerIds;
-    const total = counted
-      ? listCount(this.db, 'checkouts', accountIds, liveMode, filter.status ?? '')
-      : (this.cached(`SELECT count(*) AS n FROM checkouts WHERE ${where}`).get(args) as { n: number }).n;
-    return { rows, total };
+    const count = () =>
+      counted
+        ? listCount(this.db, 'checkouts', accountIds, liveMode, filter.status ?? '')
+        : (this.cached(`SELECT count(*) AS n FROM checkouts WHERE ${where}`).get(args) as { n: number }).n;
+    const stmt = this.cached(`SELECT * FROM checkouts WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`);
+    const deep = offset >= DEEP ? deepPage<CheckoutRow>(this.db, stmt.source, args, limit, offset, count) : undefined;
+    if (deep) return { rows: deep.rows, total: deep.total! };
+    return { rows: stmt.all({ ...args, limit, offset }) as CheckoutRow[], total: count() };
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { listCount } from '../../db/list-counts.js';
+import { DEEP, deepPage } from '../../db/deep-pages.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface CustomerRow {
@@ -101,15 +102,13 @@ export class CustomersStore {
     ofUser?: { accountId: string; email: string },
   ): { rows: CustomerRow[]; total: number } {
     const p = { merchants: JSON.stringify(merchantIds), live: liveMode ? 1 : 0, of_account: ofUser?.accountId ?? null, of_email: ofUser?.email ?? null };
-    const rows = (
-      merchantIds.length === 1 ? this.stmts.list.all({ ...p, merchant: merchantIds[0], limit, offset }) : this.stmts.listMany.all({ ...p, limit, offset })
-    ) as CustomerRow[];
-    return {
-      rows,
-      // Each environment's view per merchant is counted by the table's triggers (list_counts, the
-      // merchant as account, the view as live_mode); a user's customers are counted in their range.
-      total: ofUser ? (this.stmts.count.get(p) as { n: number }).n : listCount(this.db, 'customers', merchantIds, liveMode),
-    };
+    const [stmt, args] = merchantIds.length === 1 ? [this.stmts.list, { ...p, merchant: merchantIds[0] }] : [this.stmts.listMany, p];
+    // Each environment's view per merchant is counted by the table's triggers (list_counts, the
+    // merchant as account, the view as live_mode); a user's customers are counted in their range.
+    const count = () => (ofUser ? (this.stmts.count.get(p) as { n: number }).n : listCount(this.db, 'customers', merchantIds, liveMode));
+    const deep = offset >= DEEP ? deepPage<CustomerRow>(this.db, stmt.source, args, limit, offset, count) : undefined;
+    if (deep) return { rows: deep.rows, total: deep.total! };
+    return { rows: stmt.all({ ...args, limit, offset }) as CustomerRow[], total: count() };
   }
 }
 

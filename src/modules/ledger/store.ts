@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { listCount, statementCache } from '../../db/list-counts.js';
+import { DEEP, deepPage } from '../../db/deep-pages.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface BalanceTransactionRow {
@@ -111,16 +112,15 @@ export class LedgerStore {
   /** Newest first; Total-Count from list_counts when no filter is given, else its range counted. */
   list(f: LedgerFilter, limit: number, offset: number): { rows: BalanceTransactionRow[]; total: number } {
     const w = this.where(f);
-    const rows = this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`).all(
-      ...w.args,
-      limit,
-      offset,
-    ) as BalanceTransactionRow[];
     const filtered = f.currency || f.type || (f.from && f.until);
-    const total = filtered
-      ? (this.cached(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n
-      : listCount(this.db, 'balance_transactions', f.accountIds, f.liveMode);
-    return { rows, total };
+    const count = () =>
+      filtered
+        ? (this.cached(`SELECT count(*) AS n FROM balance_transactions WHERE ${w.sql}`).get(...w.args) as { n: number }).n
+        : listCount(this.db, 'balance_transactions', f.accountIds, f.liveMode);
+    const stmt = this.cached(`SELECT * FROM balance_transactions WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`);
+    const deep = offset >= DEEP ? deepPage<BalanceTransactionRow>(this.db, stmt.source, w.args, limit, offset, count) : undefined;
+    if (deep) return { rows: deep.rows, total: deep.total! };
+    return { rows: stmt.all(...w.args, limit, offset) as BalanceTransactionRow[], total: count() };
   }
 
   /** Oldest first after a cursor, never past `maxSeq`: a stable walk for statements (reports). */

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { accountsArg, accountsStatement, listCount } from '../../db/list-counts.js';
+import { DEEP, deepPage } from '../../db/deep-pages.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface ProductRow {
@@ -121,10 +122,12 @@ export class ProductsStore {
     return this.stmts.prices.all(productId) as PriceRow[];
   }
   list(accountIds: string[], liveMode: boolean, limit: number, offset: number): { rows: ProductRow[]; total: number } {
-    return {
-      rows: this.stmts.list(accountIds).all(accountsArg(accountIds), liveMode ? 1 : 0, limit, offset) as ProductRow[],
-      total: listCount(this.db, 'products', accountIds, liveMode),
-    };
+    const stmt = this.stmts.list(accountIds);
+    const args = [accountsArg(accountIds), liveMode ? 1 : 0];
+    const count = () => listCount(this.db, 'products', accountIds, liveMode);
+    const deep = offset >= DEEP ? deepPage<ProductRow>(this.db, stmt.source, args, limit, offset, count) : undefined;
+    if (deep) return { rows: deep.rows, total: deep.total! };
+    return { rows: stmt.all(...args, limit, offset) as ProductRow[], total: count() };
   }
 }
 

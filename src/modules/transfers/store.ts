@@ -1,5 +1,6 @@
 import type { Db } from '../../db/database.js';
 import { listCount, statementCache } from '../../db/list-counts.js';
+import { DEEP, deepPage } from '../../db/deep-pages.js';
 import { perDb } from '../../db/per-db.js';
 
 export interface TransferRow {
@@ -103,11 +104,15 @@ class TransfersStore {
       : arm;
     const args = { id: f.accountIds[0], live_mode: params.live_mode, kind: params.kind, status: params.status, limit, offset };
     const used = Object.fromEntries(Object.entries(args).filter(([k]) => sql.includes(`@${k}`) || k === 'limit' || k === 'offset'));
-    const rows = this.cached(`${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`).all(used) as TransferRow[];
+    const stmt = this.cached(`${sql} ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`);
     const sent = (key: string) => listCount(this.db, 'transfers', f.accountIds, f.liveMode, key);
-    const outgoing = f.kind ? sent(f.status ? `${f.kind}/${f.status}` : f.kind) : sent('peer') + sent('withdrawal');
-    const total = outgoing + (incoming ? listCount(this.db, 'transfers_in', f.accountIds, f.liveMode) : 0);
-    return { rows, total };
+    const count = () =>
+      (f.kind ? sent(f.status ? `${f.kind}/${f.status}` : f.kind) : sent('peer') + sent('withdrawal')) +
+      (incoming ? listCount(this.db, 'transfers_in', f.accountIds, f.liveMode) : 0);
+    const { limit: _l, offset: _o, ...bound } = used;
+    const deep = offset >= DEEP ? deepPage<TransferRow>(this.db, stmt.source, bound, limit, offset, count) : undefined;
+    if (deep) return { rows: deep.rows, total: deep.total! };
+    return { rows: stmt.all(used) as TransferRow[], total: count() };
   }
   setStatus(input: {
     id: string;

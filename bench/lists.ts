@@ -26,7 +26,7 @@ const LISTS = [
 /**
  * Pages reached by their `Link` (issue 38: "and any page reached by its Link"): from the first
  * page, WALK `next` links; from its `last` link, WALK `prev` links. Paging is `page`/`items`, an
- * OFFSET the hosted API fixes (decision 0270); decision 0300 reads such pages on from the place of
+ * OFFSET the hosted API fixes (decision 0270); decision 0310 reads such pages on from the place of
  * the page before. A page jumped to by number, far from any page read before, still walks its
  * offset: printed beside them as a report.
  */
@@ -173,7 +173,7 @@ export async function run(): Promise<BenchResult[]> {
     metrics: { 'p50 ms': q(jumps, 0.5), 'slowest ms': Math.max(...jumps) },
     baseline: { 'first page p50 ms empty': empty.get(WALKED[0]!)!.p50 },
     ratio: 5 / Math.max(...jumps, 1),
-    target: 'report (a page by number, not reached by a Link, walks its offset: decision 0300)',
+    target: 'report (a page by number, not reached by a Link, walks its offset: decision 0310)',
   });
   return [
     ...walked,

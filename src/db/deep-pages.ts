@@ -4,7 +4,7 @@ import { dataVersionReader } from './data-version.js';
 import { perDb } from './per-db.js';
 
 /**
- * Deep pages of a list at the cost of its first (issue 38; decision 0300). The hosted API pages
+ * Deep pages of a list at the cost of its first (issue 38; decision 0310). The hosted API pages
  * by `page` and `items`, an OFFSET, and SQLite walks an offset row by row along the index: page
  * 50,000 of a 1,000,000-row list took 57-212 ms where the first took 0.07. Each page read here
  * gives the very rows the list's OFFSET statement would, read the cheapest of four ways:

@@ -95,7 +95,7 @@ describe('list pagination headers (gaps.md)', () => {
   });
 });
 
-describe('deep pages (decision 0300)', () => {
+describe('deep pages (decision 0310)', () => {
   it('a walk by the Link header through a 2,500-product list gives each row once, in order, also across a write', async () => {
     const db = s.daemon.ctx.db;
     const sandbox = s.installation.sandbox_id;

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { deepPage, deepPageReads } from '../../src/db/deep-pages.js';
 
-// Deep pages (decision 0300): whichever way a page is read (its offset, from a remembered start,
+// Deep pages (decision 0310): whichever way a page is read (its offset, from a remembered start,
 // from the other end), it holds exactly the rows of the list's own OFFSET statement, also after
 // writes by this connection or another.
 

@@ -37,7 +37,7 @@ const JUMPS = [0.5, 0.3, 0.7, 0.1, 0.9].map((at) => `/api/products?items=10&page
 type Data = Awaited<ReturnType<typeof initBenchData>>;
 
 /** ROWS rows in each listed table of the sandbox (the test key's account), a second apart. */
-function seed(data: Data): void {
+export function seed(data: Data): void {
   const db = new Database(join(data.dataDir, 'posd.db'));
   try {
     db.pragma('synchronous = OFF');

@@ -79,7 +79,9 @@ export const triggerDepths = perDb((db: Db) => {
   const writes: Array<[from: string, to: string]> = [];
   for (const t of triggers) {
     const body = t.sql.slice(Math.max(0, t.sql.search(/\bBEGIN\b/i)));
-    for (const m of body.matchAll(/\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE(?:\s+OR\s+\w+)?|DELETE\s+FROM)\s+(?:main\.)?(?:"((?:[^"]|"")+)"|(\w+))/gi))
+    for (const m of body.matchAll(
+      /\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE(?:\s+OR\s+\w+)?(?!\s+SET\b)|DELETE\s+FROM)\s+(?:main\.)?(?:"((?:[^"]|"")+)"|(\w+))/gi,
+    ))
       writes.push([t.tbl_name, m[1]?.replace(/""/g, '"') ?? m[2]]);
   }
   const depth = new Map<string, number>();

@@ -96,7 +96,7 @@ export function startCapture(db: Db): void {
     const t = lit(s.name);
     const ins = (key: string, op: string, img: string, prior: string) =>
       `INSERT INTO temp.posd_changes (tbl, k, op, img, prior) VALUES (${t}, ${key}, '${op}', ${img}, ${prior});`;
-    const moved = `${keyOf(s, 'OLD')} IS NOT ${keyOf(s, 'NEW')}${s.pk.length ? '' : ' OR OLD.rowid IS NOT NEW.rowid'}`;
+    const moved = `${keyOf(s, 'OLD')} IS NOT ${keyOf(s, 'NEW')}`;
     const changed = s.columns.map((c) => `OLD.${q(c)} IS NOT NEW.${q(c)}`).join(' OR ');
     db.exec(`
       CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_i_${s.name}`)} AFTER INSERT ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'NEW'), 'i', imageOf(s), 'NULL')} END;

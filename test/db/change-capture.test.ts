@@ -234,22 +234,26 @@ const product = (db: Db, id: string, name: string, live = 0) =>
 /**
  * A leader and a standby from its snapshot; `setup` committed and replayed as the first entry,
  * `change` as the second. Checks the standby equals the leader after the replay (and after the
- * second entry replayed again), then undoes the second entry at the leader and checks it equals
+ * second entry replayed again, and another copy given the second entry's changes in reverse), then undoes the second entry at the leader and checks it equals
  * what it was after the first. Returns the second entry's changes.
  */
 function roundTrip(setup: (db: Db) => void, change: (db: Db) => void): RowChange[] {
   const leader = openDatabase(':memory:');
   const standby = openDatabase(':memory:');
-  for (const db of [leader, standby]) {
+  // Replays the second entry's changes in reverse: the order inside an entry carries nothing.
+  const reversed = openDatabase(':memory:');
+  for (const db of [leader, standby, reversed]) {
     db.exec(TABLE);
     ensureLogState(db);
   }
   startCapture(leader);
   takeChanges(leader);
-  tx(standby, () => {
-    standby.pragma('defer_foreign_keys = ON');
-    replayChanges(standby, snapshotChanges(leader));
-  });
+  const snapshot = snapshotChanges(leader);
+  for (const db of [standby, reversed])
+    tx(db, () => {
+      db.pragma('defer_foreign_keys = ON');
+      replayChanges(db, snapshot);
+    });
   let n = 0;
   setCommitGate(leader, () => {
     const changes = takeChanges(leader);
@@ -267,6 +271,9 @@ function roundTrip(setup: (db: Db) => void, change: (db: Db) => void): RowChange
   if (second) {
     tx(standby, () => replayChanges(standby, changes));
     expect(everything(standby)).toEqual(everything(leader));
+    replayEntries(reversed, entries.slice(0, 1), 0, 5000);
+    tx(reversed, () => replayChanges(reversed, [...changes].reverse()));
+    expect(everything(reversed)).toEqual(everything(leader));
     // One change per key.
     expect(new Set(changes.map(([t, k]) => `${t} ${JSON.stringify(k)}`)).size).toBe(changes.length);
   }

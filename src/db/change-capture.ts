@@ -1,6 +1,12 @@
 import type { Statement } from 'better-sqlite3';
+import { addBefore, changeId, foldCaptured, type Captured } from './change-fold.js';
+import { replayChanges } from './change-replay.js';
+import { LOG_STATE_TABLE, PENDING_TABLE, q, shapes, type RowChange, type TableShape } from './change-shapes.js';
 import { tx, type Db } from './database.js';
 import { perDb } from './per-db.js';
+
+export { LOG_STATE_TABLE, PENDING_TABLE, type RowChange } from './change-shapes.js';
+export { replayChanges } from './change-replay.js';
 
 /**
  * Row-level change capture and replay for a chain's cores (docs/central.md, "One log"): the leader
@@ -12,58 +18,6 @@ import { perDb } from './per-db.js';
  * Capture is TEMP triggers on the leader's own connection: no other connection (a tool in another
  * process, a standby) captures, and nothing persistent changes in the schema.
  */
-
-/** One row change: table, key (the rowid, or a WITHOUT ROWID table's primary key values), the row after (null: deleted). */
-export type RowChange = [table: string, key: number | unknown[], row: Record<string, unknown> | null];
-
-/** This table (the core's place in the log) and SQLite's own are never captured. */
-export const LOG_STATE_TABLE = 'central_log_state';
-/**
- * The leader's entries committed here but not yet appended to the central's log (their position,
- * id, changes and the row images before them, to undo them): never captured either. Emptied as the
- * appender's acknowledgements come (src/sync/central/log-appender.ts); a standby holds none.
- */
-export const PENDING_TABLE = 'central_log_pending';
-
-interface TableShape {
-  name: string;
-  columns: string[];
-  /** Columns whose values are blobs: carried as hex text. */
-  blobs: Set<string>;
-  /** The primary key of a WITHOUT ROWID table; empty for a rowid table. */
-  pk: string[];
-}
-
-const q = (id: string) => `"${id.replace(/"/g, '""')}"`;
-
-function tableShapes(db: Db): TableShape[] {
-  const tables = db
-    .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN (?, ?) ORDER BY name")
-    .all(LOG_STATE_TABLE, PENDING_TABLE) as Array<{ name: string; sql: string }>;
-  return tables.map((t) => {
-    const cols = db.prepare(`SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)`).all(t.name) as Array<{
-      name: string;
-      type: string;
-      pk: number;
-      hidden: number;
-    }>;
-    const stored = cols.filter((c) => c.hidden === 0);
-    const withoutRowid = /WITHOUT\s+ROWID/i.test(t.sql);
-    return {
-      name: t.name,
-      columns: stored.map((c) => c.name),
-      blobs: new Set(stored.filter((c) => /BLOB/i.test(c.type)).map((c) => c.name)),
-      pk: withoutRowid
-        ? stored
-            .filter((c) => c.pk > 0)
-            .sort((a, b) => a.pk - b.pk)
-            .map((c) => c.name)
-        : [],
-    };
-  });
-}
-
-const shapes = perDb((db: Db) => new Map(tableShapes(db).map((s) => [s.name, s])));
 
 /**
  * The statements run at every commit of a leader (take the changes, queue the entry, move the
@@ -105,30 +59,53 @@ function keyOf(s: TableShape, row: 'NEW' | 'OLD'): string {
   return s.pk.length ? `json_array(${s.pk.map((c) => `${row}.${q(c)}`).join(', ')})` : `${row}.rowid`;
 }
 
+/** A column's value in an image: a blob as hex text (NULL stays NULL: hex() would make it an empty blob). */
+function cellOf(s: TableShape, c: string, row: 'NEW' | 'OLD'): string {
+  return s.blobs.has(c) ? `iif(${row}.${q(c)} IS NULL, NULL, hex(${row}.${q(c)}))` : `${row}.${q(c)}`;
+}
+
 function imageOf(s: TableShape, row: 'NEW' | 'OLD' = 'NEW'): string {
-  return `json_object(${s.columns.map((c) => `'${c}', ${s.blobs.has(c) ? `hex(${row}.${q(c)})` : `${row}.${q(c)}`}`).join(', ')})`;
+  return `json_object(${s.columns.map((c) => `'${c}', ${cellOf(s, c, row)}`).join(', ')})`;
+}
+
+/** A SQL text literal. */
+const lit = (text: string) => `'${text.replace(/'/g, "''")}'`;
+
+/**
+ * An update's image: a JSON object of the columns whose value changed, with their `row` value
+ * (NEW: after, OLD: before). Built by concatenation, as json_object cannot leave a key out.
+ */
+function changedOf(s: TableShape, row: 'NEW' | 'OLD'): string {
+  const parts = s.columns.map((c) => `iif(OLD.${q(c)} IS NOT NEW.${q(c)}, ${lit(`,${JSON.stringify(c)}:`)} || json_quote(${cellOf(s, c, row)}), '')`);
+  return `'{' || substr(${parts.join(' || ')}, 2) || '}'`;
 }
 
 /**
  * Installs the capture triggers on this connection (TEMP: this connection only, gone with it).
  * Every insert, update and delete of a table is written to `temp.posd_changes` in the statement's
- * own transaction, so a rollback (of a savepoint too) takes its captured rows with it.
+ * own transaction, so a rollback (of a savepoint too) takes its captured rows with it. An insert
+ * keeps the whole row; an update the columns it changed, after and before (none changed: nothing
+ * kept); a delete the whole row before; an update that moves a key is a delete and an insert.
  */
 export function startCapture(db: Db): void {
   ensureLogState(db);
-  // `prior`: the row with that key before the change (null: there was none), to undo an entry.
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS posd_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, k TEXT NOT NULL, img TEXT, prior TEXT)');
+  // `op`: i, u or d. `prior`: the row (an update's: its changed columns) before the change, to undo an entry.
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS posd_changes (id INTEGER PRIMARY KEY, tbl TEXT NOT NULL, k TEXT NOT NULL, op TEXT NOT NULL, img TEXT, prior TEXT)');
   for (const s of shapes(db).values()) {
     if (s.columns.length > 60) throw new Error(`table ${s.name} has ${s.columns.length} columns: too many for one json_object image`);
-    const t = `'${s.name.replace(/'/g, "''")}'`;
-    const ins = (key: string, img: string, prior: string) => `INSERT INTO temp.posd_changes (tbl, k, img, prior) VALUES (${t}, ${key}, ${img}, ${prior});`;
+    const t = lit(s.name);
+    const ins = (key: string, op: string, img: string, prior: string) =>
+      `INSERT INTO temp.posd_changes (tbl, k, op, img, prior) VALUES (${t}, ${key}, '${op}', ${img}, ${prior});`;
     const moved = `${keyOf(s, 'OLD')} IS NOT ${keyOf(s, 'NEW')}`;
+    const changed = s.columns.map((c) => `OLD.${q(c)} IS NOT NEW.${q(c)}`).join(' OR ');
     db.exec(`
-      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_i_${s.name}`)} AFTER INSERT ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'NEW'), imageOf(s), 'NULL')} END;
-      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_u_${s.name}`)} AFTER UPDATE ON main.${q(s.name)} BEGIN
-        INSERT INTO temp.posd_changes (tbl, k, img, prior) SELECT ${t}, ${keyOf(s, 'OLD')}, NULL, ${imageOf(s, 'OLD')} WHERE ${moved};
-        ${ins(keyOf(s, 'NEW'), imageOf(s), `CASE WHEN ${moved} THEN NULL ELSE ${imageOf(s, 'OLD')} END`)} END;
-      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_d_${s.name}`)} AFTER DELETE ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'OLD'), 'NULL', imageOf(s, 'OLD'))} END;`);
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_i_${s.name}`)} AFTER INSERT ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'NEW'), 'i', imageOf(s), 'NULL')} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_u_${s.name}`)} AFTER UPDATE ON main.${q(s.name)} WHEN NOT (${moved}) AND (${changed}) BEGIN
+        ${ins(keyOf(s, 'NEW'), 'u', changedOf(s, 'NEW'), changedOf(s, 'OLD'))} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_m_${s.name}`)} AFTER UPDATE ON main.${q(s.name)} WHEN ${moved} BEGIN
+        ${ins(keyOf(s, 'OLD'), 'd', 'NULL', imageOf(s, 'OLD'))}
+        ${ins(keyOf(s, 'NEW'), 'i', imageOf(s), 'NULL')} END;
+      CREATE TEMP TRIGGER IF NOT EXISTS ${q(`posd_capture_d_${s.name}`)} AFTER DELETE ON main.${q(s.name)} BEGIN ${ins(keyOf(s, 'OLD'), 'd', 'NULL', imageOf(s, 'OLD'))} END;`);
   }
 }
 
@@ -140,23 +117,15 @@ export function stopCapture(db: Db): void {
 }
 
 /**
- * The changes captured since the last take, as the log's JSON text (an array of RowChange), and
- * forgets them: null when nothing changed. Built by concatenation: the images are JSON already.
- * `undo`: the same keys with the rows before each change, in capture order (undone in reverse).
+ * The changes captured since the last take, as the log's JSON text (an array of RowChange, one per
+ * key: src/db/change-fold.ts), and forgets them: null when nothing changed. `undo`: the same keys
+ * with the rows before the transaction (an update's: the columns it changed).
  */
 export function takeChanges(db: Db): { json: string; count: number; undo: string } | null {
-  const rows = cached(db, 'SELECT tbl, k, img, prior FROM temp.posd_changes ORDER BY id', 'raw').all() as Array<[string, string, string | null, string | null]>;
+  const rows = cached(db, 'SELECT tbl, k, op, img, prior FROM temp.posd_changes ORDER BY id', 'raw').all() as Captured[];
   if (!rows.length) return null;
   cached(db, 'DELETE FROM temp.posd_changes').run();
-  let json = '[';
-  let undo = '[';
-  for (let i = 0; i < rows.length; i++) {
-    const [tbl, k, img, prior] = rows[i];
-    const t = JSON.stringify(tbl);
-    json += `${i ? ',' : ''}[${t},${k},${img ?? 'null'}]`;
-    undo += `${i ? ',' : ''}[${t},${k},${prior ?? 'null'}]`;
-  }
-  return { json: `${json}]`, count: rows.length, undo: `${undo}]` };
+  return foldCaptured(rows);
 }
 
 /** An entry committed here and not yet appended (src/sync/central/log-appender.ts). */
@@ -214,19 +183,16 @@ export function dropPending(db: Db, upTo: number): void {
 /**
  * Undoes the entries not appended from `from` on and moves the file's position back before them:
  * another leader wrote the log at those positions (they were never acknowledged). Every key they
- * touched gets back the row it had before the first of them. The schema's own triggers fire on
- * those writes (a count moved twice, a feed row made): the images are written again and what the
- * triggers made beside them is deleted, until a pass makes nothing new. In the caller's
+ * touched gets back the row (or, for keys only updated, the columns) it had before the first of
+ * them; entries from before the update form hold whole rows, and undo the same. The schema's own
+ * triggers fire on those writes (a count moved twice, a feed row made): the images are written
+ * again and what the triggers changed beside them is set back, until a pass makes nothing new. In the caller's
  * transaction; returns how many entries were undone.
  */
 export function undoPending(db: Db, from: number): number {
   const undos = db.prepare(`SELECT undo FROM ${PENDING_TABLE} WHERE position >= ? ORDER BY position`).pluck().all(from) as string[];
   const priors = new Map<string, RowChange>();
-  for (const undo of undos)
-    for (const change of JSON.parse(undo) as RowChange[]) {
-      const id = `${change[0]}\u0000${JSON.stringify(change[1])}`;
-      if (!priors.has(id)) priors.set(id, change);
-    }
+  for (const undo of undos) for (const change of JSON.parse(undo) as RowChange[]) addBefore(priors, change);
   const capturing = db.prepare("SELECT 1 FROM sqlite_temp_master WHERE name = 'posd_changes'").get() !== undefined;
   if (!capturing) startCapture(db);
   takeChanges(db);
@@ -235,9 +201,8 @@ export function undoPending(db: Db, from: number): number {
     for (let pass = 0; pass < 5; pass++) {
       replayChanges(db, [...priors.values()]);
       const made = takeChanges(db);
-      const extra = made
-        ? (JSON.parse(made.json) as RowChange[]).filter(([t, k]) => !priors.has(`${t}\u0000${JSON.stringify(k)}`)).map(([t, k]): RowChange => [t, k, null])
-        : [];
+      // What the undo's writes made beside the keys undone (a trigger's row) goes back to what it was.
+      const extra = made ? (JSON.parse(made.undo) as RowChange[]).filter(([t, k]) => !priors.has(changeId(t, k))) : [];
       if (!extra.length && pass > 0) break;
       replayChanges(db, extra);
       takeChanges(db);
@@ -248,66 +213,6 @@ export function undoPending(db: Db, from: number): number {
   db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE position >= ?`).run(from);
   setLogPosition(db, Math.min(logPosition(db), from - 1));
   return undos.length;
-}
-
-interface Replayer {
-  update: (values: unknown[]) => number;
-  insert: (values: unknown[]) => void;
-  remove: (key: unknown[]) => void;
-}
-
-const replayers = perDb((db: Db) => {
-  const cache = new Map<string, Replayer>();
-  return (table: string): Replayer => {
-    let r = cache.get(table);
-    if (r) return r;
-    const s = shapes(db).get(table);
-    if (!s) throw new Error(`the log names table ${table}, which this core's database does not have (run the leader's version)`);
-    const keyCols = s.pk.length ? s.pk : ['rowid'];
-    const where = keyCols.map((c) => `${c === 'rowid' ? c : q(c)} = ?`).join(' AND ');
-    const val = (c: string) => (s.blobs.has(c) ? 'unhex(?)' : '?');
-    const upd = db.prepare(`UPDATE main.${q(s.name)} SET ${s.columns.map((c) => `${q(c)} = ${val(c)}`).join(', ')} WHERE ${where}`);
-    const insCols = s.pk.length ? s.columns : ['rowid', ...s.columns];
-    const ins = db.prepare(
-      `INSERT INTO main.${q(s.name)} (${insCols.map((c) => (c === 'rowid' ? c : q(c))).join(', ')}) VALUES (${insCols.map((c) => (c === 'rowid' ? '?' : val(c))).join(', ')})`,
-    );
-    const del = db.prepare(`DELETE FROM main.${q(s.name)} WHERE ${where}`);
-    r = {
-      update: (values) => upd.run(...values).changes,
-      insert: (values) => void ins.run(...values),
-      remove: (key) => void del.run(...key),
-    };
-    cache.set(table, r);
-    return r;
-  };
-});
-
-/**
- * Replays a log entry's changes into this database, in the caller's transaction: an image
- * replaces the row with its key (or is inserted), a null deletes it. Idempotent: replaying an
- * entry twice leaves the same rows. The schema's own triggers fire as they did at the leader and
- * their rows are then overwritten by the leader's images (same keys: the same rowids come next).
- */
-export function replayChanges(db: Db, changes: readonly RowChange[]): void {
-  const of = replayers(db);
-  const s = shapes(db);
-  for (const [table, key, row] of changes) {
-    const r = of(table);
-    const k = Array.isArray(key) ? key : [key];
-    if (row === null) {
-      r.remove(k);
-      continue;
-    }
-    const cols = s.get(table)!.columns;
-    // A text value SQLite made with a JSON function in the same statement (a feed row's payload
-    // from json_object) keeps its JSON subtype into the trigger, and json_object embeds it as an
-    // object, not a string: it is stored back as the text it was.
-    const values = cols.map((c) => {
-      const v = row[c] ?? null;
-      return v !== null && typeof v === 'object' ? JSON.stringify(v) : v;
-    });
-    if (r.update([...values, ...k]) === 0) r.insert(Array.isArray(key) ? values : [key, ...values]);
-  }
 }
 
 /** Every row of every captured table as inserts: the log's first entry when a leader starts an empty log. */

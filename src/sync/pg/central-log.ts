@@ -21,7 +21,7 @@ INSERT INTO central_lease (id) VALUES (1) ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS central_log (
   position bigint PRIMARY KEY,
   epoch bigint NOT NULL,
-  -- A JSON array of row changes ([table, key, row or null]: src/db/change-capture.ts).
+  -- A JSON array of row changes, one per key ([table, key, row or null], or [table, key, columns, 1]: src/db/change-shapes.ts).
   changes text NOT NULL,
   count integer NOT NULL,
   at timestamptz NOT NULL DEFAULT now()

@@ -112,10 +112,13 @@ const GATHER_MAX_MS = 10;
 /**
  * A flush that started while another ran and took this many times that one's duration says the
  * disk ran them one after the other; after SERIAL_SIGNS such flushes in a row, flushes go one at a
- * time for SERIAL_FOR_MS, then overlap again.
+ * time for SERIAL_FOR_MS, then overlap again. Six, not three: flush times that merely vary (a
+ * loaded box, a disk's own jitter) gave three in a row about once every few seconds, each costing
+ * a second of one flush at a time; a disk that does serialise them shows the sign on every
+ * overlapped flush, so six take it only a few flushes longer to find (decision 0306).
  */
 const SERIAL_FACTOR = 1.5;
-const SERIAL_SIGNS = 3;
+const SERIAL_SIGNS = 6;
 const SERIAL_FOR_MS = 1000;
 
 interface Flight {
@@ -134,7 +137,8 @@ interface Flight {
  * with `synchronous=NORMAL` (SQLite appends its frames to the WAL without flushing), then waits here
  * for an `fdatasync` of the WAL that started after its commit. The loop keeps answering reads and
  * filling the next batch meanwhile. Waiters are answered in the order they came: a flight (one
- * flush and its waiters) is answered once it has ended and every flight started before it has been.
+ * flush and its waiters) is answered once it has ended and every flight started before it has been,
+ * or, sooner, once a flight started after it has ended well (that flush covered its commits too).
  *
  * Slow disk, flushes side by side (decision 0298): with one flush at a time a writer answered when
  * a flush ends is carried by the next only if the loop ran its next request before that one
@@ -144,7 +148,7 @@ interface Flight {
  * for a `flushNow`): each carries the commits made since the one before it, and a writer waits for
  * its own flush and a share of the next start. A disk that runs concurrent flushes one after the
  * other (its cache flushes serialised) would make each wait for those before it: when flushes
- * started beside another take half as long again as it, three times in a row, flushes go one at a
+ * started beside another take half as long again as it, six times in a row, flushes go one at a
  * time for a second, then overlap again.
  *
  * One at a time (a fast disk, or one found serial), gathering (decision 0273): the writers a slow
@@ -293,11 +297,15 @@ export class WalFlusher {
     }
     let answered = 0;
     let failed = false;
-    while (this.flights.length && this.flights[0].tookMs !== null) {
+    // A flush that ended well covered every commit made before it started, those of the flights
+    // started before it included: they are answered with it, whether their own flush has ended or
+    // not (decision 0306). One that failed answers in turn, once every older flight has.
+    const upTo = error ? 0 : this.flights.indexOf(flight) + 1;
+    for (let i = 0; this.flights.length && (i < upTo || this.flights[0].tookMs !== null); i++) {
       const done = this.flights.shift()!;
       answered += done.commits;
       failed ||= done.error !== null;
-      for (const waiter of done.waiters) waiter(done.error);
+      for (const waiter of done.waiters.splice(0)) waiter(done.error);
     }
     const tookMs = flight.tookMs;
     if (this.running === 0 && !failed && !this.urgent && tookMs >= GATHER_FROM_MS && answered > 1 && !this.overlapping()) {

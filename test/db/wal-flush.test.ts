@@ -287,13 +287,18 @@ describe('flushes side by side on a slow disk (decision 0298)', () => {
     expect(s.disk.pending).toHaveLength(2);
     s.clock.t += 1;
     await until("the spacing wait ended and c's flush started", () => s.disk.pending.length === 3);
-    // The newest flush ends first: nothing is answered before the ones started earlier are.
-    s.disk.releaseAt(2);
+    // The middle flush ends first: it started after a's commit too, so a and b are answered, in
+    // commit order; c, whose commit came after b's flush started, waits for its own.
     s.disk.releaseAt(1);
-    expect(await settledState(Promise.race([a, b, c]))).toBe('pending');
+    await Promise.all([a, b]);
+    expect(order).toEqual(['a', 'b']);
+    expect(await settledState(c)).toBe('pending');
+    // The oldest flush, already answered for, ends: nothing more is answered.
     s.clock.t += 8;
     s.disk.release();
-    await Promise.all([a, b, c]);
+    expect(await settledState(c)).toBe('pending');
+    s.disk.release();
+    await c;
     expect(order).toEqual(['a', 'b', 'c']);
     // whenDurable joins the newest flight while it runs, and answers after the older ones.
     const d = s.flusher.committed();
@@ -351,12 +356,37 @@ describe('flushes side by side on a slow disk (decision 0298)', () => {
     await again;
   });
 
-  it('goes one flush at a time once flushes started beside another take half as long again, three times in a row', async () => {
+  it('goes one flush at a time once flushes started beside another take half as long again, six times in a row', async () => {
     const s = slowFlusher();
     await afterSlowFlush(s, 4);
+    /** A flush started 2 ms after another (of 4 ms) that ends `after` ms after it. */
+    const pair = async (after: number) => {
+      const older = s.flusher.committed();
+      s.clock.t += 2;
+      const beside = s.flusher.committed();
+      expect(s.disk.pending).toHaveLength(2);
+      s.clock.t += 2;
+      s.disk.release();
+      await older;
+      s.clock.t += after;
+      s.disk.release();
+      await beside;
+    };
+    // Flush times that vary: five slow ones in a row, then one that is not, start the count again.
+    for (let i = 0; i < 5; i++) await pair(4);
+    await pair(0);
+    for (let i = 0; i < 5; i++) await pair(4);
+    const still = s.flusher.committed();
+    s.clock.t += 2;
+    const overlapping = s.flusher.committed();
+    expect(s.disk.pending).toHaveLength(2);
+    s.clock.t += 2;
+    s.disk.release();
+    s.disk.release();
+    await Promise.all([still, overlapping]);
     // A disk that runs them one after the other: a flush started 2 ms after another (of 4 ms)
     // ends 4 ms after it, having taken 6.
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 6; i++) {
       const older = s.flusher.committed();
       s.clock.t += 2;
       const beside = s.flusher.committed();

@@ -14,6 +14,7 @@ import { MODULES, buildRegistry } from './modules/index.js';
 import { projectorWorker } from './sync/central/projector.js';
 import { projectorBell } from './sync/central/projector-bell.js';
 import { ingestBatch } from './sync/central/core-ingest.js';
+import { newAppendShare } from './sync/central/append-loop.js';
 import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-host.js';
 
 /**
@@ -55,7 +56,7 @@ const ctx = {
   bootId: randomUUID(),
   shutdown: abort.signal,
 };
-const share = new Float64Array(start.share);
+const share = newAppendShare(start.share);
 
 /**
  * The thread's commit gate: its slice's changes kept in the file as the entry at the next position
@@ -65,9 +66,14 @@ const share = new Float64Array(start.share);
 function queue(): void {
   const changes = takeChanges(db);
   if (!changes) return;
-  if (share[1] === 1) throw new ApiError('central_standby', { message: 'This core no longer leads the central: nothing was written.' });
-  const position = queueEntry(db, changes, randomUUID(), share[0]);
-  queueMicrotask(() => post({ queued: position }));
+  if (share.figures[1] === 1) throw new ApiError('central_standby', { message: 'This core no longer leads the central: nothing was written.' });
+  const position = queueEntry(db, changes, randomUUID(), share.figures[0]);
+  queueMicrotask(() => {
+    // After the commit: the appender's thread, where it runs, wakes on the ring with no message.
+    Atomics.add(share.rings, 0, 1);
+    Atomics.notify(share.rings, 0);
+    post({ queued: position });
+  });
 }
 
 startCapture(db);

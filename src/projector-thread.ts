@@ -14,7 +14,7 @@ import { MODULES, buildRegistry } from './modules/index.js';
 import { projectorWorker } from './sync/central/projector.js';
 import { projectorBell } from './sync/central/projector-bell.js';
 import { ingestBatch } from './sync/central/core-ingest.js';
-import { newAppendShare } from './sync/central/append-loop.js';
+import { newAppendShare, ringAppender } from './sync/central/append-loop.js';
 import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-host.js';
 
 /**
@@ -70,8 +70,7 @@ function queue(): void {
   const position = queueEntry(db, changes, randomUUID(), share.figures[0]);
   queueMicrotask(() => {
     // After the commit: the appender's thread, where it runs, wakes on the ring with no message.
-    Atomics.add(share.rings, 0, 1);
-    Atomics.notify(share.rings, 0);
+    ringAppender(share);
     post({ queued: position });
   });
 }
@@ -95,7 +94,7 @@ port.on('message', (m: ThreadIn) => {
   else if ('stop' in m) void stop();
   else if ('ingest' in m) {
     try {
-      ingestBatch(ctx, m.batch);
+      ingestBatch(ctx, m.batch, () => Atomics.load(turnFlags, 0) > 0);
       post({ ingested: m.ingest });
       projectorBell(db).ring();
     } catch (err) {

@@ -14,12 +14,21 @@ const RETRY_MS = 200;
 export interface AppendShare {
   /** [0]: the last position the log holds of this leadership; [1]: 1 once fenced (another core leads). */
   figures: Float64Array;
-  /** [0]: moved (and notified) by every commit that queued an entry: the appender's thread wakes on it. */
+  /**
+   * [0]: moved by every commit that queued an entry; [1]: 1 while the appender's thread sleeps on
+   * [0] (only then is it woken: a notify costs a message to the other thread).
+   */
   rings: Int32Array;
 }
 
 export function newAppendShare(buffer = new SharedArrayBuffer(24)): AppendShare {
-  return { figures: new Float64Array(buffer, 0, 2), rings: new Int32Array(buffer, 16, 1) };
+  return { figures: new Float64Array(buffer, 0, 2), rings: new Int32Array(buffer, 16, 2) };
+}
+
+/** Tells the appender's thread, if it sleeps, that an entry was queued (from any thread). */
+export function ringAppender(share: AppendShare): void {
+  Atomics.add(share.rings, 0, 1);
+  if (Atomics.load(share.rings, 1) === 1) Atomics.notify(share.rings, 0);
 }
 
 /** What the sending loop tells the appender (on its loop, or by message from its thread). */

@@ -1,6 +1,6 @@
 import { Worker as Thread } from 'node:worker_threads';
 import type { AppContext } from '../../context.js';
-import type { AppendHooks, AppendShare } from './append-loop.js';
+import { type AppendHooks, type AppendShare, ringAppender } from './append-loop.js';
 import type { AppendSender } from './log-appender.js';
 import { relayThreadLog } from './projector-host.js';
 
@@ -58,8 +58,7 @@ export class AppenderThread implements AppendSender {
   }
 
   ring(): void {
-    Atomics.add(this.share.rings, 0, 1);
-    Atomics.notify(this.share.rings, 0);
+    ringAppender(this.share);
   }
 
   async stop(): Promise<void> {

@@ -48,8 +48,11 @@ async function watch(): Promise<void> {
   let seen = Atomics.load(share.rings, 0);
   sender.ring();
   while (!stopping) {
+    // Asleep before the last look at the counter: a ring after that look sees [1] and notifies.
+    Atomics.store(share.rings, 1, 1);
     const waited = waitAsync(share.rings, 0, seen);
     if (waited.async) await waited.value;
+    Atomics.store(share.rings, 1, 0);
     seen = Atomics.load(share.rings, 0);
     if (!stopping) sender.ring();
   }

@@ -12,7 +12,10 @@ const RETRY_MS = 200;
 
 /** What the appender and the connections' commit gates share (the projector's thread's too). */
 export interface AppendShare {
-  /** [0]: the last position the log holds of this leadership; [1]: 1 once fenced (another core leads). */
+  /**
+   * [0]: the last position the log holds of this leadership; [1]: 1 once fenced (another core leads);
+   * [2]: the last position an acknowledgement waits for (0: none waits), where an append ends.
+   */
   figures: Float64Array;
   /**
    * [0]: moved by every commit that queued an entry; [1]: 1 while the appender's thread sleeps on
@@ -21,8 +24,8 @@ export interface AppendShare {
   rings: Int32Array;
 }
 
-export function newAppendShare(buffer = new SharedArrayBuffer(24)): AppendShare {
-  return { figures: new Float64Array(buffer, 0, 2), rings: new Int32Array(buffer, 16, 2) };
+export function newAppendShare(buffer = new SharedArrayBuffer(32)): AppendShare {
+  return { figures: new Float64Array(buffer, 0, 3), rings: new Int32Array(buffer, 24, 2) };
 }
 
 /** Tells the appender's thread, if it sleeps, that an entry was queued (from any thread). */
@@ -98,7 +101,11 @@ export class AppendLoop {
         const read = pendingEntries(this.db, this.appended, APPEND_BATCH);
         if (!read.length) break;
         let chars = 0;
-        const batch = read.filter((e, i) => (chars += e.changes.length) <= APPEND_CHARS || i === 0);
+        // While an acknowledgement waits, the append ends at its entry: the entries committed after
+        // it (a projector's slice, often 100 kB and more) go in the next one, not in its round trip.
+        const waited = this.share.figures[2];
+        const cut = waited > this.appended ? waited : Number.POSITIVE_INFINITY;
+        const batch = read.filter((e, i) => ((chars += e.changes.length) <= APPEND_CHARS && e.position <= cut) || i === 0);
         if (batch[0].position !== this.appended + 1)
           throw new Error(`the file's first entry not appended is ${batch[0].position}, the log holds this leadership's to ${this.appended}`);
         await this.send(batch);

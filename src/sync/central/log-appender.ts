@@ -91,6 +91,7 @@ export class LogAppender {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
+        this.markWaited();
         reject(new ApiError('central_log_unavailable'));
       }, HOLD_TIMEOUT_MS);
       const waiter: Waiter = {
@@ -105,6 +106,7 @@ export class LogAppender {
         },
       };
       this.waiters.push(waiter);
+      this.markWaited();
       this.ring();
     });
   }
@@ -121,6 +123,7 @@ export class LogAppender {
   private failAll(err: ApiError): void {
     this.failure ??= err;
     this.share.figures[1] = 1;
+    this.share.figures[2] = 0;
     for (const w of this.waiters.splice(0)) w.reject(err);
   }
 
@@ -130,6 +133,14 @@ export class LogAppender {
     const still: Waiter[] = [];
     for (const w of this.waiters) (w.position <= at ? w.resolve : () => still.push(w))();
     this.waiters = still;
+    this.markWaited();
+  }
+
+  /** The last position an acknowledgement waits for, for the sending loop: its append ends there. */
+  private markWaited(): void {
+    let last = 0;
+    for (const w of this.waiters) if (w.position > last) last = w.position;
+    this.share.figures[2] = last;
   }
 
   private advanced(_position: number, n: number, ms: number, chars: number): void {

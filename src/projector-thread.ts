@@ -23,8 +23,9 @@ import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-
  * with its own connection to the core's SQLite file, its own capture triggers and commit gate. Each
  * slice it commits keeps its entry in the file at the position read inside the slice's transaction
  * (this connection and the daemon's queue in the order SQLite's write lock gives them); the
- * daemon's appender sends it to the central's log after the commit. The daemon's event loop answers `/api` meanwhile; what the slices ring
- * (the report, the feed relay, webhooks) is told to it by message.
+ * appender (on a thread of its own: src/sync/central/log-appender-thread.ts) sends it to the
+ * central's log after the commit. The daemon's event loop answers `/api` meanwhile; what the
+ * slices ring (the report, the feed relay, webhooks) is told to it by message.
  */
 /** A slice on the thread: at most this many records or this long, or until a daemon write waits. */
 const THREAD_SLICE_RECORDS = 1000;
@@ -61,7 +62,7 @@ const share = newAppendShare(start.share);
 /**
  * The thread's commit gate: its slice's changes kept in the file as the entry at the next position
  * (read inside the transaction: the daemon's connection queues too, in the write lock's order);
- * the daemon's appender sends it once told, after the commit. Refused once the appender was fenced.
+ * the appender sends it once rung, after the commit. Refused once the appender was fenced.
  */
 function queue(): void {
   const changes = takeChanges(db);

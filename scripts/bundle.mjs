@@ -17,7 +17,11 @@ const started = performance.now();
 rmSync(OUT, { recursive: true, force: true });
 await build({
   // The chain core's projector thread (src/projector-thread.ts) is a second entry, beside posd.js.
-  input: { posd: 'dist/src/posd.js', 'projector-thread': 'dist/src/projector-thread.js' },
+  input: {
+    posd: 'dist/src/posd.js',
+    'projector-thread': 'dist/src/projector-thread.js',
+    'log-appender-thread': 'dist/src/sync/central/log-appender-thread.js',
+  },
   platform: 'node',
   external: [/\.node$/, 'better-sqlite3', 'serialport', /^@serialport\//, 'pino', 'pino-pretty', 'thread-stream', 'pdfkit'],
   output: {

@@ -14,6 +14,7 @@ import { MODULES, buildRegistry } from './modules/index.js';
 import { projectorWorker } from './sync/central/projector.js';
 import { projectorBell } from './sync/central/projector-bell.js';
 import { ingestBatch } from './sync/central/core-ingest.js';
+import { newAppendShare, ringAppender } from './sync/central/append-loop.js';
 import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-host.js';
 
 /**
@@ -22,8 +23,9 @@ import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-
  * with its own connection to the core's SQLite file, its own capture triggers and commit gate. Each
  * slice it commits keeps its entry in the file at the position read inside the slice's transaction
  * (this connection and the daemon's queue in the order SQLite's write lock gives them); the
- * daemon's appender sends it to the central's log after the commit. The daemon's event loop answers `/api` meanwhile; what the slices ring
- * (the report, the feed relay, webhooks) is told to it by message.
+ * appender (on a thread of its own: src/sync/central/log-appender-thread.ts) sends it to the
+ * central's log after the commit. The daemon's event loop answers `/api` meanwhile; what the
+ * slices ring (the report, the feed relay, webhooks) is told to it by message.
  */
 /** A slice on the thread: at most this many records or this long, or until a daemon write waits. */
 const THREAD_SLICE_RECORDS = 1000;
@@ -55,19 +57,23 @@ const ctx = {
   bootId: randomUUID(),
   shutdown: abort.signal,
 };
-const share = new Float64Array(start.share);
+const share = newAppendShare(start.share);
 
 /**
  * The thread's commit gate: its slice's changes kept in the file as the entry at the next position
  * (read inside the transaction: the daemon's connection queues too, in the write lock's order);
- * the daemon's appender sends it once told, after the commit. Refused once the appender was fenced.
+ * the appender sends it once rung, after the commit. Refused once the appender was fenced.
  */
 function queue(): void {
   const changes = takeChanges(db);
   if (!changes) return;
-  if (share[1] === 1) throw new ApiError('central_standby', { message: 'This core no longer leads the central: nothing was written.' });
-  const position = queueEntry(db, changes, randomUUID(), share[0]);
-  queueMicrotask(() => post({ queued: position }));
+  if (share.figures[1] === 1) throw new ApiError('central_standby', { message: 'This core no longer leads the central: nothing was written.' });
+  const position = queueEntry(db, changes, randomUUID(), share.figures[0]);
+  queueMicrotask(() => {
+    // After the commit: the appender's thread, where it runs, wakes on the ring with no message.
+    ringAppender(share);
+    post({ queued: position });
+  });
 }
 
 startCapture(db);
@@ -89,7 +95,7 @@ port.on('message', (m: ThreadIn) => {
   else if ('stop' in m) void stop();
   else if ('ingest' in m) {
     try {
-      ingestBatch(ctx, m.batch);
+      ingestBatch(ctx, m.batch, () => Atomics.load(turnFlags, 0) > 0);
       post({ ingested: m.ingest });
       projectorBell(db).ring();
     } catch (err) {

@@ -24,6 +24,7 @@ import { metrics } from '../../system/metrics.js';
 import { appendEntry, entriesAfter, entryIdsBetween, leaderOf, logEnd, reportCore, takeEpoch, type LogEntry } from '../pg/central-log.js';
 import { SyncPgClient } from '../pg/sync-client.js';
 import { LogAppender, newAppendShare } from './log-appender.js';
+import { AppenderThread } from './log-appender-host.js';
 import type { LogLink } from './projector-host.js';
 
 /** Entries a follower reads per query, and replays per transaction at most. */
@@ -261,6 +262,11 @@ export class CentralLog {
       this.ctx.log,
       () => this.fenced(),
       (ms) => this.appendSeconds.observe(ms / 1000),
+      // With the projector's thread the appends go from a thread of their own too: neither the
+      // entries' reads nor the driver's writes of their text take the loop that answers /api.
+      this.ctx.config.sync.postgres.projector_thread
+        ? (hooks) => new AppenderThread(this.ctx, new URL('./log-appender-thread.js', import.meta.url), this.epoch, share, hooks)
+        : undefined,
     );
     if (ahead) {
       // Never acknowledged, and this core now holds the lease: they go into the log first.

@@ -61,7 +61,7 @@ export function registerCoreMetrics(ctx: AppContext, core: PgCore): void {
   });
   m.gauge({
     name: 'posd_central_log_thread_entries',
-    help: "Entries of the central's log this core's projector thread committed since the process started (its slices; the daemon's appender sends them)",
+    help: "Entries of the central's log this core's projector thread committed since the process started (its slices; the appender sends them)",
     collect() {
       this.set(core.log_.state.threadAppended);
     },

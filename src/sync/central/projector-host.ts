@@ -60,6 +60,16 @@ const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fa
   60: 'fatal',
 };
 
+/** A line of a thread's logger, written by the daemon's (one destination, one redaction). */
+export function relayThreadLog(ctx: Pick<AppContext, 'log'>, line: string, thread: string): void {
+  try {
+    const { level, msg, time: _t, pid: _p, hostname: _h, ...fields } = JSON.parse(line) as Record<string, unknown>;
+    ctx.log[LEVELS[level as number] ?? 'info']({ ...fields, thread }, String(msg ?? ''));
+  } catch {
+    ctx.log.info({ thread }, line.trim());
+  }
+}
+
 /**
  * The leading chain core's projector, run on a thread (src/projector-thread.ts) so that its slices
  * (applying, appending each to the central's log in PostgreSQL, committing) never hold the event
@@ -134,17 +144,7 @@ export class ThreadProjector implements Worker {
     } else if ('idle' in m) {
       this.idles.get(m.idle)?.();
       this.idles.delete(m.idle);
-    } else if ('log' in m) this.relayLog(m.log);
-  }
-
-  /** A line of the thread's logger, written by the daemon's (one destination, one redaction). */
-  private relayLog(line: string): void {
-    try {
-      const { level, msg, time: _t, pid: _p, hostname: _h, ...fields } = JSON.parse(line) as Record<string, unknown>;
-      this.ctx.log[LEVELS[level as number] ?? 'info']({ ...fields, thread: 'projector' }, String(msg ?? ''));
-    } catch {
-      this.ctx.log.info({ thread: 'projector' }, line.trim());
-    }
+    } else if ('log' in m) relayThreadLog(ctx, m.log, 'projector');
   }
 
   /** Resolves once the thread's projector applied everything received (tests and the bench: `projected`). */

@@ -27,7 +27,9 @@ const coreConfig = (i: number) => ({
   role: 'central',
   limits: { per_key_per_second: 100_000 },
   http: { host: '127.0.0.1', port: ports[i], shutdown_grace_ms: 500 },
-  sync: { postgres: { url: pgUrl, pool_max: 4 } },
+  // The second core runs its projector and its appender on threads of their own: the tests that
+  // find it leading (the takeover's write, the fence) go through the appender's thread.
+  sync: { postgres: { url: pgUrl, pool_max: 4, projector_thread: i === 1 } },
 });
 
 const startCore = async (i: number) => {

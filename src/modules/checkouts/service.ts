@@ -523,6 +523,12 @@ export function checkoutForPage(ctx: AppContext, id: string): Checkout | undefin
 }
 
 /** Reads across several accounts (organization keys); the row keeps its account_id. */
+/** A checkout's status alone, without building its view (a terminal charge asks it twice: decision 0308). */
+export function checkoutStatusIn(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): string | undefined {
+  const row = checkoutsStore(ctx.db).byId(id);
+  return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? row.status : undefined;
+}
+
 export function getCheckoutIn(ctx: AppContext, accountIds: string[], liveMode: boolean, id: string): Checkout | undefined {
   const row = checkoutsStore(ctx.db).byId(id);
   return row && accountIds.includes(row.account_id) && (row.live_mode === 1) === liveMode ? toCheckout(ctx, row) : undefined;

@@ -66,9 +66,11 @@ export class CouponsStore {
       ),
       get: db.prepare(`SELECT *, ${STATUS} AS status FROM coupons WHERE id = @id`),
       byCode: db.prepare(`SELECT *, ${STATUS} AS status FROM coupons WHERE account_id = @account AND code_key = @code AND archived = 0`),
+      // Read by every checkout made. `+@account`: compiled once, not again on every run (decision 0308,
+      // src/modules/terminals/commands/store.ts).
       automatic: db.prepare(
         `SELECT *, ${STATUS} AS status FROM coupons
-         WHERE account_id = @account AND automatically_applies = 1 AND archived = 0 ORDER BY created_at, rowid`,
+         WHERE account_id = +@account AND automatically_applies = 1 AND archived = 0 ORDER BY created_at, rowid`,
       ),
       list: db.prepare(`${scoped} ORDER BY created_at DESC, seq DESC LIMIT @limit OFFSET @offset`),
       count: db.prepare(`SELECT count(*) AS n FROM (${scoped})`),

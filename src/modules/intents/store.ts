@@ -56,7 +56,8 @@ export class IntentsStore {
       ),
       byId: db.prepare('SELECT * FROM intents WHERE id = ?'),
       byLegacyId: db.prepare('SELECT * FROM intents WHERE legacy_id = ?'),
-      nextReceipt: db.prepare('SELECT coalesce(max(receipt_number), 0) + 1 AS n FROM intents WHERE account_id = ?'),
+      // `+?`: compiled once, not again on every run (decision 0308, src/modules/terminals/commands/store.ts).
+      nextReceipt: db.prepare('SELECT coalesce(max(receipt_number), 0) + 1 AS n FROM intents WHERE account_id = +?'),
       setInvoiceUrl: db.prepare('UPDATE intents SET tax_invoice_url = ? WHERE id = ?'),
       totals: db.prepare(
         `SELECT account_id, live_mode, currency, type, status, count(*) AS count, sum(amount_in_cents) AS amount_in_cents

@@ -56,7 +56,8 @@ export class LedgerStore {
          VALUES (@id, @account_id, @live_mode, @type, @amount_in_cents, @fee_in_cents, @net_amount_in_cents,
            @currency, @balance_after_in_cents, @commission_in_cents, @vat_withheld_in_cents, @source_id, @source_type, @description, @created_at, @origin)`,
       ),
-      last: db.prepare('SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = ? AND currency = ? ORDER BY seq DESC LIMIT 1'),
+      // `+?`: compiled once, not again on every run (decision 0308, src/modules/terminals/commands/store.ts).
+      last: db.prepare('SELECT balance_after_in_cents FROM balance_transactions WHERE account_id = +? AND currency = +? ORDER BY seq DESC LIMIT 1'),
       byId: db.prepare('SELECT * FROM balance_transactions WHERE id = ?'),
       // The last row of each currency carries the running balance: no sum over the whole ledger.
       balances: db.prepare(

@@ -216,9 +216,17 @@ export function terminalDone(t: Pick<Transitioned, 'final' | 'status'>): boolean
   return t.final || t.status === 'stored';
 }
 
+let initial: Transitioned | undefined;
+
+/** The same for every command (no input): computed once, not through XState on every charge. */
 export function initialCommand(): Transitioned {
-  const [snap] = initialTransition(commandMachine);
-  return describe(snap, []);
+  if (!initial) {
+    const [snap] = initialTransition(commandMachine);
+    initial = describe(snap, []);
+    Object.freeze(initial.context);
+    Object.freeze(initial.effects);
+  }
+  return initial;
 }
 
 /** Rebuilds a snapshot from its stored JSON (rehydration after a restart). */

@@ -1,6 +1,6 @@
 import type { AppContext } from '../../../context.js';
 import type { Account } from '../../../accounts/service.js';
-import { createCheckout, getCheckout, getCheckoutIn, setCheckoutStatus } from '../../checkouts/service.js';
+import { checkoutStatusIn, createCheckout, getCheckout, setCheckoutStatus } from '../../checkouts/service.js';
 import { finishPendingPayment, markPaymentForwarded, paymentIntentRow, settleCheckoutPayment, startPendingPayment } from '../../payments/service.js';
 import type { TerminalOutcome } from './machine.js';
 
@@ -34,7 +34,7 @@ export function checkoutForCommand(
 }
 
 export function checkoutStatusOf(ctx: AppContext, accountId: string, liveMode: boolean, checkoutId: string): string | undefined {
-  return getCheckoutIn(ctx, [accountId], liveMode, checkoutId)?.status;
+  return checkoutStatusIn(ctx, [accountId], liveMode, checkoutId);
 }
 
 export function settleTerminalPayment(
@@ -61,7 +61,7 @@ export function settleTerminalPayment(
  * status where that move exists: a checkout settled or changed by another path is left alone.
  */
 export function markCheckoutInProgress(ctx: AppContext, account: Account, checkoutId: string, inProgress: boolean): void {
-  const status = getCheckoutIn(ctx, [account.id], account.live_mode, checkoutId)?.status;
+  const status = checkoutStatusIn(ctx, [account.id], account.live_mode, checkoutId);
   if (inProgress && status === 'unpaid') setCheckoutStatus(ctx, account, checkoutId, { type: 'START_PAYMENT' });
   if (!inProgress && status === 'payment_in_progress') setCheckoutStatus(ctx, account, checkoutId, { type: 'ABANDON_PAYMENT' });
 }

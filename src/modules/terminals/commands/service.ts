@@ -110,10 +110,11 @@ export function createCommand(ctx: AppContext, account: Account, body: CreateCom
   const terminal = findTerminal(ctx, { accountIds: [account.id], liveMode: account.live_mode }, body.terminal_id);
   if (!terminal) throw invalid({ terminal_id: `no terminal with id ${body.terminal_id}` });
   const store = commandsStore(ctx.db);
+  // Read once: nothing runs between this read and the savepoint below (one synchronous job).
+  const existing = store.byExternalId(account.id, body.external_id);
   // A repeat of a known external_id is answered below as before; only a new charge is checked.
-  if (!store.byExternalId(account.id, body.external_id)) refuseOverCapWhileOffline(ctx, account, terminal.id, amount, currency);
+  if (!existing) refuseOverCapWhileOffline(ctx, account, terminal.id, amount, currency);
   const result = tx(ctx.db, () => {
-    const existing = store.byExternalId(account.id, body.external_id);
     if (existing) {
       if (existing.amount_in_cents === amount && existing.terminal_id === terminal.id) return { id: existing.id, created: false };
       throw new ApiError('external_id_reused');
@@ -259,6 +260,14 @@ export interface AppliedEvent {
   row: CommandRowWithTerminal;
   /** null when the machine refused the event: nothing changed (a duplicate result, say). */
   changed: Transitioned | null;
+}
+
+/**
+ * One event on a command row the caller read in this same turn (nothing ran since), in its own
+ * transaction: what the bridge's offer uses, without reading the row again (decision 0308).
+ */
+export function applyEventToRow(ctx: AppContext, row: CommandRow, event: CommandEvent): Transitioned | null {
+  return tx(ctx.db, () => applyInTx(ctx, row, event));
 }
 
 /** One terminal-side event on one command, in its own transaction. */

@@ -2,7 +2,7 @@ import type { AppContext } from '../../../context.js';
 import { isoTime } from '../../../clock.js';
 import { afterCommit, groupCommit, inGroupCommit } from '../../../db/group-commit.js';
 import { terminalRefundInFlight } from '../../refunds/service.js';
-import { applyTerminalEvent, commandContext, commandOffered, currentCommandOf } from '../commands/service.js';
+import { applyEventToRow, commandContext, commandOffered, currentCommandOf } from '../commands/service.js';
 import type { CommandRow } from '../commands/store.js';
 import { chargeOf } from './charge.js';
 import type { Session } from './session.js';
@@ -18,7 +18,7 @@ export function offerCurrentCommand(ctx: AppContext, terminalId: string, only?: 
   const row = currentCommandOf(ctx, terminalId);
   if (row?.status !== 'pending' || commandContext(row).offered || (only !== undefined && row.id !== only)) return undefined;
   if (terminalRefundInFlight(ctx, terminalId)) return undefined;
-  return applyTerminalEvent(ctx, row.id, { type: 'OFFER', at: isoTime(ctx.clock.now()) })?.changed ? row : undefined;
+  return applyEventToRow(ctx, row, { type: 'OFFER', at: isoTime(ctx.clock.now()) }) ? row : undefined;
 }
 
 /** What offering in a creating commit needs of the bridge (bridge.ts). */

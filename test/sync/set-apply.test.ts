@@ -110,9 +110,12 @@ function projectBothWays(storeId: string): { sets: Record<string, string[]>; alo
       log: pino({ level: 'silent' }),
       modules: [...MODULES, tallyModule],
     });
+    // The webhooks' fan-out hook: called for each new event, in seq order, either way.
+    const hooked: number[] = [];
+    ctx.outbox.onEmit((seq) => hooked.push(seq));
     // Small slices too: a run never crosses a slice, and a slice's end falls inside the batch.
     while (projectSlice(ctx, storeId, { records: 137, ms: 60_000, sets }) > 0);
-    out[String(sets)] = dump(db);
+    out[String(sets)] = { ...dump(db), hooked: hooked.map(String) };
     db.close();
   }
   const counts = { sets: SetRun.counts.sets - before.sets, fallbacks: SetRun.counts.fallbacks - before.fallbacks };
@@ -194,6 +197,9 @@ describe('set-based apply', () => {
     const ids = sets.events.map((r) => (JSON.parse(r) as { id: string }).id);
     expect(ids.filter((id) => id === 'msg_set_0' || id === 'msg_set_late')).toHaveLength(2);
     expect(ids).toContain('msg_set_tail_89');
+    // Every new event hooked once, in seq order (duplicates skipped): 130 + 1 + 90 + 1 + 2 events, and the sale's and the report's.
+    expect(sets.hooked.length).toBeGreaterThanOrEqual(224);
+    expect(sets.hooked.map(Number)).toEqual([...sets.hooked.map(Number)].sort((x, y) => x - y));
   });
 
   it('falls back to each record alone when a set statement fails, to the same outcomes and rows', async () => {
@@ -212,7 +218,10 @@ describe('set-based apply', () => {
 
     const { sets, alone, counts } = projectBothWays('store_set_fail');
     expect(counts.fallbacks).toBe(3);
-    for (const t of Object.keys(alone)) expect(sets[t], t).toEqual(alone[t]);
+    for (const t of Object.keys(alone)) if (t !== 'hooked') expect(sets[t], t).toEqual(alone[t]);
+    // The failed set's first insert was hooked before its savepoint rolled it (and the hook's own
+    // writes) back, as an applier failing after its emit is on the per-record path; then each alone.
+    expect(sets.hooked).toEqual(['1', ...alone.hooked]);
     const rows = sets.sync_received.map((r) => JSON.parse(r) as { id: string; outcome: string }).filter((r) => r.id.startsWith('sync_tally_'));
     expect(rows.map((r) => r.outcome).sort()).toEqual(['applied', 'applied', 'parked']);
     const ids = sets.events.map((r) => (JSON.parse(r) as { id: string }).id);

@@ -35,10 +35,10 @@ const projecting = perDb(() => ({ store: null as string | null }));
 export interface SliceLimits {
   records: number;
   ms: number;
-  /** True when another writer waits for the write lock: the slice ends after its current record, once it ran `yieldAfterMs`. */
+  /** True when another writer waits for the write lock: the slice ends after its current record, once past `yieldAfter`. */
   yieldNow?: () => boolean;
-  /** How long a slice runs before `yieldNow` is asked (default 0: at every record). */
-  yieldAfterMs?: number;
+  /** `yieldNow` is asked once the slice holds this many records or ran this long (default: from its first record). */
+  yieldAfter?: { records: number; ms: number };
   /** False: every record alone in its savepoint, no set-based apply (set-apply.ts; the tests' comparison). */
   sets?: boolean;
 }
@@ -256,7 +256,8 @@ export function projectSlice(ctx: AppContext, storeId: string, limits: SliceLimi
     for (const r of rows) {
       if (n > 0) {
         const ran = performance.now() - started;
-        if (ran >= limits.ms || (ran >= (limits.yieldAfterMs ?? 0) && limits.yieldNow?.())) break;
+        const after = limits.yieldAfter;
+        if (ran >= limits.ms || ((!after || n >= after.records || ran >= after.ms) && limits.yieldNow?.())) break;
       }
       if (r.outcome === 'received') {
         const record = { ...r, live_mode: r.live_mode === 1, payload: JSON.parse(r.payload) as Record<string, unknown>, prev_seq: 0 };

@@ -34,7 +34,7 @@ const THREAD_SLICE_MS = 200;
  * one after another during a catch-up, so ending at each one made slices of about 50 records
  * (docs/decisions/0300-set-based-apply.md).
  */
-const THREAD_SLICE_FLOOR = { records: 250, ms: 15 };
+const THREAD_SLICE_FLOOR = { records: 250, ms: 10 };
 
 const port = parentPort!;
 const start = workerData as ThreadStart;

@@ -30,8 +30,9 @@ const THREAD_SLICE_RECORDS = 1000;
 const THREAD_SLICE_MS = 200;
 /**
  * A slice gives way to a waiting daemon write only once it holds this many records or ran this
- * long: each slice costs a commit (a WAL flush) and an entry of the log, and the API's writes came
- * one after another during a catch-up, so ending at each one made slices of about 50 records
+ * long: each slice costs a commit (a WAL flush) and an entry of the log, and the API's writes come
+ * one after another during a catch-up, so ending at each one cuts the slices short. Not longer:
+ * the daemon's write waits that long, and with the capture on a longer slice saves no CPU
  * (docs/decisions/0300-set-based-apply.md).
  */
 const THREAD_SLICE_FLOOR = { records: 250, ms: 10 };

@@ -88,6 +88,7 @@ interface CoreRun {
   cpuPerRecord: number;
   trips: number;
   entries: number;
+  threadEntries: number;
   tripMs: number;
   tripKb: number;
 }
@@ -137,6 +138,8 @@ async function viaPostgres(url: string, poolConfig: object): Promise<CoreRun> {
   // Before this change (0276) each entry was its own round trip: the appender's count where there is one.
   const appender = (pgCoreOf(daemon.ctx)?.log_ as { appending?: { trips: number; tripMs: number; chars: number } } | undefined)?.appending;
   const entries = Number((await pool.query('SELECT count(*) AS n FROM central_log')).rows[0].n);
+  // The projector thread's own commits (its ingest batches and slices): each a WAL flush and an entry.
+  const threadEntries = (pgCoreOf(daemon.ctx)?.log_ as { state?: { threadAppended?: number } } | undefined)?.state?.threadAppended ?? Number.NaN;
   const trips = appender?.trips ?? entries;
   const tripMs = appender ? appender.tripMs / appender.trips : Number.NaN;
   const tripKb = appender ? appender.chars / appender.trips / 1000 : Number.NaN;
@@ -154,6 +157,7 @@ async function viaPostgres(url: string, poolConfig: object): Promise<CoreRun> {
     cpuPerRecord: (cpu.user + cpu.system) / RECORDS,
     trips,
     entries,
+    threadEntries,
     tripMs,
     tripKb,
   };
@@ -184,7 +188,7 @@ export async function run(): Promise<BenchResult[]> {
     const url = cluster.url('core');
     const sqlite = await viaSqlite();
     const load = loadavg()[0].toFixed(1);
-    const { rate: pg, trail, busy, idle, loopP99, loopMax, cpuPerRecord, trips, entries, tripMs, tripKb } = await viaPostgres(url, config);
+    const { rate: pg, trail, busy, idle, loopP99, loopMax, cpuPerRecord, trips, entries, threadEntries, tripMs, tripKb } = await viaPostgres(url, config);
     return [
       {
         scenario: `central-pg-core: ${RECORDS} event records of one store received in PostgreSQL, applied by the core (ingest, project, report); load average ${load}`,
@@ -194,6 +198,7 @@ export async function run(): Promise<BenchResult[]> {
           'CPU µs per record (this process: the core, its threads, the probes)': cpuPerRecord,
           'appends to the central log (round trips)': trips,
           'entries appended': entries,
+          "of them the projector thread's (ingest batches and slices; NaN without the thread)": threadEntries,
           'ms per append (the appender; NaN before it)': tripMs,
           'kB of changes per append': tripKb,
         },

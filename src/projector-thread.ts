@@ -30,6 +30,14 @@ import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-
 /** A slice on the thread: at most this many records or this long, or until a daemon write waits. */
 const THREAD_SLICE_RECORDS = 1000;
 const THREAD_SLICE_MS = 200;
+/**
+ * A slice gives way to a waiting daemon write only once it holds this many records or ran this
+ * long: each slice costs a commit (a WAL flush) and an entry of the log, and the API's writes come
+ * one after another during a catch-up, so ending at each one cuts the slices short. Not longer:
+ * the daemon's write waits that long, and with the capture on a longer slice saves no CPU
+ * (docs/decisions/0300-set-based-apply.md).
+ */
+const THREAD_SLICE_FLOOR = { records: 250, ms: 10 };
 
 const port = parentPort!;
 const start = workerData as ThreadStart;
@@ -83,8 +91,13 @@ setCommitGate(db, queue);
 setWriteTurn(db, { flags: turnFlags, side: 'second' });
 
 // Off the loop a slice may grow (each append and commit then carries more records) until a write
-// of the daemon's waits for the lock: it ends after its current record.
-const projector = projectorWorker(ctx, { records: THREAD_SLICE_RECORDS, ms: THREAD_SLICE_MS, yieldNow: () => Atomics.load(turnFlags, 0) > 0 });
+// of the daemon's waits for the lock: it ends after its current record once past its floor.
+const projector = projectorWorker(ctx, {
+  records: THREAD_SLICE_RECORDS,
+  ms: THREAD_SLICE_MS,
+  yieldAfter: THREAD_SLICE_FLOOR,
+  yieldNow: () => Atomics.load(turnFlags, 0) > 0,
+});
 projectorBell(db).onSlice((storeId) => post({ sliced: storeId }));
 feedBell(db).on('rows', (orgs: Array<string | null>) => post({ feed: orgs }));
 ctx.outbox.notifier.on('events', () => post({ events: true }));

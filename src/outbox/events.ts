@@ -1,7 +1,11 @@
 import { EventEmitter } from 'node:events';
+import type { Statement } from 'better-sqlite3';
 import { writeOrigin, type Db } from '../db/database.js';
 import { newId } from '../ids.js';
 import { isoTime, type Clock } from '../clock.js';
+
+/** Rows per statement of `emitMany` (7 parameters each). */
+const EMIT_MANY_ROWS = 100;
 
 export interface EventScope {
   accountId: string;
@@ -51,6 +55,8 @@ export class Outbox {
   private wakePending = false;
   private readonly insert;
   private readonly byId;
+  /** `emitMany`'s multi-row inserts, by row count (prepared on first use). */
+  private readonly inserts = new Map<number, Statement>();
 
   constructor(
     private readonly db: Db,
@@ -84,6 +90,37 @@ export class Outbox {
     // money write. Only an id that already existed (a re-emitted event) returns the stored one.
     if (result.changes === 0) return this.get(id)!;
     return justStored({ ...row, seq: Number(result.lastInsertRowid) });
+  }
+
+  /**
+   * Events re-emitted by the hundred (the central's projector applying a store's `event` records
+   * as one set): one multi-row insert per hundred, with the same rows, seqs, skipped ids and hooks
+   * as `emit` called for each in order. Must run inside a transaction, as `emit`.
+   */
+  emitMany(inputs: ReadonlyArray<EmitInput & { id: string; createdAt: string }>): void {
+    if (!this.db.inTransaction) throw new Error('emitMany() outside a transaction: the events would not commit with their change');
+    for (let i = 0; i < inputs.length; i += EMIT_MANY_ROWS) {
+      const chunk = inputs.slice(i, i + EMIT_MANY_ROWS);
+      const args: unknown[] = [];
+      for (const e of chunk) args.push(e.id, e.accountId, e.liveMode ? 1 : 0, e.type, e.objectId ?? null, JSON.stringify(e.payload), e.createdAt);
+      const seqs = (this.insertOf(chunk.length).all(...args) as Array<{ seq: number }>).map((r) => r.seq);
+      // RETURNING's order is SQLite's to choose; the rows were inserted in the inputs' order.
+      if (this.emitHooks.length) for (const seq of seqs.sort((a, b) => a - b)) for (const hook of this.emitHooks) hook(seq);
+    }
+    if (inputs.length) this.scheduleWake();
+  }
+
+  private insertOf(rows: number): Statement {
+    let stmt = this.inserts.get(rows);
+    if (!stmt) {
+      const values = Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ');
+      stmt = this.db.prepare(
+        `INSERT INTO events (id, account_id, live_mode, type, object_id, payload, created_at) VALUES ${values}
+         ON CONFLICT(id) DO NOTHING RETURNING seq`,
+      );
+      this.inserts.set(rows, stmt);
+    }
+    return stmt;
   }
 
   /** Adds a hook run in the emitting transaction after each new event (see `emitHooks`). */

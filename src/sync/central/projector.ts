@@ -14,6 +14,7 @@ import { checkAtProjection } from './checks/projection.js';
 import { publishRefusal } from './checks/refusal.js';
 import { refusalText } from './checks/receipt.js';
 import { REVIEW_PREFIX, countTowardsDay, reviewHold } from './checks/review.js';
+import { SetRun, type SliceRecord } from './set-apply.js';
 
 /** The projector applies a store's records in slices of at most this many records ... */
 export const SLICE_RECORDS = 100;
@@ -34,8 +35,12 @@ const projecting = perDb(() => ({ store: null as string | null }));
 export interface SliceLimits {
   records: number;
   ms: number;
-  /** True when another writer waits for the write lock: the slice ends after its current record. */
+  /** True when another writer waits for the write lock: the slice ends after its current record, once past `yieldAfter`. */
   yieldNow?: () => boolean;
+  /** `yieldNow` is asked once the slice holds this many records or ran this long (default: from its first record). */
+  yieldAfter?: { records: number; ms: number };
+  /** False: every record alone in its savepoint, no set-based apply (set-apply.ts; the tests' comparison). */
+  sets?: boolean;
 }
 
 const LOOP_SLICE: SliceLimits = { records: SLICE_RECORDS, ms: SLICE_MS };
@@ -225,32 +230,47 @@ export function projectSlice(ctx: AppContext, storeId: string, limits: SliceLimi
     rescope();
     const now = isoTime(ctx.clock.now());
     const started = performance.now();
+    const origin = { storeId, keyAccountId: row.account_id };
+    // A child connected at the store enters the key's scope when its `connected_account` record is
+    // applied, possibly earlier in this slice: an unknown account is looked up again.
+    const accountOf = (id: string) => {
+      if (!byId.has(id)) rescope();
+      return byId.get(id);
+    };
+    const alone = (record: SliceRecord) => {
+      const account = accountOf(record.account_id);
+      const decided =
+        account && account.live_mode === record.live_mode
+          ? applyOne(ctx, record, origin, account.organization_id, now)
+          : {
+              outcome: 'parked' as const,
+              reason: `names account ${record.account_id} (${record.live_mode ? 'live' : 'sandbox'}), which this store's key does not act for`,
+            };
+      if (decided.outcome !== 'applied') store.setOutcome(record.id, decided.outcome, decided.reason, decided.outcome === 'parked' ? now : null);
+      if (decided.outcome === 'parked') logParked(ctx, { ...record, store_id: storeId }, decided.reason);
+    };
+    // The records that may go as sets are kept in a run, applied before the next one that goes alone.
+    const run = limits.sets === false ? undefined : new SetRun(ctx, origin, alone, transient);
     let seq = row.applied_seq;
     let n = 0;
     for (const r of rows) {
-      if (n > 0 && (performance.now() - started >= limits.ms || limits.yieldNow?.())) break;
+      if (n > 0) {
+        const ran = performance.now() - started;
+        const after = limits.yieldAfter;
+        if (ran >= limits.ms || ((!after || n >= after.records || ran >= after.ms) && limits.yieldNow?.())) break;
+      }
       if (r.outcome === 'received') {
-        // A child connected at the store enters the key's scope when its `connected_account`
-        // record is applied, possibly earlier in this slice: an unknown account is looked up again.
-        let account = byId.get(r.account_id);
-        if (!account) {
-          rescope();
-          account = byId.get(r.account_id);
-        }
         const record = { ...r, live_mode: r.live_mode === 1, payload: JSON.parse(r.payload) as Record<string, unknown>, prev_seq: 0 };
-        const decided =
-          account && account.live_mode === record.live_mode
-            ? applyOne(ctx, record, { storeId, keyAccountId: row.account_id }, account.organization_id, now)
-            : {
-                outcome: 'parked' as const,
-                reason: `names account ${r.account_id} (${record.live_mode ? 'live' : 'sandbox'}), which this store's key does not act for`,
-              };
-        if (decided.outcome !== 'applied') store.setOutcome(r.id, decided.outcome, decided.reason, decided.outcome === 'parked' ? now : null);
-        if (decided.outcome === 'parked') logParked(ctx, r, decided.reason);
+        const account = accountOf(r.account_id);
+        if (!(run && account && account.live_mode === record.live_mode && run.add(record))) {
+          run?.flush();
+          alone(record);
+        }
       }
       seq = r.seq;
       n++;
     }
+    run?.flush();
     store.setApplied(storeId, row.applied_seq, seq);
     return n;
   });

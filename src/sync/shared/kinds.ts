@@ -23,6 +23,23 @@ export const eventPush: PushKind<{ id: string; type: string; object_id?: unknown
       createdAt: typeof p.created_at === 'string' ? p.created_at : record.created_at,
     });
   },
+  // A run of them is one multi-row insert per hundred (the same rows, seqs and skipped ids).
+  applySet(ctx, records) {
+    ctx.outbox.emitMany(
+      records.map((record) => {
+        const p = record.payload;
+        return {
+          id: p.id,
+          type: p.type,
+          accountId: record.account_id,
+          liveMode: record.live_mode,
+          objectId: typeof p.object_id === 'string' ? p.object_id : null,
+          payload: p.payload,
+          createdAt: typeof p.created_at === 'string' ? p.created_at : record.created_at,
+        };
+      }),
+    );
+  },
 };
 
 /** A store found its totals differ from the central's: central operations hear it as an event. */

@@ -95,6 +95,14 @@ export interface PushKind<P = any> {
    * the field it concerns, or nothing. Must read only the central's state, so every core decides alike.
    */
   check?(ctx: AppContext, record: Omit<PushRecord, 'payload'> & { payload: P }, origin: SyncOrigin): { code: string; field: string; reason: string } | null;
+  /**
+   * Applies a run of this kind's records (consecutive in one store's stream, each of a valid
+   * payload) with set statements, with the same effect as `apply` on each in order. Only for a kind
+   * whose `apply` never refuses a valid payload and that has no `check` and does not move money (so
+   * no record's outcome depends on another's effect): the central's projector then applies a slice's
+   * runs of it as sets (sync/central/set-apply.ts), each record alone only when a set fails.
+   */
+  applySet?(ctx: AppContext, records: ReadonlyArray<Omit<PushRecord, 'payload'> & { payload: P }>, origin: SyncOrigin): void;
 }
 
 /** The store's context: appliers and rejection handlers write through their module's own service functions, which take it. */
@@ -200,6 +208,18 @@ export class SyncRegistry {
   /** A kind's declaration, for the central's checks (sync/central/checks). */
   pushKind(kind: string): PushKind | undefined {
     return this.kinds_.get(kind);
+  }
+
+  /**
+   * Whether a record of this kind may join a set (`PushKind.applySet`): the kind declares one, has
+   * no check and moves no money, and the payload is one its applier takes (else the record goes
+   * alone, to the refusal `apply` would give).
+   */
+  settable(kind: string, payload: Record<string, unknown>): PushKind | undefined {
+    const k = this.kinds_.get(kind);
+    if (!k?.applySet || k.check || k.movesMoney) return undefined;
+    if ((k.payload && !Value.Check(k.payload, payload)) || k.consistent?.(payload) === false) return undefined;
+    return k;
   }
 
   kinds(): string[] {

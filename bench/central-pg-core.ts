@@ -104,8 +104,8 @@ async function viaPostgres(url: string, poolConfig: object): Promise<CoreRun> {
   const recs = records(accountId);
   const scope = { keyAccount: { id: accountId, live_mode: true }, accounts: [{ id: accountId, live_mode: true }] };
   for (let i = 0; i < recs.length; i += BATCH) await receivePush(pool, scope, { protocol: 1, store_id: STORE, records: recs.slice(i, i + BATCH) });
-  // POSD_BENCH_PROJECTOR_THREAD=1: the core's projector on its own thread (docs/decisions/0233-projector-thread.md).
-  const projector_thread = process.env.POSD_BENCH_PROJECTOR_THREAD === '1';
+  // The core's projector on its own thread, as by default (decision 0311); POSD_BENCH_PROJECTOR_THREAD=0: on the loop.
+  const projector_thread = process.env.POSD_BENCH_PROJECTOR_THREAD !== '0';
   const config = validateConfig({ data_dir: dir, role: 'central', http: { host: '127.0.0.1', port: 0 }, sync: { postgres: { url, projector_thread } } });
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();

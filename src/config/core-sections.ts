@@ -179,10 +179,10 @@ export const coreSections = {
           pool_max: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
           /**
            * The leading core runs its projector and the ingest's writes on a thread of their own
-           * (src/projector-thread.ts), off the event loop that answers /api. Off until a quiet
-           * box's bench says it pays (docs/decisions/0233-projector-thread.md).
+           * (src/projector-thread.ts), off the event loop that answers /api. On by default since
+           * a quiet box's bench showed the API's p99 during a catch-up halved (decision 0311).
            */
-          projector_thread: Type.Boolean({ default: false }),
+          projector_thread: Type.Boolean({ default: true }),
         },
         { default: {} },
       ),

@@ -1,11 +1,8 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import type { Config } from './config.js';
 import { systemClock } from './clock.js';
-import { createLogger } from './logger.js';
-import { openDatabase, setCommitGate, setWriteTurn } from './db/database.js';
-import { databaseFile } from './db/paths.js';
+import { setCommitGate, setWriteTurn } from './db/database.js';
 import { queueEntry, startCapture, stopCapture, takeChanges } from './db/change-capture.js';
 import { Outbox } from './outbox/events.js';
 import { feedBell } from './outbox/feed-changes.js';
@@ -16,6 +13,7 @@ import { projectorBell } from './sync/central/projector-bell.js';
 import { ingestBatch } from './sync/central/core-ingest.js';
 import { newAppendShare, ringAppender } from './sync/central/append-loop.js';
 import type { ThreadIn, ThreadOut, ThreadStart } from './sync/central/projector-host.js';
+import { threadConnection, threadLogger } from './sync/central/thread-side.js';
 
 /**
  * The leading chain core's projector on a thread of its own (docs/central.md, "The projector's
@@ -44,16 +42,9 @@ const start = workerData as ThreadStart;
 const post = (m: ThreadOut) => port.postMessage(m);
 const turnFlags = new Int32Array(start.turn);
 
-/** The thread's log lines go to the daemon's logger (its destination, its redaction). */
-const lines = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    post({ log: chunk.toString('utf8') });
-    done();
-  },
-});
 const config = start.config as Config;
-const log = createLogger(config, lines);
-const db = openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms, migrate: false });
+const log = threadLogger(config, post);
+const db = threadConnection(config);
 const abort = new AbortController();
 const ctx = {
   config,

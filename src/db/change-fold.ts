@@ -12,7 +12,8 @@ export type Captured = [tbl: string, k: string, op: string, img: string | null, 
 
 type Row = Record<string, unknown>;
 
-const idOf = (table: string, key: number | unknown[]) => `${table}\u0000${typeof key === 'number' ? key : JSON.stringify(key)}`;
+/** A change's table and key as one text (its place in a map of changes). */
+export const changeId = (table: string, key: number | unknown[]) => `${table}\u0000${typeof key === 'number' ? key : JSON.stringify(key)}`;
 
 /**
  * A key's writes in capture order folded into its change and undo: the last image and the first
@@ -130,7 +131,7 @@ export function lastPerKey(changes: readonly RowChange[]): readonly RowChange[] 
   let out: RowChange[] | undefined;
   for (let i = 0; i < changes.length; i++) {
     const c = changes[i];
-    const id = idOf(c[0], c[1]);
+    const id = changeId(c[0], c[1]);
     const j = at.get(id);
     if (j === undefined) {
       at.set(id, out ? out.push(c) - 1 : i);
@@ -151,11 +152,9 @@ export function lastPerKey(changes: readonly RowChange[]): readonly RowChange[] 
  * whole row, makes it whole.
  */
 export function addBefore(priors: Map<string, RowChange>, change: RowChange): void {
-  const id = idOf(change[0], change[1]);
+  const id = changeId(change[0], change[1]);
   const was = priors.get(id);
   if (!was) priors.set(id, change);
   else if (was[3] === 1 && change[2] !== null)
     priors.set(id, [was[0], was[1], { ...change[2], ...was[2] }, ...(change[3] === 1 ? ([1] as const) : ([] as const))]);
 }
-
-export { idOf as changeId };

@@ -108,33 +108,25 @@ function lift(r: Replayer, change: RowChange): RowChange {
 function applyGroup(db: Db, group: readonly RowChange[]): void {
   const of = replayers(db);
   for (const c of group) if (c[2] === null) of(c[0]).remove(keyOf(c[1]));
-  let refused: RowChange[] = [];
-  for (const c of group) {
-    if (c[2] === null) continue;
-    try {
-      write(of(c[0]), c);
-    } catch (err) {
-      if (!isUnique(err)) throw err;
-      refused.push(c);
-    }
-  }
-  while (refused.length) {
-    const left: RowChange[] = [];
-    for (const c of refused) {
+  // Written until none is left; a pass that writes none of those left finds a swap.
+  let left = group.filter((c) => c[2] !== null);
+  while (left.length) {
+    const refused: RowChange[] = [];
+    for (const c of left) {
       try {
         write(of(c[0]), c);
       } catch (err) {
         if (!isUnique(err)) throw err;
-        left.push(c);
+        refused.push(c);
       }
     }
-    if (left.length === refused.length) {
+    if (refused.length && refused.length === left.length) {
       // Each holds a value another wants: all out, then all in (their final values do not clash).
-      const lifted = left.map((c) => lift(of(c[0]), c));
+      const lifted = refused.map((c) => lift(of(c[0]), c));
       for (const c of lifted) write(of(c[0]), c);
       return;
     }
-    refused = left;
+    left = refused;
   }
 }
 

@@ -61,17 +61,16 @@ function formsOf(db: Db, sql: string): Forms | null {
   // Only a key the rows carry (`SELECT *` has no rowid unless it is a column) and one direction.
   if (terms.some((t) => t.length !== 2 || t[1]!.toUpperCase() !== 'DESC' || t[0]!.toLowerCase() === 'rowid')) return null;
   const arms = body!.split(/\s+UNION ALL\s+/i).map((arm) => ARM.exec(arm));
-  if (arms.some((a) => !a)) return null;
-  const columns = terms.map((t) => t[0]!);
   const named = limit === '@limit';
+  // A positional key would be bound once per arm: a merge of lists is taken only with named ones.
+  if (arms.some((a) => !a) || (!named && arms.length > 1)) return null;
+  const columns = terms.map((t) => t[0]!);
   const tuple = (xs: string[]) => (xs.length === 1 ? xs[0] : `(${xs.join(', ')})`);
   const page = named ? 'LIMIT @limit OFFSET @offset' : 'LIMIT ? OFFSET ?';
   const desc = columns.map((c) => `${c} DESC`).join(', ');
   const asc = columns.map((c) => `${c} ASC`).join(', ');
   const plain = arms.map((a) => `${a![1]}(${a![2]})`).join(' UNION ALL ');
-  // A positional key is bound once per arm, so the form is only made for one arm.
   const beside = (a: RegExpExecArray, op: string) => `${a[1]}(${a[2]}) AND ${tuple(columns)} ${op} ${tuple(columns.map((_, i) => (named ? `@__k${i}` : '?')))}`;
-  if (!named && arms.length > 1) return null;
   return {
     columns,
     named,

@@ -386,18 +386,7 @@ describe('flushes side by side on a slow disk (decision 0298)', () => {
     await Promise.all([still, overlapping]);
     // A disk that runs them one after the other: a flush started 2 ms after another (of 4 ms)
     // ends 4 ms after it, having taken 6.
-    for (let i = 0; i < 6; i++) {
-      const older = s.flusher.committed();
-      s.clock.t += 2;
-      const beside = s.flusher.committed();
-      expect(s.disk.pending).toHaveLength(2);
-      s.clock.t += 2;
-      s.disk.release();
-      await older;
-      s.clock.t += 4;
-      s.disk.release();
-      await beside;
-    }
+    for (let i = 0; i < 6; i++) await pair(4);
     // Found serial: a commit during a flush waits for it, then (one commit answered) goes at once.
     const first = s.flusher.committed();
     s.clock.t += 2;

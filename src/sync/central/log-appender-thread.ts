@@ -1,12 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { Writable } from 'node:stream';
 import type { Config } from '../../config.js';
-import { createLogger } from '../../logger.js';
-import { openDatabase } from '../../db/database.js';
-import { databaseFile } from '../../db/paths.js';
 import { createPool } from '../pg/pool.js';
 import { AppendLoop, newAppendShare } from './append-loop.js';
 import type { AppenderIn, AppenderOut, AppenderStart } from './log-appender-host.js';
+import { threadConnection, threadLogger } from './thread-side.js';
 
 /**
  * The leading chain core's appender on a thread of its own (docs/central.md, "The projector's
@@ -21,16 +18,9 @@ const port = parentPort!;
 const start = workerData as AppenderStart;
 const post = (m: AppenderOut) => port.postMessage(m);
 
-/** The thread's log lines go to the daemon's logger (its destination, its redaction). */
-const lines = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    post({ log: chunk.toString('utf8') });
-    done();
-  },
-});
 const config = start.config as Config;
-const log = createLogger(config, lines);
-const db = openDatabase(databaseFile(config), { synchronous: config.database.synchronous, busyTimeoutMs: config.database.busy_timeout_ms, migrate: false });
+const log = threadLogger(config, post);
+const db = threadConnection(config);
 const pool = createPool({ connectionString: config.sync.postgres.url, max: 1, application_name: 'posd-core-appender' });
 // An idle connection that dies (a server restart) must not end the thread: the next append reconnects.
 pool.on('error', (err) => log.warn({ err }, 'sync: the appender thread lost its PostgreSQL connection'));

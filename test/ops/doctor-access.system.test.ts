@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAIN, runPosd } from '../helpers/process.js';
 
@@ -15,11 +15,32 @@ import { MAIN, runPosd } from '../helpers/process.js';
 const NOBODY = 65534;
 let dir: string;
 let central: Server | undefined;
+/** Folders above node and the program that nobody could not pass through, and their modes before. */
+const opened = new Map<string, number>();
 afterEach(() => {
   central?.close();
   central = undefined;
   rmSync(dir, { recursive: true, force: true });
+  for (const [folder, mode] of opened) chmodSync(folder, mode);
+  opened.clear();
 });
+
+/**
+ * nobody must reach node and the built program: a checkout made under a folder only its owner may
+ * enter (`mktemp -d` is 700) would fail the spawn with EACCES before doctor runs. Each such folder
+ * above them lets others pass through (search only, not list) until the test ends.
+ */
+function letNobodyReach(...files: string[]): void {
+  for (const file of files) {
+    for (let d = dirname(file); d !== dirname(d); d = dirname(d)) {
+      const mode = statSync(d).mode & 0o7777;
+      if (!(mode & 0o001) && !opened.has(d)) {
+        opened.set(d, mode);
+        chmodSync(d, mode | 0o001);
+      }
+    }
+  }
+}
 
 interface Check {
   name: string;
@@ -29,6 +50,7 @@ interface Check {
 }
 
 async function doctorAs(uid: number | undefined, args: string[]): Promise<{ code: number | null; checks: Check[]; stderr: string }> {
+  if (uid !== undefined) letNobodyReach(process.execPath, MAIN);
   const child = spawn(process.execPath, [MAIN, 'doctor', ...args, '--json'], { uid, gid: uid, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
